@@ -1,0 +1,196 @@
+// Package app assembles seatd from its parts — Postgres pool, Redis
+// client, hold core, live bus, HTTP handler — and runs it. The seatd
+// binary and the multi-process tests build servers the same way.
+package app
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/redis/go-redis/v9"
+
+	"seatd/internal/auth"
+	"seatd/internal/config"
+	"seatd/internal/hold"
+	"seatd/internal/pg"
+	"seatd/internal/realtime"
+	"seatd/internal/seatlock"
+	"seatd/internal/store"
+	"seatd/internal/telemetry"
+)
+
+// App is one seatd process's wiring.
+type App struct {
+	Cfg      config.Config
+	Log      *slog.Logger
+	Pool     *pgxpool.Pool
+	Redis    redis.UniversalClient
+	Store    *store.Store
+	Locks    *seatlock.Locks
+	Bus      *realtime.Bus
+	Core     *hold.Service
+	Accounts *auth.Accounts
+	Registry *prometheus.Registry
+	Metrics  *telemetry.Metrics
+}
+
+// New connects to Postgres and Redis and builds the core. It does not
+// migrate; call Migrate for that.
+func New(ctx context.Context, cfg config.Config, log *slog.Logger) (*App, error) {
+	pool, err := pg.Open(ctx, cfg.DatabaseURL, pg.Options{
+		MaxConns: cfg.PGMaxConns, LockTimeout: cfg.PGLockTimeout, StatementTimeout: cfg.PGStatementTimeout, AppName: "seatd",
+	})
+	if err != nil {
+		return nil, err
+	}
+	rdb, err := NewRedis(cfg)
+	if err != nil {
+		pool.Close()
+		return nil, err
+	}
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	m := telemetry.New(reg)
+	a := &App{Cfg: cfg, Log: log, Pool: pool, Redis: rdb, Store: store.New(pool), Registry: reg, Metrics: m}
+	a.Locks = seatlock.New(rdb, cfg.KeyPrefix, cfg.LockMargin)
+	var core *hold.Service
+	a.Bus = realtime.New(rdb, pool, log, func() bool { return core == nil || core.FastPath() })
+	core = hold.New(a.Store, a.Locks, a.Bus, hold.Options{
+		HoldTTL: cfg.HoldTTL, Extension: cfg.HoldExtension, MaxExtensions: cfg.MaxExtensions,
+		MaxHoldsPerBuyer: cfg.MaxHoldsPerBuyer, MaxSeatsPerRequest: cfg.MaxSeatsPerRequest,
+		ReaperBatch: cfg.ReaperBatch, BreakerFailures: cfg.BreakerFailures, BreakerOpenFor: cfg.BreakerOpenFor,
+		StaleLockAge: max(30*time.Second, 3*cfg.PGStatementTimeout),
+	}, log, m, time.Now)
+	a.Core = core
+	cost := 0
+	if cfg.Env == "test" {
+		cost = 4 // bcrypt.MinCost: tests create many users
+	}
+	a.Accounts = auth.New(a.Store, cost)
+	return a, nil
+}
+
+// NewRedis builds a Redis client from REDIS_URL: one redis:// URL for a
+// single server, or a comma-separated list of host:port for a cluster.
+// Timeouts are short and retries few: a slow Redis must trip the breaker
+// quickly, not stall every hold.
+func NewRedis(cfg config.Config) (redis.UniversalClient, error) {
+	o := &redis.UniversalOptions{
+		DialTimeout:           cfg.RedisDialTimeout,
+		ReadTimeout:           cfg.RedisTimeout,
+		WriteTimeout:          cfg.RedisTimeout,
+		MaxRetries:            cfg.RedisMaxRetries,
+		ContextTimeoutEnabled: true,
+		PoolSize:              64,
+	}
+	if strings.Contains(cfg.RedisURL, ",") {
+		for _, addr := range strings.Split(cfg.RedisURL, ",") {
+			addr = strings.TrimPrefix(strings.TrimSpace(addr), "redis://")
+			if _, _, err := net.SplitHostPort(addr); err != nil {
+				return nil, fmt.Errorf("REDIS_URL: %q is not host:port", addr)
+			}
+			o.Addrs = append(o.Addrs, addr)
+		}
+		o.IsClusterMode = true
+		return redis.NewUniversalClient(o), nil
+	}
+	u, err := url.Parse(cfg.RedisURL)
+	if err != nil || u.Scheme != "redis" || u.Host == "" {
+		return nil, fmt.Errorf("REDIS_URL: %q is not redis://host:port/db", cfg.RedisURL)
+	}
+	o.Addrs = []string{u.Host}
+	if db := strings.Trim(u.Path, "/"); db != "" {
+		if o.DB, err = strconv.Atoi(db); err != nil {
+			return nil, fmt.Errorf("REDIS_URL: database %q is not a number", db)
+		}
+	}
+	if u.User != nil {
+		o.Username = u.User.Username()
+		o.Password, _ = u.User.Password()
+	}
+	return redis.NewUniversalClient(o), nil
+}
+
+// Migrate applies pending migrations.
+func (a *App) Migrate(ctx context.Context) error {
+	from, to, err := pg.Migrate(ctx, a.Pool)
+	if err != nil {
+		return err
+	}
+	if from != to {
+		a.Log.Info("migrated", "from", from, "to", to)
+	}
+	return nil
+}
+
+// RunBackground runs the per-process loops (reaper, Redis recovery,
+// Postgres NOTIFY listener, occupancy snapshots) until ctx ends, and
+// returns when they all stopped.
+func (a *App) RunBackground(ctx context.Context) {
+	var wg sync.WaitGroup
+	wg.Go(func() { a.Core.RunReaper(ctx, a.Cfg.ReaperInterval) })
+	wg.Go(func() { a.Core.RunRecovery(ctx, 250*time.Millisecond) })
+	wg.Go(func() { a.Bus.Listen(ctx) })
+	wg.Go(func() { a.Core.RunSnapshots(ctx, a.Cfg.SnapshotInterval) })
+	wg.Wait()
+}
+
+// Serve runs handler on the configured address with the background loops
+// until ctx ends, then shuts down in order: stop accepting HTTP and finish
+// requests, run onShutdown (closing sockets), stop the loops, close Redis
+// and the pool.
+func (a *App) Serve(ctx context.Context, ln net.Listener, handler http.Handler, onShutdown func()) error {
+	srv := &http.Server{
+		Handler:           handler,
+		ReadHeaderTimeout: 5 * time.Second,
+		ReadTimeout:       15 * time.Second,
+		WriteTimeout:      30 * time.Second,
+		IdleTimeout:       120 * time.Second,
+		MaxHeaderBytes:    64 << 10,
+		ErrorLog:          slog.NewLogLogger(a.Log.Handler(), slog.LevelWarn),
+	}
+	bgCtx, stopBg := context.WithCancel(context.WithoutCancel(ctx))
+	bgDone := make(chan struct{})
+	go func() { a.RunBackground(bgCtx); close(bgDone) }()
+
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	var serveErr error
+	select {
+	case <-ctx.Done():
+	case serveErr = <-errc:
+	}
+	a.Log.Info("shutting down")
+	shutCtx, cancel := context.WithTimeout(context.Background(), a.Cfg.ShutdownTimeout)
+	defer cancel()
+	if onShutdown != nil {
+		srv.RegisterOnShutdown(onShutdown)
+	}
+	err := srv.Shutdown(shutCtx)
+	stopBg()
+	<-bgDone
+	if errors.Is(serveErr, http.ErrServerClosed) {
+		serveErr = nil
+	}
+	return errors.Join(serveErr, err)
+}
+
+// Close releases connections: the core's subscriptions, Redis, the pool.
+func (a *App) Close() {
+	a.Core.Close()
+	a.Bus.Close()
+	_ = a.Redis.Close()
+	a.Pool.Close()
+}

@@ -1,0 +1,216 @@
+// Package config reads seatd's configuration from environment variables,
+// applies defaults and validates the result once at start.
+package config
+
+import (
+	"errors"
+	"fmt"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Config is every setting seatd reads from its environment.
+type Config struct {
+	Env         string // SEATD_ENV: development | test | production
+	Addr        string // SEATD_ADDR
+	DatabaseURL string // DATABASE_URL
+	RedisURL    string // REDIS_URL (redis://host:port/db; several comma-separated addresses for a cluster)
+	KeyPrefix   string // SEATD_KEY_PREFIX
+
+	HoldTTL            time.Duration // SEATD_HOLD_TTL
+	HoldExtension      time.Duration // SEATD_HOLD_EXTENSION
+	MaxExtensions      int           // SEATD_MAX_EXTENSIONS
+	LockMargin         time.Duration // SEATD_LOCK_MARGIN: Redis lock TTL beyond held_until
+	MaxHoldsPerBuyer   int           // SEATD_MAX_HOLDS_PER_BUYER (active holds per buyer per event)
+	MaxSeatsPerRequest int           // SEATD_MAX_SEATS_PER_REQUEST
+
+	ReaperInterval time.Duration // SEATD_REAPER_INTERVAL
+	ReaperBatch    int           // SEATD_REAPER_BATCH
+
+	RedisDialTimeout time.Duration // SEATD_REDIS_DIAL_TIMEOUT
+	RedisTimeout     time.Duration // SEATD_REDIS_TIMEOUT (read and write)
+	RedisMaxRetries  int           // SEATD_REDIS_MAX_RETRIES
+	BreakerFailures  int           // SEATD_BREAKER_FAILURES: consecutive failures that open the breaker
+	BreakerOpenFor   time.Duration // SEATD_BREAKER_OPEN_FOR: how long it stays open before probing
+
+	PGMaxConns         int           // SEATD_PG_MAX_CONNS
+	PGLockTimeout      time.Duration // SEATD_PG_LOCK_TIMEOUT
+	PGStatementTimeout time.Duration // SEATD_PG_STATEMENT_TIMEOUT
+
+	SessionLifetime    time.Duration // SEATD_SESSION_LIFETIME
+	SessionIdleTimeout time.Duration // SEATD_SESSION_IDLE_TIMEOUT
+	CookieSecure       bool          // COOKIE_SECURE
+	HoldRatePerMinute  int           // SEATD_HOLD_RATE_PER_MINUTE (per user)
+	LoginRatePerMinute int           // SEATD_LOGIN_RATE_PER_MINUTE (per IP)
+	SnapshotInterval   time.Duration // SEATD_SNAPSHOT_INTERVAL
+	ShutdownTimeout    time.Duration // SEATD_SHUTDOWN_TIMEOUT
+	LogLevel           string        // SEATD_LOG_LEVEL: debug | info | warn | error
+}
+
+// Defaults returns the configuration used when no variable is set.
+func Defaults() Config {
+	return Config{
+		Env:                "development",
+		Addr:               ":8080",
+		KeyPrefix:          "seatd",
+		HoldTTL:            15 * time.Minute,
+		HoldExtension:      5 * time.Minute,
+		MaxExtensions:      1,
+		LockMargin:         time.Minute,
+		MaxHoldsPerBuyer:   10,
+		MaxSeatsPerRequest: 10,
+		ReaperInterval:     time.Second,
+		ReaperBatch:        500,
+		RedisDialTimeout:   500 * time.Millisecond,
+		RedisTimeout:       250 * time.Millisecond,
+		RedisMaxRetries:    1,
+		BreakerFailures:    3,
+		BreakerOpenFor:     2 * time.Second,
+		PGMaxConns:         40,
+		PGLockTimeout:      500 * time.Millisecond,
+		PGStatementTimeout: 5 * time.Second,
+		SessionLifetime:    24 * time.Hour,
+		SessionIdleTimeout: 2 * time.Hour,
+		HoldRatePerMinute:  120,
+		LoginRatePerMinute: 20,
+		SnapshotInterval:   30 * time.Second,
+		ShutdownTimeout:    10 * time.Second,
+		LogLevel:           "info",
+	}
+}
+
+// Load builds a Config from getenv (os.Getenv in production, a map in tests)
+// and validates it. Every problem is reported, not just the first.
+func Load(getenv func(string) string) (Config, error) {
+	c := Defaults()
+	var errs []error
+	str := func(name string, dst *string) {
+		if v := strings.TrimSpace(getenv(name)); v != "" {
+			*dst = v
+		}
+	}
+	dur := func(name string, dst *time.Duration) {
+		if v := strings.TrimSpace(getenv(name)); v != "" {
+			d, err := time.ParseDuration(v)
+			if err != nil {
+				errs = append(errs, fmt.Errorf("%s: %q is not a duration like 15m or 500ms", name, v))
+				return
+			}
+			*dst = d
+		}
+	}
+	num := func(name string, dst *int) {
+		if v := strings.TrimSpace(getenv(name)); v != "" {
+			n, err := strconv.Atoi(v)
+			if err != nil {
+				errs = append(errs, fmt.Errorf("%s: %q is not an integer", name, v))
+				return
+			}
+			*dst = n
+		}
+	}
+	boolean := func(name string, dst *bool) {
+		if v := strings.TrimSpace(getenv(name)); v != "" {
+			b, err := strconv.ParseBool(v)
+			if err != nil {
+				errs = append(errs, fmt.Errorf("%s: %q is not true or false", name, v))
+				return
+			}
+			*dst = b
+		}
+	}
+
+	str("SEATD_ENV", &c.Env)
+	str("SEATD_ADDR", &c.Addr)
+	str("DATABASE_URL", &c.DatabaseURL)
+	str("REDIS_URL", &c.RedisURL)
+	str("SEATD_KEY_PREFIX", &c.KeyPrefix)
+	dur("SEATD_HOLD_TTL", &c.HoldTTL)
+	dur("SEATD_HOLD_EXTENSION", &c.HoldExtension)
+	num("SEATD_MAX_EXTENSIONS", &c.MaxExtensions)
+	dur("SEATD_LOCK_MARGIN", &c.LockMargin)
+	num("SEATD_MAX_HOLDS_PER_BUYER", &c.MaxHoldsPerBuyer)
+	num("SEATD_MAX_SEATS_PER_REQUEST", &c.MaxSeatsPerRequest)
+	dur("SEATD_REAPER_INTERVAL", &c.ReaperInterval)
+	num("SEATD_REAPER_BATCH", &c.ReaperBatch)
+	dur("SEATD_REDIS_DIAL_TIMEOUT", &c.RedisDialTimeout)
+	dur("SEATD_REDIS_TIMEOUT", &c.RedisTimeout)
+	num("SEATD_REDIS_MAX_RETRIES", &c.RedisMaxRetries)
+	num("SEATD_BREAKER_FAILURES", &c.BreakerFailures)
+	dur("SEATD_BREAKER_OPEN_FOR", &c.BreakerOpenFor)
+	num("SEATD_PG_MAX_CONNS", &c.PGMaxConns)
+	dur("SEATD_PG_LOCK_TIMEOUT", &c.PGLockTimeout)
+	dur("SEATD_PG_STATEMENT_TIMEOUT", &c.PGStatementTimeout)
+	dur("SEATD_SESSION_LIFETIME", &c.SessionLifetime)
+	dur("SEATD_SESSION_IDLE_TIMEOUT", &c.SessionIdleTimeout)
+	boolean("COOKIE_SECURE", &c.CookieSecure)
+	num("SEATD_HOLD_RATE_PER_MINUTE", &c.HoldRatePerMinute)
+	num("SEATD_LOGIN_RATE_PER_MINUTE", &c.LoginRatePerMinute)
+	dur("SEATD_SNAPSHOT_INTERVAL", &c.SnapshotInterval)
+	dur("SEATD_SHUTDOWN_TIMEOUT", &c.ShutdownTimeout)
+	str("SEATD_LOG_LEVEL", &c.LogLevel)
+
+	errs = append(errs, c.validate()...)
+	return c, errors.Join(errs...)
+}
+
+func (c Config) validate() []error {
+	var errs []error
+	bad := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
+	switch c.Env {
+	case "development", "test", "production":
+	default:
+		bad("SEATD_ENV: %q must be development, test or production", c.Env)
+	}
+	if c.DatabaseURL == "" {
+		bad("DATABASE_URL: required (postgres://user@host:port/db)")
+	} else if u, err := url.Parse(c.DatabaseURL); err != nil || (u.Scheme != "postgres" && u.Scheme != "postgresql") {
+		bad("DATABASE_URL: must be a postgres:// URL")
+	}
+	if c.RedisURL == "" {
+		bad("REDIS_URL: required (redis://host:port/db)")
+	}
+	if c.KeyPrefix == "" || strings.ContainsAny(c.KeyPrefix, "{}: ") {
+		bad("SEATD_KEY_PREFIX: %q must be non-empty without braces, colons or spaces", c.KeyPrefix)
+	}
+	positive := func(name string, d time.Duration) {
+		if d <= 0 {
+			bad("%s: must be positive, got %s", name, d)
+		}
+	}
+	positive("SEATD_HOLD_TTL", c.HoldTTL)
+	positive("SEATD_HOLD_EXTENSION", c.HoldExtension)
+	positive("SEATD_LOCK_MARGIN", c.LockMargin)
+	positive("SEATD_REAPER_INTERVAL", c.ReaperInterval)
+	positive("SEATD_REDIS_DIAL_TIMEOUT", c.RedisDialTimeout)
+	positive("SEATD_REDIS_TIMEOUT", c.RedisTimeout)
+	positive("SEATD_BREAKER_OPEN_FOR", c.BreakerOpenFor)
+	positive("SEATD_PG_LOCK_TIMEOUT", c.PGLockTimeout)
+	positive("SEATD_PG_STATEMENT_TIMEOUT", c.PGStatementTimeout)
+	positive("SEATD_SESSION_LIFETIME", c.SessionLifetime)
+	positive("SEATD_SESSION_IDLE_TIMEOUT", c.SessionIdleTimeout)
+	positive("SEATD_SNAPSHOT_INTERVAL", c.SnapshotInterval)
+	positive("SEATD_SHUTDOWN_TIMEOUT", c.ShutdownTimeout)
+	atLeast := func(name string, n, min int) {
+		if n < min {
+			bad("%s: must be at least %d, got %d", name, min, n)
+		}
+	}
+	atLeast("SEATD_MAX_EXTENSIONS", c.MaxExtensions, 0)
+	atLeast("SEATD_MAX_HOLDS_PER_BUYER", c.MaxHoldsPerBuyer, 1)
+	atLeast("SEATD_MAX_SEATS_PER_REQUEST", c.MaxSeatsPerRequest, 1)
+	atLeast("SEATD_REAPER_BATCH", c.ReaperBatch, 1)
+	atLeast("SEATD_REDIS_MAX_RETRIES", c.RedisMaxRetries, 0)
+	atLeast("SEATD_BREAKER_FAILURES", c.BreakerFailures, 1)
+	atLeast("SEATD_PG_MAX_CONNS", c.PGMaxConns, 4)
+	atLeast("SEATD_HOLD_RATE_PER_MINUTE", c.HoldRatePerMinute, 1)
+	atLeast("SEATD_LOGIN_RATE_PER_MINUTE", c.LoginRatePerMinute, 1)
+	switch c.LogLevel {
+	case "debug", "info", "warn", "error":
+	default:
+		bad("SEATD_LOG_LEVEL: %q must be debug, info, warn or error", c.LogLevel)
+	}
+	return errs
+}

@@ -1,0 +1,209 @@
+package hold
+
+import (
+	"sync"
+	"time"
+
+	"github.com/google/uuid"
+
+	"seatd/internal/store"
+)
+
+// eventState is the hot cache of one event in this process: every seat's
+// layout and current state, kept current by deltas. It is derived from
+// Postgres (loaded lazily) and never trusted for a grant, only for a fast
+// refusal or an idempotent answer.
+type eventState struct {
+	org, id uuid.UUID
+
+	mu        sync.RWMutex
+	ready     bool
+	pending   []Delta // deltas that arrived while loading
+	seats     map[uuid.UUID]*store.Seat
+	byIdx     []*store.Seat
+	sections  []store.Section
+	sectionOf map[uuid.UUID]int // section id -> index into sections
+	counts    []store.Counts    // per section, same order as sections
+	userHolds map[uuid.UUID]int // active holds per user
+	maxFence  int64
+	watchers  map[int]func([]Delta)
+	nextWatch int
+	unsub     func()
+}
+
+func newEventState(org, id uuid.UUID) *eventState {
+	return &eventState{org: org, id: id, watchers: map[int]func([]Delta){}}
+}
+
+// fill replaces the state with a fresh load and returns, for a reload, the
+// seats that differ from what was cached (as sync deltas).
+func (e *eventState) fill(sections []store.Section, seats []store.Seat, now time.Time) []Delta {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	old := e.seats
+	e.sections = sections
+	e.sectionOf = make(map[uuid.UUID]int, len(sections))
+	for i, s := range sections {
+		e.sectionOf[s.ID] = i
+	}
+	e.seats = make(map[uuid.UUID]*store.Seat, len(seats))
+	e.byIdx = make([]*store.Seat, 0, len(seats))
+	e.counts = make([]store.Counts, len(sections))
+	e.userHolds = map[uuid.UUID]int{}
+	var changed []Delta
+	for i := range seats {
+		s := &seats[i]
+		e.seats[s.ID] = s
+		e.byIdx = append(e.byIdx, s)
+		e.counts[e.sectionOf[s.SectionID]].Add(s.Status, 1)
+		if s.Status == store.Held {
+			e.userHolds[s.HolderID]++
+		}
+		e.maxFence = max(e.maxFence, s.Fence)
+		if o, ok := old[s.ID]; ok && (o.Version != s.Version || o.Status != s.Status) {
+			changed = append(changed, seatDelta(e.org, e.id, s, KindSync, now))
+		}
+	}
+	e.ready = true
+	pending := e.pending
+	e.pending = nil
+	for _, d := range pending {
+		if e.applyLocked(d) {
+			changed = append(changed, d)
+		}
+	}
+	return changed
+}
+
+func seatDelta(org, event uuid.UUID, s *store.Seat, kind string, now time.Time) Delta {
+	return Delta{Org: org, Event: event, Seat: s.ID, Kind: kind, Status: s.Status, Version: s.Version,
+		HoldID: s.HoldID, UserID: s.HolderID, HeldUntil: s.HeldUntil, Fence: s.Fence, At: now}
+}
+
+// apply applies deltas newer than what is cached and returns those.
+func (e *eventState) apply(ds []Delta) []Delta {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if !e.ready {
+		e.pending = append(e.pending, ds...)
+		return nil
+	}
+	var out []Delta
+	for _, d := range ds {
+		if e.applyLocked(d) {
+			out = append(out, d)
+		}
+	}
+	return out
+}
+
+func (e *eventState) applyLocked(d Delta) bool {
+	s, ok := e.seats[d.Seat]
+	if !ok || d.Version <= s.Version {
+		return false
+	}
+	ci := e.sectionOf[s.SectionID]
+	e.counts[ci].Add(s.Status, -1)
+	if s.Status == store.Held {
+		e.userHolds[s.HolderID]--
+		if e.userHolds[s.HolderID] <= 0 {
+			delete(e.userHolds, s.HolderID)
+		}
+	}
+	s.Status, s.Version = d.Status, d.Version
+	s.HoldID, s.HolderID, s.HeldUntil = d.HoldID, d.UserID, d.HeldUntil
+	if d.Fence > s.Fence {
+		s.Fence = d.Fence
+	}
+	e.maxFence = max(e.maxFence, d.Fence)
+	e.counts[ci].Add(s.Status, 1)
+	if s.Status == store.Held {
+		e.userHolds[s.HolderID]++
+	}
+	return true
+}
+
+// seat returns a copy of a seat's cached state.
+func (e *eventState) seat(id uuid.UUID) (store.Seat, bool) {
+	e.mu.RLock()
+	defer e.mu.RUnlock()
+	s, ok := e.seats[id]
+	if !ok {
+		return store.Seat{}, false
+	}
+	return *s, true
+}
+
+func (e *eventState) bumpFence(f int64) {
+	e.mu.Lock()
+	e.maxFence = max(e.maxFence, f)
+	e.mu.Unlock()
+}
+
+func (e *eventState) fence() int64 {
+	e.mu.RLock()
+	defer e.mu.RUnlock()
+	return e.maxFence
+}
+
+func (e *eventState) holdsOf(user uuid.UUID) int {
+	e.mu.RLock()
+	defer e.mu.RUnlock()
+	return e.userHolds[user]
+}
+
+func (e *eventState) heldCount() int {
+	e.mu.RLock()
+	defer e.mu.RUnlock()
+	n := 0
+	for _, c := range e.counts {
+		n += c.Held
+	}
+	return n
+}
+
+// snapshot copies every seat, in idx order.
+func (e *eventState) snapshot() []store.Seat {
+	e.mu.RLock()
+	defer e.mu.RUnlock()
+	out := make([]store.Seat, len(e.byIdx))
+	for i, s := range e.byIdx {
+		out[i] = *s
+	}
+	return out
+}
+
+func (e *eventState) occupancy() ([]store.Section, []store.Counts) {
+	e.mu.RLock()
+	defer e.mu.RUnlock()
+	return e.sections, append([]store.Counts(nil), e.counts...)
+}
+
+func (e *eventState) watch(f func([]Delta)) int {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.nextWatch++
+	e.watchers[e.nextWatch] = f
+	return e.nextWatch
+}
+
+func (e *eventState) unwatch(id int) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	delete(e.watchers, id)
+}
+
+func (e *eventState) notify(ds []Delta) {
+	if len(ds) == 0 {
+		return
+	}
+	e.mu.RLock()
+	fs := make([]func([]Delta), 0, len(e.watchers))
+	for _, f := range e.watchers {
+		fs = append(fs, f)
+	}
+	e.mu.RUnlock()
+	for _, f := range fs {
+		f(ds)
+	}
+}

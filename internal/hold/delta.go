@@ -1,0 +1,67 @@
+package hold
+
+import (
+	"encoding/json"
+	"time"
+
+	"github.com/google/uuid"
+
+	"seatd/internal/store"
+)
+
+// Delta kinds: what happened to a seat.
+const (
+	KindHeld      = "held"
+	KindReleased  = "released"
+	KindExpired   = "expired"
+	KindSold      = "sold"
+	KindBlocked   = "blocked"
+	KindUnblocked = "unblocked"
+	KindExtended  = "extended"
+	// KindSync is a seat whose state changed while this process was not
+	// listening (found by a reload from Postgres).
+	KindSync = "sync"
+)
+
+// Delta is one committed change of one seat. It is published only after
+// the change is committed in Postgres.
+type Delta struct {
+	Org       uuid.UUID `json:"org"`
+	Event     uuid.UUID `json:"event"`
+	Seat      uuid.UUID `json:"seat"`
+	Kind      string    `json:"kind"`
+	Status    string    `json:"status"`
+	Prev      string    `json:"prev,omitempty"`
+	Version   int64     `json:"version"`
+	HoldID    uuid.UUID `json:"hold_id,omitzero"`
+	UserID    uuid.UUID `json:"user_id,omitzero"`
+	HeldUntil time.Time `json:"held_until,omitzero"`
+	Fence     int64     `json:"fence,omitempty"`
+	Actor     uuid.UUID `json:"actor,omitzero"`
+	At        time.Time `json:"at"`
+}
+
+// message is what travels on an event's channel.
+type message struct {
+	Deltas []Delta `json:"deltas,omitempty"`
+	// Resync asks every process to reload the event from Postgres (sent
+	// after a reconcile).
+	Resync bool `json:"resync,omitempty"`
+}
+
+func encodeMessage(m message) ([]byte, error) { return json.Marshal(m) }
+
+func decodeMessage(b []byte) (message, error) {
+	var m message
+	err := json.Unmarshal(b, &m)
+	return m, err
+}
+
+func holdDelta(h store.Hold, kind, status, prev string, actor uuid.UUID, at time.Time) Delta {
+	d := Delta{Org: h.OrgID, Event: h.EventID, Seat: h.SeatID, Kind: kind, Status: status, Prev: prev,
+		Version: h.SeatVersion, Fence: h.Fence, Actor: actor, At: at}
+	if status == store.Held {
+		d.HoldID, d.UserID, d.HeldUntil = h.ID, h.UserID, h.HeldUntil
+	}
+	return d
+}

@@ -1,0 +1,247 @@
+package hold
+
+import (
+	"context"
+	"strconv"
+	"time"
+
+	"github.com/google/uuid"
+
+	"seatd/internal/apperr"
+	"seatd/internal/seatlock"
+	"seatd/internal/store"
+)
+
+// Release ends a hold: its holder may, and staff of the same org may
+// release anyone's (with a reason for the audit log).
+func (s *Service) Release(ctx context.Context, a Actor, holdID uuid.UUID, reason string) (store.Hold, error) {
+	h, err := s.store.Release(ctx, a.Org, holdID, a.User, a.Staff(), reason)
+	if err != nil {
+		return store.Hold{}, err
+	}
+	s.m.Released.Inc()
+	ev, err := s.event(ctx, a.Org, h.EventID)
+	if err != nil {
+		return h, nil // committed; the cache will catch up from Postgres
+	}
+	st, _ := ev.seat(h.SeatID)
+	s.dropLocks(ctx, a.Org, h.EventID, []seatlock.Released{{Seat: seatlock.Seat{ID: h.SeatID, Idx: st.Idx}, HoldID: h.ID, Free: true}})
+	s.commit(ctx, a.Org, h.EventID, []Delta{holdDelta(h, KindReleased, store.Available, store.Held, a.User, s.now())})
+	return h, nil
+}
+
+// dropLocks compare-and-deletes Redis locks after a committed change. A
+// failure is not the caller's problem: Postgres already decided, and a
+// lock left behind is cleared as an orphan or by a rebuild.
+func (s *Service) dropLocks(ctx context.Context, org, event uuid.UUID, rs []seatlock.Released) {
+	if !s.FastPath() || len(rs) == 0 {
+		return
+	}
+	_, err := redisCall(s, func() (int, error) { return s.locks.Release(context.WithoutCancel(ctx), org, event, rs) })
+	if err != nil {
+		s.log.Warn("drop redis locks", "org", org, "event", event, "err", err)
+	}
+}
+
+// Checkout extends every active hold of the buyer for the event, once per
+// hold, and returns all their active holds with the new deadlines.
+func (s *Service) Checkout(ctx context.Context, a Actor, event uuid.UUID) ([]store.Hold, error) {
+	if _, err := s.event(ctx, a.Org, event); err != nil {
+		return nil, err
+	}
+	changed, all, err := s.store.Extend(ctx, a.Org, event, a.User, s.opt.Extension, s.opt.MaxExtensions)
+	if err != nil {
+		return nil, err
+	}
+	if len(changed) == 0 {
+		return all, nil
+	}
+	s.m.Extended.Add(float64(len(changed)))
+	now := s.now()
+	es := make([]seatlock.Extended, len(changed))
+	ds := make([]Delta, len(changed))
+	for i, h := range changed {
+		es[i] = seatlock.Extended{SeatID: h.SeatID, HoldID: h.ID, HeldUntil: h.HeldUntil}
+		ds[i] = holdDelta(h, KindExtended, store.Held, store.Held, a.User, now)
+	}
+	if s.FastPath() {
+		if _, err := redisCall(s, func() (int, error) { return s.locks.Extend(context.WithoutCancel(ctx), a.Org, event, now, es) }); err != nil {
+			s.log.Warn("extend redis locks", "event", event, "err", err)
+		}
+	}
+	s.commit(ctx, a.Org, event, ds)
+	return all, nil
+}
+
+// Holds lists the actor's own active holds for an event.
+func (s *Service) Holds(ctx context.Context, a Actor, event uuid.UUID) ([]store.Hold, error) {
+	if _, err := s.event(ctx, a.Org, event); err != nil {
+		return nil, err
+	}
+	return s.store.UserHolds(ctx, a.Org, event, a.User)
+}
+
+// EventHolds lists every active hold of an event (staff only).
+func (s *Service) EventHolds(ctx context.Context, a Actor, event uuid.UUID) ([]store.Hold, error) {
+	if !a.Staff() {
+		return nil, apperr.E(apperr.Forbidden, "only staff can list an event's holds")
+	}
+	if _, err := s.event(ctx, a.Org, event); err != nil {
+		return nil, err
+	}
+	return s.store.EventHolds(ctx, a.Org, event)
+}
+
+// Purchase turns the buyer's listed holds into a booking. The key makes a
+// retry return the same booking; a different payload under the same key is
+// refused.
+func (s *Service) Purchase(ctx context.Context, a Actor, event uuid.UUID, key string, holdIDs []uuid.UUID) (store.Booking, error) {
+	if key == "" || len(key) > 200 {
+		return store.Booking{}, &apperr.Error{Code: apperr.Invalid, Message: "an Idempotency-Key of 1 to 200 characters is required",
+			Fields: map[string]string{"Idempotency-Key": "is required"}}
+	}
+	if len(holdIDs) == 0 || len(holdIDs) > s.opt.MaxHoldsPerBuyer {
+		return store.Booking{}, &apperr.Error{Code: apperr.Invalid, Message: "list the holds to buy",
+			Fields: map[string]string{"hold_ids": "must list 1 to " + strconv.Itoa(s.opt.MaxHoldsPerBuyer) + " holds"}}
+	}
+	seen := map[uuid.UUID]bool{}
+	for _, id := range holdIDs {
+		if seen[id] {
+			return store.Booking{}, &apperr.Error{Code: apperr.Invalid, Message: "a hold is listed twice",
+				Fields: map[string]string{"hold_ids": "must not repeat a hold"}}
+		}
+		seen[id] = true
+	}
+	ev, err := s.event(ctx, a.Org, event)
+	if err != nil {
+		return store.Booking{}, err
+	}
+	b, err := s.store.Purchase(ctx, a.Org, event, a.User, key, holdIDs)
+	if err != nil || b.Replayed {
+		return b, err
+	}
+	s.m.Converted.Add(float64(len(b.Sold)))
+	now := s.now()
+	rs := make([]seatlock.Released, len(b.Sold))
+	ds := make([]Delta, len(b.Sold))
+	for i, x := range b.Sold {
+		st, _ := ev.seat(x.SeatID)
+		rs[i] = seatlock.Released{Seat: seatlock.Seat{ID: x.SeatID, Idx: st.Idx}, HoldID: x.HoldID}
+		ds[i] = Delta{Org: a.Org, Event: event, Seat: x.SeatID, Kind: KindSold, Status: store.Sold, Prev: store.Held,
+			Version: x.Version, Actor: a.User, At: now}
+	}
+	s.dropLocks(ctx, a.Org, event, rs)
+	s.commit(ctx, a.Org, event, ds)
+	return b, nil
+}
+
+// SetBlocked blocks an available seat or unblocks a blocked one
+// (organizers only).
+func (s *Service) SetBlocked(ctx context.Context, a Actor, event, seat uuid.UUID, blocked bool, reason string) (int64, error) {
+	if a.Role != RoleOrganizer && a.Role != RoleBoxOffice {
+		return 0, apperr.E(apperr.Forbidden, "only staff can block seats")
+	}
+	ev, err := s.event(ctx, a.Org, event)
+	if err != nil {
+		return 0, err
+	}
+	version, err := s.store.SetBlocked(ctx, a.Org, event, seat, a.User, blocked, reason)
+	if err != nil {
+		return 0, err
+	}
+	st, _ := ev.seat(seat)
+	d := Delta{Org: a.Org, Event: event, Seat: seat, Kind: KindBlocked, Status: store.Blocked, Prev: store.Available,
+		Version: version, Actor: a.User, At: s.now()}
+	if !blocked {
+		d.Kind, d.Status, d.Prev = KindUnblocked, store.Available, store.Blocked
+	}
+	if s.FastPath() {
+		if _, err := redisCall(s, func() (struct{}, error) {
+			return struct{}{}, s.locks.SetBlocked(context.WithoutCancel(ctx), a.Org, event, st.Idx, blocked)
+		}); err != nil {
+			s.log.Warn("redis block bit", "event", event, "err", err)
+		}
+	}
+	s.commit(ctx, a.Org, event, []Delta{d})
+	return version, nil
+}
+
+// Reap expires holds past their time, in batches, until none is left, and
+// returns how many it expired. Every process runs it; SKIP LOCKED keeps
+// them from doing the same work twice.
+func (s *Service) Reap(ctx context.Context) (int, error) {
+	start := s.now()
+	defer func() {
+		s.m.ReaperRuns.Inc()
+		s.m.ReaperDuration.Observe(s.now().Sub(start).Seconds())
+	}()
+	total := 0
+	for {
+		hs, err := s.store.ReapExpired(ctx, s.opt.ReaperBatch)
+		if err != nil {
+			return total, err
+		}
+		total += len(hs)
+		s.m.Expired.Add(float64(len(hs)))
+		type key = [2]uuid.UUID
+		byEvent := map[key][]store.Hold{}
+		for _, h := range hs {
+			byEvent[key{h.OrgID, h.EventID}] = append(byEvent[key{h.OrgID, h.EventID}], h)
+		}
+		now := s.now()
+		for k, group := range byEvent {
+			ds := make([]Delta, len(group))
+			rs := make([]seatlock.Released, 0, len(group))
+			for i, h := range group {
+				ds[i] = holdDelta(h, KindExpired, store.Available, store.Held, uuid.Nil, now)
+				if idx, ok := s.seatIdx(k[0], k[1], h.SeatID); ok {
+					rs = append(rs, seatlock.Released{Seat: seatlock.Seat{ID: h.SeatID, Idx: idx}, HoldID: h.ID, Free: true})
+				}
+			}
+			if len(rs) < len(group) {
+				// Not cached here: read the indexes once for the Redis cleanup.
+				if ev, err := s.event(ctx, k[0], k[1]); err == nil {
+					rs = rs[:0]
+					for _, h := range group {
+						st, _ := ev.seat(h.SeatID)
+						rs = append(rs, seatlock.Released{Seat: seatlock.Seat{ID: h.SeatID, Idx: st.Idx}, HoldID: h.ID, Free: true})
+					}
+				}
+			}
+			s.dropLocks(ctx, k[0], k[1], rs)
+			s.commit(ctx, k[0], k[1], ds)
+		}
+		if len(hs) < s.opt.ReaperBatch {
+			return total, nil
+		}
+	}
+}
+
+func (s *Service) seatIdx(org, event, seat uuid.UUID) (int, bool) {
+	s.mu.Lock()
+	ev := s.events[[2]uuid.UUID{org, event}]
+	s.mu.Unlock()
+	if ev == nil {
+		return 0, false
+	}
+	st, ok := ev.seat(seat)
+	return st.Idx, ok
+}
+
+// RunReaper reaps every interval until ctx ends.
+func (s *Service) RunReaper(ctx context.Context, interval time.Duration) {
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			if n, err := s.Reap(ctx); err != nil && ctx.Err() == nil {
+				s.log.Error("reaper", "err", err)
+			} else if n > 0 {
+				s.log.Info("reaper expired holds", "count", n)
+			}
+		}
+	}
+}

@@ -1,0 +1,257 @@
+package hold
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/google/uuid"
+
+	"seatd/internal/apperr"
+	"seatd/internal/seatlock"
+	"seatd/internal/store"
+)
+
+// SectionOccupancy is one section's counts.
+type SectionOccupancy struct {
+	ID    uuid.UUID
+	Label string
+	Name  string
+	store.Counts
+}
+
+// Occupancy is an event's counts, in total and per section.
+type Occupancy struct {
+	store.Counts
+	Sections []SectionOccupancy
+}
+
+func occupancyOf(secs []store.Section, counts []store.Counts) Occupancy {
+	var o Occupancy
+	for i, sec := range secs {
+		c := counts[i]
+		o.Available += c.Available
+		o.Held += c.Held
+		o.Sold += c.Sold
+		o.Blocked += c.Blocked
+		o.Sections = append(o.Sections, SectionOccupancy{ID: sec.ID, Label: sec.Label, Name: sec.Name, Counts: c})
+	}
+	return o
+}
+
+// Occupancy returns the live counts from this process's hot cache, which
+// deltas keep current; staff only.
+func (s *Service) Occupancy(ctx context.Context, a Actor, event uuid.UUID) (Occupancy, error) {
+	if !a.Staff() {
+		return Occupancy{}, apperr.E(apperr.Forbidden, "only staff can see occupancy")
+	}
+	ev, err := s.event(ctx, a.Org, event)
+	if err != nil {
+		return Occupancy{}, err
+	}
+	return occupancyOf(ev.occupancy()), nil
+}
+
+// RecomputeOccupancy aggregates the counts from Postgres (the check the
+// live counters are verified against).
+func (s *Service) RecomputeOccupancy(ctx context.Context, a Actor, event uuid.UUID) (Occupancy, error) {
+	if !a.Staff() {
+		return Occupancy{}, apperr.E(apperr.Forbidden, "only staff can see occupancy")
+	}
+	ev, err := s.event(ctx, a.Org, event)
+	if err != nil {
+		return Occupancy{}, err
+	}
+	bySection, err := s.store.Occupancy(ctx, a.Org, event)
+	if err != nil {
+		return Occupancy{}, err
+	}
+	secs, _ := ev.occupancy()
+	counts := make([]store.Counts, len(secs))
+	for i, sec := range secs {
+		counts[i] = bySection[sec.ID]
+	}
+	return occupancyOf(secs, counts), nil
+}
+
+// Registry is the agreement of the three tiers about an event's holds.
+type Registry struct {
+	HotCache   int    `json:"hot_cache"`
+	Redis      int    `json:"redis"`
+	Postgres   int    `json:"postgres"`
+	Consistent bool   `json:"consistent"`
+	Breaker    string `json:"breaker"`
+	RedisError string `json:"redis_error,omitempty"`
+}
+
+// RegistryStatus counts the active holds of an event in each tier
+// (organizers only). Consistent means Redis holds exactly the seats
+// Postgres does and the hot cache agrees.
+func (s *Service) RegistryStatus(ctx context.Context, a Actor, event uuid.UUID) (Registry, error) {
+	if a.Role != RoleOrganizer {
+		return Registry{}, apperr.E(apperr.Forbidden, "only organizers can see registry health")
+	}
+	ev, err := s.event(ctx, a.Org, event)
+	if err != nil {
+		return Registry{}, err
+	}
+	r := Registry{HotCache: ev.heldCount(), Breaker: s.BreakerState()}
+	active, err := s.store.EventHolds(ctx, a.Org, event)
+	if err != nil {
+		return Registry{}, err
+	}
+	r.Postgres = len(active)
+	members, err := s.locks.HeldSeats(ctx, a.Org, event)
+	if err != nil {
+		r.RedisError = "Redis is unavailable"
+		return r, nil
+	}
+	r.Redis = len(members)
+	same := len(members) == len(active)
+	if same {
+		inRedis := make(map[string]bool, len(members))
+		for _, m := range members {
+			inRedis[m] = true
+		}
+		for _, h := range active {
+			if !inRedis[h.SeatID.String()] {
+				same = false
+				break
+			}
+		}
+	}
+	r.Consistent = same && r.HotCache == r.Postgres
+	return r, nil
+}
+
+// Reconcile rebuilds an event's Redis state from Postgres and asks every
+// process to reload its hot cache (organizers only, and the recovery loop).
+func (s *Service) Reconcile(ctx context.Context, a Actor, event uuid.UUID) (Registry, error) {
+	if a.Role != RoleOrganizer {
+		return Registry{}, apperr.E(apperr.Forbidden, "only organizers can reconcile")
+	}
+	ev, err := s.event(ctx, a.Org, event)
+	if err != nil {
+		return Registry{}, err
+	}
+	if err := s.rebuild(ctx, ev); err != nil {
+		return Registry{}, err
+	}
+	return s.RegistryStatus(ctx, a, event)
+}
+
+func (s *Service) rebuild(ctx context.Context, ev *eventState) error {
+	seats, err := s.store.EventSeats(ctx, ev.org, ev.id)
+	if err != nil {
+		return err
+	}
+	maxFence, err := s.store.MaxFence(ctx, ev.org, ev.id)
+	if err != nil {
+		return err
+	}
+	now := s.now()
+	states := make([]seatlock.SeatState, len(seats))
+	for i, st := range seats {
+		states[i] = seatlock.SeatState{Seat: seatlock.Seat{ID: st.ID, Idx: st.Idx}, Status: st.Status}
+		if st.Status == store.Held && st.HoldID != uuid.Nil {
+			states[i].Lock = &seatlock.Lock{HoldID: st.HoldID, UserID: st.HolderID, Fence: st.Fence,
+				Expires: st.HeldUntil, AcquiredAt: now}
+		}
+	}
+	if err := s.locks.Rebuild(ctx, ev.org, ev.id, states, maxFence, now); err != nil {
+		return fmt.Errorf("rebuild redis: %w", err)
+	}
+	s.m.Reconciles.Inc()
+	// Every process (this one included, through its own subscription)
+	// reloads its hot cache from Postgres.
+	b, _ := encodeMessage(message{Resync: true})
+	if err := s.bus.Publish(ctx, s.locks.Keys(ev.org, ev.id).Live(), b); err != nil {
+		s.log.Warn("publish resync", "event", ev.id, "err", err)
+	}
+	s.reload(ctx, ev)
+	return nil
+}
+
+// RunRecovery watches for Redis coming back after the breaker opened and
+// rebuilds Redis from Postgres for every event this process has cached
+// before the fast path is used again.
+func (s *Service) RunRecovery(ctx context.Context, every time.Duration) {
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		if !s.dirty.Load() {
+			continue
+		}
+		if err := s.recover(ctx); err != nil {
+			s.log.Debug("redis not recovered yet", "err", err)
+		}
+	}
+}
+
+func (s *Service) recover(ctx context.Context) error {
+	pingCtx, cancel := context.WithTimeout(ctx, time.Second)
+	defer cancel()
+	if err := s.locks.Ping(pingCtx); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	evs := make([]*eventState, 0, len(s.events))
+	for _, ev := range s.events {
+		evs = append(evs, ev)
+	}
+	s.mu.Unlock()
+	var errs []error
+	for _, ev := range evs {
+		errs = append(errs, s.rebuild(ctx, ev))
+	}
+	if err := errors.Join(errs...); err != nil {
+		return err
+	}
+	s.dirty.Store(false)
+	s.m.BreakerOpen.Set(0)
+	s.log.Info("redis rebuilt from postgres, fast path back on", "events", len(evs))
+	return nil
+}
+
+// RunSnapshots records the occupancy of every cached event every interval
+// (the points of the organizer's chart).
+func (s *Service) RunSnapshots(ctx context.Context, every time.Duration) {
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		s.mu.Lock()
+		evs := make([]*eventState, 0, len(s.events))
+		for _, ev := range s.events {
+			evs = append(evs, ev)
+		}
+		s.mu.Unlock()
+		for _, ev := range evs {
+			o := occupancyOf(ev.occupancy())
+			if err := s.store.SaveSnapshot(ctx, ev.org, ev.id, o.Counts); err != nil && ctx.Err() == nil {
+				s.log.Warn("save occupancy snapshot", "event", ev.id, "err", err)
+			}
+		}
+	}
+}
+
+// Snapshots returns an event's recorded occupancy since a time.
+func (s *Service) Snapshots(ctx context.Context, a Actor, event uuid.UUID, since time.Time) ([]store.Snapshot, error) {
+	if !a.Staff() {
+		return nil, apperr.E(apperr.Forbidden, "only staff can see occupancy")
+	}
+	if _, err := s.event(ctx, a.Org, event); err != nil {
+		return nil, err
+	}
+	return s.store.Snapshots(ctx, a.Org, event, since)
+}

@@ -1,0 +1,282 @@
+// Package hold is the hold core: the rules for holding, releasing,
+// extending, buying and blocking seats, across three tiers — this
+// process's hot cache, Redis locks, and Postgres, which alone decides.
+// It knows nothing of HTTP; pages, the JSON API, sockets and the CLI all
+// call the same methods.
+package hold
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/sony/gobreaker/v2"
+	"golang.org/x/sync/singleflight"
+
+	"seatd/internal/seatlock"
+	"seatd/internal/store"
+	"seatd/internal/telemetry"
+)
+
+// Roles.
+const (
+	RoleBuyer     = "buyer"
+	RoleOrganizer = "organizer"
+	RoleBoxOffice = "box_office"
+)
+
+// Hold sources.
+const (
+	SourceWeb       = "web"
+	SourceAPI       = "api"
+	SourceBoxOffice = "box_office"
+)
+
+// Actor is who asks: always taken from the server session, never from
+// request input.
+type Actor struct {
+	Org  uuid.UUID
+	User uuid.UUID
+	Role string
+}
+
+// Staff reports whether the actor may act on other people's holds.
+func (a Actor) Staff() bool { return a.Role == RoleOrganizer || a.Role == RoleBoxOffice }
+
+// Bus carries messages between processes (see package realtime).
+type Bus interface {
+	Publish(ctx context.Context, channel string, payload []byte) error
+	Subscribe(channel string, h func([]byte), resync func()) (unsubscribe func())
+}
+
+// Options are the hold rules' settings.
+type Options struct {
+	HoldTTL            time.Duration
+	Extension          time.Duration
+	MaxExtensions      int
+	MaxHoldsPerBuyer   int
+	MaxSeatsPerRequest int
+	ReaperBatch        int
+	BreakerFailures    int
+	BreakerOpenFor     time.Duration
+	// StaleLockAge is how old a Redis lock must be before a disagreement
+	// with Postgres is taken to mean the lock is orphaned. It must exceed
+	// the Postgres statement timeout, so a lock whose transaction may
+	// still commit is never removed.
+	StaleLockAge time.Duration
+}
+
+// Service is the hold core of one process.
+type Service struct {
+	store   *store.Store
+	locks   *seatlock.Locks
+	bus     Bus
+	opt     Options
+	log     *slog.Logger
+	m       *telemetry.Metrics
+	now     func() time.Time
+	breaker *gobreaker.CircuitBreaker[any]
+	// dirty is set when Redis failed: the fast path stays off until Redis
+	// has been rebuilt from Postgres, even after Redis answers again.
+	dirty atomic.Bool
+
+	mu     sync.Mutex
+	events map[[2]uuid.UUID]*eventState
+	loads  singleflight.Group
+}
+
+// New builds the core. now is the clock (time.Now outside tests).
+func New(st *store.Store, locks *seatlock.Locks, bus Bus, opt Options, log *slog.Logger, m *telemetry.Metrics, now func() time.Time) *Service {
+	if opt.StaleLockAge == 0 {
+		opt.StaleLockAge = 30 * time.Second
+	}
+	s := &Service{store: st, locks: locks, bus: bus, opt: opt, log: log, m: m, now: now,
+		events: map[[2]uuid.UUID]*eventState{}}
+	s.breaker = gobreaker.NewCircuitBreaker[any](gobreaker.Settings{
+		Name:        "redis",
+		MaxRequests: 1,
+		Timeout:     opt.BreakerOpenFor,
+		ReadyToTrip: func(c gobreaker.Counts) bool { return c.ConsecutiveFailures >= uint32(max(opt.BreakerFailures, 1)) }, // #nosec G115 -- small positive config value
+		IsSuccessful: func(err error) bool {
+			// A caller giving up is not Redis failing.
+			return err == nil || errors.Is(err, context.Canceled)
+		},
+		OnStateChange: func(_ string, from, to gobreaker.State) {
+			if to == gobreaker.StateOpen {
+				s.dirty.Store(true)
+				s.m.BreakerOpen.Set(1)
+			}
+			s.log.Warn("redis breaker", "from", from.String(), "to", to.String())
+		},
+	})
+	return s
+}
+
+// FastPath reports whether holds currently go through Redis.
+func (s *Service) FastPath() bool {
+	return !s.dirty.Load() && s.breaker.State() != gobreaker.StateOpen
+}
+
+// BreakerState is the Redis breaker's state: closed, half-open or open;
+// "recovering" while Redis answers but has not been rebuilt yet.
+func (s *Service) BreakerState() string {
+	st := s.breaker.State()
+	if st != gobreaker.StateOpen && s.dirty.Load() {
+		return "recovering"
+	}
+	return st.String()
+}
+
+// redis runs a Redis call through the breaker.
+func redisCall[T any](s *Service, f func() (T, error)) (T, error) {
+	var zero T
+	v, err := s.breaker.Execute(func() (any, error) { return f() })
+	if err != nil {
+		return zero, err
+	}
+	return v.(T), nil
+}
+
+// event returns the hot cache of an event, loading it on first use; it is
+// the tenancy gate too: an event of another org is simply not found.
+func (s *Service) event(ctx context.Context, org, id uuid.UUID) (*eventState, error) {
+	key := [2]uuid.UUID{org, id}
+	s.mu.Lock()
+	ev, ok := s.events[key]
+	s.mu.Unlock()
+	if ok {
+		return ev, nil
+	}
+	v, err, _ := s.loads.Do(org.String()+id.String(), func() (any, error) {
+		s.mu.Lock()
+		if ev, ok := s.events[key]; ok {
+			s.mu.Unlock()
+			return ev, nil
+		}
+		s.mu.Unlock()
+		if _, err := s.store.Event(ctx, org, id); err != nil {
+			return nil, err
+		}
+		ev := newEventState(org, id)
+		// Subscribe before loading so no change committed during the load
+		// is missed; deltas that arrive early are queued and replayed.
+		ev.unsub = s.bus.Subscribe(s.locks.Keys(org, id).Live(),
+			func(b []byte) { s.receive(ev, b) },
+			func() { s.reload(context.Background(), ev) })
+		if err := s.load(ctx, ev); err != nil {
+			ev.unsub()
+			return nil, err
+		}
+		s.mu.Lock()
+		s.events[key] = ev
+		s.mu.Unlock()
+		s.m.HotCacheSeats.Add(float64(len(ev.seats)))
+		return ev, nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return v.(*eventState), nil
+}
+
+func (s *Service) load(ctx context.Context, ev *eventState) error {
+	secs, err := s.store.Sections(ctx, ev.org, ev.id)
+	if err != nil {
+		return fmt.Errorf("load sections: %w", err)
+	}
+	seats, err := s.store.EventSeats(ctx, ev.org, ev.id)
+	if err != nil {
+		return fmt.Errorf("load seats: %w", err)
+	}
+	ev.notify(ev.fill(secs, seats, s.now()))
+	return nil
+}
+
+// reload refreshes an event from Postgres after messages may have been
+// lost, and tells watchers what changed.
+func (s *Service) reload(ctx context.Context, ev *eventState) {
+	if err := s.load(ctx, ev); err != nil {
+		s.log.Error("reload event", "org", ev.org, "event", ev.id, "err", err)
+	}
+}
+
+func (s *Service) receive(ev *eventState, b []byte) {
+	msg, err := decodeMessage(b)
+	if err != nil {
+		s.log.Warn("undecodable live message", "event", ev.id, "err", err)
+		return
+	}
+	if msg.Resync {
+		s.reload(context.Background(), ev)
+		return
+	}
+	// Never let a message touch another tenant's or event's cache.
+	ds := slices.DeleteFunc(msg.Deltas, func(d Delta) bool { return d.Org != ev.org || d.Event != ev.id })
+	s.m.DeltasIn.Add(float64(len(ds)))
+	ev.notify(ev.apply(ds))
+}
+
+// commit applies deltas of a committed change to this process's cache,
+// tells local watchers, and publishes them to the other processes.
+func (s *Service) commit(ctx context.Context, org, event uuid.UUID, ds []Delta) {
+	if len(ds) == 0 {
+		return
+	}
+	s.mu.Lock()
+	ev := s.events[[2]uuid.UUID{org, event}]
+	s.mu.Unlock()
+	if ev != nil {
+		ev.notify(ev.apply(ds))
+	}
+	// Chunk so every message fits the Postgres NOTIFY fallback.
+	for len(ds) > 0 {
+		n := min(len(ds), 20)
+		b, err := encodeMessage(message{Deltas: ds[:n]})
+		if err == nil {
+			err = s.bus.Publish(context.WithoutCancel(ctx), s.locks.Keys(org, event).Live(), b)
+		}
+		if err != nil {
+			s.log.Error("publish deltas", "org", org, "event", event, "err", err)
+		}
+		s.m.DeltasOut.Add(float64(n))
+		ds = ds[n:]
+	}
+}
+
+// Watch calls f with every change of an event seen by this process (its
+// own commits and other processes' deltas) until the returned function is
+// called. The event must belong to the actor's organization.
+func (s *Service) Watch(ctx context.Context, a Actor, event uuid.UUID, f func([]Delta)) (func(), error) {
+	ev, err := s.event(ctx, a.Org, event)
+	if err != nil {
+		return nil, err
+	}
+	id := ev.watch(f)
+	return func() { ev.unwatch(id) }, nil
+}
+
+// Seats returns every seat of an event in idx order, from the hot cache.
+func (s *Service) Seats(ctx context.Context, a Actor, event uuid.UUID) ([]store.Section, []store.Seat, error) {
+	ev, err := s.event(ctx, a.Org, event)
+	if err != nil {
+		return nil, nil, err
+	}
+	secs, _ := ev.occupancy()
+	return secs, ev.snapshot(), nil
+}
+
+// Close drops every subscription.
+func (s *Service) Close() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for k, ev := range s.events {
+		ev.unsub()
+		delete(s.events, k)
+	}
+}

@@ -1,0 +1,139 @@
+// Package pg connects to Postgres, applies the embedded migrations and
+// classifies Postgres errors that the hold rules care about.
+package pg
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/jackc/pgerrcode"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/jackc/tern/v2/migrate"
+
+	"seatd/migrations"
+)
+
+// DBTX is satisfied by a pool, a connection and a transaction, so store
+// methods run the same SQL inside or outside a transaction.
+type DBTX interface {
+	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
+	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
+	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
+	SendBatch(ctx context.Context, b *pgx.Batch) pgx.BatchResults
+}
+
+var (
+	_ DBTX = (*pgxpool.Pool)(nil)
+	_ DBTX = (pgx.Tx)(nil)
+)
+
+// Options tunes a pool.
+type Options struct {
+	MaxConns         int
+	LockTimeout      time.Duration
+	StatementTimeout time.Duration
+	AppName          string
+}
+
+// Open creates a pool. Lock and statement timeouts are set per connection
+// so a hold can never queue behind a stuck row lock for long: the fallback
+// path relies on failing fast rather than waiting.
+func Open(ctx context.Context, url string, o Options) (*pgxpool.Pool, error) {
+	cfg, err := pgxpool.ParseConfig(url)
+	if err != nil {
+		return nil, fmt.Errorf("parse DATABASE_URL: %w", err)
+	}
+	if o.MaxConns > 0 {
+		cfg.MaxConns = int32(min(o.MaxConns, 1000)) // #nosec G115 -- bounded above
+	}
+	rp := cfg.ConnConfig.RuntimeParams
+	if o.LockTimeout > 0 {
+		rp["lock_timeout"] = strconv.FormatInt(o.LockTimeout.Milliseconds(), 10)
+	}
+	if o.StatementTimeout > 0 {
+		rp["statement_timeout"] = strconv.FormatInt(o.StatementTimeout.Milliseconds(), 10)
+	}
+	if o.AppName != "" {
+		rp["application_name"] = o.AppName
+	}
+	rp["timezone"] = "UTC"
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("connect to Postgres: %w", err)
+	}
+	pingCtx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	if err := pool.Ping(pingCtx); err != nil {
+		pool.Close()
+		return nil, fmt.Errorf("ping Postgres: %w", err)
+	}
+	return pool, nil
+}
+
+// Migrate applies every pending migration. Concurrent callers (several
+// processes starting at once) are serialized by the migrator's advisory lock.
+func Migrate(ctx context.Context, pool *pgxpool.Pool) (from, to int32, err error) {
+	conn, err := pool.Acquire(ctx)
+	if err != nil {
+		return 0, 0, fmt.Errorf("acquire connection: %w", err)
+	}
+	defer conn.Release()
+	m, err := migrate.NewMigrator(ctx, conn.Conn(), "schema_version")
+	if err != nil {
+		return 0, 0, fmt.Errorf("migrator: %w", err)
+	}
+	if err := m.LoadMigrations(migrations.FS); err != nil {
+		return 0, 0, fmt.Errorf("load migrations: %w", err)
+	}
+	from, err = m.GetCurrentVersion(ctx)
+	if err != nil {
+		return 0, 0, fmt.Errorf("schema version: %w", err)
+	}
+	if err := m.Migrate(ctx); err != nil {
+		return from, 0, fmt.Errorf("migrate: %w", err)
+	}
+	to, err = m.GetCurrentVersion(ctx)
+	return from, to, err
+}
+
+func code(err error) string {
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) {
+		return pgErr.Code
+	}
+	return ""
+}
+
+// IsUniqueViolation reports a 23505: the row the caller wanted exists
+// already (for a hold: the seat is taken; never retry).
+func IsUniqueViolation(err error) bool { return code(err) == pgerrcode.UniqueViolation }
+
+// IsLockNotAvailable reports 55P03 (NOWAIT or lock_timeout): another
+// transaction is working on the row right now.
+func IsLockNotAvailable(err error) bool { return code(err) == pgerrcode.LockNotAvailable }
+
+// IsRetryable reports serialization failures and deadlocks.
+func IsRetryable(err error) bool {
+	c := code(err)
+	return c == pgerrcode.SerializationFailure || c == pgerrcode.DeadlockDetected
+}
+
+// IsStatementTimeout reports 57014.
+func IsStatementTimeout(err error) bool { return code(err) == pgerrcode.QueryCanceled }
+
+// IsInvalidInput reports errors caused by malformed input values (bad uuid
+// text, bad enum value, failed CHECK, foreign key to a missing row).
+func IsInvalidInput(err error) bool {
+	switch code(err) {
+	case pgerrcode.InvalidTextRepresentation, pgerrcode.CheckViolation, pgerrcode.ForeignKeyViolation,
+		pgerrcode.StringDataRightTruncationDataException, pgerrcode.CharacterNotInRepertoire,
+		pgerrcode.UntranslatableCharacter:
+		return true
+	}
+	return false
+}

@@ -1,0 +1,217 @@
+// Package realtime carries change messages between seatd processes. Each
+// event has a Redis sharded pub/sub channel; while Redis is unhealthy,
+// messages travel through Postgres NOTIFY instead, which every process
+// listens to all the time, so live views keep moving during an outage.
+package realtime
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/redis/go-redis/v9"
+)
+
+// notifyChannel is the single Postgres channel of the fallback path; the
+// payload starts with the Redis channel name so receivers can route it.
+const notifyChannel = "seatd_live"
+
+// MaxPayload is the largest message Publish accepts: Postgres NOTIFY
+// payloads must stay under 8000 bytes including the channel name.
+const MaxPayload = 7000
+
+// Handler receives the payload of a message on a subscribed channel.
+type Handler func(payload []byte)
+
+// Bus publishes and subscribes to per-event channels.
+type Bus struct {
+	rdb          redis.UniversalClient
+	pool         *pgxpool.Pool
+	log          *slog.Logger
+	redisHealthy func() bool
+
+	mu   sync.Mutex
+	subs map[string]*channel
+	next int
+}
+
+type channel struct {
+	ps       *redis.PubSub
+	handlers map[int]Handler
+	resync   map[int]func()
+	done     chan struct{}
+}
+
+// New returns a bus. redisHealthy reports whether Redis should be used to
+// publish (the breaker is closed); when false, Publish goes through
+// Postgres.
+func New(rdb redis.UniversalClient, pool *pgxpool.Pool, log *slog.Logger, redisHealthy func() bool) *Bus {
+	return &Bus{rdb: rdb, pool: pool, log: log, redisHealthy: redisHealthy, subs: map[string]*channel{}}
+}
+
+// ErrTooLarge is returned for payloads over MaxPayload.
+var ErrTooLarge = errors.New("realtime: payload too large")
+
+// Publish sends payload on channel to every subscribed process.
+func (b *Bus) Publish(ctx context.Context, channel string, payload []byte) error {
+	if len(payload) > MaxPayload {
+		return ErrTooLarge
+	}
+	if b.redisHealthy() {
+		err := b.rdb.SPublish(ctx, channel, payload).Err()
+		if err == nil {
+			return nil
+		}
+		b.log.Warn("redis publish failed, using postgres notify", "channel", channel, "err", err)
+	}
+	_, err := b.pool.Exec(ctx, "SELECT pg_notify($1, $2)", notifyChannel, channel+"\n"+string(payload))
+	return err
+}
+
+// Subscribe calls h for every message on channel until the returned
+// function is called. resync (optional) is called when the Redis
+// subscription was re-established after a disconnect: messages may have
+// been missed, so the subscriber should reload its state.
+func (b *Bus) Subscribe(name string, h func(payload []byte), resync func()) (unsubscribe func()) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	c, ok := b.subs[name]
+	if !ok {
+		c = &channel{handlers: map[int]Handler{}, resync: map[int]func(){}, done: make(chan struct{})}
+		// The subscription runs in the background on its own connection;
+		// go-redis reconnects and resubscribes on its own.
+		c.ps = b.rdb.SSubscribe(context.Background(), name)
+		b.subs[name] = c
+		go b.receive(name, c)
+	}
+	b.next++
+	id := b.next
+	c.handlers[id] = h
+	if resync != nil {
+		c.resync[id] = resync
+	}
+	return func() {
+		b.mu.Lock()
+		defer b.mu.Unlock()
+		delete(c.handlers, id)
+		delete(c.resync, id)
+		if len(c.handlers) == 0 && b.subs[name] == c {
+			delete(b.subs, name)
+			_ = c.ps.Close()
+		}
+	}
+}
+
+// Subscribed reports whether this process has a subscription on name.
+func (b *Bus) Subscribed(name string) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	_, ok := b.subs[name]
+	return ok
+}
+
+func (b *Bus) receive(name string, c *channel) {
+	first := true
+	for msg := range c.ps.ChannelWithSubscriptions(redis.WithChannelSize(1024)) {
+		switch m := msg.(type) {
+		case *redis.Subscription:
+			if m.Kind != "ssubscribe" {
+				continue
+			}
+			if !first {
+				b.log.Info("live channel resubscribed", "channel", name)
+				for _, f := range b.resyncers(name) {
+					f()
+				}
+			}
+			first = false
+		case *redis.Message:
+			b.dispatch(name, []byte(m.Payload))
+		}
+	}
+}
+
+func (b *Bus) resyncers(name string) []func() {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	c := b.subs[name]
+	if c == nil {
+		return nil
+	}
+	out := make([]func(), 0, len(c.resync))
+	for _, f := range c.resync {
+		out = append(out, f)
+	}
+	return out
+}
+
+func (b *Bus) dispatch(name string, payload []byte) {
+	b.mu.Lock()
+	c := b.subs[name]
+	var hs []Handler
+	if c != nil {
+		hs = make([]Handler, 0, len(c.handlers))
+		for _, h := range c.handlers {
+			hs = append(hs, h)
+		}
+	}
+	b.mu.Unlock()
+	for _, h := range hs {
+		h(payload)
+	}
+}
+
+// Listen receives the Postgres NOTIFY fallback until ctx ends, reconnecting
+// after errors. Run it once per process.
+func (b *Bus) Listen(ctx context.Context) {
+	for ctx.Err() == nil {
+		err := b.listenOnce(ctx)
+		if ctx.Err() != nil {
+			return
+		}
+		b.log.Warn("postgres listen failed, retrying", "err", err)
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(500 * time.Millisecond):
+		}
+	}
+}
+
+func (b *Bus) listenOnce(ctx context.Context) error {
+	conn, err := b.pool.Acquire(ctx)
+	if err != nil {
+		return err
+	}
+	// A connection that LISTENed must not go back to the pool.
+	c := conn.Hijack()
+	defer func() { _ = c.Close(context.Background()) }()
+	if _, err := c.Exec(ctx, "LISTEN "+notifyChannel); err != nil {
+		return err
+	}
+	for {
+		n, err := c.WaitForNotification(ctx)
+		if err != nil {
+			return err
+		}
+		name, payload, ok := strings.Cut(n.Payload, "\n")
+		if !ok {
+			continue
+		}
+		b.dispatch(name, []byte(payload))
+	}
+}
+
+// Close ends every subscription.
+func (b *Bus) Close() {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for name, c := range b.subs {
+		_ = c.ps.Close()
+		delete(b.subs, name)
+	}
+}

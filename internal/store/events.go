@@ -1,0 +1,75 @@
+package store
+
+import (
+	"context"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+)
+
+// NewSeat describes a seat to create.
+type NewSeat struct {
+	Row    string
+	Number int
+	X, Y   int
+}
+
+// NewSection describes a section and its seats.
+type NewSection struct {
+	Label string
+	Name  string
+	Seats []NewSeat
+}
+
+// CreateEvent creates an event with its sections and seats in one
+// transaction; seats get consecutive idx values (their bitmap positions).
+// Seats are copied in bulk so a 100 000-seat event takes seconds.
+func (s *Store) CreateEvent(ctx context.Context, org uuid.UUID, name, venue string, startsAt time.Time, sections []NewSection) (Event, error) {
+	e := Event{ID: uuid.New(), OrgID: org, Name: name, Venue: venue, StartsAt: startsAt}
+	err := s.InTx(ctx, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, `INSERT INTO events (id, org_id, name, venue, starts_at) VALUES ($1, $2, $3, $4, $5)`,
+			e.ID, org, name, venue, startsAt); err != nil {
+			return err
+		}
+		var rows [][]any
+		idx := 0
+		for pos, sec := range sections {
+			secID := uuid.New()
+			if _, err := tx.Exec(ctx, `INSERT INTO sections (id, org_id, event_id, label, name, position) VALUES ($1, $2, $3, $4, $5, $6)`,
+				secID, org, e.ID, sec.Label, sec.Name, pos); err != nil {
+				return err
+			}
+			for _, st := range sec.Seats {
+				rows = append(rows, []any{uuid.New(), org, e.ID, secID, st.Row, st.Number, idx, st.X, st.Y})
+				idx++
+			}
+		}
+		e.Seats = idx
+		_, err := tx.CopyFrom(ctx, pgx.Identifier{"seats"},
+			[]string{"id", "org_id", "event_id", "section_id", "row_label", "number", "idx", "x", "y"},
+			pgx.CopyFromRows(rows))
+		return err
+	})
+	return e, err
+}
+
+// GridSection lays out a rectangular section: rows labelled A, B, ... (AA
+// after Z), seats numbered from 1, drawn at (x0+seat, y0+row).
+func GridSection(label, name string, rows, perRow, x0, y0 int) NewSection {
+	sec := NewSection{Label: label, Name: name}
+	for r := range rows {
+		for n := 1; n <= perRow; n++ {
+			sec.Seats = append(sec.Seats, NewSeat{Row: RowLabel(r), Number: n, X: x0 + n - 1, Y: y0 + r})
+		}
+	}
+	return sec
+}
+
+// RowLabel names row r (0-based): A..Z, then AA, AB, ...
+func RowLabel(r int) string {
+	if r < 26 {
+		return string(rune('A' + r))
+	}
+	return RowLabel(r/26-1) + string(rune('A'+r%26))
+}

@@ -1,0 +1,630 @@
+package store
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+
+	"seatd/internal/apperr"
+	"seatd/internal/pg"
+)
+
+// HoldRequest is one seat of a hold attempt: the hold id and fencing token
+// the caller obtained (from the Redis lock, or made up on the fallback path).
+type HoldRequest struct {
+	SeatID uuid.UUID
+	HoldID uuid.UUID
+	Fence  int64
+}
+
+// HoldParams describes a hold attempt.
+type HoldParams struct {
+	Org, Event, User uuid.UUID
+	Seats            []HoldRequest
+	Now, HeldUntil   time.Time
+	Source           string
+	// NoWait makes row locks fail at once (55P03) instead of waiting: the
+	// Postgres-only path's defence against a queue of buyers on one seat.
+	NoWait bool
+	// Locked says every seat is already exclusively ours in Redis, so a
+	// single seat can skip the explicit lock-and-check round trip.
+	Locked bool
+}
+
+// HoldOutcome is what a hold attempt found, seat by seat.
+type HoldOutcome struct {
+	Created  []Hold       // new holds, committed
+	Existing []Hold       // seats already held by the same user (idempotent)
+	Taken    []uuid.UUID  // seats held by someone else, sold or blocked
+	Missing  []uuid.UUID  // seats not in this event of this org
+	Stale    []StaleFence // seats whose fence is newer than ours
+}
+
+// StaleFence names a seat whose stored fence is at or above the token a
+// caller brought: the caller's lock is older than a write already applied.
+type StaleFence struct {
+	SeatID uuid.UUID
+	Fence  int64
+}
+
+const insertHoldsSQL = `
+WITH r AS (
+    SELECT * FROM unnest($3::uuid[], $4::uuid[], $5::bigint[]) AS r(seat_id, hold_id, fence)
+), upd AS (
+    UPDATE seats s
+    SET status = 'held', hold_id = r.hold_id, version = s.version + 1, fence = r.fence, updated_at = $6
+    FROM r
+    WHERE s.org_id = $1 AND s.event_id = $2 AND s.id = r.seat_id
+      AND s.status = 'available' AND s.fence < r.fence
+    RETURNING s.id, s.version, r.hold_id, r.fence
+), ins AS (
+    INSERT INTO seat_holds (id, org_id, event_id, seat_id, user_id, status, held_until, fence, source, created_at)
+    SELECT hold_id, $1, $2, id, $7, 'active', $8, fence, $9, $6 FROM upd
+), aud AS (
+    INSERT INTO audit_log (org_id, event_id, actor_id, action, entity, entity_id, seat_id, data, at)
+    SELECT $1, $2, $7, 'hold.created', 'seat_hold', hold_id, id,
+           jsonb_build_object('fence', fence, 'held_until', $8::timestamptz, 'source', $9::text), $6
+    FROM upd
+)
+SELECT id, version, hold_id, fence FROM upd`
+
+// CreateHolds holds every requested seat for the user or none of them.
+// Seats are locked in id order so that overlapping multi-seat attempts can
+// never deadlock. The returned error is nil when the outcome explains a
+// refusal (Taken, Missing, Stale); it is an error only when Postgres failed.
+func (s *Store) CreateHolds(ctx context.Context, p HoldParams) (HoldOutcome, error) {
+	if len(p.Seats) == 1 && p.Locked {
+		return s.createOneHold(ctx, p)
+	}
+	var out HoldOutcome
+	err := s.InTx(ctx, func(tx pgx.Tx) error {
+		var err error
+		out, err = lockAndCheck(ctx, tx, p)
+		if err != nil || len(out.Taken)+len(out.Missing)+len(out.Stale) > 0 {
+			return err
+		}
+		fresh := slices.DeleteFunc(slices.Clone(p.Seats), func(r HoldRequest) bool {
+			return slices.ContainsFunc(out.Existing, func(h Hold) bool { return h.SeatID == r.SeatID })
+		})
+		if len(fresh) == 0 {
+			return nil
+		}
+		created, err := insertHolds(ctx, tx, p, fresh)
+		if err != nil {
+			return err
+		}
+		if len(created) != len(fresh) {
+			// The rows are locked by us and were checked just above, so this
+			// means a bug, not a race. Refuse rather than commit part of it.
+			return fmt.Errorf("hold: %d of %d seats updated after lock", len(created), len(fresh))
+		}
+		out.Created = created
+		return nil
+	})
+	if pg.IsLockNotAvailable(err) {
+		// Somebody else is mid-transaction on one of these seats right now.
+		return HoldOutcome{Taken: seatIDs(p.Seats)}, nil
+	}
+	if pg.IsUniqueViolation(err) {
+		// A concurrent request won; it may have been the same user's.
+		return checkSeats(ctx, s.db, p, "")
+	}
+	if err != nil {
+		return HoldOutcome{}, err
+	}
+	if len(out.Taken)+len(out.Missing)+len(out.Stale) > 0 {
+		out.Created = nil
+	}
+	return out, nil
+}
+
+// createOneHold is the fast path: one statement, autocommitted, because a
+// single-seat statement cannot be partially applied.
+func (s *Store) createOneHold(ctx context.Context, p HoldParams) (HoldOutcome, error) {
+	created, err := insertHolds(ctx, s.db, p, p.Seats)
+	if pg.IsLockNotAvailable(err) {
+		return HoldOutcome{Taken: seatIDs(p.Seats)}, nil
+	}
+	if pg.IsUniqueViolation(err) {
+		created, err = nil, nil
+	}
+	if err != nil {
+		return HoldOutcome{}, err
+	}
+	if len(created) == 1 {
+		return HoldOutcome{Created: created}, nil
+	}
+	// Nothing was written (or a concurrent request won the unique index);
+	// find out why with a plain read.
+	return checkSeats(ctx, s.db, p, "")
+}
+
+func insertHolds(ctx context.Context, db pg.DBTX, p HoldParams, reqs []HoldRequest) ([]Hold, error) {
+	seatIDs := make([]uuid.UUID, len(reqs))
+	holdIDs := make([]uuid.UUID, len(reqs))
+	fences := make([]int64, len(reqs))
+	for i, r := range reqs {
+		seatIDs[i], holdIDs[i], fences[i] = r.SeatID, r.HoldID, r.Fence
+	}
+	rows, err := db.Query(ctx, insertHoldsSQL, p.Org, p.Event, seatIDs, holdIDs, fences, p.Now, p.User, p.HeldUntil, p.Source)
+	if err != nil {
+		return nil, err
+	}
+	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (Hold, error) {
+		h := Hold{OrgID: p.Org, EventID: p.Event, UserID: p.User, Status: HoldActive,
+			HeldUntil: p.HeldUntil, CreatedAt: p.Now, Source: p.Source}
+		err := r.Scan(&h.SeatID, &h.SeatVersion, &h.ID, &h.Fence)
+		return h, err
+	})
+}
+
+func lockAndCheck(ctx context.Context, tx pgx.Tx, p HoldParams) (HoldOutcome, error) {
+	lock := "FOR UPDATE OF s"
+	if p.NoWait {
+		lock += " NOWAIT"
+	}
+	return checkSeats(ctx, tx, p, lock)
+}
+
+// checkSeats reads (and with lock, locks in id order) the requested seats
+// and sorts them into the outcome's buckets.
+func checkSeats(ctx context.Context, db pg.DBTX, p HoldParams, lock string) (HoldOutcome, error) {
+	rows, err := db.Query(ctx, `
+		SELECT s.id, s.status, s.fence, h.id, h.user_id, h.held_until, h.created_at, h.extensions, h.fence, h.source, s.version
+		FROM seats s LEFT JOIN seat_holds h ON h.id = s.hold_id
+		WHERE s.org_id = $1 AND s.event_id = $2 AND s.id = ANY($3::uuid[])
+		ORDER BY s.id `+lock, p.Org, p.Event, seatIDs(p.Seats))
+	if err != nil {
+		return HoldOutcome{}, err
+	}
+	defer rows.Close()
+	var out HoldOutcome
+	seen := map[uuid.UUID]bool{}
+	for rows.Next() {
+		var id uuid.UUID
+		var status string
+		var fence int64
+		var h struct {
+			id, user       *uuid.UUID
+			until, created *time.Time
+			ext            *int
+			fence          *int64
+			source         *string
+		}
+		var version int64
+		if err := rows.Scan(&id, &status, &fence, &h.id, &h.user, &h.until, &h.created, &h.ext, &h.fence, &h.source, &version); err != nil {
+			return HoldOutcome{}, err
+		}
+		seen[id] = true
+		req := p.Seats[slices.IndexFunc(p.Seats, func(r HoldRequest) bool { return r.SeatID == id })]
+		switch {
+		case status == Held && h.user != nil && *h.user == p.User:
+			out.Existing = append(out.Existing, Hold{ID: *h.id, OrgID: p.Org, EventID: p.Event, SeatID: id, UserID: p.User,
+				Status: HoldActive, HeldUntil: h.until.UTC(), CreatedAt: h.created.UTC(), Extensions: *h.ext,
+				Fence: *h.fence, Source: *h.source, SeatVersion: version})
+		case status != Available:
+			out.Taken = append(out.Taken, id)
+		case fence >= req.Fence:
+			out.Stale = append(out.Stale, StaleFence{SeatID: id, Fence: fence})
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return HoldOutcome{}, err
+	}
+	for _, r := range p.Seats {
+		if !seen[r.SeatID] {
+			out.Missing = append(out.Missing, r.SeatID)
+		}
+	}
+	return out, nil
+}
+
+func seatIDs(reqs []HoldRequest) []uuid.UUID {
+	ids := make([]uuid.UUID, len(reqs))
+	for i, r := range reqs {
+		ids[i] = r.SeatID
+	}
+	return ids
+}
+
+// ActiveHold returns the active hold on a seat, if any.
+func (s *Store) ActiveHold(ctx context.Context, org, seat uuid.UUID) (Hold, error) {
+	rows, err := s.db.Query(ctx, holdColumns+` WHERE org_id = $1 AND seat_id = $2 AND status = 'active'`, org, seat)
+	if err != nil {
+		return Hold{}, err
+	}
+	h, err := pgx.CollectExactlyOneRow(rows, scanHold)
+	return h, notFoundIfNoRows(err, "hold")
+}
+
+// HoldByID returns a hold of org, whatever its status.
+func (s *Store) HoldByID(ctx context.Context, org, id uuid.UUID) (Hold, error) {
+	rows, err := s.db.Query(ctx, holdColumns+` WHERE org_id = $1 AND id = $2`, org, id)
+	if err != nil {
+		return Hold{}, err
+	}
+	h, err := pgx.CollectExactlyOneRow(rows, scanHold)
+	return h, notFoundIfNoRows(err, "hold")
+}
+
+// UserHolds lists a user's active holds for an event.
+func (s *Store) UserHolds(ctx context.Context, org, event, user uuid.UUID) ([]Hold, error) {
+	rows, err := s.db.Query(ctx, holdColumns+`
+		WHERE org_id = $1 AND event_id = $2 AND user_id = $3 AND status = 'active' ORDER BY created_at, seat_id`,
+		org, event, user)
+	if err != nil {
+		return nil, err
+	}
+	return pgx.CollectRows(rows, scanHold)
+}
+
+// EventHolds lists an event's active holds, soonest expiry first.
+func (s *Store) EventHolds(ctx context.Context, org, event uuid.UUID) ([]Hold, error) {
+	rows, err := s.db.Query(ctx, holdColumns+`
+		WHERE org_id = $1 AND event_id = $2 AND status = 'active' ORDER BY held_until, seat_id`, org, event)
+	if err != nil {
+		return nil, err
+	}
+	return pgx.CollectRows(rows, scanHold)
+}
+
+const holdColumns = `SELECT id, org_id, event_id, seat_id, user_id, status, held_until, created_at, extensions, fence, source FROM seat_holds`
+
+func scanHold(r pgx.CollectableRow) (Hold, error) {
+	var h Hold
+	err := r.Scan(&h.ID, &h.OrgID, &h.EventID, &h.SeatID, &h.UserID, &h.Status, &h.HeldUntil, &h.CreatedAt,
+		&h.Extensions, &h.Fence, &h.Source)
+	h.HeldUntil, h.CreatedAt = h.HeldUntil.UTC(), h.CreatedAt.UTC()
+	return h, err
+}
+
+// Release ends an active hold. Only its holder may release it, unless
+// staff is set (box office and organizers of the same org).
+func (s *Store) Release(ctx context.Context, org, holdID, actor uuid.UUID, staff bool, reason string) (Hold, error) {
+	rows, err := s.db.Query(ctx, `
+		WITH h AS (
+		    UPDATE seat_holds SET status = 'released', ended_at = now(), released_by = $3, release_reason = NULLIF($5, '')
+		    WHERE org_id = $1 AND id = $2 AND status = 'active' AND ($4 OR user_id = $3)
+		    RETURNING id, org_id, event_id, seat_id, user_id, status, held_until, created_at, extensions, fence, source
+		), st AS (
+		    UPDATE seats SET status = 'available', hold_id = NULL, version = version + 1, updated_at = now()
+		    FROM h WHERE seats.org_id = $1 AND seats.id = h.seat_id AND seats.hold_id = h.id
+		    RETURNING seats.id, seats.version
+		), a AS (
+		    INSERT INTO audit_log (org_id, event_id, actor_id, action, entity, entity_id, seat_id, data)
+		    SELECT $1, h.event_id, $3, 'hold.released', 'seat_hold', h.id, h.seat_id,
+		           jsonb_build_object('reason', $5::text, 'by_staff', $4::boolean, 'holder', h.user_id)
+		    FROM h
+		)
+		SELECT h.id, h.org_id, h.event_id, h.seat_id, h.user_id, h.status, h.held_until, h.created_at, h.extensions, h.fence, h.source, st.version
+		FROM h JOIN st ON st.id = h.seat_id`, org, holdID, actor, staff, reason)
+	if err != nil {
+		return Hold{}, err
+	}
+	h, err := pgx.CollectExactlyOneRow(rows, func(r pgx.CollectableRow) (Hold, error) {
+		var h Hold
+		err := r.Scan(&h.ID, &h.OrgID, &h.EventID, &h.SeatID, &h.UserID, &h.Status, &h.HeldUntil, &h.CreatedAt,
+			&h.Extensions, &h.Fence, &h.Source, &h.SeatVersion)
+		h.HeldUntil, h.CreatedAt = h.HeldUntil.UTC(), h.CreatedAt.UTC()
+		return h, err
+	})
+	if !errors.Is(err, pgx.ErrNoRows) {
+		return h, err
+	}
+	// Nothing changed: say why without telling another tenant anything.
+	cur, err := s.HoldByID(ctx, org, holdID)
+	switch {
+	case err != nil:
+		return Hold{}, err
+	case !staff && cur.UserID != actor:
+		return Hold{}, apperr.E(apperr.Forbidden, "only the holder or box-office staff can release this hold")
+	default:
+		return Hold{}, apperr.E(apperr.NotFound, "hold is no longer active (it was %s)", cur.Status)
+	}
+}
+
+// Extend adds by to every active, unexpired hold of the user for the event
+// that has been extended fewer than maxExt times, and returns all the user's
+// active holds with the changed ones marked by a non-zero SeatVersion.
+func (s *Store) Extend(ctx context.Context, org, event, user uuid.UUID, by time.Duration, maxExt int) (changed, all []Hold, err error) {
+	err = s.InTx(ctx, func(tx pgx.Tx) error {
+		rows, err := tx.Query(ctx, `
+			WITH h AS (
+			    UPDATE seat_holds SET held_until = held_until + $4::interval, extensions = extensions + 1
+			    WHERE org_id = $1 AND event_id = $2 AND user_id = $3 AND status = 'active'
+			      AND held_until > now() AND extensions < $5
+			    RETURNING id, org_id, event_id, seat_id, user_id, status, held_until, created_at, extensions, fence, source
+			), st AS (
+			    UPDATE seats SET version = version + 1, updated_at = now()
+			    FROM h WHERE seats.org_id = $1 AND seats.id = h.seat_id AND seats.hold_id = h.id
+			    RETURNING seats.id, seats.version
+			), a AS (
+			    INSERT INTO audit_log (org_id, event_id, actor_id, action, entity, entity_id, seat_id, data)
+			    SELECT $1, $2, $3, 'hold.extended', 'seat_hold', h.id, h.seat_id, jsonb_build_object('held_until', h.held_until)
+			    FROM h
+			)
+			SELECT h.id, h.org_id, h.event_id, h.seat_id, h.user_id, h.status, h.held_until, h.created_at, h.extensions, h.fence, h.source, st.version
+			FROM h JOIN st ON st.id = h.seat_id ORDER BY h.seat_id`, org, event, user, by, maxExt)
+		if err != nil {
+			return err
+		}
+		changed, err = pgx.CollectRows(rows, func(r pgx.CollectableRow) (Hold, error) {
+			var h Hold
+			err := r.Scan(&h.ID, &h.OrgID, &h.EventID, &h.SeatID, &h.UserID, &h.Status, &h.HeldUntil, &h.CreatedAt,
+				&h.Extensions, &h.Fence, &h.Source, &h.SeatVersion)
+			h.HeldUntil, h.CreatedAt = h.HeldUntil.UTC(), h.CreatedAt.UTC()
+			return h, err
+		})
+		return err
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	all, err = s.UserHolds(ctx, org, event, user)
+	return changed, all, err
+}
+
+// Booking is a purchase: tickets for seats that were held.
+type Booking struct {
+	ID        uuid.UUID
+	OrgID     uuid.UUID
+	EventID   uuid.UUID
+	UserID    uuid.UUID
+	Status    string
+	CreatedAt time.Time
+	Tickets   []Ticket
+	// Replayed is set when the booking was found by its idempotency key
+	// rather than created by this call.
+	Replayed bool
+	// Sold are the seats sold by this call, with their new versions.
+	Sold []SoldSeat
+}
+
+// Ticket is one sold seat.
+type Ticket struct {
+	ID     uuid.UUID
+	SeatID uuid.UUID
+	HoldID uuid.UUID
+}
+
+// SoldSeat is a seat that became sold, with its new version.
+type SoldSeat struct {
+	SeatID  uuid.UUID
+	HoldID  uuid.UUID
+	Version int64
+}
+
+// RequestHash fingerprints a purchase request so a reused idempotency key
+// with a different payload can be told apart from a replay.
+func RequestHash(event uuid.UUID, holdIDs []uuid.UUID) string {
+	ids := make([]string, len(holdIDs))
+	for i, id := range holdIDs {
+		ids[i] = id.String()
+	}
+	slices.Sort(ids)
+	sum := sha256.Sum256([]byte(event.String() + "|" + strings.Join(ids, ",")))
+	return hex.EncodeToString(sum[:])
+}
+
+// Purchase converts the user's listed active holds into a booking with one
+// ticket per seat, all or nothing. The idempotency key makes it safe to
+// retry: the same key and payload return the first booking.
+func (s *Store) Purchase(ctx context.Context, org, event, user uuid.UUID, key string, holdIDs []uuid.UUID) (Booking, error) {
+	hash := RequestHash(event, holdIDs)
+	var b Booking
+	err := s.InTx(ctx, func(tx pgx.Tx) error {
+		// The booking row goes first: a concurrent call with the same key
+		// waits here on the unique index and then finds our booking.
+		err := tx.QueryRow(ctx, `
+			INSERT INTO bookings (org_id, event_id, user_id, idempotency_key, request_hash)
+			VALUES ($1, $2, $3, $4, $5)
+			ON CONFLICT (org_id, user_id, idempotency_key) DO NOTHING
+			RETURNING id, created_at`, org, event, user, key, hash).Scan(&b.ID, &b.CreatedAt)
+		if errors.Is(err, pgx.ErrNoRows) {
+			b.Replayed = true
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		rows, err := tx.Query(ctx, `
+			SELECT id, seat_id, status, held_until > now() FROM seat_holds
+			WHERE org_id = $1 AND event_id = $2 AND user_id = $3 AND id = ANY($4::uuid[])
+			ORDER BY seat_id FOR UPDATE`, org, event, user, holdIDs)
+		if err != nil {
+			return err
+		}
+		type row struct {
+			id, seat uuid.UUID
+			status   string
+			fresh    bool
+		}
+		held, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (row, error) {
+			var x row
+			err := r.Scan(&x.id, &x.seat, &x.status, &x.fresh)
+			return x, err
+		})
+		if err != nil {
+			return err
+		}
+		if len(held) != len(holdIDs) {
+			return apperr.E(apperr.NotFound, "%d of the %d holds were not found", len(holdIDs)-len(held), len(holdIDs))
+		}
+		for _, h := range held {
+			if h.status != HoldActive || !h.fresh {
+				return &apperr.Error{Code: apperr.HoldsExpired, Message: "one or more seats are no longer held for you",
+					Seats: []string{h.seat.String()}}
+			}
+		}
+		rows, err = tx.Query(ctx, `
+			WITH h AS (
+			    UPDATE seat_holds SET status = 'converted', ended_at = now()
+			    WHERE org_id = $1 AND id = ANY($2::uuid[]) AND status = 'active'
+			    RETURNING id, seat_id
+			), st AS (
+			    UPDATE seats SET status = 'sold', hold_id = NULL, version = version + 1, updated_at = now()
+			    FROM h WHERE seats.org_id = $1 AND seats.id = h.seat_id AND seats.hold_id = h.id
+			    RETURNING seats.id, seats.version, h.id AS hold_id
+			), t AS (
+			    INSERT INTO tickets (org_id, event_id, booking_id, seat_id, hold_id)
+			    SELECT $1, $3, $4, st.id, st.hold_id FROM st
+			    RETURNING id, seat_id, hold_id
+			), a AS (
+			    INSERT INTO audit_log (org_id, event_id, actor_id, action, entity, entity_id, seat_id, data)
+			    SELECT $1, $3, $5, 'seat.sold', 'booking', $4, st.id, jsonb_build_object('hold_id', st.hold_id) FROM st
+			)
+			SELECT t.id, t.seat_id, t.hold_id, st.version FROM t JOIN st ON st.id = t.seat_id ORDER BY t.seat_id`,
+			org, holdIDs, event, b.ID, user)
+		if err != nil {
+			return err
+		}
+		for rows.Next() {
+			var t Ticket
+			var v int64
+			if err := rows.Scan(&t.ID, &t.SeatID, &t.HoldID, &v); err != nil {
+				rows.Close()
+				return err
+			}
+			b.Tickets = append(b.Tickets, t)
+			b.Sold = append(b.Sold, SoldSeat{SeatID: t.SeatID, HoldID: t.HoldID, Version: v})
+		}
+		if err := rows.Err(); err != nil {
+			return err
+		}
+		if len(b.Tickets) != len(holdIDs) {
+			return fmt.Errorf("purchase: %d of %d seats sold after lock", len(b.Tickets), len(holdIDs))
+		}
+		return nil
+	})
+	if err != nil {
+		return Booking{}, err
+	}
+	if b.Replayed {
+		return s.bookingByKey(ctx, org, user, key, hash)
+	}
+	b.OrgID, b.EventID, b.UserID, b.Status = org, event, user, "confirmed"
+	return b, nil
+}
+
+func (s *Store) bookingByKey(ctx context.Context, org, user uuid.UUID, key, hash string) (Booking, error) {
+	b := Booking{OrgID: org, UserID: user, Replayed: true}
+	var storedHash string
+	err := s.db.QueryRow(ctx, `
+		SELECT id, event_id, status, created_at, request_hash FROM bookings
+		WHERE org_id = $1 AND user_id = $2 AND idempotency_key = $3`, org, user, key).
+		Scan(&b.ID, &b.EventID, &b.Status, &b.CreatedAt, &storedHash)
+	if err != nil {
+		return Booking{}, notFoundIfNoRows(err, "booking")
+	}
+	if storedHash != hash {
+		return Booking{}, apperr.E(apperr.IdempotencyMismatch, "this Idempotency-Key was used for a different purchase")
+	}
+	b.Tickets, err = s.tickets(ctx, org, b.ID)
+	return b, err
+}
+
+// Booking returns a booking of the user by id.
+func (s *Store) Booking(ctx context.Context, org, user, id uuid.UUID) (Booking, error) {
+	b := Booking{OrgID: org, UserID: user, ID: id}
+	err := s.db.QueryRow(ctx, `
+		SELECT event_id, status, created_at FROM bookings WHERE org_id = $1 AND user_id = $2 AND id = $3`,
+		org, user, id).Scan(&b.EventID, &b.Status, &b.CreatedAt)
+	if err != nil {
+		return Booking{}, notFoundIfNoRows(err, "booking")
+	}
+	b.Tickets, err = s.tickets(ctx, org, id)
+	return b, err
+}
+
+func (s *Store) tickets(ctx context.Context, org, booking uuid.UUID) ([]Ticket, error) {
+	rows, err := s.db.Query(ctx, `
+		SELECT id, seat_id, hold_id FROM tickets WHERE org_id = $1 AND booking_id = $2 ORDER BY seat_id`, org, booking)
+	if err != nil {
+		return nil, err
+	}
+	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (Ticket, error) {
+		var t Ticket
+		err := r.Scan(&t.ID, &t.SeatID, &t.HoldID)
+		return t, err
+	})
+}
+
+// Expired is a hold the reaper ended.
+type Expired struct {
+	Hold
+}
+
+// ReapExpired expires up to limit active holds whose time has passed and
+// frees their seats. SKIP LOCKED lets every process run it at once: each
+// claims a disjoint batch, and a hold being purchased right now is skipped
+// (the purchase decides its fate).
+func (s *Store) ReapExpired(ctx context.Context, limit int) ([]Hold, error) {
+	rows, err := s.db.Query(ctx, `
+		WITH exp AS (
+		    UPDATE seat_holds h SET status = 'expired', ended_at = now()
+		    WHERE h.status = 'active' AND h.id IN (
+		        SELECT id FROM seat_holds WHERE status = 'active' AND held_until < now()
+		        ORDER BY held_until LIMIT $1 FOR UPDATE SKIP LOCKED)
+		    RETURNING h.id, h.org_id, h.event_id, h.seat_id, h.user_id, h.status, h.held_until, h.created_at, h.extensions, h.fence, h.source
+		), st AS (
+		    UPDATE seats SET status = 'available', hold_id = NULL, version = version + 1, updated_at = now()
+		    FROM exp WHERE seats.org_id = exp.org_id AND seats.id = exp.seat_id AND seats.hold_id = exp.id
+		    RETURNING seats.id, seats.version
+		), a AS (
+		    INSERT INTO audit_log (org_id, event_id, action, entity, entity_id, seat_id, data)
+		    SELECT org_id, event_id, 'hold.expired', 'seat_hold', id, seat_id, jsonb_build_object('held_until', held_until, 'holder', user_id)
+		    FROM exp
+		)
+		SELECT exp.id, exp.org_id, exp.event_id, exp.seat_id, exp.user_id, exp.status, exp.held_until, exp.created_at,
+		       exp.extensions, exp.fence, exp.source, st.version
+		FROM exp JOIN st ON st.id = exp.seat_id`, limit)
+	if err != nil {
+		return nil, err
+	}
+	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (Hold, error) {
+		var h Hold
+		err := r.Scan(&h.ID, &h.OrgID, &h.EventID, &h.SeatID, &h.UserID, &h.Status, &h.HeldUntil, &h.CreatedAt,
+			&h.Extensions, &h.Fence, &h.Source, &h.SeatVersion)
+		h.HeldUntil, h.CreatedAt = h.HeldUntil.UTC(), h.CreatedAt.UTC()
+		return h, err
+	})
+}
+
+// SetBlocked blocks an available seat (blocked=true) or unblocks a blocked
+// one, returning the seat's new version.
+func (s *Store) SetBlocked(ctx context.Context, org, event, seat, actor uuid.UUID, blocked bool, reason string) (int64, error) {
+	from, to, action := Available, Blocked, "seat.blocked"
+	if !blocked {
+		from, to, action = Blocked, Available, "seat.unblocked"
+	}
+	var version int64
+	err := s.db.QueryRow(ctx, `
+		WITH st AS (
+		    UPDATE seats SET status = $5, version = version + 1, updated_at = now()
+		    WHERE org_id = $1 AND event_id = $2 AND id = $3 AND status = $4
+		    RETURNING id, version
+		), a AS (
+		    INSERT INTO audit_log (org_id, event_id, actor_id, action, entity, entity_id, seat_id, data)
+		    SELECT $1, $2, $6, $7, 'seat', id, id, jsonb_build_object('reason', $8::text) FROM st
+		)
+		SELECT version FROM st`, org, event, seat, from, to, actor, action, reason).Scan(&version)
+	if !errors.Is(err, pgx.ErrNoRows) {
+		return version, err
+	}
+	var status string
+	err = s.db.QueryRow(ctx, `SELECT status FROM seats WHERE org_id = $1 AND event_id = $2 AND id = $3`,
+		org, event, seat).Scan(&status)
+	if err != nil {
+		return 0, notFoundIfNoRows(err, "seat")
+	}
+	return 0, &apperr.Error{Code: apperr.Conflict, Message: fmt.Sprintf("seat is %s, not %s", status, from),
+		Seats: []string{seat.String()}}
+}

@@ -1,0 +1,106 @@
+package store
+
+import (
+	"context"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+)
+
+// Counts is the number of seats in each state.
+type Counts struct {
+	Available int `json:"available"`
+	Held      int `json:"held"`
+	Sold      int `json:"sold"`
+	Blocked   int `json:"blocked"`
+}
+
+// Total is the number of seats counted.
+func (c Counts) Total() int { return c.Available + c.Held + c.Sold + c.Blocked }
+
+// Add moves one seat into status (n=+1) or out of it (n=-1).
+func (c *Counts) Add(status string, n int) {
+	switch status {
+	case Available:
+		c.Available += n
+	case Held:
+		c.Held += n
+	case Sold:
+		c.Sold += n
+	case Blocked:
+		c.Blocked += n
+	}
+}
+
+// Occupancy aggregates an event's seats by section and status in SQL; the
+// (org_id, event_id, section_id, status) index makes it an index-only scan.
+func (s *Store) Occupancy(ctx context.Context, org, event uuid.UUID) (map[uuid.UUID]Counts, error) {
+	rows, err := s.db.Query(ctx, `
+		SELECT section_id, status, count(*) FROM seats
+		WHERE org_id = $1 AND event_id = $2 GROUP BY section_id, status`, org, event)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	out := map[uuid.UUID]Counts{}
+	for rows.Next() {
+		var sec uuid.UUID
+		var status string
+		var n int
+		if err := rows.Scan(&sec, &status, &n); err != nil {
+			return nil, err
+		}
+		c := out[sec]
+		c.Add(status, n)
+		out[sec] = c
+	}
+	return out, rows.Err()
+}
+
+// ActiveHoldCount counts an event's active holds.
+func (s *Store) ActiveHoldCount(ctx context.Context, org, event uuid.UUID) (int, error) {
+	var n int
+	err := s.db.QueryRow(ctx, `SELECT count(*) FROM seat_holds WHERE org_id = $1 AND event_id = $2 AND status = 'active'`,
+		org, event).Scan(&n)
+	return n, err
+}
+
+// MaxFence is the highest fencing token applied to any seat of the event;
+// a rebuilt Redis fence counter must start above it.
+func (s *Store) MaxFence(ctx context.Context, org, event uuid.UUID) (int64, error) {
+	var n int64
+	err := s.db.QueryRow(ctx, `SELECT coalesce(max(fence), 0) FROM seats WHERE org_id = $1 AND event_id = $2`,
+		org, event).Scan(&n)
+	return n, err
+}
+
+// Snapshot is one point of the occupancy chart.
+type Snapshot struct {
+	At time.Time
+	Counts
+}
+
+// SaveSnapshot records an event's occupancy now.
+func (s *Store) SaveSnapshot(ctx context.Context, org, event uuid.UUID, c Counts) error {
+	_, err := s.db.Exec(ctx, `
+		INSERT INTO occupancy_snapshots (org_id, event_id, available, held, sold, blocked)
+		VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT DO NOTHING`, org, event, c.Available, c.Held, c.Sold, c.Blocked)
+	return err
+}
+
+// Snapshots returns an event's occupancy points since a time, oldest first.
+func (s *Store) Snapshots(ctx context.Context, org, event uuid.UUID, since time.Time) ([]Snapshot, error) {
+	rows, err := s.db.Query(ctx, `
+		SELECT at, available, held, sold, blocked FROM occupancy_snapshots
+		WHERE org_id = $1 AND event_id = $2 AND at >= $3 ORDER BY at`, org, event, since)
+	if err != nil {
+		return nil, err
+	}
+	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (Snapshot, error) {
+		var x Snapshot
+		err := r.Scan(&x.At, &x.Available, &x.Held, &x.Sold, &x.Blocked)
+		x.At = x.At.UTC()
+		return x, err
+	})
+}

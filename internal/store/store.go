@@ -1,0 +1,269 @@
+// Package store owns seatd's SQL. Every method takes the organization and
+// filters by it; nothing here knows about HTTP, Redis or caches.
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"seatd/internal/apperr"
+	"seatd/internal/pg"
+)
+
+// Store runs queries against a pool.
+type Store struct {
+	db *pgxpool.Pool
+}
+
+// New returns a Store on pool.
+func New(db *pgxpool.Pool) *Store { return &Store{db: db} }
+
+// Pool exposes the pool for callers that need a transaction spanning
+// several store methods.
+func (s *Store) Pool() *pgxpool.Pool { return s.db }
+
+// InTx runs fn in a transaction, committing when fn returns nil.
+func (s *Store) InTx(ctx context.Context, fn func(tx pgx.Tx) error) error {
+	tx, err := s.db.Begin(ctx)
+	if err != nil {
+		return fmt.Errorf("begin: %w", err)
+	}
+	defer func() { _ = tx.Rollback(ctx) }()
+	if err := fn(tx); err != nil {
+		return err
+	}
+	if err := tx.Commit(ctx); err != nil {
+		return fmt.Errorf("commit: %w", err)
+	}
+	return nil
+}
+
+// Seat statuses.
+const (
+	Available = "available"
+	Held      = "held"
+	Sold      = "sold"
+	Blocked   = "blocked"
+)
+
+// Hold statuses.
+const (
+	HoldActive    = "active"
+	HoldConverted = "converted"
+	HoldExpired   = "expired"
+	HoldReleased  = "released"
+)
+
+// Org is a tenant.
+type Org struct {
+	ID   uuid.UUID
+	Slug string
+	Name string
+}
+
+// User is an account of one organization.
+type User struct {
+	ID           uuid.UUID
+	OrgID        uuid.UUID
+	Email        string
+	Role         string
+	PasswordHash string
+}
+
+// Event is a show with a seated venue.
+type Event struct {
+	ID       uuid.UUID
+	OrgID    uuid.UUID
+	Name     string
+	Venue    string
+	StartsAt time.Time
+	Seats    int
+}
+
+// Section groups seats of an event.
+type Section struct {
+	ID       uuid.UUID
+	Label    string
+	Name     string
+	Position int
+}
+
+// Seat is a seat with its current state and, when held, its active hold.
+type Seat struct {
+	ID        uuid.UUID
+	SectionID uuid.UUID
+	Row       string
+	Number    int
+	Idx       int
+	X, Y      int
+	Status    string
+	Version   int64
+	Fence     int64
+	HoldID    uuid.UUID // zero unless held
+	HolderID  uuid.UUID // zero unless held
+	HeldUntil time.Time // zero unless held
+}
+
+// Hold is a row of seat_holds.
+type Hold struct {
+	ID         uuid.UUID
+	OrgID      uuid.UUID
+	EventID    uuid.UUID
+	SeatID     uuid.UUID
+	UserID     uuid.UUID
+	Status     string
+	HeldUntil  time.Time
+	CreatedAt  time.Time
+	Extensions int
+	Fence      int64
+	Source     string
+	// SeatVersion is the seat's version after the change that produced this
+	// row (set by mutating methods; zero on plain reads).
+	SeatVersion int64
+}
+
+func notFoundIfNoRows(err error, what string) error {
+	if errors.Is(err, pgx.ErrNoRows) {
+		return apperr.E(apperr.NotFound, "%s not found", what)
+	}
+	return err
+}
+
+// CreateOrg inserts an organization.
+func (s *Store) CreateOrg(ctx context.Context, slug, name string) (Org, error) {
+	o := Org{Slug: slug, Name: name}
+	err := s.db.QueryRow(ctx,
+		`INSERT INTO organizations (slug, name) VALUES ($1, $2) RETURNING id`, slug, name).Scan(&o.ID)
+	if pg.IsUniqueViolation(err) {
+		return Org{}, apperr.E(apperr.Conflict, "organization %q exists already", slug)
+	}
+	if pg.IsInvalidInput(err) {
+		return Org{}, apperr.E(apperr.Invalid, "organization slug %q is not valid", slug)
+	}
+	return o, err
+}
+
+// OrgBySlug finds an organization by its slug.
+func (s *Store) OrgBySlug(ctx context.Context, slug string) (Org, error) {
+	o := Org{Slug: slug}
+	err := s.db.QueryRow(ctx, `SELECT id, name FROM organizations WHERE slug = $1`, slug).Scan(&o.ID, &o.Name)
+	return o, notFoundIfNoRows(err, "organization")
+}
+
+// OrgByID finds an organization by id.
+func (s *Store) OrgByID(ctx context.Context, id uuid.UUID) (Org, error) {
+	o := Org{ID: id}
+	err := s.db.QueryRow(ctx, `SELECT slug, name FROM organizations WHERE id = $1`, id).Scan(&o.Slug, &o.Name)
+	return o, notFoundIfNoRows(err, "organization")
+}
+
+// CreateUser inserts a user; the email must already be normalized.
+func (s *Store) CreateUser(ctx context.Context, org uuid.UUID, email, role, passwordHash string) (User, error) {
+	u := User{OrgID: org, Email: email, Role: role, PasswordHash: passwordHash}
+	err := s.db.QueryRow(ctx,
+		`INSERT INTO users (org_id, email, role, password_hash) VALUES ($1, $2, $3, $4) RETURNING id`,
+		org, email, role, passwordHash).Scan(&u.ID)
+	if pg.IsUniqueViolation(err) {
+		return User{}, &apperr.Error{Code: apperr.Conflict, Message: "an account with this email exists already",
+			Fields: map[string]string{"email": "is already registered"}}
+	}
+	if pg.IsInvalidInput(err) {
+		return User{}, apperr.E(apperr.Invalid, "user is not valid")
+	}
+	return u, err
+}
+
+// UserByEmail finds a user of org by email.
+func (s *Store) UserByEmail(ctx context.Context, org uuid.UUID, email string) (User, error) {
+	u := User{OrgID: org, Email: email}
+	err := s.db.QueryRow(ctx,
+		`SELECT id, role, password_hash FROM users WHERE org_id = $1 AND email = $2`, org, email).
+		Scan(&u.ID, &u.Role, &u.PasswordHash)
+	return u, notFoundIfNoRows(err, "user")
+}
+
+// UserByID finds a user of org by id.
+func (s *Store) UserByID(ctx context.Context, org, id uuid.UUID) (User, error) {
+	u := User{OrgID: org, ID: id}
+	err := s.db.QueryRow(ctx,
+		`SELECT email, role, password_hash FROM users WHERE org_id = $1 AND id = $2`, org, id).
+		Scan(&u.Email, &u.Role, &u.PasswordHash)
+	return u, notFoundIfNoRows(err, "user")
+}
+
+// Events lists the events of org, soonest first.
+func (s *Store) Events(ctx context.Context, org uuid.UUID) ([]Event, error) {
+	rows, err := s.db.Query(ctx, `
+		SELECT e.id, e.name, e.venue, e.starts_at, (SELECT count(*) FROM seats s WHERE s.org_id = e.org_id AND s.event_id = e.id)
+		FROM events e WHERE e.org_id = $1 ORDER BY e.starts_at, e.name`, org)
+	if err != nil {
+		return nil, err
+	}
+	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (Event, error) {
+		e := Event{OrgID: org}
+		err := r.Scan(&e.ID, &e.Name, &e.Venue, &e.StartsAt, &e.Seats)
+		return e, err
+	})
+}
+
+// Event finds one event of org.
+func (s *Store) Event(ctx context.Context, org, id uuid.UUID) (Event, error) {
+	e := Event{OrgID: org, ID: id}
+	err := s.db.QueryRow(ctx, `
+		SELECT e.name, e.venue, e.starts_at, (SELECT count(*) FROM seats s WHERE s.org_id = e.org_id AND s.event_id = e.id)
+		FROM events e WHERE e.org_id = $1 AND e.id = $2`, org, id).Scan(&e.Name, &e.Venue, &e.StartsAt, &e.Seats)
+	return e, notFoundIfNoRows(err, "event")
+}
+
+// Sections lists an event's sections in display order.
+func (s *Store) Sections(ctx context.Context, org, event uuid.UUID) ([]Section, error) {
+	rows, err := s.db.Query(ctx, `
+		SELECT id, label, name, position FROM sections WHERE org_id = $1 AND event_id = $2 ORDER BY position, label`, org, event)
+	if err != nil {
+		return nil, err
+	}
+	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (Section, error) {
+		var x Section
+		err := r.Scan(&x.ID, &x.Label, &x.Name, &x.Position)
+		return x, err
+	})
+}
+
+// EventSeats loads every seat of an event with its current hold, in idx
+// order. This is what a process's hot cache is rebuilt from.
+func (s *Store) EventSeats(ctx context.Context, org, event uuid.UUID) ([]Seat, error) {
+	rows, err := s.db.Query(ctx, `
+		SELECT s.id, s.section_id, s.row_label, s.number, s.idx, s.x, s.y, s.status, s.version, s.fence,
+		       h.id, h.user_id, h.held_until
+		FROM seats s LEFT JOIN seat_holds h ON h.id = s.hold_id AND h.status = 'active'
+		WHERE s.org_id = $1 AND s.event_id = $2
+		ORDER BY s.idx`, org, event)
+	if err != nil {
+		return nil, err
+	}
+	return pgx.CollectRows(rows, scanSeat)
+}
+
+func scanSeat(r pgx.CollectableRow) (Seat, error) {
+	var x Seat
+	var holdID, holderID *uuid.UUID
+	var until *time.Time
+	err := r.Scan(&x.ID, &x.SectionID, &x.Row, &x.Number, &x.Idx, &x.X, &x.Y, &x.Status, &x.Version, &x.Fence,
+		&holdID, &holderID, &until)
+	if holdID != nil {
+		x.HoldID = *holdID
+	}
+	if holderID != nil {
+		x.HolderID = *holderID
+	}
+	if until != nil {
+		x.HeldUntil = until.UTC()
+	}
+	return x, err
+}

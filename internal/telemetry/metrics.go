@@ -1,0 +1,79 @@
+// Package telemetry defines seatd's Prometheus metrics. Metrics live in a
+// struct registered on an injected registry, so tests get their own.
+package telemetry
+
+import (
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// Metrics are the hold engine's counters and histograms, named after the
+// seat-hold telemetry events (attempt, success, conflict, fallback, ...).
+type Metrics struct {
+	HoldAttempt    prometheus.Counter
+	HoldSuccess    *prometheus.CounterVec // path: fast | fallback | idempotent
+	HoldConflict   *prometheus.CounterVec // tier: hot | redis | postgres
+	HoldError      prometheus.Counter
+	RedisFallback  prometheus.Counter
+	HoldDuration   *prometheus.HistogramVec // path
+	PGHoldWrites   prometheus.Counter       // hold statements sent to Postgres
+	Extended       prometheus.Counter
+	Converted      prometheus.Counter
+	Released       prometheus.Counter
+	Expired        prometheus.Counter
+	ReaperRuns     prometheus.Counter
+	ReaperDuration prometheus.Histogram
+	BreakerOpen    prometheus.Gauge
+	Reconciles     prometheus.Counter
+	DeltasOut      prometheus.Counter
+	DeltasIn       prometheus.Counter
+	HotCacheSeats  prometheus.Gauge
+}
+
+// New creates the metrics and registers them on reg.
+func New(reg prometheus.Registerer) *Metrics {
+	m := &Metrics{
+		HoldAttempt: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "seatd_hold_attempt_total", Help: "Hold requests received by the core."}),
+		HoldSuccess: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "seatd_hold_success_total", Help: "Holds granted, by path."}, []string{"path"}),
+		HoldConflict: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "seatd_hold_conflict_total", Help: "Holds refused because the seat was taken, by the tier that refused."},
+			[]string{"tier"}),
+		HoldError: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "seatd_hold_error_total", Help: "Holds that failed with an internal error."}),
+		RedisFallback: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "seatd_hold_redis_fallback_total", Help: "Holds served by the Postgres-only path because Redis was unavailable."}),
+		HoldDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name: "seatd_hold_duration_seconds", Help: "Time to decide a hold, by path.",
+			Buckets: []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1}}, []string{"path"}),
+		PGHoldWrites: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "seatd_hold_pg_writes_total", Help: "Hold write statements sent to Postgres."}),
+		Extended: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "seatd_hold_extended_total", Help: "Holds extended at checkout."}),
+		Converted: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "seatd_hold_converted_total", Help: "Holds converted into tickets."}),
+		Released: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "seatd_hold_released_total", Help: "Holds released by their holder or staff."}),
+		Expired: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "seatd_hold_expired_total", Help: "Holds expired by the reaper."}),
+		ReaperRuns: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "seatd_reaper_runs_total", Help: "Reaper passes."}),
+		ReaperDuration: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name: "seatd_reaper_duration_seconds", Help: "Duration of a reaper pass.",
+			Buckets: prometheus.ExponentialBuckets(0.0005, 2, 14)}),
+		BreakerOpen: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "seatd_redis_breaker_open", Help: "1 while the Redis circuit breaker keeps the fast path off."}),
+		Reconciles: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "seatd_registry_reconciles_total", Help: "Redis rebuilds from Postgres."}),
+		DeltasOut: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "seatd_deltas_published_total", Help: "Seat changes published."}),
+		DeltasIn: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "seatd_deltas_received_total", Help: "Seat changes received from the bus."}),
+		HotCacheSeats: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "seatd_hot_cache_seats", Help: "Seats held in this process's hot cache."}),
+	}
+	reg.MustRegister(m.HoldAttempt, m.HoldSuccess, m.HoldConflict, m.HoldError, m.RedisFallback, m.HoldDuration,
+		m.PGHoldWrites, m.Extended, m.Converted, m.Released, m.Expired, m.ReaperRuns, m.ReaperDuration,
+		m.BreakerOpen, m.Reconciles, m.DeltasOut, m.DeltasIn, m.HotCacheSeats)
+	return m
+}
