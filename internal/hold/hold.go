@@ -175,11 +175,7 @@ func (s *Service) holdFast(ctx context.Context, a Actor, ev *eventState, seats [
 		out, err := s.store.CreateHolds(ctx, p)
 		if err != nil || len(out.Taken)+len(out.Missing)+len(out.Stale) > 0 {
 			// Nothing was committed: give back the locks this call took.
-			if _, rerr := redisCall(s, func() (int, error) {
-				return s.locks.Release(context.WithoutCancel(ctx), p.Org, p.Event, ours)
-			}); rerr != nil {
-				s.log.Warn("release locks after refused write", "event", p.Event, "err", rerr)
-			}
+			s.dropLocks(ctx, p.Org, p.Event, ours)
 		}
 		if err != nil {
 			return Result{}, fmt.Errorf("create holds: %w", err)
@@ -193,7 +189,7 @@ func (s *Service) holdFast(ctx context.Context, a Actor, ev *eventState, seats [
 			proposed = newIDs(len(seats))
 			continue
 		}
-		return s.finish(ctx, a, ev, seats, out, label)
+		return s.finish(ctx, a, ev, seats, out, label, false)
 	}
 }
 
@@ -227,7 +223,7 @@ func (s *Service) clearOrphans(ctx context.Context, ev *eventState, seats []stor
 		}
 		orphans = append(orphans, seatlock.Released{Seat: seatlock.Seat{ID: st.ID, Idx: st.Idx}, HoldID: lk.HoldID, Free: true})
 	}
-	n, err := redisCall(s, func() (int, error) { return s.locks.Release(ctx, ev.org, ev.id, orphans) })
+	n, err := s.locks.Release(ctx, ev.org, ev.id, orphans)
 	if err != nil || n == 0 {
 		return false
 	}
@@ -257,14 +253,14 @@ func (s *Service) holdFallback(ctx context.Context, a Actor, ev *eventState, sea
 			}
 			continue
 		}
-		return s.finish(ctx, a, ev, seats, out, label)
+		return s.finish(ctx, a, ev, seats, out, label, true)
 	}
 }
 
 // finish turns a Postgres outcome into the answer and, for new holds,
 // publishes the change.
 func (s *Service) finish(ctx context.Context, a Actor, ev *eventState, seats []store.Seat, out store.HoldOutcome,
-	label func(uuid.UUID) string) (Result, error) {
+	label func(uuid.UUID) string, viaPostgres bool) (Result, error) {
 	switch {
 	case len(out.Missing) > 0:
 		return Result{}, apperr.E(apperr.NotFound, "seat not found in this event")
@@ -289,6 +285,15 @@ func (s *Service) finish(ctx context.Context, a Actor, ev *eventState, seats []s
 	for _, h := range out.Existing {
 		byID[h.SeatID] = h
 	}
+	if viaPostgres && len(out.Created) > 0 && s.FastPath() {
+		// Redis recovered while this hold was being written without it,
+		// possibly after the rebuild read Postgres: add its locks now.
+		ids := make([]uuid.UUID, len(out.Created))
+		for i, h := range out.Created {
+			ids[i] = h.SeatID
+		}
+		s.restoreLocks(ctx, ev, ids)
+	}
 	s.commit(ctx, a.Org, ev.id, ds)
 	res := Result{Created: len(out.Created) > 0, Holds: make([]store.Hold, len(seats))}
 	for i, st := range seats {
@@ -299,6 +304,8 @@ func (s *Service) finish(ctx context.Context, a Actor, ev *eventState, seats []s
 
 // restoreLocks puts back Redis locks for seats Postgres holds but Redis had
 // let through: Redis lost them (flush, restart), so heal it seat by seat.
+// The hold is read again after the write: if it ended in between, its
+// ender may have dropped the lock before we wrote it, so we drop it.
 func (s *Service) restoreLocks(ctx context.Context, ev *eventState, seatIDs []uuid.UUID) {
 	now := s.now()
 	for _, id := range seatIDs {
@@ -307,12 +314,18 @@ func (s *Service) restoreLocks(ctx context.Context, ev *eventState, seatIDs []uu
 			continue
 		}
 		st, _ := ev.seat(id)
+		seat := seatlock.Seat{ID: id, Idx: st.Idx}
 		lk := seatlock.Lock{HoldID: h.ID, UserID: h.UserID, Fence: h.Fence, Expires: h.HeldUntil, AcquiredAt: h.CreatedAt}
-		if _, err := redisCall(s, func() (struct{}, error) {
-			return struct{}{}, s.locks.Restore(ctx, ev.org, ev.id, seatlock.Seat{ID: id, Idx: st.Idx}, lk, now)
-		}); err != nil {
-			return
-		}
+		s.repairRedis(ev.org, ev.id, "restore redis lock", func() error {
+			if err := s.locks.Restore(ctx, ev.org, ev.id, seat, lk, now); err != nil {
+				return err
+			}
+			if again, err := s.store.ActiveHold(ctx, ev.org, id); err == nil && again.ID == h.ID {
+				return nil
+			}
+			_, err := s.locks.Release(ctx, ev.org, ev.id, []seatlock.Released{{Seat: seat, HoldID: h.ID, Free: true}})
+			return err
+		})
 	}
 }
 

@@ -34,12 +34,27 @@ func (s *Service) Release(ctx context.Context, a Actor, holdID uuid.UUID, reason
 // failure is not the caller's problem: Postgres already decided, and a
 // lock left behind is cleared as an orphan or by a rebuild.
 func (s *Service) dropLocks(ctx context.Context, org, event uuid.UUID, rs []seatlock.Released) {
-	if !s.FastPath() || len(rs) == 0 {
+	if len(rs) == 0 {
 		return
 	}
-	_, err := redisCall(s, func() (int, error) { return s.locks.Release(context.WithoutCancel(ctx), org, event, rs) })
-	if err != nil {
-		s.log.Warn("drop redis locks", "org", org, "event", event, "err", err)
+	s.repairRedis(org, event, "drop redis locks", func() error {
+		_, err := s.locks.Release(context.WithoutCancel(ctx), org, event, rs)
+		return err
+	})
+}
+
+// repairRedis mirrors a committed change into Redis. It bypasses the
+// breaker (a half-open breaker would refuse it, and the change must not be
+// skipped); if it fails, Redis is known to be behind, so the fast path
+// stays off until Redis has been rebuilt from Postgres.
+func (s *Service) repairRedis(org, event uuid.UUID, what string, f func() error) {
+	if !s.FastPath() {
+		return // Redis is rebuilt from Postgres before the fast path resumes
+	}
+	if err := f(); err != nil {
+		s.log.Warn(what+" failed; redis will be rebuilt", "org", org, "event", event, "err", err)
+		s.dirty.Store(true)
+		s.m.BreakerOpen.Set(1)
 	}
 }
 
@@ -64,11 +79,10 @@ func (s *Service) Checkout(ctx context.Context, a Actor, event uuid.UUID) ([]sto
 		es[i] = seatlock.Extended{SeatID: h.SeatID, HoldID: h.ID, HeldUntil: h.HeldUntil}
 		ds[i] = holdDelta(h, KindExtended, store.Held, store.Held, a.User, now)
 	}
-	if s.FastPath() {
-		if _, err := redisCall(s, func() (int, error) { return s.locks.Extend(context.WithoutCancel(ctx), a.Org, event, now, es) }); err != nil {
-			s.log.Warn("extend redis locks", "event", event, "err", err)
-		}
-	}
+	s.repairRedis(a.Org, event, "extend redis locks", func() error {
+		_, err := s.locks.Extend(context.WithoutCancel(ctx), a.Org, event, now, es)
+		return err
+	})
 	s.commit(ctx, a.Org, event, ds)
 	return all, nil
 }
@@ -155,13 +169,9 @@ func (s *Service) SetBlocked(ctx context.Context, a Actor, event, seat uuid.UUID
 	if !blocked {
 		d.Kind, d.Status, d.Prev = KindUnblocked, store.Available, store.Blocked
 	}
-	if s.FastPath() {
-		if _, err := redisCall(s, func() (struct{}, error) {
-			return struct{}{}, s.locks.SetBlocked(context.WithoutCancel(ctx), a.Org, event, st.Idx, blocked)
-		}); err != nil {
-			s.log.Warn("redis block bit", "event", event, "err", err)
-		}
-	}
+	s.repairRedis(a.Org, event, "redis block bit", func() error {
+		return s.locks.SetBlocked(context.WithoutCancel(ctx), a.Org, event, st.Idx, blocked)
+	})
 	s.commit(ctx, a.Org, event, []Delta{d})
 	return version, nil
 }

@@ -155,11 +155,13 @@ func (s *Service) rebuild(ctx context.Context, ev *eventState) error {
 	for i, st := range seats {
 		states[i] = seatlock.SeatState{Seat: seatlock.Seat{ID: st.ID, Idx: st.Idx}, Status: st.Status}
 		if st.Status == store.Held && st.HoldID != uuid.Nil {
+			// Backdated so a later rebuild never mistakes it for a lock
+			// whose transaction is still in flight.
 			states[i].Lock = &seatlock.Lock{HoldID: st.HoldID, UserID: st.HolderID, Fence: st.Fence,
-				Expires: st.HeldUntil, AcquiredAt: now}
+				Expires: st.HeldUntil, AcquiredAt: now.Add(-s.opt.StaleLockAge)}
 		}
 	}
-	if err := s.locks.Rebuild(ctx, ev.org, ev.id, states, maxFence, now); err != nil {
+	if err := s.locks.Rebuild(ctx, ev.org, ev.id, states, maxFence, now, s.opt.StaleLockAge); err != nil {
 		return fmt.Errorf("rebuild redis: %w", err)
 	}
 	s.m.Reconciles.Inc()
@@ -206,14 +208,24 @@ func (s *Service) recover(ctx context.Context) error {
 		evs = append(evs, ev)
 	}
 	s.mu.Unlock()
-	var errs []error
-	for _, ev := range evs {
-		errs = append(errs, s.rebuild(ctx, ev))
+	rebuildAll := func() error {
+		var errs []error
+		for _, ev := range evs {
+			errs = append(errs, s.rebuild(ctx, ev))
+		}
+		return errors.Join(errs...)
 	}
-	if err := errors.Join(errs...); err != nil {
+	if err := rebuildAll(); err != nil {
 		return err
 	}
 	s.dirty.Store(false)
+	// Holds this process committed through Postgres after the first pass
+	// read it are not in Redis yet; now that new holds go through Redis, a
+	// second pass catches them (younger Redis locks are left alone).
+	if err := rebuildAll(); err != nil {
+		s.dirty.Store(true)
+		return err
+	}
 	s.m.BreakerOpen.Set(0)
 	s.log.Info("redis rebuilt from postgres, fast path back on", "events", len(evs))
 	return nil

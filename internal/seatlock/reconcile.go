@@ -23,62 +23,72 @@ if cur < tonumber(ARGV[1]) then redis.call('SET', KEYS[1], ARGV[1]) end
 return 1
 `)
 
-// Rebuild makes Redis agree with Postgres for one event: locks for every
-// active hold and none for other seats, the expiry ZSET, the availability
-// bitmap, the counters, and a fence counter above every fence in use.
-func (l *Locks) Rebuild(ctx context.Context, org, event uuid.UUID, seats []SeatState, maxFence int64, now time.Time) error {
+// syncScript makes a batch of seats agree with Postgres. A seat Postgres
+// holds gets its lock written; any other seat loses its lock unless the
+// lock is younger than the cutoff, because such a lock may belong to a
+// hold whose transaction is still in flight and may yet commit.
+var syncScript = redis.NewScript(`
+local cutoff = tonumber(ARGV[1])
+local n = #KEYS - 2
+for i = 1, n do
+  local base = 1 + (i - 1) * 5
+  local sid, idx, status, lock, px = ARGV[base + 1], ARGV[base + 2], ARGV[base + 3], ARGV[base + 4], ARGV[base + 5]
+  if lock ~= '' then
+    redis.call('SET', KEYS[2 + i], lock, 'PX', px)
+    local exp = string.match(lock, '^[^|]*|[^|]*|[^|]*|([^|]*)|')
+    redis.call('ZADD', KEYS[1], exp, sid)
+    redis.call('SETBIT', KEYS[2], idx, 1)
+  else
+    local v = redis.call('GET', KEYS[2 + i])
+    local acq = v and tonumber(string.match(v, '|([^|]*)$')) or 0
+    if v and acq >= cutoff then
+      redis.call('SETBIT', KEYS[2], idx, 1)
+    else
+      if v then redis.call('DEL', KEYS[2 + i]) end
+      redis.call('ZREM', KEYS[1], sid)
+      if status == 'available' then redis.call('SETBIT', KEYS[2], idx, 0) else redis.call('SETBIT', KEYS[2], idx, 1) end
+    end
+  end
+end
+return n
+`)
+
+// Rebuild makes Redis agree with Postgres for one event: a lock for every
+// active hold and none for other seats (except locks younger than
+// inFlight, whose transactions may still commit), the expiry ZSET, the
+// availability bitmap, the counters, and a fence counter above every fence
+// in use. It works seat by seat rather than deleting keys wholesale, so
+// holds made concurrently through Redis are not lost.
+func (l *Locks) Rebuild(ctx context.Context, org, event uuid.UUID, seats []SeatState, maxFence int64, now time.Time, inFlight time.Duration) error {
 	k := l.Keys(org, event)
-	maxIdx := 0
-	for _, s := range seats {
-		maxIdx = max(maxIdx, s.Idx)
-	}
-	bitmap := make([]byte, maxIdx/8+1)
-	counts := map[string]int{"available": 0, "held": 0, "sold": 0, "blocked": 0}
-	var zs []redis.Z
-	var stale []string
-	for _, s := range seats {
-		counts[s.Status]++
-		if s.Status != "available" {
-			bitmap[s.Idx/8] |= 0x80 >> (s.Idx % 8) // Redis numbers bits from the most significant
-		}
-		if s.Lock != nil {
-			zs = append(zs, redis.Z{Score: float64(s.Lock.Expires.UnixMilli()), Member: s.ID.String()})
-		} else {
-			stale = append(stale, k.Seat(s.ID))
-		}
-	}
 	if err := raiseFence.Run(ctx, l.rdb, []string{k.Fence()}, maxFence).Err(); err != nil {
 		return err
 	}
-	_, err := l.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
-		p.Del(ctx, k.Holds())
-		if len(zs) > 0 {
-			p.ZAdd(ctx, k.Holds(), zs...)
-		}
-		p.Set(ctx, k.Avail(), bitmap, 0)
-		p.HSet(ctx, k.Occ(), "available", counts["available"], "held", counts["held"],
-			"sold", counts["sold"], "blocked", counts["blocked"])
-		for _, s := range seats {
+	counts := map[string]int{"available": 0, "held": 0, "sold": 0, "blocked": 0}
+	cutoff := now.Add(-inFlight).UnixMilli()
+	const batch = 400
+	for start := 0; start < len(seats); start += batch {
+		part := seats[start:min(start+batch, len(seats))]
+		keys := make([]string, 0, len(part)+2)
+		keys = append(keys, k.Holds(), k.Avail())
+		args := make([]any, 0, 1+5*len(part))
+		args = append(args, cutoff)
+		for _, s := range part {
+			counts[s.Status]++
+			keys = append(keys, k.Seat(s.ID))
+			lock, px := "", int64(0)
 			if s.Lock != nil {
-				ttl := s.Lock.Expires.Sub(now) + l.margin
-				p.Set(ctx, k.Seat(s.ID), s.Lock.encode(), max(ttl, time.Second))
+				lock = s.Lock.encode()
+				px = max(s.Lock.Expires.Sub(now)+l.margin, time.Second).Milliseconds()
 			}
+			args = append(args, s.ID.String(), s.Idx, s.Status, lock, px)
 		}
-		return nil
-	})
-	if err != nil {
-		return err
-	}
-	// Dropping locks of free seats is the big part for a large event; do
-	// it in slot-local batches outside the transaction.
-	for len(stale) > 0 {
-		n := min(len(stale), 1000)
-		if err := l.rdb.Unlink(ctx, stale[:n]...).Err(); err != nil {
+		if err := syncScript.Run(ctx, l.rdb, keys, args...).Err(); err != nil {
 			return err
 		}
-		stale = stale[n:]
 	}
-	return nil
+	return l.rdb.HSet(ctx, k.Occ(), "available", counts["available"], "held", counts["held"],
+		"sold", counts["sold"], "blocked", counts["blocked"]).Err()
 }
 
 // Restore puts back the lock of a hold Postgres says is active, when Redis

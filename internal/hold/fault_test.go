@@ -1,0 +1,253 @@
+package hold_test
+
+import (
+	"context"
+	"errors"
+	"math/rand/v2"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"seatd/internal/apperr"
+	"seatd/internal/config"
+	"seatd/internal/hold"
+	"seatd/internal/seatlock"
+	"seatd/internal/store"
+	"seatd/internal/testenv"
+)
+
+// TestRedisKilledDuringHolds kills the Redis server (SIGKILL) while buyers
+// hold seats through two processes, then restarts it empty. Holds must
+// keep succeeding through Postgres, never two on a seat, and afterwards
+// Redis must agree with Postgres again.
+func TestRedisKilledDuringHolds(t *testing.T) {
+	r := testenv.StartRedis(t)
+	mod := func(c *config.Config) {
+		c.RedisURL = r.URL()
+		c.BreakerOpenFor = 300 * time.Millisecond
+		c.RedisTimeout = 100 * time.Millisecond
+		c.RedisDialTimeout = 100 * time.Millisecond
+	}
+	a1 := testenv.App(t, mod)
+	a2 := testenv.App(t, mod)
+	testenv.Background(t, a1)
+	testenv.Background(t, a2)
+	tn := testenv.NewTenant(t, a1, 0)
+	users := testenv.AddBuyers(t, a1, tn.Org.ID, 40)
+	ev := testenv.NewEvent(t, a1, tn.Org.ID, 2, 5, 20)
+	seats := testenv.SeatIDs(t, a1, tn.Org.ID, ev.ID)
+	ctx := context.Background()
+	org := staff(tn.Organizer)
+
+	// Phases: 0 Redis up, 1 Redis dead, 2 Redis back.
+	var phase atomic.Int32
+	var ok [3]atomic.Int64
+	var refused [3]atomic.Int64
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	for i, u := range users {
+		core := a1.Core
+		if i%2 == 1 {
+			core = a2.Core
+		}
+		wg.Go(func() {
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				p := phase.Load()
+				res, err := core.Hold(ctx, buyer(u), ev.ID, []uuid.UUID{seats[rand.IntN(len(seats))]}, hold.SourceAPI)
+				switch {
+				case err == nil:
+					ok[p].Add(1)
+					if rand.IntN(3) > 0 {
+						if _, err := core.Release(ctx, buyer(u), res.Holds[0].ID, ""); err != nil {
+							t.Errorf("release in phase %d: %v", p, err)
+						}
+					}
+				case errors.Is(err, apperr.ErrSeatTaken), errors.Is(err, apperr.ErrHoldLimit):
+					refused[p].Add(1)
+				default:
+					t.Errorf("hold in phase %d: %v", p, err)
+				}
+				time.Sleep(time.Duration(rand.IntN(5)) * time.Millisecond)
+			}
+		})
+	}
+	time.Sleep(700 * time.Millisecond)
+	r.Stop()
+	phase.Store(1)
+	time.Sleep(1500 * time.Millisecond)
+	r.Start()
+	phase.Store(2)
+	time.Sleep(1500 * time.Millisecond)
+	close(stop)
+	wg.Wait()
+
+	for p, name := range []string{"redis up", "redis killed", "redis restarted"} {
+		t.Logf("%-16s holds granted %4d, refused %4d", name, ok[p].Load(), refused[p].Load())
+	}
+	if ok[1].Load() == 0 {
+		t.Fatal("no hold succeeded while Redis was down")
+	}
+	if fb := testutil.ToFloat64(a1.Metrics.RedisFallback) + testutil.ToFloat64(a2.Metrics.RedisFallback); fb == 0 {
+		t.Fatal("the Postgres fallback path was never used")
+	}
+	assertSeatInvariants(t, a1, ev.ID)
+
+	deadline := time.Now().Add(10 * time.Second)
+	for !(a1.Core.FastPath() && a2.Core.FastPath()) {
+		if time.Now().After(deadline) {
+			t.Fatalf("fast path not back: %s / %s", a1.Core.BreakerState(), a2.Core.BreakerState())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	// Both processes rebuilt; the registry must now agree in every tier.
+	for i, a := range []*hold.Service{a1.Core, a2.Core} {
+		var reg hold.Registry
+		for time.Now().Before(deadline) {
+			var err error
+			reg, err = a.RegistryStatus(ctx, org, ev.ID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if reg.Consistent {
+				break
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+		if !reg.Consistent {
+			t.Fatalf("process %d registry after recovery: %+v", i+1, reg)
+		}
+		t.Logf("process %d registry after recovery: hot %d, redis %d, postgres %d, consistent", i+1, reg.HotCache, reg.Redis, reg.Postgres)
+	}
+	// And the fast path really works again: a fresh hold goes through Redis.
+	before := testutil.ToFloat64(a1.Metrics.HoldSuccess.WithLabelValues("fast"))
+	var free uuid.UUID
+	if err := a1.Pool.QueryRow(ctx, `SELECT id FROM seats WHERE event_id = $1 AND status = 'available' LIMIT 1`, ev.ID).Scan(&free); err != nil {
+		t.Fatal(err)
+	}
+	fresh := testenv.AddBuyers(t, a1, tn.Org.ID, 1)[0]
+	if _, err := a1.Core.Hold(ctx, buyer(fresh), ev.ID, []uuid.UUID{free}, hold.SourceAPI); err != nil {
+		t.Fatalf("hold after recovery: %v", err)
+	}
+	if testutil.ToFloat64(a1.Metrics.HoldSuccess.WithLabelValues("fast")) == before {
+		t.Fatal("no hold went through the Redis fast path after recovery")
+	}
+}
+
+// TestStaleLockHolderCannotWrite: a holder whose Redis lock vanished (TTL,
+// flush) while it was slow must not get its late write into Postgres.
+func TestStaleLockHolderCannotWrite(t *testing.T) {
+	a := testenv.App(t, nil)
+	tn := testenv.NewTenant(t, a, 2)
+	ev := testenv.NewEvent(t, a, tn.Org.ID, 1, 1, 4)
+	seats := testenv.SeatIDs(t, a, tn.Org.ID, ev.ID)
+	ctx := context.Background()
+	slow, fast := tn.Buyers[0], tn.Buyers[1]
+	now := time.Now().Truncate(time.Millisecond)
+	until := now.Add(time.Minute)
+
+	// The slow holder takes the Redis lock and stalls before writing.
+	slowHold := uuid.New()
+	acq, err := a.Locks.Acquire(ctx, tn.Org.ID, ev.ID, slow.ID, []seatlock.Seat{{ID: seats[0], Idx: 0}},
+		[]uuid.UUID{slowHold}, now, until, 0)
+	if err != nil || !acq.OK {
+		t.Fatalf("acquire: %+v %v", acq, err)
+	}
+	slowFence := acq.Locks[0].Fence
+	// Its lock disappears behind its back.
+	if err := a.Redis.Del(ctx, a.Locks.Keys(tn.Org.ID, ev.ID).Seat(seats[0])).Err(); err != nil {
+		t.Fatal(err)
+	}
+	// Another buyer holds the seat through the core (newer fence).
+	res, err := a.Core.Hold(ctx, buyer(fast), ev.ID, seats[:1], hold.SourceAPI)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Holds[0].Fence <= slowFence {
+		t.Fatalf("fence did not advance: %d then %d", slowFence, res.Holds[0].Fence)
+	}
+	late := func() store.HoldOutcome {
+		out, err := a.Store.CreateHolds(ctx, store.HoldParams{Org: tn.Org.ID, Event: ev.ID, User: slow.ID,
+			Seats: []store.HoldRequest{{SeatID: seats[0], HoldID: uuid.New(), Fence: slowFence}},
+			Now:   time.Now(), HeldUntil: time.Now().Add(time.Minute), Source: "api", Locked: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return out
+	}
+	// The late write while the other hold is active: refused as taken.
+	if out := late(); len(out.Created) != 0 || len(out.Taken) != 1 {
+		t.Fatalf("late write during the other hold: %+v", out)
+	}
+	// The other buyer releases; the seat is free, but the late write
+	// carries an old fence and must still be refused.
+	if _, err := a.Core.Release(ctx, buyer(fast), res.Holds[0].ID, ""); err != nil {
+		t.Fatal(err)
+	}
+	if out := late(); len(out.Created) != 0 || len(out.Stale) != 1 {
+		t.Fatalf("late write after release: %+v", out)
+	}
+	if n := count(t, a, `SELECT count(*) FROM seat_holds WHERE user_id = $1`, slow.ID); n != 0 {
+		t.Fatalf("stale holder wrote %d holds", n)
+	}
+	t.Logf("stale fence %d refused after fence %d was applied", slowFence, res.Holds[0].Fence)
+
+	// A flushed fence counter (Redis lost everything) must not make the
+	// core fail: it lifts the counter above what Postgres has seen.
+	if err := a.Redis.Del(ctx, a.Locks.Keys(tn.Org.ID, ev.ID).Fence()).Err(); err != nil {
+		t.Fatal(err)
+	}
+	other := testenv.App(t, nil) // a fresh process with a cold cache
+	res2, err := other.Core.Hold(ctx, buyer(slow), ev.ID, seats[:1], hold.SourceAPI)
+	if err != nil {
+		t.Fatalf("hold after fence counter loss: %v", err)
+	}
+	if res2.Holds[0].Fence <= res.Holds[0].Fence {
+		t.Fatalf("new fence %d not above %d", res2.Holds[0].Fence, res.Holds[0].Fence)
+	}
+	assertSeatInvariants(t, a, ev.ID)
+}
+
+// TestOrphanedLockIsCleared: a Redis lock whose hold never committed (its
+// writer died) stops blocking the seat once it is older than any
+// transaction could be.
+func TestOrphanedLockIsCleared(t *testing.T) {
+	clock := time.Now()
+	a := testenv.App(t, nil)
+	tn := testenv.NewTenant(t, a, 2)
+	ev := testenv.NewEvent(t, a, tn.Org.ID, 1, 1, 2)
+	seats := testenv.SeatIDs(t, a, tn.Org.ID, ev.ID)
+	ctx := context.Background()
+	// A lock acquired long ago by a writer that never reached Postgres.
+	old := clock.Add(-10 * time.Minute).Truncate(time.Millisecond)
+	acq, err := a.Locks.Acquire(ctx, tn.Org.ID, ev.ID, tn.Buyers[0].ID, []seatlock.Seat{{ID: seats[1], Idx: 1}},
+		[]uuid.UUID{uuid.New()}, old, clock.Add(time.Hour), 0)
+	if err != nil || !acq.OK {
+		t.Fatal(err)
+	}
+	res, err := a.Core.Hold(ctx, buyer(tn.Buyers[1]), ev.ID, seats[1:2], hold.SourceAPI)
+	if err != nil {
+		t.Fatalf("hold over an orphaned lock: %v", err)
+	}
+	lk, ok, err := a.Locks.Get(ctx, tn.Org.ID, ev.ID, seats[1])
+	if err != nil || !ok || lk.HoldID != res.Holds[0].ID {
+		t.Fatalf("lock after takeover: %+v %v %v", lk, ok, err)
+	}
+	// A fresh lock (in flight) is never taken over.
+	acq, err = a.Locks.Acquire(ctx, tn.Org.ID, ev.ID, tn.Buyers[0].ID, []seatlock.Seat{{ID: seats[0], Idx: 0}},
+		[]uuid.UUID{uuid.New()}, time.Now(), time.Now().Add(time.Hour), 0)
+	if err != nil || !acq.OK {
+		t.Fatal(err)
+	}
+	if _, err := a.Core.Hold(ctx, buyer(tn.Buyers[1]), ev.ID, seats[:1], hold.SourceAPI); !errors.Is(err, apperr.ErrSeatTaken) {
+		t.Fatalf("hold over a fresh lock: %v, want seat_taken", err)
+	}
+}

@@ -1,0 +1,244 @@
+// Package testenv gives tests real Postgres and Redis: the ones named by
+// DATABASE_URL and REDIS_URL (make test starts private instances), plus
+// throwaway redis-server processes for tests that kill Redis.
+package testenv
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/redis/go-redis/v9"
+
+	"seatd/internal/app"
+	"seatd/internal/config"
+	"seatd/internal/store"
+)
+
+// Config returns a test configuration on the environment's databases.
+func Config(t testing.TB) config.Config {
+	t.Helper()
+	env := map[string]string{"SEATD_ENV": "test", "SEATD_LOG_LEVEL": "warn"}
+	for _, k := range []string{"DATABASE_URL", "REDIS_URL"} {
+		v := os.Getenv(k)
+		if v == "" {
+			t.Fatalf("%s is not set: run the tests with make test, which starts Postgres and Redis", k)
+		}
+		env[k] = v
+	}
+	cfg, err := config.Load(func(k string) string { return env[k] })
+	if err != nil {
+		t.Fatalf("test config: %v", err)
+	}
+	return cfg
+}
+
+// Logger returns a logger that writes to the test log when -v is set.
+func Logger(t testing.TB) *slog.Logger {
+	if testing.Verbose() {
+		return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	}
+	return slog.New(slog.NewTextHandler(io.Discard, nil))
+}
+
+// App builds and migrates an app; mod may adjust the config first. The
+// app's background loops are not started.
+func App(t testing.TB, mod func(*config.Config)) *app.App {
+	t.Helper()
+	cfg := Config(t)
+	if mod != nil {
+		mod(&cfg)
+	}
+	ctx := context.Background()
+	a, err := app.New(ctx, cfg, Logger(t))
+	if err != nil {
+		t.Fatalf("app: %v", err)
+	}
+	t.Cleanup(a.Close)
+	if err := a.Migrate(ctx); err != nil {
+		t.Fatalf("migrate: %v", err)
+	}
+	return a
+}
+
+// Background runs the app's background loops until the test ends.
+func Background(t testing.TB, a *app.App) {
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { a.RunBackground(ctx); close(done) }()
+	t.Cleanup(func() { cancel(); <-done })
+}
+
+// Password is every test user's password.
+const Password = "test-password-1"
+
+// Tenant is an organization with one user of each staff role and buyers.
+type Tenant struct {
+	Org       store.Org
+	Organizer store.User
+	BoxOffice store.User
+	Buyers    []store.User
+}
+
+var counter atomic.Int64
+
+// NewTenant creates an organization with a unique slug, an organizer, a
+// box-office user and n buyers.
+func NewTenant(t testing.TB, a *app.App, buyers int) Tenant {
+	t.Helper()
+	ctx := context.Background()
+	slug := fmt.Sprintf("t%d-%s", counter.Add(1), strings.ReplaceAll(uuid.NewString()[:8], "-", ""))
+	org, err := a.Store.CreateOrg(ctx, slug, "Test "+slug)
+	if err != nil {
+		t.Fatalf("create org: %v", err)
+	}
+	tn := Tenant{Org: org}
+	mk := func(local, role string) store.User {
+		u, err := a.Accounts.Create(ctx, org.ID, local+"@"+slug+".example", Password, role)
+		if err != nil {
+			t.Fatalf("create user: %v", err)
+		}
+		return u
+	}
+	tn.Organizer = mk("organizer", "organizer")
+	tn.BoxOffice = mk("boxoffice", "box_office")
+	tn.Buyers = make([]store.User, buyers)
+	for i := range buyers {
+		tn.Buyers[i] = mk("buyer"+strconv.Itoa(i), "buyer")
+	}
+	return tn
+}
+
+// AddBuyers creates n more buyers quickly (bulk insert with one password
+// hash), for tests that need hundreds of distinct users.
+func AddBuyers(t testing.TB, a *app.App, org uuid.UUID, n int) []store.User {
+	t.Helper()
+	ctx := context.Background()
+	u0, err := a.Accounts.Create(ctx, org, "bulk-"+uuid.NewString()[:8]+"@x.example", Password, "buyer")
+	if err != nil {
+		t.Fatalf("create buyer: %v", err)
+	}
+	users := []store.User{u0}
+	rows, err := a.Pool.Query(ctx, `
+		INSERT INTO users (org_id, email, role, password_hash)
+		SELECT $1, 'bulk-' || gen_random_uuid() || '@x.example', 'buyer', $2 FROM generate_series(1, $3)
+		RETURNING id, email`, org, u0.PasswordHash, n-1)
+	if err != nil {
+		t.Fatalf("bulk buyers: %v", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		u := store.User{OrgID: org, Role: "buyer", PasswordHash: u0.PasswordHash}
+		if err := rows.Scan(&u.ID, &u.Email); err != nil {
+			t.Fatal(err)
+		}
+		users = append(users, u)
+	}
+	return users
+}
+
+// NewEvent creates an event of org with a grid of sections×rows×perRow.
+func NewEvent(t testing.TB, a *app.App, org uuid.UUID, sections, rows, perRow int) store.Event {
+	t.Helper()
+	var secs []store.NewSection
+	for i := range sections {
+		label := string(rune('A' + i))
+		secs = append(secs, store.GridSection(label, "Section "+label, rows, perRow, i*(perRow+2), 0))
+	}
+	ev, err := a.Store.CreateEvent(context.Background(), org, "Test event", "Test hall", time.Now().Add(24*time.Hour), secs)
+	if err != nil {
+		t.Fatalf("create event: %v", err)
+	}
+	return ev
+}
+
+// SeatIDs returns an event's seat ids in idx order.
+func SeatIDs(t testing.TB, a *app.App, org, event uuid.UUID) []uuid.UUID {
+	t.Helper()
+	seats, err := a.Store.EventSeats(context.Background(), org, event)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ids := make([]uuid.UUID, len(seats))
+	for i, s := range seats {
+		ids[i] = s.ID
+	}
+	return ids
+}
+
+// Redis is a private redis-server process a test can stop and restart.
+type Redis struct {
+	t    testing.TB
+	port int
+	dir  string
+	cmd  *exec.Cmd
+}
+
+// StartRedis starts a redis-server on a free loopback port; it is stopped
+// when the test ends.
+func StartRedis(t testing.TB) *Redis {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := ln.Addr().(*net.TCPAddr).Port
+	_ = ln.Close()
+	r := &Redis{t: t, port: port, dir: t.TempDir()}
+	r.Start()
+	t.Cleanup(r.Stop)
+	return r
+}
+
+// URL is the redis:// URL of the server.
+func (r *Redis) URL() string { return "redis://127.0.0.1:" + strconv.Itoa(r.port) + "/0" }
+
+// Addr is host:port of the server.
+func (r *Redis) Addr() string { return "127.0.0.1:" + strconv.Itoa(r.port) }
+
+// Start (re)starts the server on its port with an empty dataset, and waits
+// until it answers.
+func (r *Redis) Start() {
+	r.t.Helper()
+	bin, err := exec.LookPath("redis-server")
+	if err != nil {
+		r.t.Fatalf("redis-server not installed: %v", err)
+	}
+	r.cmd = exec.Command(bin, "--port", strconv.Itoa(r.port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
+		"--dir", r.dir, "--logfile", filepath.Join(r.dir, "redis.log")) // #nosec G204 -- fixed binary, test-only
+	if err := r.cmd.Start(); err != nil {
+		r.t.Fatalf("start redis: %v", err)
+	}
+	c := redis.NewClient(&redis.Options{Addr: r.Addr()})
+	defer c.Close()
+	for i := 0; ; i++ {
+		if c.Ping(context.Background()).Err() == nil {
+			return
+		}
+		if i > 100 {
+			r.t.Fatalf("redis did not start on %d", r.port)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// Stop kills the server (SIGKILL, like a crash) and waits for it to exit.
+func (r *Redis) Stop() {
+	if r.cmd == nil || r.cmd.Process == nil {
+		return
+	}
+	_ = r.cmd.Process.Kill()
+	_ = r.cmd.Wait()
+	r.cmd = nil
+}
