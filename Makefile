@@ -1,0 +1,179 @@
+# seatd developer entry points. `make help` lists the targets.
+SHELL := /bin/bash
+.SHELLFLAGS := -euo pipefail -c
+# Each recipe runs in a single shell, so `eval`ed env vars carry across lines.
+.ONESHELL:
+.DEFAULT_GOAL := help
+
+# ---------------------------------------------------------------------------
+# Pinned Go tools, installed into ./.bin by `make tools`.
+#
+# templ must match github.com/a-h/templ in go.mod, or generated code and
+# runtime disagree.
+TEMPL_VERSION := v0.3.977
+# staticcheck 2026.2.2 (module version v0.8.2): newest release; builds with Go 1.26.
+STATICCHECK_VERSION := v0.8.2
+# gosec v2.29.0: newest that builds here (v2.30.0 depends on a module version
+# the Go module proxy does not serve).
+GOSEC_VERSION := v2.29.0
+
+BIN_DIR := $(CURDIR)/.bin
+TEMPL := $(BIN_DIR)/templ
+STATICCHECK := $(BIN_DIR)/staticcheck
+GOSEC := $(BIN_DIR)/gosec
+# One stamp file per tool and version, so bumping a pin reinstalls that tool.
+TEMPL_STAMP := $(BIN_DIR)/.templ-$(TEMPL_VERSION)
+STATICCHECK_STAMP := $(BIN_DIR)/.staticcheck-$(STATICCHECK_VERSION)
+GOSEC_STAMP := $(BIN_DIR)/.gosec-$(GOSEC_VERSION)
+
+# Short fuzz runs done by `make test`, as pkg/path:FuzzName, space separated,
+# e.g. internal/hold:FuzzDelta. Each runs for FUZZ_TIME (default 10s).
+FUZZ_TARGETS :=
+
+.PHONY: help tools generate templates css services-up services-down \
+	services-up-test services-down-test build run lint test
+
+help:
+	@cat <<-'EOF'
+	make tools              install pinned Go tools into ./.bin
+	make generate           templ generate (views/) + css
+	make css                build static/css/app.css with Tailwind
+	make build              go build -o bin/seatd ./cmd/seatd
+	make run                dev services + migrate + seed demo + serve on :8080
+	make lint               gofmt, go vet, staticcheck, gosec, generated files current
+	make test               test services + lint + go test -race (+ fuzz), services stopped after
+	make services-up        start dev Postgres/Redis   (services-down to stop)
+	make services-up-test   start test Postgres/Redis  (services-down-test to stop)
+	EOF
+
+# ---------------------------------------------------------------------------
+# Tools
+
+tools: $(TEMPL_STAMP) $(STATICCHECK_STAMP) $(GOSEC_STAMP)
+
+$(TEMPL_STAMP):
+	GOBIN=$(BIN_DIR) go install github.com/a-h/templ/cmd/templ@$(TEMPL_VERSION)
+	touch $@
+
+$(STATICCHECK_STAMP):
+	GOBIN=$(BIN_DIR) go install honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION)
+	touch $@
+
+$(GOSEC_STAMP):
+	GOBIN=$(BIN_DIR) go install github.com/securego/gosec/v2/cmd/gosec@$(GOSEC_VERSION)
+	touch $@
+
+# ---------------------------------------------------------------------------
+# Code generation
+
+# Templates first: Tailwind scans the generated *_templ.go files for classes too.
+generate: templates
+	$(MAKE) --no-print-directory css
+
+# Compiles views/**/*.templ into *_templ.go next to each template.
+templates: $(TEMPL_STAMP)
+	if [[ -d views ]]; then
+		$(TEMPL) generate -path views
+	fi
+
+# Reinstall node_modules only when package.json / package-lock.json change
+# (npm writes node_modules/.package-lock.json on every install).
+node_modules/.package-lock.json: package.json $(wildcard package-lock.json)
+	if [[ -f package-lock.json ]]; then
+		npm ci --no-audit --no-fund
+	else
+		npm install --no-audit --no-fund
+	fi
+	touch $@
+
+# The locally installed binary (what `npx tailwindcss` would run), called
+# directly so nothing is ever fetched at build time.
+# BROWSERSLIST_IGNORE_OLD_DATA silences a "caniuse-lite is outdated" nag.
+css: node_modules/.package-lock.json
+	BROWSERSLIST_IGNORE_OLD_DATA=1 ./node_modules/.bin/tailwindcss \
+		-c tailwind.config.js -i static/css/input.css -o static/css/app.css --minify
+
+# ---------------------------------------------------------------------------
+# Services (see scripts/services.sh; data in .data/<profile>/)
+
+services-up:
+	scripts/services.sh up dev
+
+services-down:
+	scripts/services.sh down dev
+
+services-up-test:
+	scripts/services.sh up test
+
+services-down-test:
+	scripts/services.sh down test
+
+# ---------------------------------------------------------------------------
+# Build and run
+
+build:
+	go build -o bin/seatd ./cmd/seatd
+
+# SEATD_ADDR may be overridden from the environment.
+# (Assign first, then eval: `eval "$$(cmd)"` would hide a failing cmd.)
+run: build
+	svc_env=$$(scripts/services.sh up dev)
+	eval "$$svc_env"
+	bin/seatd migrate
+	bin/seatd seed demo
+	export SEATD_ADDR="$${SEATD_ADDR:-:8080}"
+	exec bin/seatd serve
+
+# ---------------------------------------------------------------------------
+# Lint
+
+# Go files to gofmt-check: everything except generated code (the standard
+# "// Code generated ... DO NOT EDIT." header, which templ output carries).
+GO_FILES_CMD := find . \( -path ./.git -o -path ./node_modules -o -path ./.data -o -path ./.bin \) -prune \
+	-o -type f -name '*.go' ! -name '*_templ.go' -print \
+	| xargs -r grep -L '^// Code generated .* DO NOT EDIT\.$$'
+
+# Checksums of everything `make generate` writes.
+GENERATED_SUMS_CMD := find . \( -path ./.git -o -path ./node_modules -o -path ./.data -o -path ./.bin \) -prune \
+	-o -type f \( -name '*_templ.go' -o -path ./static/css/app.css \) -print0 \
+	| sort -z | xargs -0r sha256sum
+
+# Generated files are checked first: stale or missing ones would otherwise
+# surface as confusing vet/compile errors. The check regenerates and compares
+# checksums rather than running `git diff`, so it also catches generated files
+# missing from git entirely and doesn't trip over current-but-unstaged edits.
+# (`@` on the first line silences the whole script under .ONESHELL.)
+lint: tools
+	@echo "lint: generated files are current" >&2
+	before=$$($(GENERATED_SUMS_CMD))
+	$(MAKE) --no-print-directory generate >&2
+	after=$$($(GENERATED_SUMS_CMD))
+	if [[ $$before != "$$after" ]]; then
+		echo "lint: generated files were out of date (changed by 'make generate'):" >&2
+		diff <(echo "$$before") <(echo "$$after") >&2 || true
+		echo "lint: run 'make generate' and commit *_templ.go and static/css/app.css" >&2
+		exit 1
+	fi
+	echo "lint: gofmt" >&2
+	files=$$($(GO_FILES_CMD) || true)
+	if [[ -n $$files ]]; then
+		unformatted=$$(gofmt -l $$files)
+		if [[ -n $$unformatted ]]; then
+			echo "lint: these files need gofmt -w:" >&2
+			echo "$$unformatted" >&2
+			exit 1
+		fi
+	fi
+	echo "lint: go vet" >&2
+	go vet ./...
+	echo "lint: staticcheck" >&2
+	$(STATICCHECK) ./...
+	echo "lint: gosec" >&2
+	$(GOSEC) -quiet -exclude-generated ./...
+	echo "lint: ok" >&2
+
+# ---------------------------------------------------------------------------
+# Test
+
+test:
+	FUZZ_TARGETS="$(FUZZ_TARGETS)" scripts/test.sh

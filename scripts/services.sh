@@ -1,0 +1,457 @@
+#!/usr/bin/env bash
+# Private Postgres + Redis instances for seatd development and tests.
+#
+# Usage: scripts/services.sh up|down|status|env [dev|test]
+#
+#   up      start both services (idempotent), then print the env exports
+#   down    stop both services (by PID only), keeping their data
+#   status  report what is running; exits 0 only if every managed service is up
+#   env     print the env exports without touching anything
+#
+# Only the `export ...` lines go to stdout, so callers can do
+#   eval "$(scripts/services.sh up test)"
+# All progress and diagnostics go to stderr.
+#
+# Profiles (ports overridable with SEATD_PG_PORT / SEATD_REDIS_PORT):
+#   dev   Postgres 55432, Redis 56379, durable settings
+#   test  Postgres 55442, Redis 56389, fsync/synchronous_commit/full_page_writes off
+#
+# If DATABASE_URL is already set, Postgres is left alone entirely (someone
+# else provides it); likewise REDIS_URL for Redis.
+#
+# State lives in .data/<profile>/: pg/ (data dir), redis/ (working dir),
+# *.log, redis.pid. When run as root, Postgres runs as the unprivileged
+# `postgres` user (it refuses to run as root); if that user cannot reach
+# .data/ (e.g. the repo is under /root), the data dir is placed under
+# /tmp/seatd-<profile>-<hash> and .data/<profile>/pg is a symlink to it.
+set -euo pipefail
+
+SCRIPT_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd -P)
+ROOT=$(cd "$SCRIPT_DIR/.." && pwd -P)
+LOG_TAG=services
+# shellcheck source=scripts/lib/common.sh
+source "$SCRIPT_DIR/lib/common.sh"
+
+usage() {
+	cat <<-'EOF'
+	usage: scripts/services.sh up|down|status|env [dev|test]
+	  env overrides: SEATD_PG_PORT, SEATD_REDIS_PORT;
+	  DATABASE_URL / REDIS_URL set => that service is external and not managed.
+	EOF
+}
+
+CMD=${1:-}
+PROFILE=${2:-dev}
+case $CMD in
+up | down | status | env) ;;
+-h | --help | help)
+	usage
+	exit 0
+	;;
+*)
+	usage >&2
+	exit 2
+	;;
+esac
+case $PROFILE in
+dev) PG_PORT=${SEATD_PG_PORT:-55432} REDIS_PORT=${SEATD_REDIS_PORT:-56379} ;;
+test) PG_PORT=${SEATD_PG_PORT:-55442} REDIS_PORT=${SEATD_REDIS_PORT:-56389} ;;
+*) die "unknown profile '$PROFILE' (want dev or test)" ;;
+esac
+[[ $PG_PORT =~ ^[0-9]+$ ]] || die "SEATD_PG_PORT must be a number, got '$PG_PORT'"
+[[ $REDIS_PORT =~ ^[0-9]+$ ]] || die "SEATD_REDIS_PORT must be a number, got '$REDIS_PORT'"
+
+DATA_DIR=$ROOT/.data/$PROFILE
+IS_ROOT=0
+[[ $(id -u) -eq 0 ]] && IS_ROOT=1
+
+# An externally provided URL means the service is not ours to manage.
+MANAGE_PG=1
+[[ -n ${DATABASE_URL:-} ]] && MANAGE_PG=0
+MANAGE_REDIS=1
+[[ -n ${REDIS_URL:-} ]] && MANAGE_REDIS=0
+
+# ---------------------------------------------------------------------------
+# env output
+
+# Single-quote a value for safe `eval` (the URL contains `?`, a glob char).
+shell_quote() { printf "'%s'" "${1//\'/\'\\\'\'}"; }
+
+print_env() {
+	local db=${DATABASE_URL:-postgres://seatd@127.0.0.1:$PG_PORT/seatd?sslmode=disable}
+	local rd=${REDIS_URL:-redis://127.0.0.1:$REDIS_PORT/0}
+	printf 'export DATABASE_URL=%s\n' "$(shell_quote "$db")"
+	printf 'export REDIS_URL=%s\n' "$(shell_quote "$rd")"
+}
+
+# ---------------------------------------------------------------------------
+# binaries
+
+# Highest installed Postgres version's bin dir, or nothing.
+find_pg_bin() {
+	local d found=()
+	for d in /usr/lib/postgresql/*/bin; do
+		[[ -x $d/initdb && -x $d/pg_ctl ]] && found+=("$d")
+	done
+	((${#found[@]})) || return 0
+	printf '%s\n' "${found[@]}" | sort -V | tail -n 1
+}
+
+PG_BIN=$(find_pg_bin)
+
+# Install whatever is missing, with a single apt-get update.
+ensure_binaries() {
+	local pkgs=()
+	if ((MANAGE_PG)) && [[ -z $PG_BIN ]]; then pkgs+=(postgresql); fi
+	if ((MANAGE_REDIS)) && ! command -v redis-server >/dev/null 2>&1; then pkgs+=(redis-server); fi
+	# redis-cli comes from redis-tools, a dependency of redis-server; be explicit
+	# in case only the server is present.
+	if ((MANAGE_REDIS)) && ! command -v redis-cli >/dev/null 2>&1; then pkgs+=(redis-tools); fi
+	((${#pkgs[@]})) || return 0
+	apt_install "${pkgs[@]}"
+	PG_BIN=$(find_pg_bin)
+	if ((MANAGE_PG)) && [[ -z $PG_BIN ]]; then die "postgresql installed but no /usr/lib/postgresql/*/bin found"; fi
+	return 0
+}
+
+# ---------------------------------------------------------------------------
+# Postgres
+
+PG_USER=""        # OS user that owns the cluster and runs pg_ctl
+PG_HOME=$DATA_DIR # directory that really holds pg/ and postgres.log
+PG_DATA=$DATA_DIR/pg
+PG_LOG=$DATA_DIR/postgres.log
+PG_RELOCATED=0
+
+# Follow .data/<profile>/pg if it is our symlink to a relocated data dir.
+# Must be the real path: the postgres user cannot walk through the symlink's
+# own location when that location is not traversable for it.
+pg_resolve_paths() {
+	if [[ -L $DATA_DIR/pg ]]; then
+		PG_DATA=$(readlink "$DATA_DIR/pg")
+		[[ $PG_DATA == /* ]] || die "$DATA_DIR/pg is a relative symlink; expected one made by this script"
+		PG_HOME=$(dirname "$PG_DATA")
+		PG_LOG=$PG_HOME/postgres.log
+		PG_RELOCATED=1
+	fi
+}
+
+# Run a command as the cluster owner. `cd /` first: the caller's cwd may be
+# unreadable for that user, which makes initdb/pg_ctl complain.
+as_pg() {
+	if ((IS_ROOT)) && [[ $PG_USER != root ]]; then
+		(cd / && runuser -u "$PG_USER" -- "$@")
+	else
+		"$@"
+	fi
+}
+
+# For up: pick (and if needed create) the unprivileged user.
+pg_ensure_user() {
+	if ((!IS_ROOT)); then
+		PG_USER=$(id -un)
+	elif getent passwd postgres >/dev/null; then
+		PG_USER=postgres
+	else
+		if ! getent passwd seatd-pg >/dev/null; then
+			log "creating system user seatd-pg (no 'postgres' user on this machine)"
+			useradd --system --user-group --no-create-home --home-dir /nonexistent \
+				--shell /usr/sbin/nologin seatd-pg
+		fi
+		PG_USER=seatd-pg
+	fi
+}
+
+# For down/status: the owner of an existing data dir is who runs pg_ctl.
+pg_owner_user() {
+	if ((IS_ROOT)); then PG_USER=$(stat -c %U "$PG_DATA"); else PG_USER=$(id -un); fi
+}
+
+# Create $1 under /tmp for the cluster owner, refusing anything suspicious
+# (a symlink, or a dir someone else pre-created in the world-writable /tmp).
+make_private_tmp_dir() {
+	local dir=$1 owner
+	[[ -L $dir ]] && die "$dir is a symlink; refusing to use it"
+	if [[ -e $dir ]]; then
+		owner=$(stat -c %U "$dir")
+		[[ $owner == "$PG_USER" || $owner == root ]] || die "$dir exists and is owned by $owner; remove it or fix ownership"
+	else
+		mkdir -m 700 "$dir"
+	fi
+	chown "$PG_USER:" "$dir"
+	chmod 700 "$dir"
+}
+
+# Decide where the data dir lives and create its parents with the right owner.
+pg_prepare_dirs() {
+	mkdir -p "$DATA_DIR"
+	if ((IS_ROOT)) && [[ ! -L $DATA_DIR/pg ]]; then
+		# Can the unprivileged user reach .data/<profile>? (Needs x on every
+		# ancestor, which /root, mode 700, does not give.)
+		if ! as_pg test -x "$DATA_DIR"; then
+			if [[ -e $DATA_DIR/pg ]]; then
+				die "$DATA_DIR/pg exists but $PG_USER cannot reach it; remove it (or make the parents traversable) and rerun"
+			fi
+			local base
+			base=/tmp/seatd-$PROFILE-$(printf '%s' "$ROOT" | sha256sum | cut -c1-12)
+			log "$PG_USER cannot traverse to $DATA_DIR; using $base/pg (symlinked from .data/$PROFILE/pg)"
+			make_private_tmp_dir "$base"
+			ln -sfn "$base/pg" "$DATA_DIR/pg"
+			ln -sfn "$base/postgres.log" "$DATA_DIR/postgres.log"
+			pg_resolve_paths
+		fi
+	fi
+	if ((PG_RELOCATED)); then
+		# The relocated base may have vanished (/tmp is wiped on reboot).
+		[[ -d $PG_HOME ]] || log "relocated data dir $PG_HOME is gone; creating a fresh cluster"
+		# Always (re)check it: /tmp is world-writable.
+		make_private_tmp_dir "$PG_HOME"
+	fi
+	if [[ ! -d $PG_DATA ]]; then
+		mkdir -m 700 "$PG_DATA"
+	fi
+	# pg_ctl opens the log itself as the cluster owner.
+	touch "$PG_LOG"
+	if ((IS_ROOT)); then
+		chown "$PG_USER:" "$PG_DATA" "$PG_LOG"
+	fi
+	chmod 700 "$PG_DATA"
+}
+
+pg_initialized() { [[ -s $PG_DATA/PG_VERSION ]]; }
+
+pg_running() {
+	pg_initialized || return 1
+	as_pg "$PG_BIN/pg_ctl" status -D "$PG_DATA" >/dev/null 2>&1
+}
+
+# Port of the running postmaster (line 4 of postmaster.pid).
+pg_running_port() { sed -n 4p "$PG_DATA/postmaster.pid" 2>/dev/null || true; }
+
+pg_initdb() {
+	local locale_opt=--no-locale
+	# C.UTF-8 sorts by code point like C but knows upper/lower for non-ASCII.
+	if locale -a 2>/dev/null | grep -qix 'c\.utf-\?8'; then locale_opt=--locale=C.UTF-8; fi
+	log "initdb $PG_DATA (log: .data/$PROFILE/initdb.log)"
+	if ! as_pg "$PG_BIN/initdb" -D "$PG_DATA" -A trust -U seatd --encoding=UTF8 "$locale_opt" \
+		--no-instructions >"$DATA_DIR/initdb.log" 2>&1; then
+		tail -n 20 "$DATA_DIR/initdb.log" >&2
+		die "initdb failed"
+	fi
+	# Our settings live in seatd.conf, rewritten on every start (see pg_write_conf).
+	printf "\n# Added by scripts/services.sh\ninclude_if_exists = 'seatd.conf'\n" >>"$PG_DATA/postgresql.conf"
+}
+
+pg_write_conf() {
+	# Unix socket paths are limited to ~107 bytes; fall back to /tmp for deep paths.
+	local sockdir=$PG_DATA
+	((${#PG_DATA} <= 85)) || sockdir=/tmp
+	{
+		echo "# Generated by scripts/services.sh ($PROFILE profile) on every 'up'; edits are overwritten."
+		echo "listen_addresses = '127.0.0.1'"
+		echo "port = $PG_PORT"
+		echo "unix_socket_directories = '$sockdir'"
+		echo "max_connections = 300"
+		echo "shared_buffers = 256MB"
+		if [[ $PROFILE == test ]]; then
+			# Throwaway data: trade crash safety for speed.
+			echo "fsync = off"
+			echo "synchronous_commit = off"
+			echo "full_page_writes = off"
+		fi
+	} >"$PG_DATA/seatd.conf"
+	((IS_ROOT)) && chown "$PG_USER:" "$PG_DATA/seatd.conf"
+	return 0
+}
+
+pg_psql() {
+	PGCONNECT_TIMEOUT=5 "$PG_BIN/psql" -X -q -h 127.0.0.1 -p "$PG_PORT" -U seatd "$@"
+}
+
+pg_up() {
+	pg_ensure_user
+	pg_resolve_paths
+	pg_prepare_dirs
+	if pg_running; then
+		local port
+		port=$(pg_running_port)
+		if [[ -n $port && $port != "$PG_PORT" ]]; then
+			die "postgres ($PROFILE) is already running on port $port, not $PG_PORT; run 'down $PROFILE' first"
+		fi
+		log "postgres ($PROFILE) already running on 127.0.0.1:$PG_PORT"
+		return 0
+	fi
+	pg_initialized || pg_initdb
+	pg_write_conf
+	log "starting postgres ($PROFILE) on 127.0.0.1:$PG_PORT (log: .data/$PROFILE/postgres.log)"
+	# 9>&- : don't let the daemon inherit our lock fd (it would hold the lock forever).
+	if ! as_pg "$PG_BIN/pg_ctl" start -D "$PG_DATA" -l "$PG_LOG" -w -t 60 -s 9>&- >&2; then
+		tail -n 20 "$PG_LOG" >&2 || true
+		die "postgres failed to start"
+	fi
+	# pg_ctl -w waits for the postmaster; also wait for the TCP listener we use.
+	local i
+	for ((i = 0; i < 60; i++)); do
+		"$PG_BIN/pg_isready" -q -h 127.0.0.1 -p "$PG_PORT" -U seatd && break
+		sleep 0.5
+	done
+	((i < 60)) || die "postgres did not accept connections on 127.0.0.1:$PG_PORT within 30s"
+	if [[ $(pg_psql -d postgres -tAc "SELECT 1 FROM pg_database WHERE datname = 'seatd'") != 1 ]]; then
+		log "creating database seatd"
+		"$PG_BIN/createdb" -h 127.0.0.1 -p "$PG_PORT" -U seatd -O seatd seatd
+	fi
+}
+
+pg_down() {
+	pg_resolve_paths
+	if [[ -z $PG_BIN ]] || ! pg_initialized; then
+		log "postgres ($PROFILE): nothing to stop"
+		return 0
+	fi
+	pg_owner_user
+	if pg_running; then
+		log "stopping postgres ($PROFILE)"
+		# pg_ctl signals the PID recorded in postmaster.pid.
+		as_pg "$PG_BIN/pg_ctl" stop -D "$PG_DATA" -m fast -w -t 60 -s >&2
+	else
+		log "postgres ($PROFILE) not running"
+	fi
+}
+
+pg_status() {
+	pg_resolve_paths
+	if [[ -n $PG_BIN ]] && pg_initialized; then
+		pg_owner_user
+		if pg_running; then
+			echo "postgres ($PROFILE): running on 127.0.0.1:$(pg_running_port), data $PG_DATA"
+			return 0
+		fi
+	fi
+	echo "postgres ($PROFILE): stopped"
+	return 1
+}
+
+# ---------------------------------------------------------------------------
+# Redis
+
+REDIS_DIR=$DATA_DIR/redis
+REDIS_PIDFILE=$DATA_DIR/redis.pid
+REDIS_LOG=$DATA_DIR/redis.log
+
+# Print the PID from our pidfile if it is a live redis-server started from
+# our dir. The cwd check guards against a recycled PID belonging to some
+# other process (or someone else's redis).
+redis_pid() {
+	[[ -s $REDIS_PIDFILE ]] || return 1
+	local pid
+	pid=$(<"$REDIS_PIDFILE")
+	[[ $pid =~ ^[0-9]+$ ]] || return 1
+	[[ $(cat "/proc/$pid/comm" 2>/dev/null) == redis-server ]] || return 1
+	[[ $(readlink "/proc/$pid/cwd" 2>/dev/null) == "$REDIS_DIR" ]] || return 1
+	echo "$pid"
+}
+
+redis_ping() { [[ $(redis-cli -h 127.0.0.1 -p "$1" ping 2>/dev/null) == PONG ]]; }
+
+# The port a running redis-server listens on; it retitles itself "redis-server 127.0.0.1:PORT".
+redis_running_port() { tr '\0' ' ' <"/proc/$1/cmdline" | sed -n 's/.*:\([0-9][0-9]*\).*/\1/p'; }
+
+redis_up() {
+	mkdir -p "$REDIS_DIR"
+	local pid
+	if pid=$(redis_pid); then
+		local port
+		port=$(redis_running_port "$pid")
+		if [[ -n $port && $port != "$REDIS_PORT" ]]; then
+			die "redis ($PROFILE) is already running on port $port, not $REDIS_PORT; run 'down $PROFILE' first"
+		fi
+		log "redis ($PROFILE) already running on 127.0.0.1:$REDIS_PORT (pid $pid)"
+		return 0
+	fi
+	rm -f "$REDIS_PIDFILE" # stale
+	log "starting redis ($PROFILE) on 127.0.0.1:$REDIS_PORT (log: .data/$PROFILE/redis.log)"
+	redis-server --port "$REDIS_PORT" --bind 127.0.0.1 --save '' --appendonly no \
+		--dir "$REDIS_DIR" --pidfile "$REDIS_PIDFILE" --logfile "$REDIS_LOG" \
+		--daemonize yes 9>&- >&2
+	# Redis writes its pidfile only after binding the port, so "our pidfile
+	# is live AND the port answers" means it is our instance answering.
+	local i
+	for ((i = 0; i < 100; i++)); do
+		redis_pid >/dev/null && redis_ping "$REDIS_PORT" && break
+		sleep 0.1
+	done
+	if ((i >= 100)); then
+		tail -n 20 "$REDIS_LOG" >&2 || true
+		die "redis did not answer PING on 127.0.0.1:$REDIS_PORT within 10s"
+	fi
+}
+
+redis_down() {
+	local pid i
+	if ! pid=$(redis_pid); then
+		log "redis ($PROFILE) not running"
+		rm -f "$REDIS_PIDFILE"
+		return 0
+	fi
+	log "stopping redis ($PROFILE) pid $pid"
+	kill -TERM "$pid"
+	for ((i = 0; i < 100; i++)); do
+		[[ -e /proc/$pid ]] || break
+		sleep 0.1
+	done
+	# Still there after 10s: force it, but only if the PID is still our redis.
+	if redis_pid >/dev/null; then
+		log "redis did not exit on SIGTERM; sending SIGKILL to $pid"
+		kill -KILL "$pid"
+	fi
+	rm -f "$REDIS_PIDFILE"
+}
+
+redis_status() {
+	local pid
+	if pid=$(redis_pid); then
+		echo "redis ($PROFILE): running on 127.0.0.1:$(redis_running_port "$pid") (pid $pid)"
+		return 0
+	fi
+	echo "redis ($PROFILE): stopped"
+	return 1
+}
+
+# ---------------------------------------------------------------------------
+# main
+
+# Serialize up/down for a profile (e.g. two `make` targets racing). The
+# daemons are started with fd 9 closed so they don't keep holding the lock.
+take_lock() {
+	mkdir -p "$DATA_DIR"
+	exec 9>"$DATA_DIR/.lock"
+	flock -w 300 9 || die "timed out waiting for $DATA_DIR/.lock"
+}
+
+case $CMD in
+env)
+	print_env
+	;;
+up)
+	ensure_binaries
+	take_lock
+	if ((MANAGE_PG)); then pg_up; else log "DATABASE_URL is set; not managing postgres"; fi
+	if ((MANAGE_REDIS)); then redis_up; else log "REDIS_URL is set; not managing redis"; fi
+	print_env
+	;;
+down)
+	if [[ ! -d $DATA_DIR ]]; then
+		log "no $DATA_DIR; nothing to stop"
+		exit 0
+	fi
+	take_lock
+	if ((MANAGE_PG)); then pg_down; else log "DATABASE_URL is set; not touching postgres"; fi
+	if ((MANAGE_REDIS)); then redis_down; else log "REDIS_URL is set; not touching redis"; fi
+	;;
+status)
+	rc=0
+	if ((MANAGE_PG)); then pg_status || rc=3; else echo "postgres: external (DATABASE_URL set)"; fi
+	if ((MANAGE_REDIS)); then redis_status || rc=3; else echo "redis: external (REDIS_URL set)"; fi
+	exit $rc
+	;;
+esac

@@ -1,0 +1,50 @@
+#!/usr/bin/env bash
+# Full test run, as used by `make test` and CI:
+#   1. start the test-profile Postgres + Redis (scripts/services.sh up test)
+#   2. make lint
+#   3. go test -race over all packages, with DATABASE_URL, REDIS_URL and
+#      SEATD_CHROMIUM exported
+#   4. a short fuzz run for each entry of FUZZ_TARGETS ("pkg/path:FuzzName ...")
+# The test services are stopped on exit, whether the run passed or not.
+set -euo pipefail
+
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd -P)
+cd "$ROOT"
+LOG_TAG="test"
+# shellcheck source=scripts/lib/common.sh
+source scripts/lib/common.sh
+
+MAKE=${MAKE:-make}
+FUZZ_TARGETS=${FUZZ_TARGETS:-}
+FUZZ_TIME=${FUZZ_TIME:-10s}
+
+# The trap runs in this shell, whose environment we never modify below: if we
+# exported the URLs printed by `up` here, `down` would take them as "external
+# service, hands off" and leave the test instances running.
+trap 'scripts/services.sh down test || true' EXIT
+# Turn Ctrl-C / SIGTERM into a normal exit so the EXIT trap runs.
+trap 'exit 130' INT
+trap 'exit 143' TERM
+
+svc_env=$(scripts/services.sh up test)
+
+(
+	eval "$svc_env"
+	# Separate assignment so a failing chromium.sh stops the run (export would mask it).
+	SEATD_CHROMIUM=${SEATD_CHROMIUM:-$(scripts/chromium.sh)}
+	export SEATD_CHROMIUM
+
+	log "lint"
+	"$MAKE" --no-print-directory lint
+
+	log "go test (DATABASE_URL=$DATABASE_URL REDIS_URL=$REDIS_URL)"
+	go test -race -count=1 -timeout 12m ./...
+
+	for target in $FUZZ_TARGETS; do
+		pkg=${target%%:*}
+		name=${target#*:}
+		[[ $pkg != "$target" && -n $pkg && -n $name ]] || die "bad FUZZ_TARGETS entry '$target' (want pkg/path:FuzzName)"
+		log "fuzz $name in ./${pkg#./} for $FUZZ_TIME"
+		go test -run='^$' -fuzz="^${name}\$" -fuzztime="$FUZZ_TIME" "./${pkg#./}"
+	done
+)
