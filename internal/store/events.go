@@ -68,8 +68,9 @@ func GridSection(label, name string, rows, perRow, x0, y0 int) NewSection {
 
 // RowLabel names row r (0-based): A..Z, then AA, AB, ...
 func RowLabel(r int) string {
+	const letters = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
 	if r < 26 {
-		return string(rune('A' + r))
+		return letters[r : r+1]
 	}
-	return RowLabel(r/26-1) + string(rune('A'+r%26))
+	return RowLabel(r/26-1) + letters[r%26:r%26+1]
 }
