@@ -31,7 +31,7 @@ GOSEC_STAMP := $(BIN_DIR)/.gosec-$(GOSEC_VERSION)
 FUZZ_TARGETS :=
 
 .PHONY: help tools generate templates css services-up services-down \
-	services-up-test services-down-test build run lint test
+	services-up-test services-down-test build run lint test vendor-js
 
 help:
 	@cat <<-'EOF'
@@ -92,6 +92,14 @@ node_modules/.package-lock.json: package.json $(wildcard package-lock.json)
 css: node_modules/.package-lock.json
 	BROWSERSLIST_IGNORE_OLD_DATA=1 ./node_modules/.bin/tailwindcss \
 		-c tailwind.config.js -i static/css/input.css -o static/css/app.css --minify
+
+# Browser libraries are vendored into static/js under their versions, from
+# the exact npm packages pinned in package.json (committed; no CDN).
+HTMX_VERSION := 2.0.11
+HTMX_WS_VERSION := 2.0.4
+vendor-js: node_modules/.package-lock.json
+	cp node_modules/htmx.org/dist/htmx.min.js static/js/htmx-$(HTMX_VERSION).min.js
+	cp node_modules/htmx-ext-ws/dist/ws.min.js static/js/htmx-ext-ws-$(HTMX_WS_VERSION).min.js
 
 # ---------------------------------------------------------------------------
 # Services (see scripts/services.sh; data in .data/<profile>/)
