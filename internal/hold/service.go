@@ -154,6 +154,10 @@ func (s *Service) event(ctx context.Context, org, id uuid.UUID) (*eventState, er
 		return ev, nil
 	}
 	v, err, _ := s.loads.Do(org.String()+id.String(), func() (any, error) {
+		// The load is shared by every caller waiting for it, so one caller
+		// giving up must not fail the others.
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+		defer cancel()
 		s.mu.Lock()
 		if ev, ok := s.events[key]; ok {
 			s.mu.Unlock()

@@ -32,14 +32,13 @@
   document.addEventListener("htmx:afterSettle", tick);
   document.addEventListener("DOMContentLoaded", tick);
 
-  var opened = false;
+  // Changes committed between rendering the page and the socket opening
+  // (or while it was down) were never sent, so every open refetches the
+  // parts that change; from then on the socket keeps them current.
   document.addEventListener("htmx:wsOpen", function () {
-    if (opened) {
-      document.querySelectorAll("[data-resync]").forEach(function (el) {
-        htmx.trigger(el, "resync");
-      });
-    }
-    opened = true;
+    document.querySelectorAll("[data-resync]").forEach(function (el) {
+      htmx.trigger(el, "resync");
+    });
     document.body.setAttribute("data-live", "connected");
   });
   document.addEventListener("htmx:wsClose", function () {

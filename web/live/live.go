@@ -1,0 +1,131 @@
+// Package live pushes seat changes to browsers over WebSockets, LiveView
+// style. Pages are rendered on the server; afterwards every committed change
+// of a seat is rendered once per process into an HTML fragment
+// (id="seat-<uuid>", data-status, data-version, data-mine) and sent to every
+// open page of the event, where it replaces the seat element.
+//
+// A process has one Hub. The route in package web authenticates the
+// session, checks the Origin (SameOrigin), checks that the event belongs to
+// the session's organization, and only then calls (*Hub).Serve.
+package live
+
+import (
+	"context"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/gorilla/websocket"
+
+	"seatd/internal/hold"
+)
+
+// Renderer renders one seat's HTML fragment for a delta. mine selects the
+// variant shown to the buyer who holds the seat. The hub calls it once per
+// delta and variant per process, from the goroutine serving the delta's
+// event, so it must be safe for concurrent use by different events. The
+// returned bytes are shared by every client and must not be changed or
+// reused afterwards.
+type Renderer interface {
+	Render(d hold.Delta, mine bool) []byte
+}
+
+// Source is the change feed the hub needs from the hold core; *hold.Service
+// satisfies it. Watch must call f with every committed change of the event
+// until the returned function is called; f never blocks.
+type Source interface {
+	Watch(ctx context.Context, a hold.Actor, event uuid.UUID, f func([]hold.Delta)) (func(), error)
+}
+
+// Viewer is who a socket belongs to. The route fills it from the server
+// session, never from request input.
+type Viewer struct {
+	// Actor is the session's organization, user and role. Clients are
+	// grouped by (Actor.Org, Event); Actor.User selects the mine variant.
+	Actor hold.Actor
+	// Event is the event whose seat map the page shows.
+	Event uuid.UUID
+	// SessionToken groups sockets so CloseSession can end them at logout.
+	// Empty means the socket is not tied to a session.
+	SessionToken string
+	// Role is the viewer's role for rendering. Frames do not vary by role
+	// yet; it is carried so a staff-only variant (dashboard) can be added
+	// without changing the route.
+	Role string
+}
+
+// Close codes sent to browsers when the server ends a socket. The browser
+// script uses them to decide whether and when to reconnect.
+const (
+	// CodeTooSlow: the client could not keep up and was dropped; reconnect
+	// and resync.
+	CodeTooSlow = websocket.CloseTryAgainLater // 1013
+	// CodeRestart: this process is shutting down; reconnect, most likely
+	// to another process.
+	CodeRestart = websocket.CloseServiceRestart // 1012
+	// CodeSessionEnded: the session was logged out; do not reconnect.
+	CodeSessionEnded = 4401
+)
+
+// Options tune a Hub. Zero fields take the defaults noted.
+type Options struct {
+	// SendQueue is how many frames may wait for one client before it is
+	// dropped as too slow (64).
+	SendQueue int
+	// WriteTimeout bounds the write of one frame or ping (10s).
+	WriteTimeout time.Duration
+	// PongTimeout is how long a client may stay silent, pongs included,
+	// before its socket is closed (60s).
+	PongTimeout time.Duration
+	// PingPeriod is how often the server pings (54s). It must be shorter
+	// than PongTimeout; if not, nine tenths of PongTimeout is used.
+	PingPeriod time.Duration
+	// MaxMessage is the largest message a client may send, in bytes
+	// (4 KiB); a larger one closes the socket with 1009.
+	MaxMessage int64
+	// OnMessage, if set, receives each text message a client sends (for
+	// seat clicks over the socket). It runs on that client's reader
+	// goroutine: while it runs, that client's messages and pongs wait, but
+	// no other client does. The slice is the hook's to keep.
+	OnMessage func(v Viewer, msg []byte)
+}
+
+func (o Options) withDefaults() Options {
+	if o.SendQueue <= 0 {
+		o.SendQueue = 64
+	}
+	if o.WriteTimeout <= 0 {
+		o.WriteTimeout = 10 * time.Second
+	}
+	if o.PongTimeout <= 0 {
+		o.PongTimeout = 60 * time.Second
+	}
+	if o.PingPeriod <= 0 {
+		o.PingPeriod = 54 * time.Second
+	}
+	if o.PingPeriod >= o.PongTimeout {
+		o.PingPeriod = o.PongTimeout * 9 / 10
+	}
+	if o.MaxMessage <= 0 {
+		o.MaxMessage = 4 << 10
+	}
+	return o
+}
+
+// SameOrigin reports whether r carries exactly one Origin header, naming an
+// http or https origin whose host equals r.Host. Serve accepts any Origin,
+// so the route must call this (or an equivalent check) before Serve:
+// browsers send cookies on cross-site WebSocket handshakes.
+func SameOrigin(r *http.Request) bool {
+	vs := r.Header.Values("Origin")
+	if len(vs) != 1 {
+		return false
+	}
+	u, err := url.Parse(vs[0])
+	if err != nil || u.Host == "" || (u.Scheme != "http" && u.Scheme != "https") {
+		return false
+	}
+	return strings.EqualFold(u.Host, r.Host)
+}
