@@ -56,7 +56,8 @@ esac
 case $PROFILE in
 dev) PG_PORT=${SEATD_PG_PORT:-55432} REDIS_PORT=${SEATD_REDIS_PORT:-56379} ;;
 test) PG_PORT=${SEATD_PG_PORT:-55442} REDIS_PORT=${SEATD_REDIS_PORT:-56389} ;;
-*) die "unknown profile '$PROFILE' (want dev or test)" ;;
+bench) PG_PORT=${SEATD_PG_PORT:-55452} REDIS_PORT=${SEATD_REDIS_PORT:-56399} ;;
+*) die "unknown profile '$PROFILE' (want dev, test or bench)" ;;
 esac
 [[ $PG_PORT =~ ^[0-9]+$ ]] || die "SEATD_PG_PORT must be a number, got '$PG_PORT'"
 [[ $REDIS_PORT =~ ^[0-9]+$ ]] || die "SEATD_REDIS_PORT must be a number, got '$REDIS_PORT'"
