@@ -5,11 +5,11 @@ package web
 
 import (
 	"context"
-	"encoding/json"
 	"log/slog"
 	"net/http"
 	"time"
 
+	"github.com/alexedwards/scs/v2"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
@@ -18,29 +18,79 @@ import (
 
 // Server holds the handlers' dependencies.
 type Server struct {
-	app *app.App
-	log *slog.Logger
-	mux *http.ServeMux
+	app      *app.App
+	log      *slog.Logger
+	mux      *http.ServeMux
+	handler  http.Handler
+	dec      *decoder
+	sessions *scs.SessionManager
+	sstore   *sessionStore
+	limits   *limiter
+	metrics  *httpMetrics
+}
+
+// options are knobs tests turn; New uses the defaults.
+type options struct {
+	noSessionCache bool
 }
 
 // New builds the HTTP handler of an assembled app.
-func New(a *app.App) *Server {
-	s := &Server{app: a, log: a.Log, mux: http.NewServeMux()}
+func New(a *app.App) *Server { return newServer(a, options{}) }
+
+func newServer(a *app.App, o options) *Server {
+	s := &Server{app: a, log: a.Log, mux: http.NewServeMux(), dec: newDecoder()}
+	s.metrics = newHTTPMetrics(a.Registry)
+	s.sessions, s.sstore = newSessions(a, !o.noSessionCache)
+	s.limits = newLimiter(a.Redis, a.Cfg.KeyPrefix, a.Core.FastPath, a.Log, s.metrics.rateLimited)
 	s.routes()
+	// Outermost first: log and recover, headers on every answer, refuse
+	// cross-site writes before touching the session store, then the session
+	// and its actor, then the routes.
+	s.handler = s.observe(s.securityHeaders(s.crossOrigin(s.withSession(s.routeInfo(s.mux)))))
 	return s
 }
 
 // ServeHTTP implements http.Handler.
-func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.mux.ServeHTTP(w, r) }
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.handler.ServeHTTP(w, r) }
 
 // Shutdown closes long-lived connections (live sockets).
 func (s *Server) Shutdown() {}
 
-// routes lists every route in one place.
+// routes lists every route in one place. Roles per DESIGN §7: holds,
+// checkout and purchase are the buyer's; hold lists and occupancy are
+// staff's; blocking and the registry are the organizer's.
 func (s *Server) routes() {
+	// Ops.
 	s.mux.HandleFunc("GET /healthz", s.healthz)
 	s.mux.HandleFunc("GET /readyz", s.readyz)
 	s.mux.Handle("GET /metrics", promhttp.HandlerFor(s.app.Registry, promhttp.HandlerOpts{Registry: prometheus.Registerer(s.app.Registry)}))
+
+	// Accounts.
+	s.mux.HandleFunc("POST /login", s.public(s.login))
+	s.mux.HandleFunc("POST /o/{org}/signup", s.public(s.signup))
+	s.mux.HandleFunc("POST /logout", s.public(s.logout))
+	s.mux.HandleFunc("GET /api/v1/me", s.authed(anyRole, s.me))
+
+	// Events and seats.
+	s.mux.HandleFunc("GET /api/v1/events", s.authed(anyRole, s.listEvents))
+	s.mux.HandleFunc("GET /api/v1/events/{event}", s.authed(anyRole, s.getEvent))
+	s.mux.HandleFunc("GET /api/v1/events/{event}/seats", s.authed(anyRole, s.listSeats))
+
+	// Buying.
+	s.mux.HandleFunc("POST /api/v1/events/{event}/holds", s.authed(buyer, s.createHold))
+	s.mux.HandleFunc("GET /api/v1/events/{event}/holds/mine", s.authed(buyer, s.myHolds))
+	s.mux.HandleFunc("DELETE /api/v1/holds/{hold}", s.authed(anyRole, s.releaseHold))
+	s.mux.HandleFunc("POST /api/v1/events/{event}/checkout", s.authed(buyer, s.checkout))
+	s.mux.HandleFunc("POST /api/v1/events/{event}/purchase", s.authed(buyer, s.purchase))
+
+	// Staff.
+	s.mux.HandleFunc("GET /api/v1/events/{event}/holds", s.authed(staff, s.eventHolds))
+	s.mux.HandleFunc("GET /api/v1/events/{event}/occupancy", s.authed(staff, s.occupancy))
+	s.mux.HandleFunc("POST /api/v1/events/{event}/seats/{seat}/block", s.authed(organizer, s.blockSeat))
+	s.mux.HandleFunc("POST /api/v1/events/{event}/seats/{seat}/unblock", s.authed(organizer, s.unblockSeat))
+	s.mux.HandleFunc("GET /api/v1/events/{event}/registry", s.authed(organizer, s.registry))
+	s.mux.HandleFunc("POST /api/v1/events/{event}/registry/reconcile", s.authed(organizer, s.reconcile))
+
 }
 
 func (s *Server) healthz(w http.ResponseWriter, _ *http.Request) {
@@ -52,7 +102,7 @@ func (s *Server) healthz(w http.ResponseWriter, _ *http.Request) {
 func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
 	defer cancel()
-	out := map[string]string{"postgres": "ok", "redis": "ok", "breaker": s.app.Core.BreakerState()}
+	out := map[string]string{"postgres": "ok", "redis": "ok", "breaker": s.app.Core.BreakerState(), "mode": "fast"}
 	status := http.StatusOK
 	if err := s.app.Pool.Ping(ctx); err != nil {
 		out["postgres"], status = "unavailable", http.StatusServiceUnavailable
@@ -64,10 +114,4 @@ func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
 		out["mode"] = "degraded: Redis unavailable, running on Postgres"
 	}
 	writeJSON(w, status, out)
-}
-
-func writeJSON(w http.ResponseWriter, status int, v any) {
-	w.Header().Set("Content-Type", "application/json; charset=utf-8")
-	w.WriteHeader(status)
-	_ = json.NewEncoder(w).Encode(v)
 }

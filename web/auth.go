@@ -1,0 +1,150 @@
+package web
+
+import (
+	"net/http"
+	"net/url"
+	"strings"
+
+	"github.com/google/uuid"
+
+	"seatd/internal/apperr"
+	"seatd/internal/hold"
+	"seatd/internal/store"
+)
+
+type loginInput struct {
+	Org      string `json:"org" validate:"required,max=40"`
+	Email    string `json:"email" validate:"required,max=254"`
+	Password string `json:"password" validate:"required,max=200"`
+}
+
+type signupInput struct {
+	Email    string `json:"email" validate:"required,max=254"`
+	Password string `json:"password" validate:"required,max=200"`
+}
+
+type userJSON struct {
+	ID    uuid.UUID `json:"id"`
+	Email string    `json:"email"`
+	Role  string    `json:"role"`
+}
+
+type orgJSON struct {
+	ID   uuid.UUID `json:"id"`
+	Slug string    `json:"slug"`
+	Name string    `json:"name"`
+}
+
+type accountJSON struct {
+	User userJSON `json:"user"`
+	Org  orgJSON  `json:"org"`
+}
+
+// login signs a user in with organization, email and password, from JSON
+// or a form. The organization named here is the one legitimate org input:
+// no session exists yet.
+func (s *Server) login(w http.ResponseWriter, r *http.Request) error {
+	if err := s.limits.allowLogin(r.Context(), clientIP(r), s.app.Cfg.LoginRatePerMinute); err != nil {
+		return err
+	}
+	var in loginInput
+	isForm, err := s.dec.jsonOrForm(w, r, &in, func(v url.Values) {
+		in = loginInput{Org: v.Get("org"), Email: v.Get("email"), Password: v.Get("password")}
+	})
+	if err != nil {
+		return err
+	}
+	org, u, err := s.app.Accounts.Authenticate(r.Context(), in.Org, in.Email, in.Password)
+	if err != nil {
+		return err
+	}
+	return s.signedIn(w, r, isForm, http.StatusOK, org, u)
+}
+
+// signup creates a buyer account on an organization's storefront and
+// signs it in.
+func (s *Server) signup(w http.ResponseWriter, r *http.Request) error {
+	if err := s.limits.allowLogin(r.Context(), clientIP(r), s.app.Cfg.LoginRatePerMinute); err != nil {
+		return err
+	}
+	slug := strings.ToLower(r.PathValue("org"))
+	if len(slug) > 40 {
+		return apperr.E(apperr.NotFound, "organization not found")
+	}
+	var in signupInput
+	isForm, err := s.dec.jsonOrForm(w, r, &in, func(v url.Values) {
+		in = signupInput{Email: v.Get("email"), Password: v.Get("password")}
+	})
+	if err != nil {
+		return err
+	}
+	org, err := s.app.Store.OrgBySlug(r.Context(), slug)
+	if err != nil {
+		return err
+	}
+	u, err := s.app.Accounts.Create(r.Context(), org.ID, in.Email, in.Password, hold.RoleBuyer)
+	if err != nil {
+		return err
+	}
+	return s.signedIn(w, r, isForm, http.StatusOK, org, u)
+}
+
+// signedIn starts a session for u with a fresh token (no fixation) and
+// answers: a redirect for a form, the account for JSON.
+func (s *Server) signedIn(w http.ResponseWriter, r *http.Request, isForm bool, status int, org store.Org, u store.User) error {
+	ctx := r.Context()
+	if err := s.sessions.RenewToken(ctx); err != nil {
+		return err
+	}
+	for k, v := range map[string]string{
+		sessOrg: org.ID.String(), sessOrgSlug: org.Slug, sessOrgName: org.Name,
+		sessUser: u.ID.String(), sessEmail: u.Email, sessRole: u.Role,
+	} {
+		s.sessions.Put(ctx, k, v)
+	}
+	if err := s.saveSession(w, r); err != nil {
+		return err
+	}
+	if info := infoOf(ctx); info != nil {
+		info.org = org.ID
+	}
+	if isForm {
+		http.Redirect(w, r, "/", http.StatusSeeOther)
+		return nil
+	}
+	writeJSON(w, status, accountJSON{
+		User: userJSON{ID: u.ID, Email: u.Email, Role: u.Role},
+		Org:  orgJSON{ID: org.ID, Slug: org.Slug, Name: org.Name},
+	})
+	return nil
+}
+
+// logout destroys the session: its token is deleted from the store (and
+// this process's cache) and the cookie is expired.
+func (s *Server) logout(w http.ResponseWriter, r *http.Request) error {
+	ctx := r.Context()
+	if s.sessions.Token(ctx) != "" {
+		if err := s.sessions.Destroy(ctx); err != nil {
+			return err
+		}
+		if err := s.saveSession(w, r); err != nil {
+			return err
+		}
+	}
+	if mediaType(r) == mediaForm {
+		http.Redirect(w, r, "/", http.StatusSeeOther)
+		return nil
+	}
+	w.WriteHeader(http.StatusNoContent)
+	return nil
+}
+
+// me answers who the session belongs to.
+func (s *Server) me(w http.ResponseWriter, r *http.Request, a hold.Actor) error {
+	ctx := r.Context()
+	writeJSON(w, http.StatusOK, accountJSON{
+		User: userJSON{ID: a.User, Email: s.sessions.GetString(ctx, sessEmail), Role: a.Role},
+		Org:  orgJSON{ID: a.Org, Slug: s.sessions.GetString(ctx, sessOrgSlug), Name: s.sessions.GetString(ctx, sessOrgName)},
+	})
+	return nil
+}

@@ -1,0 +1,315 @@
+package web
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"mime"
+	"net/http"
+	"net/url"
+	"reflect"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/go-playground/validator/v10"
+	"github.com/google/uuid"
+
+	"seatd/internal/apperr"
+)
+
+// maxBody is the largest request body read, JSON or form: the biggest
+// legitimate one (a purchase of many holds) is a few hundred bytes.
+const maxBody = 16 << 10
+
+// Request media types.
+const (
+	mediaJSON = "application/json"
+	mediaForm = "application/x-www-form-urlencoded"
+)
+
+// decoder turns request bodies into validated input structs. One instance
+// (and one validator, which caches struct metadata) serves every request.
+type decoder struct {
+	v *validator.Validate
+}
+
+func newDecoder() *decoder {
+	v := validator.New(validator.WithRequiredStructEnabled())
+	// Report fields by the names callers send.
+	v.RegisterTagNameFunc(func(f reflect.StructField) string {
+		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		if name == "-" {
+			return ""
+		}
+		if name == "" {
+			return f.Name
+		}
+		return name
+	})
+	// "id" is what uuid.Parse accepts, so validation and parsing agree.
+	if err := v.RegisterValidation("id", func(fl validator.FieldLevel) bool {
+		_, err := uuid.Parse(fl.Field().String())
+		return err == nil
+	}); err != nil {
+		panic(err) // a bad tag name: a bug caught at start
+	}
+	return &decoder{v: v}
+}
+
+// mediaType is the request's Content-Type without parameters, lower-cased;
+// "" when absent or unparsable.
+func mediaType(r *http.Request) string {
+	mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
+	if err != nil {
+		return ""
+	}
+	return mt
+}
+
+func unsupportedMedia(want string) error {
+	return apperr.E(codeUnsupportedMediaType, "send the request body as %s", want)
+}
+
+// readBody reads at most maxBody bytes of the body.
+func readBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
+	if r.Body == nil {
+		return nil, nil
+	}
+	b, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxBody))
+	var tooBig *http.MaxBytesError
+	switch {
+	case errors.As(err, &tooBig):
+		return nil, apperr.E(codeTooLarge, "the request body is larger than %d bytes", maxBody)
+	case err != nil:
+		return nil, apperr.E(apperr.BadRequest, "the request body could not be read")
+	}
+	return b, nil
+}
+
+// json decodes a required JSON body into dst and validates it.
+func (d *decoder) json(w http.ResponseWriter, r *http.Request, dst any) error {
+	if mediaType(r) != mediaJSON {
+		return unsupportedMedia(mediaJSON)
+	}
+	b, err := readBody(w, r)
+	if err != nil {
+		return err
+	}
+	return d.unmarshal(b, dst)
+}
+
+// optionalJSON decodes a JSON body into dst if there is one; an empty body
+// leaves dst as it is and needs no Content-Type.
+func (d *decoder) optionalJSON(w http.ResponseWriter, r *http.Request, dst any) error {
+	b, err := readBody(w, r)
+	if err != nil {
+		return err
+	}
+	if len(bytes.TrimSpace(b)) == 0 {
+		return d.validate(dst)
+	}
+	if mediaType(r) != mediaJSON {
+		return unsupportedMedia(mediaJSON)
+	}
+	return d.unmarshal(b, dst)
+}
+
+// unmarshal decodes exactly one JSON value with no unknown fields, then
+// validates it. encoding/json would silently replace invalid UTF-8 with
+// U+FFFD, so the raw bytes are checked first.
+func (d *decoder) unmarshal(b []byte, dst any) error {
+	if len(bytes.TrimSpace(b)) == 0 {
+		return apperr.E(apperr.BadRequest, "the request body is empty; send a JSON object")
+	}
+	if !utf8.Valid(b) {
+		return apperr.E(apperr.BadRequest, "the request body is not valid UTF-8")
+	}
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(dst); err != nil {
+		return jsonError(err)
+	}
+	var extra json.RawMessage
+	if err := dec.Decode(&extra); !errors.Is(err, io.EOF) {
+		return apperr.E(apperr.BadRequest, "the request body must hold exactly one JSON value")
+	}
+	return d.validate(dst)
+}
+
+// jsonError turns a decoding failure into what the caller did wrong.
+func jsonError(err error) error {
+	var syntax *json.SyntaxError
+	var typ *json.UnmarshalTypeError
+	switch {
+	case errors.As(err, &syntax):
+		return apperr.E(apperr.BadRequest, "the request body is not valid JSON (at byte %d)", syntax.Offset)
+	case errors.Is(err, io.ErrUnexpectedEOF):
+		return apperr.E(apperr.BadRequest, "the request body is not valid JSON (it ends too early)")
+	case errors.As(err, &typ):
+		if typ.Field == "" {
+			return apperr.E(apperr.Invalid, "the request body must be a JSON object")
+		}
+		return &apperr.Error{Code: apperr.Invalid, Message: "a field has the wrong type",
+			Fields: map[string]string{clip(typ.Field): "must be " + jsonKind(typ.Type)}}
+	case strings.HasPrefix(err.Error(), "json: unknown field "):
+		// encoding/json has no typed error for this one.
+		name, uerr := strconv.Unquote(strings.TrimPrefix(err.Error(), "json: unknown field "))
+		if uerr != nil {
+			name = "?"
+		}
+		return &apperr.Error{Code: apperr.Invalid, Message: "the request has a field this route does not take",
+			Fields: map[string]string{clip(name): "is not a known field"}}
+	}
+	var inv *json.InvalidUnmarshalError
+	if errors.As(err, &inv) {
+		return fmt.Errorf("decode: %w", err) // a bug: internal
+	}
+	return apperr.E(apperr.BadRequest, "the request body is not valid JSON")
+}
+
+// clip bounds a caller-chosen name echoed back in an error.
+func clip(s string) string {
+	if len(s) > 64 {
+		s = s[:64]
+	}
+	return strings.ToValidUTF8(s, "")
+}
+
+func jsonKind(t reflect.Type) string {
+	switch t.Kind() {
+	case reflect.String:
+		return "a string"
+	case reflect.Slice, reflect.Array:
+		return "a list"
+	case reflect.Struct, reflect.Map:
+		return "an object"
+	case reflect.Bool:
+		return "true or false"
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Float32, reflect.Float64:
+		return "a number"
+	default:
+		return "of another type"
+	}
+}
+
+// validate checks dst's `validate` tags and reports every failing field.
+func (d *decoder) validate(dst any) error {
+	err := d.v.Struct(dst)
+	if err == nil {
+		return nil
+	}
+	var ves validator.ValidationErrors
+	if !errors.As(err, &ves) {
+		return fmt.Errorf("validate: %w", err) // not a struct: a bug
+	}
+	fields := make(map[string]string, len(ves))
+	for _, fe := range ves {
+		name := fe.Namespace()
+		if _, rest, ok := strings.Cut(name, "."); ok {
+			name = rest // drop the struct's own name
+		}
+		fields[name] = fieldMessage(fe)
+	}
+	return &apperr.Error{Code: apperr.Invalid, Message: "some fields are not valid", Fields: fields}
+}
+
+func fieldMessage(fe validator.FieldError) string {
+	list := fe.Kind() == reflect.Slice
+	switch fe.Tag() {
+	case "required":
+		return "is required"
+	case "id":
+		return "must be a UUID"
+	case "max":
+		if list {
+			return "must list at most " + fe.Param() + " items"
+		}
+		return "must be at most " + fe.Param() + " characters"
+	case "min":
+		if list {
+			return "must list at least " + fe.Param() + " items"
+		}
+		return "must be at least " + fe.Param() + " characters"
+	case "unique":
+		return "must not repeat a value"
+	case "printascii":
+		return "must be printable ASCII"
+	default:
+		return "is not valid"
+	}
+}
+
+// form decodes a url-encoded form body. Unknown fields are ignored, as
+// browsers send submit buttons and the like; values must be UTF-8.
+func form(w http.ResponseWriter, r *http.Request) (url.Values, error) {
+	b, err := readBody(w, r)
+	if err != nil {
+		return nil, err
+	}
+	vs, err := url.ParseQuery(string(b))
+	if err != nil {
+		return nil, apperr.E(apperr.BadRequest, "the form is not valid url-encoded data")
+	}
+	for k, v := range vs {
+		if !utf8.ValidString(k) {
+			return nil, apperr.E(apperr.BadRequest, "the form is not valid UTF-8")
+		}
+		for _, x := range v {
+			if !utf8.ValidString(x) {
+				return nil, apperr.E(apperr.BadRequest, "the form is not valid UTF-8")
+			}
+		}
+	}
+	return vs, nil
+}
+
+// jsonOrForm decodes a body sent as JSON or as a form, telling which;
+// fromForm fills dst from the form values.
+func (d *decoder) jsonOrForm(w http.ResponseWriter, r *http.Request, dst any, fromForm func(url.Values)) (isForm bool, err error) {
+	switch mediaType(r) {
+	case mediaJSON:
+		return false, d.json(w, r, dst)
+	case mediaForm:
+		vs, err := form(w, r)
+		if err != nil {
+			return true, err
+		}
+		fromForm(vs)
+		return true, d.validate(dst)
+	default:
+		return false, unsupportedMedia(mediaJSON + " or " + mediaForm)
+	}
+}
+
+// pathID parses the id in path segment name; a malformed id names nothing,
+// so it is 404 like a missing one.
+func pathID(r *http.Request, name string) (uuid.UUID, error) {
+	return parsePathID(r.PathValue(name), name)
+}
+
+func parsePathID(v, name string) (uuid.UUID, error) {
+	id, err := uuid.Parse(v)
+	if err != nil {
+		return uuid.Nil, apperr.E(apperr.NotFound, "%s not found", name)
+	}
+	return id, nil
+}
+
+// bodyIDs parses ids that passed the "id" validation; a failure here is
+// still the caller's (422), never a 500.
+func bodyIDs(field string, vs []string) ([]uuid.UUID, error) {
+	ids := make([]uuid.UUID, len(vs))
+	for i, v := range vs {
+		id, err := uuid.Parse(v)
+		if err != nil {
+			return nil, &apperr.Error{Code: apperr.Invalid, Message: "some fields are not valid",
+				Fields: map[string]string{fmt.Sprintf("%s[%d]", field, i): "must be a UUID"}}
+		}
+		ids[i] = id
+	}
+	return ids, nil
+}

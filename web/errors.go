@@ -1,0 +1,120 @@
+package web
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"strconv"
+
+	"seatd/internal/apperr"
+)
+
+// Codes the web layer adds to apperr's vocabulary: failures of HTTP framing
+// that the domain never sees.
+const (
+	codeUnsupportedMediaType apperr.Code = "unsupported_media_type" // 415
+	codeTooLarge             apperr.Code = "too_large"              // 413
+	codeMethodNotAllowed     apperr.Code = "method_not_allowed"     // 405
+)
+
+// statusOf is the one table from error codes to HTTP statuses. A code not
+// listed is a bug and answers 500.
+func statusOf(code apperr.Code) int {
+	switch code {
+	case apperr.Invalid, apperr.IdempotencyMismatch:
+		return http.StatusUnprocessableEntity
+	case apperr.BadRequest:
+		return http.StatusBadRequest
+	case apperr.Unauthorized:
+		return http.StatusUnauthorized
+	case apperr.Forbidden:
+		return http.StatusForbidden
+	case apperr.NotFound:
+		return http.StatusNotFound
+	case apperr.SeatTaken, apperr.HoldLimit, apperr.HoldsExpired, apperr.Conflict:
+		return http.StatusConflict
+	case apperr.RateLimited:
+		return http.StatusTooManyRequests
+	case apperr.Unavailable:
+		return http.StatusServiceUnavailable
+	case codeUnsupportedMediaType:
+		return http.StatusUnsupportedMediaType
+	case codeTooLarge:
+		return http.StatusRequestEntityTooLarge
+	case codeMethodNotAllowed:
+		return http.StatusMethodNotAllowed
+	default:
+		return http.StatusInternalServerError
+	}
+}
+
+// errorBody is the JSON shape of every error answer.
+type errorBody struct {
+	Error   apperr.Code       `json:"error"`
+	Message string            `json:"message"`
+	Fields  map[string]string `json:"fields"`
+	Seats   []string          `json:"seats,omitempty"`
+}
+
+// internalMessage is all a caller learns about a failure that is ours.
+const internalMessage = "something went wrong on our side; please try again"
+
+// limitedError is a rate-limit refusal; it carries the Retry-After delay.
+type limitedError struct {
+	err        *apperr.Error
+	retryAfter int // seconds
+}
+
+func (e *limitedError) Error() string { return e.err.Error() }
+func (e *limitedError) Unwrap() error { return e.err }
+
+// writeError answers err as JSON with the status of its code. Errors that
+// are not domain errors are logged with their detail and shown as a generic
+// message: users never see err.Error().
+func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
+	e, ok := apperr.As(err)
+	status := http.StatusInternalServerError
+	if ok {
+		status = statusOf(e.Code)
+	}
+	if status == http.StatusInternalServerError {
+		if errors.Is(err, context.Canceled) && r.Context().Err() != nil {
+			// The client went away mid-request; nobody reads the answer.
+			s.log.DebugContext(r.Context(), "request canceled", "method", r.Method, "path", r.URL.Path, "err", err)
+		} else {
+			s.log.ErrorContext(r.Context(), "internal error", "method", r.Method, "path", r.URL.Path, "err", err)
+		}
+		e = &apperr.Error{Code: apperr.Internal, Message: internalMessage}
+	}
+	var le *limitedError
+	if errors.As(err, &le) {
+		w.Header().Set("Retry-After", strconv.Itoa(le.retryAfter))
+	}
+	if info := infoOf(r.Context()); info != nil {
+		info.code = e.Code
+	}
+	body := errorBody{Error: e.Code, Message: e.Message, Fields: e.Fields, Seats: e.Seats}
+	if body.Fields == nil {
+		body.Fields = map[string]string{}
+	}
+	if body.Message == "" {
+		body.Message = http.StatusText(status)
+	}
+	writeJSON(w, status, body)
+}
+
+// writeJSON answers v as JSON. It encodes before writing the header, so a
+// value that cannot be encoded (a bug) still gets a clean 500.
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		status = http.StatusInternalServerError
+		b = []byte(`{"error":"internal","message":"` + internalMessage + `","fields":{}}`)
+	}
+	h := w.Header()
+	h.Set("Content-Type", "application/json; charset=utf-8")
+	h.Set("Cache-Control", "no-store")
+	w.WriteHeader(status)
+	_, _ = w.Write(append(b, '\n'))
+}

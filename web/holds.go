@@ -1,0 +1,225 @@
+package web
+
+import (
+	"net/http"
+	"time"
+
+	"github.com/google/uuid"
+
+	"seatd/internal/apperr"
+	"seatd/internal/hold"
+	"seatd/internal/store"
+)
+
+type holdJSON struct {
+	ID        uuid.UUID  `json:"id"`
+	SeatID    uuid.UUID  `json:"seat_id"`
+	EventID   uuid.UUID  `json:"event_id"`
+	UserID    *uuid.UUID `json:"user_id,omitempty"` // staff views only
+	HeldUntil time.Time  `json:"held_until"`
+	Status    string     `json:"status"`
+}
+
+func holdView(h store.Hold) holdJSON {
+	return holdJSON{ID: h.ID, SeatID: h.SeatID, EventID: h.EventID, HeldUntil: h.HeldUntil.UTC(), Status: h.Status}
+}
+
+// holdsView renders holds; withUser adds the holder (for staff).
+func holdsView(hs []store.Hold, withUser bool) map[string][]holdJSON {
+	out := make([]holdJSON, len(hs))
+	for i, h := range hs {
+		out[i] = holdView(h)
+		if withUser {
+			user := h.UserID
+			out[i].UserID = &user
+		}
+	}
+	return map[string][]holdJSON{"holds": out}
+}
+
+// holdInput names one seat (seat_id) or several (seat_ids), not both.
+type holdInput struct {
+	SeatID  string    `json:"seat_id" validate:"omitempty,id"`
+	SeatIDs *[]string `json:"seat_ids" validate:"omitnil,min=1,max=100,unique,dive,id"`
+}
+
+// seats returns the requested seat ids and whether one seat was asked for
+// with seat_id (answered with a hold object rather than a list).
+func (in holdInput) seats() (ids []uuid.UUID, single bool, err error) {
+	switch {
+	case in.SeatID != "" && in.SeatIDs != nil:
+		return nil, false, &apperr.Error{Code: apperr.Invalid, Message: "give seat_id or seat_ids, not both",
+			Fields: map[string]string{"seat_ids": "must not be given with seat_id"}}
+	case in.SeatID != "":
+		ids, err := bodyIDs("seat_id", []string{in.SeatID})
+		return ids, true, err
+	case in.SeatIDs != nil:
+		ids, err := bodyIDs("seat_ids", *in.SeatIDs)
+		return ids, false, err
+	default:
+		return nil, false, &apperr.Error{Code: apperr.Invalid, Message: "name the seat to hold",
+			Fields: map[string]string{"seat_id": "is required"}}
+	}
+}
+
+// createHold holds seats for the buyer: 201 when new, 200 when the buyer
+// held them already.
+func (s *Server) createHold(w http.ResponseWriter, r *http.Request, a hold.Actor) error {
+	if err := s.limits.allowHold(r.Context(), a, s.app.Cfg.HoldRatePerMinute); err != nil {
+		return err
+	}
+	event, err := pathID(r, "event")
+	if err != nil {
+		return err
+	}
+	var in holdInput
+	if err := s.dec.json(w, r, &in); err != nil {
+		return err
+	}
+	ids, single, err := in.seats()
+	if err != nil {
+		return err
+	}
+	res, err := s.app.Core.Hold(r.Context(), a, event, ids, hold.SourceAPI)
+	if err != nil {
+		return err
+	}
+	status := http.StatusOK
+	if res.Created {
+		status = http.StatusCreated
+	}
+	if single {
+		writeJSON(w, status, holdView(res.Holds[0]))
+	} else {
+		writeJSON(w, status, holdsView(res.Holds, false))
+	}
+	return nil
+}
+
+// myHolds lists the buyer's own active holds for an event.
+func (s *Server) myHolds(w http.ResponseWriter, r *http.Request, a hold.Actor) error {
+	event, err := pathID(r, "event")
+	if err != nil {
+		return err
+	}
+	hs, err := s.app.Core.Holds(r.Context(), a, event)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, holdsView(hs, false))
+	return nil
+}
+
+type releaseInput struct {
+	Reason string `json:"reason" validate:"max=500"`
+}
+
+// releaseHold ends a hold: its holder may, and staff of the org may (with
+// an optional reason for the audit log; a buyer's reason is not kept).
+func (s *Server) releaseHold(w http.ResponseWriter, r *http.Request, a hold.Actor) error {
+	id, err := pathID(r, "hold")
+	if err != nil {
+		return err
+	}
+	var in releaseInput
+	if err := s.dec.optionalJSON(w, r, &in); err != nil {
+		return err
+	}
+	reason := ""
+	if a.Staff() {
+		reason = in.Reason
+	}
+	if _, err := s.app.Core.Release(r.Context(), a, id, reason); err != nil {
+		return err
+	}
+	w.WriteHeader(http.StatusNoContent)
+	return nil
+}
+
+// checkout extends the buyer's holds for the event (once each) and answers
+// them with their new deadlines.
+func (s *Server) checkout(w http.ResponseWriter, r *http.Request, a hold.Actor) error {
+	event, err := pathID(r, "event")
+	if err != nil {
+		return err
+	}
+	var in struct{}
+	if err := s.dec.optionalJSON(w, r, &in); err != nil {
+		return err
+	}
+	hs, err := s.app.Core.Checkout(r.Context(), a, event)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, holdsView(hs, false))
+	return nil
+}
+
+type purchaseInput struct {
+	HoldIDs []string `json:"hold_ids" validate:"required,min=1,max=100,unique,dive,id"`
+}
+
+type ticketJSON struct {
+	ID     uuid.UUID `json:"id"`
+	SeatID uuid.UUID `json:"seat_id"`
+}
+
+type bookingJSON struct {
+	ID      uuid.UUID    `json:"id"`
+	Status  string       `json:"status"`
+	Tickets []ticketJSON `json:"tickets"`
+}
+
+// maxIdempotencyKey matches the bookings column's limit.
+const maxIdempotencyKey = 200
+
+// idempotencyKey reads the Idempotency-Key header: 1 to 200 visible ASCII
+// characters (it is stored and compared verbatim).
+func idempotencyKey(r *http.Request) (string, error) {
+	key := r.Header.Get("Idempotency-Key")
+	bad := len(key) == 0 || len(key) > maxIdempotencyKey
+	for i := 0; i < len(key) && !bad; i++ {
+		bad = key[i] < 0x21 || key[i] > 0x7e
+	}
+	if bad {
+		return "", &apperr.Error{Code: apperr.Invalid,
+			Message: "send an Idempotency-Key header of 1 to 200 visible ASCII characters",
+			Fields:  map[string]string{"Idempotency-Key": "must be 1 to 200 visible ASCII characters"}}
+	}
+	return key, nil
+}
+
+// purchase turns the listed holds into a booking: 201 new, 200 replayed
+// (same key and payload), 422 when the key was used for another payload.
+func (s *Server) purchase(w http.ResponseWriter, r *http.Request, a hold.Actor) error {
+	event, err := pathID(r, "event")
+	if err != nil {
+		return err
+	}
+	key, err := idempotencyKey(r)
+	if err != nil {
+		return err
+	}
+	var in purchaseInput
+	if err := s.dec.json(w, r, &in); err != nil {
+		return err
+	}
+	ids, err := bodyIDs("hold_ids", in.HoldIDs)
+	if err != nil {
+		return err
+	}
+	b, err := s.app.Core.Purchase(r.Context(), a, event, key, ids)
+	if err != nil {
+		return err
+	}
+	out := bookingJSON{ID: b.ID, Status: b.Status, Tickets: make([]ticketJSON, len(b.Tickets))}
+	for i, t := range b.Tickets {
+		out.Tickets[i] = ticketJSON{ID: t.ID, SeatID: t.SeatID}
+	}
+	status := http.StatusCreated
+	if b.Replayed {
+		status = http.StatusOK
+	}
+	writeJSON(w, status, out)
+	return nil
+}

@@ -1,0 +1,401 @@
+package web
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/alexedwards/scs/pgxstore"
+	"github.com/alexedwards/scs/v2"
+	"github.com/google/uuid"
+
+	"seatd/internal/app"
+	"seatd/internal/hold"
+)
+
+// Session keys. The session holds strings only (see jsonCodec).
+const (
+	sessOrg     = "org_id"
+	sessOrgSlug = "org_slug"
+	sessOrgName = "org_name"
+	sessUser    = "user_id"
+	sessEmail   = "email"
+	sessRole    = "role"
+)
+
+// Session cache settings.
+const (
+	// sessionFresh is how long a process trusts its cached copy of a
+	// session without asking Postgres again. It bounds how long another
+	// process keeps accepting a token after a logout elsewhere; the
+	// process that handled the logout refuses it at once.
+	sessionFresh = time.Second
+	// sessionTouchMax caps how far a session's stored expiry may lag behind
+	// its idle deadline before the refresh is written to Postgres.
+	sessionTouchMax = time.Minute
+	// sessionCacheMax bounds the cache; beyond it, idle entries are dropped.
+	sessionCacheMax = 100_000
+	// sessionCacheIdle is how long an entry nobody used stays cached. Losing
+	// it only costs a read and a write the next time the session is used.
+	sessionCacheIdle = 5 * time.Minute
+	// sessionCleanupEvery is how often expired rows are deleted.
+	sessionCleanupEvery = 10 * time.Minute
+)
+
+func newSessions(a *app.App, cached bool) (*scs.SessionManager, *sessionStore) {
+	st := &sessionStore{
+		db:      pgxstore.NewWithCleanupInterval(a.Pool, 0), // cleanup runs from Commit, without a goroutine
+		cleanup: a.Store.DeleteExpiredSessions,
+		log:     a.Log.With("component", "sessions"),
+		now:     time.Now,
+		entries: map[string]*sessionEntry{},
+	}
+	if cached {
+		st.fresh = sessionFresh
+		st.touch = min(a.Cfg.SessionIdleTimeout/10, sessionTouchMax)
+	}
+	sm := scs.New()
+	sm.Store = st
+	sm.Codec = jsonCodec{}
+	sm.Lifetime = a.Cfg.SessionLifetime
+	sm.IdleTimeout = a.Cfg.SessionIdleTimeout
+	// A database dump must not hand out live sessions.
+	sm.HashTokenInStore = true
+	sm.Cookie.Name = "seatd_session"
+	if a.Cfg.CookieSecure {
+		// __Host- binds the cookie to this host, Secure and Path=/.
+		sm.Cookie.Name = "__Host-seatd_session"
+	}
+	sm.Cookie.HttpOnly = true
+	sm.Cookie.SameSite = http.SameSiteLaxMode
+	sm.Cookie.Secure = a.Cfg.CookieSecure
+	sm.Cookie.Path = "/"
+	sm.Cookie.Persist = true
+	return sm, st
+}
+
+// sessionStore is the scs store: Postgres (pgxstore) behind a small
+// per-process cache. Without it every authenticated request costs a
+// SELECT and, because of the idle timeout, an UPSERT of the session row.
+//
+//   - Find answers from the cache while the entry is younger than fresh,
+//     otherwise asks Postgres.
+//   - Commit skips the write when the data is unchanged and the new expiry
+//     is less than touch past the stored one: the idle timeout is then
+//     enforced to within touch (a session idle for IdleTimeout-touch may
+//     already be gone), never beyond it.
+//   - Delete removes the entry here before Postgres, so the process that
+//     handles a logout refuses the token at once; others within fresh.
+type sessionStore struct {
+	db      scs.Store
+	cleanup func(context.Context) (int64, error)
+	log     *slog.Logger
+	now     func() time.Time
+	fresh   time.Duration // 0: no cache
+	touch   time.Duration
+
+	mu          sync.Mutex
+	entries     map[string]*sessionEntry
+	lastSweep   time.Time
+	lastCleanup time.Time
+
+	// Round trips to Postgres, for tests and the benchmark.
+	dbFinds, dbCommits atomic.Int64
+}
+
+type sessionEntry struct {
+	data    []byte
+	expiry  time.Time // as stored in Postgres; zero when unknown
+	checked time.Time // when Postgres last confirmed data
+}
+
+var _ scs.Store = (*sessionStore)(nil)
+
+// Find returns a session's data.
+func (s *sessionStore) Find(token string) ([]byte, bool, error) {
+	now := s.now()
+	if s.fresh > 0 {
+		s.mu.Lock()
+		e := s.entries[token]
+		if e != nil && now.Sub(e.checked) < s.fresh && (e.expiry.IsZero() || now.Before(e.expiry)) {
+			b := bytes.Clone(e.data)
+			s.mu.Unlock()
+			return b, true, nil
+		}
+		s.mu.Unlock()
+	}
+	s.dbFinds.Add(1)
+	b, found, err := s.db.Find(token)
+	if err != nil || s.fresh == 0 {
+		return b, found, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !found {
+		delete(s.entries, token)
+		return nil, false, nil
+	}
+	e := s.entries[token]
+	if e == nil || !bytes.Equal(e.data, b) {
+		e = &sessionEntry{data: bytes.Clone(b)}
+		s.put(token, e, now)
+	}
+	e.checked = now
+	return b, true, nil
+}
+
+// Commit stores a session's data until expiry.
+func (s *sessionStore) Commit(token string, b []byte, expiry time.Time) error {
+	now := s.now()
+	if s.fresh > 0 {
+		s.mu.Lock()
+		e := s.entries[token]
+		if e != nil && bytes.Equal(e.data, b) && !e.expiry.IsZero() {
+			ahead := expiry.Sub(e.expiry)
+			if ahead >= 0 && ahead < s.touch {
+				s.mu.Unlock()
+				return nil
+			}
+		}
+		s.mu.Unlock()
+	}
+	s.dbCommits.Add(1)
+	if err := s.db.Commit(token, b, expiry); err != nil {
+		return err
+	}
+	s.maybeCleanup(now)
+	if s.fresh == 0 {
+		return nil
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.put(token, &sessionEntry{data: bytes.Clone(b), expiry: expiry, checked: now}, now)
+	return nil
+}
+
+// Delete removes a session: from this process first, then from Postgres.
+func (s *sessionStore) Delete(token string) error {
+	s.mu.Lock()
+	delete(s.entries, token)
+	s.mu.Unlock()
+	return s.db.Delete(token)
+}
+
+// put adds an entry. Once a minute, and whenever the cache is full, it
+// first drops entries that are expired or were not used for a while.
+// Called with mu held.
+func (s *sessionStore) put(token string, e *sessionEntry, now time.Time) {
+	full := len(s.entries) >= sessionCacheMax
+	if full || now.Sub(s.lastSweep) >= time.Minute {
+		s.lastSweep = now
+		idle := sessionCacheIdle
+		if full {
+			idle = s.fresh
+		}
+		for k, x := range s.entries {
+			if now.Sub(x.checked) >= idle || (!x.expiry.IsZero() && now.After(x.expiry)) {
+				delete(s.entries, k)
+			}
+		}
+		if len(s.entries) >= sessionCacheMax {
+			clear(s.entries) // only costs extra reads
+		}
+	}
+	s.entries[token] = e
+}
+
+// maybeCleanup deletes expired rows at most every sessionCleanupEvery, on
+// the back of a write (so no goroutine outlives the server).
+func (s *sessionStore) maybeCleanup(now time.Time) {
+	s.mu.Lock()
+	due := now.Sub(s.lastCleanup) >= sessionCleanupEvery
+	if due {
+		s.lastCleanup = now
+	}
+	s.mu.Unlock()
+	if !due || s.cleanup == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	n, err := s.cleanup(ctx)
+	if err != nil {
+		s.log.Warn("delete expired sessions", "err", err)
+	} else if n > 0 {
+		s.log.Info("deleted expired sessions", "count", n)
+	}
+}
+
+// jsonCodec encodes sessions as JSON. Unlike gob it is deterministic, which
+// lets sessionStore see that a commit changed nothing but the expiry; the
+// price is that values must be strings (numbers would come back float64).
+type jsonCodec struct{}
+
+type sessionJSON struct {
+	Deadline time.Time         `json:"deadline"`
+	Values   map[string]string `json:"values"`
+}
+
+func (jsonCodec) Encode(deadline time.Time, values map[string]any) ([]byte, error) {
+	out := sessionJSON{Deadline: deadline.UTC(), Values: make(map[string]string, len(values))}
+	for k, v := range values {
+		str, ok := v.(string)
+		if !ok {
+			return nil, fmt.Errorf("session value %q is a %T; only strings are stored", k, v)
+		}
+		out.Values[k] = str
+	}
+	return json.Marshal(out)
+}
+
+func (jsonCodec) Decode(b []byte) (time.Time, map[string]any, error) {
+	var in sessionJSON
+	if err := json.Unmarshal(b, &in); err != nil {
+		return time.Time{}, nil, err
+	}
+	values := make(map[string]any, len(in.Values))
+	for k, v := range in.Values {
+		values[k] = v
+	}
+	return in.Deadline, values, nil
+}
+
+// --- middleware ---
+
+type actorKey struct{}
+
+// actorFrom returns the signed-in user of the request, built from the
+// server session only.
+func actorFrom(ctx context.Context) (hold.Actor, bool) {
+	a, ok := ctx.Value(actorKey{}).(hold.Actor)
+	return a, ok
+}
+
+// sessionActor reads the actor stored at login.
+func (s *Server) sessionActor(ctx context.Context) (hold.Actor, bool) {
+	org, err1 := uuid.Parse(s.sessions.GetString(ctx, sessOrg))
+	user, err2 := uuid.Parse(s.sessions.GetString(ctx, sessUser))
+	role := s.sessions.GetString(ctx, sessRole)
+	if err1 != nil || err2 != nil || roleBit(role) == 0 {
+		return hold.Actor{}, false
+	}
+	return hold.Actor{Org: org, User: user, Role: role}, true
+}
+
+type commitKey struct{}
+
+// sessionCommit saves the session at most once per request: explicitly by
+// handlers that must know it worked (login, logout), else before the first
+// byte of the response.
+type sessionCommit struct {
+	s    *Server
+	r    *http.Request
+	once sync.Once
+	err  error
+}
+
+func (c *sessionCommit) commit(w http.ResponseWriter) error {
+	c.once.Do(func() {
+		ctx := c.r.Context()
+		switch c.s.sessions.Status(ctx) {
+		case scs.Modified:
+			token, expiry, err := c.s.sessions.Commit(ctx)
+			if err != nil {
+				c.err = fmt.Errorf("commit session: %w", err)
+				return
+			}
+			c.s.sessions.WriteSessionCookie(ctx, w, token, expiry)
+		case scs.Destroyed:
+			c.s.sessions.WriteSessionCookie(ctx, w, "", time.Time{})
+		}
+	})
+	return c.err
+}
+
+// saveSession commits the session now, so a handler can fail cleanly if it
+// cannot be saved.
+func (s *Server) saveSession(w http.ResponseWriter, r *http.Request) error {
+	c, ok := r.Context().Value(commitKey{}).(*sessionCommit)
+	if !ok {
+		return errors.New("saveSession: no session middleware")
+	}
+	return c.commit(w)
+}
+
+// withSession loads the session (scs), puts the actor it names in the
+// context, and saves the session before the response is written. It is
+// scs's LoadAndSave with a writer that keeps Flush and Hijack working.
+func (s *Server) withSession(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Add("Vary", "Cookie")
+		var token string
+		if c, err := r.Cookie(s.sessions.Cookie.Name); err == nil {
+			token = c.Value
+		}
+		ctx, err := s.sessions.Load(r.Context(), token)
+		if err != nil {
+			s.log.ErrorContext(r.Context(), "load session", "err", err)
+			s.writeError(w, r, unavailable("sessions are unavailable right now; please try again"))
+			return
+		}
+		if a, ok := s.sessionActor(ctx); ok {
+			ctx = context.WithValue(ctx, actorKey{}, a)
+			if info := infoOf(ctx); info != nil {
+				info.org = a.Org
+			}
+		}
+		c := &sessionCommit{s: s}
+		ctx = context.WithValue(ctx, commitKey{}, c)
+		c.r = r.WithContext(ctx)
+		sw := &sessionWriter{ResponseWriter: w, c: c, s: s}
+		next.ServeHTTP(sw, c.r)
+		sw.save()
+	})
+}
+
+// sessionWriter saves the session before the header goes out.
+type sessionWriter struct {
+	http.ResponseWriter
+	c *sessionCommit
+	s *Server
+}
+
+func (w *sessionWriter) save() {
+	if err := w.c.commit(w.ResponseWriter); err != nil {
+		// Too late to change the answer; the session keeps its old state.
+		w.s.log.ErrorContext(w.c.r.Context(), "save session", "err", err)
+	}
+}
+
+func (w *sessionWriter) WriteHeader(code int) {
+	w.save()
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *sessionWriter) Write(b []byte) (int, error) {
+	w.save()
+	return w.ResponseWriter.Write(b)
+}
+
+func (w *sessionWriter) Flush() {
+	w.save()
+	_ = http.NewResponseController(w.ResponseWriter).Flush()
+}
+
+// Hijack hands the connection over (WebSocket upgrades). The session is
+// saved first; its cookie cannot be sent any more.
+func (w *sessionWriter) Hijack() (net.Conn, *bufio.ReadWriter, error) {
+	w.save()
+	return http.NewResponseController(w.ResponseWriter).Hijack()
+}
+
+func (w *sessionWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
