@@ -5,11 +5,13 @@ import (
 	"net/url"
 	"strings"
 
+	"github.com/a-h/templ"
 	"github.com/google/uuid"
 
 	"seatd/internal/apperr"
 	"seatd/internal/hold"
 	"seatd/internal/store"
+	"seatd/views"
 )
 
 type loginInput struct {
@@ -56,9 +58,25 @@ func (s *Server) login(w http.ResponseWriter, r *http.Request) error {
 	}
 	org, u, err := s.app.Accounts.Authenticate(r.Context(), in.Org, in.Email, in.Password)
 	if err != nil {
+		if isForm {
+			return s.formFailed(w, r, err, func(msg string) templ.Component {
+				return views.Login(s.pageMeta(r, "Sign in"), views.LoginForm{Org: in.Org, Email: in.Email, Error: msg})
+			})
+		}
 		return err
 	}
 	return s.signedIn(w, r, isForm, http.StatusOK, org, u)
+}
+
+// formFailed answers a failed form post (a person in a browser) with the
+// form again and the error's sentence; internal errors stay generic.
+func (s *Server) formFailed(w http.ResponseWriter, r *http.Request, err error, page func(msg string) templ.Component) error {
+	e, ok := apperr.As(err)
+	if !ok || e.Code == apperr.Internal {
+		return err
+	}
+	s.render(w, r, statusOf(e.Code), page(e.Message))
+	return nil
 }
 
 // signup creates a buyer account on an organization's storefront and
@@ -84,6 +102,11 @@ func (s *Server) signup(w http.ResponseWriter, r *http.Request) error {
 	}
 	u, err := s.app.Accounts.Create(r.Context(), org.ID, in.Email, in.Password, hold.RoleBuyer)
 	if err != nil {
+		if isForm {
+			return s.formFailed(w, r, err, func(msg string) templ.Component {
+				return views.Signup(s.pageMeta(r, "Sign up"), views.SignupForm{OrgSlug: org.Slug, OrgName: org.Name, Email: in.Email, Error: msg})
+			})
+		}
 		return err
 	}
 	return s.signedIn(w, r, isForm, http.StatusOK, org, u)
@@ -123,7 +146,9 @@ func (s *Server) signedIn(w http.ResponseWriter, r *http.Request, isForm bool, s
 // this process's cache) and the cookie is expired.
 func (s *Server) logout(w http.ResponseWriter, r *http.Request) error {
 	ctx := r.Context()
-	if s.sessions.Token(ctx) != "" {
+	if token := s.sessions.Token(ctx); token != "" {
+		// The session's live sockets end with it.
+		s.hub.CloseSession(token)
 		if err := s.sessions.Destroy(ctx); err != nil {
 			return err
 		}

@@ -14,6 +14,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"seatd/internal/app"
+	"seatd/static"
+	"seatd/web/live"
 )
 
 // Server holds the handlers' dependencies.
@@ -24,6 +26,8 @@ type Server struct {
 	handler  http.Handler
 	dec      *decoder
 	sessions *scs.SessionManager
+	assets   *static.Assets
+	hub      *live.Hub
 	sstore   *sessionStore
 	limits   *limiter
 	metrics  *httpMetrics
@@ -38,7 +42,14 @@ type options struct {
 func New(a *app.App) *Server { return newServer(a, options{}) }
 
 func newServer(a *app.App, o options) *Server {
-	s := &Server{app: a, log: a.Log, mux: http.NewServeMux(), dec: newDecoder()}
+	assets, err := static.New()
+	if err != nil {
+		// The files are embedded at build time; failing to hash them is a
+		// broken binary, not a runtime condition.
+		panic(err)
+	}
+	s := &Server{app: a, log: a.Log, mux: http.NewServeMux(), dec: newDecoder(), assets: assets}
+	s.hub = live.New(a.Core, liveRenderer{core: a.Core}, a.Log, live.Options{})
 	s.metrics = newHTTPMetrics(a.Registry)
 	s.sessions, s.sstore = newSessions(a, !o.noSessionCache)
 	s.limits = newLimiter(a.Redis, a.Cfg.KeyPrefix, a.Core.FastPath, a.Log, s.metrics.rateLimited)
@@ -53,8 +64,15 @@ func newServer(a *app.App, o options) *Server {
 // ServeHTTP implements http.Handler.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.handler.ServeHTTP(w, r) }
 
-// Shutdown closes long-lived connections (live sockets).
-func (s *Server) Shutdown() {}
+// Shutdown closes the live sockets with "service restart", so browsers
+// reconnect (to another process), and waits for their goroutines.
+func (s *Server) Shutdown() {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := s.hub.Shutdown(ctx); err != nil {
+		s.log.Warn("live hub shutdown", "err", err)
+	}
+}
 
 // routes lists every route in one place. Roles per DESIGN §7: holds,
 // checkout and purchase are the buyer's; hold lists and occupancy are
@@ -86,11 +104,15 @@ func (s *Server) routes() {
 	// Staff.
 	s.mux.HandleFunc("GET /api/v1/events/{event}/holds", s.authed(staff, s.eventHolds))
 	s.mux.HandleFunc("GET /api/v1/events/{event}/occupancy", s.authed(staff, s.occupancy))
-	s.mux.HandleFunc("POST /api/v1/events/{event}/seats/{seat}/block", s.authed(organizer, s.blockSeat))
-	s.mux.HandleFunc("POST /api/v1/events/{event}/seats/{seat}/unblock", s.authed(organizer, s.unblockSeat))
+	// Box office blocks and unblocks too (DESIGN §1: their page has a
+	// small seat map for it).
+	s.mux.HandleFunc("POST /api/v1/events/{event}/seats/{seat}/block", s.authed(staff, s.blockSeat))
+	s.mux.HandleFunc("POST /api/v1/events/{event}/seats/{seat}/unblock", s.authed(staff, s.unblockSeat))
 	s.mux.HandleFunc("GET /api/v1/events/{event}/registry", s.authed(organizer, s.registry))
 	s.mux.HandleFunc("POST /api/v1/events/{event}/registry/reconcile", s.authed(organizer, s.reconcile))
 
+	// Pages and the live socket.
+	s.pageRoutes()
 }
 
 func (s *Server) healthz(w http.ResponseWriter, _ *http.Request) {

@@ -88,10 +88,13 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger) (*App, error)
 // quickly, not stall every hold.
 func NewRedis(cfg config.Config) (redis.UniversalClient, error) {
 	o := &redis.UniversalOptions{
-		DialTimeout:           cfg.RedisDialTimeout,
-		ReadTimeout:           cfg.RedisTimeout,
-		WriteTimeout:          cfg.RedisTimeout,
-		MaxRetries:            cfg.RedisMaxRetries,
+		DialTimeout:  cfg.RedisDialTimeout,
+		ReadTimeout:  cfg.RedisTimeout,
+		WriteTimeout: cfg.RedisTimeout,
+		MaxRetries:   cfg.RedisMaxRetries,
+		// One dial attempt: a dead Redis must trip the breaker fast rather
+		// than cost every hold several connection timeouts.
+		DialerRetries:         1,
 		ContextTimeoutEnabled: true,
 		PoolSize:              64,
 	}

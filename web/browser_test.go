@@ -1,0 +1,188 @@
+package web
+
+import (
+	"context"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+
+	"seatd/internal/testenv"
+)
+
+// chromiumPath finds the browser make test installed (SEATD_CHROMIUM).
+func chromiumPath(t *testing.T) string {
+	t.Helper()
+	if p := os.Getenv("SEATD_CHROMIUM"); p != "" {
+		if _, err := os.Stat(p); err != nil {
+			t.Fatalf("SEATD_CHROMIUM=%s: %v", p, err)
+		}
+		return p
+	}
+	if p, err := exec.LookPath("chromium"); err == nil {
+		return p
+	}
+	t.Skip("chromium not installed; make test installs it (scripts/chromium.sh)")
+	return ""
+}
+
+// outputDir is where screenshots go (not committed).
+func outputDir(t *testing.T) string {
+	t.Helper()
+	dir := filepath.Join("..", "testoutput", "browser")
+	if err := os.MkdirAll(dir, 0o750); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+// browser starts a headless Chromium for the test; each call of tab gives
+// an isolated browser context (its own cookies), like a second person.
+func browser(t *testing.T) func() context.Context {
+	t.Helper()
+	opts := append(chromedp.DefaultExecAllocatorOptions[:],
+		chromedp.ExecPath(chromiumPath(t)),
+		chromedp.NoSandbox,
+		chromedp.DisableGPU,
+		chromedp.NoFirstRun,
+		chromedp.Flag("disable-quic", true),
+		chromedp.Flag("disable-background-networking", true),
+		chromedp.Flag("disable-component-update", true),
+		chromedp.Flag("disable-sync", true),
+		chromedp.UserDataDir(t.TempDir()),
+		chromedp.WindowSize(1280, 900),
+	)
+	allocCtx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
+	root, cancelRoot := chromedp.NewContext(allocCtx)
+	if err := chromedp.Do(root); err != nil {
+		t.Fatalf("start chromium: %v", err)
+	}
+	t.Cleanup(func() { cancelRoot(); cancelAlloc() })
+	return func() context.Context {
+		ctx, cancel := chromedp.NewContext(root, chromedp.WithNewBrowserContext())
+		t.Cleanup(cancel)
+		return ctx
+	}
+}
+
+func signIn(base, org, email string) []chromedp.Action[chromedp.Void] {
+	return []chromedp.Action[chromedp.Void]{
+		chromedp.Navigate(base + "/login"),
+		chromedp.WaitVisible(css(`input[name=org]`)),
+		chromedp.SendKeys(css(`input[name=org]`), org),
+		chromedp.SendKeys(css(`input[name=email]`), email),
+		chromedp.SendKeys(css(`input[name=password]`), testenv.Password),
+		chromedp.Submit(css(`input[name=password]`)),
+		chromedp.WaitVisible(css(`[data-testid=nav-user]`)),
+	}
+}
+
+func css(sel string) chromedp.CSS { return chromedp.CSS(sel) }
+
+func screenshot(t *testing.T, ctx context.Context, name string) {
+	t.Helper()
+	png, err := chromedp.Run(ctx, chromedp.FullScreenshot(100)) // quality 100 gives a PNG
+	if err != nil {
+		t.Fatalf("screenshot %s: %v", name, err)
+	}
+	path := filepath.Join(outputDir(t), name)
+	if err := os.WriteFile(path, png, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("screenshot: %s", path)
+}
+
+// TestBrowserSeatMapLive: two buyers in two isolated browser contexts on
+// the same event. A clicks a seat: A sees it as theirs with a countdown, B
+// sees it held without reloading. A checks out and pays: B sees it sold.
+func TestBrowserSeatMapLive(t *testing.T) {
+	newTab := browser(t)
+	a := testenv.App(t, nil)
+	testenv.Background(t, a)
+	srv := httptest.NewServer(New(a))
+	t.Cleanup(srv.Close)
+	tn := testenv.NewTenant(t, a, 2)
+	ev := testenv.NewEvent(t, a, tn.Org.ID, 2, 6, 12)
+	seat := testenv.SeatIDs(t, a, tn.Org.ID, ev.ID)[73] // section B, row A, seat 2
+	seatSel := "#seat-" + seat.String()
+
+	ctxA, ctxB := newTab(), newTab()
+	tctxA, cancelA := context.WithTimeout(ctxA, 60*time.Second)
+	defer cancelA()
+	tctxB, cancelB := context.WithTimeout(ctxB, 60*time.Second)
+	defer cancelB()
+	mapURL := srv.URL + "/e/" + ev.ID.String()
+	for _, c := range []struct {
+		ctx   context.Context
+		email string
+	}{{tctxA, tn.Buyers[0].Email}, {tctxB, tn.Buyers[1].Email}} {
+		steps := append(signIn(srv.URL, tn.Org.Slug, c.email), chromedp.Navigate(mapURL),
+			chromedp.WaitVisible(css(seatSel)), chromedp.WaitVisible(css(`body[data-live=connected]`)))
+		if err := chromedp.Do(c.ctx, steps...); err != nil {
+			t.Fatalf("open map as %s: %v", c.email, err)
+		}
+	}
+	label, err := chromedp.Run(tctxA, chromedp.AttributeValue(css(seatSel), "aria-label"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if label.Value != "Section B, row A, seat 2, available" {
+		t.Fatalf("accessible name %q", label.Value)
+	}
+
+	clicked := time.Now()
+	if err := chromedp.Do(tctxA, chromedp.Click(css(seatSel)),
+		chromedp.WaitVisible(css(seatSel+`[data-mine="true"]`)),
+		chromedp.WaitVisible(css(`#cart-`+seat.String()+` [data-left]`))); err != nil {
+		t.Fatalf("A holds: %v", err)
+	}
+	if err := chromedp.Do(tctxB, chromedp.WaitVisible(css(seatSel+`[data-status="held"]:not([data-mine])`))); err != nil {
+		t.Fatalf("B sees held: %v", err)
+	}
+	seen := time.Since(clicked)
+	left, err := chromedp.Run(tctxA, chromedp.Text(css(`#cart-` + seat.String() + ` [data-until]`)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if left == "" || left == "…" || left == "expired" {
+		t.Fatalf("countdown shows %q", left)
+	}
+	t.Logf("click in A to held in B without reload: %v; A's countdown reads %s", seen.Round(time.Millisecond), left)
+	screenshot(t, tctxA, "seatmap-buyer-a-held.png")
+	screenshot(t, tctxB, "seatmap-buyer-b-sees-held.png")
+
+	// B cannot take it: the message names the seat.
+	if err := chromedp.Do(tctxB, chromedp.Click(css(seatSel)), chromedp.WaitVisible(css(`#cart [role=alert]`))); err != nil {
+		t.Fatalf("B clicks held seat: %v", err)
+	}
+	msg, err := chromedp.Run(tctxB, chromedp.Text(css(`#cart [role=alert]`)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if msg != "Seat B-A-2 was just taken by someone else." {
+		t.Fatalf("B's message: %q", msg)
+	}
+
+	// A checks out and pays; B sees the seat sold.
+	if err := chromedp.Do(tctxA,
+		chromedp.Click(css(`#cart button[hx-post$="/checkout"]`)),
+		chromedp.WaitVisible(css(`#cart form button[type=submit]`)),
+		chromedp.Click(css(`#cart form button[type=submit]`)),
+		chromedp.WaitVisible(css(`[data-testid=booking-id]`)),
+	); err != nil {
+		t.Fatalf("A pays: %v", err)
+	}
+	screenshot(t, tctxA, "booking-confirmed.png")
+	if err := chromedp.Do(tctxB, chromedp.WaitVisible(css(seatSel+`[data-status="sold"]`))); err != nil {
+		t.Fatalf("B sees sold: %v", err)
+	}
+	screenshot(t, tctxB, "seatmap-buyer-b-sees-sold.png")
+	var n int
+	if err := a.Pool.QueryRow(context.Background(), `SELECT count(*) FROM tickets WHERE seat_id = $1`, seat).Scan(&n); err != nil || n != 1 {
+		t.Fatalf("%d tickets for the seat (%v)", n, err)
+	}
+}
