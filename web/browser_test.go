@@ -144,7 +144,7 @@ func TestBrowserSeatMapLive(t *testing.T) {
 		t.Fatalf("B sees held: %v", err)
 	}
 	seen := time.Since(clicked)
-	left, err := chromedp.Run(tctxA, chromedp.Text(css(`#cart-` + seat.String() + ` [data-until]`)))
+	left, err := chromedp.Run(tctxA, chromedp.Text(css(`#cart-`+seat.String()+` [data-until]`)))
 	if err != nil {
 		t.Fatal(err)
 	}
