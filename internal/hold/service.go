@@ -284,3 +284,45 @@ func (s *Service) Close() {
 		delete(s.events, k)
 	}
 }
+
+// SeatView is a seat's layout and state with its section label, for
+// rendering.
+type SeatView struct {
+	store.Seat
+	Section string
+}
+
+// SeatLayout returns one seat of an event cached in this process. It does
+// no tenancy check: it is for renderers of deltas this process already
+// received for that organization's event.
+func (s *Service) SeatLayout(org, event, seat uuid.UUID) (SeatView, bool) {
+	s.mu.Lock()
+	ev := s.events[[2]uuid.UUID{org, event}]
+	s.mu.Unlock()
+	if ev == nil {
+		return SeatView{}, false
+	}
+	ev.mu.RLock()
+	defer ev.mu.RUnlock()
+	st, ok := ev.seats[seat]
+	if !ok {
+		return SeatView{}, false
+	}
+	return SeatView{Seat: *st, Section: ev.sections[ev.sectionOf[st.SectionID]].Label}, true
+}
+
+// SeatViews returns every seat of an event with section labels, in idx
+// order (the tenancy gate applies).
+func (s *Service) SeatViews(ctx context.Context, a Actor, event uuid.UUID) ([]store.Section, []SeatView, error) {
+	ev, err := s.event(ctx, a.Org, event)
+	if err != nil {
+		return nil, nil, err
+	}
+	ev.mu.RLock()
+	defer ev.mu.RUnlock()
+	out := make([]SeatView, len(ev.byIdx))
+	for i, st := range ev.byIdx {
+		out[i] = SeatView{Seat: *st, Section: ev.sections[ev.sectionOf[st.SectionID]].Label}
+	}
+	return ev.sections, out, nil
+}
