@@ -32,6 +32,7 @@ func (s *Server) pageRoutes() {
 	s.mux.HandleFunc("POST /e/{event}/pay", s.page(anyRole, s.pay))
 	s.mux.HandleFunc("GET /bookings/{booking}", s.page(buyer, s.bookingPage))
 	s.mux.HandleFunc("GET /live/events/{event}", s.liveSocket)
+	s.staffRoutes()
 }
 
 // pageHandler handles a page request of a signed-in user.
