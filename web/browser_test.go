@@ -96,6 +96,19 @@ func screenshot(t *testing.T, ctx context.Context, name string) {
 	t.Logf("screenshot: %s", path)
 }
 
+// diagnose records what a browser showed when a step failed: the URL, the
+// live-socket state and a screenshot.
+func diagnose(t *testing.T, ctx context.Context, name string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	state, err := chromedp.Run(ctx, chromedp.Evaluate[string](`location.href + " live=" + document.body.getAttribute("data-live") + " title=" + document.title`))
+	t.Logf("browser state at failure: %s (%v)", state, err)
+	if png, err := chromedp.Run(ctx, chromedp.FullScreenshot(100)); err == nil {
+		_ = os.WriteFile(filepath.Join(outputDir(t), "failure-"+name+".png"), png, 0o600)
+	}
+}
+
 // TestBrowserSeatMapLive: two buyers in two isolated browser contexts on
 // the same event. A clicks a seat: A sees it as theirs with a countdown, B
 // sees it held without reloading. A checks out and pays: B sees it sold.
@@ -123,6 +136,7 @@ func TestBrowserSeatMapLive(t *testing.T) {
 		steps := append(signIn(srv.URL, tn.Org.Slug, c.email), chromedp.Navigate(mapURL),
 			chromedp.WaitVisible(css(seatSel)), chromedp.WaitVisible(css(`body[data-live=connected]`)))
 		if err := chromedp.Do(c.ctx, steps...); err != nil {
+			diagnose(t, c.ctx, "open-map")
 			t.Fatalf("open map as %s: %v", c.email, err)
 		}
 	}

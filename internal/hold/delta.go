@@ -47,6 +47,8 @@ type message struct {
 	// Resync asks every process to reload the event from Postgres (sent
 	// after a reconcile).
 	Resync bool `json:"resync,omitempty"`
+	// From names the sending process, so it can skip its own resync.
+	From uuid.UUID `json:"from,omitzero"`
 }
 
 func encodeMessage(m message) ([]byte, error) { return json.Marshal(m) }

@@ -165,9 +165,9 @@ func (s *Service) rebuild(ctx context.Context, ev *eventState) error {
 		return fmt.Errorf("rebuild redis: %w", err)
 	}
 	s.m.Reconciles.Inc()
-	// Every process (this one included, through its own subscription)
-	// reloads its hot cache from Postgres.
-	b, _ := encodeMessage(message{Resync: true})
+	// Every other process reloads its hot cache from Postgres; this one
+	// does it now, so the caller sees the result.
+	b, _ := encodeMessage(message{Resync: true, From: s.id})
 	if err := s.bus.Publish(ctx, s.locks.Keys(ev.org, ev.id).Live(), b); err != nil {
 		s.log.Warn("publish resync", "event", ev.id, "err", err)
 	}

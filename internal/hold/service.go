@@ -86,6 +86,9 @@ type Service struct {
 	// has been rebuilt from Postgres, even after Redis answers again.
 	dirty atomic.Bool
 
+	// id names this process in the messages it publishes.
+	id uuid.UUID
+
 	mu     sync.Mutex
 	events map[[2]uuid.UUID]*eventState
 	loads  singleflight.Group
@@ -96,7 +99,7 @@ func New(st *store.Store, locks *seatlock.Locks, bus Bus, opt Options, log *slog
 	if opt.StaleLockAge == 0 {
 		opt.StaleLockAge = 30 * time.Second
 	}
-	s := &Service{store: st, locks: locks, bus: bus, opt: opt, log: log, m: m, now: now,
+	s := &Service{store: st, locks: locks, bus: bus, opt: opt, log: log, m: m, now: now, id: uuid.New(),
 		events: map[[2]uuid.UUID]*eventState{}}
 	s.breaker = gobreaker.NewCircuitBreaker[any](gobreaker.Settings{
 		Name:        "redis",
@@ -217,7 +220,9 @@ func (s *Service) receive(ev *eventState, b []byte) {
 		return
 	}
 	if msg.Resync {
-		s.reload(context.Background(), ev)
+		if msg.From != s.id { // the sender reloaded already
+			s.reload(context.Background(), ev)
+		}
 		return
 	}
 	// Never let a message touch another tenant's or event's cache.
