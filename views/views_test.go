@@ -106,7 +106,7 @@ func TestCartPanel(t *testing.T) {
 	if got := strings.TrimSpace(doc.Find("#cart [role=alert]").Text()); got != c.Message {
 		t.Errorf("message %q", got)
 	}
-	if doc.Find(`#cart-s1 [data-until="` + until.Format(time.RFC3339) + `"]`).Length() != 1 {
+	if doc.Find(`#cart-s1 [data-until="`+until.Format(time.RFC3339)+`"]`).Length() != 1 {
 		t.Error("no countdown for the hold")
 	}
 	if doc.Find(`button[hx-post="/e/e1/checkout"]`).Length() != 1 || doc.Find("form").Length() != 0 {
