@@ -206,7 +206,7 @@ func checkSeats(ctx context.Context, db pg.DBTX, p HoldParams, lock string) (Hol
 		seen[id] = true
 		req := p.Seats[slices.IndexFunc(p.Seats, func(r HoldRequest) bool { return r.SeatID == id })]
 		switch {
-		case status == Held && h.user != nil && *h.user == p.User:
+		case status == Held && h.user != nil && *h.user == p.User && h.until.After(p.Now):
 			out.Existing = append(out.Existing, Hold{ID: *h.id, OrgID: p.Org, EventID: p.Event, SeatID: id, UserID: p.User,
 				Status: HoldActive, HeldUntil: h.until.UTC(), CreatedAt: h.created.UTC(), Extensions: *h.ext,
 				Fence: *h.fence, Source: *h.source, SeatVersion: version})
