@@ -75,6 +75,13 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 	if err != nil {
 		return err
 	}
+	if cfg.PprofAddr != "" {
+		stop, err := servePprof(cfg.PprofAddr, log)
+		if err != nil {
+			return err
+		}
+		defer stop()
+	}
 	srv := web.New(a)
 	log.Info("serving", "addr", ln.Addr().String(), "url", "http://"+displayAddr(ln.Addr().String()))
 	_, _ = fmt.Fprintf(stdout, "seatd is running at http://%s\n", displayAddr(ln.Addr().String()))

@@ -5,6 +5,7 @@ package config
 import (
 	"errors"
 	"fmt"
+	"net"
 	"net/url"
 	"strconv"
 	"strings"
@@ -47,6 +48,7 @@ type Config struct {
 	SnapshotInterval   time.Duration // SEATD_SNAPSHOT_INTERVAL
 	ShutdownTimeout    time.Duration // SEATD_SHUTDOWN_TIMEOUT
 	LogLevel           string        // SEATD_LOG_LEVEL: debug | info | warn | error
+	PprofAddr          string        // SEATD_PPROF_ADDR: loopback host:port for net/http/pprof; empty disables it
 }
 
 // Defaults returns the configuration used when no variable is set.
@@ -151,6 +153,7 @@ func Load(getenv func(string) string) (Config, error) {
 	dur("SEATD_SNAPSHOT_INTERVAL", &c.SnapshotInterval)
 	dur("SEATD_SHUTDOWN_TIMEOUT", &c.ShutdownTimeout)
 	str("SEATD_LOG_LEVEL", &c.LogLevel)
+	str("SEATD_PPROF_ADDR", &c.PprofAddr)
 
 	errs = append(errs, c.validate()...)
 	return c, errors.Join(errs...)
@@ -207,6 +210,13 @@ func (c Config) validate() []error {
 	atLeast("SEATD_PG_MAX_CONNS", c.PGMaxConns, 4)
 	atLeast("SEATD_HOLD_RATE_PER_MINUTE", c.HoldRatePerMinute, 1)
 	atLeast("SEATD_LOGIN_RATE_PER_MINUTE", c.LoginRatePerMinute, 1)
+	if c.PprofAddr != "" {
+		// Profiles show internals and cost CPU: never on a public address.
+		host, _, err := net.SplitHostPort(c.PprofAddr)
+		if ip := net.ParseIP(host); err != nil || (host != "localhost" && (ip == nil || !ip.IsLoopback())) {
+			bad("SEATD_PPROF_ADDR: %q must be a loopback host:port such as 127.0.0.1:6060", c.PprofAddr)
+		}
+	}
 	switch c.LogLevel {
 	case "debug", "info", "warn", "error":
 	default:
