@@ -36,7 +36,10 @@ func newEventState(org, id uuid.UUID) *eventState {
 }
 
 // fill replaces the state with a fresh load and returns, for a reload, the
-// seats that differ from what was cached (as sync deltas).
+// seats that differ from what was cached (as sync deltas). A seat whose
+// cached version is newer than the load's keeps the cached state: a delta
+// committed after the load's snapshot was applied while the load was in
+// flight (versions only grow, so the higher one is the later state).
 func (e *eventState) fill(sections []store.Section, seats []store.Seat, now time.Time) []Delta {
 	e.mu.Lock()
 	defer e.mu.Unlock()
@@ -53,6 +56,9 @@ func (e *eventState) fill(sections []store.Section, seats []store.Seat, now time
 	var changed []Delta
 	for i := range seats {
 		s := &seats[i]
+		if o, ok := old[s.ID]; ok && o.Version > s.Version {
+			s = o
+		}
 		e.seats[s.ID] = s
 		e.byIdx = append(e.byIdx, s)
 		e.counts[e.sectionOf[s.SectionID]].Add(s.Status, 1)

@@ -104,12 +104,16 @@ func (s *Service) hold(ctx context.Context, a Actor, event uuid.UUID, seatIDs []
 		return Result{}, "hot", seatTaken(taken, label)
 	}
 	if mine == len(seats) {
-		holds := make([]store.Hold, len(seats))
-		for i, st := range seats {
-			holds[i] = store.Hold{ID: st.HoldID, OrgID: a.Org, EventID: event, SeatID: st.ID, UserID: a.User,
-				Status: store.HoldActive, HeldUntil: st.HeldUntil, Fence: st.Fence, SeatVersion: st.Version}
+		// The cache may not have heard yet that one of these holds ended
+		// (released through another process, expired, or this process is
+		// cut off from Redis). A refusal from a stale cache only costs a
+		// retry, but an idempotent answer vouches for a hold, so it is
+		// confirmed in Postgres first; if it cannot be, the request takes
+		// the normal path.
+		if holds, ok := s.confirmMine(ctx, a, event, seats); ok {
+			return Result{Holds: holds}, "hot", nil
 		}
-		return Result{Holds: holds}, "hot", nil
+		mine = 0
 	}
 	if a.Role == RoleBuyer && ev.holdsOf(a.User)+len(seats)-mine > s.opt.MaxHoldsPerBuyer {
 		return Result{}, "hot", &apperr.Error{Code: apperr.HoldLimit,
@@ -127,6 +131,30 @@ func (s *Service) hold(ctx context.Context, a Actor, event uuid.UUID, seatIDs []
 	s.m.RedisFallback.Inc()
 	res, err := s.holdFallback(ctx, a, ev, seats, p, label)
 	return res, "fallback", err
+}
+
+// confirmMine returns the actor's active holds on seats, as Postgres has
+// them, if it holds every one of them under the hold id the cache names.
+func (s *Service) confirmMine(ctx context.Context, a Actor, event uuid.UUID, seats []store.Seat) ([]store.Hold, bool) {
+	active, err := s.store.UserHolds(ctx, a.Org, event, a.User)
+	if err != nil {
+		return nil, false
+	}
+	byID := make(map[uuid.UUID]store.Hold, len(active))
+	for _, h := range active {
+		byID[h.ID] = h
+	}
+	now := s.now()
+	holds := make([]store.Hold, len(seats))
+	for i, st := range seats {
+		h, ok := byID[st.HoldID]
+		if !ok || h.SeatID != st.ID || !h.HeldUntil.After(now) {
+			return nil, false
+		}
+		h.SeatVersion = st.Version
+		holds[i] = h
+	}
+	return holds, true
 }
 
 var errRedisDown = errors.New("redis unavailable")

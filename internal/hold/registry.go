@@ -175,12 +175,21 @@ func (s *Service) rebuild(ctx context.Context, ev *eventState) error {
 	return nil
 }
 
+// pollEvery is how often a process that cannot use Redis reloads its
+// events from Postgres.
+const pollEvery = 500 * time.Millisecond
+
 // RunRecovery watches for Redis coming back after the breaker opened and
 // rebuilds Redis from Postgres for every event this process has cached
-// before the fast path is used again.
+// before the fast path is used again. Meanwhile it keeps the cached events
+// current from Postgres: processes that still reach Redis publish their
+// deltas there only, so a process cut off from Redis would otherwise hear
+// nothing from them. While Redis is healthy it probes it, so that even an
+// idle process notices it was cut off.
 func (s *Service) RunRecovery(ctx context.Context, every time.Duration) {
 	t := time.NewTicker(every)
 	defer t.Stop()
+	var polled time.Time
 	for {
 		select {
 		case <-ctx.Done():
@@ -188,11 +197,32 @@ func (s *Service) RunRecovery(ctx context.Context, every time.Duration) {
 		case <-t.C:
 		}
 		if !s.dirty.Load() {
+			pctx, cancel := context.WithTimeout(ctx, time.Second)
+			_, _ = redisCall(s, func() (struct{}, error) { return struct{}{}, s.locks.Ping(pctx) })
+			cancel()
 			continue
+		}
+		if time.Since(polled) >= pollEvery {
+			polled = time.Now()
+			s.reloadAll(ctx)
 		}
 		if err := s.recover(ctx); err != nil {
 			s.log.Debug("redis not recovered yet", "err", err)
 		}
+	}
+}
+
+// reloadAll reloads every cached event from Postgres and tells watchers
+// what changed.
+func (s *Service) reloadAll(ctx context.Context) {
+	s.mu.Lock()
+	evs := make([]*eventState, 0, len(s.events))
+	for _, ev := range s.events {
+		evs = append(evs, ev)
+	}
+	s.mu.Unlock()
+	for _, ev := range evs {
+		s.reload(ctx, ev)
 	}
 }
 
