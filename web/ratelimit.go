@@ -61,9 +61,14 @@ func (l *limiter) allow(ctx context.Context, name string, limit int, key func(mi
 	now := l.now()
 	minute := now.Unix() / 60
 	k := key(minute)
+	// The process counts every request itself too, so a Redis hiccup in
+	// the middle of a minute falls back to a count that includes the
+	// requests Redis saw from this process, not to zero.
+	local := l.localCount(k, minute)
 	n, err := l.redisCount(ctx, k)
 	if err != nil {
-		n = l.localCount(k, minute, err)
+		l.warnFallback(minute, err)
+		n = max(n, local)
 	}
 	if n <= int64(limit) {
 		return nil
@@ -94,19 +99,24 @@ func (l *limiter) redisCount(ctx context.Context, key string) (int64, error) {
 	return incr.Val(), nil
 }
 
-func (l *limiter) localCount(key string, minute int64, cause error) int64 {
+func (l *limiter) localCount(key string, minute int64) int64 {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if minute != l.minute {
 		l.minute = minute
 		clear(l.local)
 	}
+	l.local[key]++
+	return int64(l.local[key])
+}
+
+func (l *limiter) warnFallback(minute int64, cause error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
 	if l.warnedFrom != minute && !errors.Is(cause, errRedisSkipped) {
 		l.warnedFrom = minute
 		l.log.Warn("rate limit: redis failed, counting in this process", "err", cause)
 	}
-	l.local[key]++
-	return int64(l.local[key])
 }
 
 // clientIP is the peer address of the request. Forwarding headers are not
