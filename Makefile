@@ -185,3 +185,51 @@ lint: tools
 
 test:
 	FUZZ_TARGETS="$(FUZZ_TARGETS)" scripts/test.sh
+
+# ---------------------------------------------------------------------------
+# Benchmarks (cmd/seatbench; see bench/README.md). Each run brings up the
+# bench Postgres/Redis (scripts/services.sh up bench), builds and starts its
+# own seatd processes, stops them by PID and stops the services at the end.
+# Results: one table on stdout, JSON in bench/results/. Extra seatbench
+# flags go in BENCH_FLAGS, e.g. make bench BENCH_FLAGS="-only holds -levels 200".
+
+.PHONY: bench bench-quick
+
+bench:
+	go run ./cmd/seatbench $(BENCH_FLAGS)
+
+bench-quick:
+	go run ./cmd/seatbench -quick $(BENCH_FLAGS)
+
+# ---------------------------------------------------------------------------
+# Chaos (internal/chaos; see its doc.go). Both targets bring up the test
+# Postgres/Redis (or use DATABASE_URL / REDIS_URL when set) and stop what
+# they started, whatever the outcome; the tests build and start their own
+# seatd processes, proxies and private Redis and stop them by PID.
+
+.PHONY: chaos test-cluster
+
+# The full fault suite (-chaos.full: longer faults, all of them, Postgres
+# restarted on a private instance, known engine bugs fail), plus the bug
+# demonstrations, process restart and graceful shutdown tests.
+chaos:
+	trap 'scripts/services.sh down test || true' EXIT
+	svc_env=$$(scripts/services.sh up test)
+	(
+		eval "$$svc_env"
+		go test -count=1 -v -timeout 20m ./internal/chaos/ -args -chaos.full
+	)
+
+# The hold core's concurrency tests and the chaos cluster tests (live
+# updates across two processes, the chaos load) on a 3-master Redis Cluster
+# started by scripts/cluster.sh and stopped afterwards.
+test-cluster:
+	trap 'scripts/cluster.sh down || true; scripts/services.sh down test || true' EXIT
+	svc_env=$$(scripts/services.sh up test)
+	cluster_env=$$(scripts/cluster.sh up)
+	(
+		eval "$$svc_env"
+		eval "$$cluster_env"
+		go test -race -count=1 -timeout 10m ./internal/hold/ -run 'Thousand|TwoCores|Overlapping|Idempotent'
+		SEATD_CHAOS_CLUSTER=1 go test -count=1 -v -timeout 10m ./internal/chaos/ -run 'TestCluster'
+	)

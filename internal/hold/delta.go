@@ -38,7 +38,11 @@ type Delta struct {
 	HeldUntil time.Time `json:"held_until,omitzero"`
 	Fence     int64     `json:"fence,omitempty"`
 	Actor     uuid.UUID `json:"actor,omitzero"`
-	At        time.Time `json:"at"`
+	// PrevUser is who held the seat before a change that ended their hold
+	// (released, expired), so a live view can tell that buyer why the
+	// seat left their cart, whichever process they are connected to.
+	PrevUser uuid.UUID `json:"prev_user,omitzero"`
+	At       time.Time `json:"at"`
 }
 
 // message is what travels on an event's channel.
@@ -64,6 +68,8 @@ func holdDelta(h store.Hold, kind, status, prev string, actor uuid.UUID, at time
 		Version: h.SeatVersion, Fence: h.Fence, Actor: actor, At: at}
 	if status == store.Held {
 		d.HoldID, d.UserID, d.HeldUntil = h.ID, h.UserID, h.HeldUntil
+	} else {
+		d.PrevUser = h.UserID
 	}
 	return d
 }

@@ -5,20 +5,25 @@ package testenv
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"net"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/redis/go-redis/v9"
 
 	"seatd/internal/app"
@@ -27,6 +32,10 @@ import (
 )
 
 // Config returns a test configuration on the environment's databases.
+// Each test package (test binary) gets a database of its own on that
+// Postgres: packages run in parallel, and a reaper of one package must not
+// expire another package's holds and announce it on a Redis the other
+// package never hears.
 func Config(t testing.TB) config.Config {
 	t.Helper()
 	env := map[string]string{"SEATD_ENV": "test", "SEATD_LOG_LEVEL": "warn"}
@@ -37,11 +46,59 @@ func Config(t testing.TB) config.Config {
 		}
 		env[k] = v
 	}
+	pkgDB.once.Do(func() { pkgDB.url, pkgDB.err = packageDatabase(env["DATABASE_URL"]) })
+	if pkgDB.err != nil {
+		t.Fatalf("package database: %v", pkgDB.err)
+	}
+	env["DATABASE_URL"] = pkgDB.url
 	cfg, err := config.Load(func(k string) string { return env[k] })
 	if err != nil {
 		t.Fatalf("test config: %v", err)
 	}
 	return cfg
+}
+
+var pkgDB struct {
+	once sync.Once
+	url  string
+	err  error
+}
+
+// packageDatabase creates (if missing) the database of this test binary,
+// seatd_test_<package>, next to the one base names, and returns its URL.
+func packageDatabase(base string) (string, error) {
+	name := "seatd_test_" + strings.Map(func(r rune) rune {
+		if (r >= 'a' && r <= 'z') || (r >= '0' && r <= '9') {
+			return r
+		}
+		return '_'
+	}, strings.ToLower(strings.TrimSuffix(filepath.Base(os.Args[0]), ".test")))
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	conn, err := pgx.Connect(ctx, base)
+	if err != nil {
+		return "", err
+	}
+	defer conn.Close(ctx)
+	for attempt := 0; ; attempt++ {
+		_, err = conn.Exec(ctx, "CREATE DATABASE "+name)
+		var pgErr *pgconn.PgError
+		if err == nil || (errors.As(err, &pgErr) && pgErr.Code == "42P04") { // exists already
+			break
+		}
+		// Two packages creating databases at once may collide on the
+		// template; try again shortly.
+		if attempt == 10 {
+			return "", err
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	u, err := url.Parse(base)
+	if err != nil {
+		return "", err
+	}
+	u.Path = "/" + name
+	return u.String(), nil
 }
 
 // Logger returns a logger that writes to the test log when -v is set.

@@ -45,3 +45,65 @@
     document.body.setAttribute("data-live", "reconnecting");
   });
 })();
+
+// Staff pages (dashboard, box office). Server-rendered like the rest; this
+// only keeps relative times and the expiry forecast current between
+// frames, trims the live feed, applies the holds filter to rows added
+// live, and drives the "select all" box.
+(function () {
+  "use strict";
+
+  function ago(el, now) {
+    var s = Math.max(0, Math.floor((now - Date.parse(el.getAttribute("data-since"))) / 1000));
+    el.textContent = s < 60 ? s + " s ago" : Math.floor(s / 60) + " min ago";
+  }
+
+  // data-expiries is "unixSeconds:count ..."; count the holds ending
+  // within the next data-window seconds.
+  function forecast(el, now) {
+    var win = parseInt(el.getAttribute("data-window"), 10) || 0;
+    var from = Math.floor(now / 1000), to = from + win, n = 0;
+    (el.getAttribute("data-expiries") || "").split(" ").forEach(function (p) {
+      var kv = p.split(":"), t = parseInt(kv[0], 10), c = parseInt(kv[1], 10);
+      if (t >= from && t <= to && !isNaN(c)) n += c;
+    });
+    var count = el.querySelector("[data-forecast-count]");
+    var noun = el.querySelector("[data-forecast-noun]");
+    if (count) count.textContent = String(n);
+    if (noun) noun.textContent = n === 1 ? "hold expires" : "holds expire";
+  }
+
+  function refresh() {
+    var now = Date.now();
+    document.querySelectorAll("[data-since]").forEach(function (el) { ago(el, now); });
+    document.querySelectorAll("[data-expiries]").forEach(function (el) { forecast(el, now); });
+    document.querySelectorAll("[data-max-items]").forEach(function (el) {
+      var max = parseInt(el.getAttribute("data-max-items"), 10);
+      while (max >= 0 && el.children.length > max) el.removeChild(el.lastElementChild);
+    });
+  }
+  setInterval(refresh, 1000);
+  document.addEventListener("DOMContentLoaded", refresh);
+  document.addEventListener("htmx:afterSettle", refresh);
+  document.addEventListener("htmx:wsAfterMessage", refresh);
+
+  // Rows pushed live ignore the page's filter; drop those it excludes.
+  document.addEventListener("htmx:oobBeforeSwap", function (evt) {
+    var table = evt.detail.target, frag = evt.detail.fragment;
+    if (!table || table.id !== "holds" || !frag || !frag.children) return;
+    var section = table.getAttribute("data-filter-section") || "";
+    var holder = (table.getAttribute("data-filter-holder") || "").toLowerCase();
+    Array.prototype.slice.call(frag.children).forEach(function (row) {
+      if ((section && row.getAttribute("data-section") !== section) ||
+          (holder && (row.getAttribute("data-holder") || "").toLowerCase().indexOf(holder) < 0)) {
+        row.remove();
+      }
+    });
+  });
+
+  document.addEventListener("change", function (evt) {
+    var box = evt.target;
+    if (!box.matches || !box.matches("[data-select-all]") || !box.form) return;
+    box.form.querySelectorAll('input[type=checkbox][name=hold_id]').forEach(function (c) { c.checked = box.checked; });
+  });
+})();

@@ -54,6 +54,7 @@ type Hub struct {
 
 	mu       sync.Mutex // guards the fields below; taken before topic.mu
 	closed   bool
+	staff    *StaffOptions // nil until EnableStaff
 	topics   map[topicKey]*topic
 	sessions map[string]map[*client]struct{}
 }
@@ -80,6 +81,20 @@ func New(src Source, r Renderer, log *slog.Logger, opts Options) *Hub {
 	}
 }
 
+// EnableStaff turns on the staff streams (StreamDashboard,
+// StreamBoxOffice) and, if o.Notice is set, notices to buyers whose hold
+// someone else released. Call it once, before the first Serve; events
+// already watched keep their old settings.
+func (h *Hub) EnableStaff(o StaffOptions) {
+	if o.Renderer == nil {
+		panic("live: EnableStaff without a Renderer")
+	}
+	o = o.withDefaults()
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.staff = &o
+}
+
 // Serve upgrades the request to a WebSocket and streams the changes of
 // v.Event to it until the browser leaves, the client falls behind, its
 // session is closed or the hub shuts down. It returns once the socket is
@@ -95,6 +110,16 @@ func New(src Source, r Renderer, log *slog.Logger, opts Options) *Hub {
 // open (on the first connect too, not only on reconnects); fragments carry
 // versions, so overlap is harmless.
 func (h *Hub) Serve(w http.ResponseWriter, r *http.Request, v Viewer) {
+	if v.Stream.Staff() && !staffRole(v.Actor.Role) {
+		// The route checks roles too; this keeps a mistake there from ever
+		// sending holders' details to a buyer.
+		http.Error(w, http.StatusText(http.StatusForbidden), http.StatusForbidden)
+		return
+	}
+	if v.Stream >= numStreams || (v.Stream.Staff() && !h.staffEnabled()) {
+		http.Error(w, http.StatusText(http.StatusNotFound), http.StatusNotFound)
+		return
+	}
 	if !h.enter() {
 		w.Header().Set("Retry-After", "1")
 		http.Error(w, http.StatusText(http.StatusServiceUnavailable), http.StatusServiceUnavailable)
@@ -136,6 +161,12 @@ func (h *Hub) Serve(w http.ResponseWriter, r *http.Request, v Viewer) {
 	h.wg.Go(func() { h.write(c) })
 }
 
+func (h *Hub) staffEnabled() bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.staff != nil
+}
+
 // enter admits a Serve call unless the hub is shut down. Counting it in wg
 // under mu keeps every wg.Add from zero ordered before Shutdown's Wait.
 func (h *Hub) enter() bool {
@@ -160,7 +191,7 @@ func (h *Hub) join(c *client) error {
 	}
 	t, ok := h.topics[key]
 	if !ok {
-		t = newTopic(key)
+		t = newTopic(key, h.staff)
 		h.topics[key] = t
 	}
 	c.topic = t
@@ -202,6 +233,9 @@ func (h *Hub) join(c *client) error {
 		h.watches.Add(-1)
 	}, nil)
 	h.wg.Go(func() { h.pump(t) })
+	if t.staff != nil {
+		h.wg.Go(func() { h.staffPump(t) })
+	}
 	return nil
 }
 
@@ -285,6 +319,8 @@ type Stats struct {
 	Watches int
 	// Dropped counts clients dropped for being too slow since New.
 	Dropped uint64
+	// Staff is the number of those sockets on staff streams.
+	Staff int
 }
 
 // Stats returns the hub's current numbers.
@@ -294,9 +330,10 @@ func (h *Hub) Stats() Stats {
 	s := Stats{Events: make(map[uuid.UUID]int, len(h.topics)),
 		Watches: int(h.watches.Load()), Dropped: h.dropped.Load()}
 	for k, t := range h.topics {
-		if n := t.size(); n > 0 {
+		if n, staff := t.size(); n > 0 {
 			s.Events[k.event] += n
 			s.Clients += n
+			s.Staff += staff
 		}
 	}
 	return s

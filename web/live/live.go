@@ -4,15 +4,23 @@
 // (id="seat-<uuid>", data-status, data-version, data-mine) and sent to every
 // open page of the event, where it replaces the seat element.
 //
+// Staff pages (the organizer's dashboard, the box office) open staff
+// streams instead (see Stream and EnableStaff): per batch of changes the
+// hub renders one staff frame per stream, not per client, on a goroutine of
+// its own so buyers' frames never wait for it, and sends it only to
+// sockets whose role is staff.
+//
 // A process has one Hub. The route in package web authenticates the
 // session, checks the Origin (SameOrigin), checks that the event belongs to
-// the session's organization, and only then calls (*Hub).Serve.
+// the session's organization and that the role may open the stream, and
+// only then calls (*Hub).Serve.
 package live
 
 import (
 	"context"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"time"
 
@@ -50,10 +58,103 @@ type Viewer struct {
 	// SessionToken groups sockets so CloseSession can end them at logout.
 	// Empty means the socket is not tied to a session.
 	SessionToken string
-	// Role is the viewer's role for rendering. Frames do not vary by role
-	// yet; it is carried so a staff-only variant (dashboard) can be added
-	// without changing the route.
+	// Role is the viewer's role for rendering.
 	Role string
+	// Stream selects what the socket receives; the zero value is the seat
+	// map. A staff stream is refused unless Actor.Role is a staff role.
+	Stream Stream
+}
+
+// Stream is what a socket receives about its event.
+type Stream uint8
+
+// The streams. Each socket gets exactly one kind of frame: seat-map sockets
+// the seat fragments (with the mine and notice variants), staff sockets the
+// staff frames of their page, rendered by the StaffRenderer.
+const (
+	// StreamSeats is the buyer's seat map: one fragment per changed seat.
+	StreamSeats Stream = iota
+	// StreamDashboard is the organizer's dashboard: counts, feed, chart.
+	StreamDashboard
+	// StreamBoxOffice is the box office: active-hold rows and its seat map.
+	StreamBoxOffice
+
+	numStreams
+)
+
+// Staff reports whether the stream carries staff frames.
+func (s Stream) Staff() bool { return s == StreamDashboard || s == StreamBoxOffice }
+
+func (s Stream) String() string {
+	switch s {
+	case StreamSeats:
+		return "seats"
+	case StreamDashboard:
+		return "dashboard"
+	case StreamBoxOffice:
+		return "box-office"
+	}
+	return "stream(" + strconv.Itoa(int(s)) + ")"
+}
+
+// staffRole reports whether a role may open staff streams.
+func staffRole(role string) bool { return role == hold.RoleOrganizer || role == hold.RoleBoxOffice }
+
+// StaffBatch is what changed in an event since the previous staff frame.
+type StaffBatch struct {
+	Org, Event uuid.UUID
+	// Changes are the batch's changes in arrival order, every one of them
+	// (not one per seat), for activity feeds. A long burst keeps only its
+	// newest FeedSize changes; Dropped counts the others.
+	Changes []hold.Delta
+	Dropped int
+	// Seats has the newest change of each seat that changed, in arrival
+	// order, for views that show current state (a seat's row, its button).
+	// A change older than one already given is left out.
+	Seats []hold.Delta
+}
+
+// StaffRenderer renders staff frames. The hub calls it at most once per
+// batch and stream, and only for streams with a socket in this process;
+// every socket of the stream gets the same bytes, which must not be
+// changed afterwards. Calls for one event never overlap; calls for
+// different events may. ctx ends when the hub shuts down or the render
+// takes too long.
+type StaffRenderer interface {
+	RenderStaff(ctx context.Context, s Stream, b StaffBatch) []byte
+}
+
+// StaffOptions enable staff streams and holder notices; see
+// (*Hub).EnableStaff.
+type StaffOptions struct {
+	// Renderer renders the staff frames. Required.
+	Renderer StaffRenderer
+	// Notice, if set, renders what a buyer's seat map is told when someone
+	// else (the box office) released their hold. It is appended to that
+	// buyer's frame only, once per change and process.
+	Notice func(d hold.Delta) []byte
+	// Interval is the least time between two staff frames of one event
+	// (250ms): changes in between are batched, so a busy event costs
+	// staff renders at a bounded rate and buyers' frames never wait for
+	// them.
+	Interval time.Duration
+	// FeedSize is how many changes a batch keeps for feeds (50).
+	FeedSize int
+	// RenderTimeout bounds one RenderStaff call (5s).
+	RenderTimeout time.Duration
+}
+
+func (o StaffOptions) withDefaults() StaffOptions {
+	if o.Interval <= 0 {
+		o.Interval = 250 * time.Millisecond
+	}
+	if o.FeedSize <= 0 {
+		o.FeedSize = 50
+	}
+	if o.RenderTimeout <= 0 {
+		o.RenderTimeout = 5 * time.Second
+	}
+	return o
 }
 
 // Close codes sent to browsers when the server ends a socket. The browser

@@ -1,8 +1,11 @@
 package live
 
 import (
+	"context"
 	"slices"
 	"sync"
+	"sync/atomic"
+	"time"
 
 	"github.com/google/uuid"
 
@@ -29,9 +32,16 @@ type topic struct {
 	wake chan struct{} // capacity 1: "pending is not empty"
 	quit chan struct{} // closed after the last client left
 
-	mu      sync.Mutex // guards clients and users
+	// staff is the hub's staff settings when the topic started (nil: no
+	// staff streams).
+	staff *StaffOptions
+
+	mu      sync.Mutex // guards clients, users and streams
 	clients map[*client]struct{}
-	users   map[uuid.UUID]int // clients per user, to skip unneeded mine renders
+	users   map[uuid.UUID]int // seat-map clients per user, to skip unneeded mine renders
+	streams [numStreams]int   // clients per stream
+	// staffN is the number of staff clients, read without mu by push.
+	staffN atomic.Int32
 
 	// pmu guards the changes not yet rendered. It is separate from mu so
 	// the watch function, which runs on the committing goroutine, never
@@ -43,21 +53,42 @@ type topic struct {
 	pending map[uuid.UUID]hold.Delta
 	order   []uuid.UUID // pending seats in arrival order
 
+	// The staff side's changes not yet rendered, also guarded by pmu and
+	// recorded only while staff clients are here. Unlike pending they keep
+	// every change for feeds (the newest staff.FeedSize of them), besides
+	// the newest change per seat.
+	staffFeed    []hold.Delta
+	staffDropped int
+	staffLatest  map[uuid.UUID]hold.Delta
+	staffOrder   []uuid.UUID
+	swake        chan struct{} // capacity 1: the staff pump has work
+
 	// seen is the newest version sent per seat, so a delta that lost a
 	// race to a newer one is not sent at all. Only the pump touches it.
 	seen map[uuid.UUID]int64
+	// holders is who holds each held seat, as far as the deltas seen here
+	// tell, so a buyer whose hold someone else ends can be told. Only the
+	// pump touches it.
+	holders map[uuid.UUID]uuid.UUID
+	// staffSeen is seen for the staff pump, which alone touches it.
+	staffSeen map[uuid.UUID]int64
 }
 
-func newTopic(key topicKey) *topic {
+func newTopic(key topicKey, staff *StaffOptions) *topic {
 	return &topic{
-		key:     key,
-		ready:   make(chan struct{}),
-		wake:    make(chan struct{}, 1),
-		quit:    make(chan struct{}),
-		clients: map[*client]struct{}{},
-		users:   map[uuid.UUID]int{},
-		pending: map[uuid.UUID]hold.Delta{},
-		seen:    map[uuid.UUID]int64{},
+		key:         key,
+		staff:       staff,
+		ready:       make(chan struct{}),
+		wake:        make(chan struct{}, 1),
+		swake:       make(chan struct{}, 1),
+		quit:        make(chan struct{}),
+		clients:     map[*client]struct{}{},
+		users:       map[uuid.UUID]int{},
+		pending:     map[uuid.UUID]hold.Delta{},
+		staffLatest: map[uuid.UUID]hold.Delta{},
+		seen:        map[uuid.UUID]int64{},
+		holders:     map[uuid.UUID]uuid.UUID{},
+		staffSeen:   map[uuid.UUID]int64{},
 	}
 }
 
@@ -76,6 +107,7 @@ func (t *topic) stop() {
 	t.pmu.Lock()
 	t.stopped = true
 	t.pending, t.order = nil, nil
+	t.staffFeed, t.staffLatest, t.staffOrder = nil, nil, nil
 	t.pmu.Unlock()
 	close(t.quit)
 	if t.cancelWatch != nil {
@@ -87,7 +119,12 @@ func (t *topic) add(c *client) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.clients[c] = struct{}{}
-	t.users[c.v.Actor.User]++
+	t.streams[c.v.Stream]++
+	if c.v.Stream.Staff() {
+		t.staffN.Add(1)
+	} else {
+		t.users[c.v.Actor.User]++
+	}
 }
 
 // remove takes c out and reports whether it was in and whether the topic
@@ -99,17 +136,23 @@ func (t *topic) remove(c *client) (removed, last bool) {
 		return false, false
 	}
 	delete(t.clients, c)
-	u := c.v.Actor.User
-	if t.users[u]--; t.users[u] <= 0 {
-		delete(t.users, u)
+	t.streams[c.v.Stream]--
+	if c.v.Stream.Staff() {
+		t.staffN.Add(-1)
+	} else {
+		u := c.v.Actor.User
+		if t.users[u]--; t.users[u] <= 0 {
+			delete(t.users, u)
+		}
 	}
 	return true, len(t.clients) == 0
 }
 
-func (t *topic) size() int {
+// size returns the number of clients and how many of them are staff's.
+func (t *topic) size() (n, staff int) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	return len(t.clients)
+	return len(t.clients), len(t.clients) - t.streams[StreamSeats]
 }
 
 // push is the function given to Source.Watch. It runs on the goroutine
@@ -117,6 +160,7 @@ func (t *topic) size() int {
 // the deltas and wakes the pump: it never renders, sends or waits for
 // anything but pmu.
 func (t *topic) push(ds []hold.Delta) {
+	staff := t.staff != nil && t.staffN.Load() > 0
 	t.pmu.Lock()
 	if t.stopped {
 		t.pmu.Unlock()
@@ -127,6 +171,9 @@ func (t *topic) push(ds []hold.Delta) {
 		// must still never reach these clients.
 		if d.Org != t.key.org || d.Event != t.key.event {
 			continue
+		}
+		if staff {
+			t.pushStaff(d)
 		}
 		if p, ok := t.pending[d.Seat]; ok {
 			if d.Version > p.Version {
@@ -142,6 +189,57 @@ func (t *topic) push(ds []hold.Delta) {
 	case t.wake <- struct{}{}:
 	default: // the pump is already due to run
 	}
+	if staff {
+		select {
+		case t.swake <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// pushStaff records d for the staff pump; pmu must be held.
+func (t *topic) pushStaff(d hold.Delta) {
+	n := t.staff.FeedSize
+	if len(t.staffFeed) >= 2*n {
+		// Keep the newest n; trimming in halves keeps appends amortized O(1).
+		t.staffDropped += len(t.staffFeed) - n
+		t.staffFeed = append(t.staffFeed[:0], t.staffFeed[len(t.staffFeed)-n:]...)
+	}
+	t.staffFeed = append(t.staffFeed, d)
+	if p, ok := t.staffLatest[d.Seat]; ok {
+		if d.Version > p.Version {
+			t.staffLatest[d.Seat] = d
+		}
+		return
+	}
+	t.staffLatest[d.Seat] = d
+	t.staffOrder = append(t.staffOrder, d.Seat)
+}
+
+// takeStaff empties the staff side's pending changes.
+func (t *topic) takeStaff() StaffBatch {
+	t.pmu.Lock()
+	defer t.pmu.Unlock()
+	b := StaffBatch{Org: t.key.org, Event: t.key.event}
+	if len(t.staffFeed) == 0 {
+		return b
+	}
+	n := t.staff.FeedSize
+	feed := t.staffFeed
+	if len(feed) > n {
+		b.Dropped = len(feed) - n
+		feed = feed[len(feed)-n:]
+	}
+	b.Dropped += t.staffDropped
+	b.Changes = slices.Clone(feed)
+	b.Seats = make([]hold.Delta, len(t.staffOrder))
+	for i, s := range t.staffOrder {
+		b.Seats[i] = t.staffLatest[s]
+	}
+	t.staffFeed, t.staffDropped = t.staffFeed[:0], 0
+	clear(t.staffLatest)
+	t.staffOrder = t.staffOrder[:0]
+	return b
 }
 
 // take empties pending, in arrival order.
@@ -176,7 +274,10 @@ func (h *Hub) pump(t *topic) {
 }
 
 // flush renders the pending deltas once per variant and offers the frames
-// to every client without waiting; a client whose queue is full is dropped.
+// to every seat-map client without waiting; a client whose queue is full
+// is dropped. Variants: the generic frame; a holder's, with their seats'
+// mine fragments; a former holder's, with a notice appended when someone
+// else released their hold.
 func (h *Hub) flush(t *topic) {
 	ds := slices.DeleteFunc(t.take(), func(d hold.Delta) bool {
 		if v, ok := t.seen[d.Seat]; ok && d.Version <= v {
@@ -189,8 +290,40 @@ func (h *Hub) flush(t *topic) {
 		return
 	}
 
-	// The mine variant is rendered only for holders with a socket here.
+	// Who held each seat before this batch, for notices; then remember the
+	// new holders.
+	var notice func(hold.Delta) []byte
+	if t.staff != nil {
+		notice = t.staff.Notice
+	}
+	var former map[int]uuid.UUID // index into ds -> the holder the change took the seat from
+	for i, d := range ds {
+		prev, had := t.holders[d.Seat]
+		if d.PrevUser != uuid.Nil {
+			// The core says whose hold it was: right even when this
+			// process never saw the hold begin.
+			prev, had = d.PrevUser, true
+		}
+		if d.Status == store.Held && d.UserID != uuid.Nil {
+			t.holders[d.Seat] = d.UserID
+			continue
+		}
+		delete(t.holders, d.Seat)
+		if had && notice != nil && d.Kind == hold.KindReleased && d.Actor != prev {
+			if former == nil {
+				former = map[int]uuid.UUID{}
+			}
+			former[i] = prev
+		}
+	}
+
+	// The mine and notice variants are rendered only for users with a
+	// seat-map socket here.
 	t.mu.Lock()
+	if t.streams[StreamSeats] == 0 {
+		t.mu.Unlock()
+		return
+	}
 	var mineUsers map[uuid.UUID][]int // user -> indexes into ds
 	for i, d := range ds {
 		if d.Status == store.Held && d.UserID != uuid.Nil && t.users[d.UserID] > 0 {
@@ -198,6 +331,15 @@ func (h *Hub) flush(t *topic) {
 				mineUsers = map[uuid.UUID][]int{}
 			}
 			mineUsers[d.UserID] = append(mineUsers[d.UserID], i)
+		}
+	}
+	var noticeUsers map[uuid.UUID][]int
+	for i, u := range former {
+		if t.users[u] > 0 {
+			if noticeUsers == nil {
+				noticeUsers = map[uuid.UUID][]int{}
+			}
+			noticeUsers[u] = append(noticeUsers[u], i)
 		}
 	}
 	t.mu.Unlock()
@@ -212,10 +354,11 @@ func (h *Hub) flush(t *topic) {
 	offs[len(ds)] = len(buf)
 	generic := frame{buf}
 	// A holder's frame is the generic one with each of their seats'
-	// fragments swapped for the mine variant, in the same order.
+	// fragments swapped for the mine variant, in the same order; a former
+	// holder's has the notices appended.
 	var byUser map[uuid.UUID]frame
-	if len(mineUsers) > 0 {
-		byUser = make(map[uuid.UUID]frame, len(mineUsers))
+	if len(mineUsers)+len(noticeUsers) > 0 {
+		byUser = make(map[uuid.UUID]frame, len(mineUsers)+len(noticeUsers))
 		for u, idx := range mineUsers {
 			f := make(frame, 0, 2*len(idx)+1)
 			prev := 0
@@ -233,11 +376,33 @@ func (h *Hub) flush(t *topic) {
 			}
 			byUser[u] = f
 		}
+		notices := map[int][]byte{} // rendered once per change
+		for u, idx := range noticeUsers {
+			slices.Sort(idx) // in the batch's order
+			f, ok := byUser[u]
+			if !ok {
+				f = frame{buf[:len(buf):len(buf)]}
+			}
+			for _, i := range idx {
+				n, ok := notices[i]
+				if !ok {
+					n = notice(ds[i])
+					notices[i] = n
+				}
+				if len(n) > 0 {
+					f = append(f, n)
+				}
+			}
+			byUser[u] = f
+		}
 	}
 
 	var slow []*client
 	t.mu.Lock()
 	for c := range t.clients {
+		if c.v.Stream != StreamSeats {
+			continue
+		}
 		f := generic
 		if uf, ok := byUser[c.v.Actor.User]; ok {
 			f = uf
@@ -246,6 +411,85 @@ func (h *Hub) flush(t *topic) {
 			continue
 		}
 		if !c.offer(f) {
+			slow = append(slow, c)
+		}
+	}
+	t.mu.Unlock()
+	for _, c := range slow {
+		h.drop(c)
+	}
+}
+
+// staffPump renders the staff frames of a topic, at most one batch per
+// staff.Interval, until the topic stops or the hub shuts down. It runs
+// apart from pump, so a slow staff render (it may query Postgres) never
+// delays buyers' frames.
+func (h *Hub) staffPump(t *topic) {
+	var last time.Time
+	for {
+		select {
+		case <-t.quit:
+			return
+		case <-h.ctx.Done():
+			return
+		case <-t.swake:
+		}
+		if wait := t.staff.Interval - time.Since(last); wait > 0 {
+			timer := time.NewTimer(wait)
+			select {
+			case <-t.quit:
+				timer.Stop()
+				return
+			case <-h.ctx.Done():
+				timer.Stop()
+				return
+			case <-timer.C:
+			}
+		}
+		last = time.Now()
+		h.flushStaff(t)
+	}
+}
+
+// flushStaff renders the staff frames of the pending changes once per
+// staff stream with clients here, and offers each to that stream's
+// clients; a client whose queue is full is dropped.
+func (h *Hub) flushStaff(t *topic) {
+	b := t.takeStaff()
+	b.Seats = slices.DeleteFunc(b.Seats, func(d hold.Delta) bool {
+		if v, ok := t.staffSeen[d.Seat]; ok && d.Version <= v {
+			return true
+		}
+		t.staffSeen[d.Seat] = d.Version
+		return false
+	})
+	if len(b.Changes) == 0 {
+		return
+	}
+	t.mu.Lock()
+	streams := t.streams
+	t.mu.Unlock()
+	var frames [numStreams]frame
+	for s := StreamDashboard; s < numStreams; s++ {
+		if streams[s] == 0 {
+			continue
+		}
+		ctx, cancel := context.WithTimeout(h.ctx, t.staff.RenderTimeout)
+		if out := t.staff.Renderer.RenderStaff(ctx, s, b); len(out) > 0 {
+			frames[s] = frame{out}
+		}
+		cancel()
+	}
+
+	var slow []*client
+	t.mu.Lock()
+	for c := range t.clients {
+		// Staff frames carry holders' emails: only staff sockets get them,
+		// whatever the route let through.
+		if !c.v.Stream.Staff() || !staffRole(c.v.Actor.Role) || frames[c.v.Stream] == nil {
+			continue
+		}
+		if !c.offer(frames[c.v.Stream]) {
 			slow = append(slow, c)
 		}
 	}
