@@ -71,7 +71,10 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger) (*App, error)
 		HoldTTL: cfg.HoldTTL, Extension: cfg.HoldExtension, MaxExtensions: cfg.MaxExtensions,
 		MaxHoldsPerBuyer: cfg.MaxHoldsPerBuyer, MaxSeatsPerRequest: cfg.MaxSeatsPerRequest,
 		ReaperBatch: cfg.ReaperBatch, BreakerFailures: cfg.BreakerFailures, BreakerOpenFor: cfg.BreakerOpenFor,
-		StaleLockAge: max(30*time.Second, 3*cfg.PGStatementTimeout),
+		// A transaction cannot outlive two statement timeouts (lock
+		// check, then write); a lock older than that with no hold in
+		// Postgres belongs to nobody.
+		StaleLockAge: 2*cfg.PGStatementTimeout + time.Second,
 	}, log, m, time.Now)
 	a.Core = core
 	cost := 0

@@ -31,6 +31,9 @@ func TestRedisKilledDuringHolds(t *testing.T) {
 		c.BreakerOpenFor = 300 * time.Millisecond
 		c.RedisTimeout = 100 * time.Millisecond
 		c.RedisDialTimeout = 100 * time.Millisecond
+		// Short, so locks of transactions that failed during the outage
+		// stop counting as "in flight" soon after recovery.
+		c.PGStatementTimeout = 2 * time.Second
 	}
 	a1 := testenv.App(t, mod)
 	a2 := testenv.App(t, mod)
@@ -101,7 +104,7 @@ func TestRedisKilledDuringHolds(t *testing.T) {
 	}
 	assertSeatInvariants(t, a1, ev.ID)
 
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(20 * time.Second)
 	for !(a1.Core.FastPath() && a2.Core.FastPath()) {
 		if time.Now().After(deadline) {
 			t.Fatalf("fast path not back: %s / %s", a1.Core.BreakerState(), a2.Core.BreakerState())

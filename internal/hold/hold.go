@@ -217,8 +217,53 @@ func (s *Service) holdFast(ctx context.Context, a Actor, ev *eventState, seats [
 			proposed = newIDs(len(seats))
 			continue
 		}
+		if stale := unanswered(p.Seats, out); len(stale) > 0 {
+			// A seat Postgres neither gave us nor called taken: the lock we
+			// reused as the user's own names a hold that has ended (its
+			// id exists, so the insert could not use it). Drop that lock
+			// and try once more with fresh ids; never answer "held" for it.
+			var rs []seatlock.Released
+			for _, i := range stale {
+				rs = append(rs, seatlock.Released{Seat: ls[i], HoldID: p.Seats[i].HoldID, Free: true})
+			}
+			s.dropLocks(ctx, p.Org, p.Event, rs)
+			if attempt == 0 {
+				proposed = newIDs(len(seats))
+				continue
+			}
+			ids := make([]uuid.UUID, len(stale))
+			for j, i := range stale {
+				ids[j] = seats[i].ID
+			}
+			return Result{}, seatTaken(ids, label)
+		}
 		return s.finish(ctx, a, ev, seats, out, label, false)
 	}
+}
+
+// unanswered returns the indexes of requested seats the outcome says
+// nothing about.
+func unanswered(reqs []store.HoldRequest, out store.HoldOutcome) []int {
+	seen := map[uuid.UUID]bool{}
+	for _, h := range out.Created {
+		seen[h.SeatID] = true
+	}
+	for _, h := range out.Existing {
+		seen[h.SeatID] = true
+	}
+	for _, id := range append(out.Taken, out.Missing...) {
+		seen[id] = true
+	}
+	for _, st := range out.Stale {
+		seen[st.SeatID] = true
+	}
+	var idx []int
+	for i, r := range reqs {
+		if !seen[r.SeatID] {
+			idx = append(idx, i)
+		}
+	}
+	return idx
 }
 
 func newIDs(n int) []uuid.UUID {

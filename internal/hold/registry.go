@@ -258,6 +258,17 @@ func (s *Service) recover(ctx context.Context) error {
 	}
 	s.m.BreakerOpen.Set(0)
 	s.log.Info("redis rebuilt from postgres, fast path back on", "events", len(evs))
+	// The rebuilds kept locks young enough to belong to a transaction in
+	// flight. Once no such transaction can still be running, rebuild once
+	// more so the ones whose transaction failed are dropped too.
+	time.AfterFunc(s.opt.StaleLockAge+time.Second, func() {
+		if s.dirty.Load() || ctx.Err() != nil {
+			return
+		}
+		if err := rebuildAll(); err != nil {
+			s.log.Warn("settling rebuild after recovery", "err", err)
+		}
+	})
 	return nil
 }
 

@@ -230,8 +230,12 @@ func TestSlowClientIsDroppedWithoutDelayingOthers(t *testing.T) {
 	wg.Wait()
 	t.Logf("%d frames of %d KiB reached %d fast clients in %v (slowest frame %v) beside a client that never reads; "+
 		"it was dropped after frame %d", frames, 32, fast, total, worst, droppedAt)
-	if total > 2*time.Second {
-		t.Errorf("fast clients took %v for %d frames, want < 2s", total, frames)
+	// A hub that waited on the slow client would stall each frame until
+	// the write timeout (10 s); the per-frame bound above already rules
+	// that out, and the total stays well under one write timeout even on a
+	// loaded 2-core machine with the race detector.
+	if total > 8*time.Second {
+		t.Errorf("fast clients took %v for %d frames, want < 8s", total, frames)
 	}
 
 	eventually(t, 5*time.Second, "the slow client to be dropped", func() bool {

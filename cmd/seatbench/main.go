@@ -1,0 +1,283 @@
+// Command seatbench is seatd's load generator (make bench, make
+// bench-quick). It brings up the bench Postgres and Redis
+// (scripts/services.sh up bench), builds seatd, starts `seatd serve`
+// processes on loopback ports, creates the organization, users and events
+// it needs, and measures the DESIGN §10 targets against references run in
+// the same invocation (pgbench doing the hold transaction):
+//
+//   - distinct-seat holds through the HTTP API at several buyer counts,
+//     next to pgbench running the same hold statement at a comparable
+//     client count;
+//   - the same with Redis unreachable (the Postgres-only fallback path);
+//   - 1 000 buyers racing for one seat;
+//   - live fan-out of a hold to thousands of WebSocket clients, and the
+//     memory each costs the server;
+//   - the time from held_until to the "available" frame on an open map;
+//   - occupancy of a 100 000-seat event, served and recomputed;
+//   - hold throughput spread over two and three processes.
+//
+// It prints one table on stdout, progress on stderr, and writes the
+// figures as JSON to bench/results/<timestamp>.json and latest.json. Every
+// phase is bounded in time and count; every process it starts is stopped
+// by PID before it exits.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	err := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	stop()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "seatbench:", err)
+		os.Exit(1)
+	}
+}
+
+// config is every knob of a run. Defaults are the full size; -quick
+// swaps in the small ones before the other flags apply.
+type config struct {
+	quick   bool
+	root    string // repository root (holds go.mod)
+	outDir  string
+	seatd   string // prebuilt seatd binary; empty: build one
+	only    map[string]bool
+	timeout time.Duration
+
+	levels      []int         // concurrent buyers for the distinct-seat runs
+	duration    time.Duration // measured window per level
+	warmup      time.Duration // unmeasured lead-in per level
+	eventSeats  int           // seats of each generated hold event
+	refSeats    int           // seats of each pgbench event
+	refMaxConns int           // pgbench clients at most (Postgres max_connections is 300)
+	noRef       bool          // skip pgbench (for comparing seatd builds)
+	fallback    []int         // buyer counts for the Postgres-only path
+	hotBuyers   int
+	wsClients   int
+	wsHolds     int
+	wsSessions  int // distinct sessions the WebSocket clients share
+	expiryHolds int
+	occSeats    int
+	occRequests int
+	multiProcs  []int
+	multiBuyers int
+	pacedBuyers int     // buyers of the paced (open-loop) latency run; 0: none
+	pacedRate   float64 // offered holds/s; 0: 2 per buyer, at most half the closed-loop rate at pacedBuyers
+	pgMaxConns  int     // SEATD_PG_MAX_CONNS for every seatd; 0 leaves seatd's default
+	seatdEnv    map[string]string
+
+	freshDB      bool
+	keepServices bool
+	profileLevel int           // grab a CPU profile at this buyer count (needs SEATD_PPROF_ADDR support)
+	profileFor   time.Duration // length of that profile
+}
+
+// phases, in the order they run.
+var allPhases = []string{"holds", "hotseat", "occupancy", "multi", "fallback", "live", "expiry"}
+
+func parseConfig(args []string, stderr io.Writer) (config, error) {
+	quick := false
+	for _, a := range args {
+		if a == "-quick" || a == "--quick" || a == "-quick=true" || a == "--quick=true" {
+			quick = true
+		}
+	}
+	c := config{
+		quick: quick, root: ".", outDir: "bench/results", timeout: 14 * time.Minute,
+		levels: []int{50, 200, 500}, duration: 15 * time.Second, warmup: 3 * time.Second,
+		eventSeats: 120_000, refSeats: 200_000, refMaxConns: 200,
+		fallback: []int{50, 200, 500}, hotBuyers: 1000,
+		wsClients: 5000, wsHolds: 30, wsSessions: 100, expiryHolds: 40,
+		occSeats: 100_000, occRequests: 1000,
+		multiProcs: []int{2, 3}, multiBuyers: 200, pacedBuyers: 200,
+		freshDB: true, profileFor: 10 * time.Second,
+	}
+	if quick {
+		c.timeout = 170 * time.Second
+		c.duration, c.warmup = 4*time.Second, time.Second
+		c.eventSeats, c.refSeats = 40_000, 60_000
+		c.fallback = []int{200}
+		c.wsClients, c.wsHolds, c.wsSessions = 1000, 10, 20
+		c.expiryHolds = 10
+		c.occRequests = 300
+	}
+	fs := flag.NewFlagSet("seatbench", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Bool("quick", quick, "small sizes: every measurement, well under 3 minutes")
+	fs.StringVar(&c.root, "root", c.root, "repository root (where go.mod is)")
+	fs.StringVar(&c.outDir, "out", c.outDir, "directory for <timestamp>.json and latest.json")
+	fs.StringVar(&c.seatd, "seatd", "", "use this seatd binary instead of building ./cmd/seatd")
+	only := fs.String("only", "", "run only these phases (comma-separated: "+strings.Join(allPhases, ",")+")")
+	fs.DurationVar(&c.timeout, "timeout", c.timeout, "hard limit for the whole run")
+	levels := fs.String("levels", joinInts(c.levels), "concurrent buyers of the distinct-seat runs")
+	fs.DurationVar(&c.duration, "duration", c.duration, "measured window of each load level")
+	fs.DurationVar(&c.warmup, "warmup", c.warmup, "unmeasured lead-in of each load level")
+	fs.IntVar(&c.eventSeats, "event-seats", c.eventSeats, "seats of each generated event for HTTP hold runs")
+	fs.IntVar(&c.refSeats, "ref-seats", c.refSeats, "seats of each generated event for pgbench runs")
+	fs.IntVar(&c.refMaxConns, "ref-max-clients", c.refMaxConns, "pgbench client count cap (Postgres max_connections is 300)")
+	fs.BoolVar(&c.noRef, "no-ref", false, "skip the pgbench references (for comparing seatd builds quickly)")
+	fallback := fs.String("fallback-levels", joinInts(c.fallback), "concurrent buyers of the Postgres-only runs")
+	fs.IntVar(&c.hotBuyers, "hot-buyers", c.hotBuyers, "buyers racing for one seat")
+	fs.IntVar(&c.wsClients, "ws-clients", c.wsClients, "WebSocket clients watching one event")
+	fs.IntVar(&c.wsHolds, "ws-holds", c.wsHolds, "holds whose fan-out is timed")
+	fs.IntVar(&c.wsSessions, "ws-sessions", c.wsSessions, "buyer sessions the WebSocket clients share")
+	fs.IntVar(&c.expiryHolds, "expiry-holds", c.expiryHolds, "2-second holds whose expiry is timed")
+	fs.IntVar(&c.occSeats, "occupancy-seats", c.occSeats, "seats of the occupancy event")
+	fs.IntVar(&c.occRequests, "occupancy-requests", c.occRequests, "occupancy requests timed")
+	procs := fs.String("procs", joinInts(c.multiProcs), "process counts of the multi-process runs")
+	fs.IntVar(&c.multiBuyers, "multi-buyers", c.multiBuyers, "concurrent buyers of the multi-process runs")
+	fs.IntVar(&c.pacedBuyers, "paced-buyers", c.pacedBuyers, "buyers of the paced latency run (0: skip it)")
+	fs.Float64Var(&c.pacedRate, "paced-rate", 0, "holds/s offered in the paced run (0: two per buyer per second, at most half the closed-loop rate)")
+	fs.IntVar(&c.pgMaxConns, "pg-max-conns", 0, "SEATD_PG_MAX_CONNS for every seatd (0: seatd's default)")
+	env := fs.String("seatd-env", "", "extra environment for every seatd, comma-separated KEY=VALUE (for experiments)")
+	fs.BoolVar(&c.freshDB, "fresh-db", c.freshDB, "drop and recreate the bench database and flush the bench Redis first")
+	fs.BoolVar(&c.keepServices, "keep-services", false, "leave the bench Postgres and Redis running at the end")
+	fs.IntVar(&c.profileLevel, "profile-level", 0, "fetch a CPU profile from SEATD_PPROF_ADDR during the fast-path run at this buyer count")
+	fs.DurationVar(&c.profileFor, "profile-for", c.profileFor, "length of that CPU profile")
+	if err := fs.Parse(args); err != nil {
+		return c, err
+	}
+	if fs.NArg() > 0 {
+		return c, fmt.Errorf("unexpected arguments %q", fs.Args())
+	}
+	var err error
+	if c.levels, err = parseInts(*levels); err != nil {
+		return c, fmt.Errorf("-levels: %w", err)
+	}
+	if c.fallback, err = parseInts(*fallback); err != nil {
+		return c, fmt.Errorf("-fallback-levels: %w", err)
+	}
+	if c.multiProcs, err = parseInts(*procs); err != nil {
+		return c, fmt.Errorf("-procs: %w", err)
+	}
+	c.seatdEnv = map[string]string{}
+	for _, kv := range strings.Split(*env, ",") {
+		if kv = strings.TrimSpace(kv); kv == "" {
+			continue
+		}
+		k, v, ok := strings.Cut(kv, "=")
+		if !ok || !strings.HasPrefix(k, "SEATD_") {
+			return c, fmt.Errorf("-seatd-env: %q is not SEATD_NAME=value", kv)
+		}
+		c.seatdEnv[k] = v
+	}
+	c.only = map[string]bool{}
+	for _, p := range strings.Split(*only, ",") {
+		if p = strings.TrimSpace(p); p == "" {
+			continue
+		}
+		if !contains(allPhases, p) {
+			return c, fmt.Errorf("-only: unknown phase %q (want %s)", p, strings.Join(allPhases, ", "))
+		}
+		c.only[p] = true
+	}
+	if c.duration <= 0 || c.warmup < 0 || c.hotBuyers < 2 || c.wsClients < 1 || c.wsSessions < 1 {
+		return c, fmt.Errorf("sizes must be positive")
+	}
+	return c, nil
+}
+
+func (c config) runs(phase string) bool { return len(c.only) == 0 || c.only[phase] }
+
+// buyersNeeded is how many buyer accounts (and sessions) the run needs.
+func (c config) buyersNeeded() int {
+	n := c.hotBuyers
+	for _, l := range append(append(append([]int{}, c.levels...), c.fallback...), c.multiBuyers, c.pacedBuyers, c.wsSessions+1) {
+		n = max(n, l)
+	}
+	return n
+}
+
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	cfg, err := parseConfig(args, stderr)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeoutCause(ctx, cfg.timeout, fmt.Errorf("run exceeded -timeout %s", cfg.timeout))
+	defer cancel()
+	b := &bench{cfg: cfg, log: newProgress(stderr), rep: &Report{Started: time.Now().UTC(), Mode: mode(cfg.quick)}}
+	defer b.cleanup()
+	if err := b.setup(ctx); err != nil {
+		return err
+	}
+	phases := map[string]func(context.Context) error{
+		"holds": b.phaseHolds, "hotseat": b.phaseHotSeat, "occupancy": b.phaseOccupancy, "multi": b.phaseMulti,
+		"fallback": b.phaseFallback, "live": b.phaseLive, "expiry": b.phaseExpiry,
+	}
+	for _, p := range allPhases {
+		if !cfg.runs(p) {
+			continue
+		}
+		if ctx.Err() != nil {
+			b.rep.failed(p, context.Cause(ctx))
+			continue
+		}
+		b.log.printf("== %s", p)
+		start := time.Now()
+		if err := phases[p](ctx); err != nil {
+			b.log.printf("%s failed: %v", p, err)
+			b.rep.failed(p, err)
+		}
+		b.log.printf("%s done in %s", p, time.Since(start).Round(100*time.Millisecond))
+	}
+	b.rep.Finished = time.Now().UTC()
+	b.rep.Seconds = b.rep.Finished.Sub(b.rep.Started).Seconds()
+	b.rep.evaluate()
+	b.rep.printTable(stdout)
+	path, err := b.rep.write(cfg.outDir)
+	if err != nil {
+		return err
+	}
+	b.log.printf("wrote %s", path)
+	return nil
+}
+
+func mode(quick bool) string {
+	if quick {
+		return "quick"
+	}
+	return "full"
+}
+
+func parseInts(s string) ([]int, error) {
+	var out []int
+	for _, f := range strings.Split(s, ",") {
+		if f = strings.TrimSpace(f); f == "" {
+			continue
+		}
+		n, err := strconv.Atoi(f)
+		if err != nil || n < 1 {
+			return nil, fmt.Errorf("%q is not a positive integer", f)
+		}
+		out = append(out, n)
+	}
+	return out, nil
+}
+
+func joinInts(ns []int) string {
+	s := make([]string, len(ns))
+	for i, n := range ns {
+		s[i] = strconv.Itoa(n)
+	}
+	return strings.Join(s, ",")
+}
+
+func contains[T comparable](xs []T, x T) bool {
+	for _, y := range xs {
+		if x == y {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,181 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"fmt"
+	"math"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// pgbenchScript is the engine's hold statement (insertHoldsSQL in
+// internal/store/holds.go: guarded UPDATE of the seat, INSERT of the hold,
+// INSERT of the audit row, one autocommitted statement) for one seat per
+// transaction. Each client takes seats idx = client_id, client_id +
+// nclients, ...: every transaction holds a different seat, like the HTTP
+// run. The seat is found by its (event_id, idx) index instead of being
+// passed by id, and the times come from now() instead of parameters; both
+// cost about the same as what they replace.
+const pgbenchScript = `\set k :k + 1
+\set idx :k * :nclients + :client_id - :nclients
+WITH r AS (
+    SELECT s0.id AS seat_id, gen_random_uuid() AS hold_id, (:idx + 1)::bigint AS fence
+    FROM seats s0 WHERE s0.org_id = :org AND s0.event_id = :event AND s0.idx = :idx
+), upd AS (
+    UPDATE seats s
+    SET status = 'held', hold_id = r.hold_id, version = s.version + 1, fence = r.fence, updated_at = now()
+    FROM r
+    WHERE s.org_id = :org AND s.event_id = :event AND s.id = r.seat_id
+      AND s.status = 'available' AND s.fence < r.fence
+    RETURNING s.id, s.version, r.hold_id, r.fence
+), ins AS (
+    INSERT INTO seat_holds (id, org_id, event_id, seat_id, user_id, status, held_until, fence, source, created_at)
+    SELECT hold_id, :org, :event, id, :user, 'active', now() + interval '15 minutes', fence, 'api', now() FROM upd
+), aud AS (
+    INSERT INTO audit_log (org_id, event_id, actor_id, action, entity, entity_id, seat_id, data, at)
+    SELECT :org, :event, :user, 'hold.created', 'seat_hold', hold_id, id,
+           jsonb_build_object('fence', fence, 'held_until', now() + interval '15 minutes', 'source', 'api'::text), now()
+    FROM upd
+)
+SELECT id, version, hold_id, fence FROM upd;
+`
+
+// pgbench runs the reference at the given client count on a fresh event
+// of -ref-seats seats: -M prepared (as pgx does), two threads, for
+// warmup+duration, counting (like the HTTP run) only transactions ending
+// inside the last -duration, from pgbench's per-transaction log.
+func (b *bench) pgbench(ctx context.Context, clients int) (*Load, error) {
+	return b.pgbenchRate(ctx, clients, 0)
+}
+
+// pgbenchRate is pgbench throttled to rate transactions/s (-R) when rate
+// is positive; its logged latency then runs from each transaction's
+// scheduled start, like the paced HTTP run's.
+func (b *bench) pgbenchRate(ctx context.Context, clients int, rate float64) (*Load, error) {
+	ev, _, err := b.genEvent(ctx, fmt.Sprintf("pgbench %d", clients), b.cfg.refSeats, false)
+	if err != nil {
+		return nil, err
+	}
+	script := filepath.Join(b.tmp, "hold.pgbench.sql")
+	if err := os.WriteFile(script, []byte(pgbenchScript), 0o600); err != nil {
+		return nil, err
+	}
+	u, err := url.Parse(b.dbURL)
+	if err != nil {
+		return nil, err
+	}
+	prefix := filepath.Join(b.tmp, fmt.Sprintf("pgbench-%d-%d", clients, time.Now().UnixNano()))
+	secs := int(math.Ceil((b.cfg.warmup + b.cfg.duration).Seconds())) + 1
+	args := []string{"-n", "-h", u.Hostname(), "-p", u.Port(), "-U", u.User.Username(),
+		"-M", "prepared", "-c", strconv.Itoa(clients), "-j", "2", "-T", strconv.Itoa(secs),
+		"-f", script, "-D", "k=0", "-D", "nclients=" + strconv.Itoa(clients),
+		"-D", "org=" + b.fx.orgID, "-D", "event=" + ev, "-D", "user=" + b.fx.buyers[0].userID,
+		"-l", "--log-prefix=" + prefix}
+	if rate > 0 {
+		args = append(args, "-R", strconv.FormatFloat(rate, 'f', 1, 64))
+	}
+	args = append(args, strings.TrimPrefix(u.Path, "/"))
+	cmd := exec.CommandContext(ctx, filepath.Join(b.pgBin, "pgbench"), args...)
+	cmd.Env = serviceEnv()
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	cpu0 := b.sampleCPU(nil)
+	runErr := cmd.Run()
+	cpu1 := b.sampleCPU(nil)
+	_ = os.WriteFile(prefix+".out", out.Bytes(), 0o600)
+	if runErr != nil {
+		return nil, fmt.Errorf("pgbench: %w: %s", runErr, lastLines(out.String(), 5))
+	}
+
+	ends, lats, err := readPgbenchLogs(prefix)
+	if err != nil {
+		return nil, err
+	}
+	if len(ends) == 0 {
+		return nil, fmt.Errorf("pgbench logged no transactions: %s", lastLines(out.String(), 5))
+	}
+	first := ends[0]
+	for _, e := range ends {
+		first = min(first, e)
+	}
+	winStart := first + b.cfg.warmup.Seconds()
+	winEnd := winStart + b.cfg.duration.Seconds()
+	l := &Load{Clients: clients, Seconds: b.cfg.duration.Seconds(), Statuses: map[string]int{}, Offered: round3(rate)}
+	var win []float64
+	for i, e := range ends {
+		if e >= winStart && e < winEnd {
+			win = append(win, lats[i])
+		}
+	}
+	// Every logged transaction must have written a hold; one that found
+	// no seat (out of seats) held nothing.
+	var written int
+	if err := b.db.QueryRow(ctx, `SELECT count(*) FROM seat_holds WHERE event_id = $1`, ev).Scan(&written); err != nil {
+		return nil, err
+	}
+	if missing := len(ends) - written; missing > 0 {
+		l.RanOut = true
+		l.Note = fmt.Sprintf("%d of %d transactions held nothing: raise -ref-seats", missing, len(ends))
+	}
+	l.Holds = len(win)
+	l.Statuses["commit"] = len(win)
+	l.Latency = latencyOf(win)
+	// pgbench is our child: its time is in the client's share.
+	l.CPU = cpu0.to(cpu1)
+	l.finish()
+	// CPU covers the whole pgbench run, so divide by every transaction.
+	per := func(v float64) float64 { return round3(v * 1e6 / float64(len(ends))) }
+	l.CPUPerHold = CPU{Postgres: per(l.CPU.Postgres), Client: per(l.CPU.Client), Redis: per(l.CPU.Redis), Seatd: per(l.CPU.Seatd)}
+	return l, nil
+}
+
+// readPgbenchLogs reads pgbench's per-transaction logs (one file per
+// thread): completion time (epoch seconds) and latency (ms) per line.
+func readPgbenchLogs(prefix string) (ends, lats []float64, err error) {
+	files, err := filepath.Glob(prefix + ".[0-9]*")
+	if err != nil {
+		return nil, nil, err
+	}
+	for _, path := range files {
+		f, err := os.Open(path)
+		if err != nil {
+			return nil, nil, err
+		}
+		sc := bufio.NewScanner(f)
+		for sc.Scan() {
+			// client_id transaction_no time script_no time_epoch time_us
+			fs := strings.Fields(sc.Text())
+			if len(fs) < 6 {
+				continue
+			}
+			us, err1 := strconv.ParseFloat(fs[2], 64)
+			sec, err2 := strconv.ParseFloat(fs[4], 64)
+			frac, err3 := strconv.ParseFloat(fs[5], 64)
+			if err1 != nil || err2 != nil || err3 != nil {
+				continue
+			}
+			ends = append(ends, sec+frac/1e6)
+			lats = append(lats, us/1000)
+		}
+		_ = f.Close()
+		if err := sc.Err(); err != nil {
+			return nil, nil, err
+		}
+	}
+	return ends, lats, nil
+}
+
+func lastLines(s string, n int) string {
+	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, " | ")
+}

@@ -1,0 +1,296 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"text/tabwriter"
+	"time"
+)
+
+// Report is everything one run measured; it is written as JSON.
+type Report struct {
+	Started   time.Time    `json:"started"`
+	Finished  time.Time    `json:"finished"`
+	Seconds   float64      `json:"seconds"`
+	Mode      string       `json:"mode"`
+	Machine   Machine      `json:"machine"`
+	Holds     []*HoldLevel `json:"holds,omitempty"`
+	Paced     *HoldLevel   `json:"paced,omitempty"`
+	Fallback  []*HoldLevel `json:"fallback,omitempty"`
+	Multi     []*HoldLevel `json:"multi_process,omitempty"`
+	HotSeat   *HotSeat     `json:"hot_seat,omitempty"`
+	Occupancy *Occupancy   `json:"occupancy,omitempty"`
+	Live      *Live        `json:"live,omitempty"`
+	Expiry    *Expiry      `json:"expiry,omitempty"`
+	Profiles  []string     `json:"profiles,omitempty"`
+	Targets   []Target     `json:"targets"`
+	Errors    []PhaseError `json:"errors,omitempty"`
+}
+
+// PhaseError is a phase (or part of one) that could not be measured.
+type PhaseError struct {
+	Phase string `json:"phase"`
+	Error string `json:"error"`
+}
+
+func (r *Report) failed(phase string, err error) {
+	r.Errors = append(r.Errors, PhaseError{Phase: phase, Error: err.Error()})
+}
+
+// Target is one DESIGN §10 target checked against this run.
+type Target struct {
+	What   string `json:"what"`
+	Target string `json:"target"`
+	Result string `json:"result"`
+	Met    bool   `json:"met"`
+}
+
+func (r *Report) target(what, target string, met bool, format string, args ...any) {
+	r.Targets = append(r.Targets, Target{What: what, Target: target, Met: met, Result: fmt.Sprintf(format, args...)})
+}
+
+// evaluate checks the DESIGN §10 targets that this run measured.
+func (r *Report) evaluate() {
+	r.Targets = nil
+	for _, h := range r.Holds {
+		if h.Ref == nil || h.HTTP == nil {
+			continue
+		}
+		r.target(fmt.Sprintf("distinct-seat holds, %d buyers, vs pgbench", h.Buyers), "≥ 0.50 (stretch ≥ 1.00)",
+			h.RateRatio >= 0.5, "%.2f", h.RateRatio)
+	}
+	for _, h := range r.Holds {
+		if h.Buyers == 200 && h.HTTP != nil {
+			l := h.HTTP.Latency
+			r.target("hold latency, 200 buyers, closed loop (saturated)", "p95 < 25 ms, p99 < 50 ms", l.P95 < 25 && l.P99 < 50,
+				"p95 %.1f ms, p99 %.1f ms at %.0f holds/s", l.P95, l.P99, h.HTTP.Rate)
+		}
+	}
+	if h := r.Paced; h != nil && h.HTTP != nil {
+		l := h.HTTP.Latency
+		r.target(fmt.Sprintf("hold latency, %d buyers paced at %.0f holds/s", h.Buyers, h.HTTP.Offered), "p95 < 25 ms, p99 < 50 ms",
+			l.P95 < 25 && l.P99 < 50 && h.HTTP.Failed == 0, "p95 %.1f ms, p99 %.1f ms", l.P95, l.P99)
+	}
+	if h := r.HotSeat; h != nil {
+		r.target(fmt.Sprintf("%d buyers, one seat", h.Buyers), "exactly 1 hold; refusals write nothing; all < 1 s",
+			h.Granted == 1 && h.Refused == h.Buyers-1 && h.RefusalPGWrites == 0 && h.MaxMS < 1000 && h.WallMS < 1000,
+			"%d granted, %d refused, %d other; %d refusal PG writes; wall %.0f ms, slowest %.0f ms",
+			h.Granted, h.Refused, h.Other, h.RefusalPGWrites, h.WallMS, h.MaxMS)
+	}
+	if l := r.Live; l != nil && l.Connected > 0 {
+		r.target(fmt.Sprintf("live update to %d WebSocket clients", l.Connected), "p99 < 100 ms",
+			l.Latency.P99 < 100 && l.Missed == 0, "p99 %.1f ms, %d frames missed", l.Latency.P99, l.Missed)
+		r.target("memory per idle WebSocket client", "< 32 KiB", l.RSSPerClientKiB < 32,
+			"%.1f KiB RSS (%.1f KiB heap, %.1f KiB stacks)", l.RSSPerClientKiB, l.HeapPerClientKiB, l.StackPerClientKiB)
+	}
+	if e := r.Expiry; e != nil && e.Latency.N > 0 {
+		r.target("expired hold visible as available", "< 2 s after held_until", e.Latency.Max < 2000 && e.Missed == 0,
+			"max %.0f ms, p50 %.0f ms, %d missed", e.Latency.Max, e.Latency.P50, e.Missed)
+	}
+	if o := r.Occupancy; o != nil {
+		r.target(fmt.Sprintf("occupancy of a %d-seat event, served", o.Seats), "< 20 ms", o.Served.P99 < 20,
+			"p99 %.2f ms", o.Served.P99)
+		// Judged in the steady state (visibility map set, as autovacuum
+		// leaves it); the figure right after the bulk insert is shown too.
+		r.target(fmt.Sprintf("occupancy of a %d-seat event, recomputed", o.Seats), "< 200 ms",
+			o.Recomputed.P99 < 200, "p99 %.1f ms (vacuumed; %.1f ms just after the bulk insert)", o.Recomputed.P99, o.RecomputedFresh.P99)
+	}
+}
+
+// write saves the report as <timestamp>.json and latest.json in dir.
+func (r *Report) write(dir string) (string, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", err
+	}
+	b, err := json.MarshalIndent(r, "", "  ")
+	if err != nil {
+		return "", err
+	}
+	b = append(b, '\n')
+	path := filepath.Join(dir, r.Started.Format("20060102T150405Z")+".json")
+	if err := os.WriteFile(path, b, 0o644); err != nil {
+		return "", err
+	}
+	// Written beside and renamed, so a reader never sees half a file.
+	tmp := filepath.Join(dir, "latest.json.tmp")
+	if err := os.WriteFile(tmp, b, 0o644); err != nil {
+		return "", err
+	}
+	return path, os.Rename(tmp, filepath.Join(dir, "latest.json"))
+}
+
+// printTable prints the run as one table: every figure next to its
+// reference and the ratio between them where there is one, and the
+// target it answers.
+func (r *Report) printTable(w io.Writer) {
+	m := r.Machine
+	fmt.Fprintf(w, "seatd bench (%s) %s, %.0fs\n", r.Mode, r.Started.Format(time.RFC3339), r.Seconds)
+	fmt.Fprintf(w, "machine: %d CPUs (%s), %.1f GiB RAM, Linux %s, %s, %s (fsync=%s, synchronous_commit=%s, shared_buffers=%s), %s; app, Postgres, Redis and load generator on the same machine, loopback\n",
+		m.CPUs, m.CPUModel, float64(m.MemoryMiB)/1024, m.Kernel, m.GoVersion, m.Postgres, m.PostgresConf["fsync"],
+		m.PostgresConf["synchronous_commit"], m.PostgresConf["shared_buffers"], m.Redis)
+	if m.LoadAvg != "" {
+		fmt.Fprintf(w, "load average when the run started: %s (other work on these cores moves throughput; see \"others\" in the CPU rows)\n", m.LoadAvg)
+	}
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	row := func(cells ...string) { fmt.Fprintln(tw, strings.Join(cells, "\t")+"\t") }
+	row("measurement", "result", "reference", "ratio", "target")
+	row("-----------", "------", "---------", "-----", "------")
+	lat := func(l Latency) string { return fmt.Sprintf("%.1f / %.1f / %.1f ms", l.P50, l.P95, l.P99) }
+	cpu := func(l *Load, ref bool) string {
+		c := l.CPUPerHold
+		s := fmt.Sprintf("seatd %.0f + pg %.0f + redis %.0f + client %.0f", c.Seatd, c.Postgres, c.Redis, c.Client)
+		if ref {
+			s = fmt.Sprintf("pg %.0f + pgbench %.0f", c.Postgres, c.Client)
+		}
+		if r := l.roundTrips(); r != "" && !ref {
+			s += "; " + r
+		}
+		if o := l.CPU.otherShare(); o >= 0.05 {
+			s += fmt.Sprintf(" (others: %.0f%% of CPU)", o*100)
+		}
+		return s
+	}
+	for _, h := range r.Holds {
+		name := fmt.Sprintf("holds, %d buyers (fast path)", h.Buyers)
+		refRate, refLat, refCPU, ratio := "-", "-", "-", "-"
+		if h.Ref != nil {
+			refRate = fmt.Sprintf("%.0f/s pgbench -c %d", h.Ref.Rate, h.Ref.Clients)
+			refLat = lat(h.Ref.Latency)
+			refCPU = cpu(h.Ref, true)
+			ratio = fmt.Sprintf("%.2f", h.RateRatio)
+		}
+		row(name+" rate", fmt.Sprintf("%.0f/s%s", h.HTTP.Rate, failures(h.HTTP)), refRate, ratio, "≥ 0.50 (stretch 1.00)")
+		latTarget := ""
+		if h.Buyers == 200 {
+			latTarget = "p95 < 25, p99 < 50 ms (see paced)"
+		}
+		row(name+" p50/p95/p99", lat(h.HTTP.Latency), refLat,
+			fmt.Sprintf("%.1f / %.1f / %.1f", h.P50Ratio, h.P95Ratio, h.P99Ratio), latTarget)
+		row(name+" CPU µs/hold", cpu(h.HTTP, false), refCPU, "", "")
+	}
+	if h := r.Paced; h != nil && h.HTTP != nil {
+		name := fmt.Sprintf("holds, %d buyers paced at %.0f/s", h.Buyers, h.HTTP.Offered)
+		refLat, ratios := "-", "-"
+		if h.Ref != nil {
+			refLat = lat(h.Ref.Latency) + fmt.Sprintf(" pgbench -R -c %d", h.Ref.Clients)
+			ratios = fmt.Sprintf("%.1f / %.1f / %.1f", h.P50Ratio, h.P95Ratio, h.P99Ratio)
+		}
+		row(name+" p50/p95/p99", lat(h.HTTP.Latency)+failures(h.HTTP), refLat, ratios, "p95 < 25, p99 < 50 ms")
+		row(name+" CPU µs/hold", cpu(h.HTTP, false), "", "", "")
+	}
+	for _, h := range r.Fallback {
+		name := fmt.Sprintf("holds, %d buyers (Redis down, Postgres only)", h.Buyers)
+		base, ratio := "-", "-"
+		if h.Base != nil {
+			base = fmt.Sprintf("%.0f/s fast path", h.Base.Rate)
+			ratio = fmt.Sprintf("fast/fallback %.2f", ratio2(h.Base.Rate, h.HTTP.Rate))
+		}
+		if h.Ref != nil {
+			base += fmt.Sprintf("; %.0f/s pgbench", h.Ref.Rate)
+			ratio += fmt.Sprintf("; vs pgbench %.2f", h.RateRatio)
+		}
+		row(name+" rate", fmt.Sprintf("%.0f/s%s", h.HTTP.Rate, failures(h.HTTP)), base, ratio, "keeps succeeding")
+		row(name+" p50/p95/p99", lat(h.HTTP.Latency), "", "", "")
+		row(name+" CPU µs/hold", cpu(h.HTTP, false), "", "", "")
+	}
+	for _, h := range r.Multi {
+		name := fmt.Sprintf("holds, %d buyers over %d processes", h.Buyers, h.HTTP.Procs)
+		base, ratio := "-", "-"
+		if h.Base != nil {
+			base = fmt.Sprintf("%.0f/s one process", h.Base.Rate)
+			ratio = fmt.Sprintf("%.2f", h.BaseRatio)
+		}
+		if h.Ref != nil {
+			base += fmt.Sprintf("; %.0f/s pgbench", h.Ref.Rate)
+			ratio += fmt.Sprintf("; vs pgbench %.2f", h.RateRatio)
+		}
+		row(name+" rate", fmt.Sprintf("%.0f/s%s", h.HTTP.Rate, failures(h.HTTP)), base, ratio, "")
+		row(name+" p50/p95/p99", lat(h.HTTP.Latency), "", "", "")
+	}
+	if h := r.HotSeat; h != nil {
+		name := fmt.Sprintf("hot seat, %d buyers", h.Buyers)
+		row(name+": granted / refused / other", fmt.Sprintf("%d / %d / %d", h.Granted, h.Refused, h.Other), "", "",
+			"exactly 1 hold")
+		row(name+": wall, slowest answer", fmt.Sprintf("%.0f ms, %.0f ms", h.WallMS, h.MaxMS), others(h.OthersCPU), "", "all < 1 s")
+		row(name+": refusal p50/p95/p99", lat(h.Refusals), "", "", "")
+		row(name+": Postgres writes by refusals", fmt.Sprintf("%d (hold statements %d - 1)", h.RefusalPGWrites, h.PGHoldStatements),
+			fmt.Sprintf("refused by hot cache %d, Redis %d, Postgres %d", h.ByTier["hot"], h.ByTier["redis"], h.ByTier["postgres"]),
+			"", "0")
+		row(name+": rows for the seat", fmt.Sprintf("%d hold, %d audit, version %d", h.HoldRows, h.AuditRows, h.SeatVersion),
+			"", "", "1 hold")
+	}
+	if o := r.Occupancy; o != nil {
+		name := fmt.Sprintf("occupancy, %d seats", o.Seats)
+		row(name+": served p50/p99", fmt.Sprintf("%.2f / %.2f ms", o.Served.P50, o.Served.P99),
+			fmt.Sprintf("SQL %.1f ms%s", o.Recomputed.P50, others(o.OthersCPU)), fmt.Sprintf("%.3f", ratio2(o.Served.P50, o.Recomputed.P50)), "< 20 ms")
+		row(name+": recomputed (SQL) p50/p99", fmt.Sprintf("%.1f / %.1f ms", o.Recomputed.P50, o.Recomputed.P99),
+			fmt.Sprintf("just written: %.1f / %.1f ms", o.RecomputedFresh.P50, o.RecomputedFresh.P99), "", "< 200 ms")
+		row(name+": first load into the hot cache", fmt.Sprintf("%.0f ms", o.ColdLoadMS), "", "", "")
+		row(name+": served = recomputed", fmt.Sprintf("%v", o.Consistent), "", "", "")
+	}
+	if l := r.Live; l != nil {
+		name := fmt.Sprintf("live, %d WebSocket clients", l.Clients)
+		row(name+": connected", fmt.Sprintf("%d in %.1f s (%d failed)", l.Connected, l.ConnectSeconds, l.ConnectFailed), "", "", "")
+		row(name+": hold → frame p50/p95/p99", lat(l.Latency),
+			fmt.Sprintf("hold answer %.1f / %.1f / %.1f ms", l.HoldAnswer.P50, l.HoldAnswer.P95, l.HoldAnswer.P99), "", "p99 < 100 ms")
+		row(name+": frames missed", fmt.Sprintf("%d of %d", l.Missed, l.Expected), "", "", "0")
+		row(name+": CPU µs per frame delivered", fmt.Sprintf("server %.1f", l.ServerCPUPerFrameUS),
+			fmt.Sprintf("clients %.1f (same cores)%s", l.ClientCPUPerFrameUS, others(l.OthersCPU)), "", "")
+		row(name+": memory per client", fmt.Sprintf("%.1f KiB RSS", l.RSSPerClientKiB),
+			fmt.Sprintf("heap %.1f + stacks %.1f KiB; %.1f goroutines", l.HeapPerClientKiB, l.StackPerClientKiB, l.GoroutinesPerClient),
+			"", "< 32 KiB")
+	}
+	if e := r.Expiry; e != nil {
+		name := fmt.Sprintf("expiry, %d holds of %s", e.Holds, e.TTL)
+		row(name+": held_until → available p50/p99/max", fmt.Sprintf("%.0f / %.0f / %.0f ms", e.Latency.P50, e.Latency.P99, e.Latency.Max),
+			fmt.Sprintf("reaper every %s", e.ReaperInterval), "", "< 2 s")
+		row(name+": missed", fmt.Sprintf("%d", e.Missed), "", "", "0")
+	}
+	_ = tw.Flush()
+	if len(r.Targets) > 0 {
+		fmt.Fprintln(w, "\ntargets (DESIGN §10):")
+		tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+		for _, t := range r.Targets {
+			verdict := "MET"
+			if !t.Met {
+				verdict = "NOT MET"
+			}
+			fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t\n", verdict, t.What, t.Target, t.Result)
+		}
+		_ = tw.Flush()
+	}
+	for _, e := range r.Errors {
+		fmt.Fprintf(w, "not measured: %s: %s\n", e.Phase, e.Error)
+	}
+}
+
+// others notes a noisy window: other processes' share of the machine.
+func others(share float64) string {
+	if share < 0.05 {
+		return ""
+	}
+	return fmt.Sprintf(" (others: %.0f%% of CPU)", share*100)
+}
+
+func failures(l *Load) string {
+	if l.Failed == 0 && !l.RanOut {
+		return ""
+	}
+	s := fmt.Sprintf(" (%d failed", l.Failed)
+	if l.RanOut {
+		s += ", ran out of seats"
+	}
+	return s + ")"
+}
+
+// ratio2 is a/b without the "unknown" convention of ratio (for display).
+func ratio2(a, b float64) float64 {
+	if b == 0 {
+		return 0
+	}
+	return a / b
+}

@@ -1,0 +1,515 @@
+package chaos
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net/http"
+	"net/http/cookiejar"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+
+	"seatd/internal/store"
+	"seatd/internal/testenv"
+)
+
+// client is one signed-in user talking HTTP to any seatd process. Session
+// cookies do not depend on the port, so one jar serves every process.
+type client struct {
+	idx  int
+	user store.User
+	jar  http.CookieJar
+	hc   *http.Client
+
+	// Only the client's own load goroutine touches these.
+	holds []heldSeat
+	sold  map[uuid.UUID]bool
+	own   []uuid.UUID
+}
+
+type heldSeat struct {
+	seat, hold uuid.UUID
+	hot        bool
+}
+
+// newTransport is shared by every client of a test.
+func newTransport() *http.Transport {
+	return &http.Transport{MaxIdleConns: 512, MaxIdleConnsPerHost: 128, IdleConnTimeout: 30 * time.Second}
+}
+
+// login signs u in on n.
+func login(ctx context.Context, tr http.RoundTripper, n *node, slug string, u store.User, idx int) (*client, error) {
+	jar, _ := cookiejar.New(nil)
+	cl := &client{idx: idx, user: u, jar: jar, hc: &http.Client{Transport: tr, Jar: jar}, sold: map[uuid.UUID]bool{}}
+	status, body, err := cl.call(ctx, n, http.MethodPost, "/login",
+		map[string]string{"org": slug, "email": u.Email, "password": testenv.Password}, nil)
+	if err != nil {
+		return nil, err
+	}
+	if status != http.StatusOK {
+		return nil, &errStatus{status, string(body)}
+	}
+	return cl, nil
+}
+
+// loginAll signs users in, a few at a time.
+func loginAll(t testing.TB, c *cluster, tr http.RoundTripper, users []store.User) []*client {
+	t.Helper()
+	out := make([]*client, len(users))
+	errs := make([]error, len(users))
+	sem := make(chan struct{}, 8)
+	var wg sync.WaitGroup
+	for i, u := range users {
+		wg.Go(func() {
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			out[i], errs[i] = login(ctx, tr, c.nodes[i%len(c.nodes)], c.tenant.Org.Slug, u, i)
+		})
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			t.Fatalf("login: %v", err)
+		}
+	}
+	return out
+}
+
+// call sends a JSON request to n and returns the status and body.
+func (cl *client) call(ctx context.Context, n *node, method, path string, body any, hdr http.Header) (int, []byte, error) {
+	var rd io.Reader
+	if body != nil {
+		b, err := json.Marshal(body)
+		if err != nil {
+			return 0, nil, err
+		}
+		rd = bytes.NewReader(b)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, n.url(path), rd)
+	if err != nil {
+		return 0, nil, err
+	}
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	for k, vs := range hdr {
+		req.Header[k] = vs
+	}
+	resp, err := cl.hc.Do(req)
+	if err != nil {
+		return 0, nil, err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	return resp.StatusCode, b, err
+}
+
+// seats reads the event's seat map from n.
+func (cl *client) seats(ctx context.Context, n *node, event uuid.UUID) (map[uuid.UUID]seatState, error) {
+	status, body, err := cl.call(ctx, n, http.MethodGet, "/api/v1/events/"+event.String()+"/seats", nil, nil)
+	if err != nil {
+		return nil, err
+	}
+	if status != http.StatusOK {
+		return nil, &errStatus{status, string(body)}
+	}
+	var out struct {
+		Seats []struct {
+			ID      uuid.UUID `json:"id"`
+			Status  string    `json:"status"`
+			Version int64     `json:"version"`
+		} `json:"seats"`
+	}
+	if err := json.Unmarshal(body, &out); err != nil {
+		return nil, err
+	}
+	m := make(map[uuid.UUID]seatState, len(out.Seats))
+	for _, s := range out.Seats {
+		m[s.ID] = seatState{s.Status, s.Version}
+	}
+	return m, nil
+}
+
+// ---------------------------------------------------------------------------
+// recorded operations
+
+type opKind uint8
+
+const (
+	opHold opKind = iota
+	opRelease
+	opPurchase
+)
+
+func (k opKind) String() string { return [...]string{"hold", "release", "purchase"}[k] }
+
+// result is what the client learned from an operation.
+type result uint8
+
+const (
+	resCreated  result = iota // hold: 201, a new hold
+	resExisting               // hold: 200, the caller's hold again
+	resTaken                  // hold: 409 seat_taken
+	resOK                     // release 204, purchase 201/200
+	resNotFound               // release: 404, the hold is no longer active
+	resExpired                // purchase: 409 holds_expired
+	resRefused                // another refusal with no effect (hold limit, 429)
+	resUnknown                // error, timeout or 5xx: it may or may not have happened
+)
+
+func (r result) String() string {
+	return [...]string{"created", "existing", "taken", "ok", "notfound", "expired", "refused", "unknown"}[r]
+}
+
+// op is one operation as a client saw it.
+type op struct {
+	Client int
+	User   uuid.UUID
+	Kind   opKind
+	Seat   uuid.UUID
+	Hold   uuid.UUID // release and purchase: the input; hold: the answer
+	Until  time.Time // hold: the answer's held_until
+	Result result
+	Status int
+	Err    string
+	Node   string
+	Hot    bool
+	Call   time.Time
+	Return time.Time
+	// Resolved marks an unknown outcome settled afterwards from Postgres:
+	// its effect is known, its return time is not.
+	Resolved bool
+	// Attempts is how many requests a purchase took (retries under the
+	// same Idempotency-Key), and Tried the processes they went to.
+	Attempts int
+	Tried    []string
+}
+
+func (o op) String() string {
+	s := fmt.Sprintf("c%d %s %s", o.Client, o.Kind, o.Seat.String()[:8])
+	if o.Hold != uuid.Nil {
+		s += " h=" + o.Hold.String()[:8]
+	}
+	return s + " → " + o.Result.String()
+}
+
+// recorder keeps every operation of a run.
+type recorder struct {
+	mu  sync.Mutex
+	ops []op
+}
+
+func (r *recorder) add(o op) {
+	r.mu.Lock()
+	r.ops = append(r.ops, o)
+	r.mu.Unlock()
+}
+
+func (r *recorder) all() []op {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return slices.Clone(r.ops)
+}
+
+// windowStats summarises the holds that started within [from, to).
+type windowStats struct {
+	Holds, Answered, Granted, Taken, Errors int
+	OwnHolds, OwnGranted                    int
+	P50, P99                                time.Duration
+}
+
+func (r *recorder) stats(from, to time.Time) windowStats {
+	var s windowStats
+	var lat []time.Duration
+	for _, o := range r.all() {
+		if o.Kind != opHold || o.Call.Before(from) || !o.Call.Before(to) {
+			continue
+		}
+		s.Holds++
+		if !o.Hot {
+			s.OwnHolds++
+		}
+		switch o.Result {
+		case resCreated, resExisting:
+			s.Granted++
+			s.Answered++
+			if !o.Hot {
+				s.OwnGranted++
+			}
+		case resTaken, resRefused:
+			s.Taken++
+			s.Answered++
+		default:
+			s.Errors++
+		}
+		lat = append(lat, o.Return.Sub(o.Call))
+	}
+	sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
+	pct := func(p float64) time.Duration {
+		if len(lat) == 0 {
+			return 0
+		}
+		return lat[min(len(lat)-1, int(p*float64(len(lat))))]
+	}
+	s.P50, s.P99 = pct(0.50), pct(0.99)
+	return s
+}
+
+// ---------------------------------------------------------------------------
+// the load
+
+// load drives buyers against the cluster: holds on a few hot seats that
+// everyone wants and on seats of their own, releases, purchases (with
+// retries under one Idempotency-Key), re-holds that must be idempotent, and
+// holds left to expire.
+type load struct {
+	c       *cluster
+	rec     *recorder
+	clients []*client
+	hot     []uuid.UUID
+	// hotShare is the share of new holds aimed at hot seats.
+	hotShare float64
+	timeout  time.Duration
+
+	mu     sync.Mutex
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+}
+
+// newLoad signs in buyers; seats are split into hot ones and a private
+// share per buyer.
+func newLoad(t testing.TB, c *cluster, tr http.RoundTripper, buyers, hot int) *load {
+	t.Helper()
+	users := testenv.AddBuyers(t, c.admin, c.tenant.Org.ID, buyers)
+	l := &load{c: c, rec: &recorder{}, hot: c.seats[:hot], hotShare: 0.3, timeout: 4 * time.Second}
+	l.clients = loginAll(t, c, tr, users)
+	rest := c.seats[hot:]
+	per := len(rest) / buyers
+	for i, cl := range l.clients {
+		cl.own = rest[i*per : (i+1)*per]
+	}
+	return l
+}
+
+// start runs every buyer until stop.
+func (l *load) start() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	// The context only says "no new requests": a request in flight runs to
+	// its answer (or its own timeout), so stopping the load never cuts one
+	// off. Clients going away mid-request is a fault of its own.
+	ctx, cancel := context.WithCancel(context.Background())
+	l.cancel = cancel
+	for _, cl := range l.clients {
+		l.wg.Go(func() {
+			for ctx.Err() == nil {
+				l.step(context.WithoutCancel(ctx), cl)
+				time.Sleep(time.Duration(rand.IntN(4)) * time.Millisecond)
+			}
+		})
+	}
+}
+
+// stop ends the buyers and waits for their last requests.
+func (l *load) stop() {
+	l.mu.Lock()
+	cancel := l.cancel
+	l.cancel = nil
+	l.mu.Unlock()
+	if cancel != nil {
+		cancel()
+		l.wg.Wait()
+	}
+}
+
+func (l *load) pick() *node {
+	up := l.c.upNodes()
+	if len(up) == 0 {
+		return nil
+	}
+	return up[rand.IntN(len(up))]
+}
+
+func (l *load) step(ctx context.Context, cl *client) {
+	n := l.pick()
+	if n == nil {
+		time.Sleep(20 * time.Millisecond)
+		return
+	}
+	if len(cl.holds) > 0 && (len(cl.holds) >= 3 || rand.Float64() < 0.5) {
+		i := rand.IntN(len(cl.holds))
+		h := cl.holds[i]
+		r := rand.Float64()
+		switch {
+		case r < 0.08:
+			// Walk away: the reaper expires it.
+			cl.holds = slices.Delete(cl.holds, i, i+1)
+		case r < 0.16:
+			// Ask again: the same hold must come back.
+			l.hold(ctx, n, cl, h.seat, h.hot)
+		case r < 0.20 && !h.hot:
+			cl.holds = slices.Delete(cl.holds, i, i+1)
+			l.purchase(ctx, cl, h)
+		default:
+			cl.holds = slices.Delete(cl.holds, i, i+1)
+			l.release(ctx, n, cl, h)
+		}
+		return
+	}
+	if rand.Float64() < l.hotShare || len(cl.own) == 0 {
+		l.hold(ctx, n, cl, l.hot[rand.IntN(len(l.hot))], true)
+		return
+	}
+	seat := cl.own[rand.IntN(len(cl.own))]
+	if cl.sold[seat] || slices.ContainsFunc(cl.holds, func(h heldSeat) bool { return h.seat == seat }) {
+		return
+	}
+	l.hold(ctx, n, cl, seat, false)
+}
+
+// outcome classifies an answer; err and 5xx are unknown outcomes.
+func classify(status int, body []byte, err error) (result, string) {
+	if err != nil {
+		return resUnknown, err.Error()
+	}
+	var e struct {
+		Error string `json:"error"`
+	}
+	_ = json.Unmarshal(body, &e)
+	switch {
+	case status == http.StatusConflict && e.Error == "seat_taken":
+		return resTaken, ""
+	case status == http.StatusConflict && e.Error == "holds_expired":
+		return resExpired, ""
+	case status == http.StatusNotFound:
+		return resNotFound, ""
+	case status == http.StatusConflict || status == http.StatusTooManyRequests:
+		return resRefused, e.Error
+	case status >= 500 || status == 0:
+		return resUnknown, fmt.Sprintf("HTTP %d %s", status, e.Error)
+	}
+	return resOK, ""
+}
+
+func (l *load) hold(ctx context.Context, n *node, cl *client, seat uuid.UUID, hot bool) {
+	o := op{Client: cl.idx, User: cl.user.ID, Kind: opHold, Seat: seat, Hot: hot, Node: n.name, Call: time.Now()}
+	rctx, cancel := context.WithTimeout(ctx, l.timeout)
+	status, body, err := cl.call(rctx, n, http.MethodPost, "/api/v1/events/"+l.c.event.ID.String()+"/holds",
+		map[string]string{"seat_id": seat.String()}, nil)
+	cancel()
+	o.Return, o.Status = time.Now(), status
+	o.Result, o.Err = classify(status, body, err)
+	if o.Result == resOK {
+		var h struct {
+			ID        uuid.UUID `json:"id"`
+			SeatID    uuid.UUID `json:"seat_id"`
+			HeldUntil time.Time `json:"held_until"`
+		}
+		if err := json.Unmarshal(body, &h); err != nil || h.SeatID != seat {
+			o.Result, o.Err = resUnknown, fmt.Sprintf("bad hold answer %q", body)
+		} else {
+			o.Hold, o.Until = h.ID, h.HeldUntil
+			o.Result = resExisting
+			if status == http.StatusCreated {
+				o.Result = resCreated
+			}
+			if !slices.ContainsFunc(cl.holds, func(x heldSeat) bool { return x.hold == h.ID }) {
+				cl.holds = append(cl.holds, heldSeat{seat: seat, hold: h.ID, hot: hot})
+			}
+		}
+	}
+	l.rec.add(o)
+}
+
+func (l *load) release(ctx context.Context, n *node, cl *client, h heldSeat) {
+	o := op{Client: cl.idx, User: cl.user.ID, Kind: opRelease, Seat: h.seat, Hold: h.hold, Hot: h.hot, Node: n.name, Call: time.Now()}
+	rctx, cancel := context.WithTimeout(ctx, l.timeout)
+	status, body, err := cl.call(rctx, n, http.MethodDelete, "/api/v1/holds/"+h.hold.String(), nil, nil)
+	cancel()
+	o.Return, o.Status = time.Now(), status
+	o.Result, o.Err = classify(status, body, err)
+	if o.Result == resOK && status != http.StatusNoContent {
+		o.Result, o.Err = resUnknown, fmt.Sprintf("release answered %d", status)
+	}
+	l.rec.add(o)
+}
+
+// purchase buys one hold, retrying an unknown outcome under the same
+// Idempotency-Key (on any process) for a while: it is one logical operation
+// from the first call to the last answer.
+func (l *load) purchase(ctx context.Context, cl *client, h heldSeat) {
+	key := uuid.NewString()
+	o := op{Client: cl.idx, User: cl.user.ID, Kind: opPurchase, Seat: h.seat, Hold: h.hold, Call: time.Now()}
+	hdr := http.Header{"Idempotency-Key": {key}}
+	var first uuid.UUID
+	for attempt := 0; attempt < 6; attempt++ {
+		n := l.pick()
+		if n == nil {
+			time.Sleep(100 * time.Millisecond)
+			continue
+		}
+		o.Node = n.name
+		o.Attempts++
+		o.Tried = append(o.Tried, n.name)
+		rctx, cancel := context.WithTimeout(ctx, l.timeout)
+		status, body, err := cl.call(rctx, n, http.MethodPost, "/api/v1/events/"+l.c.event.ID.String()+"/purchase",
+			map[string][]string{"hold_ids": {h.hold.String()}}, hdr)
+		cancel()
+		o.Return, o.Status = time.Now(), status
+		o.Result, o.Err = classify(status, body, err)
+		if o.Result == resOK {
+			var b struct {
+				ID      uuid.UUID `json:"id"`
+				Tickets []struct {
+					SeatID uuid.UUID `json:"seat_id"`
+				} `json:"tickets"`
+			}
+			switch {
+			case json.Unmarshal(body, &b) != nil || len(b.Tickets) != 1 || b.Tickets[0].SeatID != h.seat:
+				o.Result, o.Err = resUnknown, fmt.Sprintf("bad booking %q", body)
+			case first != uuid.Nil && b.ID != first:
+				o.Err = fmt.Sprintf("replay returned booking %s, first was %s", b.ID, first)
+			}
+			if status == http.StatusCreated {
+				first = b.ID
+			}
+			cl.sold[h.seat] = true
+		}
+		if o.Result != resUnknown {
+			break
+		}
+		time.Sleep(time.Duration(50*(attempt+1)) * time.Millisecond)
+	}
+	l.rec.add(o)
+}
+
+// summary of results by kind, for logs.
+func summarize(ops []op) string {
+	counts := map[string]int{}
+	for _, o := range ops {
+		counts[o.Kind.String()+"/"+o.Result.String()]++
+	}
+	keys := slices.Sorted(func(yield func(string) bool) {
+		for k := range counts {
+			if !yield(k) {
+				return
+			}
+		}
+	})
+	var b strings.Builder
+	for _, k := range keys {
+		fmt.Fprintf(&b, "%s=%d ", k, counts[k])
+	}
+	return strings.TrimSpace(b.String())
+}
