@@ -148,6 +148,7 @@ func (a *App) RunBackground(ctx context.Context) {
 	var wg sync.WaitGroup
 	wg.Go(func() { a.Core.RunReaper(ctx, a.Cfg.ReaperInterval) })
 	wg.Go(func() { a.Core.RunRecovery(ctx, 250*time.Millisecond) })
+	wg.Go(func() { a.Core.RunAntiEntropy(ctx, time.Second) })
 	wg.Go(func() { a.Bus.Listen(ctx) })
 	wg.Go(func() { a.Core.RunSnapshots(ctx, a.Cfg.SnapshotInterval) })
 	wg.Wait()

@@ -200,12 +200,16 @@ func (s *Service) holdFast(ctx context.Context, a Actor, ev *eventState, seats [
 		}
 		p.Locked = true
 		s.m.PGHoldWrites.Inc()
-		out, err := s.store.CreateHolds(ctx, p)
+		// The caller going away must not cut the write short: a commit
+		// whose reply is lost looks like a failure (see settle).
+		out, err := s.store.CreateHolds(context.WithoutCancel(ctx), p)
 		if err != nil || len(out.Taken)+len(out.Missing)+len(out.Stale) > 0 {
-			// Nothing was committed: give back the locks this call took.
+			// Nothing was committed (or, if the outcome is unknown, settle
+			// puts the locks back): give back the locks this call took.
 			s.dropLocks(ctx, p.Org, p.Event, ours)
 		}
 		if err != nil {
+			s.settleIfUnknown(err, p.Org, p.Event, seatIDsOf(seats), nil)
 			return Result{}, fmt.Errorf("create holds: %w", err)
 		}
 		if len(out.Stale) > 0 && attempt == 0 {
@@ -266,6 +270,14 @@ func unanswered(reqs []store.HoldRequest, out store.HoldOutcome) []int {
 	return idx
 }
 
+func seatIDsOf(seats []store.Seat) []uuid.UUID {
+	ids := make([]uuid.UUID, len(seats))
+	for i, st := range seats {
+		ids[i] = st.ID
+	}
+	return ids
+}
+
 func newIDs(n int) []uuid.UUID {
 	ids := make([]uuid.UUID, n)
 	for i := range ids {
@@ -316,8 +328,9 @@ func (s *Service) holdFallback(ctx context.Context, a Actor, ev *eventState, sea
 			p.Seats[i] = store.HoldRequest{SeatID: st.ID, HoldID: uuid.New(), Fence: fence}
 		}
 		s.m.PGHoldWrites.Inc()
-		out, err := s.store.CreateHolds(ctx, p)
+		out, err := s.store.CreateHolds(context.WithoutCancel(ctx), p)
 		if err != nil {
+			s.settleIfUnknown(err, p.Org, p.Event, seatIDsOf(seats), nil)
 			return Result{}, fmt.Errorf("create holds (fallback): %w", err)
 		}
 		if len(out.Stale) > 0 && attempt < 3 {

@@ -15,8 +15,9 @@ import (
 // Release ends a hold: its holder may, and staff of the same org may
 // release anyone's (with a reason for the audit log).
 func (s *Service) Release(ctx context.Context, a Actor, holdID uuid.UUID, reason string) (store.Hold, error) {
-	h, err := s.store.Release(ctx, a.Org, holdID, a.User, a.Staff(), reason)
+	h, err := s.store.Release(context.WithoutCancel(ctx), a.Org, holdID, a.User, a.Staff(), reason)
 	if err != nil {
+		s.settleIfUnknown(err, a.Org, uuid.Nil, nil, []uuid.UUID{holdID})
 		return store.Hold{}, err
 	}
 	s.m.Released.Inc()
@@ -130,7 +131,11 @@ func (s *Service) Purchase(ctx context.Context, a Actor, event uuid.UUID, key st
 	if err != nil {
 		return store.Booking{}, err
 	}
-	b, err := s.store.Purchase(ctx, a.Org, event, a.User, key, holdIDs)
+	b, err := s.store.Purchase(context.WithoutCancel(ctx), a.Org, event, a.User, key, holdIDs)
+	if err != nil {
+		// A replay of this key will not publish the sale either.
+		s.settleIfUnknown(err, a.Org, event, nil, holdIDs)
+	}
 	if err != nil || b.Replayed {
 		return b, err
 	}
@@ -189,6 +194,11 @@ func (s *Service) Reap(ctx context.Context) (int, error) {
 	for {
 		hs, err := s.store.ReapExpired(ctx, s.opt.ReaperBatch)
 		if err != nil {
+			if unknownOutcome(err) && ctx.Err() == nil {
+				// The batch may have committed: its holds will never be
+				// reaped again, so find them by time.
+				s.settleExpired(start.Add(-5 * time.Second))
+			}
 			return total, err
 		}
 		total += len(hs)

@@ -123,6 +123,17 @@ func IsRetryable(err error) bool {
 	return c == pgerrcode.SerializationFailure || c == pgerrcode.DeadlockDetected
 }
 
+// MaybeCommitted reports whether a write that returned err may have
+// committed anyway: Postgres did not answer with an error (which rolls the
+// statement or transaction back) and the request may have been sent (the
+// connection broke, the reply was lost, the context ended mid-flight).
+func MaybeCommitted(err error) bool {
+	if err == nil || code(err) != "" {
+		return false
+	}
+	return !pgconn.SafeToRetry(err)
+}
+
 // IsStatementTimeout reports 57014.
 func IsStatementTimeout(err error) bool { return code(err) == pgerrcode.QueryCanceled }
 

@@ -598,6 +598,16 @@ func (s *Store) ReapExpired(ctx context.Context, limit int) ([]Hold, error) {
 	})
 }
 
+// ExpiredSince returns the holds expired at or after since (to settle a
+// reaper batch whose reply was lost).
+func (s *Store) ExpiredSince(ctx context.Context, since time.Time) ([]Hold, error) {
+	rows, err := s.db.Query(ctx, holdColumns+` WHERE status = 'expired' AND ended_at >= $1`, since)
+	if err != nil {
+		return nil, err
+	}
+	return pgx.CollectRows(rows, scanHold)
+}
+
 // SetBlocked blocks an available seat (blocked=true) or unblocks a blocked
 // one, returning the seat's new version.
 func (s *Store) SetBlocked(ctx context.Context, org, event, seat, actor uuid.UUID, blocked bool, reason string) (int64, error) {

@@ -250,6 +250,40 @@ func (s *Store) EventSeats(ctx context.Context, org, event uuid.UUID) ([]Seat, e
 	return pgx.CollectRows(rows, scanSeat)
 }
 
+// SeatsByID returns the listed seats of an event in idx order.
+func (s *Store) SeatsByID(ctx context.Context, org, event uuid.UUID, ids []uuid.UUID) ([]Seat, error) {
+	rows, err := s.db.Query(ctx, `
+		SELECT s.id, s.section_id, s.row_label, s.number, s.idx, s.x, s.y, s.status, s.version, s.fence,
+		       h.id, h.user_id, h.held_until
+		FROM seats s LEFT JOIN seat_holds h ON h.id = s.hold_id AND h.status = 'active'
+		WHERE s.org_id = $1 AND s.event_id = $2 AND s.id = ANY($3::uuid[])
+		ORDER BY s.idx`, org, event, ids)
+	if err != nil {
+		return nil, err
+	}
+	return pgx.CollectRows(rows, scanSeat)
+}
+
+// SeatsChanged returns the seats of an event last changed at or after
+// from and more than settle ago, and Postgres's time minus settle (the
+// next call's from).
+func (s *Store) SeatsChanged(ctx context.Context, org, event uuid.UUID, from time.Time, settle time.Duration) ([]Seat, time.Time, error) {
+	var upto time.Time
+	if err := s.db.QueryRow(ctx, `SELECT now() - $1::interval`, settle).Scan(&upto); err != nil {
+		return nil, time.Time{}, err
+	}
+	rows, err := s.db.Query(ctx, `
+		SELECT s.id, s.section_id, s.row_label, s.number, s.idx, s.x, s.y, s.status, s.version, s.fence,
+		       h.id, h.user_id, h.held_until
+		FROM seats s LEFT JOIN seat_holds h ON h.id = s.hold_id AND h.status = 'active'
+		WHERE s.org_id = $1 AND s.event_id = $2 AND s.updated_at >= $3 AND s.updated_at < $4`, org, event, from, upto)
+	if err != nil {
+		return nil, time.Time{}, err
+	}
+	seats, err := pgx.CollectRows(rows, scanSeat)
+	return seats, upto, err
+}
+
 func scanSeat(r pgx.CollectableRow) (Seat, error) {
 	var x Seat
 	var holdID, holderID *uuid.UUID
