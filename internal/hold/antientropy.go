@@ -29,12 +29,7 @@ func (s *Service) RunAntiEntropy(ctx context.Context, every time.Duration) {
 			return
 		case <-t.C:
 		}
-		s.mu.Lock()
-		evs := make([]*eventState, 0, len(s.events))
-		for _, ev := range s.events {
-			evs = append(evs, ev)
-		}
-		s.mu.Unlock()
+		evs := s.cachedEvents()
 		next := make(map[[2]uuid.UUID]time.Time, len(evs))
 		for _, ev := range evs {
 			k := [2]uuid.UUID{ev.org, ev.id}

@@ -215,12 +215,7 @@ func (s *Service) RunRecovery(ctx context.Context, every time.Duration) {
 // reloadAll reloads every cached event from Postgres and tells watchers
 // what changed.
 func (s *Service) reloadAll(ctx context.Context) {
-	s.mu.Lock()
-	evs := make([]*eventState, 0, len(s.events))
-	for _, ev := range s.events {
-		evs = append(evs, ev)
-	}
-	s.mu.Unlock()
+	evs := s.cachedEvents()
 	for _, ev := range evs {
 		s.reload(ctx, ev)
 	}
@@ -232,12 +227,7 @@ func (s *Service) recover(ctx context.Context) error {
 	if err := s.locks.Ping(pingCtx); err != nil {
 		return err
 	}
-	s.mu.Lock()
-	evs := make([]*eventState, 0, len(s.events))
-	for _, ev := range s.events {
-		evs = append(evs, ev)
-	}
-	s.mu.Unlock()
+	evs := s.cachedEvents()
 	rebuildAll := func() error {
 		var errs []error
 		for _, ev := range evs {
@@ -283,12 +273,7 @@ func (s *Service) RunSnapshots(ctx context.Context, every time.Duration) {
 			return
 		case <-t.C:
 		}
-		s.mu.Lock()
-		evs := make([]*eventState, 0, len(s.events))
-		for _, ev := range s.events {
-			evs = append(evs, ev)
-		}
-		s.mu.Unlock()
+		evs := s.cachedEvents()
 		for _, ev := range evs {
 			o := occupancyOf(ev.occupancy())
 			if err := s.store.SaveSnapshot(ctx, ev.org, ev.id, o.Counts); err != nil && ctx.Err() == nil {

@@ -280,6 +280,17 @@ func (s *Service) Seats(ctx context.Context, a Actor, event uuid.UUID) ([]store.
 	return secs, ev.snapshot(), nil
 }
 
+// cachedEvents lists the events this process has in its hot cache.
+func (s *Service) cachedEvents() []*eventState {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	evs := make([]*eventState, 0, len(s.events))
+	for _, ev := range s.events {
+		evs = append(evs, ev)
+	}
+	return evs
+}
+
 // Close drops every subscription.
 func (s *Service) Close() {
 	s.mu.Lock()
