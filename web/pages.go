@@ -2,7 +2,6 @@ package web
 
 import (
 	"context"
-	"fmt"
 	"net/http"
 	"strings"
 
@@ -31,7 +30,7 @@ func (s *Server) pageRoutes() {
 	s.mux.HandleFunc("POST /e/{event}/checkout", s.page(anyRole, s.checkoutCart))
 	s.mux.HandleFunc("POST /e/{event}/pay", s.page(anyRole, s.pay))
 	s.mux.HandleFunc("GET /bookings/{booking}", s.page(buyer, s.bookingPage))
-	s.mux.HandleFunc("GET /live/events/{event}", s.liveSocket)
+	s.mux.HandleFunc("GET /live/events/{event}", s.authed(anyRole, s.liveSocket(live.StreamSeats)))
 	s.staffRoutes()
 }
 
@@ -245,7 +244,7 @@ func (s *Server) cart(ctx context.Context, a hold.Actor, event uuid.UUID) (views
 func (s *Server) cartHold(a hold.Actor, event uuid.UUID, h store.Hold) views.CartHold {
 	label := h.SeatID.String()
 	if st, ok := s.app.Core.SeatLayout(a.Org, event, h.SeatID); ok {
-		label = fmt.Sprintf("%s-%s-%d", st.Section, st.Row, st.Number)
+		label = st.Label()
 	}
 	return views.CartHold{HoldID: h.ID.String(), SeatID: h.SeatID.String(), Label: label, HeldUntil: h.HeldUntil, Extended: h.Extensions > 0}
 }
@@ -301,7 +300,7 @@ func (s *Server) toggleSeat(w http.ResponseWriter, r *http.Request, a hold.Actor
 		if _, err := s.app.Core.Release(r.Context(), a, st.HoldID, ""); err != nil && apperr.CodeOf(err) == apperr.Internal {
 			return err
 		}
-		return s.answerCart(w, r, a, event, fmt.Sprintf("Seat %s released.", st.Section+"-"+st.Row+"-"+fmt.Sprint(st.Number)), "info", "", seat)
+		return s.answerCart(w, r, a, event, "Seat "+st.Label()+" released.", "info", "", seat)
 	}
 	if err := s.limits.allowHold(r.Context(), a, s.app.Cfg.HoldRatePerMinute); err != nil {
 		return s.answerCart(w, r, a, event, "You are clicking very fast; wait a moment and try again.", "error", "", seat)
@@ -418,43 +417,32 @@ func (s *Server) bookingPage(w http.ResponseWriter, r *http.Request, a hold.Acto
 	}
 	out := views.Booking{ID: b.ID.String(), EventName: ev.Name, CreatedAt: b.CreatedAt}
 	for _, t := range b.Tickets {
-		label := t.SeatID.String()
-		if _, seats, err := s.app.Core.SeatViews(r.Context(), a, b.EventID); err == nil {
-			for _, st := range seats {
-				if st.ID == t.SeatID {
-					label = fmt.Sprintf("%s-%s-%d", st.Section, st.Row, st.Number)
-				}
-			}
-		}
-		out.Tickets = append(out.Tickets, views.Ticket{ID: t.ID.String(), Label: label})
+		out.Tickets = append(out.Tickets, views.Ticket{ID: t.ID.String(), Label: s.app.Core.SeatLabel(r.Context(), a, b.EventID, t.SeatID)})
 	}
 	s.render(w, r, http.StatusOK, views.BookingPage(s.pageMeta(r, "Booking"), out))
 	return nil
 }
 
-// liveSocket upgrades to the event's live stream: the session must be
-// signed in, the Origin must be ours (cross-site WebSocket hijacking), and
-// the event must belong to the session's organization.
-func (s *Server) liveSocket(w http.ResponseWriter, r *http.Request) {
-	a, ok := actorFrom(r.Context())
-	if !ok {
-		s.writeError(w, r, apperr.E(apperr.Unauthorized, "sign in first"))
-		return
+// liveSocket upgrades to one of the event's live streams. The route's
+// authed gate has checked the session and the role (staff streams carry
+// holders' emails); here the Origin must be ours (cross-site WebSocket
+// hijacking) and the event must belong to the session's organization.
+func (s *Server) liveSocket(stream live.Stream) apiHandler {
+	return func(w http.ResponseWriter, r *http.Request, a hold.Actor) error {
+		if !live.SameOrigin(r) {
+			return apperr.E(apperr.Forbidden, "cross-origin live connections are refused")
+		}
+		event, err := pathID(r, "event")
+		if err != nil {
+			return err
+		}
+		if _, err := s.app.Store.Event(r.Context(), a.Org, event); err != nil {
+			return err
+		}
+		s.hub.Serve(w, r, live.Viewer{Actor: a, Event: event, SessionToken: s.sessions.Token(r.Context()),
+			Role: a.Role, Stream: stream})
+		return nil
 	}
-	if !live.SameOrigin(r) {
-		s.writeError(w, r, apperr.E(apperr.Forbidden, "cross-origin live connections are refused"))
-		return
-	}
-	event, err := pathID(r, "event")
-	if err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	if _, err := s.app.Store.Event(r.Context(), a.Org, event); err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	s.hub.Serve(w, r, live.Viewer{Actor: a, Event: event, SessionToken: s.sessions.Token(r.Context()), Role: a.Role})
 }
 
 // liveRenderer renders a delta into the seat's HTML fragment, once per

@@ -66,8 +66,8 @@ func (s *Server) staffRoutes() {
 	s.mux.HandleFunc("POST /box-office/events/{event}/seats/{seat}/unblock", s.page(staff, p.boxUnblock))
 
 	// Their live sockets.
-	s.mux.HandleFunc("GET /live/events/{event}/dashboard", p.staffSocket(organizer, live.StreamDashboard))
-	s.mux.HandleFunc("GET /live/events/{event}/box-office", p.staffSocket(staff, live.StreamBoxOffice))
+	s.mux.HandleFunc("GET /live/events/{event}/dashboard", p.authed(organizer, p.liveSocket(live.StreamDashboard)))
+	s.mux.HandleFunc("GET /live/events/{event}/box-office", p.authed(staff, p.liveSocket(live.StreamBoxOffice)))
 }
 
 // staffEvent resolves the {event} of a staff page within the actor's
@@ -690,43 +690,12 @@ func (s *staffPages) auditPage(w http.ResponseWriter, r *http.Request, a hold.Ac
 
 // --- live ---
 
-// staffSocket upgrades to a staff stream, with the checks of liveSocket
-// plus the role: staff frames carry holders' emails.
-func (s *staffPages) staffSocket(allowed roles, stream live.Stream) http.HandlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) {
-		a, ok := actorFrom(r.Context())
-		if !ok {
-			s.writeError(w, r, apperr.E(apperr.Unauthorized, "sign in first"))
-			return
-		}
-		if roleBit(a.Role)&allowed&roleMask == 0 {
-			s.writeError(w, r, apperr.E(apperr.Forbidden, "your account cannot open this stream"))
-			return
-		}
-		if !live.SameOrigin(r) {
-			s.writeError(w, r, apperr.E(apperr.Forbidden, "cross-origin live connections are refused"))
-			return
-		}
-		event, err := pathID(r, "event")
-		if err != nil {
-			s.writeError(w, r, err)
-			return
-		}
-		if _, err := s.app.Store.Event(r.Context(), a.Org, event); err != nil {
-			s.writeError(w, r, err)
-			return
-		}
-		s.hub.Serve(w, r, live.Viewer{Actor: a, Event: event, SessionToken: s.sessions.Token(r.Context()),
-			Role: a.Role, Stream: stream})
-	}
-}
-
 // releaseNotice is what a buyer's seat map is told when staff released
 // their hold.
 func (s *staffPages) releaseNotice(d hold.Delta) []byte {
 	label := d.Seat.String()
 	if st, ok := s.app.Core.SeatLayout(d.Org, d.Event, d.Seat); ok {
-		label = fmt.Sprintf("%s-%s-%d", st.Section, st.Row, st.Number)
+		label = st.Label()
 	}
 	b, err := renderBytes(context.Background(), views.ReleaseNotice(label))
 	if err != nil {
@@ -931,7 +900,7 @@ func (sr *staffPages) boxOffice(ctx context.Context, a hold.Actor, b live.StaffB
 
 func (sr *staffPages) label(d hold.Delta) string {
 	if st, ok := sr.app.Core.SeatLayout(d.Org, d.Event, d.Seat); ok {
-		return fmt.Sprintf("%s-%s-%d", st.Section, st.Row, st.Number)
+		return st.Label()
 	}
 	return d.Seat.String()
 }

@@ -423,7 +423,7 @@ func (s *Service) seatLabel(ev *eventState, id uuid.UUID) string {
 	if !ok {
 		return id.String()
 	}
-	return fmt.Sprintf("%s-%s-%d", ev.sections[ev.sectionOf[st.SectionID]].Label, st.Row, st.Number)
+	return SeatView{Seat: *st, Section: ev.sections[ev.sectionOf[st.SectionID]].Label}.Label()
 }
 
 // SeatLabel names a seat of an event for people ("B-4-12").

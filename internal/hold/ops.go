@@ -211,22 +211,10 @@ func (s *Service) Reap(ctx context.Context) (int, error) {
 		now := s.now()
 		for k, group := range byEvent {
 			ds := make([]Delta, len(group))
-			rs := make([]seatlock.Released, 0, len(group))
+			rs := make([]seatlock.Released, len(group))
 			for i, h := range group {
 				ds[i] = holdDelta(h, KindExpired, store.Available, store.Held, uuid.Nil, now)
-				if idx, ok := s.seatIdx(k[0], k[1], h.SeatID); ok {
-					rs = append(rs, seatlock.Released{Seat: seatlock.Seat{ID: h.SeatID, Idx: idx}, HoldID: h.ID, Free: true})
-				}
-			}
-			if len(rs) < len(group) {
-				// Not cached here: read the indexes once for the Redis cleanup.
-				if ev, err := s.event(ctx, k[0], k[1]); err == nil {
-					rs = rs[:0]
-					for _, h := range group {
-						st, _ := ev.seat(h.SeatID)
-						rs = append(rs, seatlock.Released{Seat: seatlock.Seat{ID: h.SeatID, Idx: st.Idx}, HoldID: h.ID, Free: true})
-					}
-				}
+				rs[i] = seatlock.Released{Seat: seatlock.Seat{ID: h.SeatID, Idx: h.SeatIdx}, HoldID: h.ID, Free: true}
 			}
 			s.dropLocks(ctx, k[0], k[1], rs)
 			s.commit(ctx, k[0], k[1], ds)
@@ -235,17 +223,6 @@ func (s *Service) Reap(ctx context.Context) (int, error) {
 			return total, nil
 		}
 	}
-}
-
-func (s *Service) seatIdx(org, event, seat uuid.UUID) (int, bool) {
-	s.mu.Lock()
-	ev := s.events[[2]uuid.UUID{org, event}]
-	s.mu.Unlock()
-	if ev == nil {
-		return 0, false
-	}
-	st, ok := ev.seat(seat)
-	return st.Idx, ok
 }
 
 // RunReaper reaps every interval until ctx ends.

@@ -308,6 +308,9 @@ type SeatView struct {
 	Section string
 }
 
+// Label names the seat for people: section-row-number ("B-4-12").
+func (v SeatView) Label() string { return fmt.Sprintf("%s-%s-%d", v.Section, v.Row, v.Number) }
+
 // SeatLayout returns one seat of an event cached in this process. It does
 // no tenancy check: it is for renderers of deltas this process already
 // received for that organization's event.

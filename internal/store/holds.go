@@ -577,14 +577,14 @@ func (s *Store) ReapExpired(ctx context.Context, limit int) ([]Hold, error) {
 		), st AS (
 		    UPDATE seats SET status = 'available', hold_id = NULL, version = version + 1, updated_at = now()
 		    FROM exp WHERE seats.org_id = exp.org_id AND seats.id = exp.seat_id AND seats.hold_id = exp.id
-		    RETURNING seats.id, seats.version
+		    RETURNING seats.id, seats.version, seats.idx
 		), a AS (
 		    INSERT INTO audit_log (org_id, event_id, action, entity, entity_id, seat_id, data)
 		    SELECT org_id, event_id, 'hold.expired', 'seat_hold', id, seat_id, jsonb_build_object('held_until', held_until, 'holder', user_id)
 		    FROM exp
 		)
 		SELECT exp.id, exp.org_id, exp.event_id, exp.seat_id, exp.user_id, exp.status, exp.held_until, exp.created_at,
-		       exp.extensions, exp.fence, exp.source, st.version
+		       exp.extensions, exp.fence, exp.source, st.version, st.idx
 		FROM exp JOIN st ON st.id = exp.seat_id`, limit)
 	if err != nil {
 		return nil, err
@@ -592,7 +592,7 @@ func (s *Store) ReapExpired(ctx context.Context, limit int) ([]Hold, error) {
 	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (Hold, error) {
 		var h Hold
 		err := r.Scan(&h.ID, &h.OrgID, &h.EventID, &h.SeatID, &h.UserID, &h.Status, &h.HeldUntil, &h.CreatedAt,
-			&h.Extensions, &h.Fence, &h.Source, &h.SeatVersion)
+			&h.Extensions, &h.Fence, &h.Source, &h.SeatVersion, &h.SeatIdx)
 		h.HeldUntil, h.CreatedAt = h.HeldUntil.UTC(), h.CreatedAt.UTC()
 		return h, err
 	})

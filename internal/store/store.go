@@ -126,6 +126,9 @@ type Hold struct {
 	// SeatVersion is the seat's version after the change that produced this
 	// row (set by mutating methods; zero on plain reads).
 	SeatVersion int64
+	// SeatIdx is the seat's bitmap index (set by ReapExpired, whose caller
+	// may not have the event cached).
+	SeatIdx int
 }
 
 func notFoundIfNoRows(err error, what string) error {
