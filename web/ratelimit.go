@@ -2,7 +2,6 @@ package web
 
 import (
 	"context"
-	"errors"
 	"log/slog"
 	"net"
 	"net/http"
@@ -18,11 +17,16 @@ import (
 	"seatd/internal/seatlock"
 )
 
-// limiter counts requests per subject per clock minute in Redis (INCR +
-// EXPIRE 60 in one pipeline), so the limit holds across processes. While
-// Redis errors, or the core's breaker says Redis is down, it counts in
-// this process instead: the limit then holds per process, which is weaker
-// but never lets a Redis outage disable it.
+// limiter counts requests per subject per clock minute, in this process
+// first and in Redis (INCRBY + EXPIRE 60, one pipeline for every key
+// counted since the last flush) at most every flushEvery, so the limit
+// holds across processes without a Redis round trip per request. A
+// process decides with its own exact count plus the other processes'
+// counts as of its last flush: across processes the limit may be passed
+// by what they admit within flushEvery. While Redis errors, or the core's
+// breaker says Redis is down, counts stay in this process: the limit then
+// holds per process, which is weaker but never lets a Redis outage
+// disable it.
 type limiter struct {
 	rdb     redis.UniversalClient
 	prefix  string
@@ -33,13 +37,19 @@ type limiter struct {
 
 	mu         sync.Mutex
 	minute     int64
-	local      map[string]int
+	pending    map[string]int64 // counted here, not yet added in Redis
+	known      map[string]int64 // the Redis count as of our last flush
+	lastFlush  time.Time
+	flushing   bool
 	warnedFrom int64 // minute of the last "falling back" warning
 }
 
+// flushEvery is how often a process adds its counts in Redis.
+const flushEvery = 100 * time.Millisecond
+
 func newLimiter(rdb redis.UniversalClient, prefix string, redisUp func() bool, log *slog.Logger, refused *prometheus.CounterVec) *limiter {
 	return &limiter{rdb: rdb, prefix: prefix, redisUp: redisUp, log: log, now: time.Now, refused: refused,
-		local: map[string]int{}, warnedFrom: -1}
+		pending: map[string]int64{}, known: map[string]int64{}, warnedFrom: -1}
 }
 
 // allowHold counts a hold request of a user (per user, per org).
@@ -61,14 +71,24 @@ func (l *limiter) allow(ctx context.Context, name string, limit int, key func(mi
 	now := l.now()
 	minute := now.Unix() / 60
 	k := key(minute)
-	// The process counts every request itself too, so a Redis hiccup in
-	// the middle of a minute falls back to a count that includes the
-	// requests Redis saw from this process, not to zero.
-	local := l.localCount(k, minute)
-	n, err := l.redisCount(ctx, k)
-	if err != nil {
-		l.warnFallback(minute, err)
-		n = max(n, local)
+	l.mu.Lock()
+	if minute != l.minute {
+		l.minute = minute
+		clear(l.pending)
+		clear(l.known)
+	}
+	l.pending[k]++
+	n := l.known[k] + l.pending[k]
+	flush := !l.flushing && now.Sub(l.lastFlush) >= flushEvery
+	if flush {
+		l.flushing, l.lastFlush = true, now
+	}
+	l.mu.Unlock()
+	if flush {
+		l.flush(ctx, minute)
+		l.mu.Lock()
+		n = l.known[k] + l.pending[k]
+		l.mu.Unlock()
 	}
 	if n <= int64(limit) {
 		return nil
@@ -79,44 +99,61 @@ func (l *limiter) allow(ctx context.Context, name string, limit int, key func(mi
 		"too many requests; try again in %d seconds", retry)}
 }
 
-var errRedisSkipped = errors.New("redis skipped: breaker open")
-
-func (l *limiter) redisCount(ctx context.Context, key string) (int64, error) {
-	if !l.redisUp() {
-		return 0, errRedisSkipped
+// flush adds this process's pending counts in Redis in one pipeline and
+// learns the totals. On failure the counts stay pending (this process
+// keeps limiting on its own) and are retried at the next flush.
+func (l *limiter) flush(ctx context.Context, minute int64) {
+	l.mu.Lock()
+	batch := make(map[string]int64, len(l.pending))
+	for k, n := range l.pending {
+		batch[k] = n
+	}
+	l.mu.Unlock()
+	done := func(totals map[string]int64) {
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		l.flushing = false
+		if l.minute != minute {
+			return // a new minute began meanwhile; these counts are moot
+		}
+		for k, total := range totals {
+			// Redis now has our flushed counts; what this process admitted
+			// since the flush began is still pending on top of them.
+			l.known[k] = total
+			if l.pending[k] -= batch[k]; l.pending[k] <= 0 {
+				delete(l.pending, k)
+			}
+		}
+	}
+	if !l.redisUp() || len(batch) == 0 {
+		done(nil)
+		return
 	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 250*time.Millisecond)
 	defer cancel()
-	var incr *redis.IntCmd
+	cmds := make(map[string]*redis.IntCmd, len(batch))
 	_, err := l.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-		incr = p.Incr(ctx, key)
-		p.Expire(ctx, key, time.Minute)
+		for k, n := range batch {
+			cmds[k] = p.IncrBy(ctx, k, n)
+			p.Expire(ctx, k, time.Minute)
+		}
 		return nil
 	})
 	if err != nil {
-		return 0, err
+		l.mu.Lock()
+		if l.warnedFrom != minute {
+			l.warnedFrom = minute
+			l.log.Warn("rate limit: redis failed, counting in this process", "err", err)
+		}
+		l.mu.Unlock()
+		done(nil)
+		return
 	}
-	return incr.Val(), nil
-}
-
-func (l *limiter) localCount(key string, minute int64) int64 {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if minute != l.minute {
-		l.minute = minute
-		clear(l.local)
+	totals := make(map[string]int64, len(cmds))
+	for k, c := range cmds {
+		totals[k] = c.Val()
 	}
-	l.local[key]++
-	return int64(l.local[key])
-}
-
-func (l *limiter) warnFallback(minute int64, cause error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.warnedFrom != minute && !errors.Is(cause, errRedisSkipped) {
-		l.warnedFrom = minute
-		l.log.Warn("rate limit: redis failed, counting in this process", "err", cause)
-	}
+	done(totals)
 }
 
 // clientIP is the peer address of the request. Forwarding headers are not

@@ -64,6 +64,14 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger) (*App, error)
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	m := telemetry.New(reg)
 	a := &App{Cfg: cfg, Log: log, Pool: pool, Redis: rdb, Store: store.New(pool), Registry: reg, Metrics: m}
+	a.Store.BatchHolds(cfg.HoldBatchSlots, cfg.HoldBatchMax)
+	reg.MustRegister(
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "seatd_hold_batch_statements_total",
+			Help: "Coalesced hold statements sent to Postgres."},
+			func() float64 { n, _ := a.Store.HoldBatchStats(); return float64(n) }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "seatd_hold_batch_rows_total",
+			Help: "Holds carried by coalesced hold statements."},
+			func() float64 { _, n := a.Store.HoldBatchStats(); return float64(n) }))
 	a.Locks = seatlock.New(rdb, cfg.KeyPrefix, cfg.LockMargin)
 	var core *hold.Service
 	a.Bus = realtime.New(rdb, pool, log, func() bool { return core == nil || core.FastPath() })

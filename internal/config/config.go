@@ -37,6 +37,8 @@ type Config struct {
 	BreakerOpenFor   time.Duration // SEATD_BREAKER_OPEN_FOR: how long it stays open before probing
 
 	PGMaxConns         int           // SEATD_PG_MAX_CONNS
+	HoldBatchMax       int           // SEATD_HOLD_BATCH_MAX: holds coalesced into one statement at most (1 turns coalescing off)
+	HoldBatchSlots     int           // SEATD_HOLD_BATCH_SLOTS: coalesced hold statements running at once
 	PGLockTimeout      time.Duration // SEATD_PG_LOCK_TIMEOUT
 	PGStatementTimeout time.Duration // SEATD_PG_STATEMENT_TIMEOUT
 
@@ -71,6 +73,8 @@ func Defaults() Config {
 		BreakerFailures:    3,
 		BreakerOpenFor:     2 * time.Second,
 		PGMaxConns:         40,
+		HoldBatchMax:       64,
+		HoldBatchSlots:     4,
 		PGLockTimeout:      500 * time.Millisecond,
 		PGStatementTimeout: 5 * time.Second,
 		SessionLifetime:    24 * time.Hour,
@@ -143,6 +147,8 @@ func Load(getenv func(string) string) (Config, error) {
 	num("SEATD_BREAKER_FAILURES", &c.BreakerFailures)
 	dur("SEATD_BREAKER_OPEN_FOR", &c.BreakerOpenFor)
 	num("SEATD_PG_MAX_CONNS", &c.PGMaxConns)
+	num("SEATD_HOLD_BATCH_MAX", &c.HoldBatchMax)
+	num("SEATD_HOLD_BATCH_SLOTS", &c.HoldBatchSlots)
 	dur("SEATD_PG_LOCK_TIMEOUT", &c.PGLockTimeout)
 	dur("SEATD_PG_STATEMENT_TIMEOUT", &c.PGStatementTimeout)
 	dur("SEATD_SESSION_LIFETIME", &c.SessionLifetime)
@@ -208,6 +214,11 @@ func (c Config) validate() []error {
 	atLeast("SEATD_REDIS_MAX_RETRIES", c.RedisMaxRetries, 0)
 	atLeast("SEATD_BREAKER_FAILURES", c.BreakerFailures, 1)
 	atLeast("SEATD_PG_MAX_CONNS", c.PGMaxConns, 4)
+	atLeast("SEATD_HOLD_BATCH_MAX", c.HoldBatchMax, 1)
+	atLeast("SEATD_HOLD_BATCH_SLOTS", c.HoldBatchSlots, 1)
+	if c.HoldBatchSlots >= c.PGMaxConns {
+		bad("SEATD_HOLD_BATCH_SLOTS: %d must leave connections for other queries (SEATD_PG_MAX_CONNS is %d)", c.HoldBatchSlots, c.PGMaxConns)
+	}
 	atLeast("SEATD_HOLD_RATE_PER_MINUTE", c.HoldRatePerMinute, 1)
 	atLeast("SEATD_LOGIN_RATE_PER_MINUTE", c.LoginRatePerMinute, 1)
 	if c.PprofAddr != "" {

@@ -4,13 +4,18 @@ import (
 	"context"
 	"errors"
 	"math/rand/v2"
+	"net/url"
+	"os"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	toxiproxy "github.com/Shopify/toxiproxy/v2"
 	"github.com/google/uuid"
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
+	"github.com/rs/zerolog"
 
 	"seatd/internal/apperr"
 	"seatd/internal/config"
@@ -252,5 +257,88 @@ func TestOrphanedLockIsCleared(t *testing.T) {
 	}
 	if _, err := a.Core.Hold(ctx, buyer(tn.Buyers[1]), ev.ID, seats[:1], hold.SourceAPI); !errors.Is(err, apperr.ErrSeatTaken) {
 		t.Fatalf("hold over a fresh lock: %v, want seat_taken", err)
+	}
+}
+
+// TestReleaseWhileCutOffFromRedis: a process that releases a hold while it
+// cannot reach Redis (Redis itself is fine, and keeps the lock) must drop
+// that lock as soon as it reaches Redis again. A rebuild alone would keep
+// it for StaleLockAge, as it is young enough to belong to a transaction in
+// flight, and every buyer would be refused the free seat meanwhile.
+func TestReleaseWhileCutOffFromRedis(t *testing.T) {
+	u, err := url.Parse(os.Getenv("REDIS_URL"))
+	if err != nil || u.Host == "" {
+		t.Fatalf("REDIS_URL %q: %v", os.Getenv("REDIS_URL"), err)
+	}
+	srv := toxiproxy.NewServer(toxiproxy.NewMetricsContainer(prometheus.NewRegistry()), zerolog.Nop())
+	proxy := toxiproxy.NewProxy(srv, "redis", "127.0.0.1:0", u.Host)
+	if err := proxy.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(proxy.Stop)
+	a := testenv.App(t, func(c *config.Config) {
+		u := *u
+		u.Host = proxy.Listen
+		c.RedisURL = u.String()
+		c.BreakerOpenFor = 300 * time.Millisecond
+		c.RedisTimeout = 100 * time.Millisecond
+		c.RedisDialTimeout = 100 * time.Millisecond
+	})
+	testenv.Background(t, a)
+	direct := testenv.App(t, nil) // the same Redis, not through the proxy
+	tn := testenv.NewTenant(t, a, 0)
+	users := testenv.AddBuyers(t, a, tn.Org.ID, 2)
+	ev := testenv.NewEvent(t, a, tn.Org.ID, 1, 1, 4)
+	seat := testenv.SeatIDs(t, a, tn.Org.ID, ev.ID)[0]
+	ctx := context.Background()
+	lockKey := a.Locks.Keys(tn.Org.ID, ev.ID).Seat(seat)
+	locked := func() bool {
+		n, err := direct.Redis.Exists(ctx, lockKey).Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return n == 1
+	}
+
+	res, err := a.Core.Hold(ctx, buyer(users[0]), ev.ID, []uuid.UUID{seat}, hold.SourceAPI)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !locked() {
+		t.Fatal("no redis lock after a fast-path hold")
+	}
+	proxy.Stop()
+	if _, err := a.Core.Release(ctx, buyer(users[0]), res.Holds[0].ID, ""); err != nil {
+		t.Fatalf("release while cut off: %v", err)
+	}
+	if !locked() {
+		t.Fatal("the lock vanished although Redis was never reached")
+	}
+	if err := proxy.Start(); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for !a.Core.FastPath() {
+		if time.Now().After(deadline) {
+			t.Fatalf("fast path not back: %s", a.Core.BreakerState())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if locked() {
+		t.Fatal("the released hold's lock is still in redis after the fast path came back")
+	}
+	before := testutil.ToFloat64(a.Metrics.HoldSuccess.WithLabelValues("fast"))
+	if _, err := a.Core.Hold(ctx, buyer(users[1]), ev.ID, []uuid.UUID{seat}, hold.SourceAPI); err != nil {
+		t.Fatalf("another buyer on the released seat: %v", err)
+	}
+	if testutil.ToFloat64(a.Metrics.HoldSuccess.WithLabelValues("fast")) == before {
+		t.Fatal("the second hold did not go through the fast path")
+	}
+	reg, err := a.Core.RegistryStatus(ctx, staff(tn.Organizer), ev.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reg.Consistent {
+		t.Fatalf("registry: %+v", reg)
 	}
 }

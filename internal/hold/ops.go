@@ -2,7 +2,9 @@ package hold
 
 import (
 	"context"
+	"errors"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/google/uuid"
@@ -32,16 +34,78 @@ func (s *Service) Release(ctx context.Context, a Actor, holdID uuid.UUID, reason
 }
 
 // dropLocks compare-and-deletes Redis locks after a committed change. A
-// failure is not the caller's problem: Postgres already decided, and a
-// lock left behind is cleared as an orphan or by a rebuild.
+// failure is not the caller's problem: Postgres already decided. A lock
+// this process cannot drop now (Redis out of its reach) is remembered and
+// dropped when Redis is back, before the fast path resumes; a rebuild
+// alone would keep it for StaleLockAge, because it is young enough to
+// belong to a transaction in flight, and the seat would be refused
+// meanwhile.
 func (s *Service) dropLocks(ctx context.Context, org, event uuid.UUID, rs []seatlock.Released) {
 	if len(rs) == 0 {
 		return
 	}
+	if !s.FastPath() {
+		s.unreleased.add(org, event, rs)
+		return
+	}
 	s.repairRedis(org, event, "drop redis locks", func() error {
 		_, err := s.locks.Release(context.WithoutCancel(ctx), org, event, rs)
+		if err != nil {
+			s.unreleased.add(org, event, rs)
+		}
 		return err
 	})
+}
+
+// pendingReleases are lock drops waiting for Redis. Dropping a lock is a
+// compare-and-delete on the hold's id, so doing it late is always safe: a
+// lock taken since by another hold is left alone.
+type pendingReleases struct {
+	mu sync.Mutex
+	by map[[2]uuid.UUID][]seatlock.Released // org, event
+	n  int
+}
+
+// maxPendingReleases bounds the memory of a long outage; past it, locks
+// are left to the rebuilds, which clear them once they are old enough.
+const maxPendingReleases = 100_000
+
+func (p *pendingReleases) add(org, event uuid.UUID, rs []seatlock.Released) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.n+len(rs) > maxPendingReleases {
+		return
+	}
+	if p.by == nil {
+		p.by = map[[2]uuid.UUID][]seatlock.Released{}
+	}
+	k := [2]uuid.UUID{org, event}
+	p.by[k] = append(p.by[k], rs...)
+	p.n += len(rs)
+}
+
+func (p *pendingReleases) pending() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.n > 0
+}
+
+// flushUnreleased drops the pending locks; what Redis refuses stays
+// pending.
+func (s *Service) flushUnreleased(ctx context.Context) error {
+	p := &s.unreleased
+	p.mu.Lock()
+	by := p.by
+	p.by, p.n = nil, 0
+	p.mu.Unlock()
+	var errs []error
+	for k, rs := range by {
+		if _, err := s.locks.Release(ctx, k[0], k[1], rs); err != nil {
+			p.add(k[0], k[1], rs)
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
 }
 
 // repairRedis mirrors a committed change into Redis. It bypasses the

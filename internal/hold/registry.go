@@ -164,6 +164,7 @@ func (s *Service) rebuild(ctx context.Context, ev *eventState) error {
 	if err := s.locks.Rebuild(ctx, ev.org, ev.id, states, maxFence, now, s.opt.StaleLockAge); err != nil {
 		return fmt.Errorf("rebuild redis: %w", err)
 	}
+	s.dropEndedLocks(ctx, ev, states)
 	s.m.Reconciles.Inc()
 	// Every other process reloads its hot cache from Postgres; this one
 	// does it now, so the caller sees the result.
@@ -173,6 +174,37 @@ func (s *Service) rebuild(ctx context.Context, ev *eventState) error {
 	}
 	s.reload(ctx, ev)
 	return nil
+}
+
+// dropEndedLocks handles holds that ended after rebuild read the seats:
+// their enders may have dropped the locks before Rebuild wrote them back,
+// so read those holds again and compare-delete the locks of the ones no
+// longer active (as restoreLocks does for one seat).
+func (s *Service) dropEndedLocks(ctx context.Context, ev *eventState, states []seatlock.SeatState) {
+	var written []store.HoldRequest
+	idx := map[uuid.UUID]int{}
+	for _, st := range states {
+		if st.Lock != nil {
+			written = append(written, store.HoldRequest{SeatID: st.ID, HoldID: st.Lock.HoldID})
+			idx[st.ID] = st.Idx
+		}
+	}
+	ended, err := s.store.EndedHolds(ctx, ev.org, written)
+	if err != nil {
+		s.log.Warn("rebuild: recheck holds", "event", ev.id, "err", err)
+		return
+	}
+	if len(ended) == 0 {
+		return
+	}
+	rs := make([]seatlock.Released, len(ended))
+	for i, h := range ended {
+		rs[i] = seatlock.Released{Seat: seatlock.Seat{ID: h.SeatID, Idx: idx[h.SeatID]}, HoldID: h.ID,
+			Free: h.Status != store.HoldConverted}
+	}
+	if _, err := s.locks.Release(ctx, ev.org, ev.id, rs); err != nil {
+		s.log.Warn("rebuild: drop locks of ended holds", "event", ev.id, "err", err)
+	}
 }
 
 // pollEvery is how often a process that cannot use Redis reloads its
@@ -197,6 +229,11 @@ func (s *Service) RunRecovery(ctx context.Context, every time.Duration) {
 		case <-t.C:
 		}
 		if !s.dirty.Load() {
+			if s.unreleased.pending() && s.FastPath() {
+				if err := s.flushUnreleased(ctx); err != nil {
+					s.log.Debug("drop pending redis locks", "err", err)
+				}
+			}
 			pctx, cancel := context.WithTimeout(ctx, time.Second)
 			_, _ = redisCall(s, func() (struct{}, error) { return struct{}{}, s.locks.Ping(pctx) })
 			cancel()
@@ -225,6 +262,9 @@ func (s *Service) recover(ctx context.Context) error {
 	pingCtx, cancel := context.WithTimeout(ctx, time.Second)
 	defer cancel()
 	if err := s.locks.Ping(pingCtx); err != nil {
+		return err
+	}
+	if err := s.flushUnreleased(ctx); err != nil {
 		return err
 	}
 	evs := s.cachedEvents()

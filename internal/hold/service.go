@@ -85,6 +85,9 @@ type Service struct {
 	// dirty is set when Redis failed: the fast path stays off until Redis
 	// has been rebuilt from Postgres, even after Redis answers again.
 	dirty atomic.Bool
+	// unreleased holds the locks this process could not drop while Redis
+	// was out of its reach (see dropLocks).
+	unreleased pendingReleases
 
 	// id names this process in the messages it publishes.
 	id uuid.UUID

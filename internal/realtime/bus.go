@@ -37,7 +37,21 @@ type Bus struct {
 	mu   sync.Mutex
 	subs map[string]*channel
 	next int
+
+	// Publishes waiting for the publisher in flight (see Publish).
+	pmu        sync.Mutex
+	publishing bool
+	queue      []*publication
 }
+
+type publication struct {
+	channel string
+	payload []byte
+	done    chan error // buffered
+}
+
+// maxPipeline bounds the messages sent in one Redis round trip.
+const maxPipeline = 256
 
 type channel struct {
 	ps       *redis.PubSub
@@ -62,7 +76,7 @@ func (b *Bus) Publish(ctx context.Context, channel string, payload []byte) error
 		return ErrTooLarge
 	}
 	if b.redisHealthy() {
-		err := b.rdb.SPublish(ctx, channel, payload).Err()
+		err := b.spublish(ctx, channel, payload)
 		if err == nil {
 			return nil
 		}
@@ -70,6 +84,54 @@ func (b *Bus) Publish(ctx context.Context, channel string, payload []byte) error
 	}
 	_, err := b.pool.Exec(ctx, "SELECT pg_notify($1, $2)", notifyChannel, channel+"\n"+string(payload))
 	return err
+}
+
+// spublish sends one message with SPUBLISH. Concurrent calls share round
+// trips: while one pipeline is in flight, other callers queue, and when it
+// returns everything queued goes in the next pipeline. Alone, a call costs
+// one round trip as before; under load, a round trip carries many
+// messages. Each caller still returns only after Redis accepted its own
+// message, so publish-after-commit holds.
+func (b *Bus) spublish(ctx context.Context, channel string, payload []byte) error {
+	p := &publication{channel: channel, payload: payload, done: make(chan error, 1)}
+	b.pmu.Lock()
+	b.queue = append(b.queue, p)
+	lead := !b.publishing
+	b.publishing = true
+	b.pmu.Unlock()
+	if lead {
+		// The pipeline carries other callers' messages: not ours to cancel.
+		b.sendQueued(context.WithoutCancel(ctx))
+	}
+	return <-p.done
+}
+
+// sendQueued sends one pipeline of queued messages. If more queued up
+// meanwhile, a new goroutine carries on, so the caller that led is
+// answered after its own round trip rather than after everyone's.
+func (b *Bus) sendQueued(ctx context.Context) {
+	b.pmu.Lock()
+	n := min(len(b.queue), maxPipeline)
+	batch := b.queue[:n:n]
+	b.queue = append([]*publication(nil), b.queue[n:]...)
+	b.pmu.Unlock()
+	cmds := make([]*redis.IntCmd, n)
+	_, _ = b.rdb.Pipelined(ctx, func(pl redis.Pipeliner) error {
+		for i, x := range batch {
+			cmds[i] = pl.SPublish(ctx, x.channel, x.payload)
+		}
+		return nil
+	})
+	for i, x := range batch {
+		x.done <- cmds[i].Err()
+	}
+	b.pmu.Lock()
+	more := len(b.queue) > 0
+	b.publishing = more
+	b.pmu.Unlock()
+	if more {
+		go b.sendQueued(ctx)
+	}
 }
 
 // Subscribe calls h for every message on channel until the returned

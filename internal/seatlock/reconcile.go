@@ -24,17 +24,22 @@ return 1
 `)
 
 // syncScript makes a batch of seats agree with Postgres. A seat Postgres
-// holds gets its lock written; any other seat loses its lock unless the
-// lock is younger than the cutoff, because such a lock may belong to a
+// holds gets its lock written, unless Redis already has a lock with a
+// higher fence: that one was taken after Postgres was read (the seat was
+// released and held again meanwhile) and overwriting it would drop a hold
+// that may be committing right now. Any other seat loses its lock unless
+// the lock is younger than the cutoff, because such a lock may belong to a
 // hold whose transaction is still in flight and may yet commit.
 var syncScript = redis.NewScript(`
 local cutoff = tonumber(ARGV[1])
 local n = #KEYS - 2
+local function fence(v) return tonumber(string.match(v, '^[^|]*|[^|]*|([^|]*)|')) or 0 end
 for i = 1, n do
   local base = 1 + (i - 1) * 5
   local sid, idx, status, lock, px = ARGV[base + 1], ARGV[base + 2], ARGV[base + 3], ARGV[base + 4], ARGV[base + 5]
   if lock ~= '' then
-    redis.call('SET', KEYS[2 + i], lock, 'PX', px)
+    local cur = redis.call('GET', KEYS[2 + i])
+    if cur and fence(cur) > fence(lock) then lock = cur else redis.call('SET', KEYS[2 + i], lock, 'PX', px) end
     local exp = string.match(lock, '^[^|]*|[^|]*|[^|]*|([^|]*)|')
     redis.call('ZADD', KEYS[1], exp, sid)
     redis.call('SETBIT', KEYS[2], idx, 1)

@@ -129,7 +129,20 @@ func (s *Store) CreateHolds(ctx context.Context, p HoldParams) (HoldOutcome, err
 // createOneHold is the fast path: one statement, autocommitted, because a
 // single-seat statement cannot be partially applied.
 func (s *Store) createOneHold(ctx context.Context, p HoldParams) (HoldOutcome, error) {
-	created, err := insertHolds(ctx, s.db, p, p.Seats)
+	var created []Hold
+	var err error
+	if s.batch != nil {
+		// Shared with concurrent holds (see holdBatcher).
+		var r batchResult
+		if r, err = s.batch.do(ctx, p); err == nil {
+			err = r.err
+		}
+		if r.created {
+			created = []Hold{r.hold}
+		}
+	} else {
+		created, err = insertHolds(ctx, s.db, p, p.Seats)
+	}
 	if pg.IsLockNotAvailable(err) {
 		return HoldOutcome{Taken: seatIDs(p.Seats)}, nil
 	}
@@ -233,6 +246,23 @@ func seatIDs(reqs []HoldRequest) []uuid.UUID {
 		ids[i] = r.SeatID
 	}
 	return ids
+}
+
+// EndedHolds returns, of the given holds (seat and hold id), those that are
+// no longer active, with their status.
+func (s *Store) EndedHolds(ctx context.Context, org uuid.UUID, reqs []HoldRequest) ([]Hold, error) {
+	if len(reqs) == 0 {
+		return nil, nil
+	}
+	ids := make([]uuid.UUID, len(reqs))
+	for i, r := range reqs {
+		ids[i] = r.HoldID
+	}
+	rows, err := s.db.Query(ctx, holdColumns+` WHERE org_id = $1 AND id = ANY($2::uuid[]) AND status <> 'active'`, org, ids)
+	if err != nil {
+		return nil, err
+	}
+	return pgx.CollectRows(rows, scanHold)
 }
 
 // ActiveHold returns the active hold on a seat, if any.

@@ -18,7 +18,8 @@ import (
 
 // Store runs queries against a pool.
 type Store struct {
-	db *pgxpool.Pool
+	db    *pgxpool.Pool
+	batch *holdBatcher // nil: every hold has its own statement
 }
 
 // New returns a Store on pool.

@@ -1,0 +1,249 @@
+package store
+
+import (
+	"bytes"
+	"context"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+)
+
+// batchHoldsSQL is insertHoldsSQL for rows of different requests: every
+// row carries its own organization, event, user, times and source, and
+// every filter and insert uses the row's own values, so one statement can
+// serve holds of several buyers, events and tenants without mixing them.
+const batchHoldsSQL = `
+WITH r AS (
+    SELECT * FROM unnest($1::uuid[], $2::uuid[], $3::uuid[], $4::uuid[], $5::bigint[], $6::uuid[],
+                         $7::timestamptz[], $8::timestamptz[], $9::text[])
+        AS r(org_id, event_id, seat_id, hold_id, fence, user_id, created, held_until, source)
+), upd AS (
+    UPDATE seats s
+    SET status = 'held', hold_id = r.hold_id, version = s.version + 1, fence = r.fence, updated_at = r.created
+    FROM r
+    WHERE s.org_id = r.org_id AND s.event_id = r.event_id AND s.id = r.seat_id
+      AND s.status = 'available' AND s.fence < r.fence
+    RETURNING s.id, s.version, r.hold_id, r.fence, r.org_id, r.event_id, r.user_id, r.created, r.held_until, r.source
+), ins AS (
+    INSERT INTO seat_holds (id, org_id, event_id, seat_id, user_id, status, held_until, fence, source, created_at)
+    SELECT hold_id, org_id, event_id, id, user_id, 'active', held_until, fence, source, created FROM upd
+), aud AS (
+    INSERT INTO audit_log (org_id, event_id, actor_id, action, entity, entity_id, seat_id, data, at)
+    SELECT org_id, event_id, user_id, 'hold.created', 'seat_hold', hold_id, id,
+           jsonb_build_object('fence', fence, 'held_until', held_until, 'source', source), created
+    FROM upd
+)
+SELECT id, version, hold_id FROM upd`
+
+// holdBatcher coalesces concurrent single-seat fast-path holds into one
+// autocommitted statement: one round trip, one commit and one WAL flush
+// for many holds. It adds no delay: a request that finds a statement slot
+// free goes at once, alone; only while every slot is busy do requests
+// queue, and the next free slot takes up to max of them together. So the
+// batch size follows the load.
+//
+// Outcomes stay per seat: a request whose row came back was committed; a
+// request whose row did not is answered "not created" and its caller reads
+// the seat to say why, exactly as after a single statement. If the batch
+// statement fails (a unique violation of one row fails them all), every
+// request of it is retried on its own with the single-seat statement.
+type holdBatcher struct {
+	store *Store
+	max   int
+	slots chan struct{}
+
+	mu    sync.Mutex
+	queue []*batchedHold
+
+	statements, rows atomic.Int64 // for metrics
+}
+
+type batchedHold struct {
+	p     HoldParams
+	done  chan batchResult // buffered: the flusher never waits
+	taken bool             // in a statement already; guarded by holdBatcher.mu
+}
+
+type batchResult struct {
+	hold    Hold
+	created bool
+	err     error
+}
+
+// BatchHolds turns on coalescing of single-seat locked holds: at most
+// slots statements at once, each with at most max holds. max < 2 leaves
+// it off.
+func (s *Store) BatchHolds(slots, max int) {
+	if max < 2 || slots < 1 {
+		s.batch = nil
+		return
+	}
+	s.batch = &holdBatcher{store: s, max: max, slots: make(chan struct{}, slots)}
+}
+
+// HoldBatchStats reports how many statements the hold batcher sent and
+// how many holds they carried (zero when batching is off).
+func (s *Store) HoldBatchStats() (statements, rows int64) {
+	if s.batch == nil {
+		return 0, 0
+	}
+	return s.batch.statements.Load(), s.batch.rows.Load()
+}
+
+// do holds p's one seat, batched with whatever else is waiting.
+func (b *holdBatcher) do(ctx context.Context, p HoldParams) (batchResult, error) {
+	req := &batchedHold{p: p, done: make(chan batchResult, 1)}
+	b.mu.Lock()
+	b.queue = append(b.queue, req)
+	b.mu.Unlock()
+	for {
+		select {
+		case r := <-req.done:
+			return r, nil
+		case b.slots <- struct{}{}:
+			// This goroutine flushes what is queued: its own request, unless
+			// another flusher took it already, and others'.
+			batch := b.take()
+			if len(batch) > 0 {
+				b.run(ctx, batch)
+			}
+			<-b.slots
+			b.mu.Lock()
+			taken := req.taken
+			b.mu.Unlock()
+			if taken {
+				// In this batch or another one: only its answer is left.
+				return <-req.done, nil
+			}
+		case <-ctx.Done():
+			if b.withdraw(req) {
+				return batchResult{}, ctx.Err()
+			}
+			// Already in a statement: its outcome must be known, whatever the
+			// caller's deadline, or a committed hold would look failed.
+			return <-req.done, nil
+		}
+	}
+}
+
+func (b *holdBatcher) take() []*batchedHold {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	n := min(len(b.queue), b.max)
+	batch := b.queue[:n:n]
+	for _, r := range batch {
+		r.taken = true
+	}
+	b.queue = append([]*batchedHold(nil), b.queue[n:]...)
+	return batch
+}
+
+func (b *holdBatcher) withdraw(req *batchedHold) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for i, q := range b.queue {
+		if q == req {
+			b.queue = append(b.queue[:i], b.queue[i+1:]...)
+			return true
+		}
+	}
+	return false
+}
+
+// run sends one statement for the batch and answers every request. The
+// statement does not inherit the flusher's cancellation: it carries other
+// buyers' holds.
+func (b *holdBatcher) run(ctx context.Context, batch []*batchedHold) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+	defer cancel()
+	b.statements.Add(1)
+	b.rows.Add(int64(len(batch)))
+	if len(batch) == 1 {
+		r := batch[0]
+		created, err := insertHolds(ctx, b.store.db, r.p, r.p.Seats)
+		res := batchResult{err: err}
+		if len(created) == 1 {
+			res.hold, res.created = created[0], true
+		}
+		r.done <- res
+		return
+	}
+	// A seat asked twice (the same buyer repeating a click) goes in once;
+	// the repeat is answered "not created", so its caller finds the hold
+	// already the buyer's, as it would after a statement of its own.
+	var dup []*batchedHold
+	seen := make(map[uuid.UUID]bool, len(batch))
+	uniq := batch[:0:0]
+	for _, r := range batch {
+		if id := r.p.Seats[0].SeatID; seen[id] {
+			dup = append(dup, r)
+		} else {
+			seen[id] = true
+			uniq = append(uniq, r)
+		}
+	}
+	defer func() {
+		for _, r := range dup {
+			r.done <- batchResult{}
+		}
+	}()
+	// Seats in one order in every statement, so two statements that meet
+	// on a seat (a repeat racing its first request) wait rather than
+	// deadlock.
+	slices.SortFunc(uniq, func(x, y *batchedHold) int {
+		return bytes.Compare(x.p.Seats[0].SeatID[:], y.p.Seats[0].SeatID[:])
+	})
+	batch = uniq
+	n := len(batch)
+	orgs, events, seats, holds, users := make([]uuid.UUID, n), make([]uuid.UUID, n), make([]uuid.UUID, n),
+		make([]uuid.UUID, n), make([]uuid.UUID, n)
+	fences := make([]int64, n)
+	nows, untils := make([]time.Time, n), make([]time.Time, n)
+	sources := make([]string, n)
+	for i, r := range batch {
+		p, st := r.p, r.p.Seats[0]
+		orgs[i], events[i], seats[i], holds[i], users[i] = p.Org, p.Event, st.SeatID, st.HoldID, p.User
+		fences[i], nows[i], untils[i], sources[i] = st.Fence, p.Now, p.HeldUntil, p.Source
+	}
+	type row struct {
+		version int64
+		seat    uuid.UUID
+	}
+	got := map[uuid.UUID]row{} // by hold id
+	rows, err := b.store.db.Query(ctx, batchHoldsSQL, orgs, events, seats, holds, fences, users, nows, untils, sources)
+	if err == nil {
+		var r row
+		var hold uuid.UUID
+		_, err = pgx.ForEachRow(rows, []any{&r.seat, &r.version, &hold}, func() error {
+			got[hold] = r
+			return nil
+		})
+	}
+	if err != nil {
+		// One bad row fails the statement: decide each hold on its own.
+		for _, r := range batch {
+			created, err := insertHolds(ctx, b.store.db, r.p, r.p.Seats)
+			res := batchResult{err: err}
+			if len(created) == 1 {
+				res.hold, res.created = created[0], true
+			}
+			r.done <- res
+		}
+		return
+	}
+	for _, r := range batch {
+		p, st := r.p, r.p.Seats[0]
+		x, ok := got[st.HoldID]
+		if !ok || x.seat != st.SeatID {
+			r.done <- batchResult{}
+			continue
+		}
+		r.done <- batchResult{created: true, hold: Hold{ID: st.HoldID, OrgID: p.Org, EventID: p.Event, SeatID: st.SeatID,
+			UserID: p.User, Status: HoldActive, HeldUntil: p.HeldUntil, CreatedAt: p.Now, Fence: st.Fence,
+			Source: p.Source, SeatVersion: x.version}}
+	}
+}

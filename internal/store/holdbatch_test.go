@@ -1,0 +1,140 @@
+package store_test
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+
+	"seatd/internal/store"
+	"seatd/internal/testenv"
+)
+
+// TestHoldBatchRowsStayApart queues holds of two tenants in one coalesced
+// statement together with two rows that must not be written: one whose
+// hold id already names an ended hold (a unique violation, which fails
+// the whole statement) and one whose fence is older than its seat's. Every
+// other hold must still be created once, in its own org, with its audit
+// row; the two bad rows must be answered on their own (not created; stale
+// fence) and write nothing.
+func TestHoldBatchRowsStayApart(t *testing.T) {
+	t.Parallel()
+	a := testenv.App(t, nil)
+	ctx := context.Background()
+	st := a.Store
+	type tenant struct {
+		org, ev, user uuid.UUID
+		seats         []uuid.UUID
+	}
+	var ts []tenant
+	for range 2 {
+		tn := testenv.NewTenant(t, a, 1)
+		ev := testenv.NewEvent(t, a, tn.Org.ID, 1, 2, 10)
+		ts = append(ts, tenant{org: tn.Org.ID, ev: ev.ID, user: tn.Buyers[0].ID, seats: testenv.SeatIDs(t, a, tn.Org.ID, ev.ID)})
+	}
+	now := time.Now().UTC().Truncate(time.Millisecond)
+	params := func(x tenant, seat, holdID uuid.UUID, fence int64) store.HoldParams {
+		return store.HoldParams{Org: x.org, Event: x.ev, User: x.user, Now: now, HeldUntil: now.Add(time.Minute),
+			Source: "api", Locked: true, Seats: []store.HoldRequest{{SeatID: seat, HoldID: holdID, Fence: fence}}}
+	}
+	// An ended hold on seat 0 of tenant 0 (its id is then reused), and seat 1
+	// of tenant 0 left with fence 500.
+	x := ts[0]
+	ended := uuid.New()
+	for i, id := range []uuid.UUID{ended, uuid.New()} {
+		out, err := st.CreateHolds(ctx, params(x, x.seats[i], id, 500))
+		if err != nil || len(out.Created) != 1 {
+			t.Fatalf("setup hold: %+v, %v", out, err)
+		}
+		if _, err := st.Release(ctx, x.org, id, x.user, false, ""); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	queued, unblock := st.BlockHoldBatches()
+	type call struct {
+		p   store.HoldParams
+		out store.HoldOutcome
+		err error
+	}
+	var calls []*call
+	calls = append(calls,
+		&call{p: params(x, x.seats[2], ended, 1000)},    // hold id of an ended hold
+		&call{p: params(x, x.seats[1], uuid.New(), 10)}, // fence older than the seat's
+	)
+	for _, x := range ts {
+		for _, seat := range x.seats[3:] {
+			calls = append(calls, &call{p: params(x, seat, uuid.New(), 1000)})
+		}
+	}
+	var wg sync.WaitGroup
+	for _, c := range calls {
+		wg.Go(func() { c.out, c.err = st.CreateHolds(ctx, c.p) })
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for queued() < len(calls) {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d of %d holds queued", queued(), len(calls))
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	statements, _ := st.HoldBatchStats()
+	unblock()
+	wg.Wait()
+	if s, _ := st.HoldBatchStats(); s-statements != 1 {
+		t.Errorf("%d statements for %d queued holds, want 1", s-statements, len(calls))
+	}
+
+	for i, c := range calls {
+		if c.err != nil {
+			t.Errorf("call %d: %v", i, c.err)
+			continue
+		}
+		req := c.p.Seats[0]
+		switch i {
+		case 0:
+			if len(c.out.Created) != 0 {
+				t.Errorf("a hold reusing an ended hold's id was created: %+v", c.out)
+			}
+		case 1:
+			if len(c.out.Created) != 0 || len(c.out.Stale) != 1 {
+				t.Errorf("stale fence: %+v, want one stale seat", c.out)
+			}
+		default:
+			if len(c.out.Created) != 1 || c.out.Created[0].ID != req.HoldID || c.out.Created[0].SeatID != req.SeatID {
+				t.Errorf("call %d: %+v, want hold %s created", i, c.out, req.HoldID)
+			}
+		}
+	}
+	for _, c := range calls[2:] {
+		req := c.p.Seats[0]
+		var org, event, seat, user uuid.UUID
+		var status string
+		if err := a.Pool.QueryRow(ctx, `SELECT org_id, event_id, seat_id, user_id, status FROM seat_holds WHERE id = $1`, req.HoldID).
+			Scan(&org, &event, &seat, &user, &status); err != nil {
+			t.Fatalf("hold %s: %v", req.HoldID, err)
+		}
+		if org != c.p.Org || event != c.p.Event || seat != req.SeatID || user != c.p.User || status != "active" {
+			t.Errorf("hold %s stored as org %s event %s seat %s user %s %s", req.HoldID, org, event, seat, user, status)
+		}
+	}
+	for i, x := range ts {
+		var holds, audits, held int
+		if err := a.Pool.QueryRow(ctx, `SELECT
+			(SELECT count(*) FROM seat_holds WHERE org_id = $1 AND event_id = $2 AND status = 'active'),
+			(SELECT count(*) FROM audit_log WHERE org_id = $1 AND event_id = $2 AND action = 'hold.created'),
+			(SELECT count(*) FROM seats WHERE org_id = $1 AND event_id = $2 AND status = 'held')`, x.org, x.ev).
+			Scan(&holds, &audits, &held); err != nil {
+			t.Fatal(err)
+		}
+		want, wantAudit := len(x.seats)-3, len(x.seats)-3
+		if i == 0 {
+			wantAudit += 2 // the two setup holds
+		}
+		if holds != want || held != want || audits != wantAudit {
+			t.Errorf("tenant %d: %d active holds, %d held seats, %d audit rows; want %d, %d, %d", i, holds, held, audits, want, want, wantAudit)
+		}
+	}
+}
