@@ -16,8 +16,9 @@ const antiEntropySettle = time.Second
 // anyone knowing — the process that committed was killed before it
 // published, or a message was dropped — and then the maps would show the
 // old state until the seat changes again. Each round reads the seats
-// changed since the previous round (with some overlap, for clock skew
-// between processes and Postgres) and applies, as sync deltas, the ones
+// changed since the previous round (with five seconds of overlap, for
+// clock skew between processes and Postgres and for transactions that
+// commit a while after their timestamps) and applies, as sync deltas, the ones
 // whose cached version is older.
 func (s *Service) RunAntiEntropy(ctx context.Context, every time.Duration) {
 	t := time.NewTicker(every)
@@ -33,10 +34,13 @@ func (s *Service) RunAntiEntropy(ctx context.Context, every time.Duration) {
 		next := make(map[[2]uuid.UUID]time.Time, len(evs))
 		for _, ev := range evs {
 			k := [2]uuid.UUID{ev.org, ev.id}
-			f := from[k] // zero on the first round: every seat
-			if !f.IsZero() {
-				f = f.Add(-5 * time.Second)
+			f, ok := from[k]
+			if !ok {
+				// The event was loaded from Postgres since the last round:
+				// the cache is current up to its load, less than a round ago.
+				f = s.now().Add(-every)
 			}
+			f = f.Add(-5 * time.Second)
 			seats, upto, err := s.store.SeatsChanged(ctx, ev.org, ev.id, f, antiEntropySettle)
 			if err != nil {
 				if f, ok := from[k]; ok {

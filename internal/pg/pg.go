@@ -14,6 +14,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/jackc/tern/v2/migrate"
+	pgxuuid "github.com/vgarvardt/pgx-google-uuid/v5"
 
 	"seatd/migrations"
 )
@@ -62,6 +63,12 @@ func Open(ctx context.Context, url string, o Options) (*pgxpool.Pool, error) {
 		rp["application_name"] = o.AppName
 	}
 	rp["timezone"] = "UTC"
+	// uuid.UUID values otherwise go through database/sql's Valuer: a
+	// string per value, parsed again; this codec sends the 16 bytes.
+	cfg.AfterConnect = func(_ context.Context, c *pgx.Conn) error {
+		pgxuuid.Register(c.TypeMap())
+		return nil
+	}
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("connect to Postgres: %w", err)
