@@ -38,7 +38,7 @@ type Config struct {
 
 	PGMaxConns         int           // SEATD_PG_MAX_CONNS
 	HoldBatchMax       int           // SEATD_HOLD_BATCH_MAX: holds coalesced into one statement at most (1 turns coalescing off)
-	HoldBatchSlots     int           // SEATD_HOLD_BATCH_SLOTS: coalesced hold statements running at once
+	HoldBatchSlots     int           // SEATD_HOLD_BATCH_SLOTS: coalesced hold statements running at once (2: one may wait on a row lock while the other goes on; 1 was ~8 % faster and 4 ~15 % slower at 50 buyers)
 	PGLockTimeout      time.Duration // SEATD_PG_LOCK_TIMEOUT
 	PGStatementTimeout time.Duration // SEATD_PG_STATEMENT_TIMEOUT
 
@@ -74,7 +74,7 @@ func Defaults() Config {
 		BreakerOpenFor:     2 * time.Second,
 		PGMaxConns:         40,
 		HoldBatchMax:       64,
-		HoldBatchSlots:     4,
+		HoldBatchSlots:     2,
 		PGLockTimeout:      500 * time.Millisecond,
 		PGStatementTimeout: 5 * time.Second,
 		SessionLifetime:    24 * time.Hour,
