@@ -163,13 +163,7 @@ func (b *holdBatcher) run(ctx context.Context, batch []*batchedHold) {
 	b.statements.Add(1)
 	b.rows.Add(int64(len(batch)))
 	if len(batch) == 1 {
-		r := batch[0]
-		created, err := insertHolds(ctx, b.store.db, r.p, r.p.Seats)
-		res := batchResult{err: err}
-		if len(created) == 1 {
-			res.hold, res.created = created[0], true
-		}
-		r.done <- res
+		b.runAlone(ctx, batch[0])
 		return
 	}
 	// A seat asked twice (the same buyer repeating a click) goes in once;
@@ -226,12 +220,7 @@ func (b *holdBatcher) run(ctx context.Context, batch []*batchedHold) {
 	if err != nil {
 		// One bad row fails the statement: decide each hold on its own.
 		for _, r := range batch {
-			created, err := insertHolds(ctx, b.store.db, r.p, r.p.Seats)
-			res := batchResult{err: err}
-			if len(created) == 1 {
-				res.hold, res.created = created[0], true
-			}
-			r.done <- res
+			b.runAlone(ctx, r)
 		}
 		return
 	}
@@ -246,4 +235,14 @@ func (b *holdBatcher) run(ctx context.Context, batch []*batchedHold) {
 			UserID: p.User, Status: HoldActive, HeldUntil: p.HeldUntil, CreatedAt: p.Now, Fence: st.Fence,
 			Source: p.Source, SeatVersion: x.version}}
 	}
+}
+
+// runAlone sends one hold in the single-seat statement of its own.
+func (b *holdBatcher) runAlone(ctx context.Context, r *batchedHold) {
+	created, err := insertHolds(ctx, b.store.db, r.p, r.p.Seats)
+	res := batchResult{err: err}
+	if len(created) == 1 {
+		res.hold, res.created = created[0], true
+	}
+	r.done <- res
 }
