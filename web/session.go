@@ -4,6 +4,8 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -182,6 +184,23 @@ func (s *sessionStore) Commit(token string, b []byte, expiry time.Time) error {
 	return nil
 }
 
+// current reports whether a commit of data unchanged since it was loaded,
+// expiring at expiry, would be skipped (see Commit): then the caller need
+// not even encode it. token is the stored (hashed) token.
+func (s *sessionStore) current(token string, expiry time.Time) bool {
+	if s.fresh == 0 {
+		return false
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	e := s.entries[token]
+	if e == nil || e.expiry.IsZero() {
+		return false
+	}
+	ahead := expiry.Sub(e.expiry)
+	return ahead >= 0 && ahead < s.touch
+}
+
 // Delete removes a session: from this process first, then from Postgres.
 func (s *sessionStore) Delete(token string) error {
 	s.mu.Lock()
@@ -297,10 +316,12 @@ type commitKey struct{}
 // handlers that must know it worked (login, logout), else before the first
 // byte of the response.
 type sessionCommit struct {
-	s    *Server
-	r    *http.Request
-	once sync.Once
-	err  error
+	s      *Server
+	r      *http.Request
+	token  string            // from the request's cookie
+	loaded map[string]string // the values loaded with it; nil for no session
+	once   sync.Once
+	err    error
 }
 
 func (c *sessionCommit) commit(w http.ResponseWriter) error {
@@ -308,6 +329,9 @@ func (c *sessionCommit) commit(w http.ResponseWriter) error {
 		ctx := c.r.Context()
 		switch c.s.sessions.Status(ctx) {
 		case scs.Modified:
+			if c.unchanged(ctx) {
+				return
+			}
 			token, expiry, err := c.s.sessions.Commit(ctx)
 			if err != nil {
 				c.err = fmt.Errorf("commit session: %w", err)
@@ -319,6 +343,42 @@ func (c *sessionCommit) commit(w http.ResponseWriter) error {
 		}
 	})
 	return c.err
+}
+
+// unchanged reports whether the session may be left as it is: scs marks
+// every loaded session modified when there is an idle timeout, so that
+// its expiry moves on, and would encode it and set the cookie again on
+// every request; but the store writes the new expiry at most every touch,
+// so while the values are those loaded and the stored expiry is recent
+// enough, saving would change nothing but the cookie's expiry (which then
+// lags the stored one by less than touch).
+func (c *sessionCommit) unchanged(ctx context.Context) bool {
+	sm := c.s.sessions
+	if c.loaded == nil || sm.Token(ctx) != c.token {
+		return false // a new session, or a renewed token
+	}
+	keys := sm.Keys(ctx)
+	if len(keys) != len(c.loaded) {
+		return false
+	}
+	for _, k := range keys {
+		v, ok := sm.Get(ctx, k).(string)
+		if was, found := c.loaded[k]; !ok || !found || v != was {
+			return false
+		}
+	}
+	expiry := sm.Deadline(ctx)
+	if idle := time.Now().Add(sm.IdleTimeout).UTC(); sm.IdleTimeout > 0 && idle.Before(expiry) {
+		expiry = idle
+	}
+	return c.s.sstore.current(storedToken(c.token), expiry)
+}
+
+// storedToken is the token as scs hands it to the store
+// (HashTokenInStore).
+func storedToken(token string) string {
+	h := sha256.Sum256([]byte(token))
+	return base64.RawURLEncoding.EncodeToString(h[:])
 }
 
 // saveSession commits the session now, so a handler can fail cleanly if it
@@ -353,7 +413,15 @@ func (s *Server) withSession(next http.Handler) http.Handler {
 				info.org = a.Org
 			}
 		}
-		c := &sessionCommit{s: s}
+		c := &sessionCommit{s: s, token: token}
+		if token != "" && s.sessions.Token(ctx) == token {
+			// What was loaded, to tell at the end whether anything changed.
+			keys := s.sessions.Keys(ctx)
+			c.loaded = make(map[string]string, len(keys))
+			for _, k := range keys {
+				c.loaded[k] = s.sessions.GetString(ctx, k)
+			}
+		}
 		ctx = context.WithValue(ctx, commitKey{}, c)
 		c.r = r.WithContext(ctx)
 		sw := &sessionWriter{ResponseWriter: w, c: c, s: s}

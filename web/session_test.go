@@ -2,7 +2,9 @@ package web
 
 import (
 	"context"
+	"io"
 	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"strings"
 	"sync"
@@ -327,4 +329,60 @@ func TestSessionStoreRules(t *testing.T) {
 		t.Fatal("expired session served from cache")
 	}
 	t.Logf("10 requests in 0.5 s: 0 store calls; refresh written after touch (%s); logout immediate; remote delete seen after fresh (%s)", s.touch, s.fresh)
+}
+
+// TestSessionSavedOnlyWhenChanged: a request that leaves the session as it
+// was loaded neither encodes nor writes it nor sets the cookie again
+// (within the store's touch window), while one that changes it (Put, Pop)
+// is saved as before, for this process and in Postgres.
+func TestSessionSavedOnlyWhenChanged(t *testing.T) {
+	t.Parallel()
+	s := serveApp(t, newTestServer(t, nil).app, options{})
+	tn := testenv.NewTenant(t, s.app, 1)
+	token := s.as(tn.Org, tn.Buyers[0]).cookie()
+	handler := func(srv *Server) http.Handler {
+		return srv.withSession(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			switch r.URL.Path {
+			case "/put":
+				srv.sessions.Put(r.Context(), "note", "hello")
+			case "/pop":
+				_, _ = io.WriteString(w, srv.sessions.PopString(r.Context(), "note"))
+				return
+			}
+			w.WriteHeader(http.StatusNoContent)
+		}))
+	}
+	h := handler(s.srv)
+	do := func(h http.Handler, path string) (setCookie bool, body string) {
+		req := httptest.NewRequest("GET", path, nil)
+		req.Header.Set("Cookie", s.srv.sessions.Cookie.Name+"="+token)
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, req)
+		return rec.Header().Get("Set-Cookie") != "", rec.Body.String()
+	}
+	do(h, "/") // the first request of this process may refresh the expiry
+	c0 := s.srv.sstore.dbCommits.Load()
+	for range 5 {
+		if set, _ := do(h, "/"); set {
+			t.Fatal("an unchanged session set the cookie again")
+		}
+	}
+	if n := s.srv.sstore.dbCommits.Load() - c0; n != 0 {
+		t.Fatalf("an unchanged session was written %d times", n)
+	}
+	if set, _ := do(h, "/put"); !set {
+		t.Fatal("a changed session did not set the cookie")
+	}
+	if set, body := do(h, "/pop"); !set || body != "hello" {
+		t.Fatalf("pop: cookie set %v, body %q; want the value put, saved", set, body)
+	}
+	if _, body := do(h, "/pop"); body != "" {
+		t.Fatalf("second pop found %q: the first pop was not saved", body)
+	}
+	// And Postgres has the same: a process without the cache reads it there.
+	other := serveApp(t, s.app, options{noSessionCache: true})
+	do(handler(other.srv), "/put")
+	if _, body := do(handler(other.srv), "/pop"); body != "hello" {
+		t.Fatalf("pop through Postgres: %q, want hello", body)
+	}
 }
