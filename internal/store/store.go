@@ -273,7 +273,11 @@ func (s *Store) SeatsByID(ctx context.Context, org, event uuid.UUID, ids []uuid.
 // from). Every statement that changes a seat writes an audit row in the
 // same transaction, and the audit log is indexed by event and time, so
 // the read costs what changed, not the size of the event (seats has no
-// index on updated_at: one would add a write to every hold).
+// index on updated_at: one would add a write to every hold). A seat that
+// changed again within settle is left for the next call, which its newer
+// audit row brings it to: its delta may still be on its way, and applying
+// its state first would turn that delta (say, "expired") into a stale one
+// that watchers never see.
 func (s *Store) SeatsChanged(ctx context.Context, org, event uuid.UUID, from time.Time, settle time.Duration) ([]Seat, time.Time, error) {
 	var upto time.Time
 	if err := s.db.QueryRow(ctx, `SELECT now() - $1::interval`, settle).Scan(&upto); err != nil {
@@ -283,7 +287,7 @@ func (s *Store) SeatsChanged(ctx context.Context, org, event uuid.UUID, from tim
 		SELECT s.id, s.section_id, s.row_label, s.number, s.idx, s.x, s.y, s.status, s.version, s.fence,
 		       h.id, h.user_id, h.held_until
 		FROM seats s LEFT JOIN seat_holds h ON h.id = s.hold_id AND h.status = 'active'
-		WHERE s.org_id = $1 AND s.event_id = $2 AND s.id IN (
+		WHERE s.org_id = $1 AND s.event_id = $2 AND s.updated_at < $4 AND s.id IN (
 		    SELECT seat_id FROM audit_log
 		    WHERE org_id = $1 AND event_id = $2 AND at >= $3 AND at < $4 AND seat_id IS NOT NULL)`, org, event, from, upto)
 	if err != nil {
