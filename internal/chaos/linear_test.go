@@ -196,9 +196,16 @@ func resolve(ops []op, holds map[uuid.UUID]holdRow) []op {
 		sort.Slice(hs, func(i, j int) bool { return hs[i].CreatedAt.Before(hs[j].CreatedAt) })
 	}
 	ackedRelease := map[uuid.UUID]bool{}
+	// Purchases are retried under one Idempotency-Key: one sale, however
+	// many calls. If one call was answered "ok", an unknown one of the same
+	// hold is that same sale, not another; of several unknown ones, one is.
+	ackedPurchase := map[uuid.UUID]bool{}
 	for _, o := range ops {
 		if o.Kind == opRelease && o.Result == resOK {
 			ackedRelease[o.Hold] = true
+		}
+		if o.Kind == opPurchase && o.Result == resOK {
+			ackedPurchase[o.Hold] = true
 		}
 	}
 	sorted := slices.Clone(ops)
@@ -236,9 +243,10 @@ func resolve(ops []op, holds map[uuid.UUID]holdRow) []op {
 			o.Result, o.Resolved = resOK, true
 		case opPurchase:
 			h, ok := holds[o.Hold]
-			if !ok || h.Status != "converted" {
+			if !ok || h.Status != "converted" || ackedPurchase[o.Hold] {
 				continue
 			}
+			ackedPurchase[o.Hold] = true
 			o.Result, o.Resolved = resOK, true
 		}
 		out = append(out, o)
@@ -465,4 +473,41 @@ func dumpHistory(t testing.TB, path string, ops []op, holds map[uuid.UUID]holdRo
 		return
 	}
 	t.Logf("history written to %s", path)
+}
+
+// TestResolveRetriedPurchase: a purchase whose answer was lost (the
+// Postgres restart fault) is retried later under the same Idempotency-Key
+// and answered "ok"; Postgres shows the hold converted. That is one sale:
+// settling the lost call as a second "ok" made an honest history
+// unlinearizable. Two lost calls of one sale settle as one, too.
+func TestResolveRetriedPurchase(t *testing.T) {
+	u, seat, h := uuid.New(), uuid.New(), uuid.New()
+	base := time.Now()
+	at := func(ms int) time.Time { return base.Add(time.Duration(ms) * time.Millisecond) }
+	ended := at(9_100)
+	holds := map[uuid.UUID]holdRow{h: {ID: h, Seat: seat, User: u, Status: "converted", HeldUntil: at(15_000),
+		CreatedAt: at(0), EndedAt: &ended}}
+	op1 := func(kind opKind, r result, from, to int) op {
+		return op{Seat: seat, User: u, Kind: kind, Hold: h, Until: at(15_000), Result: r, Call: at(from), Return: at(to)}
+	}
+	for _, tc := range []struct {
+		name string
+		ops  []op
+	}{
+		{"lost, then retried and answered", []op{
+			op1(opHold, resCreated, 0, 30), op1(opPurchase, resUnknown, 30, 1_900),
+			op1(opHold, resExisting, 9_000, 9_010), op1(opPurchase, resOK, 9_020, 9_080),
+		}},
+		{"lost twice", []op{
+			op1(opHold, resCreated, 0, 30), op1(opPurchase, resUnknown, 30, 1_900),
+			op1(opHold, resExisting, 9_000, 9_010), op1(opPurchase, resUnknown, 9_020, 9_080),
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rep := checkLinearizable(tc.ops, holds, "")
+			if len(rep.Illegal) > 0 || rep.Unknown > 0 {
+				t.Fatalf("not linearizable: %+v", rep)
+			}
+		})
+	}
 }
