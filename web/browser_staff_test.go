@@ -127,8 +127,10 @@ func TestBrowserStaffPages(t *testing.T) {
 		t.Fatalf("open seat map: %v", err)
 	}
 	clicked := time.Now()
-	if err := chromedp.Do(buyerCtx, chromedp.Click(css(`#seat-`+seat.String())),
-		chromedp.WaitVisible(css(`#seat-`+seat.String()+`[data-mine="true"]`))); err != nil {
+	if err := click(buyerCtx, `#seat-`+seat.String()); err != nil {
+		t.Fatalf("buyer clicks: %v", err)
+	}
+	if err := chromedp.Do(buyerCtx, chromedp.WaitVisible(css(`#seat-`+seat.String()+`[data-mine="true"]`))); err != nil {
 		t.Fatalf("buyer holds: %v", err)
 	}
 	if err := chromedp.Do(orgCtx, chromedp.WaitVisible(css(`#feed li[data-kind=held][data-seat="B-A-2"]`))); err != nil {
@@ -158,8 +160,10 @@ func TestBrowserStaffPages(t *testing.T) {
 		t.Fatalf("open box office: %v", err)
 	}
 	seat2 := seats[75] // B-A-4
-	if err := chromedp.Do(buyerCtx, chromedp.Click(css(`#seat-`+seat2.String())),
-		chromedp.WaitVisible(css(`#seat-`+seat2.String()+`[data-mine="true"]`))); err != nil {
+	if err := click(buyerCtx, `#seat-`+seat2.String()); err != nil {
+		t.Fatalf("buyer clicks again: %v", err)
+	}
+	if err := chromedp.Do(buyerCtx, chromedp.WaitVisible(css(`#seat-`+seat2.String()+`[data-mine="true"]`))); err != nil {
 		t.Fatalf("buyer holds again: %v", err)
 	}
 	row := `#hold-` + seat2.String()
@@ -197,6 +201,20 @@ func TestBrowserStaffPages(t *testing.T) {
 	}
 	screenshot(t, buyerCtx, "seatmap-buyer-released-by-box-office.png")
 	boxProblems.check(t, "box office")
+}
+
+// click clicks the element sel names. The map and panels are swapped in
+// whole when the live socket (re)opens, so the node found may be replaced
+// before the click lands ("Could not find node"): then find it again.
+func click(ctx context.Context, sel string) error {
+	var err error
+	for range 5 {
+		if err = chromedp.Do(ctx, chromedp.Click(css(sel))); err == nil || !strings.Contains(err.Error(), "Could not find node") {
+			return err
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	return err
 }
 
 // textIs waits until the element's text is want: live swaps may replace

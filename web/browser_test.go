@@ -149,8 +149,10 @@ func TestBrowserSeatMapLive(t *testing.T) {
 	}
 
 	clicked := time.Now()
-	if err := chromedp.Do(tctxA, chromedp.Click(css(seatSel)),
-		chromedp.WaitVisible(css(seatSel+`[data-mine="true"]`)),
+	if err := click(tctxA, seatSel); err != nil {
+		t.Fatalf("A clicks: %v", err)
+	}
+	if err := chromedp.Do(tctxA, chromedp.WaitVisible(css(seatSel+`[data-mine="true"]`)),
 		chromedp.WaitVisible(css(`#cart-`+seat.String()+` [data-left]`))); err != nil {
 		t.Fatalf("A holds: %v", err)
 	}
@@ -170,7 +172,10 @@ func TestBrowserSeatMapLive(t *testing.T) {
 	screenshot(t, tctxB, "seatmap-buyer-b-sees-held.png")
 
 	// B cannot take it: the message names the seat.
-	if err := chromedp.Do(tctxB, chromedp.Click(css(seatSel)), chromedp.WaitVisible(css(`#cart [role=alert]`))); err != nil {
+	if err := click(tctxB, seatSel); err != nil {
+		t.Fatalf("B clicks: %v", err)
+	}
+	if err := chromedp.Do(tctxB, chromedp.WaitVisible(css(`#cart [role=alert]`))); err != nil {
 		t.Fatalf("B clicks held seat: %v", err)
 	}
 	msg, err := chromedp.Run(tctxB, chromedp.Text(css(`#cart [role=alert]`)))

@@ -223,23 +223,37 @@ func TestBugLostDeltaAfterAmbiguousWrite(t *testing.T) {
 			t.Fatalf("the write answered %d %v, want a failure", status, err)
 		}
 	}
-	faulty("latency", map[string]any{"latency": 500}, 150*time.Millisecond, func(ctx context.Context) error {
-		_, _, err := c.holdOn(ctx, cl, n1, c.seats[0])
-		return err
-	})
-	faulty("reset_peer", map[string]any{"timeout": 0}, 5*time.Second, func(ctx context.Context) error {
-		status, err := releaseOn(ctx, cl, n1, held.ID)
-		if err == nil && status != http.StatusNoContent {
-			err = &errStatus{code: status}
-		}
-		return err
-	})
-
-	for i, want := range []string{"held", "available"} {
-		if got := c.pgSeat(t, c.seats[i]); got.Status != want {
-			t.Fatalf("seat %d is %s in postgres, want %s: the write did not commit", i, got.Status, want)
+	// The toxic sometimes meets the write's connection before the write
+	// reaches Postgres (another round trip of that connection went first):
+	// then nothing committed and nothing is ambiguous, so the injection is
+	// tried again until the write committed with its answer lost.
+	committed := func(i int, want string, inject func()) {
+		for try := 1; ; try++ {
+			inject()
+			got := c.pgSeat(t, c.seats[i]).Status
+			if got == want {
+				return
+			}
+			if try == 5 {
+				t.Fatalf("seat %d is %s in postgres after %d tries, want %s: the write never committed", i, got, try, want)
+			}
 		}
 	}
+	committed(0, "held", func() {
+		faulty("latency", map[string]any{"latency": 500}, 150*time.Millisecond, func(ctx context.Context) error {
+			_, _, err := c.holdOn(ctx, cl, n1, c.seats[0])
+			return err
+		})
+	})
+	committed(1, "available", func() {
+		faulty("reset_peer", map[string]any{"timeout": 0}, 5*time.Second, func(ctx context.Context) error {
+			status, err := releaseOn(ctx, cl, n1, held.ID)
+			if err == nil && status != http.StatusNoContent {
+				err = &errStatus{code: status}
+			}
+			return err
+		})
+	})
 	if status, _, err := c.holdOn(ctx, other, c.nodes[1], c.seats[0]); err == nil {
 		t.Logf("another buyer clicking seat 0 (held in postgres, available on the maps) gets %d", status)
 	}
