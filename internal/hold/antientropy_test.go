@@ -15,7 +15,7 @@ import (
 // process announces (as when the committing process dies before it
 // publishes): a hold right after the event entered the cache, and its
 // release a while later. The process's cache must pick up each from
-// Postgres within a couple of rounds of its once-a-second check.
+// Postgres within a couple of rounds of its periodic check.
 func TestAntiEntropyAppliesSilentChanges(t *testing.T) {
 	a := testenv.App(t, nil)
 	testenv.Background(t, a)
