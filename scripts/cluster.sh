@@ -3,7 +3,7 @@
 #
 # Usage: scripts/cluster.sh up|down|status
 #
-#   up      start three cluster-enabled redis-servers (ports 57001-57003,
+#   up      start three cluster-enabled redis-servers (ports 27001-27003,
 #           override with SEATD_CLUSTER_PORTS="a b c"; each node's cluster
 #           bus listens 10000 below its port, as port+10000 would not fit),
 #           join them into one
@@ -25,7 +25,7 @@ LOG_TAG=cluster
 source "$SCRIPT_DIR/lib/common.sh"
 
 CMD=${1:-}
-read -r -a PORTS <<<"${SEATD_CLUSTER_PORTS:-57001 57002 57003}"
+read -r -a PORTS <<<"${SEATD_CLUSTER_PORTS:-27001 27002 27003}"
 DIR=$ROOT/.data/cluster
 
 usage() { echo "usage: scripts/cluster.sh up|down|status" >&2; }

@@ -13,8 +13,11 @@
 # All progress and diagnostics go to stderr.
 #
 # Profiles (ports overridable with SEATD_PG_PORT / SEATD_REDIS_PORT):
-#   dev   Postgres 55432, Redis 56379, durable settings
-#   test  Postgres 55442, Redis 56389, fsync/synchronous_commit/full_page_writes off
+#   dev   Postgres 25432, Redis 26379, durable settings
+#   test  Postgres 25442, Redis 26389, fsync/synchronous_commit/full_page_writes off
+#   bench Postgres 25452, Redis 26399, durable settings
+# The ports lie below Linux's ephemeral range (32768-60999), so an outgoing
+# connection of some other program can never be holding one of them.
 #
 # If DATABASE_URL is already set, Postgres is left alone entirely (someone
 # else provides it); likewise REDIS_URL for Redis.
@@ -54,9 +57,9 @@ up | down | status | env) ;;
 	;;
 esac
 case $PROFILE in
-dev) PG_PORT=${SEATD_PG_PORT:-55432} REDIS_PORT=${SEATD_REDIS_PORT:-56379} ;;
-test) PG_PORT=${SEATD_PG_PORT:-55442} REDIS_PORT=${SEATD_REDIS_PORT:-56389} ;;
-bench) PG_PORT=${SEATD_PG_PORT:-55452} REDIS_PORT=${SEATD_REDIS_PORT:-56399} ;;
+dev) PG_PORT=${SEATD_PG_PORT:-25432} REDIS_PORT=${SEATD_REDIS_PORT:-26379} ;;
+test) PG_PORT=${SEATD_PG_PORT:-25442} REDIS_PORT=${SEATD_REDIS_PORT:-26389} ;;
+bench) PG_PORT=${SEATD_PG_PORT:-25452} REDIS_PORT=${SEATD_REDIS_PORT:-26399} ;;
 *) die "unknown profile '$PROFILE' (want dev, test or bench)" ;;
 esac
 [[ $PG_PORT =~ ^[0-9]+$ ]] || die "SEATD_PG_PORT must be a number, got '$PG_PORT'"

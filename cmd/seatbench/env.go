@@ -201,8 +201,8 @@ func (b *bench) freshDatabase(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if u.Hostname() != "127.0.0.1" || u.Port() != "55452" {
-		return fmt.Errorf("refusing to recreate %s: not the bench profile (127.0.0.1:55452); use -fresh-db=false", u.Host)
+	if u.Hostname() != "127.0.0.1" || u.Port() != "25452" {
+		return fmt.Errorf("refusing to recreate %s: not the bench profile (127.0.0.1:25452); use -fresh-db=false", u.Host)
 	}
 	name := strings.TrimPrefix(u.Path, "/")
 	admin := *u
@@ -220,8 +220,8 @@ func (b *bench) freshDatabase(ctx context.Context) error {
 		return err
 	}
 	ru, err := url.Parse(b.redisURL)
-	if err != nil || ru.Hostname() != "127.0.0.1" || ru.Port() != "56399" {
-		return fmt.Errorf("refusing to flush %s: not the bench profile (127.0.0.1:56399)", b.redisURL)
+	if err != nil || ru.Hostname() != "127.0.0.1" || ru.Port() != "26399" {
+		return fmt.Errorf("refusing to flush %s: not the bench profile (127.0.0.1:26399)", b.redisURL)
 	}
 	rdb := redis.NewClient(&redis.Options{Addr: ru.Host})
 	defer rdb.Close()
