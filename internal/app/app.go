@@ -156,10 +156,11 @@ func (a *App) RunBackground(ctx context.Context) {
 	var wg sync.WaitGroup
 	wg.Go(func() { a.Core.RunReaper(ctx, a.Cfg.ReaperInterval) })
 	wg.Go(func() { a.Core.RunRecovery(ctx, 250*time.Millisecond) })
-	// Twice a second: a change whose delta was lost (its process died
-	// between commit and publish) reaches every map within settle (1 s)
-	// plus half a second. Each round is one indexed read per cached event.
-	wg.Go(func() { a.Core.RunAntiEntropy(ctx, 500*time.Millisecond) })
+	// Four times a second: a change whose delta was lost (its process died
+	// between commit and publish) reaches every map within the settle time
+	// (0.5 s) plus a quarter second. Each round is one indexed read per
+	// cached event.
+	wg.Go(func() { a.Core.RunAntiEntropy(ctx, 250*time.Millisecond) })
 	wg.Go(func() { a.Bus.Listen(ctx) })
 	wg.Go(func() { a.Core.RunSnapshots(ctx, a.Cfg.SnapshotInterval) })
 	wg.Wait()

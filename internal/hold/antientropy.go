@@ -9,7 +9,7 @@ import (
 
 // antiEntropySettle is how long after a change its delta may still be in
 // flight; older changes a cache lacks were lost.
-const antiEntropySettle = time.Second
+const antiEntropySettle = 500 * time.Millisecond
 
 // RunAntiEntropy checks, every interval, that this process's cached events
 // have every change older than a second. A delta can be lost without
