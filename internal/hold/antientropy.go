@@ -32,6 +32,12 @@ func (s *Service) RunAntiEntropy(ctx context.Context, every time.Duration) {
 		}
 		evs := s.cachedEvents()
 		next := make(map[[2]uuid.UUID]time.Time, len(evs))
+		// One clock read per round, for every event.
+		pgNow, err := s.store.PostgresNow(ctx)
+		if err != nil {
+			continue // from is kept: the next round covers this one's window
+		}
+		upto := pgNow.Add(-antiEntropySettle)
 		for _, ev := range evs {
 			k := [2]uuid.UUID{ev.org, ev.id}
 			f, ok := from[k]
@@ -41,7 +47,7 @@ func (s *Service) RunAntiEntropy(ctx context.Context, every time.Duration) {
 				f = s.now().Add(-every)
 			}
 			f = f.Add(-5 * time.Second)
-			seats, upto, err := s.store.SeatsChanged(ctx, ev.org, ev.id, f, antiEntropySettle)
+			seats, err := s.store.SeatsChanged(ctx, ev.org, ev.id, f, upto)
 			if err != nil {
 				if f, ok := from[k]; ok {
 					next[k] = f

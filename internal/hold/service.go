@@ -240,10 +240,7 @@ func (s *Service) commit(ctx context.Context, org, event uuid.UUID, ds []Delta) 
 	if len(ds) == 0 {
 		return
 	}
-	s.mu.Lock()
-	ev := s.events[[2]uuid.UUID{org, event}]
-	s.mu.Unlock()
-	if ev != nil {
+	if ev := s.cached(org, event); ev != nil {
 		ev.notify(ev.apply(ds))
 	}
 	// Chunk so every message fits the Postgres NOTIFY fallback.
@@ -312,15 +309,21 @@ type SeatView struct {
 }
 
 // Label names the seat for people: section-row-number ("B-4-12").
-func (v SeatView) Label() string { return fmt.Sprintf("%s-%s-%d", v.Section, v.Row, v.Number) }
+func (v SeatView) Label() string { return store.SeatLabel(v.Section, v.Row, v.Number) }
+
+// cached returns an event's hot cache if this process has it, without
+// loading it.
+func (s *Service) cached(org, event uuid.UUID) *eventState {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.events[[2]uuid.UUID{org, event}]
+}
 
 // SeatLayout returns one seat of an event cached in this process. It does
 // no tenancy check: it is for renderers of deltas this process already
 // received for that organization's event.
 func (s *Service) SeatLayout(org, event, seat uuid.UUID) (SeatView, bool) {
-	s.mu.Lock()
-	ev := s.events[[2]uuid.UUID{org, event}]
-	s.mu.Unlock()
+	ev := s.cached(org, event)
 	if ev == nil {
 		return SeatView{}, false
 	}

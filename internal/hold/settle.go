@@ -129,10 +129,7 @@ func (s *Service) settleSeats(ctx context.Context, org, event uuid.UUID, seats [
 		}
 	}
 	s.dropLocks(ctx, org, event, ended)
-	s.mu.Lock()
-	ev := s.events[[2]uuid.UUID{org, event}]
-	s.mu.Unlock()
-	if ev != nil && s.FastPath() {
+	if ev := s.cached(org, event); ev != nil && s.FastPath() {
 		s.restoreLocks(ctx, ev, held)
 	}
 	return nil

@@ -163,7 +163,13 @@ type StaffHold struct {
 }
 
 // Label is the seat's label, "B-A-12".
-func (h StaffHold) Label() string { return h.Section + "-" + h.Row + "-" + strconv.Itoa(h.Number) }
+func (h StaffHold) Label() string { return SeatLabel(h.Section, h.Row, h.Number) }
+
+// SeatLabel names a seat for people: section-row-number ("B-A-12"), the
+// form SeatByLabel reads back.
+func SeatLabel(section, row string, number int) string {
+	return section + "-" + row + "-" + strconv.Itoa(number)
+}
 
 // ActiveHolds lists an event's active holds with their holders' emails and
 // seat labels, soonest expiry first.

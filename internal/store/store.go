@@ -268,21 +268,24 @@ func (s *Store) SeatsByID(ctx context.Context, org, event uuid.UUID, ids []uuid.
 	return pgx.CollectRows(rows, scanSeat)
 }
 
-// SeatsChanged returns the seats of an event changed at or after from and
-// more than settle ago, and Postgres's time minus settle (the next call's
-// from). Every statement that changes a seat writes an audit row in the
+// PostgresNow is Postgres's clock, the one every change is stamped with.
+func (s *Store) PostgresNow(ctx context.Context) (time.Time, error) {
+	var now time.Time
+	err := s.db.QueryRow(ctx, `SELECT now()`).Scan(&now)
+	return now, err
+}
+
+// SeatsChanged returns the seats of an event changed in [from, upto), upto
+// being Postgres's time minus a settle time (the next call's from). Every
+// statement that changes a seat writes an audit row in the
 // same transaction, and the audit log is indexed by event and time, so
 // the read costs what changed, not the size of the event (seats has no
 // index on updated_at: one would add a write to every hold). A seat that
-// changed again within settle is left for the next call, which its newer
+// changed again since upto is left for the next call, which its newer
 // audit row brings it to: its delta may still be on its way, and applying
 // its state first would turn that delta (say, "expired") into a stale one
 // that watchers never see.
-func (s *Store) SeatsChanged(ctx context.Context, org, event uuid.UUID, from time.Time, settle time.Duration) ([]Seat, time.Time, error) {
-	var upto time.Time
-	if err := s.db.QueryRow(ctx, `SELECT now() - $1::interval`, settle).Scan(&upto); err != nil {
-		return nil, time.Time{}, err
-	}
+func (s *Store) SeatsChanged(ctx context.Context, org, event uuid.UUID, from, upto time.Time) ([]Seat, error) {
 	rows, err := s.db.Query(ctx, `
 		SELECT s.id, s.section_id, s.row_label, s.number, s.idx, s.x, s.y, s.status, s.version, s.fence,
 		       h.id, h.user_id, h.held_until
@@ -291,10 +294,9 @@ func (s *Store) SeatsChanged(ctx context.Context, org, event uuid.UUID, from tim
 		    SELECT seat_id FROM audit_log
 		    WHERE org_id = $1 AND event_id = $2 AND at >= $3 AND at < $4 AND seat_id IS NOT NULL)`, org, event, from, upto)
 	if err != nil {
-		return nil, time.Time{}, err
+		return nil, err
 	}
-	seats, err := pgx.CollectRows(rows, scanSeat)
-	return seats, upto, err
+	return pgx.CollectRows(rows, scanSeat)
 }
 
 func scanSeat(r pgx.CollectableRow) (Seat, error) {

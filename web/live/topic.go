@@ -48,10 +48,9 @@ type topic struct {
 	// waits for a fan-out.
 	pmu     sync.Mutex
 	stopped bool
-	// pending holds at most one delta per seat, the newest, so it is
-	// bounded by the event's size however far the pump falls behind.
-	pending map[uuid.UUID]hold.Delta
-	order   []uuid.UUID // pending seats in arrival order
+	// pending holds the newest delta per seat, so it is bounded by the
+	// event's size however far the pump falls behind.
+	pending newestBySeat
 
 	// The staff side's changes not yet rendered, also guarded by pmu and
 	// recorded only while staff clients are here. Unlike pending they keep
@@ -59,8 +58,7 @@ type topic struct {
 	// the newest change per seat.
 	staffFeed    []hold.Delta
 	staffDropped int
-	staffLatest  map[uuid.UUID]hold.Delta
-	staffOrder   []uuid.UUID
+	staffLatest  newestBySeat
 	swake        chan struct{} // capacity 1: the staff pump has work
 
 	// seen is the newest version sent per seat, so a delta that lost a
@@ -76,19 +74,17 @@ type topic struct {
 
 func newTopic(key topicKey, staff *StaffOptions) *topic {
 	return &topic{
-		key:         key,
-		staff:       staff,
-		ready:       make(chan struct{}),
-		wake:        make(chan struct{}, 1),
-		swake:       make(chan struct{}, 1),
-		quit:        make(chan struct{}),
-		clients:     map[*client]struct{}{},
-		users:       map[uuid.UUID]int{},
-		pending:     map[uuid.UUID]hold.Delta{},
-		staffLatest: map[uuid.UUID]hold.Delta{},
-		seen:        map[uuid.UUID]int64{},
-		holders:     map[uuid.UUID]uuid.UUID{},
-		staffSeen:   map[uuid.UUID]int64{},
+		key:       key,
+		staff:     staff,
+		ready:     make(chan struct{}),
+		wake:      make(chan struct{}, 1),
+		swake:     make(chan struct{}, 1),
+		quit:      make(chan struct{}),
+		clients:   map[*client]struct{}{},
+		users:     map[uuid.UUID]int{},
+		seen:      map[uuid.UUID]int64{},
+		holders:   map[uuid.UUID]uuid.UUID{},
+		staffSeen: map[uuid.UUID]int64{},
 	}
 }
 
@@ -106,8 +102,8 @@ func (t *topic) stop() {
 	<-t.ready
 	t.pmu.Lock()
 	t.stopped = true
-	t.pending, t.order = nil, nil
-	t.staffFeed, t.staffLatest, t.staffOrder = nil, nil, nil
+	t.pending, t.staffLatest = newestBySeat{}, newestBySeat{}
+	t.staffFeed = nil
 	t.pmu.Unlock()
 	close(t.quit)
 	if t.cancelWatch != nil {
@@ -175,14 +171,7 @@ func (t *topic) push(ds []hold.Delta) {
 		if staff {
 			t.pushStaff(d)
 		}
-		if p, ok := t.pending[d.Seat]; ok {
-			if d.Version > p.Version {
-				t.pending[d.Seat] = d
-			}
-			continue
-		}
-		t.pending[d.Seat] = d
-		t.order = append(t.order, d.Seat)
+		t.pending.put(d)
 	}
 	t.pmu.Unlock()
 	select {
@@ -206,14 +195,7 @@ func (t *topic) pushStaff(d hold.Delta) {
 		t.staffFeed = append(t.staffFeed[:0], t.staffFeed[len(t.staffFeed)-n:]...)
 	}
 	t.staffFeed = append(t.staffFeed, d)
-	if p, ok := t.staffLatest[d.Seat]; ok {
-		if d.Version > p.Version {
-			t.staffLatest[d.Seat] = d
-		}
-		return
-	}
-	t.staffLatest[d.Seat] = d
-	t.staffOrder = append(t.staffOrder, d.Seat)
+	t.staffLatest.put(d)
 }
 
 // takeStaff empties the staff side's pending changes.
@@ -232,13 +214,8 @@ func (t *topic) takeStaff() StaffBatch {
 	}
 	b.Dropped += t.staffDropped
 	b.Changes = slices.Clone(feed)
-	b.Seats = make([]hold.Delta, len(t.staffOrder))
-	for i, s := range t.staffOrder {
-		b.Seats[i] = t.staffLatest[s]
-	}
+	b.Seats = t.staffLatest.take()
 	t.staffFeed, t.staffDropped = t.staffFeed[:0], 0
-	clear(t.staffLatest)
-	t.staffOrder = t.staffOrder[:0]
 	return b
 }
 
@@ -246,15 +223,41 @@ func (t *topic) takeStaff() StaffBatch {
 func (t *topic) take() []hold.Delta {
 	t.pmu.Lock()
 	defer t.pmu.Unlock()
-	if len(t.order) == 0 {
+	return t.pending.take()
+}
+
+// newestBySeat keeps the newest delta per seat (by version), in the order
+// the seats first arrived.
+type newestBySeat struct {
+	by    map[uuid.UUID]hold.Delta
+	order []uuid.UUID
+}
+
+func (n *newestBySeat) put(d hold.Delta) {
+	if p, ok := n.by[d.Seat]; ok {
+		if d.Version > p.Version {
+			n.by[d.Seat] = d
+		}
+		return
+	}
+	if n.by == nil {
+		n.by = map[uuid.UUID]hold.Delta{}
+	}
+	n.by[d.Seat] = d
+	n.order = append(n.order, d.Seat)
+}
+
+// take empties the set and returns its deltas, nil when it is empty.
+func (n *newestBySeat) take() []hold.Delta {
+	if len(n.order) == 0 {
 		return nil
 	}
-	ds := make([]hold.Delta, len(t.order))
-	for i, s := range t.order {
-		ds[i] = t.pending[s]
+	ds := make([]hold.Delta, len(n.order))
+	for i, s := range n.order {
+		ds[i] = n.by[s]
 	}
-	clear(t.pending)
-	t.order = t.order[:0]
+	clear(n.by)
+	n.order = n.order[:0]
 	return ds
 }
 
