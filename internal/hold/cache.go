@@ -2,6 +2,7 @@ package hold
 
 import (
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/google/uuid"
@@ -10,15 +11,30 @@ import (
 )
 
 // eventState is the hot cache of one event in this process: every seat's
-// layout and current state, kept current by deltas. It is derived from
-// Postgres (loaded lazily) and never trusted for a grant, only for a fast
-// refusal or an idempotent answer.
+// layout and current state, kept current by live deltas and by the change
+// feed from its cursor. It is derived from Postgres (loaded lazily) and
+// never trusted for a grant, only for a fast refusal.
 type eventState struct {
 	org, id uuid.UUID
 
-	mu        sync.RWMutex
-	ready     bool
-	pending   []Delta // deltas that arrived while loading
+	// at is the feed cursor the cache is current at; only the loader and
+	// then the follower (one at a time, see Service.follow) touch it.
+	at store.Cursor
+	// synced says Redis agrees with Postgres for this event as far as this
+	// process knows: it ran a full sync and every incremental sync since
+	// succeeded. The fast path is used only while it is set.
+	synced atomic.Bool
+	// used is when a request last touched the event (unix nanoseconds),
+	// for eviction.
+	used atomic.Int64
+
+	mu      sync.RWMutex
+	ready   bool
+	pending []Delta // deltas that arrived while loading
+	// doubtful are Redis locks whose hold may never have been committed
+	// (a write that failed, or whose reply was lost); the follower drops
+	// those Postgres does not have once their time comes.
+	doubtful  []doubtfulLock
 	seats     map[uuid.UUID]*store.Seat
 	byIdx     []*store.Seat
 	sections  []store.Section
@@ -31,19 +47,21 @@ type eventState struct {
 	unsub     func()
 }
 
+// doubtfulLock is a lock to check against Postgres from notBefore on.
+type doubtfulLock struct {
+	seat, hold uuid.UUID
+	notBefore  time.Time
+}
+
 func newEventState(org, id uuid.UUID) *eventState {
 	return &eventState{org: org, id: id, watchers: map[int]func([]Delta){}}
 }
 
-// fill replaces the state with a fresh load and returns, for a reload, the
-// seats that differ from what was cached (as sync deltas). A seat whose
-// cached version is newer than the load's keeps the cached state: a delta
-// committed after the load's snapshot was applied while the load was in
-// flight (versions only grow, so the higher one is the later state).
-func (e *eventState) fill(sections []store.Section, seats []store.Seat, now time.Time) []Delta {
+// fill sets the state from a load and returns the deltas that arrived
+// while it ran and are newer than it.
+func (e *eventState) fill(sections []store.Section, seats []store.Seat) []Delta {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	old := e.seats
 	e.sections = sections
 	e.sectionOf = make(map[uuid.UUID]int, len(sections))
 	for i, s := range sections {
@@ -56,9 +74,6 @@ func (e *eventState) fill(sections []store.Section, seats []store.Seat, now time
 	var changed []Delta
 	for i := range seats {
 		s := &seats[i]
-		if o, ok := old[s.ID]; ok && o.Version > s.Version {
-			s = o
-		}
 		e.seats[s.ID] = s
 		e.byIdx = append(e.byIdx, s)
 		e.counts[e.sectionOf[s.SectionID]].Add(s.Status, 1)
@@ -66,9 +81,6 @@ func (e *eventState) fill(sections []store.Section, seats []store.Seat, now time
 			e.userHolds[s.HolderID]++
 		}
 		e.maxFence = max(e.maxFence, s.Fence)
-		if o, ok := old[s.ID]; ok && (o.Version != s.Version || o.Status != s.Status) {
-			changed = append(changed, seatDelta(e.org, e.id, s, KindSync, now))
-		}
 	}
 	e.ready = true
 	pending := e.pending
@@ -156,6 +168,34 @@ func (e *eventState) holdsOf(user uuid.UUID) int {
 	e.mu.RLock()
 	defer e.mu.RUnlock()
 	return e.userHolds[user]
+}
+
+func (e *eventState) doubt(ls ...doubtfulLock) {
+	e.mu.Lock()
+	e.doubtful = append(e.doubtful, ls...)
+	e.mu.Unlock()
+}
+
+// due takes the doubtful locks whose time has come.
+func (e *eventState) due(now time.Time) []doubtfulLock {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	var out, keep []doubtfulLock
+	for _, d := range e.doubtful {
+		if now.Before(d.notBefore) {
+			keep = append(keep, d)
+		} else {
+			out = append(out, d)
+		}
+	}
+	e.doubtful = keep
+	return out
+}
+
+func (e *eventState) watched() bool {
+	e.mu.RLock()
+	defer e.mu.RUnlock()
+	return len(e.watchers) > 0
 }
 
 func (e *eventState) heldCount() int {

@@ -34,10 +34,9 @@ func TestReaperExpiresWithinTwoSeconds(t *testing.T) {
 		mu.Lock()
 		defer mu.Unlock()
 		for _, d := range ds {
-			// The reaper's own delta, or, had it been slower than the
-			// settle time, the periodic check against Postgres: either way
-			// the watcher's map shows the seat available.
-			if d.Kind == hold.KindExpired || (d.Kind == hold.KindSync && d.Status == store.Available) {
+			// The reaper's own delta, or, had it been lost, the same
+			// change read from the feed: both say "expired".
+			if d.Kind == hold.KindExpired && d.Status == store.Available {
 				if _, seen := freedAt[d.Seat]; !seen {
 					freedAt[d.Seat] = time.Now()
 				}

@@ -20,7 +20,6 @@ import (
 	"seatd/internal/apperr"
 	"seatd/internal/config"
 	"seatd/internal/hold"
-	"seatd/internal/seatlock"
 	"seatd/internal/store"
 	"seatd/internal/testenv"
 )
@@ -143,7 +142,12 @@ func TestRedisKilledDuringHolds(t *testing.T) {
 	}
 	fresh := testenv.AddBuyers(t, a1, tn.Org.ID, 1)[0]
 	if _, err := a1.Core.Hold(ctx, buyer(fresh), ev.ID, []uuid.UUID{free}, hold.SourceAPI); err != nil {
-		t.Fatalf("hold after recovery: %v", err)
+		lk, ok, lerr := a1.Locks.Get(ctx, tn.Org.ID, ev.ID, free)
+		var fence int64
+		_ = a1.Pool.QueryRow(ctx, `SELECT fence FROM seats WHERE id = $1`, free).Scan(&fence)
+		t.Fatalf("hold after recovery: %v (refused by hot %v, redis %v, postgres %v; redis lock %+v %v %v; seat fence %d)", err,
+			testutil.ToFloat64(a1.Metrics.HoldConflict.WithLabelValues("hot")), testutil.ToFloat64(a1.Metrics.HoldConflict.WithLabelValues("redis")),
+			testutil.ToFloat64(a1.Metrics.HoldConflict.WithLabelValues("postgres")), lk, ok, lerr, fence)
 	}
 	if testutil.ToFloat64(a1.Metrics.HoldSuccess.WithLabelValues("fast")) == before {
 		t.Fatal("no hold went through the Redis fast path after recovery")
@@ -162,10 +166,13 @@ func TestStaleLockHolderCannotWrite(t *testing.T) {
 	now := time.Now().Truncate(time.Millisecond)
 	until := now.Add(time.Minute)
 
-	// The slow holder takes the Redis lock and stalls before writing.
+	// The event is loaded (and its Redis state synced); the slow holder
+	// takes the Redis lock and stalls before writing.
+	if _, _, err := a.Core.Seats(ctx, buyer(slow), ev.ID); err != nil {
+		t.Fatal(err)
+	}
 	slowHold := uuid.New()
-	acq, err := a.Locks.Acquire(ctx, tn.Org.ID, ev.ID, slow.ID, []seatlock.Seat{{ID: seats[0], Idx: 0}},
-		[]uuid.UUID{slowHold}, now, until, 0)
+	acq, err := a.Locks.Acquire(ctx, tn.Org.ID, ev.ID, slow.ID, seats[:1], []uuid.UUID{slowHold}, now, until, 0, 0)
 	if err != nil || !acq.OK {
 		t.Fatalf("acquire: %+v %v", acq, err)
 	}
@@ -226,45 +233,60 @@ func TestStaleLockHolderCannotWrite(t *testing.T) {
 
 // TestOrphanedLockIsCleared: a Redis lock whose hold never committed (its
 // writer died) stops blocking the seat once it is older than any
-// transaction could be.
+// transaction could be: the refusal it causes hands it to the follower,
+// which finds no such hold in Postgres and drops it. A fresh lock (in
+// flight) is never dropped.
 func TestOrphanedLockIsCleared(t *testing.T) {
-	clock := time.Now()
 	a := testenv.App(t, nil)
+	testenv.Background(t, a)
 	tn := testenv.NewTenant(t, a, 2)
 	ev := testenv.NewEvent(t, a, tn.Org.ID, 1, 1, 2)
 	seats := testenv.SeatIDs(t, a, tn.Org.ID, ev.ID)
 	ctx := context.Background()
-	// A lock acquired long ago by a writer that never reached Postgres.
-	old := clock.Add(-10 * time.Minute).Truncate(time.Millisecond)
-	acq, err := a.Locks.Acquire(ctx, tn.Org.ID, ev.ID, tn.Buyers[0].ID, []seatlock.Seat{{ID: seats[1], Idx: 1}},
-		[]uuid.UUID{uuid.New()}, old, clock.Add(time.Hour), 0)
-	if err != nil || !acq.OK {
+	if _, _, err := a.Core.Seats(ctx, buyer(tn.Buyers[0]), ev.ID); err != nil {
 		t.Fatal(err)
 	}
+	// A lock acquired long ago by a writer that never reached Postgres,
+	// and one acquired just now by a writer still on its way.
+	clock := time.Now()
+	old := clock.Add(-10 * time.Minute).Truncate(time.Millisecond)
+	for _, c := range []struct {
+		seat uuid.UUID
+		at   time.Time
+	}{{seats[1], old}, {seats[0], clock}} {
+		acq, err := a.Locks.Acquire(ctx, tn.Org.ID, ev.ID, tn.Buyers[0].ID, []uuid.UUID{c.seat}, []uuid.UUID{uuid.New()},
+			c.at, clock.Add(time.Hour), 0, 0)
+		if err != nil || !acq.OK {
+			t.Fatalf("acquire: %+v %v", acq, err)
+		}
+	}
+	if _, err := a.Core.Hold(ctx, buyer(tn.Buyers[1]), ev.ID, seats[1:2], hold.SourceAPI); !errors.Is(err, apperr.ErrSeatTaken) {
+		t.Fatalf("hold over an orphaned lock: %v, want seat_taken until the follower checked it", err)
+	}
+	testenv.Eventually(t, 5*time.Second, "the orphaned lock is dropped", func() bool {
+		_, ok, err := a.Locks.Get(ctx, tn.Org.ID, ev.ID, seats[1])
+		return err == nil && !ok
+	})
 	res, err := a.Core.Hold(ctx, buyer(tn.Buyers[1]), ev.ID, seats[1:2], hold.SourceAPI)
 	if err != nil {
-		t.Fatalf("hold over an orphaned lock: %v", err)
+		t.Fatalf("hold after the orphan was dropped: %v", err)
 	}
 	lk, ok, err := a.Locks.Get(ctx, tn.Org.ID, ev.ID, seats[1])
 	if err != nil || !ok || lk.HoldID != res.Holds[0].ID {
 		t.Fatalf("lock after takeover: %+v %v %v", lk, ok, err)
 	}
-	// A fresh lock (in flight) is never taken over.
-	acq, err = a.Locks.Acquire(ctx, tn.Org.ID, ev.ID, tn.Buyers[0].ID, []seatlock.Seat{{ID: seats[0], Idx: 0}},
-		[]uuid.UUID{uuid.New()}, time.Now(), time.Now().Add(time.Hour), 0)
-	if err != nil || !acq.OK {
-		t.Fatal(err)
-	}
 	if _, err := a.Core.Hold(ctx, buyer(tn.Buyers[1]), ev.ID, seats[:1], hold.SourceAPI); !errors.Is(err, apperr.ErrSeatTaken) {
 		t.Fatalf("hold over a fresh lock: %v, want seat_taken", err)
+	}
+	if _, ok, _ := a.Locks.Get(ctx, tn.Org.ID, ev.ID, seats[0]); !ok {
+		t.Fatal("a lock young enough to be in flight was dropped")
 	}
 }
 
 // TestReleaseWhileCutOffFromRedis: a process that releases a hold while it
 // cannot reach Redis (Redis itself is fine, and keeps the lock) must drop
-// that lock as soon as it reaches Redis again. A rebuild alone would keep
-// it for StaleLockAge, as it is young enough to belong to a transaction in
-// flight, and every buyer would be refused the free seat meanwhile.
+// that lock as soon as it reaches Redis again, before the fast path is
+// back, or every buyer would be refused the free seat.
 func TestReleaseWhileCutOffFromRedis(t *testing.T) {
 	u, err := url.Parse(os.Getenv("REDIS_URL"))
 	if err != nil || u.Host == "" {
@@ -317,13 +339,7 @@ func TestReleaseWhileCutOffFromRedis(t *testing.T) {
 	if err := proxy.Start(); err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(10 * time.Second)
-	for !a.Core.FastPath() {
-		if time.Now().After(deadline) {
-			t.Fatalf("fast path not back: %s", a.Core.BreakerState())
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	testenv.Eventually(t, 10*time.Second, "fast path back", a.Core.FastPath)
 	if locked() {
 		t.Fatal("the released hold's lock is still in redis after the fast path came back")
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/google/uuid"
 
 	"seatd/internal/apperr"
+	"seatd/internal/pg"
 	"seatd/internal/seatlock"
 	"seatd/internal/store"
 )
@@ -80,8 +81,9 @@ func (s *Service) hold(ctx context.Context, a Actor, event uuid.UUID, seatIDs []
 	}
 	now := s.now().Truncate(time.Millisecond)
 
-	// Tier 1, the hot cache: refuse at once what is visibly taken, and
-	// answer a repeated request from what we already know.
+	// Tier 1, the hot cache: refuse at once what is visibly taken. A
+	// repeated request goes on: an idempotent answer vouches for a hold, so
+	// it comes from Postgres, not from a cache that may lag.
 	seats := make([]store.Seat, len(seatIDs))
 	var taken []uuid.UUID
 	mine := 0
@@ -103,113 +105,103 @@ func (s *Service) hold(ctx context.Context, a Actor, event uuid.UUID, seatIDs []
 		s.m.HoldConflict.WithLabelValues("hot").Inc()
 		return Result{}, "hot", seatTaken(taken, label)
 	}
-	if mine == len(seats) {
-		// The cache may not have heard yet that one of these holds ended
-		// (released through another process, expired, or this process is
-		// cut off from Redis). A refusal from a stale cache only costs a
-		// retry, but an idempotent answer vouches for a hold, so it is
-		// confirmed in Postgres first; if it cannot be, the request takes
-		// the normal path.
-		if holds, ok := s.confirmMine(ctx, a, event, seats); ok {
-			return Result{Holds: holds}, "hot", nil
+	// The cheap early refusal; the cap itself is enforced in the step that
+	// takes the holds, by Redis and by Postgres.
+	cap := 0
+	if a.Role == RoleBuyer {
+		cap = s.opt.MaxHoldsPerBuyer
+		if ev.holdsOf(a.User)+len(seats)-mine > cap {
+			return Result{}, "hot", s.holdLimit()
 		}
-		mine = 0
-	}
-	if a.Role == RoleBuyer && ev.holdsOf(a.User)+len(seats)-mine > s.opt.MaxHoldsPerBuyer {
-		return Result{}, "hot", &apperr.Error{Code: apperr.HoldLimit,
-			Message: fmt.Sprintf("you can hold at most %d seats for this event", s.opt.MaxHoldsPerBuyer)}
 	}
 
-	p := store.HoldParams{Org: a.Org, Event: event, User: a.User, Now: now, HeldUntil: now.Add(s.opt.HoldTTL), Source: source}
-	if s.FastPath() {
-		res, err := s.holdFast(ctx, a, ev, seats, p, label)
+	p := store.HoldParams{Org: a.Org, Event: event, User: a.User, Now: now, HeldUntil: now.Add(s.opt.HoldTTL),
+		Source: source, Cap: cap}
+	if s.fast(ev) {
+		res, err := s.holdFast(ctx, ev, seats, p, label)
 		if !errors.Is(err, errRedisDown) {
-			return res, "fast", err
+			return res, "fast", s.capMessage(err)
 		}
-		s.log.Warn("redis unavailable, holding through postgres", "org", a.Org, "event", event)
+		s.log.Warn("redis unavailable, holding through postgres", "org", a.Org, "event", event, "err", err)
 	}
 	s.m.RedisFallback.Inc()
-	res, err := s.holdFallback(ctx, a, ev, seats, p, label)
-	return res, "fallback", err
+	res, err := s.holdFallback(ctx, ev, seats, p, label)
+	return res, "fallback", s.capMessage(err)
 }
 
-// confirmMine returns the actor's active holds on seats, as Postgres has
-// them, if it holds every one of them under the hold id the cache names.
-func (s *Service) confirmMine(ctx context.Context, a Actor, event uuid.UUID, seats []store.Seat) ([]store.Hold, bool) {
-	active, err := s.store.UserHolds(ctx, a.Org, event, a.User)
-	if err != nil {
-		return nil, false
+// holdLimit is the refusal of a buyer at the cap.
+func (s *Service) holdLimit() error {
+	return &apperr.Error{Code: apperr.HoldLimit,
+		Message: fmt.Sprintf("you can hold at most %d seats for this event", s.opt.MaxHoldsPerBuyer)}
+}
+
+// capMessage gives a cap refusal by Postgres the same words as the others.
+func (s *Service) capMessage(err error) error {
+	if apperr.CodeOf(err) == apperr.HoldLimit {
+		return s.holdLimit()
 	}
-	byID := make(map[uuid.UUID]store.Hold, len(active))
-	for _, h := range active {
-		byID[h.ID] = h
-	}
-	now := s.now()
-	holds := make([]store.Hold, len(seats))
-	for i, st := range seats {
-		h, ok := byID[st.HoldID]
-		if !ok || h.SeatID != st.ID || !h.HeldUntil.After(now) {
-			return nil, false
-		}
-		h.SeatVersion = st.Version
-		holds[i] = h
-	}
-	return holds, true
+	return err
 }
 
 var errRedisDown = errors.New("redis unavailable")
 
-// holdFast is tier 2 then 3: an atomic Lua lock on every seat, then the
-// Postgres write that makes it true. A refusal by Redis never reaches
-// Postgres.
-func (s *Service) holdFast(ctx context.Context, a Actor, ev *eventState, seats []store.Seat, p store.HoldParams,
+// holdFast is tier 2 then 3: an atomic Lua lock on every seat (with the
+// buyer's cap), then the Postgres write that makes it true. A refusal by
+// Redis never reaches Postgres.
+func (s *Service) holdFast(ctx context.Context, ev *eventState, seats []store.Seat, p store.HoldParams,
 	label func(uuid.UUID) string) (Result, error) {
-	ls := make([]seatlock.Seat, len(seats))
-	proposed := make([]uuid.UUID, len(seats))
-	for i, st := range seats {
-		ls[i] = seatlock.Seat{ID: st.ID, Idx: st.Idx}
-		proposed[i] = uuid.New()
-	}
+	ids := seatIDsOf(seats)
+	proposed := newIDs(len(seats))
 	for attempt := 0; ; attempt++ {
-		acq, err := redisCall(s, func() (seatlock.AcquireResult, error) {
-			return s.locks.Acquire(ctx, p.Org, p.Event, p.User, ls, proposed, p.Now, p.HeldUntil, ev.fence())
+		acq, err := call(s.redis, func() (seatlock.AcquireResult, error) {
+			return s.locks.Acquire(ctx, p.Org, p.Event, p.User, ids, proposed, p.Now, p.HeldUntil, ev.fence(), p.Cap)
 		})
-		if err != nil {
+		switch {
+		case errors.Is(err, seatlock.ErrCap):
+			s.m.HoldConflict.WithLabelValues("redis").Inc()
+			return Result{}, s.holdLimit()
+		case errors.Is(err, seatlock.ErrNotSynced):
+			// Redis lost this event (flushed or restarted): Postgres alone
+			// until the follower has synced it again.
+			s.setSynced(ev, false)
+			s.wake()
+			return Result{}, fmt.Errorf("%w: %w", errRedisDown, err)
+		case err != nil:
 			return Result{}, fmt.Errorf("%w: %w", errRedisDown, err)
 		}
 		if !acq.OK {
-			if attempt == 0 && s.clearOrphans(ctx, ev, seats, acq) {
-				continue
-			}
+			s.suspectOrphans(ev, seats, acq)
 			s.m.HoldConflict.WithLabelValues("redis").Inc()
-			ids := make([]uuid.UUID, len(acq.Taken))
+			taken := make([]uuid.UUID, len(acq.Taken))
 			for i, t := range acq.Taken {
-				ids[i] = seats[t].ID
+				taken[i] = ids[t]
 			}
-			return Result{}, seatTaken(ids, label)
+			return Result{}, seatTaken(taken, label)
 		}
 		p.Seats = make([]store.HoldRequest, len(seats))
 		var ours []seatlock.Released
 		for i, lk := range acq.Locks {
 			// A lock we did not just create is the user's own earlier one:
 			// reuse its hold id so Redis and Postgres name the same hold.
-			p.Seats[i] = store.HoldRequest{SeatID: seats[i].ID, HoldID: lk.HoldID, Fence: lk.Fence}
+			p.Seats[i] = store.HoldRequest{SeatID: ids[i], HoldID: lk.HoldID, Fence: lk.Fence}
 			if lk.HoldID == proposed[i] {
-				ours = append(ours, seatlock.Released{Seat: ls[i], HoldID: lk.HoldID, Free: true})
+				ours = append(ours, seatlock.Released{Seat: ids[i], HoldID: lk.HoldID})
 			}
 		}
 		p.Locked = true
 		s.m.PGHoldWrites.Inc()
 		// The caller going away must not cut the write short: a commit
-		// whose reply is lost looks like a failure (see settle).
+		// whose reply is lost looks like a failure.
 		out, err := s.store.CreateHolds(context.WithoutCancel(ctx), p)
-		if err != nil || len(out.Taken)+len(out.Missing)+len(out.Stale) > 0 {
-			// Nothing was committed (or, if the outcome is unknown, settle
-			// puts the locks back): give back the locks this call took.
-			s.dropLocks(ctx, p.Org, p.Event, ours)
+		switch {
+		case unknownOutcome(err):
+			// It may have committed: the feed will say. Until then the
+			// locks stay, and the follower drops them if it did not.
+			s.doubt(ev, ours)
+		case err != nil || len(out.Taken)+len(out.Missing)+len(out.Stale) > 0:
+			s.dropLocks(ctx, ev, ours)
 		}
 		if err != nil {
-			s.settleIfUnknown(err, p.Org, p.Event, seatIDsOf(seats), nil)
 			return Result{}, fmt.Errorf("create holds: %w", err)
 		}
 		if len(out.Stale) > 0 && attempt == 0 {
@@ -228,21 +220,80 @@ func (s *Service) holdFast(ctx context.Context, a Actor, ev *eventState, seats [
 			// and try once more with fresh ids; never answer "held" for it.
 			var rs []seatlock.Released
 			for _, i := range stale {
-				rs = append(rs, seatlock.Released{Seat: ls[i], HoldID: p.Seats[i].HoldID, Free: true})
+				rs = append(rs, seatlock.Released{Seat: ids[i], HoldID: p.Seats[i].HoldID})
 			}
-			s.dropLocks(ctx, p.Org, p.Event, rs)
+			s.dropLocks(ctx, ev, rs)
 			if attempt == 0 {
 				proposed = newIDs(len(seats))
 				continue
 			}
-			ids := make([]uuid.UUID, len(stale))
+			taken := make([]uuid.UUID, len(stale))
 			for j, i := range stale {
-				ids[j] = seats[i].ID
+				taken[j] = ids[i]
 			}
-			return Result{}, seatTaken(ids, label)
+			return Result{}, seatTaken(taken, label)
 		}
-		return s.finish(ctx, a, ev, seats, out, label, false)
+		return s.finish(ctx, ev, seats, out, p.User, label)
 	}
+}
+
+// suspectOrphans handles Redis refusing seats this process believes are
+// free because of locks older than any transaction could run: their
+// writers died between lock and commit. The follower checks them against
+// Postgres and drops the ones Postgres does not have; this request is
+// refused all the same.
+func (s *Service) suspectOrphans(ev *eventState, seats []store.Seat, acq seatlock.AcquireResult) {
+	now := s.now()
+	for j, t := range acq.Taken {
+		lk := acq.Locks[j]
+		if seats[t].Status != store.Available || lk.HoldID == uuid.Nil || now.Sub(lk.AcquiredAt) < s.opt.StaleLockAge {
+			continue
+		}
+		ev.doubt(doubtfulLock{seat: seats[t].ID, hold: lk.HoldID, notBefore: now})
+		s.wake()
+	}
+}
+
+// doubt hands locks whose hold may not be in Postgres to the follower.
+func (s *Service) doubt(ev *eventState, rs []seatlock.Released) {
+	if len(rs) == 0 {
+		return
+	}
+	now := s.now()
+	for _, r := range rs {
+		ev.doubt(doubtfulLock{seat: r.Seat, hold: r.HoldID, notBefore: now})
+	}
+	s.wake()
+}
+
+// dropLocks compare-and-deletes Redis locks of holds that ended or were
+// never written, so their seats are free in Redis at once. It is only
+// that: what it cannot drop, the follower does.
+func (s *Service) dropLocks(ctx context.Context, ev *eventState, rs []seatlock.Released) {
+	if len(rs) == 0 {
+		return
+	}
+	if s.redis.usable() {
+		_, err := call(s.redis, func() (int, error) {
+			return s.locks.Release(context.WithoutCancel(ctx), ev.org, ev.id, rs)
+		})
+		if err == nil {
+			return
+		}
+		s.log.Warn("drop redis locks", "org", ev.org, "event", ev.id, "err", err)
+	}
+	// Redis now disagrees with Postgres: the event's locks are not trusted
+	// until the follower synced it, which drops these (and checks them,
+	// for a write that may never have committed).
+	s.setSynced(ev, false)
+	s.doubt(ev, rs)
+}
+
+// unknownOutcome reports whether a write that returned err may still have
+// committed: its reply was lost (connection reset, timeout) rather than
+// Postgres refusing it, which rolls the statement or transaction back.
+func unknownOutcome(err error) bool {
+	return err != nil && apperr.CodeOf(err) == apperr.Internal && pg.MaybeCommitted(err)
 }
 
 // unanswered returns the indexes of requested seats the outcome says
@@ -286,39 +337,9 @@ func newIDs(n int) []uuid.UUID {
 	return ids
 }
 
-// clearOrphans handles Redis refusing seats that this process believes
-// are free. A lock older than any transaction could run whose hold is not
-// active in Postgres is an orphan (its writer died, or Redis outlived a
-// release): it is compare-and-deleted. Reports whether any was cleared.
-func (s *Service) clearOrphans(ctx context.Context, ev *eventState, seats []store.Seat, acq seatlock.AcquireResult) bool {
-	now := s.now()
-	var orphans []seatlock.Released
-	for j, t := range acq.Taken {
-		lk := acq.Locks[j]
-		st, _ := ev.seat(seats[t].ID)
-		if st.Status != store.Available || lk.HoldID == uuid.Nil || now.Sub(lk.AcquiredAt) < s.opt.StaleLockAge {
-			return false
-		}
-		h, err := s.store.ActiveHold(ctx, ev.org, st.ID)
-		if err == nil && h.ID == lk.HoldID {
-			return false
-		}
-		if err != nil && apperr.CodeOf(err) != apperr.NotFound {
-			return false
-		}
-		orphans = append(orphans, seatlock.Released{Seat: seatlock.Seat{ID: st.ID, Idx: st.Idx}, HoldID: lk.HoldID, Free: true})
-	}
-	n, err := s.locks.Release(ctx, ev.org, ev.id, orphans)
-	if err != nil || n == 0 {
-		return false
-	}
-	s.log.Warn("cleared orphaned redis locks", "org", ev.org, "event", ev.id, "count", n)
-	return true
-}
-
 // holdFallback is the Postgres-only path: NOWAIT row locks in seat order,
 // so a crowd on one seat is refused at once instead of queueing.
-func (s *Service) holdFallback(ctx context.Context, a Actor, ev *eventState, seats []store.Seat, p store.HoldParams,
+func (s *Service) holdFallback(ctx context.Context, ev *eventState, seats []store.Seat, p store.HoldParams,
 	label func(uuid.UUID) string) (Result, error) {
 	p.NoWait = true
 	for attempt := 0; ; attempt++ {
@@ -330,7 +351,6 @@ func (s *Service) holdFallback(ctx context.Context, a Actor, ev *eventState, sea
 		s.m.PGHoldWrites.Inc()
 		out, err := s.store.CreateHolds(context.WithoutCancel(ctx), p)
 		if err != nil {
-			s.settleIfUnknown(err, p.Org, p.Event, seatIDsOf(seats), nil)
 			return Result{}, fmt.Errorf("create holds (fallback): %w", err)
 		}
 		if len(out.Stale) > 0 && attempt < 3 {
@@ -339,14 +359,14 @@ func (s *Service) holdFallback(ctx context.Context, a Actor, ev *eventState, sea
 			}
 			continue
 		}
-		return s.finish(ctx, a, ev, seats, out, label, true)
+		return s.finish(ctx, ev, seats, out, p.User, label)
 	}
 }
 
 // finish turns a Postgres outcome into the answer and, for new holds,
 // publishes the change.
-func (s *Service) finish(ctx context.Context, a Actor, ev *eventState, seats []store.Seat, out store.HoldOutcome,
-	label func(uuid.UUID) string, viaPostgres bool) (Result, error) {
+func (s *Service) finish(ctx context.Context, ev *eventState, seats []store.Seat, out store.HoldOutcome,
+	user uuid.UUID, label func(uuid.UUID) string) (Result, error) {
 	switch {
 	case len(out.Missing) > 0:
 		return Result{}, apperr.E(apperr.NotFound, "seat not found in this event")
@@ -356,9 +376,6 @@ func (s *Service) finish(ctx context.Context, a Actor, ev *eventState, seats []s
 		for _, st := range out.Stale {
 			ids = append(ids, st.SeatID)
 		}
-		if s.FastPath() {
-			s.restoreLocks(ctx, ev, out.Taken)
-		}
 		return Result{}, seatTaken(ids, label)
 	}
 	byID := map[uuid.UUID]store.Hold{}
@@ -366,53 +383,17 @@ func (s *Service) finish(ctx context.Context, a Actor, ev *eventState, seats []s
 	now := s.now()
 	for _, h := range out.Created {
 		byID[h.SeatID] = h
-		ds = append(ds, holdDelta(h, KindHeld, store.Held, store.Available, a.User, now))
+		ds = append(ds, holdDelta(h, KindHeld, store.Held, store.Available, user, now))
 	}
 	for _, h := range out.Existing {
 		byID[h.SeatID] = h
 	}
-	if viaPostgres && len(out.Created) > 0 && s.FastPath() {
-		// Redis recovered while this hold was being written without it,
-		// possibly after the rebuild read Postgres: add its locks now.
-		ids := make([]uuid.UUID, len(out.Created))
-		for i, h := range out.Created {
-			ids[i] = h.SeatID
-		}
-		s.restoreLocks(ctx, ev, ids)
-	}
-	s.commit(ctx, a.Org, ev.id, ds)
+	s.commit(ctx, ev.org, ev.id, ds)
 	res := Result{Created: len(out.Created) > 0, Holds: make([]store.Hold, len(seats))}
 	for i, st := range seats {
 		res.Holds[i] = byID[st.ID]
 	}
 	return res, nil
-}
-
-// restoreLocks puts back Redis locks for seats Postgres holds but Redis had
-// let through: Redis lost them (flush, restart), so heal it seat by seat.
-// The hold is read again after the write: if it ended in between, its
-// ender may have dropped the lock before we wrote it, so we drop it.
-func (s *Service) restoreLocks(ctx context.Context, ev *eventState, seatIDs []uuid.UUID) {
-	now := s.now()
-	for _, id := range seatIDs {
-		h, err := s.store.ActiveHold(ctx, ev.org, id)
-		if err != nil {
-			continue
-		}
-		st, _ := ev.seat(id)
-		seat := seatlock.Seat{ID: id, Idx: st.Idx}
-		lk := seatlock.Lock{HoldID: h.ID, UserID: h.UserID, Fence: h.Fence, Expires: h.HeldUntil, AcquiredAt: h.CreatedAt}
-		s.repairRedis(ev.org, ev.id, "restore redis lock", func() error {
-			if err := s.locks.Restore(ctx, ev.org, ev.id, seat, lk, now); err != nil {
-				return err
-			}
-			if again, err := s.store.ActiveHold(ctx, ev.org, id); err == nil && again.ID == h.ID {
-				return nil
-			}
-			_, err := s.locks.Release(ctx, ev.org, ev.id, []seatlock.Released{{Seat: seat, HoldID: h.ID, Free: true}})
-			return err
-		})
-	}
 }
 
 // seatLabel names a seat for people: section-row-number.

@@ -2,9 +2,7 @@ package hold
 
 import (
 	"context"
-	"errors"
 	"strconv"
-	"sync"
 	"time"
 
 	"github.com/google/uuid"
@@ -19,108 +17,16 @@ import (
 func (s *Service) Release(ctx context.Context, a Actor, holdID uuid.UUID, reason string) (store.Hold, error) {
 	h, err := s.store.Release(context.WithoutCancel(ctx), a.Org, holdID, a.User, a.Staff(), reason)
 	if err != nil {
-		s.settleIfUnknown(err, a.Org, uuid.Nil, nil, []uuid.UUID{holdID})
 		return store.Hold{}, err
 	}
 	s.m.Released.Inc()
 	ev, err := s.event(ctx, a.Org, h.EventID)
 	if err != nil {
-		return h, nil // committed; the cache will catch up from Postgres
+		return h, nil // committed; the feed tells every process
 	}
-	st, _ := ev.seat(h.SeatID)
-	s.dropLocks(ctx, a.Org, h.EventID, []seatlock.Released{{Seat: seatlock.Seat{ID: h.SeatID, Idx: st.Idx}, HoldID: h.ID, Free: true}})
+	s.dropLocks(ctx, ev, []seatlock.Released{{Seat: h.SeatID, HoldID: h.ID}})
 	s.commit(ctx, a.Org, h.EventID, []Delta{holdDelta(h, KindReleased, store.Available, store.Held, a.User, s.now())})
 	return h, nil
-}
-
-// dropLocks compare-and-deletes Redis locks after a committed change. A
-// failure is not the caller's problem: Postgres already decided. A lock
-// this process cannot drop now (Redis out of its reach) is remembered and
-// dropped when Redis is back, before the fast path resumes; a rebuild
-// alone would keep it for StaleLockAge, because it is young enough to
-// belong to a transaction in flight, and the seat would be refused
-// meanwhile.
-func (s *Service) dropLocks(ctx context.Context, org, event uuid.UUID, rs []seatlock.Released) {
-	if len(rs) == 0 {
-		return
-	}
-	if !s.FastPath() {
-		s.unreleased.add(org, event, rs)
-		return
-	}
-	s.repairRedis(org, event, "drop redis locks", func() error {
-		_, err := s.locks.Release(context.WithoutCancel(ctx), org, event, rs)
-		if err != nil {
-			s.unreleased.add(org, event, rs)
-		}
-		return err
-	})
-}
-
-// pendingReleases are lock drops waiting for Redis. Dropping a lock is a
-// compare-and-delete on the hold's id, so doing it late is always safe: a
-// lock taken since by another hold is left alone.
-type pendingReleases struct {
-	mu sync.Mutex
-	by map[[2]uuid.UUID][]seatlock.Released // org, event
-	n  int
-}
-
-// maxPendingReleases bounds the memory of a long outage; past it, locks
-// are left to the rebuilds, which clear them once they are old enough.
-const maxPendingReleases = 100_000
-
-func (p *pendingReleases) add(org, event uuid.UUID, rs []seatlock.Released) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.n+len(rs) > maxPendingReleases {
-		return
-	}
-	if p.by == nil {
-		p.by = map[[2]uuid.UUID][]seatlock.Released{}
-	}
-	k := [2]uuid.UUID{org, event}
-	p.by[k] = append(p.by[k], rs...)
-	p.n += len(rs)
-}
-
-func (p *pendingReleases) pending() bool {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.n > 0
-}
-
-// flushUnreleased drops the pending locks; what Redis refuses stays
-// pending.
-func (s *Service) flushUnreleased(ctx context.Context) error {
-	p := &s.unreleased
-	p.mu.Lock()
-	by := p.by
-	p.by, p.n = nil, 0
-	p.mu.Unlock()
-	var errs []error
-	for k, rs := range by {
-		if _, err := s.locks.Release(ctx, k[0], k[1], rs); err != nil {
-			p.add(k[0], k[1], rs)
-			errs = append(errs, err)
-		}
-	}
-	return errors.Join(errs...)
-}
-
-// repairRedis mirrors a committed change into Redis. It bypasses the
-// breaker (a half-open breaker would refuse it, and the change must not be
-// skipped); if it fails, Redis is known to be behind, so the fast path
-// stays off until Redis has been rebuilt from Postgres.
-func (s *Service) repairRedis(org, event uuid.UUID, what string, f func() error) {
-	if !s.FastPath() {
-		return // Redis is rebuilt from Postgres before the fast path resumes
-	}
-	if err := f(); err != nil {
-		s.log.Warn(what+" failed; redis will be rebuilt", "org", org, "event", event, "err", err)
-		s.dirty.Store(true)
-		s.m.BreakerOpen.Set(1)
-	}
 }
 
 // Checkout extends every active hold of the buyer for the event, once per
@@ -137,17 +43,13 @@ func (s *Service) Checkout(ctx context.Context, a Actor, event uuid.UUID) ([]sto
 		return all, nil
 	}
 	s.m.Extended.Add(float64(len(changed)))
+	// Redis locks outlive their holds by a margin; the follower's sync
+	// moves their expiry with the feed.
 	now := s.now()
-	es := make([]seatlock.Extended, len(changed))
 	ds := make([]Delta, len(changed))
 	for i, h := range changed {
-		es[i] = seatlock.Extended{SeatID: h.SeatID, HoldID: h.ID, HeldUntil: h.HeldUntil}
 		ds[i] = holdDelta(h, KindExtended, store.Held, store.Held, a.User, now)
 	}
-	s.repairRedis(a.Org, event, "extend redis locks", func() error {
-		_, err := s.locks.Extend(context.WithoutCancel(ctx), a.Org, event, now, es)
-		return err
-	})
 	s.commit(ctx, a.Org, event, ds)
 	return all, nil
 }
@@ -196,10 +98,6 @@ func (s *Service) Purchase(ctx context.Context, a Actor, event uuid.UUID, key st
 		return store.Booking{}, err
 	}
 	b, err := s.store.Purchase(context.WithoutCancel(ctx), a.Org, event, a.User, key, holdIDs)
-	if err != nil {
-		// A replay of this key will not publish the sale either.
-		s.settleIfUnknown(err, a.Org, event, nil, holdIDs)
-	}
 	if err != nil || b.Replayed {
 		return b, err
 	}
@@ -208,12 +106,11 @@ func (s *Service) Purchase(ctx context.Context, a Actor, event uuid.UUID, key st
 	rs := make([]seatlock.Released, len(b.Sold))
 	ds := make([]Delta, len(b.Sold))
 	for i, x := range b.Sold {
-		st, _ := ev.seat(x.SeatID)
-		rs[i] = seatlock.Released{Seat: seatlock.Seat{ID: x.SeatID, Idx: st.Idx}, HoldID: x.HoldID}
+		rs[i] = seatlock.Released{Seat: x.SeatID, HoldID: x.HoldID}
 		ds[i] = Delta{Org: a.Org, Event: event, Seat: x.SeatID, Kind: KindSold, Status: store.Sold, Prev: store.Held,
 			Version: x.Version, Actor: a.User, At: now}
 	}
-	s.dropLocks(ctx, a.Org, event, rs)
+	s.dropLocks(ctx, ev, rs)
 	s.commit(ctx, a.Org, event, ds)
 	return b, nil
 }
@@ -224,23 +121,18 @@ func (s *Service) SetBlocked(ctx context.Context, a Actor, event, seat uuid.UUID
 	if a.Role != RoleOrganizer && a.Role != RoleBoxOffice {
 		return 0, apperr.E(apperr.Forbidden, "only staff can block seats")
 	}
-	ev, err := s.event(ctx, a.Org, event)
-	if err != nil {
+	if _, err := s.event(ctx, a.Org, event); err != nil {
 		return 0, err
 	}
 	version, err := s.store.SetBlocked(ctx, a.Org, event, seat, a.User, blocked, reason)
 	if err != nil {
 		return 0, err
 	}
-	st, _ := ev.seat(seat)
 	d := Delta{Org: a.Org, Event: event, Seat: seat, Kind: KindBlocked, Status: store.Blocked, Prev: store.Available,
 		Version: version, Actor: a.User, At: s.now()}
 	if !blocked {
 		d.Kind, d.Status, d.Prev = KindUnblocked, store.Available, store.Blocked
 	}
-	s.repairRedis(a.Org, event, "redis block bit", func() error {
-		return s.locks.SetBlocked(context.WithoutCancel(ctx), a.Org, event, st.Idx, blocked)
-	})
 	s.commit(ctx, a.Org, event, []Delta{d})
 	return version, nil
 }
@@ -258,11 +150,8 @@ func (s *Service) Reap(ctx context.Context) (int, error) {
 	for {
 		hs, err := s.store.ReapExpired(ctx, s.opt.ReaperBatch)
 		if err != nil {
-			if unknownOutcome(err) && ctx.Err() == nil {
-				// The batch may have committed: its holds will never be
-				// reaped again, so find them by time.
-				s.settleExpired(start.Add(-5 * time.Second))
-			}
+			// If the batch committed after all, the feed tells every
+			// process, and Redis follows it.
 			return total, err
 		}
 		total += len(hs)
@@ -278,9 +167,16 @@ func (s *Service) Reap(ctx context.Context) (int, error) {
 			rs := make([]seatlock.Released, len(group))
 			for i, h := range group {
 				ds[i] = holdDelta(h, KindExpired, store.Available, store.Held, uuid.Nil, now)
-				rs[i] = seatlock.Released{Seat: seatlock.Seat{ID: h.SeatID, Idx: h.SeatIdx}, HoldID: h.ID, Free: true}
+				rs[i] = seatlock.Released{Seat: h.SeatID, HoldID: h.ID}
 			}
-			s.dropLocks(ctx, k[0], k[1], rs)
+			if ev := s.cached(k[0], k[1]); ev != nil {
+				s.dropLocks(ctx, ev, rs)
+			} else if s.redis.usable() {
+				// Not cached here: no follower of this process syncs it, so
+				// drop the locks directly (another process's follower covers a
+				// failure).
+				_, _ = call(s.redis, func() (int, error) { return s.locks.Release(ctx, k[0], k[1], rs) })
+			}
 			s.commit(ctx, k[0], k[1], ds)
 		}
 		if len(hs) < s.opt.ReaperBatch {

@@ -7,7 +7,6 @@ package hold
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"slices"
@@ -67,30 +66,35 @@ type Options struct {
 	BreakerOpenFor     time.Duration
 	// StaleLockAge is how old a Redis lock must be before a disagreement
 	// with Postgres is taken to mean the lock is orphaned. It must exceed
-	// the Postgres statement timeout, so a lock whose transaction may
-	// still commit is never removed.
+	// the time a hold statement can still commit after its lock was taken
+	// (the Postgres statement timeout, twice), so a lock whose transaction
+	// may still commit is never removed for being unknown to Postgres.
 	StaleLockAge time.Duration
+	// CacheIdle is how long an event nobody watches or asks about stays in
+	// the hot cache.
+	CacheIdle time.Duration
 }
 
-// Service is the hold core of one process.
+// Service is the hold core of one process: the use cases (hold.go,
+// ops.go, registry.go) over three tiers — the hot cache (cache.go), Redis
+// (redis.go) and Postgres, which alone decides — with one follower
+// (follower.go) that keeps the first two in line with the third.
 type Service struct {
-	store   *store.Store
-	locks   *seatlock.Locks
-	bus     Bus
-	opt     Options
-	log     *slog.Logger
-	m       *telemetry.Metrics
-	now     func() time.Time
-	breaker *gobreaker.CircuitBreaker[any]
-	// dirty is set when Redis failed: the fast path stays off until Redis
-	// has been rebuilt from Postgres, even after Redis answers again.
-	dirty atomic.Bool
-	// unreleased holds the locks this process could not drop while Redis
-	// was out of its reach (see dropLocks).
-	unreleased pendingReleases
+	store *store.Store
+	redis *redisTier
+	locks *seatlock.Locks
+	bus   Bus
+	opt   Options
+	log   *slog.Logger
+	m     *telemetry.Metrics
+	now   func() time.Time
 
-	// id names this process in the messages it publishes.
-	id uuid.UUID
+	// unsynced counts cached events whose Redis state is not synced.
+	unsynced atomic.Int64
+	// kick asks the follower for a round now (buffered, never blocks).
+	kick chan struct{}
+	// followMu makes follower rounds one at a time.
+	followMu sync.Mutex
 
 	mu     sync.Mutex
 	events map[[2]uuid.UUID]*eventState
@@ -102,51 +106,55 @@ func New(st *store.Store, locks *seatlock.Locks, bus Bus, opt Options, log *slog
 	if opt.StaleLockAge == 0 {
 		opt.StaleLockAge = 30 * time.Second
 	}
-	s := &Service{store: st, locks: locks, bus: bus, opt: opt, log: log, m: m, now: now, id: uuid.New(),
-		events: map[[2]uuid.UUID]*eventState{}}
-	s.breaker = gobreaker.NewCircuitBreaker[any](gobreaker.Settings{
-		Name:        "redis",
-		MaxRequests: 1,
-		Timeout:     opt.BreakerOpenFor,
-		ReadyToTrip: func(c gobreaker.Counts) bool { return c.ConsecutiveFailures >= uint32(max(opt.BreakerFailures, 1)) }, // #nosec G115 -- small positive config value
-		IsSuccessful: func(err error) bool {
-			// A caller giving up is not Redis failing.
-			return err == nil || errors.Is(err, context.Canceled)
-		},
-		OnStateChange: func(_ string, from, to gobreaker.State) {
-			if to == gobreaker.StateOpen {
-				s.dirty.Store(true)
-				s.m.BreakerOpen.Set(1)
-			}
-			s.log.Warn("redis breaker", "from", from.String(), "to", to.String())
-		},
+	if opt.CacheIdle == 0 {
+		opt.CacheIdle = 10 * time.Minute
+	}
+	s := &Service{store: st, locks: locks, bus: bus, opt: opt, log: log, m: m, now: now,
+		kick: make(chan struct{}, 1), events: map[[2]uuid.UUID]*eventState{}}
+	// While Redis was out of reach, locks may have been taken or dropped
+	// there without this process seeing it: no event's locks are trusted
+	// until synced again.
+	s.redis = newRedisTier(locks, opt, log, m, func() {
+		for _, ev := range s.cachedEvents() {
+			s.setSynced(ev, false)
+		}
 	})
 	return s
 }
 
-// FastPath reports whether holds currently go through Redis.
-func (s *Service) FastPath() bool {
-	return !s.dirty.Load() && s.breaker.State() != gobreaker.StateOpen
-}
+// FastPath reports whether holds go through Redis: Redis is usable and
+// every cached event's locks are synced.
+func (s *Service) FastPath() bool { return s.redis.usable() && s.unsynced.Load() == 0 }
 
 // BreakerState is the Redis breaker's state: closed, half-open or open;
-// "recovering" while Redis answers but has not been rebuilt yet.
+// "recovering" while Redis answers but some event is not synced yet.
 func (s *Service) BreakerState() string {
-	st := s.breaker.State()
-	if st != gobreaker.StateOpen && s.dirty.Load() {
+	st := s.redis.breaker.State()
+	if st == gobreaker.StateClosed && s.unsynced.Load() > 0 {
 		return "recovering"
 	}
 	return st.String()
 }
 
-// redis runs a Redis call through the breaker.
-func redisCall[T any](s *Service, f func() (T, error)) (T, error) {
-	var zero T
-	v, err := s.breaker.Execute(func() (any, error) { return f() })
-	if err != nil {
-		return zero, err
+// fast reports whether a hold on ev may take the fast path.
+func (s *Service) fast(ev *eventState) bool { return s.redis.usable() && ev.synced.Load() }
+
+func (s *Service) setSynced(ev *eventState, ok bool) {
+	if ev.synced.Swap(ok) != ok {
+		if ok {
+			s.unsynced.Add(-1)
+		} else {
+			s.unsynced.Add(1)
+		}
 	}
-	return v.(T), nil
+}
+
+// wake asks the follower for a round now.
+func (s *Service) wake() {
+	select {
+	case s.kick <- struct{}{}:
+	default:
+	}
 }
 
 // event returns the hot cache of an event, loading it on first use; it is
@@ -157,6 +165,7 @@ func (s *Service) event(ctx context.Context, org, id uuid.UUID) (*eventState, er
 	ev, ok := s.events[key]
 	s.mu.Unlock()
 	if ok {
+		ev.used.Store(s.now().UnixNano())
 		return ev, nil
 	}
 	v, err, _ := s.loads.Do(org.String()+id.String(), func() (any, error) {
@@ -174,19 +183,31 @@ func (s *Service) event(ctx context.Context, org, id uuid.UUID) (*eventState, er
 			return nil, err
 		}
 		ev := newEventState(org, id)
-		// Subscribe before loading so no change committed during the load
-		// is missed; deltas that arrive early are queued and replayed.
-		ev.unsub = s.bus.Subscribe(s.locks.Keys(org, id).Live(),
-			func(b []byte) { s.receive(ev, b) },
-			func() { s.reload(context.Background(), ev) })
-		if err := s.load(ctx, ev); err != nil {
+		// Subscribe before loading so no delta committed during the load
+		// is missed; deltas that arrive early are queued and replayed. A
+		// resubscribe may have lost deltas: the follower reads the feed.
+		ev.unsub = s.bus.Subscribe(s.locks.Keys(org, id).Live(), func(b []byte) { s.receive(ev, b) }, s.wake)
+		secs, seats, at, err := s.store.LoadEvent(ctx, org, id)
+		if err != nil {
 			ev.unsub()
-			return nil, err
+			return nil, fmt.Errorf("load event: %w", err)
+		}
+		ev.notify(ev.fill(secs, seats))
+		ev.at = at
+		ev.used.Store(s.now().UnixNano())
+		s.unsynced.Add(1)
+		if s.redis.usable() {
+			// The fast path is open from the first request on; if this
+			// fails, the follower syncs the event on its next round.
+			if err := s.fullSync(ctx, ev); err != nil {
+				s.log.Warn("sync redis for a loaded event", "org", org, "event", id, "err", err)
+			}
 		}
 		s.mu.Lock()
 		s.events[key] = ev
 		s.mu.Unlock()
-		s.m.HotCacheSeats.Add(float64(len(ev.seats)))
+		s.m.HotCacheSeats.Add(float64(len(seats)))
+		s.wake()
 		return ev, nil
 	})
 	if err != nil {
@@ -195,37 +216,10 @@ func (s *Service) event(ctx context.Context, org, id uuid.UUID) (*eventState, er
 	return v.(*eventState), nil
 }
 
-func (s *Service) load(ctx context.Context, ev *eventState) error {
-	secs, err := s.store.Sections(ctx, ev.org, ev.id)
-	if err != nil {
-		return fmt.Errorf("load sections: %w", err)
-	}
-	seats, err := s.store.EventSeats(ctx, ev.org, ev.id)
-	if err != nil {
-		return fmt.Errorf("load seats: %w", err)
-	}
-	ev.notify(ev.fill(secs, seats, s.now()))
-	return nil
-}
-
-// reload refreshes an event from Postgres after messages may have been
-// lost, and tells watchers what changed.
-func (s *Service) reload(ctx context.Context, ev *eventState) {
-	if err := s.load(ctx, ev); err != nil {
-		s.log.Error("reload event", "org", ev.org, "event", ev.id, "err", err)
-	}
-}
-
 func (s *Service) receive(ev *eventState, b []byte) {
 	msg, err := decodeMessage(b)
 	if err != nil {
 		s.log.Warn("undecodable live message", "event", ev.id, "err", err)
-		return
-	}
-	if msg.Resync {
-		if msg.From != s.id { // the sender reloaded already
-			s.reload(context.Background(), ev)
-		}
 		return
 	}
 	// Never let a message touch another tenant's or event's cache.
@@ -235,7 +229,9 @@ func (s *Service) receive(ev *eventState, b []byte) {
 }
 
 // commit applies deltas of a committed change to this process's cache,
-// tells local watchers, and publishes them to the other processes.
+// tells local watchers, and publishes them to the other processes. A
+// delta that does not arrive (this process dies, a message is dropped)
+// reaches them through the feed.
 func (s *Service) commit(ctx context.Context, org, event uuid.UUID, ds []Delta) {
 	if len(ds) == 0 {
 		return
@@ -252,6 +248,7 @@ func (s *Service) commit(ctx context.Context, org, event uuid.UUID, ds []Delta) 
 		}
 		if err != nil {
 			s.log.Error("publish deltas", "org", org, "event", event, "err", err)
+			s.m.BackgroundErrors.WithLabelValues("publish").Inc()
 		}
 		s.m.DeltasOut.Add(float64(n))
 		ds = ds[n:]
@@ -299,6 +296,28 @@ func (s *Service) Close() {
 		ev.unsub()
 		delete(s.events, k)
 	}
+}
+
+// evict drops an event from the cache.
+func (s *Service) evict(ev *eventState) {
+	s.mu.Lock()
+	cur := s.events[[2]uuid.UUID{ev.org, ev.id}]
+	if cur == ev {
+		delete(s.events, [2]uuid.UUID{ev.org, ev.id})
+	}
+	s.mu.Unlock()
+	if cur != ev {
+		return
+	}
+	ev.unsub()
+	if !ev.synced.Load() {
+		s.unsynced.Add(-1)
+	}
+	ev.mu.RLock()
+	n := len(ev.seats)
+	ev.mu.RUnlock()
+	s.m.HotCacheSeats.Sub(float64(n))
+	s.m.CacheEvictions.Inc()
 }
 
 // SeatView is a seat's layout and state with its section label, for

@@ -124,10 +124,10 @@ func IsUniqueViolation(err error) bool { return code(err) == pgerrcode.UniqueVio
 // transaction is working on the row right now.
 func IsLockNotAvailable(err error) bool { return code(err) == pgerrcode.LockNotAvailable }
 
-// IsRetryable reports serialization failures and deadlocks.
-func IsRetryable(err error) bool {
-	c := code(err)
-	return c == pgerrcode.SerializationFailure || c == pgerrcode.DeadlockDetected
+// IsCheckViolation reports a 23514 of the named constraint.
+func IsCheckViolation(err error, constraint string) bool {
+	var pgErr *pgconn.PgError
+	return errors.As(err, &pgErr) && pgErr.Code == pgerrcode.CheckViolation && pgErr.ConstraintName == constraint
 }
 
 // MaybeCommitted reports whether a write that returned err may have
@@ -140,9 +140,6 @@ func MaybeCommitted(err error) bool {
 	}
 	return !pgconn.SafeToRetry(err)
 }
-
-// IsStatementTimeout reports 57014.
-func IsStatementTimeout(err error) bool { return code(err) == pgerrcode.QueryCanceled }
 
 // IsInvalidInput reports errors caused by malformed input values (bad uuid
 // text, bad enum value, failed CHECK, foreign key to a missing row).

@@ -1,8 +1,10 @@
 // Package seatlock is the Redis tier of the hold registry: per-seat locks
-// taken and dropped by Lua scripts, the expiry ZSET, the availability
-// bitmap, the fencing counter and the live counters of an event. All keys
-// of one event share a hash tag, {org:event}, so every script touches one
-// Redis Cluster slot, and every key names the organization.
+// taken and dropped by Lua scripts, the expiry ZSET, each buyer's locks
+// (for the hold cap) and the fencing counter of an event. All keys of one
+// event share a hash tag, {org:event}, so every script touches one Redis
+// Cluster slot, and every key names the organization. Redis is a replica
+// of Postgres, kept in line by Sync from Postgres's change feed; it is
+// trusted to refuse fast, never to grant.
 package seatlock
 
 import (
@@ -38,14 +40,17 @@ func (k Keys) Seat(seat uuid.UUID) string { return k.base() + "seat:" + seat.Str
 // Holds is the ZSET of held seats scored by expiry (ms).
 func (k Keys) Holds() string { return k.base() + "holds" }
 
-// Avail is the bitmap with bit idx set when the seat is not available.
-func (k Keys) Avail() string { return k.base() + "avail" }
+// Holders is the ZSET (all scores 0, ordered by member) of "user|seat"
+// for every lock: a buyer's locks are one range of it, counted for the cap.
+func (k Keys) Holders() string { return k.base() + "holders" }
+
+// Synced exists while Redis holds the event's state as synced from
+// Postgres; a flushed or restarted Redis lacks it, and the fast path
+// stays off for the event until a full sync writes it again.
+func (k Keys) Synced() string { return k.base() + "synced" }
 
 // Fence is the fencing-token counter.
 func (k Keys) Fence() string { return k.base() + "fence" }
-
-// Occ is the HASH of live counters by status.
-func (k Keys) Occ() string { return k.base() + "occ" }
 
 // Live is the sharded pub/sub channel of the event.
 func (k Keys) Live() string { return k.base() + "live" }
@@ -98,12 +103,6 @@ func ParseLock(v string) (Lock, error) {
 	return l, nil
 }
 
-// Seat names one seat for a script: its id and bitmap index.
-type Seat struct {
-	ID  uuid.UUID
-	Idx int
-}
-
 // Locks runs the lock scripts against a Redis (single or cluster).
 type Locks struct {
 	rdb    redis.UniversalClient
@@ -123,24 +122,42 @@ func (l *Locks) Keys(org, event uuid.UUID) Keys { return EventKeys(l.prefix, org
 
 // acquire takes all seats or none. A seat already locked by the same user
 // counts as taken by them (idempotent); by another user, as a conflict.
+// A buyer whose locks plus the new ones would exceed the cap is refused
+// in the same step, so a burst of requests cannot each see "0 held".
 // Fences are drawn from the event counter, lifted above floor when the
-// counter was lost (a flushed or restarted Redis).
+// counter was lost. An event Redis has not been synced for (or lost, to a
+// flush or restart) is refused with 3: its locks cannot be trusted.
 var acquireScript = redis.NewScript(`
+if redis.call('EXISTS', KEYS[4]) == 0 then return {3, {}, {}} end
 local n = #KEYS - 4
 local user = ARGV[1]
+local function owner(v) return string.match(v, '^[^|]*|([^|]*)|') end
 local taken = {}
 local existing = {}
+local fresh = 0
 for i = 1, n do
   local v = redis.call('GET', KEYS[4 + i])
   if v then
-    local uid = string.match(v, '^[^|]*|([^|]*)|')
-    if uid == user then existing[i] = v else taken[#taken + 1] = i end
+    if owner(v) == user then existing[i] = v else taken[#taken + 1] = i end
+  else
+    fresh = fresh + 1
   end
 end
 if #taken > 0 then
   local out = {}
   for j = 1, #taken do out[j] = redis.call('GET', KEYS[4 + taken[j]]) end
   return {0, taken, out}
+end
+local cap = tonumber(ARGV[6])
+if cap > 0 and fresh > 0 then
+  -- The buyer's locks, checked one by one: an entry whose lock expired or
+  -- changed hands is dropped rather than counted.
+  local held = 0
+  for _, m in ipairs(redis.call('ZRANGEBYLEX', KEYS[2], '[' .. user .. '|', '[' .. user .. '|~')) do
+    local v = redis.call('GET', ARGV[7] .. string.sub(m, #user + 2))
+    if v and owner(v) == user then held = held + 1 else redis.call('ZREM', KEYS[2], m) end
+  end
+  if held + fresh > cap then return {2, {}, {}} end
 end
 local floor = tonumber(ARGV[5])
 local out = {}
@@ -153,19 +170,25 @@ for i = 1, n do
       f = floor + 1
       redis.call('SET', KEYS[3], f)
     end
-    local base = 5 + (i - 1) * 3
+    local base = 7 + (i - 1) * 2
     local v = ARGV[base + 1] .. '|' .. user .. '|' .. f .. '|' .. ARGV[2] .. '|' .. ARGV[4]
     redis.call('SET', KEYS[4 + i], v, 'PX', ARGV[3])
-    if redis.call('ZADD', KEYS[1], ARGV[2], ARGV[base + 2]) == 1 then
-      redis.call('HINCRBY', KEYS[4], 'available', -1)
-      redis.call('HINCRBY', KEYS[4], 'held', 1)
-    end
-    redis.call('SETBIT', KEYS[2], ARGV[base + 3], 1)
+    redis.call('ZADD', KEYS[1], ARGV[2], ARGV[base + 2])
+    redis.call('ZADD', KEYS[2], 0, user .. '|' .. ARGV[base + 2])
     out[i] = v
   end
 end
 return {1, {}, out}
 `)
+
+// Acquire outcomes besides success.
+var (
+	// ErrCap is a buyer whose locks would exceed the cap.
+	ErrCap = errors.New("seatlock: buyer at the hold cap")
+	// ErrNotSynced is an event Redis holds no synced state of (never
+	// synced, or flushed since): its locks say nothing.
+	ErrNotSynced = errors.New("seatlock: event not synced")
+)
 
 // AcquireResult is the outcome of Acquire.
 type AcquireResult struct {
@@ -179,17 +202,19 @@ type AcquireResult struct {
 }
 
 // Acquire locks every seat for user with the proposed hold ids, or none.
-func (l *Locks) Acquire(ctx context.Context, org, event, user uuid.UUID, seats []Seat, holdIDs []uuid.UUID,
-	now, heldUntil time.Time, floor int64) (AcquireResult, error) {
+// cap (0: none) bounds the user's locks in the event; floor is the lowest
+// fence Postgres may still accept.
+func (l *Locks) Acquire(ctx context.Context, org, event, user uuid.UUID, seats []uuid.UUID, holdIDs []uuid.UUID,
+	now, heldUntil time.Time, floor int64, cap int) (AcquireResult, error) {
 	k := l.Keys(org, event)
 	keys := make([]string, 0, len(seats)+4)
-	keys = append(keys, k.Holds(), k.Avail(), k.Fence(), k.Occ())
-	args := make([]any, 0, 5+3*len(seats))
+	keys = append(keys, k.Holds(), k.Holders(), k.Fence(), k.Synced())
+	args := make([]any, 0, 7+2*len(seats))
 	ttl := heldUntil.Sub(now) + l.margin
-	args = append(args, user.String(), heldUntil.UnixMilli(), ttl.Milliseconds(), now.UnixMilli(), floor)
+	args = append(args, user.String(), heldUntil.UnixMilli(), ttl.Milliseconds(), now.UnixMilli(), floor, cap, k.base()+"seat:")
 	for i, s := range seats {
-		keys = append(keys, k.Seat(s.ID))
-		args = append(args, holdIDs[i].String(), s.ID.String(), s.Idx)
+		keys = append(keys, k.Seat(s))
+		args = append(args, holdIDs[i].String(), s.String())
 	}
 	res, err := acquireScript.Run(ctx, l.rdb, keys, args...).Slice()
 	if err != nil {
@@ -198,53 +223,52 @@ func (l *Locks) Acquire(ctx context.Context, org, event, user uuid.UUID, seats [
 	if len(res) != 3 {
 		return AcquireResult{}, errors.New("seatlock: unexpected acquire reply")
 	}
-	ok, _ := res[0].(int64)
-	out := AcquireResult{OK: ok == 1}
+	switch code, _ := res[0].(int64); code {
+	case 2:
+		return AcquireResult{}, ErrCap
+	case 3:
+		return AcquireResult{}, ErrNotSynced
+	case 1:
+		return AcquireResult{OK: true, Locks: parseLocks(res[2])}, nil
+	}
+	out := AcquireResult{Locks: parseLocks(res[2])}
 	if idx, _ := res[1].([]any); len(idx) > 0 {
 		for _, x := range idx {
 			i, _ := x.(int64)
 			out.Taken = append(out.Taken, int(i)-1)
 		}
 	}
-	vals, _ := res[2].([]any)
-	for _, v := range vals {
-		s, _ := v.(string)
-		if s == "" { // a conflicting lock that expired between the two GETs
-			out.Locks = append(out.Locks, Lock{})
-			continue
-		}
-		lk, err := ParseLock(s)
-		if err != nil {
-			return AcquireResult{}, err
-		}
-		out.Locks = append(out.Locks, lk)
-	}
 	return out, nil
+}
+
+// parseLocks decodes a script's list of lock values; a value that is
+// missing or unreadable (a conflicting lock that expired between the two
+// GETs) becomes the zero Lock.
+func parseLocks(v any) []Lock {
+	vals, _ := v.([]any)
+	out := make([]Lock, len(vals))
+	for i, v := range vals {
+		s, _ := v.(string)
+		out[i], _ = ParseLock(s)
+	}
+	return out
 }
 
 // release drops the locks whose value still names the given hold; a lock
 // taken over by a newer hold is left alone (compare-and-delete).
 var releaseScript = redis.NewScript(`
-local n = #KEYS - 3
+local n = #KEYS - 2
 local done = 0
 for i = 1, n do
-  local base = (i - 1) * 4
-  local hid = ARGV[base + 1]
-  local v = redis.call('GET', KEYS[3 + i])
+  local hid, sid = ARGV[(i - 1) * 2 + 1], ARGV[(i - 1) * 2 + 2]
+  local v = redis.call('GET', KEYS[2 + i])
   if v and string.sub(v, 1, #hid + 1) == hid .. '|' then
-    redis.call('DEL', KEYS[3 + i])
+    redis.call('DEL', KEYS[2 + i])
+    redis.call('ZREM', KEYS[2], string.match(v, '^[^|]*|([^|]*)|') .. '|' .. sid)
     done = done + 1
   end
   if not v or string.sub(v, 1, #hid + 1) == hid .. '|' then
-    local to = 'sold'
-    if ARGV[base + 4] == '1' then
-      to = 'available'
-      redis.call('SETBIT', KEYS[2], ARGV[base + 3], 0)
-    end
-    if redis.call('ZREM', KEYS[1], ARGV[base + 2]) == 1 then
-      redis.call('HINCRBY', KEYS[3], 'held', -1)
-      redis.call('HINCRBY', KEYS[3], to, 1)
-    end
+    redis.call('ZREM', KEYS[1], sid)
   end
 end
 return done
@@ -252,11 +276,8 @@ return done
 
 // Released names a lock to drop: the seat and the hold that must own it.
 type Released struct {
-	Seat   Seat
+	Seat   uuid.UUID
 	HoldID uuid.UUID
-	// Free clears the seat's availability bit (released or expired); a
-	// sold seat keeps it.
-	Free bool
 }
 
 // Release compare-and-deletes locks of one event.
@@ -265,61 +286,14 @@ func (l *Locks) Release(ctx context.Context, org, event uuid.UUID, rs []Released
 		return 0, nil
 	}
 	k := l.Keys(org, event)
-	keys := make([]string, 0, len(rs)+3)
-	keys = append(keys, k.Holds(), k.Avail(), k.Occ())
-	args := make([]any, 0, 4*len(rs))
+	keys := make([]string, 0, len(rs)+2)
+	keys = append(keys, k.Holds(), k.Holders())
+	args := make([]any, 0, 2*len(rs))
 	for _, r := range rs {
-		keys = append(keys, k.Seat(r.Seat.ID))
-		free := "0"
-		if r.Free {
-			free = "1"
-		}
-		args = append(args, r.HoldID.String(), r.Seat.ID.String(), r.Seat.Idx, free)
+		keys = append(keys, k.Seat(r.Seat))
+		args = append(args, r.HoldID.String(), r.Seat.String())
 	}
-	n, err := releaseScript.Run(ctx, l.rdb, keys, args...).Int()
-	return n, err
-}
-
-// extend rewrites the expiry of locks still owned by the given holds.
-var extendScript = redis.NewScript(`
-local n = #KEYS - 1
-local done = 0
-for i = 1, n do
-  local base = (i - 1) * 4
-  local hid = ARGV[base + 1]
-  local v = redis.call('GET', KEYS[1 + i])
-  if v and string.sub(v, 1, #hid + 1) == hid .. '|' then
-    local h, u, f, e, a = string.match(v, '^([^|]*)|([^|]*)|([^|]*)|([^|]*)|([^|]*)$')
-    redis.call('SET', KEYS[1 + i], h .. '|' .. u .. '|' .. f .. '|' .. ARGV[base + 3] .. '|' .. a, 'PX', ARGV[base + 4])
-    redis.call('ZADD', KEYS[1], ARGV[base + 3], ARGV[base + 2])
-    done = done + 1
-  end
-end
-return done
-`)
-
-// Extended names a lock whose hold got a new held_until.
-type Extended struct {
-	SeatID    uuid.UUID
-	HoldID    uuid.UUID
-	HeldUntil time.Time
-}
-
-// Extend moves the expiry of locks still owned by the given holds.
-func (l *Locks) Extend(ctx context.Context, org, event uuid.UUID, now time.Time, es []Extended) (int, error) {
-	if len(es) == 0 {
-		return 0, nil
-	}
-	k := l.Keys(org, event)
-	keys := make([]string, 0, len(es)+1)
-	keys = append(keys, k.Holds())
-	args := make([]any, 0, 4*len(es))
-	for _, e := range es {
-		keys = append(keys, k.Seat(e.SeatID))
-		args = append(args, e.HoldID.String(), e.SeatID.String(), e.HeldUntil.UnixMilli(),
-			(e.HeldUntil.Sub(now) + l.margin).Milliseconds())
-	}
-	return extendScript.Run(ctx, l.rdb, keys, args...).Int()
+	return releaseScript.Run(ctx, l.rdb, keys, args...).Int()
 }
 
 // Get returns the lock of a seat, or ok=false when there is none.
@@ -333,11 +307,6 @@ func (l *Locks) Get(ctx context.Context, org, event, seat uuid.UUID) (Lock, bool
 	}
 	lk, err := ParseLock(v)
 	return lk, err == nil, err
-}
-
-// HeldCount is the number of seats in the event's expiry ZSET.
-func (l *Locks) HeldCount(ctx context.Context, org, event uuid.UUID) (int64, error) {
-	return l.rdb.ZCard(ctx, l.Keys(org, event).Holds()).Result()
 }
 
 // HeldSeats lists the seat ids in the event's expiry ZSET.

@@ -10,24 +10,30 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
+
+	"seatd/internal/pg"
 )
 
-// batchHoldsSQL is insertHoldsSQL for rows of different requests: every
-// row carries its own organization, event, user, times and source, and
-// every filter and insert uses the row's own values, so one statement can
-// serve holds of several buyers, events and tenants without mixing them.
-const batchHoldsSQL = `
+// holdsSQL is the one statement that takes holds: a single seat, the
+// seats of one request (inside its transaction) or a batch of several
+// buyers' requests. Every row carries its own organization, event, user,
+// times, source and cap, and every filter and insert uses the row's own
+// values, so one statement can serve holds of several buyers, events and
+// tenants without mixing them. Each buyer's count of active holds rises in
+// the same statement; a row lifting it above the buyer's cap fails the
+// statement (buyer_holds_cap) and nothing of it is written.
+const holdsSQL = `
 WITH r AS (
     SELECT * FROM unnest($1::uuid[], $2::uuid[], $3::uuid[], $4::uuid[], $5::bigint[], $6::uuid[],
-                         $7::timestamptz[], $8::timestamptz[], $9::text[])
-        AS r(org_id, event_id, seat_id, hold_id, fence, user_id, created, held_until, source)
+                         $7::timestamptz[], $8::timestamptz[], $9::text[], $10::int[])
+        AS r(org_id, event_id, seat_id, hold_id, fence, user_id, created, held_until, source, cap)
 ), upd AS (
     UPDATE seats s
     SET status = 'held', hold_id = r.hold_id, version = s.version + 1, fence = r.fence, updated_at = r.created
     FROM r
     WHERE s.org_id = r.org_id AND s.event_id = r.event_id AND s.id = r.seat_id
       AND s.status = 'available' AND s.fence < r.fence
-    RETURNING s.id, s.version, r.hold_id, r.fence, r.org_id, r.event_id, r.user_id, r.created, r.held_until, r.source
+    RETURNING s.id, s.version, r.hold_id, r.fence, r.org_id, r.event_id, r.user_id, r.created, r.held_until, r.source, r.cap
 ), ins AS (
     INSERT INTO seat_holds (id, org_id, event_id, seat_id, user_id, status, held_until, fence, source, created_at)
     SELECT hold_id, org_id, event_id, id, user_id, 'active', held_until, fence, source, created FROM upd
@@ -36,8 +42,64 @@ WITH r AS (
     SELECT org_id, event_id, user_id, 'hold.created', 'seat_hold', hold_id, id,
            jsonb_build_object('fence', fence, 'held_until', held_until, 'source', source), created
     FROM upd
+), cnt AS (
+    INSERT INTO buyer_holds AS b (org_id, event_id, user_id, active, cap)
+    SELECT org_id, event_id, user_id, count(*), max(cap) FROM upd
+    GROUP BY org_id, event_id, user_id ORDER BY org_id, event_id, user_id
+    ON CONFLICT (org_id, event_id, user_id) DO UPDATE SET active = b.active + excluded.active, cap = excluded.cap
 )
 SELECT id, version, hold_id FROM upd`
+
+// noCap is the cap of a hold request without one.
+const noCap = 1<<31 - 1
+
+// holdRow is one seat of one request in a hold statement.
+type holdRow struct {
+	p   *HoldParams
+	req HoldRequest
+}
+
+// heldRow is what the statement wrote for one hold id.
+type heldRow struct {
+	seat    uuid.UUID
+	version int64
+}
+
+// runHoldStatement sends one hold statement for rows and returns, by hold
+// id, the rows it committed (autocommitted unless db is a transaction).
+func runHoldStatement(ctx context.Context, db pg.DBTX, rows []holdRow) (map[uuid.UUID]heldRow, error) {
+	n := len(rows)
+	orgs, events, seats, holds, users := make([]uuid.UUID, n), make([]uuid.UUID, n), make([]uuid.UUID, n),
+		make([]uuid.UUID, n), make([]uuid.UUID, n)
+	fences := make([]int64, n)
+	nows, untils := make([]time.Time, n), make([]time.Time, n)
+	sources := make([]string, n)
+	caps := make([]int32, n)
+	for i, r := range rows {
+		p, st := r.p, r.req
+		orgs[i], events[i], seats[i], holds[i], users[i] = p.Org, p.Event, st.SeatID, st.HoldID, p.User
+		fences[i], nows[i], untils[i], sources[i] = st.Fence, p.Now, p.HeldUntil, p.Source
+		caps[i] = noCap
+		if p.Cap > 0 && p.Cap < noCap {
+			caps[i] = int32(p.Cap) // #nosec G115 -- bounded just above
+		}
+	}
+	res, err := db.Query(ctx, holdsSQL, orgs, events, seats, holds, fences, users, nows, untils, sources, caps)
+	if err != nil {
+		return nil, err
+	}
+	got := make(map[uuid.UUID]heldRow, n)
+	var x heldRow
+	var hold uuid.UUID
+	_, err = pgx.ForEachRow(res, []any{&x.seat, &x.version, &hold}, func() error {
+		got[hold] = x
+		return nil
+	})
+	if pg.IsCheckViolation(err, "buyer_holds_cap") {
+		return nil, errHoldCap
+	}
+	return got, err
+}
 
 // holdBatcher coalesces concurrent single-seat fast-path holds into one
 // autocommitted statement: one round trip, one commit and one WAL flush
@@ -192,31 +254,11 @@ func (b *holdBatcher) run(ctx context.Context, batch []*batchedHold) {
 		return bytes.Compare(x.p.Seats[0].SeatID[:], y.p.Seats[0].SeatID[:])
 	})
 	batch = uniq
-	n := len(batch)
-	orgs, events, seats, holds, users := make([]uuid.UUID, n), make([]uuid.UUID, n), make([]uuid.UUID, n),
-		make([]uuid.UUID, n), make([]uuid.UUID, n)
-	fences := make([]int64, n)
-	nows, untils := make([]time.Time, n), make([]time.Time, n)
-	sources := make([]string, n)
+	rows := make([]holdRow, len(batch))
 	for i, r := range batch {
-		p, st := r.p, r.p.Seats[0]
-		orgs[i], events[i], seats[i], holds[i], users[i] = p.Org, p.Event, st.SeatID, st.HoldID, p.User
-		fences[i], nows[i], untils[i], sources[i] = st.Fence, p.Now, p.HeldUntil, p.Source
+		rows[i] = holdRow{p: &r.p, req: r.p.Seats[0]}
 	}
-	type row struct {
-		version int64
-		seat    uuid.UUID
-	}
-	got := map[uuid.UUID]row{} // by hold id
-	rows, err := b.store.db.Query(ctx, batchHoldsSQL, orgs, events, seats, holds, fences, users, nows, untils, sources)
-	if err == nil {
-		var r row
-		var hold uuid.UUID
-		_, err = pgx.ForEachRow(rows, []any{&r.seat, &r.version, &hold}, func() error {
-			got[hold] = r
-			return nil
-		})
-	}
+	got, err := runHoldStatement(ctx, b.store.db, rows)
 	if err != nil {
 		// One bad row fails the statement: decide each hold on its own.
 		for _, r := range batch {
@@ -231,9 +273,7 @@ func (b *holdBatcher) run(ctx context.Context, batch []*batchedHold) {
 			r.done <- batchResult{}
 			continue
 		}
-		r.done <- batchResult{created: true, hold: Hold{ID: st.HoldID, OrgID: p.Org, EventID: p.Event, SeatID: st.SeatID,
-			UserID: p.User, Status: HoldActive, HeldUntil: p.HeldUntil, CreatedAt: p.Now, Fence: st.Fence,
-			Source: p.Source, SeatVersion: x.version}}
+		r.done <- batchResult{created: true, hold: p.hold(st, x.version)}
 	}
 }
 

@@ -37,6 +37,16 @@ type HoldParams struct {
 	// Locked says every seat is already exclusively ours in Redis, so a
 	// single seat can skip the explicit lock-and-check round trip.
 	Locked bool
+	// Cap is the most active holds the user may have for the event once
+	// these are taken (0: no cap). It is checked in the statement that
+	// takes the holds (see buyer_holds).
+	Cap int
+}
+
+// hold is the hold a committed request row became.
+func (p *HoldParams) hold(r HoldRequest, seatVersion int64) Hold {
+	return Hold{ID: r.HoldID, OrgID: p.Org, EventID: p.Event, SeatID: r.SeatID, UserID: p.User, Status: HoldActive,
+		HeldUntil: p.HeldUntil, CreatedAt: p.Now, Fence: r.Fence, Source: p.Source, SeatVersion: seatVersion}
 }
 
 // HoldOutcome is what a hold attempt found, seat by seat.
@@ -55,26 +65,8 @@ type StaleFence struct {
 	Fence  int64
 }
 
-const insertHoldsSQL = `
-WITH r AS (
-    SELECT * FROM unnest($3::uuid[], $4::uuid[], $5::bigint[]) AS r(seat_id, hold_id, fence)
-), upd AS (
-    UPDATE seats s
-    SET status = 'held', hold_id = r.hold_id, version = s.version + 1, fence = r.fence, updated_at = $6
-    FROM r
-    WHERE s.org_id = $1 AND s.event_id = $2 AND s.id = r.seat_id
-      AND s.status = 'available' AND s.fence < r.fence
-    RETURNING s.id, s.version, r.hold_id, r.fence
-), ins AS (
-    INSERT INTO seat_holds (id, org_id, event_id, seat_id, user_id, status, held_until, fence, source, created_at)
-    SELECT hold_id, $1, $2, id, $7, 'active', $8, fence, $9, $6 FROM upd
-), aud AS (
-    INSERT INTO audit_log (org_id, event_id, actor_id, action, entity, entity_id, seat_id, data, at)
-    SELECT $1, $2, $7, 'hold.created', 'seat_hold', hold_id, id,
-           jsonb_build_object('fence', fence, 'held_until', $8::timestamptz, 'source', $9::text), $6
-    FROM upd
-)
-SELECT id, version, hold_id, fence FROM upd`
+// errHoldCap is a hold statement refused by the buyer's cap.
+var errHoldCap = &apperr.Error{Code: apperr.HoldLimit, Message: "the buyer holds as many seats as allowed for this event"}
 
 // CreateHolds holds every requested seat for the user or none of them.
 // Seats are locked in id order so that overlapping multi-seat attempts can
@@ -161,22 +153,21 @@ func (s *Store) createOneHold(ctx context.Context, p HoldParams) (HoldOutcome, e
 }
 
 func insertHolds(ctx context.Context, db pg.DBTX, p HoldParams, reqs []HoldRequest) ([]Hold, error) {
-	seatIDs := make([]uuid.UUID, len(reqs))
-	holdIDs := make([]uuid.UUID, len(reqs))
-	fences := make([]int64, len(reqs))
+	rows := make([]holdRow, len(reqs))
 	for i, r := range reqs {
-		seatIDs[i], holdIDs[i], fences[i] = r.SeatID, r.HoldID, r.Fence
+		rows[i] = holdRow{p: &p, req: r}
 	}
-	rows, err := db.Query(ctx, insertHoldsSQL, p.Org, p.Event, seatIDs, holdIDs, fences, p.Now, p.User, p.HeldUntil, p.Source)
+	got, err := runHoldStatement(ctx, db, rows)
 	if err != nil {
 		return nil, err
 	}
-	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (Hold, error) {
-		h := Hold{OrgID: p.Org, EventID: p.Event, UserID: p.User, Status: HoldActive,
-			HeldUntil: p.HeldUntil, CreatedAt: p.Now, Source: p.Source}
-		err := r.Scan(&h.SeatID, &h.SeatVersion, &h.ID, &h.Fence)
-		return h, err
-	})
+	out := make([]Hold, 0, len(got))
+	for _, r := range reqs {
+		if x, ok := got[r.HoldID]; ok && x.seat == r.SeatID {
+			out = append(out, p.hold(r, x.version))
+		}
+	}
+	return out, nil
 }
 
 func lockAndCheck(ctx context.Context, tx pgx.Tx, p HoldParams) (HoldOutcome, error) {
@@ -248,21 +239,19 @@ func seatIDs(reqs []HoldRequest) []uuid.UUID {
 	return ids
 }
 
-// EndedHolds returns, of the given holds (seat and hold id), those that are
-// no longer active, with their status.
-func (s *Store) EndedHolds(ctx context.Context, org uuid.UUID, reqs []HoldRequest) ([]Hold, error) {
-	if len(reqs) == 0 {
-		return nil, nil
-	}
-	ids := make([]uuid.UUID, len(reqs))
-	for i, r := range reqs {
-		ids[i] = r.HoldID
-	}
-	rows, err := s.db.Query(ctx, holdColumns+` WHERE org_id = $1 AND id = ANY($2::uuid[]) AND status <> 'active'`, org, ids)
+// ActiveHoldIDs reports which of the given holds are active.
+func (s *Store) ActiveHoldIDs(ctx context.Context, org uuid.UUID, ids []uuid.UUID) (map[uuid.UUID]bool, error) {
+	rows, err := s.db.Query(ctx, `SELECT id FROM seat_holds WHERE org_id = $1 AND id = ANY($2::uuid[]) AND status = 'active'`, org, ids)
 	if err != nil {
 		return nil, err
 	}
-	return pgx.CollectRows(rows, scanHold)
+	active := map[uuid.UUID]bool{}
+	var id uuid.UUID
+	_, err = pgx.ForEachRow(rows, []any{&id}, func() error {
+		active[id] = true
+		return nil
+	})
+	return active, err
 }
 
 // ActiveHold returns the active hold on a seat, if any.
@@ -626,16 +615,6 @@ func (s *Store) ReapExpired(ctx context.Context, limit int) ([]Hold, error) {
 		h.HeldUntil, h.CreatedAt = h.HeldUntil.UTC(), h.CreatedAt.UTC()
 		return h, err
 	})
-}
-
-// ExpiredSince returns the holds expired at or after since (to settle a
-// reaper batch whose reply was lost).
-func (s *Store) ExpiredSince(ctx context.Context, since time.Time) ([]Hold, error) {
-	rows, err := s.db.Query(ctx, holdColumns+` WHERE status = 'expired' AND ended_at >= $1`, since)
-	if err != nil {
-		return nil, err
-	}
-	return pgx.CollectRows(rows, scanHold)
 }
 
 // SetBlocked blocks an available seat (blocked=true) or unblocks a blocked

@@ -66,15 +66,6 @@ func (s *Store) ActiveHoldCount(ctx context.Context, org, event uuid.UUID) (int,
 	return n, err
 }
 
-// MaxFence is the highest fencing token applied to any seat of the event;
-// a rebuilt Redis fence counter must start above it.
-func (s *Store) MaxFence(ctx context.Context, org, event uuid.UUID) (int64, error) {
-	var n int64
-	err := s.db.QueryRow(ctx, `SELECT coalesce(max(fence), 0) FROM seats WHERE org_id = $1 AND event_id = $2`,
-		org, event).Scan(&n)
-	return n, err
-}
-
 // Snapshot is one point of the occupancy chart.
 type Snapshot struct {
 	At time.Time

@@ -25,10 +25,6 @@ type Store struct {
 // New returns a Store on pool.
 func New(db *pgxpool.Pool) *Store { return &Store{db: db} }
 
-// Pool exposes the pool for callers that need a transaction spanning
-// several store methods.
-func (s *Store) Pool() *pgxpool.Pool { return s.db }
-
 // InTx runs fn in a transaction, committing when fn returns nil.
 func (s *Store) InTx(ctx context.Context, fn func(tx pgx.Tx) error) error {
 	tx, err := s.db.Begin(ctx)
@@ -227,7 +223,11 @@ func (s *Store) Event(ctx context.Context, org, id uuid.UUID) (Event, error) {
 
 // Sections lists an event's sections in display order.
 func (s *Store) Sections(ctx context.Context, org, event uuid.UUID) ([]Section, error) {
-	rows, err := s.db.Query(ctx, `
+	return sections(ctx, s.db, org, event)
+}
+
+func sections(ctx context.Context, db pg.DBTX, org, event uuid.UUID) ([]Section, error) {
+	rows, err := db.Query(ctx, `
 		SELECT id, label, name, position FROM sections WHERE org_id = $1 AND event_id = $2 ORDER BY position, label`, org, event)
 	if err != nil {
 		return nil, err
@@ -239,15 +239,17 @@ func (s *Store) Sections(ctx context.Context, org, event uuid.UUID) ([]Section, 
 	})
 }
 
-// EventSeats loads every seat of an event with its current hold, in idx
-// order. This is what a process's hot cache is rebuilt from.
-func (s *Store) EventSeats(ctx context.Context, org, event uuid.UUID) ([]Seat, error) {
-	rows, err := s.db.Query(ctx, `
+// seatColumns selects seats (s) with their active hold, as scanSeat reads them.
+const seatColumns = `
 		SELECT s.id, s.section_id, s.row_label, s.number, s.idx, s.x, s.y, s.status, s.version, s.fence,
 		       h.id, h.user_id, h.held_until
-		FROM seats s LEFT JOIN seat_holds h ON h.id = s.hold_id AND h.status = 'active'
-		WHERE s.org_id = $1 AND s.event_id = $2
-		ORDER BY s.idx`, org, event)
+		FROM seats s LEFT JOIN seat_holds h ON h.id = s.hold_id AND h.status = 'active'`
+
+// EventSeats loads every seat of an event with its current hold, in idx
+// order.
+func (s *Store) EventSeats(ctx context.Context, org, event uuid.UUID) ([]Seat, error) {
+	rows, err := s.db.Query(ctx, seatColumns+`
+		WHERE s.org_id = $1 AND s.event_id = $2 ORDER BY s.idx`, org, event)
 	if err != nil {
 		return nil, err
 	}
@@ -256,43 +258,8 @@ func (s *Store) EventSeats(ctx context.Context, org, event uuid.UUID) ([]Seat, e
 
 // SeatsByID returns the listed seats of an event in idx order.
 func (s *Store) SeatsByID(ctx context.Context, org, event uuid.UUID, ids []uuid.UUID) ([]Seat, error) {
-	rows, err := s.db.Query(ctx, `
-		SELECT s.id, s.section_id, s.row_label, s.number, s.idx, s.x, s.y, s.status, s.version, s.fence,
-		       h.id, h.user_id, h.held_until
-		FROM seats s LEFT JOIN seat_holds h ON h.id = s.hold_id AND h.status = 'active'
-		WHERE s.org_id = $1 AND s.event_id = $2 AND s.id = ANY($3::uuid[])
-		ORDER BY s.idx`, org, event, ids)
-	if err != nil {
-		return nil, err
-	}
-	return pgx.CollectRows(rows, scanSeat)
-}
-
-// PostgresNow is Postgres's clock, the one every change is stamped with.
-func (s *Store) PostgresNow(ctx context.Context) (time.Time, error) {
-	var now time.Time
-	err := s.db.QueryRow(ctx, `SELECT now()`).Scan(&now)
-	return now, err
-}
-
-// SeatsChanged returns the seats of an event changed in [from, upto), upto
-// being Postgres's time minus a settle time (the next call's from). Every
-// statement that changes a seat writes an audit row in the
-// same transaction, and the audit log is indexed by event and time, so
-// the read costs what changed, not the size of the event (seats has no
-// index on updated_at: one would add a write to every hold). A seat that
-// changed again since upto is left for the next call, which its newer
-// audit row brings it to: its delta may still be on its way, and applying
-// its state first would turn that delta (say, "expired") into a stale one
-// that watchers never see.
-func (s *Store) SeatsChanged(ctx context.Context, org, event uuid.UUID, from, upto time.Time) ([]Seat, error) {
-	rows, err := s.db.Query(ctx, `
-		SELECT s.id, s.section_id, s.row_label, s.number, s.idx, s.x, s.y, s.status, s.version, s.fence,
-		       h.id, h.user_id, h.held_until
-		FROM seats s LEFT JOIN seat_holds h ON h.id = s.hold_id AND h.status = 'active'
-		WHERE s.org_id = $1 AND s.event_id = $2 AND s.updated_at < $4 AND s.id IN (
-		    SELECT seat_id FROM audit_log
-		    WHERE org_id = $1 AND event_id = $2 AND at >= $3 AND at < $4 AND seat_id IS NOT NULL)`, org, event, from, upto)
+	rows, err := s.db.Query(ctx, seatColumns+`
+		WHERE s.org_id = $1 AND s.event_id = $2 AND s.id = ANY($3::uuid[]) ORDER BY s.idx`, org, event, ids)
 	if err != nil {
 		return nil, err
 	}

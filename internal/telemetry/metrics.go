@@ -27,6 +27,14 @@ type Metrics struct {
 	DeltasOut      prometheus.Counter
 	DeltasIn       prometheus.Counter
 	HotCacheSeats  prometheus.Gauge
+	CacheEvictions prometheus.Counter
+	// FeedRounds counts follower rounds; FeedChanges the seat changes they
+	// read and FeedApplied the ones the cache had not had from a delta.
+	FeedRounds       prometheus.Counter
+	FeedChanges      prometheus.Counter
+	FeedApplied      prometheus.Counter
+	RedisSyncs       *prometheus.CounterVec // kind: full | incremental
+	BackgroundErrors *prometheus.CounterVec // job
 }
 
 // New creates the metrics and registers them on reg.
@@ -71,9 +79,22 @@ func New(reg prometheus.Registerer) *Metrics {
 			Name: "seatd_deltas_received_total", Help: "Seat changes received from the bus."}),
 		HotCacheSeats: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "seatd_hot_cache_seats", Help: "Seats held in this process's hot cache."}),
+		CacheEvictions: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "seatd_hot_cache_evictions_total", Help: "Idle events dropped from the hot cache."}),
+		FeedRounds: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "seatd_feed_rounds_total", Help: "Change-feed reads by the follower."}),
+		FeedChanges: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "seatd_feed_changes_total", Help: "Seat changes read from the change feed."}),
+		FeedApplied: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "seatd_feed_applied_total", Help: "Seat changes the hot cache got from the feed, not from a live delta."}),
+		RedisSyncs: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "seatd_redis_syncs_total", Help: "Syncs of Redis locks from Postgres, by kind (full, incremental)."}, []string{"kind"}),
+		BackgroundErrors: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "seatd_background_errors_total", Help: "Errors of background work, by job."}, []string{"job"}),
 	}
 	reg.MustRegister(m.HoldAttempt, m.HoldSuccess, m.HoldConflict, m.HoldError, m.RedisFallback, m.HoldDuration,
 		m.PGHoldWrites, m.Extended, m.Converted, m.Released, m.Expired, m.ReaperRuns, m.ReaperDuration,
-		m.BreakerOpen, m.Reconciles, m.DeltasOut, m.DeltasIn, m.HotCacheSeats)
+		m.BreakerOpen, m.Reconciles, m.DeltasOut, m.DeltasIn, m.HotCacheSeats, m.CacheEvictions,
+		m.FeedRounds, m.FeedChanges, m.FeedApplied, m.RedisSyncs, m.BackgroundErrors)
 	return m
 }

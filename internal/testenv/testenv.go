@@ -299,3 +299,16 @@ func (r *Redis) Stop() {
 	_ = r.cmd.Wait()
 	r.cmd = nil
 }
+
+// Eventually waits up to timeout for cond to hold, checking every 10 ms,
+// and fails the test with what was awaited if it never does.
+func Eventually(t testing.TB, timeout time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("after %s: not yet %s", timeout, what)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}

@@ -1,0 +1,262 @@
+package hold
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/google/uuid"
+
+	"seatd/internal/seatlock"
+	"seatd/internal/store"
+)
+
+// RunFollower keeps this process's replicas of Postgres — the hot caches
+// and, while Redis is usable, Redis's locks — in line with Postgres's
+// change feed. It is the one recovery mechanism: live deltas are only the
+// fast way to hear of a change, and whatever goes wrong with them (a
+// process killed between commit and publish, a message dropped, a
+// resubscribe, Redis cut off, a write whose reply was lost) the next round
+// reads every committed change since the cursor, once. A round runs every
+// interval, and at once when something asks for it (a resubscribe, a new
+// event, a reconcile, a hold that found Redis unsynced).
+func (s *Service) RunFollower(ctx context.Context, every time.Duration) {
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		case <-s.kick:
+		}
+		s.follow(ctx)
+	}
+}
+
+// follow is one round: evict idle events, read the feed of every cached
+// event from its cursor and apply it, then bring Redis in line.
+func (s *Service) follow(ctx context.Context) {
+	s.followMu.Lock()
+	defer s.followMu.Unlock()
+	s.m.FeedRounds.Inc()
+	now := s.now()
+	var evs []*eventState
+	for _, ev := range s.cachedEvents() {
+		if now.Sub(time.Unix(0, ev.used.Load())) > s.opt.CacheIdle && !ev.watched() {
+			s.evict(ev)
+			continue
+		}
+		evs = append(evs, ev)
+	}
+	if len(evs) == 0 {
+		s.probeRedis(ctx)
+		return
+	}
+	reads := make([]store.FeedRead, len(evs))
+	for i, ev := range evs {
+		reads[i] = store.FeedRead{Org: ev.org, Event: ev.id, From: ev.at}
+	}
+	rctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	changes, at, err := s.store.Changes(rctx, reads)
+	cancel()
+	if err != nil {
+		if ctx.Err() == nil {
+			s.log.Warn("read change feed", "events", len(evs), "err", err)
+			s.m.BackgroundErrors.WithLabelValues("feed").Inc()
+		}
+		return
+	}
+	usedRedis := false
+	for i, ev := range evs {
+		ev.at = at
+		cs := changes[i]
+		if len(cs) > 0 {
+			s.m.FeedChanges.Add(float64(len(cs)))
+			ds := make([]Delta, len(cs))
+			for j, c := range cs {
+				ds[j] = changeDelta(ev.org, ev.id, c, now)
+			}
+			applied := ev.apply(ds)
+			s.m.FeedApplied.Add(float64(len(applied)))
+			ev.notify(applied)
+		}
+		switch {
+		case s.redis.usable():
+			usedRedis = s.syncRedis(ctx, ev, cs) || usedRedis
+		case len(cs) > 0:
+			// Redis did not get these changes.
+			s.setSynced(ev, false)
+		}
+	}
+	if !usedRedis {
+		s.probeRedis(ctx)
+	}
+}
+
+// probeRedis pings Redis through the breaker, so that an idle process
+// notices it was cut off, and a process whose breaker opened notices
+// Redis is back.
+func (s *Service) probeRedis(ctx context.Context) {
+	pctx, cancel := context.WithTimeout(ctx, time.Second)
+	defer cancel()
+	_, _ = call(s.redis, func() (struct{}, error) { return struct{}{}, s.locks.Ping(pctx) })
+}
+
+// syncRedis brings an event's Redis locks in line with what the round
+// read: the changed seats for a synced event, everything for one that is
+// not (just loaded, or Redis failed or lost it since), then the doubtful
+// locks that are due. Reports whether it called Redis.
+func (s *Service) syncRedis(ctx context.Context, ev *eventState, cs []store.Change) bool {
+	if !ev.synced.Load() {
+		if err := s.fullSync(ctx, ev); err != nil {
+			if ctx.Err() == nil {
+				s.log.Warn("sync redis from postgres", "org", ev.org, "event", ev.id, "err", err)
+				s.m.BackgroundErrors.WithLabelValues("redis_sync").Inc()
+			}
+			return true
+		}
+	} else if len(cs) > 0 {
+		states := make([]seatlock.SeatState, len(cs))
+		var maxFence int64
+		for i, c := range cs {
+			states[i] = lockState(&c.Seat)
+			maxFence = max(maxFence, c.Seat.Fence)
+		}
+		_, err := call(s.redis, func() (int, error) {
+			return s.locks.Sync(ctx, ev.org, ev.id, states, maxFence, s.now(), s.opt.StaleLockAge, false)
+		})
+		s.m.RedisSyncs.WithLabelValues("incremental").Inc()
+		if err != nil {
+			// Redis lost the event (flushed, restarted) or did not take
+			// this round's changes: only a full sync can tell what it has.
+			s.setSynced(ev, false)
+			if !errors.Is(err, seatlock.ErrNotSynced) {
+				s.m.BackgroundErrors.WithLabelValues("redis_sync").Inc()
+			}
+			return true
+		}
+	}
+	s.dropDoubtful(ctx, ev)
+	return true
+}
+
+// lockState is what Redis should hold for a seat Postgres has as st.
+func lockState(st *store.Seat) seatlock.SeatState {
+	ls := seatlock.SeatState{ID: st.ID, Fence: st.Fence}
+	if st.Status == store.Held && st.HoldID != uuid.Nil {
+		ls.Lock = &seatlock.Lock{HoldID: st.HoldID, UserID: st.HolderID, Fence: st.Fence, Expires: st.HeldUntil}
+	}
+	return ls
+}
+
+// fullSync makes Redis agree with Postgres for a whole event: the lock of
+// every held seat, none for the seats Redis has that Postgres does not
+// hold (see seatlock.Sync for the rule that keeps locks in flight), and a
+// fence counter above every fence used. Locks Redis has that Postgres
+// does not know are checked again once they are too old to be in flight.
+func (s *Service) fullSync(ctx context.Context, ev *eventState) error {
+	held, maxFence, _, err := s.store.HeldState(ctx, ev.org, ev.id)
+	if err != nil {
+		return err
+	}
+	members, err := call(s.redis, func() ([]string, error) { return s.locks.HeldSeats(ctx, ev.org, ev.id) })
+	if err != nil {
+		return err
+	}
+	states := make([]seatlock.SeatState, 0, len(held)+len(members))
+	inPG := make(map[uuid.UUID]bool, len(held))
+	for i := range held {
+		states = append(states, lockState(&held[i]))
+		inPG[held[i].ID] = true
+	}
+	var extra []uuid.UUID
+	for _, m := range members {
+		if id, err := uuid.Parse(m); err == nil && !inPG[id] {
+			extra = append(extra, id)
+		}
+	}
+	if len(extra) > 0 {
+		seats, err := s.store.SeatsByID(ctx, ev.org, ev.id, extra)
+		if err != nil {
+			return err
+		}
+		for i := range seats {
+			states = append(states, lockState(&seats[i]))
+		}
+	}
+	if _, err := call(s.redis, func() (int, error) {
+		return s.locks.Sync(ctx, ev.org, ev.id, states, maxFence, s.now(), s.opt.StaleLockAge, true)
+	}); err != nil {
+		return err
+	}
+	s.m.RedisSyncs.WithLabelValues("full").Inc()
+	s.setSynced(ev, true)
+	// What Sync left alone for being newer than Postgres may be a lock
+	// whose writer died: look again once no transaction can still commit it.
+	for _, id := range extra {
+		lk, ok, err := s.locks.Get(ctx, ev.org, ev.id, id)
+		if err == nil && ok {
+			ev.doubt(doubtfulLock{seat: id, hold: lk.HoldID, notBefore: lk.AcquiredAt.Add(s.opt.StaleLockAge)})
+		}
+	}
+	return nil
+}
+
+// dropDoubtful drops the due doubtful locks whose hold Postgres does not
+// have as active. A hold that commits after all (its reply was lost, and
+// Postgres finished it later) comes back through the feed.
+func (s *Service) dropDoubtful(ctx context.Context, ev *eventState) {
+	due := ev.due(s.now())
+	if len(due) == 0 {
+		return
+	}
+	ids := make([]uuid.UUID, len(due))
+	for i, d := range due {
+		ids[i] = d.hold
+	}
+	active, err := s.store.ActiveHoldIDs(ctx, ev.org, ids)
+	if err != nil {
+		ev.doubt(due...)
+		return
+	}
+	var rs []seatlock.Released
+	for _, d := range due {
+		if !active[d.hold] {
+			rs = append(rs, seatlock.Released{Seat: d.seat, HoldID: d.hold})
+		}
+	}
+	if _, err := call(s.redis, func() (int, error) { return s.locks.Release(ctx, ev.org, ev.id, rs) }); err != nil {
+		ev.doubt(due...)
+	}
+}
+
+// changeDelta is the delta of a change read from the feed.
+func changeDelta(org, event uuid.UUID, c store.Change, now time.Time) Delta {
+	d := seatDelta(org, event, &c.Seat, kindOf(c.Action), now)
+	d.Actor = c.Actor
+	if c.Seat.Status != store.Held {
+		d.PrevUser = c.Holder
+	}
+	return d
+}
+
+func kindOf(action string) string {
+	switch action {
+	case "hold.created":
+		return KindHeld
+	case "hold.released":
+		return KindReleased
+	case "hold.expired":
+		return KindExpired
+	case "hold.extended":
+		return KindExtended
+	case "seat.sold":
+		return KindSold
+	case "seat.blocked":
+		return KindBlocked
+	case "seat.unblocked":
+		return KindUnblocked
+	}
+	return KindSync
+}

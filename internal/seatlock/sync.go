@@ -1,0 +1,118 @@
+package seatlock
+
+import (
+	"context"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/redis/go-redis/v9"
+)
+
+// SeatState is one seat as Postgres has it at some snapshot: the highest
+// fence ever applied to it, and the lock of its active hold when held.
+type SeatState struct {
+	ID    uuid.UUID
+	Fence int64
+	Lock  *Lock
+}
+
+// syncScript makes seats agree with Postgres, by one rule per seat: a lock
+// whose fence is above the seat's fence in Postgres was taken after that
+// state, and while it is young enough (ARGV[3], the cutoff) its write may
+// be committing right now, so it is left alone; otherwise the lock becomes the active hold's
+// lock, or goes when the seat has no active hold. Postgres refuses any
+// write whose fence is not above the seat's, so a lock at or below it can
+// never turn into a hold. A stale state (Postgres read earlier) can write
+// an outdated lock, but only until the feed brings the newer change.
+//
+// ARGV[1] is 'inc' for an incremental sync, 'full' for a batch of a full
+// sync and 'mark' for its last batch, which marks the event as synced. An
+// incremental sync returns -1 when the mark is gone (Redis flushed or restarted) and
+// changes nothing, because a replica missing its history cannot be
+// brought current by the latest changes alone.
+var syncScript = redis.NewScript(`
+if ARGV[1] == 'inc' and redis.call('EXISTS', KEYS[4]) == 0 then return -1 end
+local floor = tonumber(ARGV[2])
+if tonumber(redis.call('GET', KEYS[3]) or '0') < floor then redis.call('SET', KEYS[3], floor) end
+local cutoff = tonumber(ARGV[3])
+local function fence(v) return tonumber(string.match(v, '^[^|]*|[^|]*|([^|]*)|')) or 0 end
+local function acquired(v) return tonumber(string.match(v, '|([^|]*)$')) or 0 end
+local function owner(v) return string.match(v, '^[^|]*|([^|]*)|') end
+local function hold(v) return string.match(v, '^([^|]*|[^|]*|[^|]*|[^|]*)|') end
+local n = #KEYS - 4
+local changed = 0
+for i = 1, n do
+  local b = 3 + (i - 1) * 4
+  local sid, f, lock, px = ARGV[b + 1], tonumber(ARGV[b + 2]), ARGV[b + 3], ARGV[b + 4]
+  local v = redis.call('GET', KEYS[4 + i])
+  if v and fence(v) > f and acquired(v) >= cutoff then
+    -- taken after this state: its owner or a later change decides
+  elseif lock ~= '' then
+    if not v or hold(v) ~= hold(lock) then
+      if v then redis.call('ZREM', KEYS[2], owner(v) .. '|' .. sid) end
+      redis.call('SET', KEYS[4 + i], lock, 'PX', px)
+      changed = changed + 1
+    end
+    redis.call('ZADD', KEYS[1], string.match(lock, '^[^|]*|[^|]*|[^|]*|([^|]*)|'), sid)
+    redis.call('ZADD', KEYS[2], 0, owner(lock) .. '|' .. sid)
+  else
+    if v then
+      redis.call('DEL', KEYS[4 + i])
+      redis.call('ZREM', KEYS[2], owner(v) .. '|' .. sid)
+      changed = changed + 1
+    end
+    redis.call('ZREM', KEYS[1], sid)
+  end
+end
+if ARGV[1] == 'mark' then redis.call('SET', KEYS[4], '1') end
+return changed
+`)
+
+// syncBatch bounds the seats of one script call, so a large sync never
+// blocks Redis for long.
+const syncBatch = 500
+
+// Sync makes the seats' locks agree with Postgres (see syncScript) and
+// lifts the fence counter to at least maxFence. A lock newer than
+// Postgres's state is kept while younger than inFlight. It returns how many locks
+// it wrote or dropped. full marks the event synced; without it, Sync
+// returns ErrNotSynced when Redis lost the event (the caller then runs a
+// full sync).
+func (l *Locks) Sync(ctx context.Context, org, event uuid.UUID, seats []SeatState, maxFence int64, now time.Time,
+	inFlight time.Duration, full bool) (int, error) {
+	k := l.Keys(org, event)
+	total := 0
+	for start := 0; start == 0 || start < len(seats); start += syncBatch {
+		part := seats[start:min(start+syncBatch, len(seats))]
+		keys := make([]string, 0, len(part)+4)
+		keys = append(keys, k.Holds(), k.Holders(), k.Fence(), k.Synced())
+		args := make([]any, 0, 3+4*len(part))
+		mode := "inc"
+		if full {
+			mode = "full"
+			if start+syncBatch >= len(seats) {
+				// The mark goes with the last batch, once every seat is in line.
+				mode = "mark"
+			}
+		}
+		args = append(args, mode, maxFence, now.Add(-inFlight).UnixMilli())
+		for _, s := range part {
+			keys = append(keys, k.Seat(s.ID))
+			lock, px := "", int64(0)
+			if s.Lock != nil {
+				lock = s.Lock.encode()
+				px = max(s.Lock.Expires.Sub(now)+l.margin, time.Second).Milliseconds()
+			}
+			args = append(args, s.ID.String(), s.Fence, lock, px)
+		}
+		n, err := syncScript.Run(ctx, l.rdb, keys, args...).Int()
+		if err != nil {
+			return total, err
+		}
+		if n < 0 {
+			return total, ErrNotSynced
+		}
+		total += n
+	}
+	return total, nil
+}
