@@ -149,18 +149,16 @@ func (a *App) Migrate(ctx context.Context) error {
 	return nil
 }
 
-// RunBackground runs the per-process loops (reaper, Redis recovery,
+// RunBackground runs the per-process loops (reaper, change-feed follower,
 // Postgres NOTIFY listener, occupancy snapshots) until ctx ends, and
 // returns when they all stopped.
 func (a *App) RunBackground(ctx context.Context) {
 	var wg sync.WaitGroup
 	wg.Go(func() { a.Core.RunReaper(ctx, a.Cfg.ReaperInterval) })
-	wg.Go(func() { a.Core.RunRecovery(ctx, 250*time.Millisecond) })
-	// Four times a second: a change whose delta was lost (its process died
-	// between commit and publish) reaches every map within the settle time
-	// (0.5 s) plus a quarter second. Each round is one indexed read per
-	// cached event.
-	wg.Go(func() { a.Core.RunAntiEntropy(ctx, 250*time.Millisecond) })
+	// The follower reads the change feed four times a second (and at once
+	// when asked): a change whose delta was lost reaches every cache, map
+	// and Redis within a quarter second plus one read.
+	wg.Go(func() { a.Core.RunFollower(ctx, a.Cfg.FeedInterval) })
 	wg.Go(func() { a.Bus.Listen(ctx) })
 	wg.Go(func() { a.Core.RunSnapshots(ctx, a.Cfg.SnapshotInterval) })
 	wg.Wait()

@@ -21,6 +21,7 @@ type Config struct {
 	KeyPrefix   string // SEATD_KEY_PREFIX
 
 	HoldTTL            time.Duration // SEATD_HOLD_TTL
+	FeedInterval       time.Duration // SEATD_FEED_INTERVAL: how often each process reads the change feed
 	HoldExtension      time.Duration // SEATD_HOLD_EXTENSION
 	MaxExtensions      int           // SEATD_MAX_EXTENSIONS
 	LockMargin         time.Duration // SEATD_LOCK_MARGIN: Redis lock TTL beyond held_until
@@ -60,6 +61,7 @@ func Defaults() Config {
 		Addr:               ":8080",
 		KeyPrefix:          "seatd",
 		HoldTTL:            15 * time.Minute,
+		FeedInterval:       250 * time.Millisecond,
 		HoldExtension:      5 * time.Minute,
 		MaxExtensions:      1,
 		LockMargin:         time.Minute,
@@ -134,6 +136,7 @@ func Load(getenv func(string) string) (Config, error) {
 	str("REDIS_URL", &c.RedisURL)
 	str("SEATD_KEY_PREFIX", &c.KeyPrefix)
 	dur("SEATD_HOLD_TTL", &c.HoldTTL)
+	dur("SEATD_FEED_INTERVAL", &c.FeedInterval)
 	dur("SEATD_HOLD_EXTENSION", &c.HoldExtension)
 	num("SEATD_MAX_EXTENSIONS", &c.MaxExtensions)
 	dur("SEATD_LOCK_MARGIN", &c.LockMargin)
