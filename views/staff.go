@@ -367,10 +367,14 @@ type HoldRow struct {
 	Extended bool
 }
 
-// HoldFilter is the box office's filter (query parameters).
+// HoldFilter is the box office's filter (query parameters), with the
+// page of holds shown.
 type HoldFilter struct {
 	Section string
 	Holder  string
+	// After is the page's cursor: the holds after it are shown; "" is
+	// the first page.
+	After string
 }
 
 // Query is the filter as a query string ("" when empty), with a leading
@@ -382,6 +386,9 @@ func (f HoldFilter) Query() string {
 	}
 	if f.Holder != "" {
 		p = append(p, "holder="+url.QueryEscape(f.Holder))
+	}
+	if f.After != "" {
+		p = append(p, "after="+url.QueryEscape(f.After))
 	}
 	if len(p) == 0 {
 		return ""
@@ -395,8 +402,18 @@ type HoldTable struct {
 	Filter   HoldFilter
 	Sections []string
 	Rows     []HoldRow
-	// Total counts the matching holds; Rows may show fewer.
+	// Total counts the matching holds; Rows is one page of them.
 	Total int
+	// Next is the cursor of the next page; "" on the last one.
+	Next string
+}
+
+// PageURL is the box office showing the page after cursor ("" for the
+// first page) with the same filter.
+func (t HoldTable) PageURL(cursor string) string {
+	f := t.Filter
+	f.After = cursor
+	return "/box-office/events/" + t.EventID + f.Query()
 }
 
 // BoxMap is the box office's seat map of one section, for blocking.

@@ -1,27 +1,106 @@
 package web
 
 import (
+	"encoding/base64"
 	"math"
 	"net/http"
+	"strconv"
+	"strings"
+	"time"
 
 	"github.com/google/uuid"
 
+	"seatd/internal/apperr"
 	"seatd/internal/hold"
 	"seatd/internal/store"
 )
 
-// eventHolds lists an event's active holds with their holders (staff).
+// Pages of the staff hold list.
+const (
+	holdPageDefault = 100
+	holdPageMax     = 500
+)
+
+// holdPageJSON is a page of an event's active holds; next is the cursor of
+// the following page (the after parameter), null on the last page.
+type holdPageJSON struct {
+	Holds []holdJSON `json:"holds"`
+	Next  *string    `json:"next"`
+}
+
+// eventHolds lists an event's active holds with their holders (staff), a
+// page at a time: ?limit= (1 to 500, default 100) and ?after= (the next
+// cursor of the page before), soonest expiry first.
 func (s *Server) eventHolds(w http.ResponseWriter, r *http.Request, a hold.Actor) error {
 	event, err := pathID(r, "event")
 	if err != nil {
 		return err
 	}
-	hs, err := s.app.Core.EventHolds(r.Context(), a, event)
+	q := r.URL.Query()
+	limit := holdPageDefault
+	if v := q.Get("limit"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > holdPageMax {
+			return &apperr.Error{Code: apperr.Invalid, Message: "limit must be a number from 1 to 500",
+				Fields: map[string]string{"limit": "must be 1 to 500"}}
+		}
+		limit = n
+	}
+	after, err := decodeHoldCursor(q.Get("after"))
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, holdsView(hs, true))
+	if _, err := s.app.Store.Event(r.Context(), a.Org, event); err != nil {
+		return err
+	}
+	p, err := s.app.Store.ActiveHoldsPage(r.Context(), a.Org, event, store.HoldFilter{}, after, limit, false)
+	if err != nil {
+		return err
+	}
+	out := holdPageJSON{Holds: make([]holdJSON, len(p.Holds))}
+	for i, h := range p.Holds {
+		out.Holds[i] = holdView(h.Hold)
+		user := h.UserID
+		out.Holds[i].UserID = &user
+	}
+	if !p.Next.IsZero() {
+		next := encodeHoldCursor(p.Next)
+		out.Next = &next
+	}
+	writeJSON(w, http.StatusOK, out)
 	return nil
+}
+
+// encodeHoldCursor makes a page cursor opaque to clients: they hand it
+// back, they do not build it.
+func encodeHoldCursor(c store.HoldCursor) string {
+	return base64.RawURLEncoding.EncodeToString([]byte(c.HeldUntil.UTC().Format(time.RFC3339Nano) + "|" + c.ID.String()))
+}
+
+// decodeHoldCursor reads a cursor of encodeHoldCursor; "" is the start.
+func decodeHoldCursor(v string) (store.HoldCursor, error) {
+	if v == "" {
+		return store.HoldCursor{}, nil
+	}
+	bad := &apperr.Error{Code: apperr.Invalid, Message: "after must be the next cursor of a previous page",
+		Fields: map[string]string{"after": "is not a cursor this server gave"}}
+	if len(v) > 200 {
+		return store.HoldCursor{}, bad
+	}
+	b, err := base64.RawURLEncoding.DecodeString(v)
+	if err != nil {
+		return store.HoldCursor{}, bad
+	}
+	at, id, ok := strings.Cut(string(b), "|")
+	if !ok {
+		return store.HoldCursor{}, bad
+	}
+	t, err1 := time.Parse(time.RFC3339Nano, at)
+	u, err2 := uuid.Parse(id)
+	if err1 != nil || err2 != nil || u == uuid.Nil {
+		return store.HoldCursor{}, bad
+	}
+	return store.HoldCursor{HeldUntil: t, ID: u}, nil
 }
 
 type countsJSON struct {
@@ -132,21 +211,30 @@ func (s *Server) setBlocked(w http.ResponseWriter, r *http.Request, a hold.Actor
 	return nil
 }
 
+// registryJSON is a registry answer with the time it was taken: within
+// the cooldown (see registryFlights) callers get the same answer again.
+type registryJSON struct {
+	hold.Registry
+	CheckedAt time.Time `json:"checked_at"`
+}
+
 // registry answers how the three tiers agree about an event's holds.
 func (s *Server) registry(w http.ResponseWriter, r *http.Request, a hold.Actor) error {
 	event, err := pathID(r, "event")
 	if err != nil {
 		return err
 	}
-	reg, err := s.app.Core.RegistryStatus(r.Context(), a, event)
+	reg, at, err := s.flights.status(r.Context(), a, event)
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, reg)
+	writeJSON(w, http.StatusOK, registryJSON{Registry: reg, CheckedAt: at.UTC()})
 	return nil
 }
 
-// reconcile rebuilds Redis and the hot caches from Postgres.
+// reconcile rebuilds Redis and the hot caches from Postgres. A reconcile
+// asked for within the cooldown of the last one is not run again: it is
+// answered with the last one's result, and checked_at says when that was.
 func (s *Server) reconcile(w http.ResponseWriter, r *http.Request, a hold.Actor) error {
 	event, err := pathID(r, "event")
 	if err != nil {
@@ -156,10 +244,10 @@ func (s *Server) reconcile(w http.ResponseWriter, r *http.Request, a hold.Actor)
 	if err := s.dec.optionalJSON(w, r, &in); err != nil {
 		return err
 	}
-	reg, err := s.app.Core.Reconcile(r.Context(), a, event)
+	reg, at, err := s.flights.reconciled(r.Context(), a, event)
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, reg)
+	writeJSON(w, http.StatusOK, registryJSON{Registry: reg, CheckedAt: at.UTC()})
 	return nil
 }

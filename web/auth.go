@@ -9,6 +9,7 @@ import (
 	"github.com/google/uuid"
 
 	"seatd/internal/apperr"
+	"seatd/internal/auth"
 	"seatd/internal/hold"
 	"seatd/internal/store"
 	"seatd/views"
@@ -46,7 +47,7 @@ type accountJSON struct {
 // or a form. The organization named here is the one legitimate org input:
 // no session exists yet.
 func (s *Server) login(w http.ResponseWriter, r *http.Request) error {
-	if err := s.limits.allowLogin(r.Context(), clientIP(r), s.app.Cfg.LoginRatePerMinute); err != nil {
+	if err := s.limits.allowLogin(r.Context(), s.subject(r), s.app.Cfg.LoginRatePerMinute); err != nil {
 		return err
 	}
 	var in loginInput
@@ -56,7 +57,22 @@ func (s *Server) login(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	org, u, err := s.app.Accounts.Authenticate(r.Context(), in.Org, in.Email, in.Password)
+	// The account's lockout is checked before any password is hashed, and
+	// holds whatever the password: a guess that happens to be right is
+	// refused too while the account is locked.
+	acct := accountKey(in.Org, in.Email)
+	err = s.limits.accounts.check(r.Context(), acct)
+	var org store.Org
+	var u store.User
+	if err == nil {
+		org, u, err = s.app.Accounts.Authenticate(r.Context(), in.Org, in.Email, in.Password)
+		switch {
+		case err == nil:
+			s.limits.accounts.succeeded(r.Context(), acct)
+		case apperr.CodeOf(err) == apperr.Unauthorized:
+			s.limits.accounts.failed(r.Context(), acct)
+		}
+	}
 	if err != nil {
 		if isForm {
 			return s.formFailed(w, r, err, func(msg string) templ.Component {
@@ -82,7 +98,7 @@ func (s *Server) formFailed(w http.ResponseWriter, r *http.Request, err error, p
 // signup creates a buyer account on an organization's storefront and
 // signs it in.
 func (s *Server) signup(w http.ResponseWriter, r *http.Request) error {
-	if err := s.limits.allowLogin(r.Context(), clientIP(r), s.app.Cfg.LoginRatePerMinute); err != nil {
+	if err := s.limits.allowLogin(r.Context(), s.subject(r), s.app.Cfg.LoginRatePerMinute); err != nil {
 		return err
 	}
 	slug := strings.ToLower(r.PathValue("org"))
@@ -128,6 +144,18 @@ func (s *Server) signedIn(w http.ResponseWriter, r *http.Request, isForm bool, s
 	if err := s.saveSession(w, r); err != nil {
 		return err
 	}
+	// The account may have been disabled or given another role between
+	// the password check and the save, after its sessions were deleted:
+	// this one must not survive that.
+	if ok, err := s.app.Accounts.Current(ctx, org.ID, u.ID, u.Role); err != nil || !ok {
+		if err == nil {
+			err = apperr.E(apperr.Unauthorized, "this account changed while signing in; please sign in again")
+		}
+		// Destroy deletes the session from the store; the cookie already
+		// sent names nothing then.
+		_ = s.sessions.Destroy(ctx)
+		return err
+	}
 	if info := infoOf(ctx); info != nil {
 		info.org = org.ID
 	}
@@ -143,18 +171,21 @@ func (s *Server) signedIn(w http.ResponseWriter, r *http.Request, isForm bool, s
 }
 
 // logout destroys the session: its token is deleted from the store (and
-// this process's cache) and the cookie is expired.
+// this process's cache) and the cookie is expired; then every process is
+// told, so the session's sockets close everywhere.
 func (s *Server) logout(w http.ResponseWriter, r *http.Request) error {
 	ctx := r.Context()
 	if token := s.sessions.Token(ctx); token != "" {
+		stored := storedToken(token)
 		// The session's live sockets end with it.
-		s.hub.CloseSession(token)
+		s.hub.CloseSession(stored)
 		if err := s.sessions.Destroy(ctx); err != nil {
 			return err
 		}
 		if err := s.saveSession(w, r); err != nil {
 			return err
 		}
+		s.endSession(ctx, stored, auth.EndLogout)
 	}
 	if mediaType(r) == mediaForm {
 		http.Redirect(w, r, "/", http.StatusSeeOther)

@@ -38,6 +38,7 @@ func newTestServer(t testing.TB, mod func(*config.Config)) *testServer {
 		c.PGMaxConns = 8
 		c.HoldRatePerMinute = 100_000
 		c.LoginRatePerMinute = 100_000
+		c.UpgradeRatePerMinute = 100_000
 		if mod != nil {
 			mod(c)
 		}

@@ -2,6 +2,7 @@ package web
 
 import (
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/google/uuid"
@@ -114,8 +115,9 @@ type releaseInput struct {
 	Reason string `json:"reason" validate:"max=500"`
 }
 
-// releaseHold ends a hold: its holder may, and staff of the org may (with
-// an optional reason for the audit log; a buyer's reason is not kept).
+// releaseHold ends a hold: its holder may, and staff of the org may with a
+// reason for the audit log, as on the box-office page (422 without one; a
+// buyer's reason is not kept).
 func (s *Server) releaseHold(w http.ResponseWriter, r *http.Request, a hold.Actor) error {
 	id, err := pathID(r, "hold")
 	if err != nil {
@@ -127,7 +129,11 @@ func (s *Server) releaseHold(w http.ResponseWriter, r *http.Request, a hold.Acto
 	}
 	reason := ""
 	if a.Staff() {
-		reason = in.Reason
+		reason = strings.TrimSpace(in.Reason)
+		if reason == "" {
+			return &apperr.Error{Code: apperr.Invalid, Message: "give a reason for releasing; it is kept in the audit log",
+				Fields: map[string]string{"reason": "is required"}}
+		}
 	}
 	if _, err := s.app.Core.Release(r.Context(), a, id, reason); err != nil {
 		return err

@@ -432,6 +432,9 @@ func (s *Server) liveSocket(stream live.Stream) apiHandler {
 		if !live.SameOrigin(r) {
 			return apperr.E(apperr.Forbidden, "cross-origin live connections are refused")
 		}
+		if err := s.limits.allowUpgrade(r.Context(), s.subject(r), s.app.Cfg.UpgradeRatePerMinute); err != nil {
+			return err
+		}
 		event, err := pathID(r, "event")
 		if err != nil {
 			return err
@@ -439,8 +442,8 @@ func (s *Server) liveSocket(stream live.Stream) apiHandler {
 		if _, err := s.app.Store.Event(r.Context(), a.Org, event); err != nil {
 			return err
 		}
-		s.hub.Serve(w, r, live.Viewer{Actor: a, Event: event, SessionToken: s.sessions.Token(r.Context()),
-			Role: a.Role, Stream: stream})
+		s.hub.Serve(w, r, live.Viewer{Actor: a, Event: event, SessionToken: storedToken(s.sessions.Token(r.Context())),
+			SessionDeadline: s.sessionDeadline(r.Context()), Role: a.Role, Stream: stream})
 		return nil
 	}
 }

@@ -3,9 +3,10 @@ package web
 import (
 	"context"
 	"log/slog"
-	"net"
 	"net/http"
+	"net/netip"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -13,6 +14,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"seatd/internal/apperr"
+	"seatd/internal/config"
 	"seatd/internal/hold"
 	"seatd/internal/seatlock"
 )
@@ -35,6 +37,11 @@ type limiter struct {
 	now     func() time.Time
 	refused *prometheus.CounterVec
 
+	// trusted are the proxies whose X-Forwarded-For is believed.
+	trusted []netip.Prefix
+	// accounts locks accounts after repeated failed logins.
+	accounts *accountLimiter
+
 	mu         sync.Mutex
 	minute     int64
 	pending    map[string]int64 // counted here, not yet added in Redis
@@ -52,6 +59,12 @@ func newLimiter(rdb redis.UniversalClient, prefix string, redisUp func() bool, l
 		pending: map[string]int64{}, known: map[string]int64{}, warnedFrom: -1}
 }
 
+// configure applies the configuration's proxies and account limits.
+func (l *limiter) configure(cfg config.Config) {
+	l.trusted = cfg.TrustedProxies
+	l.accounts = newAccountLimiter(l, cfg.LoginAccountFailures, cfg.LoginLockout, cfg.LoginLockoutMax)
+}
+
 // allowHold counts a hold request of a user (per user, per org).
 func (l *limiter) allowHold(ctx context.Context, a hold.Actor, limit int) error {
 	return l.allow(ctx, "hold", limit, func(minute int64) string {
@@ -59,11 +72,20 @@ func (l *limiter) allowHold(ctx context.Context, a hold.Actor, limit int) error 
 	})
 }
 
-// allowLogin counts a login or signup attempt from an IP. There is no org
-// before a session exists, so the key has its own hash tag.
-func (l *limiter) allowLogin(ctx context.Context, ip string, limit int) error {
+// allowLogin counts a login or signup attempt from a client (see
+// rateSubject). There is no org before a session exists, so the key has
+// its own hash tag.
+func (l *limiter) allowLogin(ctx context.Context, subject string, limit int) error {
 	return l.allow(ctx, "login", limit, func(minute int64) string {
-		return l.prefix + ":{login}:rl:" + ip + ":" + strconv.FormatInt(minute, 10)
+		return l.prefix + ":{login}:rl:" + subject + ":" + strconv.FormatInt(minute, 10)
+	})
+}
+
+// allowUpgrade counts a live socket upgrade from a client (see
+// rateSubject).
+func (l *limiter) allowUpgrade(ctx context.Context, subject string, limit int) error {
+	return l.allow(ctx, "upgrade", limit, func(minute int64) string {
+		return l.prefix + ":{upgrade}:rl:" + subject + ":" + strconv.FormatInt(minute, 10)
 	})
 }
 
@@ -156,12 +178,78 @@ func (l *limiter) flush(ctx context.Context, minute int64) {
 	done(totals)
 }
 
-// clientIP is the peer address of the request. Forwarding headers are not
-// trusted: anyone could send them to get a fresh login budget.
-func clientIP(r *http.Request) string {
-	host, _, err := net.SplitHostPort(r.RemoteAddr)
+// clientIP is the address of the client that sent the request: the peer,
+// unless the peer is one of trusted (a proxy of ours), in which case
+// X-Forwarded-For is read from the right, each trusted proxy having
+// appended the address it got the request from, and the right-most
+// address that is not a trusted proxy is the client. Addresses left of it
+// were written by the client and prove nothing. With no trusted proxies
+// the header is ignored: anyone could send it to get a fresh login
+// budget.
+func clientIP(r *http.Request, trusted []netip.Prefix) netip.Addr {
+	ap, err := netip.ParseAddrPort(r.RemoteAddr)
 	if err != nil {
-		return r.RemoteAddr
+		a, _ := netip.ParseAddr(r.RemoteAddr)
+		return a.Unmap()
 	}
-	return host
+	client := ap.Addr().Unmap()
+	if !inPrefixes(client, trusted) {
+		return client
+	}
+	var hops []string
+	for _, v := range r.Header.Values("X-Forwarded-For") {
+		hops = append(hops, strings.Split(v, ",")...)
+	}
+	for i := len(hops) - 1; i >= 0; i-- {
+		a, ok := parseHop(strings.TrimSpace(hops[i]))
+		if !ok {
+			// A trusted proxy passed on garbage: believe nothing further
+			// left; the last hop it vouched for stands.
+			return client
+		}
+		client = a
+		if !inPrefixes(a, trusted) {
+			return a
+		}
+	}
+	return client // every hop is ours: the left-most is the client
+}
+
+// parseHop reads one X-Forwarded-For entry: an address, possibly with a
+// port (some proxies add one).
+func parseHop(s string) (netip.Addr, bool) {
+	if a, err := netip.ParseAddr(s); err == nil {
+		return a.Unmap(), true
+	}
+	if ap, err := netip.ParseAddrPort(s); err == nil {
+		return ap.Addr().Unmap(), true
+	}
+	return netip.Addr{}, false
+}
+
+func inPrefixes(a netip.Addr, ps []netip.Prefix) bool {
+	for _, p := range ps {
+		if p.Contains(a) {
+			return true
+		}
+	}
+	return false
+}
+
+// rateSubject is the key an address is counted under: an IPv4 address as
+// is, an IPv6 address by its /64, since one subscriber usually gets a
+// whole /64 and could otherwise take a fresh address per request.
+func rateSubject(a netip.Addr) string {
+	if !a.IsValid() {
+		return "unknown"
+	}
+	if a.Is6() {
+		return netip.PrefixFrom(a, 64).Masked().String()
+	}
+	return a.String()
+}
+
+// subject is the rate-limit key of the request's client.
+func (s *Server) subject(r *http.Request) string {
+	return rateSubject(clientIP(r, s.limits.trusted))
 }

@@ -32,8 +32,8 @@ const (
 	forecastWindow = 2 * time.Minute
 	// chartSpan is how far back the occupancy chart reaches.
 	chartSpan = 2 * time.Hour
-	// holdRowsMax caps the box office's table; filters narrow it.
-	holdRowsMax = 500
+	// holdPageRows is the box office table's page size.
+	holdPageRows = 100
 	// auditPageSize is the number of audit entries per page.
 	auditPageSize = 50
 	// releaseMax caps the holds one release form may name.
@@ -264,11 +264,12 @@ func (s *staffPages) feedFragment(w http.ResponseWriter, r *http.Request, a hold
 // registryVM reads the tiers' agreement; a failure shows in the panel.
 func (s *staffPages) registryVM(ctx context.Context, a hold.Actor, event uuid.UUID, msg string) views.Registry {
 	out := views.Registry{EventID: event.String(), Message: msg, CheckedAt: time.Now()}
-	reg, err := s.app.Core.RegistryStatus(ctx, a, event)
+	reg, at, err := s.flights.status(ctx, a, event)
 	if err != nil {
 		out.Err = s.internalText(ctx, "registry status", err)
 		return out
 	}
+	out.CheckedAt = at
 	return registryView(out, reg)
 }
 
@@ -289,7 +290,8 @@ func (s *staffPages) registryFragment(w http.ResponseWriter, r *http.Request, a 
 
 // reconcileFragment rebuilds Redis and the hot caches from Postgres and
 // shows the outcome in the panel (a failure too: htmx would not swap an
-// error status, and the organizer must see it).
+// error status, and the organizer must see it). A second click within the
+// cooldown shows the first one's outcome and time (see registryFlights).
 func (s *staffPages) reconcileFragment(w http.ResponseWriter, r *http.Request, a hold.Actor) error {
 	ev, err := s.staffEvent(r, a)
 	if err != nil {
@@ -297,10 +299,11 @@ func (s *staffPages) reconcileFragment(w http.ResponseWriter, r *http.Request, a
 	}
 	ctx := r.Context()
 	out := views.Registry{EventID: ev.ID.String(), CheckedAt: time.Now()}
-	reg, err := s.app.Core.Reconcile(ctx, a, ev.ID)
+	reg, at, err := s.flights.reconciled(ctx, a, ev.ID)
 	if err != nil {
 		out = s.registryVM(ctx, a, ev.ID, "Reconcile failed: "+s.internalText(ctx, "reconcile", err))
 	} else {
+		out.CheckedAt = at
 		out = registryView(out, reg)
 		out.Message = fmt.Sprintf("Reconciled at %s: Redis and the hot caches were rebuilt from Postgres (%d active %s).",
 			out.CheckedAt.UTC().Format("15:04:05 MST"), reg.Postgres, plural(reg.Postgres, "hold", "holds"))
@@ -329,6 +332,9 @@ func holdFilter(v url.Values) views.HoldFilter {
 	}
 	if !utf8.ValidString(f.Section) || !utf8.ValidString(f.Holder) {
 		return views.HoldFilter{}
+	}
+	if after := v.Get("after"); len(after) <= 200 {
+		f.After = after // checked when decoded
 	}
 	return f
 }
@@ -370,13 +376,19 @@ func (s *staffPages) holdTable(ctx context.Context, a hold.Actor, event uuid.UUI
 	for _, sec := range secs {
 		t.Sections = append(t.Sections, sec.Label)
 	}
-	hs, err := s.app.Store.ActiveHolds(ctx, a.Org, event, store.HoldFilter{Section: f.Section, Holder: f.Holder, Limit: holdRowsMax})
+	after, err := decodeHoldCursor(f.After)
+	if err != nil {
+		// A cursor not of ours (edited by hand): the first page.
+		after, t.Filter.After = store.HoldCursor{}, ""
+	}
+	p, err := s.app.Store.ActiveHoldsPage(ctx, a.Org, event, store.HoldFilter{Section: f.Section, Holder: f.Holder},
+		after, holdPageRows, true)
 	if err != nil {
 		return t, err
 	}
-	t.Rows = holdRows(hs)
-	if len(hs) > 0 {
-		t.Total = hs[0].Total
+	t.Rows, t.Total = holdRows(p.Holds), p.Total
+	if !p.Next.IsZero() {
+		t.Next = encodeHoldCursor(p.Next)
 	}
 	return t, nil
 }
@@ -839,7 +851,7 @@ func (sr *staffPages) liveRegistry(ctx context.Context, a hold.Actor, event uuid
 	sr.registry[key] = &registryCheck{at: now, inconsistent: last != nil && last.inconsistent}
 	sr.mu.Unlock()
 
-	reg, err := sr.app.Core.RegistryStatus(ctx, a, event)
+	reg, _, err := sr.flights.status(ctx, a, event)
 	if err != nil {
 		sr.log.Warn("live registry check", "org", a.Org, "event", event, "err", err)
 		return views.Registry{}, false

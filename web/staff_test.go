@@ -422,6 +422,12 @@ func TestRegistryInconsistentThenReconcile(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	// A check is answered from the last one for a second (registryFlights).
+	for deadline := time.Now().Add(3 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+		if got, _ := org.do("GET", path, nil).want(t, 200).doc(t).Find("#registry").Attr("data-consistent"); got == "false" {
+			break
+		}
+	}
 	d := check("false")
 	if got := d.Find(`[data-testid=registry-redis]`).Text(); strings.TrimSpace(got) != "0" {
 		t.Errorf("Redis count %q, want 0", got)

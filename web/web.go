@@ -14,6 +14,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"seatd/internal/app"
+	"seatd/internal/auth"
 	"seatd/static"
 	"seatd/web/live"
 )
@@ -31,6 +32,9 @@ type Server struct {
 	sstore   *sessionStore
 	limits   *limiter
 	metrics  *httpMetrics
+	ends     *auth.SessionEnds
+	unlisten func() // stops listening for session ends
+	flights  *registryFlights
 }
 
 // options are knobs tests turn; New uses the defaults.
@@ -49,10 +53,13 @@ func newServer(a *app.App, o options) *Server {
 		panic(err)
 	}
 	s := &Server{app: a, log: a.Log, mux: http.NewServeMux(), dec: newDecoder(), assets: assets}
-	s.hub = live.New(a.Core, liveRenderer{core: a.Core}, a.Log, live.Options{})
+	s.hub = live.New(a.Core, liveRenderer{core: a.Core}, a.Log, s.liveOptions())
 	s.metrics = newHTTPMetrics(a.Registry)
 	s.sessions, s.sstore = newSessions(a, !o.noSessionCache)
 	s.limits = newLimiter(a.Redis, a.Cfg.KeyPrefix, a.Core.FastPath, a.Log, s.metrics.rateLimited)
+	s.limits.configure(a.Cfg)
+	s.flights = newRegistryFlights(a.Core, a.Cfg.RegistryCheckCooldown)
+	s.listenSessionEnds()
 	s.routes()
 	// Outermost first: log and recover, headers on every answer, refuse
 	// cross-site writes before touching the session store, then the session
@@ -69,6 +76,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.handler.S
 func (s *Server) Shutdown() {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
+	s.unlisten()
 	if err := s.hub.Shutdown(ctx); err != nil {
 		s.log.Warn("live hub shutdown", "err", err)
 	}

@@ -26,6 +26,12 @@ commands:
   user add -org SLUG -email EMAIL -role ROLE [-password-stdin]
                         create a user (role: buyer, organizer, box_office);
                         the password is read from standard input
+  user disable -org SLUG -email EMAIL
+                        disable a user: they cannot sign in, and their
+                        sessions and live sockets end in every process
+  user role -org SLUG -email EMAIL -role ROLE
+                        change a user's role; their sessions end everywhere
+                        and they sign in again with the new role
   reaper-once           expire overdue holds once and exit
 
 configuration comes from environment variables; see README.md`
@@ -125,8 +131,11 @@ func seedCmd(ctx context.Context, a *app.App, args []string, stdout io.Writer) e
 }
 
 func userCmd(ctx context.Context, a *app.App, args []string, stdin io.Reader, stdout io.Writer) error {
+	if len(args) > 0 && (args[0] == "disable" || args[0] == "role") {
+		return userChangeCmd(ctx, a, args, stdout)
+	}
 	if len(args) == 0 || args[0] != "add" {
-		return errors.New("usage: seatd user add -org SLUG -email EMAIL -role ROLE < password")
+		return errors.New("usage: seatd user add|disable|role ... (see seatd help)")
 	}
 	fs := flag.NewFlagSet("user add", flag.ContinueOnError)
 	org := fs.String("org", "", "organization slug")

@@ -90,6 +90,7 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger) (*App, error)
 		cost = 4 // bcrypt.MinCost: tests create many users
 	}
 	a.Accounts = auth.New(a.Store, cost)
+	a.Accounts.LimitHashing(cfg.MaxPasswordHashes)
 	return a, nil
 }
 

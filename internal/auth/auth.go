@@ -1,11 +1,14 @@
-// Package auth creates accounts and checks passwords.
+// Package auth creates accounts, checks passwords, and disables accounts
+// or changes their roles, ending their sessions everywhere.
 package auth
 
 import (
 	"context"
 	"errors"
 	"net/mail"
+	"runtime"
 	"strings"
+	"time"
 
 	"github.com/google/uuid"
 	"golang.org/x/crypto/bcrypt"
@@ -20,6 +23,14 @@ const Cost = 11
 // MinPasswordLen is the shortest password accepted.
 const MinPasswordLen = 10
 
+// hashWait is how long a sign-in waits for a hashing slot before it is
+// refused: long enough to ride out a short burst, short enough that a
+// flood is answered at once rather than queued.
+const hashWait = 100 * time.Millisecond
+
+// ErrBusy is the answer when every password-hashing slot is taken.
+var ErrBusy = apperr.E(apperr.Unavailable, "too many sign-ins at once; please try again in a moment")
+
 // Accounts manages users.
 type Accounts struct {
 	store *store.Store
@@ -27,15 +38,54 @@ type Accounts struct {
 	// dummy is compared against when the user does not exist, so a login
 	// for an unknown email takes as long as one with a wrong password.
 	dummy []byte
+	// hashing has one token per password hash allowed to run at once.
+	// bcrypt is CPU-bound: beyond a few per core, more hashes at once only
+	// make every one of them slower, and a flood of sign-ins would starve
+	// hold requests of CPU.
+	hashing chan struct{}
 }
 
 // New returns Accounts; cost 0 means Cost (tests pass bcrypt.MinCost).
+// At most DefaultHashing passwords are hashed at once; see LimitHashing.
 func New(st *store.Store, cost int) *Accounts {
 	if cost == 0 {
 		cost = Cost
 	}
 	dummy, _ := bcrypt.GenerateFromPassword([]byte("seatd-timing-equalizer"), cost)
-	return &Accounts{store: st, cost: cost, dummy: dummy}
+	return &Accounts{store: st, cost: cost, dummy: dummy, hashing: make(chan struct{}, DefaultHashing())}
+}
+
+// DefaultHashing is the default cap on concurrent password hashes: two per
+// CPU the process may use.
+func DefaultHashing() int { return 2 * runtime.GOMAXPROCS(0) }
+
+// LimitHashing sets how many password hashes may run at once (n <= 0
+// keeps the default). Call it before the accounts are used.
+func (a *Accounts) LimitHashing(n int) {
+	if n > 0 {
+		a.hashing = make(chan struct{}, n)
+	}
+}
+
+// hash runs f in a hashing slot, or returns ErrBusy when no slot frees up
+// within hashWait.
+func (a *Accounts) hash(ctx context.Context, f func()) error {
+	select {
+	case a.hashing <- struct{}{}:
+	default:
+		t := time.NewTimer(hashWait)
+		defer t.Stop()
+		select {
+		case a.hashing <- struct{}{}:
+		case <-t.C:
+			return ErrBusy
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	defer func() { <-a.hashing }()
+	f()
+	return nil
 }
 
 // NormalizeEmail lower-cases and trims an email and checks its shape.
@@ -59,41 +109,73 @@ func (a *Accounts) Create(ctx context.Context, org uuid.UUID, email, password, r
 		return store.User{}, &apperr.Error{Code: apperr.Invalid, Message: "choose a password of 10 to 72 characters",
 			Fields: map[string]string{"password": "must be 10 to 72 characters"}}
 	}
-	switch role {
-	case "buyer", "organizer", "box_office":
-	default:
-		return store.User{}, &apperr.Error{Code: apperr.Invalid, Message: "unknown role",
-			Fields: map[string]string{"role": "must be buyer, organizer or box_office"}}
+	if err := checkRole(role); err != nil {
+		return store.User{}, err
 	}
-	hash, err := bcrypt.GenerateFromPassword([]byte(password), a.cost)
+	var hash []byte
+	if err := a.hash(ctx, func() { hash, err = bcrypt.GenerateFromPassword([]byte(password), a.cost) }); err != nil {
+		return store.User{}, err
+	}
 	if err != nil {
 		return store.User{}, err
 	}
 	return a.store.CreateUser(ctx, org, e, role, string(hash))
 }
 
+func checkRole(role string) error {
+	switch role {
+	case "buyer", "organizer", "box_office":
+		return nil
+	}
+	return &apperr.Error{Code: apperr.Invalid, Message: "unknown role",
+		Fields: map[string]string{"role": "must be buyer, organizer or box_office"}}
+}
+
 // Authenticate checks an organization slug, email and password. Every
 // failure is the same Unauthorized error, so the answer tells nothing
-// about which part was wrong.
+// about which part was wrong; only the right password of a disabled
+// account learns that it is disabled. ErrBusy means no hashing slot was
+// free: nothing was checked.
 func (a *Accounts) Authenticate(ctx context.Context, orgSlug, email, password string) (store.Org, store.User, error) {
 	bad := apperr.E(apperr.Unauthorized, "organization, email or password is wrong")
 	org, err := a.store.OrgBySlug(ctx, strings.ToLower(strings.TrimSpace(orgSlug)))
 	if err != nil && !errors.Is(err, apperr.ErrNotFound) {
 		return store.Org{}, store.User{}, err
 	}
-	var u store.User
+	var u store.Account
 	if err == nil {
-		u, err = a.store.UserByEmail(ctx, org.ID, strings.ToLower(strings.TrimSpace(email)))
+		u, err = a.store.AccountByEmail(ctx, org.ID, strings.ToLower(strings.TrimSpace(email)))
 		if err != nil && !errors.Is(err, apperr.ErrNotFound) {
 			return store.Org{}, store.User{}, err
 		}
 	}
+	hash := a.dummy
+	if err == nil {
+		hash = []byte(u.PasswordHash)
+	}
+	var mismatch error
+	if herr := a.hash(ctx, func() { mismatch = bcrypt.CompareHashAndPassword(hash, []byte(password)) }); herr != nil {
+		return store.Org{}, store.User{}, herr
+	}
+	if err != nil || mismatch != nil {
+		return store.Org{}, store.User{}, bad
+	}
+	if u.Disabled {
+		return store.Org{}, store.User{}, apperr.E(apperr.Unauthorized, "this account is disabled")
+	}
+	return org, u.User, nil
+}
+
+// Current reports whether a signed-in user is still who the session says:
+// not disabled, and with the role the session was given. A session that
+// is not current must end.
+func (a *Accounts) Current(ctx context.Context, org, user uuid.UUID, role string) (bool, error) {
+	u, err := a.store.AccountByID(ctx, org, user)
+	if errors.Is(err, apperr.ErrNotFound) {
+		return false, nil
+	}
 	if err != nil {
-		_ = bcrypt.CompareHashAndPassword(a.dummy, []byte(password))
-		return store.Org{}, store.User{}, bad
+		return false, err
 	}
-	if bcrypt.CompareHashAndPassword([]byte(u.PasswordHash), []byte(password)) != nil {
-		return store.Org{}, store.User{}, bad
-	}
-	return org, u, nil
+	return !u.Disabled && u.Role == role, nil
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/netip"
 	"net/url"
 	"strconv"
 	"strings"
@@ -52,6 +53,17 @@ type Config struct {
 	ShutdownTimeout    time.Duration // SEATD_SHUTDOWN_TIMEOUT
 	LogLevel           string        // SEATD_LOG_LEVEL: debug | info | warn | error
 	PprofAddr          string        // SEATD_PPROF_ADDR: loopback host:port for net/http/pprof; empty disables it
+
+	// Login limits and sockets (abuse).
+	TrustedProxies        []netip.Prefix // SEATD_TRUSTED_PROXIES: comma-separated CIDRs whose X-Forwarded-For is believed; empty trusts none
+	LoginAccountFailures  int            // SEATD_LOGIN_ACCOUNT_FAILURES: failed logins of one account (org + email) before it locks
+	LoginLockout          time.Duration  // SEATD_LOGIN_LOCKOUT: first lockout; each further failure doubles it
+	LoginLockoutMax       time.Duration  // SEATD_LOGIN_LOCKOUT_MAX: longest lockout
+	MaxPasswordHashes     int            // SEATD_MAX_PASSWORD_HASHES: password hashes running at once (0: 2 per CPU)
+	MaxSockets            int            // SEATD_MAX_SOCKETS: live sockets per process
+	MaxSocketsPerSession  int            // SEATD_MAX_SOCKETS_PER_SESSION: live sockets per session per process
+	UpgradeRatePerMinute  int            // SEATD_UPGRADE_RATE_PER_MINUTE: live socket upgrades per client IP
+	RegistryCheckCooldown time.Duration  // SEATD_REGISTRY_COOLDOWN: an event's registry check or reconcile runs at most once per this
 }
 
 // Defaults returns the configuration used when no variable is set.
@@ -86,6 +98,14 @@ func Defaults() Config {
 		SnapshotInterval:   30 * time.Second,
 		ShutdownTimeout:    10 * time.Second,
 		LogLevel:           "info",
+
+		LoginAccountFailures:  5,
+		LoginLockout:          30 * time.Second,
+		LoginLockoutMax:       15 * time.Minute,
+		MaxSockets:            20000,
+		MaxSocketsPerSession:  8,
+		UpgradeRatePerMinute:  240,
+		RegistryCheckCooldown: 5 * time.Second,
 	}
 }
 
@@ -163,6 +183,24 @@ func Load(getenv func(string) string) (Config, error) {
 	dur("SEATD_SHUTDOWN_TIMEOUT", &c.ShutdownTimeout)
 	str("SEATD_LOG_LEVEL", &c.LogLevel)
 	str("SEATD_PPROF_ADDR", &c.PprofAddr)
+	if v := strings.TrimSpace(getenv("SEATD_TRUSTED_PROXIES")); v != "" {
+		for _, part := range strings.Split(v, ",") {
+			p, err := netip.ParsePrefix(strings.TrimSpace(part))
+			if err != nil {
+				errs = append(errs, fmt.Errorf("SEATD_TRUSTED_PROXIES: %q is not a CIDR like 10.0.0.0/8", strings.TrimSpace(part)))
+				continue
+			}
+			c.TrustedProxies = append(c.TrustedProxies, p.Masked())
+		}
+	}
+	num("SEATD_LOGIN_ACCOUNT_FAILURES", &c.LoginAccountFailures)
+	dur("SEATD_LOGIN_LOCKOUT", &c.LoginLockout)
+	dur("SEATD_LOGIN_LOCKOUT_MAX", &c.LoginLockoutMax)
+	num("SEATD_MAX_PASSWORD_HASHES", &c.MaxPasswordHashes)
+	num("SEATD_MAX_SOCKETS", &c.MaxSockets)
+	num("SEATD_MAX_SOCKETS_PER_SESSION", &c.MaxSocketsPerSession)
+	num("SEATD_UPGRADE_RATE_PER_MINUTE", &c.UpgradeRatePerMinute)
+	dur("SEATD_REGISTRY_COOLDOWN", &c.RegistryCheckCooldown)
 
 	errs = append(errs, c.validate()...)
 	return c, errors.Join(errs...)
@@ -224,6 +262,16 @@ func (c Config) validate() []error {
 	}
 	atLeast("SEATD_HOLD_RATE_PER_MINUTE", c.HoldRatePerMinute, 1)
 	atLeast("SEATD_LOGIN_RATE_PER_MINUTE", c.LoginRatePerMinute, 1)
+	atLeast("SEATD_LOGIN_ACCOUNT_FAILURES", c.LoginAccountFailures, 1)
+	positive("SEATD_LOGIN_LOCKOUT", c.LoginLockout)
+	if c.LoginLockoutMax < c.LoginLockout {
+		bad("SEATD_LOGIN_LOCKOUT_MAX: %s must be at least SEATD_LOGIN_LOCKOUT (%s)", c.LoginLockoutMax, c.LoginLockout)
+	}
+	atLeast("SEATD_MAX_PASSWORD_HASHES", c.MaxPasswordHashes, 0)
+	atLeast("SEATD_MAX_SOCKETS", c.MaxSockets, 1)
+	atLeast("SEATD_MAX_SOCKETS_PER_SESSION", c.MaxSocketsPerSession, 1)
+	atLeast("SEATD_UPGRADE_RATE_PER_MINUTE", c.UpgradeRatePerMinute, 1)
+	positive("SEATD_REGISTRY_COOLDOWN", c.RegistryCheckCooldown)
 	if c.PprofAddr != "" {
 		// Profiles show internals and cost CPU: never on a public address.
 		host, _, err := net.SplitHostPort(c.PprofAddr)

@@ -31,7 +31,8 @@ type client struct {
 	v        Viewer
 	topic    *topic // set by join under Hub.mu, before any other use
 	conn     *websocket.Conn
-	send     chan frame // never closed: the writer exits on ctx instead
+	send     chan frame    // never closed: the writer exits on ctx instead
+	recheck  chan struct{} // asks the writer to check the session now
 	readDone chan struct{}
 	ctx      context.Context
 	cancel   context.CancelCauseFunc
@@ -39,8 +40,8 @@ type client struct {
 
 func (h *Hub) newClient(v Viewer) *client {
 	ctx, cancel := context.WithCancelCause(h.ctx)
-	return &client{v: v, send: make(chan frame, h.opt.SendQueue), readDone: make(chan struct{}),
-		ctx: ctx, cancel: cancel}
+	return &client{v: v, send: make(chan frame, h.opt.SendQueue), recheck: make(chan struct{}, 1),
+		readDone: make(chan struct{}), ctx: ctx, cancel: cancel}
 }
 
 // offer queues f without waiting and reports false if the queue is full.
@@ -109,10 +110,32 @@ func (h *Hub) write(c *client) {
 	defer h.leave(c)
 	ping := time.NewTicker(h.opt.PingPeriod)
 	defer ping.Stop()
+	// The session's deadline; a stopped timer when there is none.
+	deadline := time.NewTimer(time.Hour)
+	deadline.Stop()
+	if !c.v.SessionDeadline.IsZero() {
+		deadline.Reset(time.Until(c.v.SessionDeadline))
+	}
+	defer deadline.Stop()
 	for {
 		select {
 		case <-c.ctx.Done():
 			return
+		case <-deadline.C:
+			if !h.checkSession(c, deadline) {
+				return
+			}
+		case <-c.recheck:
+			if !deadline.Stop() {
+				// Fired or never set: drain a fire not yet received.
+				select {
+				case <-deadline.C:
+				default:
+				}
+			}
+			if !h.checkSession(c, deadline) {
+				return
+			}
 		case f := <-c.send:
 			if err := h.writeFrame(c.conn, f); err != nil {
 				c.cancel(fmt.Errorf("live: write: %w", err))
@@ -125,6 +148,42 @@ func (h *Hub) write(c *client) {
 			}
 		}
 	}
+}
+
+// sessionRetry is how soon a session check that failed (the store did not
+// answer) is tried again; the socket stays open meanwhile.
+const sessionRetry = 5 * time.Second
+
+// checkSession asks the store whether c's session still exists and sets
+// deadline to its expiry; if it has ended, it ends c with
+// CodeSessionEnded and reports false. It runs on c's writer, which is the
+// only user of deadline.
+func (h *Hub) checkSession(c *client, deadline *time.Timer) bool {
+	ended := func() bool {
+		c.cancel(&closeError{CodeSessionEnded, "session expired"})
+		return false
+	}
+	if h.opt.SessionExpiry == nil || c.v.SessionToken == "" {
+		if !c.v.SessionDeadline.IsZero() && !time.Now().Before(c.v.SessionDeadline) {
+			return ended()
+		}
+		return true
+	}
+	ctx, cancel := context.WithTimeout(c.ctx, 2*time.Second)
+	defer cancel()
+	expiry, ok, err := h.opt.SessionExpiry(ctx, c.v.SessionToken)
+	switch {
+	case err != nil:
+		if c.ctx.Err() == nil {
+			h.log.Warn("live: check session", "err", err)
+			deadline.Reset(sessionRetry)
+		}
+		return true
+	case !ok || !time.Now().Before(expiry):
+		return ended()
+	}
+	deadline.Reset(time.Until(expiry))
+	return true
 }
 
 // writeFrame writes f as one text message within WriteTimeout.

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/google/uuid"
 	"github.com/gorilla/websocket"
@@ -50,6 +51,7 @@ type Hub struct {
 	// progress, so Shutdown can wait for all of them.
 	wg      sync.WaitGroup
 	dropped atomic.Uint64
+	refused atomic.Uint64
 	watches atomic.Int64
 
 	mu       sync.Mutex // guards the fields below; taken before topic.mu
@@ -57,7 +59,12 @@ type Hub struct {
 	staff    *StaffOptions // nil until EnableStaff
 	topics   map[topicKey]*topic
 	sessions map[string]map[*client]struct{}
+	users    map[userKey]map[*client]struct{}
+	clients  int // joined to a topic
 }
+
+// userKey is one user of one organization.
+type userKey struct{ org, user uuid.UUID }
 
 // New returns a hub that watches events on src and renders with r. log may
 // be nil.
@@ -78,6 +85,7 @@ func New(src Source, r Renderer, log *slog.Logger, opts Options) *Hub {
 		ctx: ctx, cancel: cancel,
 		topics:   map[topicKey]*topic{},
 		sessions: map[string]map[*client]struct{}{},
+		users:    map[userKey]map[*client]struct{}{},
 	}
 }
 
@@ -132,6 +140,14 @@ func (h *Hub) Serve(w http.ResponseWriter, r *http.Request, v Viewer) {
 	// HTTP status, and no change is missed between the upgrade and the
 	// watch (frames wait in the client's queue).
 	if err := h.join(c); err != nil {
+		var ce *closeError
+		if errors.As(err, &ce) {
+			// Over a cap: answered with a close frame rather than an HTTP
+			// status, which browsers do not show to the page's script.
+			c.cancel(err)
+			h.refuse(w, r, ce)
+			return
+		}
 		// Not an error worth logging if the hub is shutting down or the
 		// session was closed meanwhile.
 		if !errors.Is(err, errClosed) && c.ctx.Err() == nil {
@@ -189,6 +205,17 @@ func (h *Hub) join(c *client) error {
 		h.mu.Unlock()
 		return errClosed
 	}
+	if h.opt.MaxClients > 0 && h.clients >= h.opt.MaxClients {
+		h.mu.Unlock()
+		h.refused.Add(1)
+		return &closeError{CodeTooMany, "server has too many live connections"}
+	}
+	if tok := c.v.SessionToken; tok != "" && h.opt.MaxPerSession > 0 && len(h.sessions[tok]) >= h.opt.MaxPerSession {
+		h.mu.Unlock()
+		h.refused.Add(1)
+		return &closeError{CodeTooMany, "too many live connections for this session"}
+	}
+	h.clients++
 	t, ok := h.topics[key]
 	if !ok {
 		t = newTopic(key, h.staff)
@@ -202,6 +229,11 @@ func (h *Hub) join(c *client) error {
 		}
 		h.sessions[tok][c] = struct{}{}
 	}
+	uk := userKey{c.v.Actor.Org, c.v.Actor.User}
+	if h.users[uk] == nil {
+		h.users[uk] = map[*client]struct{}{}
+	}
+	h.users[uk][c] = struct{}{}
 	h.mu.Unlock()
 
 	if ok {
@@ -249,11 +281,17 @@ func (h *Hub) leave(c *client) {
 	h.mu.Lock()
 	removed, last := t.remove(c)
 	if removed {
+		h.clients--
 		if tok := c.v.SessionToken; tok != "" {
 			delete(h.sessions[tok], c)
 			if len(h.sessions[tok]) == 0 {
 				delete(h.sessions, tok)
 			}
+		}
+		uk := userKey{c.v.Actor.Org, c.v.Actor.User}
+		delete(h.users[uk], c)
+		if len(h.users[uk]) == 0 {
+			delete(h.users, uk)
 		}
 	}
 	if last && h.topics[t.key] == t {
@@ -288,6 +326,44 @@ func (h *Hub) CloseSession(token string) {
 	}
 }
 
+// CloseUser closes every socket of a user of org, with CodeSessionEnded:
+// call it when the account was disabled or its role changed.
+func (h *Hub) CloseUser(org, user uuid.UUID) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for c := range h.users[userKey{org, user}] {
+		c.cancel(&closeError{CodeSessionEnded, "session ended"})
+	}
+}
+
+// RecheckSessions makes every socket tied to a session ask
+// Options.SessionExpiry whether its session still exists: call it when
+// session-end messages may have been missed.
+func (h *Hub) RecheckSessions() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for _, cs := range h.sessions {
+		for c := range cs {
+			select {
+			case c.recheck <- struct{}{}:
+			default:
+			}
+		}
+	}
+}
+
+// refuse upgrades the request only to close the socket at once with ce:
+// browsers learn why from the close frame.
+func (h *Hub) refuse(w http.ResponseWriter, r *http.Request, ce *closeError) {
+	conn, err := h.up.Upgrade(w, r, nil)
+	if err != nil {
+		return // Upgrade has answered the request.
+	}
+	msg := websocket.FormatCloseMessage(ce.code, ce.text)
+	_ = conn.WriteControl(websocket.CloseMessage, msg, time.Now().Add(closeGrace))
+	_ = conn.Close()
+}
+
 // Shutdown refuses new sockets, closes every socket with CodeRestart so
 // browsers reconnect to another process, cancels every watch, and waits
 // until all of the hub's goroutines have returned or ctx ends.
@@ -319,6 +395,9 @@ type Stats struct {
 	Watches int
 	// Dropped counts clients dropped for being too slow since New.
 	Dropped uint64
+	// Refused counts sockets refused for a cap (MaxClients,
+	// MaxPerSession) since New.
+	Refused uint64
 	// Staff is the number of those sockets on staff streams.
 	Staff int
 }
@@ -328,7 +407,7 @@ func (h *Hub) Stats() Stats {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	s := Stats{Events: make(map[uuid.UUID]int, len(h.topics)),
-		Watches: int(h.watches.Load()), Dropped: h.dropped.Load()}
+		Watches: int(h.watches.Load()), Dropped: h.dropped.Load(), Refused: h.refused.Load()}
 	for k, t := range h.topics {
 		if n, staff := t.size(); n > 0 {
 			s.Events[k.event] += n

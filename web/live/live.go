@@ -55,9 +55,17 @@ type Viewer struct {
 	Actor hold.Actor
 	// Event is the event whose seat map the page shows.
 	Event uuid.UUID
-	// SessionToken groups sockets so CloseSession can end them at logout.
-	// Empty means the socket is not tied to a session.
+	// SessionToken groups sockets so CloseSession can end them at logout,
+	// and names the session to Options.SessionExpiry. It is the token as
+	// the session store keeps it (hashed), never the cookie's value. Empty
+	// means the socket is not tied to a session.
 	SessionToken string
+	// SessionDeadline is when the session expires as far as the route
+	// knows (the earlier of its absolute and idle deadlines); zero means
+	// never. When it comes the hub asks Options.SessionExpiry whether the
+	// session was extended meanwhile, and closes the socket with
+	// CodeSessionEnded if not.
+	SessionDeadline time.Time
 	// Role is the viewer's role for rendering.
 	Role string
 	// Stream selects what the socket receives; the zero value is the seat
@@ -166,8 +174,14 @@ const (
 	// CodeRestart: this process is shutting down; reconnect, most likely
 	// to another process.
 	CodeRestart = websocket.CloseServiceRestart // 1012
-	// CodeSessionEnded: the session was logged out; do not reconnect.
+	// CodeSessionEnded: the session ended (logout, expiry, idle timeout,
+	// account disabled or role changed); do not reconnect.
 	CodeSessionEnded = 4401
+	// CodeTooMany: the socket was refused because its session or this
+	// process has as many sockets as allowed (Options.MaxPerSession,
+	// Options.MaxClients). It is 1013 "try again later", like CodeTooSlow;
+	// the close reason tells which limit was hit.
+	CodeTooMany = websocket.CloseTryAgainLater // 1013
 )
 
 // Options tune a Hub. Zero fields take the defaults noted.
@@ -191,6 +205,17 @@ type Options struct {
 	// goroutine: while it runs, that client's messages and pongs wait, but
 	// no other client does. The slice is the hook's to keep.
 	OnMessage func(v Viewer, msg []byte)
+	// MaxClients caps the sockets of this process; one more is accepted
+	// and closed at once with CodeTooMany. Zero means no cap.
+	MaxClients int
+	// MaxPerSession caps the sockets of one session (Viewer.SessionToken)
+	// in this process, the same way. Zero means no cap.
+	MaxPerSession int
+	// SessionExpiry, if set, answers when a session (by Viewer.SessionToken)
+	// expires now, and false if it has ended. The hub asks at a socket's
+	// SessionDeadline and after RecheckSessions; without it a socket
+	// closes at its SessionDeadline.
+	SessionExpiry func(ctx context.Context, token string) (time.Time, bool, error)
 }
 
 func (o Options) withDefaults() Options {

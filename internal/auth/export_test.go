@@ -1,0 +1,15 @@
+package auth
+
+// TakeHashSlots occupies every password-hashing slot until release is
+// called, as a flood of sign-ins in progress would.
+func (a *Accounts) TakeHashSlots() (release func()) {
+	n := cap(a.hashing)
+	for range n {
+		a.hashing <- struct{}{}
+	}
+	return func() {
+		for range n {
+			<-a.hashing
+		}
+	}
+}
