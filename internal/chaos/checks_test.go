@@ -314,11 +314,12 @@ func (c *cluster) organizer(t testing.TB, tr http.RoundTripper) *client {
 
 // registry is GET .../registry: the tiers' hold counts.
 type registry struct {
-	HotCache   int    `json:"hot_cache"`
-	Redis      int    `json:"redis"`
-	Postgres   int    `json:"postgres"`
-	Consistent bool   `json:"consistent"`
-	Breaker    string `json:"breaker"`
+	HotCache   int      `json:"hot_cache"`
+	Redis      int      `json:"redis"`
+	Postgres   int      `json:"postgres"`
+	Consistent bool     `json:"consistent"`
+	Breaker    string   `json:"breaker"`
+	Mismatches []string `json:"mismatches"`
 }
 
 func (c *cluster) registry(ctx context.Context, org *client, n *node) (registry, error) {
@@ -346,7 +347,7 @@ func (c *cluster) registryNote(ctx context.Context, org *client) string {
 		case r.Consistent:
 			parts = append(parts, fmt.Sprintf("%s consistent (%d)", n.name, r.Postgres))
 		default:
-			parts = append(parts, fmt.Sprintf("%s INCONSISTENT hot %d redis %d pg %d", n.name, r.HotCache, r.Redis, r.Postgres))
+			parts = append(parts, fmt.Sprintf("%s INCONSISTENT hot %d redis %d pg %d %q", n.name, r.HotCache, r.Redis, r.Postgres, r.Mismatches))
 		}
 	}
 	return "registry: " + strings.Join(parts, ", ")

@@ -170,9 +170,16 @@ func (e *eventState) holdsOf(user uuid.UUID) int {
 	return e.userHolds[user]
 }
 
+// maxDoubtful bounds the doubtful locks kept per event through a long
+// outage; past it, the full sync after the outage finds the rest (as
+// locks Postgres does not know).
+const maxDoubtful = 10_000
+
 func (e *eventState) doubt(ls ...doubtfulLock) {
 	e.mu.Lock()
-	e.doubtful = append(e.doubtful, ls...)
+	if len(e.doubtful)+len(ls) <= maxDoubtful {
+		e.doubtful = append(e.doubtful, ls...)
+	}
 	e.mu.Unlock()
 }
 

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/sony/gobreaker/v2"
 
 	"seatd/internal/apperr"
 	"seatd/internal/pg"
@@ -166,7 +167,16 @@ func (s *Service) holdFast(ctx context.Context, ev *eventState, seats []store.Se
 			s.setSynced(ev, false)
 			s.wake()
 			return Result{}, fmt.Errorf("%w: %w", errRedisDown, err)
+		case errors.Is(err, gobreaker.ErrOpenState), errors.Is(err, gobreaker.ErrTooManyRequests):
+			return Result{}, fmt.Errorf("%w: %w", errRedisDown, err)
 		case err != nil:
+			// The script may have run with its reply lost: its locks
+			// would name holds that are never written.
+			locks := make([]seatlock.Released, len(ids))
+			for i := range ids {
+				locks[i] = seatlock.Released{Seat: ids[i], HoldID: proposed[i]}
+			}
+			s.doubt(ev, locks)
 			return Result{}, fmt.Errorf("%w: %w", errRedisDown, err)
 		}
 		if !acq.OK {

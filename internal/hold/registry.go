@@ -2,6 +2,7 @@ package hold
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	"github.com/google/uuid"
@@ -80,6 +81,15 @@ type Registry struct {
 	Consistent bool   `json:"consistent"`
 	Breaker    string `json:"breaker"`
 	RedisError string `json:"redis_error,omitempty"`
+	// Mismatches names a few seats the tiers disagree on, and how.
+	Mismatches []string `json:"mismatches,omitempty"`
+}
+
+// mismatch records a disagreement, keeping only the first few.
+func (r *Registry) mismatch(format string, args ...any) {
+	if len(r.Mismatches) < 5 {
+		r.Mismatches = append(r.Mismatches, fmt.Sprintf(format, args...))
+	}
 }
 
 // RegistryStatus counts the active holds of an event in each tier
@@ -121,17 +131,30 @@ func (s *Service) RegistryStatus(ctx context.Context, a Actor, event uuid.UUID) 
 		id, err := uuid.Parse(m)
 		if err != nil {
 			same = false
+			r.mismatch("redis lists %q", m)
 			continue
 		}
 		lk, ok, err := s.locks.Get(ctx, a.Org, event, id)
-		if err != nil || !ok || now.Sub(lk.AcquiredAt) >= s.opt.StaleLockAge {
+		switch {
+		case err != nil || !ok:
 			same = false
-		} else {
+			r.mismatch("seat %s: listed in redis without a lock (%v)", id, err)
+		case now.Sub(lk.AcquiredAt) >= s.opt.StaleLockAge:
+			same = false
+			r.mismatch("seat %s: redis lock of hold %s (fence %d, taken %s ago) not active in postgres", id, lk.HoldID, lk.Fence,
+				now.Sub(lk.AcquiredAt).Round(time.Millisecond))
+		default:
 			r.Redis-- // in flight: not a hold yet
 		}
 	}
 	for m := range inPG {
-		same = same && inRedis[m]
+		if !inRedis[m] {
+			same = false
+			r.mismatch("seat %s: held in postgres, not in redis", m)
+		}
+	}
+	if r.HotCache != r.Postgres {
+		r.mismatch("hot cache has %d held seats, postgres %d", r.HotCache, r.Postgres)
 	}
 	r.Consistent = same && r.HotCache == r.Postgres
 	return r, nil

@@ -8,6 +8,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"seatd/internal/apperr"
 	"seatd/internal/store"
 	"seatd/internal/testenv"
 )
@@ -135,6 +136,78 @@ func TestHoldBatchRowsStayApart(t *testing.T) {
 		}
 		if holds != want || held != want || audits != wantAudit {
 			t.Errorf("tenant %d: %d active holds, %d held seats, %d audit rows; want %d, %d, %d", i, holds, held, audits, want, want, wantAudit)
+		}
+	}
+}
+
+// TestHoldBatchCap queues, in one coalesced statement, four single-seat
+// holds of a buyer whose cap is two and four of another buyer without
+// one. The statement that would lift the first buyer over the cap fails
+// whole; each hold is then tried alone, so the first buyer gets two holds
+// and two hold_limit refusals, the other buyer all four, and the counter
+// matches the active holds.
+func TestHoldBatchCap(t *testing.T) {
+	t.Parallel()
+	a := testenv.App(t, nil)
+	ctx := context.Background()
+	st := a.Store
+	tn := testenv.NewTenant(t, a, 2)
+	ev := testenv.NewEvent(t, a, tn.Org.ID, 1, 1, 8)
+	seats := testenv.SeatIDs(t, a, tn.Org.ID, ev.ID)
+	now := time.Now().UTC().Truncate(time.Millisecond)
+	queued, unblock := st.BlockHoldBatches()
+	type call struct {
+		p   store.HoldParams
+		out store.HoldOutcome
+		err error
+	}
+	var calls []*call
+	for i, seat := range seats {
+		u, cap := tn.Buyers[0].ID, 2
+		if i%2 == 1 {
+			u, cap = tn.Buyers[1].ID, 0
+		}
+		calls = append(calls, &call{p: store.HoldParams{Org: tn.Org.ID, Event: ev.ID, User: u, Now: now,
+			HeldUntil: now.Add(time.Minute), Source: "api", Locked: true, Cap: cap,
+			Seats: []store.HoldRequest{{SeatID: seat, HoldID: uuid.New(), Fence: 1}}}})
+	}
+	var wg sync.WaitGroup
+	for _, c := range calls {
+		wg.Go(func() { c.out, c.err = st.CreateHolds(ctx, c.p) })
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for queued() < len(calls) {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d of %d holds queued", queued(), len(calls))
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	unblock()
+	wg.Wait()
+	created, limited := map[uuid.UUID]int{}, map[uuid.UUID]int{}
+	for _, c := range calls {
+		switch {
+		case apperr.CodeOf(c.err) == apperr.HoldLimit:
+			limited[c.p.User]++
+		case c.err != nil:
+			t.Fatalf("hold: %v", c.err)
+		default:
+			created[c.p.User] += len(c.out.Created)
+		}
+	}
+	capped, free := tn.Buyers[0].ID, tn.Buyers[1].ID
+	if created[capped] != 2 || limited[capped] != 2 || created[free] != 4 || limited[free] != 0 {
+		t.Fatalf("created %v, refused %v; want 2+2 for the capped buyer, 4+0 for the other", created, limited)
+	}
+	for _, u := range []uuid.UUID{capped, free} {
+		var active, counted int
+		if err := a.Pool.QueryRow(ctx, `SELECT
+			(SELECT count(*) FROM seat_holds WHERE event_id = $1 AND user_id = $2 AND status = 'active'),
+			(SELECT active FROM buyer_holds WHERE event_id = $1 AND user_id = $2)`, ev.ID, u).Scan(&active, &counted); err != nil {
+			t.Fatal(err)
+		}
+		if active != created[u] || counted != created[u] {
+			t.Fatalf("buyer %s: %d active, counter %d, want %d", u, active, counted, created[u])
 		}
 	}
 }
