@@ -136,6 +136,10 @@ func (d *decoder) unmarshal(b []byte, dst any) error {
 	if err := dec.Decode(&extra); !errors.Is(err, io.EOF) {
 		return apperr.E(apperr.BadRequest, "the request body must hold exactly one JSON value")
 	}
+	// JSON escapes (\u0000) reach the strings only now.
+	if err := structText(dst); err != nil {
+		return err
+	}
 	return d.validate(dst)
 }
 
@@ -244,7 +248,8 @@ func fieldMessage(fe validator.FieldError) string {
 }
 
 // form decodes a url-encoded form body. Unknown fields are ignored, as
-// browsers send submit buttons and the like; values must be UTF-8.
+// browsers send submit buttons and the like; keys and values must be
+// UTF-8 (400) without control characters (422, naming the fields).
 func form(w http.ResponseWriter, r *http.Request) (url.Values, error) {
 	b, err := readBody(w, r)
 	if err != nil {
@@ -263,6 +268,11 @@ func form(w http.ResponseWriter, r *http.Request) (url.Values, error) {
 				return nil, apperr.E(apperr.BadRequest, "the form is not valid UTF-8")
 			}
 		}
+	}
+	fields := map[string]string{}
+	valuesText(vs, fields)
+	if err := textError(fields); err != nil {
+		return nil, err
 	}
 	return vs, nil
 }

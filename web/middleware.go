@@ -156,8 +156,8 @@ func (s *Server) logRequest(r *http.Request, info *reqInfo, sw *statusWriter, d 
 
 	level := slog.LevelInfo
 	switch pattern {
-	case "GET /healthz", "GET /readyz", "GET /metrics":
-		level = slog.LevelDebug // probes and scrapes would drown the log
+	case "GET /healthz", "GET /readyz":
+		level = slog.LevelDebug // probes would drown the log
 	}
 	if !s.log.Enabled(r.Context(), level) {
 		return
@@ -193,6 +193,10 @@ func (s *Server) securityHeaders(next http.Handler) http.Handler {
 		h.Set("Referrer-Policy", "same-origin")
 		h.Set("X-Frame-Options", "DENY")
 		h.Set("Cross-Origin-Opener-Policy", "same-origin")
+		// Pages and answers carry tenants' data (holders' emails,
+		// bookings): no browser history or shared cache keeps them. The
+		// checksummed static assets set their own long cache over this.
+		h.Set("Cache-Control", "no-store")
 		if secure {
 			h.Set("Strict-Transport-Security", "max-age=31536000; includeSubDomains")
 		}

@@ -3,6 +3,7 @@ package web
 import (
 	"net/http"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -229,4 +230,51 @@ func TestUnknownRoutes(t *testing.T) {
 	}
 	c.do("DELETE", "/api/v1/events/"+uuid.NewString()+"/holds", nil).wantErr(t, http.StatusMethodNotAllowed, "method_not_allowed")
 	t.Logf("unknown API path: 404 JSON; wrong method: 405 JSON with Allow %q", r.header.Get("Allow"))
+}
+
+// TestNoStore: every page, fragment, redirect and API answer, signed in or
+// not, success or error, says Cache-Control: no-store; only the
+// checksummed static assets are cached.
+func TestNoStore(t *testing.T) {
+	t.Parallel()
+	s := newTestServer(t, nil)
+	tn := testenv.NewTenant(t, s.app, 1)
+	ev := testenv.NewEvent(t, s.app, tn.Org.ID, 1, 1, 4)
+	seats := testenv.SeatIDs(t, s.app, tn.Org.ID, ev.ID)
+	h := coreHold(t, s.app, tn.Buyers[0], ev.ID, seats[0])[0]
+	e := ev.ID.String()
+	buyer := s.as(tn.Org, tn.Buyers[0])
+	org := s.as(tn.Org, tn.Organizer)
+	for _, rq := range []struct {
+		c            *client
+		method, path string
+		status       int
+	}{
+		{buyer, "GET", "/events", 200},
+		{buyer, "GET", "/e/" + e, 200},
+		{buyer, "GET", "/e/" + e + "/cart", 200},
+		{buyer, "GET", "/", http.StatusSeeOther},
+		{org, "GET", "/admin/events/" + e, 200},
+		{org, "GET", "/admin/events/" + e + "/audit", 200},
+		{org, "GET", "/box-office/events/" + e, 200},
+		{org, "GET", "/box-office/events/" + e + "/holds", 200},
+		{buyer, "GET", "/box-office/events/" + e, 403},
+		{buyer, "GET", "/api/v1/me", 200},
+		{buyer, "GET", "/api/v1/events/" + e + "/seats", 200},
+		{buyer, "DELETE", "/api/v1/holds/" + h.ID.String(), 204},
+		{buyer, "GET", "/api/v1/events/" + e + "/occupancy", 403},
+		{s.client(), "GET", "/api/v1/events", 401},
+		{s.client(), "GET", "/login", 200},
+		{s.client(), "GET", "/events", http.StatusSeeOther},
+	} {
+		r := rq.c.do(rq.method, rq.path, nil).want(t, rq.status)
+		if got := r.header.Get("Cache-Control"); got != "no-store" {
+			t.Errorf("%s %s (%d): Cache-Control %q, want no-store", rq.method, rq.path, rq.status, got)
+		}
+	}
+	css := s.srv.assets.Path("css/app.css")
+	if got := buyer.do("GET", css, nil).want(t, 200).header.Get("Cache-Control"); !strings.Contains(got, "immutable") {
+		t.Errorf("%s: Cache-Control %q, want the assets' long cache", css, got)
+	}
+	t.Logf("16 answers (pages, fragments, redirects, API 2xx/4xx) say no-store; the static CSS stays immutable")
 }

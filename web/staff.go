@@ -59,6 +59,7 @@ func (s *Server) staffRoutes() {
 
 	// Box office; organizers may use it too.
 	s.mux.HandleFunc("GET /box-office/events/{event}", s.page(staff, p.boxOfficePage))
+	s.mux.HandleFunc("POST /box-office/events/{event}/lookup", s.page(staff, p.lookupCustomer))
 	s.mux.HandleFunc("GET /box-office/events/{event}/holds", s.page(staff, p.holdsFragment))
 	s.mux.HandleFunc("GET /box-office/events/{event}/map", s.page(staff, p.boxMapFragment))
 	s.mux.HandleFunc("POST /box-office/events/{event}/release", s.page(staff, p.releaseHolds))
@@ -340,12 +341,17 @@ func holdFilter(v url.Values) views.HoldFilter {
 }
 
 func (s *staffPages) boxOfficePage(w http.ResponseWriter, r *http.Request, a hold.Actor) error {
+	return s.boxOfficeWith(w, r, a, r.URL.Query(), "")
+}
+
+// boxOfficeWith renders the box office with the filters in q and, for an
+// email, that customer's lookup.
+func (s *staffPages) boxOfficeWith(w http.ResponseWriter, r *http.Request, a hold.Actor, q url.Values, email string) error {
 	ev, err := s.staffEvent(r, a)
 	if err != nil {
 		return err
 	}
 	ctx := r.Context()
-	q := r.URL.Query()
 	b := views.BoxOffice{EventID: ev.ID.String(), EventName: ev.Name, Mode: s.mode(), Organizer: a.Role == hold.RoleOrganizer}
 	occ, err := s.app.Core.Occupancy(ctx, a, ev.ID)
 	if err != nil {
@@ -358,7 +364,7 @@ func (s *staffPages) boxOfficePage(w http.ResponseWriter, r *http.Request, a hol
 	if b.Map, err = s.boxMap(ctx, a, ev.ID, q.Get("map")); err != nil {
 		return err
 	}
-	if email := strings.TrimSpace(q.Get("lookup")); email != "" {
+	if email != "" {
 		if b.Lookup, err = s.lookup(ctx, a, ev.ID, email); err != nil {
 			return err
 		}
@@ -503,6 +509,32 @@ func (s *staffPages) lookup(ctx context.Context, a hold.Actor, event uuid.UUID, 
 		l.Bookings = append(l.Bookings, views.LookupBooking{ID: b.ID.String(), CreatedAt: b.CreatedAt, Seats: b.Seats})
 	}
 	return l, nil
+}
+
+// lookupCustomer answers the lookup form. The email comes in the body,
+// never in the URL, which logs, browser history and Referer headers keep:
+// htmx gets the panel, a plain form post the whole page.
+func (s *staffPages) lookupCustomer(w http.ResponseWriter, r *http.Request, a hold.Actor) error {
+	v, err := form(w, r)
+	if err != nil {
+		return err
+	}
+	email := strings.TrimSpace(v.Get("lookup"))
+	if r.Header.Get("HX-Request") != "true" {
+		return s.boxOfficeWith(w, r, a, v, email)
+	}
+	ev, err := s.staffEvent(r, a)
+	if err != nil {
+		return err
+	}
+	var l *views.Lookup
+	if email != "" {
+		if l, err = s.lookup(r.Context(), a, ev.ID, email); err != nil {
+			return err
+		}
+	}
+	s.renderStaff(w, r, ev, views.LookupPanel(ev.ID.String(), holdFilter(v), l))
+	return nil
 }
 
 // releaseHolds releases the selected holds with a reason (the core writes

@@ -687,16 +687,38 @@ func TestBoxOfficeFiltersMapAndLookup(t *testing.T) {
 		t.Errorf("unblock: %q", got)
 	}
 
-	// Lookup.
-	d = box.do("GET", base+"?lookup="+url.QueryEscape(strings.ToUpper(b1.Email)), nil).want(t, 200).doc(t)
-	res := d.Find("[data-testid=lookup-result]")
-	if res.Find("li[data-seat=B-A-3]").Length() != 1 || res.Find("li[data-booking="+"\""+mustBooking(t, a, b1, ev.ID)+"\"]").Length() != 1 ||
-		!strings.Contains(res.Text(), "B-A-4") {
-		t.Errorf("lookup: %s", strings.Join(strings.Fields(res.Text()), " "))
+	// Lookup: the email is posted, never in the URL; htmx gets the panel,
+	// a plain post the whole page.
+	d = box.do("GET", base, nil).want(t, 200).doc(t)
+	if m, _ := d.Find("#lookup form").Attr("method"); m != "post" {
+		t.Errorf("lookup form method %q, want post", m)
 	}
-	d = box.do("GET", base+"?lookup=nobody%40nowhere.example", nil).want(t, 200).doc(t)
+	if act, _ := d.Find("#lookup form").Attr("action"); act != base+"/lookup" {
+		t.Errorf("lookup form action %q", act)
+	}
+	lookup := func(email string, hdr ...string) *goquery.Document {
+		t.Helper()
+		return box.do("POST", base+"/lookup", formBody(url.Values{"lookup": {email}}), hdr...).want(t, 200).doc(t)
+	}
+	for _, hdr := range [][]string{nil, {"HX-Request", "true"}} {
+		d = lookup(strings.ToUpper(b1.Email), hdr...)
+		res := d.Find("[data-testid=lookup-result]")
+		if res.Find("li[data-seat=B-A-3]").Length() != 1 || res.Find("li[data-booking="+"\""+mustBooking(t, a, b1, ev.ID)+"\"]").Length() != 1 ||
+			!strings.Contains(res.Text(), "B-A-4") {
+			t.Errorf("lookup %v: %s", hdr, strings.Join(strings.Fields(res.Text()), " "))
+		}
+		if whole := d.Find("#holds").Length() == 1; whole != (hdr == nil) {
+			t.Errorf("lookup %v: whole page %v", hdr, whole)
+		}
+	}
+	d = lookup("nobody@nowhere.example")
 	if !strings.Contains(d.Find("[data-testid=lookup-result]").Text(), "No account") {
 		t.Error("unknown email not reported")
+	}
+	// The old query is no lookup any more.
+	d = box.do("GET", base+"?lookup="+url.QueryEscape(b1.Email), nil).want(t, 200).doc(t)
+	if d.Find("[data-testid=lookup-result]").Length() != 0 {
+		t.Error("GET ?lookup= still looks up")
 	}
 }
 

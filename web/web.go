@@ -10,8 +10,6 @@ import (
 	"time"
 
 	"github.com/alexedwards/scs/v2"
-	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"seatd/internal/app"
 	"seatd/internal/auth"
@@ -62,9 +60,9 @@ func newServer(a *app.App, o options) *Server {
 	s.listenSessionEnds()
 	s.routes()
 	// Outermost first: log and recover, headers on every answer, refuse
-	// cross-site writes before touching the session store, then the session
-	// and its actor, then the routes.
-	s.handler = s.observe(s.securityHeaders(s.crossOrigin(s.withSession(s.routeInfo(s.mux)))))
+	// hostile text and cross-site writes before touching the session
+	// store, then the session and its actor, then the routes.
+	s.handler = s.observe(s.securityHeaders(s.refuseHostileText(s.crossOrigin(s.withSession(s.routeInfo(s.mux))))))
 	return s
 }
 
@@ -86,10 +84,10 @@ func (s *Server) Shutdown() {
 // checkout and purchase are the buyer's; hold lists and occupancy are
 // staff's; blocking and the registry are the organizer's.
 func (s *Server) routes() {
-	// Ops.
+	// Probes, where load balancers look; metrics and profiles are on the
+	// ops listener only (Ops, ops.go).
 	s.mux.HandleFunc("GET /healthz", s.healthz)
 	s.mux.HandleFunc("GET /readyz", s.readyz)
-	s.mux.Handle("GET /metrics", promhttp.HandlerFor(s.app.Registry, promhttp.HandlerOpts{Registry: prometheus.Registerer(s.app.Registry)}))
 
 	// Accounts.
 	s.mux.HandleFunc("POST /login", s.public(s.login))

@@ -1,0 +1,26 @@
+package web
+
+import (
+	"net/http"
+	"net/http/pprof"
+
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+)
+
+// Ops is the handler of the ops listener (SEATD_OPS_ADDR, loopback by
+// default), never of the public port: Prometheus metrics and profiles show
+// internals (route counts, memory, goroutines) and profiles cost CPU. The
+// health probes answer here too, for agents on the host; load balancers
+// keep them on the public port.
+func (s *Server) Ops() http.Handler {
+	mux := http.NewServeMux()
+	mux.Handle("GET /metrics", promhttp.HandlerFor(s.app.Registry, promhttp.HandlerOpts{Registry: s.app.Registry}))
+	mux.HandleFunc("GET /healthz", s.healthz)
+	mux.HandleFunc("GET /readyz", s.readyz)
+	mux.HandleFunc("GET /debug/pprof/", pprof.Index)
+	mux.HandleFunc("GET /debug/pprof/cmdline", pprof.Cmdline)
+	mux.HandleFunc("GET /debug/pprof/profile", pprof.Profile)
+	mux.HandleFunc("GET /debug/pprof/symbol", pprof.Symbol)
+	mux.HandleFunc("GET /debug/pprof/trace", pprof.Trace)
+	return mux
+}
