@@ -49,6 +49,15 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 	if err != nil {
 		return fmt.Errorf("configuration:\n%w", err)
 	}
+	// Refused before anything connects.
+	if cmd == "serve" {
+		if err := cfg.ServeProblem(); err != nil {
+			return fmt.Errorf("configuration:\n%w", err)
+		}
+	}
+	if cmd == "seed" && !cfg.DemoAllowed() {
+		return fmt.Errorf("refusing to seed demo accounts with a published password when SEATD_ENV=%s (only development or test)", cfg.Env)
+	}
 	log := newLogger(stderr, cfg.LogLevel)
 	switch cmd {
 	case "serve", "migrate", "seed", "user", "reaper-once":
@@ -81,14 +90,17 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 	if err != nil {
 		return err
 	}
-	if cfg.PprofAddr != "" {
-		stop, err := servePprof(cfg.PprofAddr, log)
-		if err != nil {
-			return err
-		}
-		defer stop()
-	}
 	srv := web.New(a)
+	explicitOps := getenv("SEATD_OPS_ADDR") != "" || getenv("SEATD_PPROF_ADDR") != ""
+	opsAddr, stopOps, err := serveOps(cfg.OpsAddr, explicitOps, srv.Ops(), log)
+	if err != nil {
+		_ = ln.Close()
+		return err
+	}
+	defer stopOps()
+	if opsAddr != "" {
+		_, _ = fmt.Fprintf(stdout, "seatd ops (metrics, pprof) at http://%s\n", opsAddr)
+	}
 	log.Info("serving", "addr", ln.Addr().String(), "url", "http://"+displayAddr(ln.Addr().String()))
 	_, _ = fmt.Fprintf(stdout, "seatd is running at http://%s\n", displayAddr(ln.Addr().String()))
 	return a.Serve(ctx, ln, srv, srv.Shutdown)
@@ -111,9 +123,6 @@ func newLogger(w io.Writer, level string) *slog.Logger {
 func seedCmd(ctx context.Context, a *app.App, args []string, stdout io.Writer) error {
 	if len(args) != 1 || args[0] != "demo" {
 		return errors.New("usage: seatd seed demo")
-	}
-	if a.Cfg.Env == "production" {
-		return errors.New("refusing to seed demo accounts with a known password when SEATD_ENV=production")
 	}
 	if err := a.Migrate(ctx); err != nil {
 		return err

@@ -52,7 +52,10 @@ type Config struct {
 	SnapshotInterval   time.Duration // SEATD_SNAPSHOT_INTERVAL
 	ShutdownTimeout    time.Duration // SEATD_SHUTDOWN_TIMEOUT
 	LogLevel           string        // SEATD_LOG_LEVEL: debug | info | warn | error
-	PprofAddr          string        // SEATD_PPROF_ADDR: loopback host:port for net/http/pprof; empty disables it
+	OpsAddr            string        // SEATD_OPS_ADDR: host:port of the ops listener (/metrics, pprof); "off" disables it
+	PprofAddr          string        // SEATD_PPROF_ADDR: former pprof listener, now an alias of SEATD_OPS_ADDR (loopback only)
+	RedisUsername      string        // SEATD_REDIS_USERNAME: Redis ACL user (cluster addresses, or a URL without one)
+	RedisPassword      string        // SEATD_REDIS_PASSWORD: Redis password (cluster addresses, or a URL without one)
 
 	// Login limits and sockets (abuse).
 	TrustedProxies        []netip.Prefix // SEATD_TRUSTED_PROXIES: comma-separated CIDRs whose X-Forwarded-For is believed; empty trusts none
@@ -65,6 +68,13 @@ type Config struct {
 	UpgradeRatePerMinute  int            // SEATD_UPGRADE_RATE_PER_MINUTE: live socket upgrades per client IP
 	RegistryCheckCooldown time.Duration  // SEATD_REGISTRY_COOLDOWN: an event's registry check or reconcile runs at most once per this
 }
+
+// DefaultOpsAddr is where the ops listener serves unless SEATD_OPS_ADDR
+// says otherwise; OpsOff turns it off.
+const (
+	DefaultOpsAddr = "127.0.0.1:9090"
+	OpsOff         = "off"
+)
 
 // Defaults returns the configuration used when no variable is set.
 func Defaults() Config {
@@ -98,6 +108,9 @@ func Defaults() Config {
 		SnapshotInterval:   30 * time.Second,
 		ShutdownTimeout:    10 * time.Second,
 		LogLevel:           "info",
+		// Loopback: metrics and profiles are for the host's own agents
+		// (or a private network the operator names), never the public.
+		OpsAddr: DefaultOpsAddr,
 
 		LoginAccountFailures:  5,
 		LoginLockout:          30 * time.Second,
@@ -183,6 +196,12 @@ func Load(getenv func(string) string) (Config, error) {
 	dur("SEATD_SHUTDOWN_TIMEOUT", &c.ShutdownTimeout)
 	str("SEATD_LOG_LEVEL", &c.LogLevel)
 	str("SEATD_PPROF_ADDR", &c.PprofAddr)
+	if c.PprofAddr != "" {
+		c.OpsAddr = c.PprofAddr
+	}
+	str("SEATD_OPS_ADDR", &c.OpsAddr)
+	c.RedisUsername = getenv("SEATD_REDIS_USERNAME")
+	c.RedisPassword = getenv("SEATD_REDIS_PASSWORD")
 	if v := strings.TrimSpace(getenv("SEATD_TRUSTED_PROXIES")); v != "" {
 		for _, part := range strings.Split(v, ",") {
 			p, err := netip.ParsePrefix(strings.TrimSpace(part))
@@ -272,6 +291,11 @@ func (c Config) validate() []error {
 	atLeast("SEATD_MAX_SOCKETS_PER_SESSION", c.MaxSocketsPerSession, 1)
 	atLeast("SEATD_UPGRADE_RATE_PER_MINUTE", c.UpgradeRatePerMinute, 1)
 	positive("SEATD_REGISTRY_COOLDOWN", c.RegistryCheckCooldown)
+	if c.OpsAddr != OpsOff {
+		if _, _, err := net.SplitHostPort(c.OpsAddr); err != nil {
+			bad("SEATD_OPS_ADDR: %q must be host:port (port 0 picks a free one) or %q", c.OpsAddr, OpsOff)
+		}
+	}
 	if c.PprofAddr != "" {
 		// Profiles show internals and cost CPU: never on a public address.
 		host, _, err := net.SplitHostPort(c.PprofAddr)
@@ -285,4 +309,27 @@ func (c Config) validate() []error {
 		bad("SEATD_LOG_LEVEL: %q must be debug, info, warn or error", c.LogLevel)
 	}
 	return errs
+}
+
+// Environments in which seatd may run.
+const (
+	EnvDevelopment = "development"
+	EnvTest        = "test"
+	EnvProduction  = "production"
+)
+
+// ServeProblem is why `seatd serve` must not start with this
+// configuration, or nil. Production needs Secure cookies: a session cookie
+// sent over plain HTTP can be read on the way.
+func (c Config) ServeProblem() error {
+	if c.Env == EnvProduction && !c.CookieSecure {
+		return errors.New("SEATD_ENV=production needs COOKIE_SECURE=true (session cookies only over HTTPS)")
+	}
+	return nil
+}
+
+// DemoAllowed tells whether the demo accounts (with a published password)
+// may be created: only in development and test.
+func (c Config) DemoAllowed() bool {
+	return c.Env == EnvDevelopment || c.Env == EnvTest
 }

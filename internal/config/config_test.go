@@ -1,0 +1,105 @@
+package config
+
+import (
+	"strings"
+	"testing"
+)
+
+func load(t *testing.T, env map[string]string) (Config, error) {
+	t.Helper()
+	base := map[string]string{"DATABASE_URL": "postgres://u@h:5432/db", "REDIS_URL": "redis://h:6379/0"}
+	for k, v := range env {
+		base[k] = v
+	}
+	return Load(func(k string) string { return base[k] })
+}
+
+// TestProductionNeedsSecureCookies: serve refuses production without
+// COOKIE_SECURE=true; development (the default) and test do not need it.
+func TestProductionNeedsSecureCookies(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		env, secure string
+		refused     bool
+	}{
+		{"production", "", true},
+		{"production", "false", true},
+		{"production", "true", false},
+		{"", "", false}, // development
+		{"test", "", false},
+	} {
+		c, err := load(t, map[string]string{"SEATD_ENV": tc.env, "COOKIE_SECURE": tc.secure})
+		if err != nil {
+			t.Fatal(err)
+		}
+		err = c.ServeProblem()
+		if (err != nil) != tc.refused {
+			t.Errorf("SEATD_ENV=%q COOKIE_SECURE=%q: %v, refused want %v", tc.env, tc.secure, err, tc.refused)
+		}
+		if err != nil && !strings.Contains(err.Error(), "COOKIE_SECURE=true") {
+			t.Errorf("refusal does not name COOKIE_SECURE: %v", err)
+		}
+	}
+	if c, _ := load(t, nil); c.Env != EnvDevelopment {
+		t.Errorf("default SEATD_ENV %q, want development", c.Env)
+	}
+}
+
+// TestDemoOnlyInDevelopmentAndTest: the demo seed is allowed in
+// development and test only.
+func TestDemoOnlyInDevelopmentAndTest(t *testing.T) {
+	t.Parallel()
+	for env, want := range map[string]bool{"": true, "development": true, "test": true, "production": false} {
+		c, err := load(t, map[string]string{"SEATD_ENV": env, "COOKIE_SECURE": "true"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := c.DemoAllowed(); got != want {
+			t.Errorf("SEATD_ENV=%q: demo allowed %v, want %v", env, got, want)
+		}
+	}
+}
+
+// TestOpsAddr: the ops listener is on loopback by default, "off" turns it
+// off, port 0 is taken, SEATD_PPROF_ADDR is its old name, and a bad
+// address is refused.
+func TestOpsAddr(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		env  map[string]string
+		want string
+		bad  bool
+	}{
+		{nil, "127.0.0.1:9090", false},
+		{map[string]string{"SEATD_OPS_ADDR": "off"}, "off", false},
+		{map[string]string{"SEATD_OPS_ADDR": "127.0.0.1:0"}, "127.0.0.1:0", false},
+		{map[string]string{"SEATD_OPS_ADDR": "10.1.2.3:9100"}, "10.1.2.3:9100", false},
+		{map[string]string{"SEATD_PPROF_ADDR": "127.0.0.1:6060"}, "127.0.0.1:6060", false},
+		{map[string]string{"SEATD_PPROF_ADDR": "127.0.0.1:6060", "SEATD_OPS_ADDR": "127.0.0.1:9191"}, "127.0.0.1:9191", false},
+		{map[string]string{"SEATD_OPS_ADDR": "9090"}, "", true},
+	} {
+		c, err := load(t, tc.env)
+		if tc.bad {
+			if err == nil || !strings.Contains(err.Error(), "SEATD_OPS_ADDR") {
+				t.Errorf("%v: %v, want a SEATD_OPS_ADDR error", tc.env, err)
+			}
+			continue
+		}
+		if err != nil || c.OpsAddr != tc.want {
+			t.Errorf("%v: ops %q (%v), want %q", tc.env, c.OpsAddr, err, tc.want)
+		}
+	}
+}
+
+// TestRedisCredentials: SEATD_REDIS_USERNAME and SEATD_REDIS_PASSWORD are
+// read verbatim.
+func TestRedisCredentials(t *testing.T) {
+	t.Parallel()
+	c, err := load(t, map[string]string{"SEATD_REDIS_USERNAME": "seatd", "SEATD_REDIS_PASSWORD": " p w "})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.RedisUsername != "seatd" || c.RedisPassword != " p w " {
+		t.Errorf("credentials %q %q", c.RedisUsername, c.RedisPassword)
+	}
+}
