@@ -20,6 +20,7 @@ import (
 	"seatd/internal/apperr"
 	"seatd/internal/config"
 	"seatd/internal/hold"
+	"seatd/internal/seatlock"
 	"seatd/internal/store"
 	"seatd/internal/testenv"
 )
@@ -172,7 +173,8 @@ func TestStaleLockHolderCannotWrite(t *testing.T) {
 		t.Fatal(err)
 	}
 	slowHold := uuid.New()
-	acq, err := a.Locks.Acquire(ctx, tn.Org.ID, ev.ID, slow.ID, seats[:1], []uuid.UUID{slowHold}, now, until, 0, 0)
+	acq, err := a.Locks.Acquire(ctx, tn.Org.ID, ev.ID, seatlock.AcquireRequest{User: slow.ID, Seats: seats[:1],
+		HoldIDs: []uuid.UUID{slowHold}, Now: now, HeldUntil: until, MaxDelay: time.Minute})
 	if err != nil || !acq.OK {
 		t.Fatalf("acquire: %+v %v", acq, err)
 	}
@@ -254,8 +256,8 @@ func TestOrphanedLockIsCleared(t *testing.T) {
 		seat uuid.UUID
 		at   time.Time
 	}{{seats[1], old}, {seats[0], clock}} {
-		acq, err := a.Locks.Acquire(ctx, tn.Org.ID, ev.ID, tn.Buyers[0].ID, []uuid.UUID{c.seat}, []uuid.UUID{uuid.New()},
-			c.at, clock.Add(time.Hour), 0, 0)
+		acq, err := a.Locks.Acquire(ctx, tn.Org.ID, ev.ID, seatlock.AcquireRequest{User: tn.Buyers[0].ID,
+			Seats: []uuid.UUID{c.seat}, HoldIDs: []uuid.UUID{uuid.New()}, Now: c.at, HeldUntil: clock.Add(time.Hour), MaxDelay: time.Hour})
 		if err != nil || !acq.OK {
 			t.Fatalf("acquire: %+v %v", acq, err)
 		}

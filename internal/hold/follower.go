@@ -143,7 +143,7 @@ func (s *Service) syncRedis(ctx context.Context, ev *eventState, cs []store.Chan
 
 // lockState is what Redis should hold for a seat Postgres has as st.
 func lockState(st *store.Seat) seatlock.SeatState {
-	ls := seatlock.SeatState{ID: st.ID, Fence: st.Fence}
+	ls := seatlock.SeatState{ID: st.ID, Version: st.Version, Fence: st.Fence}
 	if st.Status == store.Held && st.HoldID != uuid.Nil {
 		ls.Lock = &seatlock.Lock{HoldID: st.HoldID, UserID: st.HolderID, Fence: st.Fence, Expires: st.HeldUntil}
 	}

@@ -155,7 +155,8 @@ func (s *Service) holdFast(ctx context.Context, ev *eventState, seats []store.Se
 	proposed := newIDs(len(seats))
 	for attempt := 0; ; attempt++ {
 		acq, err := call(s.redis, func() (seatlock.AcquireResult, error) {
-			return s.locks.Acquire(ctx, p.Org, p.Event, p.User, ids, proposed, p.Now, p.HeldUntil, ev.fence(), p.Cap)
+			return s.locks.Acquire(ctx, p.Org, p.Event, seatlock.AcquireRequest{User: p.User, Seats: ids, HoldIDs: proposed,
+				Now: p.Now, HeldUntil: p.HeldUntil, Floor: ev.fence(), Cap: p.Cap, MaxDelay: s.opt.StaleLockAge})
 		})
 		switch {
 		case errors.Is(err, seatlock.ErrCap):
@@ -170,13 +171,12 @@ func (s *Service) holdFast(ctx context.Context, ev *eventState, seats []store.Se
 		case errors.Is(err, gobreaker.ErrOpenState), errors.Is(err, gobreaker.ErrTooManyRequests):
 			return Result{}, fmt.Errorf("%w: %w", errRedisDown, err)
 		case err != nil:
-			// The script may have run with its reply lost: its locks
-			// would name holds that are never written.
-			locks := make([]seatlock.Released, len(ids))
+			// The script may have run with its reply lost, or may still
+			// reach Redis (up to StaleLockAge late): its locks would name
+			// holds that are never written. Check them once it cannot.
 			for i := range ids {
-				locks[i] = seatlock.Released{Seat: ids[i], HoldID: proposed[i]}
+				ev.doubt(doubtfulLock{seat: ids[i], hold: proposed[i], notBefore: p.Now.Add(s.opt.StaleLockAge)})
 			}
-			s.doubt(ev, locks)
 			return Result{}, fmt.Errorf("%w: %w", errRedisDown, err)
 		}
 		if !acq.OK {

@@ -31,7 +31,7 @@ func newRedisTier(locks *seatlock.Locks, opt Options, log *slog.Logger, m *telem
 			// A caller giving up is not Redis failing, and neither is an
 			// answer Redis gave.
 			return err == nil || errors.Is(err, context.Canceled) ||
-				errors.Is(err, seatlock.ErrCap) || errors.Is(err, seatlock.ErrNotSynced)
+				errors.Is(err, seatlock.ErrCap) || errors.Is(err, seatlock.ErrNotSynced) || errors.Is(err, seatlock.ErrLate)
 		},
 		OnStateChange: func(_ string, from, to gobreaker.State) {
 			if to == gobreaker.StateOpen {

@@ -141,8 +141,11 @@ func (s *Service) RegistryStatus(ctx context.Context, a Actor, event uuid.UUID) 
 			r.mismatch("seat %s: listed in redis without a lock (%v)", id, err)
 		case now.Sub(lk.AcquiredAt) >= s.opt.StaleLockAge:
 			same = false
-			r.mismatch("seat %s: redis lock of hold %s (fence %d, taken %s ago) not active in postgres", id, lk.HoldID, lk.Fence,
-				now.Sub(lk.AcquiredAt).Round(time.Millisecond))
+			h, herr := s.store.HoldByID(ctx, a.Org, lk.HoldID)
+			st, _ := ev.seat(id)
+			r.mismatch("seat %s: redis lock of hold %s (fence %d, taken %s ago) not active in postgres (hold %s %v created %s until %s; seat %s v%d fence %d)",
+				id, lk.HoldID, lk.Fence, now.Sub(lk.AcquiredAt).Round(time.Millisecond), h.Status, herr, h.CreatedAt.Format("15:04:05.000"),
+				h.HeldUntil.Format("15:04:05.000"), st.Status, st.Version, st.Fence)
 		default:
 			r.Redis-- // in flight: not a hold yet
 		}

@@ -44,6 +44,10 @@ func (k Keys) Holds() string { return k.base() + "holds" }
 // for every lock: a buyer's locks are one range of it, counted for the cap.
 func (k Keys) Holders() string { return k.base() + "holders" }
 
+// Versions is the HASH of the Postgres seat version each seat's lock was
+// last synced to (see Sync).
+func (k Keys) Versions() string { return k.base() + "versions" }
+
 // Synced exists while Redis holds the event's state as synced from
 // Postgres; a flushed or restarted Redis lacks it, and the fast path
 // stays off for the event until a full sync writes it again.
@@ -126,8 +130,13 @@ func (l *Locks) Keys(org, event uuid.UUID) Keys { return EventKeys(l.prefix, org
 // in the same step, so a burst of requests cannot each see "0 held".
 // Fences are drawn from the event counter, lifted above floor when the
 // counter was lost. An event Redis has not been synced for (or lost, to a
-// flush or restart) is refused with 3: its locks cannot be trusted.
+// flush or restart) is refused with 3: its locks cannot be trusted. A
+// request that reaches Redis later than ARGV[8] ms after it was made (held
+// up while its process was cut off) is refused with 4: its caller gave up
+// long ago, and the locks would belong to nobody.
 var acquireScript = redis.NewScript(`
+local t = redis.call('TIME')
+if tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000) - tonumber(ARGV[4]) > tonumber(ARGV[8]) then return {4, {}, {}} end
 if redis.call('EXISTS', KEYS[4]) == 0 then return {3, {}, {}} end
 local n = #KEYS - 4
 local user = ARGV[1]
@@ -170,7 +179,7 @@ for i = 1, n do
       f = floor + 1
       redis.call('SET', KEYS[3], f)
     end
-    local base = 7 + (i - 1) * 2
+    local base = 8 + (i - 1) * 2
     local v = ARGV[base + 1] .. '|' .. user .. '|' .. f .. '|' .. ARGV[2] .. '|' .. ARGV[4]
     redis.call('SET', KEYS[4 + i], v, 'PX', ARGV[3])
     redis.call('ZADD', KEYS[1], ARGV[2], ARGV[base + 2])
@@ -188,7 +197,24 @@ var (
 	// ErrNotSynced is an event Redis holds no synced state of (never
 	// synced, or flushed since): its locks say nothing.
 	ErrNotSynced = errors.New("seatlock: event not synced")
+	// ErrLate is a request that reached Redis too long after it was made.
+	ErrLate = errors.New("seatlock: request reached redis too late")
 )
+
+// AcquireRequest asks for locks on seats of one event.
+type AcquireRequest struct {
+	User    uuid.UUID
+	Seats   []uuid.UUID
+	HoldIDs []uuid.UUID // proposed, one per seat
+	// Now is when the request was made; HeldUntil the holds' deadline.
+	Now, HeldUntil time.Time
+	// Floor is the lowest fence Postgres may still accept.
+	Floor int64
+	// Cap (0: none) bounds the user's locks in the event.
+	Cap int
+	// MaxDelay is how late after Now the request may still reach Redis.
+	MaxDelay time.Duration
+}
 
 // AcquireResult is the outcome of Acquire.
 type AcquireResult struct {
@@ -201,20 +227,19 @@ type AcquireResult struct {
 	Taken []int
 }
 
-// Acquire locks every seat for user with the proposed hold ids, or none.
-// cap (0: none) bounds the user's locks in the event; floor is the lowest
-// fence Postgres may still accept.
-func (l *Locks) Acquire(ctx context.Context, org, event, user uuid.UUID, seats []uuid.UUID, holdIDs []uuid.UUID,
-	now, heldUntil time.Time, floor int64, cap int) (AcquireResult, error) {
+// Acquire locks every seat of r for its user with the proposed hold ids,
+// or none.
+func (l *Locks) Acquire(ctx context.Context, org, event uuid.UUID, r AcquireRequest) (AcquireResult, error) {
 	k := l.Keys(org, event)
-	keys := make([]string, 0, len(seats)+4)
+	keys := make([]string, 0, len(r.Seats)+4)
 	keys = append(keys, k.Holds(), k.Holders(), k.Fence(), k.Synced())
-	args := make([]any, 0, 7+2*len(seats))
-	ttl := heldUntil.Sub(now) + l.margin
-	args = append(args, user.String(), heldUntil.UnixMilli(), ttl.Milliseconds(), now.UnixMilli(), floor, cap, k.base()+"seat:")
-	for i, s := range seats {
+	args := make([]any, 0, 8+2*len(r.Seats))
+	ttl := r.HeldUntil.Sub(r.Now) + l.margin
+	args = append(args, r.User.String(), r.HeldUntil.UnixMilli(), ttl.Milliseconds(), r.Now.UnixMilli(), r.Floor, r.Cap,
+		k.base()+"seat:", r.MaxDelay.Milliseconds())
+	for i, s := range r.Seats {
 		keys = append(keys, k.Seat(s))
-		args = append(args, holdIDs[i].String(), s.String())
+		args = append(args, r.HoldIDs[i].String(), s.String())
 	}
 	res, err := acquireScript.Run(ctx, l.rdb, keys, args...).Slice()
 	if err != nil {
@@ -228,6 +253,8 @@ func (l *Locks) Acquire(ctx context.Context, org, event, user uuid.UUID, seats [
 		return AcquireResult{}, ErrCap
 	case 3:
 		return AcquireResult{}, ErrNotSynced
+	case 4:
+		return AcquireResult{}, ErrLate
 	case 1:
 		return AcquireResult{OK: true, Locks: parseLocks(res[2])}, nil
 	}

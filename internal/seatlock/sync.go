@@ -8,12 +8,14 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// SeatState is one seat as Postgres has it at some snapshot: the highest
-// fence ever applied to it, and the lock of its active hold when held.
+// SeatState is one seat as Postgres has it at some snapshot: its version,
+// the highest fence ever applied to it, and the lock of its active hold
+// when held.
 type SeatState struct {
-	ID    uuid.UUID
-	Fence int64
-	Lock  *Lock
+	ID      uuid.UUID
+	Version int64
+	Fence   int64
+	Lock    *Lock
 }
 
 // syncScript makes seats agree with Postgres, by one rule per seat: a lock
@@ -22,8 +24,10 @@ type SeatState struct {
 // be committing right now, so it is left alone; otherwise the lock becomes the active hold's
 // lock, or goes when the seat has no active hold. Postgres refuses any
 // write whose fence is not above the seat's, so a lock at or below it can
-// never turn into a hold. A stale state (Postgres read earlier) can write
-// an outdated lock, but only until the feed brings the newer change.
+// never turn into a hold. Each seat's state is applied only if its
+// version is above the last one applied (KEYS[5]), so a sync that reaches
+// Redis late — read from Postgres earlier, or held up by the network
+// while its process was cut off — never undoes a newer one.
 //
 // ARGV[1] is 'inc' for an incremental sync, 'full' for a batch of a full
 // sync and 'mark' for its last batch, which marks the event as synced. An
@@ -39,30 +43,33 @@ local function fence(v) return tonumber(string.match(v, '^[^|]*|[^|]*|([^|]*)|')
 local function acquired(v) return tonumber(string.match(v, '|([^|]*)$')) or 0 end
 local function owner(v) return string.match(v, '^[^|]*|([^|]*)|') end
 local function hold(v) return string.match(v, '^([^|]*|[^|]*|[^|]*|[^|]*)|') end
-local n = #KEYS - 4
+local n = #KEYS - 5
 local changed = 0
 for i = 1, n do
-  local b = 3 + (i - 1) * 4
-  local sid, f, lock, px = ARGV[b + 1], tonumber(ARGV[b + 2]), ARGV[b + 3], ARGV[b + 4]
-  local v = redis.call('GET', KEYS[4 + i])
-  if v and fence(v) > f and acquired(v) >= cutoff then
+  local b = 3 + (i - 1) * 5
+  local sid, ver, f, lock, px = ARGV[b + 1], tonumber(ARGV[b + 2]), tonumber(ARGV[b + 3]), ARGV[b + 4], ARGV[b + 5]
+  local v = redis.call('GET', KEYS[5 + i])
+  if tonumber(redis.call('HGET', KEYS[5], sid) or '0') >= ver then
+    -- a newer state of this seat was applied already
+  elseif v and fence(v) > f and acquired(v) >= cutoff then
     -- taken after this state: its owner or a later change decides
   elseif lock ~= '' then
     if not v or hold(v) ~= hold(lock) then
       if v then redis.call('ZREM', KEYS[2], owner(v) .. '|' .. sid) end
-      redis.call('SET', KEYS[4 + i], lock, 'PX', px)
+      redis.call('SET', KEYS[5 + i], lock, 'PX', px)
       changed = changed + 1
     end
     redis.call('ZADD', KEYS[1], string.match(lock, '^[^|]*|[^|]*|[^|]*|([^|]*)|'), sid)
     redis.call('ZADD', KEYS[2], 0, owner(lock) .. '|' .. sid)
   else
     if v then
-      redis.call('DEL', KEYS[4 + i])
+      redis.call('DEL', KEYS[5 + i])
       redis.call('ZREM', KEYS[2], owner(v) .. '|' .. sid)
       changed = changed + 1
     end
     redis.call('ZREM', KEYS[1], sid)
   end
+  redis.call('HSET', KEYS[5], sid, math.max(ver, tonumber(redis.call('HGET', KEYS[5], sid) or '0')))
 end
 if ARGV[1] == 'mark' then redis.call('SET', KEYS[4], '1') end
 return changed
@@ -84,9 +91,9 @@ func (l *Locks) Sync(ctx context.Context, org, event uuid.UUID, seats []SeatStat
 	total := 0
 	for start := 0; start == 0 || start < len(seats); start += syncBatch {
 		part := seats[start:min(start+syncBatch, len(seats))]
-		keys := make([]string, 0, len(part)+4)
-		keys = append(keys, k.Holds(), k.Holders(), k.Fence(), k.Synced())
-		args := make([]any, 0, 3+4*len(part))
+		keys := make([]string, 0, len(part)+5)
+		keys = append(keys, k.Holds(), k.Holders(), k.Fence(), k.Synced(), k.Versions())
+		args := make([]any, 0, 3+5*len(part))
 		mode := "inc"
 		if full {
 			mode = "full"
@@ -103,7 +110,7 @@ func (l *Locks) Sync(ctx context.Context, org, event uuid.UUID, seats []SeatStat
 				lock = s.Lock.encode()
 				px = max(s.Lock.Expires.Sub(now)+l.margin, time.Second).Milliseconds()
 			}
-			args = append(args, s.ID.String(), s.Fence, lock, px)
+			args = append(args, s.ID.String(), s.Version, s.Fence, lock, px)
 		}
 		n, err := syncScript.Run(ctx, l.rdb, keys, args...).Int()
 		if err != nil {
