@@ -42,8 +42,7 @@ type bench struct {
 	mu      sync.Mutex
 	servers []*server // started and not yet stopped
 
-	fx        *fixture
-	pprofAddr string // SEATD_PPROF_ADDR given to the main process
+	fx *fixture
 
 	loadAtStart string // /proc/loadavg before anything ran
 }
@@ -97,7 +96,7 @@ func (b *bench) setup(ctx context.Context) error {
 		return err
 	}
 	b.rep.Machine = b.machine(ctx)
-	main, err := b.startServer(ctx, "main", b.mainEnv())
+	main, err := b.startServer(ctx, "main", nil)
 	if err != nil {
 		return err
 	}

@@ -462,23 +462,7 @@ func (b *bench) mainServer(ctx context.Context) (*server, error) {
 		}
 	}
 	b.mu.Unlock()
-	return b.startServer(ctx, "main", b.mainEnv())
-}
-
-// mainEnv is the main process's extra configuration: a pprof listener when
-// a profile was asked for (honoured once seatd supports SEATD_PPROF_ADDR).
-func (b *bench) mainEnv() map[string]string {
-	if b.cfg.profileLevel == 0 {
-		return nil
-	}
-	if b.pprofAddr == "" {
-		port, err := freePort()
-		if err != nil {
-			return nil
-		}
-		b.pprofAddr = fmt.Sprintf("127.0.0.1:%d", port)
-	}
-	return map[string]string{"SEATD_PPROF_ADDR": b.pprofAddr}
+	return b.startServer(ctx, "main", nil)
 }
 
 // stopNamed stops the running servers with these names.
@@ -501,14 +485,14 @@ func (b *bench) stopNamed(names ...string) {
 func (b *bench) profile(s *server, buyers int) func(context.Context) {
 	return func(ctx context.Context) {
 		secs := int(min(b.cfg.profileFor, b.cfg.duration).Seconds())
-		url := fmt.Sprintf("http://%s/debug/pprof/profile?seconds=%d", b.pprofAddr, max(secs, 1))
+		url := fmt.Sprintf("%s/debug/pprof/profile?seconds=%d", s.ops, max(secs, 1))
 		req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 		if err != nil {
 			return
 		}
 		resp, err := s.http.Do(req)
 		if err != nil {
-			b.log.printf("cpu profile: %v (does seatd support SEATD_PPROF_ADDR?)", err)
+			b.log.printf("cpu profile: %v", err)
 			return
 		}
 		defer resp.Body.Close()

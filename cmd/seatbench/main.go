@@ -79,7 +79,7 @@ type config struct {
 
 	freshDB      bool
 	keepServices bool
-	profileLevel int           // grab a CPU profile at this buyer count (needs SEATD_PPROF_ADDR support)
+	profileLevel int           // grab a CPU profile at this buyer count (from its ops listener)
 	profileFor   time.Duration // length of that profile
 }
 
@@ -143,7 +143,7 @@ func parseConfig(args []string, stderr io.Writer) (config, error) {
 	env := fs.String("seatd-env", "", "extra environment for every seatd, comma-separated KEY=VALUE (for experiments)")
 	fs.BoolVar(&c.freshDB, "fresh-db", c.freshDB, "drop and recreate the bench database and flush the bench Redis first")
 	fs.BoolVar(&c.keepServices, "keep-services", false, "leave the bench Postgres and Redis running at the end")
-	fs.IntVar(&c.profileLevel, "profile-level", 0, "fetch a CPU profile from SEATD_PPROF_ADDR during the fast-path run at this buyer count")
+	fs.IntVar(&c.profileLevel, "profile-level", 0, "fetch a CPU profile from the ops listener during the fast-path run at this buyer count")
 	fs.DurationVar(&c.profileFor, "profile-for", c.profileFor, "length of that CPU profile")
 	if err := fs.Parse(args); err != nil {
 		return c, err

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net"
 	"net/http"
 	"os"
@@ -25,6 +26,7 @@ type server struct {
 	name    string
 	addr    string // 127.0.0.1:port
 	base    string // http://127.0.0.1:port
+	ops     string // http://127.0.0.1:port of the ops listener (metrics, pprof)
 	pid     int
 	logPath string
 	http    *http.Client
@@ -47,6 +49,12 @@ func (b *bench) serverEnv(addr string, extra map[string]string) []string {
 		"SEATD_HOLD_RATE_PER_MINUTE":  "1000000000",
 		"SEATD_LOGIN_RATE_PER_MINUTE": "1000000000",
 		"SEATD_MAX_HOLDS_PER_BUYER":   "1000000",
+		// The live phase opens thousands of sockets over a few sessions
+		// from one address: the per-session, per-process and upgrade-rate
+		// caps that protect a public server would refuse most of them.
+		"SEATD_MAX_SOCKETS_PER_SESSION": "100000",
+		"SEATD_MAX_SOCKETS":             "100000",
+		"SEATD_UPGRADE_RATE_PER_MINUTE": "1000000000",
 	}
 	if b.cfg.pgMaxConns > 0 {
 		vars["SEATD_PG_MAX_CONNS"] = strconv.Itoa(b.cfg.pgMaxConns)
@@ -70,8 +78,19 @@ func (b *bench) startServer(ctx context.Context, name string, extra map[string]s
 	if err != nil {
 		return nil, err
 	}
+	opsPort, err := freePort()
+	if err != nil {
+		return nil, err
+	}
 	s := &server{name: name, addr: fmt.Sprintf("127.0.0.1:%d", port), exited: make(chan struct{})}
 	s.base = "http://" + s.addr
+	opsAddr := fmt.Sprintf("127.0.0.1:%d", opsPort)
+	s.ops = "http://" + opsAddr
+	extra = maps.Clone(extra)
+	if extra == nil {
+		extra = map[string]string{}
+	}
+	extra["SEATD_OPS_ADDR"] = opsAddr
 	s.logPath = filepath.Join(b.tmp, "seatd-"+name+".log")
 	logf, err := os.Create(s.logPath)
 	if err != nil {
@@ -171,9 +190,10 @@ func tail(path string, n int) string {
 	return strings.Join(lines, "\n")
 }
 
-// metrics scrapes a server's /metrics into name{labels} -> value.
+// metrics scrapes a server's /metrics (on its ops listener) into
+// name{labels} -> value.
 func (s *server) metrics(ctx context.Context) (map[string]float64, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, s.base+"/metrics", nil)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, s.ops+"/metrics", nil)
 	if err != nil {
 		return nil, err
 	}

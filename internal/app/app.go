@@ -234,10 +234,13 @@ func (a *App) Serve(ctx context.Context, ln net.Listener, handler http.Handler, 
 	a.Log.Info("shutting down")
 	shutCtx, cancel := context.WithTimeout(context.Background(), a.Cfg.ShutdownTimeout)
 	defer cancel()
-	if onShutdown != nil {
-		srv.RegisterOnShutdown(onShutdown)
-	}
+	// Sockets are hijacked, so Shutdown does not wait for them: they are
+	// closed once no new one can be upgraded, while the core and its loops
+	// still run to tell them the last changes.
 	err := srv.Shutdown(shutCtx)
+	if onShutdown != nil {
+		onShutdown()
+	}
 	stopBg()
 	<-bgDone
 	if errors.Is(serveErr, http.ErrServerClosed) {

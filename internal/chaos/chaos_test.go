@@ -190,14 +190,15 @@ type timing struct {
 // load. It fails on any broken SQL invariant, any answer a client got that
 // Postgres contradicts, any seat history that is not linearizable, or any
 // map (watcher socket or a process's /seats) that has not caught up with
-// Postgres 2 s after the load stops. Known engine bugs fail only in strict
+// Postgres 1 s after the load stops, or any process whose registry (hot
+// cache, Redis, Postgres) does not agree 2 s after it. Known engine bugs fail only in strict
 // mode (see known_test.go).
 func TestChaos(t *testing.T) {
 	tm := timing{warm: 500 * time.Millisecond, fault: 2 * time.Second, after: 1500 * time.Millisecond,
-		converge: 2 * time.Second, buyers: 24, hot: 6, watchersPerNode: 1, sections: 4, rows: 10, perRow: 25, ttl: 6 * time.Second}
+		converge: time.Second, buyers: 24, hot: 6, watchersPerNode: 1, sections: 4, rows: 10, perRow: 25, ttl: 6 * time.Second}
 	if *fullRun {
 		tm = timing{warm: 3 * time.Second, fault: 8 * time.Second, after: 5 * time.Second,
-			converge: 2 * time.Second, buyers: 48, hot: 8, watchersPerNode: 2, sections: 8, rows: 10, perRow: 25, ttl: 15 * time.Second}
+			converge: time.Second, buyers: 48, hot: 8, watchersPerNode: 2, sections: 8, rows: 10, perRow: 25, ttl: 15 * time.Second}
 	}
 	e := &chaosEnv{t: t, reported: map[string]bool{}}
 	opt := clusterOptions{nodes: 3, holdTTL: tm.ttl, sections: tm.sections, rows: tm.rows, perRow: tm.perRow}
@@ -399,7 +400,19 @@ func runFault(e *chaosEnv, f fault, r *row, tm timing) {
 		}
 	}
 	if e.org != nil {
-		r.notes = append(r.notes, e.c.registryNote(ctx, e.org))
+		// Every process's registry must agree in every tier (hot cache =
+		// Redis = Postgres) once the follower had a round or two.
+		note, ok := e.c.registryNote(ctx, e.org), false
+		for deadline := time.Now().Add(2 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+			if ok = e.c.registryConsistent(ctx, e.org); ok || time.Now().After(deadline) {
+				break
+			}
+			note = e.c.registryNote(ctx, e.org)
+		}
+		r.notes = append(r.notes, note)
+		if !ok {
+			r.violations = append(r.violations, violation{msg: "registry not consistent 2 s after the load stopped: " + note})
+		}
 	}
 	r.violations = append(r.violations, e.c.checkSQL(ctx)...)
 	for _, v := range checkAcks(e.l.rec.all(), holds) {

@@ -334,9 +334,18 @@ func (c *cluster) registry(ctx context.Context, org *client, n *node) (registry,
 	return r, json.Unmarshal(body, &r)
 }
 
-// registryNote describes the registry's health on every running process
-// (not a pass/fail check: after a flush, Redis stays short of locks until a
-// reconcile, by design).
+// registryConsistent reports whether every running process's registry
+// says the tiers agree.
+func (c *cluster) registryConsistent(ctx context.Context, org *client) bool {
+	for _, n := range c.upNodes() {
+		if r, err := c.registry(ctx, org, n); err != nil || !r.Consistent {
+			return false
+		}
+	}
+	return true
+}
+
+// registryNote describes the registry's health on every running process.
 func (c *cluster) registryNote(ctx context.Context, org *client) string {
 	var parts []string
 	for _, n := range c.upNodes() {

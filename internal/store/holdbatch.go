@@ -259,8 +259,19 @@ func (b *holdBatcher) run(ctx context.Context, batch []*batchedHold) {
 		rows[i] = holdRow{p: &r.p, req: r.p.Seats[0]}
 	}
 	got, err := runHoldStatement(ctx, b.store.db, rows)
+	if pg.MaybeCommitted(err) {
+		// The reply was lost, not refused: the statement may have
+		// committed, so sending the holds again would answer "already
+		// yours" for holds this very request made. Each caller gets the
+		// unknown outcome; the change feed tells what happened.
+		for _, r := range batch {
+			r.done <- batchResult{err: err}
+		}
+		return
+	}
 	if err != nil {
-		// One bad row fails the statement: decide each hold on its own.
+		// Postgres refused the statement (one bad row fails it whole, and
+		// rolls it back): decide each hold on its own.
 		for _, r := range batch {
 			b.runAlone(ctx, r)
 		}
