@@ -402,12 +402,15 @@ func runFault(e *chaosEnv, f fault, r *row, tm timing) {
 	if e.org != nil {
 		// Every process's registry must agree in every tier (hot cache =
 		// Redis = Postgres) once the follower had a round or two.
-		note, ok := e.c.registryNote(ctx, e.org), false
-		for deadline := time.Now().Add(2 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		start, ok := time.Now(), false
+		for deadline := start.Add(2 * time.Second); ; time.Sleep(100 * time.Millisecond) {
 			if ok = e.c.registryConsistent(ctx, e.org); ok || time.Now().After(deadline) {
 				break
 			}
-			note = e.c.registryNote(ctx, e.org)
+		}
+		note := e.c.registryNote(ctx, e.org)
+		if ok && time.Since(start) > 150*time.Millisecond {
+			note += fmt.Sprintf(" (after %s)", time.Since(start).Round(100*time.Millisecond))
 		}
 		r.notes = append(r.notes, note)
 		if !ok {

@@ -24,7 +24,7 @@ func (s *Service) Release(ctx context.Context, a Actor, holdID uuid.UUID, reason
 	if err != nil {
 		return h, nil // committed; the feed tells every process
 	}
-	s.dropLocks(ctx, ev, []seatlock.Released{{Seat: h.SeatID, HoldID: h.ID}})
+	s.dropLocks(ctx, ev, []seatlock.Released{{Seat: h.SeatID, HoldID: h.ID, Version: h.SeatVersion}})
 	s.commit(ctx, a.Org, h.EventID, []Delta{holdDelta(h, KindReleased, store.Available, store.Held, a.User, s.now())})
 	return h, nil
 }
@@ -106,7 +106,7 @@ func (s *Service) Purchase(ctx context.Context, a Actor, event uuid.UUID, key st
 	rs := make([]seatlock.Released, len(b.Sold))
 	ds := make([]Delta, len(b.Sold))
 	for i, x := range b.Sold {
-		rs[i] = seatlock.Released{Seat: x.SeatID, HoldID: x.HoldID}
+		rs[i] = seatlock.Released{Seat: x.SeatID, HoldID: x.HoldID, Version: x.Version}
 		ds[i] = Delta{Org: a.Org, Event: event, Seat: x.SeatID, Kind: KindSold, Status: store.Sold, Prev: store.Held,
 			Version: x.Version, Actor: a.User, At: now}
 	}
@@ -167,7 +167,7 @@ func (s *Service) Reap(ctx context.Context) (int, error) {
 			rs := make([]seatlock.Released, len(group))
 			for i, h := range group {
 				ds[i] = holdDelta(h, KindExpired, store.Available, store.Held, uuid.Nil, now)
-				rs[i] = seatlock.Released{Seat: h.SeatID, HoldID: h.ID}
+				rs[i] = seatlock.Released{Seat: h.SeatID, HoldID: h.ID, Version: h.SeatVersion}
 			}
 			if ev := s.cached(k[0], k[1]); ev != nil {
 				s.dropLocks(ctx, ev, rs)

@@ -282,29 +282,37 @@ func parseLocks(v any) []Lock {
 }
 
 // release drops the locks whose value still names the given hold; a lock
-// taken over by a newer hold is left alone (compare-and-delete).
+// taken over by a newer hold is left alone (compare-and-delete). A drop
+// that comes with the seat's version after the change records it (see
+// Sync), so a sync read before the change cannot bring the lock back.
 var releaseScript = redis.NewScript(`
-local n = #KEYS - 2
+local n = #KEYS - 3
 local done = 0
 for i = 1, n do
-  local hid, sid = ARGV[(i - 1) * 2 + 1], ARGV[(i - 1) * 2 + 2]
-  local v = redis.call('GET', KEYS[2 + i])
+  local hid, sid, ver = ARGV[(i - 1) * 3 + 1], ARGV[(i - 1) * 3 + 2], tonumber(ARGV[(i - 1) * 3 + 3])
+  local v = redis.call('GET', KEYS[3 + i])
   if v and string.sub(v, 1, #hid + 1) == hid .. '|' then
-    redis.call('DEL', KEYS[2 + i])
+    redis.call('DEL', KEYS[3 + i])
     redis.call('ZREM', KEYS[2], string.match(v, '^[^|]*|([^|]*)|') .. '|' .. sid)
     done = done + 1
   end
   if not v or string.sub(v, 1, #hid + 1) == hid .. '|' then
     redis.call('ZREM', KEYS[1], sid)
   end
+  if ver > 0 and ver > tonumber(redis.call('HGET', KEYS[3], sid) or '0') then
+    redis.call('HSET', KEYS[3], sid, ver)
+  end
 end
 return done
 `)
 
-// Released names a lock to drop: the seat and the hold that must own it.
+// Released names a lock to drop: the seat and the hold that must own it,
+// and the seat's version once the hold ended (0 when no change was made,
+// as for a write that failed).
 type Released struct {
-	Seat   uuid.UUID
-	HoldID uuid.UUID
+	Seat    uuid.UUID
+	HoldID  uuid.UUID
+	Version int64
 }
 
 // Release compare-and-deletes locks of one event.
@@ -313,12 +321,12 @@ func (l *Locks) Release(ctx context.Context, org, event uuid.UUID, rs []Released
 		return 0, nil
 	}
 	k := l.Keys(org, event)
-	keys := make([]string, 0, len(rs)+2)
-	keys = append(keys, k.Holds(), k.Holders())
-	args := make([]any, 0, 2*len(rs))
+	keys := make([]string, 0, len(rs)+3)
+	keys = append(keys, k.Holds(), k.Holders(), k.Versions())
+	args := make([]any, 0, 3*len(rs))
 	for _, r := range rs {
 		keys = append(keys, k.Seat(r.Seat))
-		args = append(args, r.HoldID.String(), r.Seat.String())
+		args = append(args, r.HoldID.String(), r.Seat.String(), r.Version)
 	}
 	return releaseScript.Run(ctx, l.rdb, keys, args...).Int()
 }

@@ -105,6 +105,22 @@ func TestSyncRules(t *testing.T) {
 	if got := lockOf(t, l, org, event, seat); got != uuid.Nil {
 		t.Fatalf("a late acquire left lock %s", got)
 	}
+	// A hold ended by its process (compare-and-delete with the seat's new
+	// version): a sync read while it was still held, arriving after, does
+	// not bring its lock back.
+	h2 := uuid.New()
+	if err := sync(false, held(6, 2, h2)); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := l.Release(ctx, org, event, []seatlock.Released{{Seat: seat, HoldID: h2, Version: 7}}); err != nil || n != 1 {
+		t.Fatalf("release: %d %v", n, err)
+	}
+	if err := sync(false, held(6, 2, h2)); err != nil {
+		t.Fatal(err)
+	}
+	if got := lockOf(t, l, org, event, seat); got != uuid.Nil {
+		t.Fatalf("a sync older than the release brought back lock %s", got)
+	}
 	// A flushed Redis forgets the event: the fast path stops trusting it.
 	if err := a.Redis.Del(ctx, l.Keys(org, event).Synced()).Err(); err != nil {
 		t.Fatal(err)
