@@ -83,6 +83,7 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger) (*App, error)
 		// check, then write); a lock older than that with no hold in
 		// Postgres belongs to nobody.
 		StaleLockAge: 2*cfg.PGStatementTimeout + time.Second,
+		CacheIdle:    cfg.CacheIdle,
 	}, log, m, time.Now)
 	a.Core = core
 	cost := 0

@@ -23,6 +23,7 @@ type Config struct {
 
 	HoldTTL            time.Duration // SEATD_HOLD_TTL
 	FeedInterval       time.Duration // SEATD_FEED_INTERVAL: how often each process reads the change feed
+	CacheIdle          time.Duration // SEATD_CACHE_IDLE: an event nobody watched or asked about this long leaves the hot cache
 	HoldExtension      time.Duration // SEATD_HOLD_EXTENSION
 	MaxExtensions      int           // SEATD_MAX_EXTENSIONS
 	LockMargin         time.Duration // SEATD_LOCK_MARGIN: Redis lock TTL beyond held_until
@@ -84,6 +85,7 @@ func Defaults() Config {
 		KeyPrefix:          "seatd",
 		HoldTTL:            15 * time.Minute,
 		FeedInterval:       250 * time.Millisecond,
+		CacheIdle:          10 * time.Minute,
 		HoldExtension:      5 * time.Minute,
 		MaxExtensions:      1,
 		LockMargin:         time.Minute,
@@ -170,6 +172,7 @@ func Load(getenv func(string) string) (Config, error) {
 	str("SEATD_KEY_PREFIX", &c.KeyPrefix)
 	dur("SEATD_HOLD_TTL", &c.HoldTTL)
 	dur("SEATD_FEED_INTERVAL", &c.FeedInterval)
+	dur("SEATD_CACHE_IDLE", &c.CacheIdle)
 	dur("SEATD_HOLD_EXTENSION", &c.HoldExtension)
 	num("SEATD_MAX_EXTENSIONS", &c.MaxExtensions)
 	dur("SEATD_LOCK_MARGIN", &c.LockMargin)
@@ -253,6 +256,8 @@ func (c Config) validate() []error {
 	positive("SEATD_HOLD_EXTENSION", c.HoldExtension)
 	positive("SEATD_LOCK_MARGIN", c.LockMargin)
 	positive("SEATD_REAPER_INTERVAL", c.ReaperInterval)
+	positive("SEATD_FEED_INTERVAL", c.FeedInterval)
+	positive("SEATD_CACHE_IDLE", c.CacheIdle)
 	positive("SEATD_REDIS_DIAL_TIMEOUT", c.RedisDialTimeout)
 	positive("SEATD_REDIS_TIMEOUT", c.RedisTimeout)
 	positive("SEATD_BREAKER_OPEN_FOR", c.BreakerOpenFor)
