@@ -71,7 +71,17 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger) (*App, error)
 			func() float64 { n, _ := a.Store.HoldBatchStats(); return float64(n) }),
 		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "seatd_hold_batch_rows_total",
 			Help: "Holds carried by coalesced hold statements."},
-			func() float64 { _, n := a.Store.HoldBatchStats(); return float64(n) }))
+			func() float64 { _, n := a.Store.HoldBatchStats(); return float64(n) }),
+		telemetry.NewPoolCollector(pool.Stat),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "seatd_reaper_interval_seconds",
+			Help: "How often the reaper runs (SEATD_REAPER_INTERVAL); alerts measure stalls against it."},
+			func() float64 { return cfg.ReaperInterval.Seconds() }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "seatd_redis_unsynced_events",
+			Help: "Cached events whose Redis locks are not synced with Postgres; holds on them take the Postgres-only path."},
+			func() float64 { return float64(a.Core.UnsyncedEvents()) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "seatd_hot_cache_events",
+			Help: "Events in this process's hot cache (idle ones leave after SEATD_CACHE_IDLE)."},
+			func() float64 { return float64(a.Core.CachedEvents()) }))
 	a.Locks = seatlock.New(rdb, cfg.KeyPrefix, cfg.LockMargin)
 	var core *hold.Service
 	a.Bus = realtime.New(rdb, pool, log, func() bool { return core == nil || core.FastPath() })

@@ -45,16 +45,21 @@ func (s *Service) Hold(ctx context.Context, a Actor, event uuid.UUID, seatIDs []
 	start := s.now()
 	s.m.HoldAttempt.Inc()
 	res, path, err := s.hold(ctx, a, event, seatIDs, source)
+	outcome := "ok"
 	switch {
 	case err == nil && res.Created:
 		s.m.HoldSuccess.WithLabelValues(path).Inc()
 	case err == nil:
+		outcome = "idempotent"
 		s.m.HoldSuccess.WithLabelValues("idempotent").Inc()
 	case apperr.CodeOf(err) == apperr.Internal:
 		s.m.HoldError.Inc()
 		s.log.Error("hold failed", "org", a.Org, "event", event, "user", a.User, "path", path, "err", err)
 	}
-	s.m.HoldDuration.WithLabelValues(path).Observe(s.now().Sub(start).Seconds())
+	if err != nil {
+		outcome = string(apperr.CodeOf(err)) // one of apperr's few codes
+	}
+	s.m.HoldDuration.WithLabelValues(path, outcome).Observe(s.now().Sub(start).Seconds())
 	return res, err
 }
 

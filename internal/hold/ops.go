@@ -156,9 +156,11 @@ func (s *Service) Reap(ctx context.Context) (int, error) {
 		}
 		total += len(hs)
 		s.m.Expired.Add(float64(len(hs)))
+		reaped := s.now()
 		type key = [2]uuid.UUID
 		byEvent := map[key][]store.Hold{}
 		for _, h := range hs {
+			s.m.ReaperLag.Observe(max(reaped.Sub(h.HeldUntil).Seconds(), 0))
 			byEvent[key{h.OrgID, h.EventID}] = append(byEvent[key{h.OrgID, h.EventID}], h)
 		}
 		now := s.now()
@@ -180,6 +182,7 @@ func (s *Service) Reap(ctx context.Context) (int, error) {
 			s.commit(ctx, k[0], k[1], ds)
 		}
 		if len(hs) < s.opt.ReaperBatch {
+			s.m.ReaperLastSuccess.Set(float64(s.now().UnixNano()) / 1e9)
 			return total, nil
 		}
 	}

@@ -34,6 +34,7 @@ func newRedisTier(locks *seatlock.Locks, opt Options, log *slog.Logger, m *telem
 				errors.Is(err, seatlock.ErrCap) || errors.Is(err, seatlock.ErrNotSynced) || errors.Is(err, seatlock.ErrLate)
 		},
 		OnStateChange: func(_ string, from, to gobreaker.State) {
+			m.BreakerTransitions.WithLabelValues(to.String()).Inc()
 			if to == gobreaker.StateOpen {
 				m.BreakerOpen.Set(1)
 				onOpen()

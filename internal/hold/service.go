@@ -126,6 +126,18 @@ func New(st *store.Store, locks *seatlock.Locks, bus Bus, opt Options, log *slog
 // every cached event's locks are synced.
 func (s *Service) FastPath() bool { return s.redis.usable() && s.unsynced.Load() == 0 }
 
+// UnsyncedEvents is how many cached events' Redis locks are not synced
+// with Postgres (for a gauge: above zero for long means the follower
+// cannot bring Redis in line).
+func (s *Service) UnsyncedEvents() int64 { return s.unsynced.Load() }
+
+// CachedEvents is how many events this process has in its hot cache.
+func (s *Service) CachedEvents() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.events)
+}
+
 // BreakerState is the Redis breaker's state: closed, half-open or open;
 // "recovering" while Redis answers but some event is not synced yet.
 func (s *Service) BreakerState() string {

@@ -14,7 +14,7 @@ type Metrics struct {
 	HoldConflict   *prometheus.CounterVec // tier: hot | redis | postgres
 	HoldError      prometheus.Counter
 	RedisFallback  prometheus.Counter
-	HoldDuration   *prometheus.HistogramVec // path
+	HoldDuration   *prometheus.HistogramVec // path, outcome
 	PGHoldWrites   prometheus.Counter       // hold statements sent to Postgres
 	Extended       prometheus.Counter
 	Converted      prometheus.Counter
@@ -22,12 +22,19 @@ type Metrics struct {
 	Expired        prometheus.Counter
 	ReaperRuns     prometheus.Counter
 	ReaperDuration prometheus.Histogram
-	BreakerOpen    prometheus.Gauge
-	Reconciles     prometheus.Counter
-	DeltasOut      prometheus.Counter
-	DeltasIn       prometheus.Counter
-	HotCacheSeats  prometheus.Gauge
-	CacheEvictions prometheus.Counter
+	// ReaperLastSuccess is when a reaper pass last finished without error
+	// (unix seconds; 0 until the first).
+	ReaperLastSuccess prometheus.Gauge
+	// ReaperLag is how long past its held_until each expired hold was
+	// when the reaper expired it.
+	ReaperLag          prometheus.Histogram
+	BreakerOpen        prometheus.Gauge
+	BreakerTransitions *prometheus.CounterVec // to: closed | half-open | open
+	Reconciles         prometheus.Counter
+	DeltasOut          prometheus.Counter
+	DeltasIn           prometheus.Counter
+	HotCacheSeats      prometheus.Gauge
+	CacheEvictions     prometheus.Counter
 	// FeedRounds counts follower rounds; FeedChanges the seat changes they
 	// read and FeedApplied the ones the cache had not had from a delta.
 	FeedRounds       prometheus.Counter
@@ -52,8 +59,9 @@ func New(reg prometheus.Registerer) *Metrics {
 		RedisFallback: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "seatd_hold_redis_fallback_total", Help: "Holds served by the Postgres-only path because Redis was unavailable."}),
 		HoldDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
-			Name: "seatd_hold_duration_seconds", Help: "Time to decide a hold, by path.",
-			Buckets: []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1}}, []string{"path"}),
+			Name:    "seatd_hold_duration_seconds",
+			Help:    "Time to decide a hold, by path (hot: decided from the cache; fast: Redis then Postgres; fallback: Postgres only) and outcome (ok, idempotent, or the error code).",
+			Buckets: []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1}}, []string{"path", "outcome"}),
 		PGHoldWrites: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "seatd_hold_pg_writes_total", Help: "Hold write statements sent to Postgres."}),
 		Extended: prometheus.NewCounter(prometheus.CounterOpts{
@@ -69,8 +77,16 @@ func New(reg prometheus.Registerer) *Metrics {
 		ReaperDuration: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name: "seatd_reaper_duration_seconds", Help: "Duration of a reaper pass.",
 			Buckets: prometheus.ExponentialBuckets(0.0005, 2, 14)}),
+		ReaperLastSuccess: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "seatd_reaper_last_success_timestamp_seconds", Help: "When a reaper pass last finished without error (unix seconds; 0 before the first)."}),
+		ReaperLag: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name: "seatd_reaper_lag_seconds", Help: "How long past its held_until each hold was when the reaper expired it.",
+			Buckets: []float64{.1, .25, .5, 1, 2, 5, 10, 30, 60, 300}}),
 		BreakerOpen: prometheus.NewGauge(prometheus.GaugeOpts{
-			Name: "seatd_redis_breaker_open", Help: "1 while the Redis circuit breaker keeps the fast path off."}),
+			Name: "seatd_redis_breaker_open", Help: "1 while the Redis circuit breaker keeps the fast path off (open or probing)."}),
+		BreakerTransitions: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "seatd_redis_breaker_transitions_total", Help: "Redis circuit breaker state changes, by the state entered (closed, half-open, open)."},
+			[]string{"to"}),
 		Reconciles: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "seatd_registry_reconciles_total", Help: "Redis rebuilds from Postgres."}),
 		DeltasOut: prometheus.NewCounter(prometheus.CounterOpts{
@@ -94,7 +110,7 @@ func New(reg prometheus.Registerer) *Metrics {
 	}
 	reg.MustRegister(m.HoldAttempt, m.HoldSuccess, m.HoldConflict, m.HoldError, m.RedisFallback, m.HoldDuration,
 		m.PGHoldWrites, m.Extended, m.Converted, m.Released, m.Expired, m.ReaperRuns, m.ReaperDuration,
-		m.BreakerOpen, m.Reconciles, m.DeltasOut, m.DeltasIn, m.HotCacheSeats, m.CacheEvictions,
+		m.ReaperLastSuccess, m.ReaperLag, m.BreakerOpen, m.BreakerTransitions, m.Reconciles, m.DeltasOut, m.DeltasIn, m.HotCacheSeats, m.CacheEvictions,
 		m.FeedRounds, m.FeedChanges, m.FeedApplied, m.RedisSyncs, m.BackgroundErrors)
 	return m
 }
