@@ -4,6 +4,7 @@ import (
 	"net/http"
 	"net/http/pprof"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 )
 
@@ -14,7 +15,12 @@ import (
 // keep them on the public port.
 func (s *Server) Ops() http.Handler {
 	mux := http.NewServeMux()
-	mux.Handle("GET /metrics", promhttp.HandlerFor(s.app.Registry, promhttp.HandlerOpts{Registry: s.app.Registry}))
+	// The hub's per-event series come and go with its topics, so it is
+	// gathered beside the app's registry rather than registered on it.
+	live := prometheus.NewRegistry()
+	live.MustRegister(s.hub)
+	metrics := prometheus.Gatherers{s.app.Registry, live}
+	mux.Handle("GET /metrics", promhttp.HandlerFor(metrics, promhttp.HandlerOpts{Registry: s.app.Registry}))
 	mux.HandleFunc("GET /healthz", s.healthz)
 	mux.HandleFunc("GET /readyz", s.readyz)
 	mux.HandleFunc("GET /debug/pprof/", pprof.Index)

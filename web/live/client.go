@@ -31,7 +31,7 @@ type client struct {
 	v        Viewer
 	topic    *topic // set by join under Hub.mu, before any other use
 	conn     *websocket.Conn
-	send     chan frame    // never closed: the writer exits on ctx instead
+	send     chan queued   // never closed: the writer exits on ctx instead
 	recheck  chan struct{} // asks the writer to check the session now
 	readDone chan struct{}
 	ctx      context.Context
@@ -40,18 +40,20 @@ type client struct {
 
 func (h *Hub) newClient(v Viewer) *client {
 	ctx, cancel := context.WithCancelCause(h.ctx)
-	return &client{v: v, send: make(chan frame, h.opt.SendQueue), recheck: make(chan struct{}, 1),
+	return &client{v: v, send: make(chan queued, h.opt.SendQueue), recheck: make(chan struct{}, 1),
 		readDone: make(chan struct{}), ctx: ctx, cancel: cancel}
 }
 
 // offer queues f without waiting and reports false if the queue is full.
-// A client already ending takes (and ignores) anything.
-func (c *client) offer(f frame) bool {
+// A client already ending takes (and ignores) anything. at is the commit
+// time of the oldest change in f, for the propagation metric (zero: not
+// measured).
+func (c *client) offer(f frame, at time.Time) bool {
 	if c.ctx.Err() != nil {
 		return true
 	}
 	select {
-	case c.send <- f:
+	case c.send <- queued{f, at}:
 		return true
 	default:
 		return false
@@ -136,11 +138,12 @@ func (h *Hub) write(c *client) {
 			if !h.checkSession(c, deadline) {
 				return
 			}
-		case f := <-c.send:
-			if err := h.writeFrame(c.conn, f); err != nil {
+		case q := <-c.send:
+			if err := h.writeFrame(c.conn, q.f); err != nil {
 				c.cancel(fmt.Errorf("live: write: %w", err))
 				return
 			}
+			h.sent(c, q)
 		case <-ping.C:
 			if err := c.conn.WriteControl(websocket.PingMessage, nil, time.Now().Add(h.opt.WriteTimeout)); err != nil {
 				c.cancel(fmt.Errorf("live: ping: %w", err))

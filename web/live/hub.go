@@ -53,6 +53,7 @@ type Hub struct {
 	dropped atomic.Uint64
 	refused atomic.Uint64
 	watches atomic.Int64
+	metrics *hubMetrics
 
 	mu       sync.Mutex // guards the fields below; taken before topic.mu
 	closed   bool
@@ -83,6 +84,7 @@ func New(src Source, r Renderer, log *slog.Logger, opts Options) *Hub {
 			CheckOrigin: func(*http.Request) bool { return true },
 		},
 		ctx: ctx, cancel: cancel,
+		metrics:  newHubMetrics(),
 		topics:   map[topicKey]*topic{},
 		sessions: map[string]map[*client]struct{}{},
 		users:    map[userKey]map[*client]struct{}{},

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"seatd/internal/hold"
 	"seatd/internal/store"
@@ -70,6 +71,9 @@ type topic struct {
 	holders map[uuid.UUID]uuid.UUID
 	// staffSeen is seen for the staff pump, which alone touches it.
 	staffSeen map[uuid.UUID]int64
+
+	// latency is the event's commit → frame histogram (see metrics.go).
+	latency prometheus.Histogram
 }
 
 func newTopic(key topicKey, staff *StaffOptions) *topic {
@@ -85,6 +89,7 @@ func newTopic(key topicKey, staff *StaffOptions) *topic {
 		seen:      map[uuid.UUID]int64{},
 		holders:   map[uuid.UUID]uuid.UUID{},
 		staffSeen: map[uuid.UUID]int64{},
+		latency:   newPropagation(key),
 	}
 }
 
@@ -292,6 +297,12 @@ func (h *Hub) flush(t *topic) {
 	if len(ds) == 0 {
 		return
 	}
+	var oldest time.Time // the commit of the oldest change, for the propagation metric
+	for _, d := range ds {
+		if !d.At.IsZero() && (oldest.IsZero() || d.At.Before(oldest)) {
+			oldest = d.At
+		}
+	}
 
 	// Who held each seat before this batch, for notices; then remember the
 	// new holders.
@@ -413,7 +424,8 @@ func (h *Hub) flush(t *topic) {
 		if len(f) == 0 || (len(f) == 1 && len(f[0]) == 0) {
 			continue
 		}
-		if !c.offer(f) {
+		if !c.offer(f, oldest) {
+			h.metrics.dropped[c.v.Stream].Inc()
 			slow = append(slow, c)
 		}
 	}
@@ -492,7 +504,8 @@ func (h *Hub) flushStaff(t *topic) {
 		if !c.v.Stream.Staff() || !staffRole(c.v.Actor.Role) || frames[c.v.Stream] == nil {
 			continue
 		}
-		if !c.offer(frames[c.v.Stream]) {
+		if !c.offer(frames[c.v.Stream], time.Time{}) {
+			h.metrics.dropped[c.v.Stream].Inc()
 			slow = append(slow, c)
 		}
 	}
