@@ -31,7 +31,7 @@ GOSEC_STAMP := $(BIN_DIR)/.gosec-$(GOSEC_VERSION)
 FUZZ_TARGETS := web:FuzzDecode web:FuzzLogin web:FuzzSignup web:FuzzHold web:FuzzPurchase web:FuzzStaffRelease web:FuzzStaffLookups
 
 .PHONY: help tools generate templates css services-up services-down \
-	services-up-test services-down-test build run lint test vendor-js
+	services-up-test services-down-test build run run-observe test-rules lint test vendor-js
 
 help:
 	@cat <<-'EOF'
@@ -40,6 +40,8 @@ help:
 	make css                build static/css/app.css with Tailwind
 	make build              go build -o bin/seatd ./cmd/seatd
 	make run                dev services + migrate + seed demo + serve on :8080
+	make run-observe        make run + Prometheus on 127.0.0.1:29090 scraping seatd, alerts loaded
+	make test-rules         promtool check + unit tests of deploy/prometheus/alerts.yml
 	make lint               gofmt, go vet, staticcheck, gosec, generated files current
 	make test               test services + lint + go test -race (+ fuzz), services stopped after
 	make services-up        start dev Postgres/Redis   (services-down to stop)
@@ -131,6 +133,35 @@ run: build
 	bin/seatd seed demo
 	export SEATD_ADDR="$${SEATD_ADDR:-:8080}"
 	exec bin/seatd serve
+
+# make run with a private Prometheus (scripts/prometheus.sh, Debian's
+# package, installed when missing): seatd's ops listener on
+# 127.0.0.1:$(OBSERVE_OPS_PORT), Prometheus on 127.0.0.1:$(OBSERVE_PROM_PORT)
+# scraping it with deploy/prometheus/alerts.yml loaded, data in
+# .data/prometheus. Both are stopped by PID when either exits or on Ctrl-C.
+OBSERVE_OPS_PORT ?= 29091
+OBSERVE_PROM_PORT ?= 29090
+run-observe: build
+	svc_env=$$(scripts/services.sh up dev)
+	eval "$$svc_env"
+	scripts/prometheus.sh install >/dev/null
+	bin/seatd migrate
+	bin/seatd seed demo
+	export SEATD_ADDR="$${SEATD_ADDR:-:8080}"
+	export SEATD_OPS_ADDR=127.0.0.1:$(OBSERVE_OPS_PORT)
+	pids=()
+	trap 'kill "$${pids[@]}" 2>/dev/null || true; wait' EXIT
+	trap 'exit 130' INT
+	trap 'exit 143' TERM
+	bin/seatd serve &
+	pids+=($$!)
+	scripts/prometheus.sh run "$$SEATD_OPS_ADDR" $(OBSERVE_PROM_PORT) &
+	pids+=($$!)
+	echo "seatd on $$SEATD_ADDR, ops on $$SEATD_OPS_ADDR, Prometheus on http://127.0.0.1:$(OBSERVE_PROM_PORT) (alerts: /alerts)" >&2
+	wait -n "$${pids[@]}"
+
+test-rules:
+	scripts/prometheus.sh test-rules
 
 # ---------------------------------------------------------------------------
 # Lint

@@ -2,9 +2,11 @@
 # Full test run, as used by `make test` and CI:
 #   1. start the test-profile Postgres + Redis (scripts/services.sh up test)
 #   2. make lint
-#   3. go test -race over all packages, with DATABASE_URL, REDIS_URL and
-#      SEATD_CHROMIUM exported
-#   4. a short fuzz run for each entry of FUZZ_TARGETS ("pkg/path:FuzzName ...")
+#   3. promtool checks and unit-tests the alert rules (deploy/prometheus)
+#   4. go test -race over all packages, with DATABASE_URL, REDIS_URL,
+#      SEATD_CHROMIUM and SEATD_PROMETHEUS exported (Prometheus is installed
+#      when missing: the alert test starts one)
+#   5. a short fuzz run for each entry of FUZZ_TARGETS ("pkg/path:FuzzName ...")
 # The test services are stopped on exit, whether the run passed or not.
 set -euo pipefail
 
@@ -33,9 +35,14 @@ svc_env=$(scripts/services.sh up test)
 	# Separate assignment so a failing chromium.sh stops the run (export would mask it).
 	SEATD_CHROMIUM=${SEATD_CHROMIUM:-$(scripts/chromium.sh)}
 	export SEATD_CHROMIUM
+	SEATD_PROMETHEUS=${SEATD_PROMETHEUS:-$(scripts/prometheus.sh install)}
+	export SEATD_PROMETHEUS
 
 	log "lint"
 	"$MAKE" --no-print-directory lint
+
+	log "alert rules (promtool)"
+	scripts/prometheus.sh test-rules
 
 	log "go test (DATABASE_URL=$DATABASE_URL REDIS_URL=$REDIS_URL)"
 	go test -race -count=1 -timeout 12m ./...

@@ -41,7 +41,7 @@ type Metrics struct {
 	FeedChanges      prometheus.Counter
 	FeedApplied      prometheus.Counter
 	RedisSyncs       *prometheus.CounterVec // kind: full | incremental
-	BackgroundErrors *prometheus.CounterVec // job
+	BackgroundErrors *prometheus.CounterVec // task: feed | redis_sync | publish | ...
 }
 
 // New creates the metrics and registers them on reg.
@@ -106,7 +106,9 @@ func New(reg prometheus.Registerer) *Metrics {
 		RedisSyncs: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "seatd_redis_syncs_total", Help: "Syncs of Redis locks from Postgres, by kind (full, incremental)."}, []string{"kind"}),
 		BackgroundErrors: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "seatd_background_errors_total", Help: "Errors of background work, by job."}, []string{"job"}),
+			Name: "seatd_background_errors_total", Help: "Errors of background work, by task (feed, redis_sync, publish)."},
+			// Not "job": Prometheus's target label would rename it.
+			[]string{"task"}),
 	}
 	reg.MustRegister(m.HoldAttempt, m.HoldSuccess, m.HoldConflict, m.HoldError, m.RedisFallback, m.HoldDuration,
 		m.PGHoldWrites, m.Extended, m.Converted, m.Released, m.Expired, m.ReaperRuns, m.ReaperDuration,
