@@ -114,5 +114,23 @@ func New(reg prometheus.Registerer) *Metrics {
 		m.PGHoldWrites, m.Extended, m.Converted, m.Released, m.Expired, m.ReaperRuns, m.ReaperDuration,
 		m.ReaperLastSuccess, m.ReaperLag, m.BreakerOpen, m.BreakerTransitions, m.Reconciles, m.DeltasOut, m.DeltasIn, m.HotCacheSeats, m.CacheEvictions,
 		m.FeedRounds, m.FeedChanges, m.FeedApplied, m.RedisSyncs, m.BackgroundErrors)
+	// Every known label value starts at zero, so its series exist before
+	// the first event: rates and alerts see the first increment, and
+	// dashboards find the series.
+	for _, path := range []string{"fast", "fallback", "idempotent"} {
+		m.HoldSuccess.WithLabelValues(path)
+	}
+	for _, tier := range []string{"hot", "redis", "postgres"} {
+		m.HoldConflict.WithLabelValues(tier)
+	}
+	for _, state := range []string{"closed", "half-open", "open"} {
+		m.BreakerTransitions.WithLabelValues(state)
+	}
+	for _, kind := range []string{"full", "incremental"} {
+		m.RedisSyncs.WithLabelValues(kind)
+	}
+	for _, task := range []string{"feed", "redis_sync", "publish"} {
+		m.BackgroundErrors.WithLabelValues(task)
+	}
 	return m
 }
