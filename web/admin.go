@@ -171,9 +171,9 @@ type blockInput struct {
 }
 
 type blockJSON struct {
-	SeatID  uuid.UUID `json:"seat_id"`
-	Status  string    `json:"status"`
-	Version int64     `json:"version"`
+	SeatID  uuid.UUID        `json:"seat_id"`
+	Status  store.SeatStatus `json:"status"`
+	Version int64            `json:"version"`
 }
 
 func (s *Server) blockSeat(w http.ResponseWriter, r *http.Request, a hold.Actor) error {

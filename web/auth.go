@@ -29,7 +29,7 @@ type signupInput struct {
 type userJSON struct {
 	ID    uuid.UUID `json:"id"`
 	Email string    `json:"email"`
-	Role  string    `json:"role"`
+	Role  hold.Role `json:"role"`
 }
 
 type orgJSON struct {
@@ -116,7 +116,7 @@ func (s *Server) signup(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	u, err := s.app.Accounts.Create(r.Context(), org.ID, in.Email, in.Password, hold.RoleBuyer)
+	u, err := s.app.Accounts.Create(r.Context(), org.ID, in.Email, in.Password, string(hold.RoleBuyer))
 	if err != nil {
 		if isForm {
 			return s.formFailed(w, r, err, func(msg string) templ.Component {
@@ -164,7 +164,7 @@ func (s *Server) signedIn(w http.ResponseWriter, r *http.Request, isForm bool, s
 		return nil
 	}
 	writeJSON(w, status, accountJSON{
-		User: userJSON{ID: u.ID, Email: u.Email, Role: u.Role},
+		User: userJSON{ID: u.ID, Email: u.Email, Role: hold.Role(u.Role)},
 		Org:  orgJSON{ID: org.ID, Slug: org.Slug, Name: org.Name},
 	})
 	return nil

@@ -50,14 +50,14 @@ func (s *Server) getEvent(w http.ResponseWriter, r *http.Request, a hold.Actor) 
 }
 
 type seatJSON struct {
-	ID      uuid.UUID `json:"id"`
-	Section string    `json:"section"`
-	Row     string    `json:"row"`
-	Number  int       `json:"number"`
-	Status  string    `json:"status"`
-	Version int64     `json:"version"`
-	X       int       `json:"x"`
-	Y       int       `json:"y"`
+	ID      uuid.UUID        `json:"id"`
+	Section string           `json:"section"`
+	Row     string           `json:"row"`
+	Number  int              `json:"number"`
+	Status  store.SeatStatus `json:"status"`
+	Version int64            `json:"version"`
+	X       int              `json:"x"`
+	Y       int              `json:"y"`
 }
 
 // listSeats answers every seat of an event from the hot cache.

@@ -202,7 +202,9 @@ type holdOf struct {
 }
 
 // actor is the hold.Actor of a user.
-func actor(u store.User) hold.Actor { return hold.Actor{Org: u.OrgID, User: u.ID, Role: u.Role} }
+func actor(u store.User) hold.Actor {
+	return hold.Actor{Org: u.OrgID, User: u.ID, Role: hold.Role(u.Role)}
+}
 
 // coreHold holds seats through the core directly (test setup).
 func coreHold(t testing.TB, a *app.App, u store.User, event uuid.UUID, seats ...uuid.UUID) []store.Hold {

@@ -13,12 +13,12 @@ import (
 )
 
 type holdJSON struct {
-	ID        uuid.UUID  `json:"id"`
-	SeatID    uuid.UUID  `json:"seat_id"`
-	EventID   uuid.UUID  `json:"event_id"`
-	UserID    *uuid.UUID `json:"user_id,omitempty"` // staff views only
-	HeldUntil time.Time  `json:"held_until"`
-	Status    string     `json:"status"`
+	ID        uuid.UUID        `json:"id"`
+	SeatID    uuid.UUID        `json:"seat_id"`
+	EventID   uuid.UUID        `json:"event_id"`
+	UserID    *uuid.UUID       `json:"user_id,omitempty"` // staff views only
+	HeldUntil time.Time        `json:"held_until"`
+	Status    store.HoldStatus `json:"status"`
 }
 
 func holdView(h store.Hold) holdJSON {

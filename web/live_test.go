@@ -157,7 +157,10 @@ func TestLiveAcrossProcesses(t *testing.T) {
 	t.Logf("hold on process 1 seen on a process-2 socket after %v", time.Since(start).Round(time.Microsecond))
 	// And the other process's API agrees at once.
 	var seats struct {
-		Seats []struct{ ID, Status string }
+		Seats []struct {
+			ID     string
+			Status store.SeatStatus
+		}
 	}
 	watcher.do("GET", "/api/v1/events/"+ev.ID.String()+"/seats", nil).want(t, 200).json(t, &seats)
 	for _, st := range seats.Seats {

@@ -278,7 +278,7 @@ const (
 	roleMask = anyRole
 )
 
-func roleBit(role string) roles {
+func roleBit(role hold.Role) roles {
 	switch role {
 	case hold.RoleBuyer:
 		return buyer

@@ -191,7 +191,7 @@ const gridOffset = 3
 
 func seatVM(event uuid.UUID, st hold.SeatView, viewer uuid.UUID) views.Seat {
 	return views.Seat{ID: st.ID.String(), EventID: event.String(), Section: st.Section, Row: st.Row, Number: st.Number,
-		Col: st.X + gridOffset, GridRow: st.Y + gridOffset, Status: st.Status, Version: st.Version,
+		Col: st.X + gridOffset, GridRow: st.Y + gridOffset, Status: string(st.Status), Version: st.Version,
 		Mine: st.Status == store.Held && st.HolderID == viewer && viewer != uuid.Nil}
 }
 
@@ -463,7 +463,7 @@ func (lr liveRenderer) Render(d hold.Delta, mine bool) []byte {
 	// or, on another goroutine, older).
 	st.Status, st.Version = d.Status, d.Version
 	vm := views.Seat{ID: d.Seat.String(), EventID: d.Event.String(), Section: st.Section, Row: st.Row, Number: st.Number,
-		Col: st.X + gridOffset, GridRow: st.Y + gridOffset, Status: d.Status, Version: d.Version,
+		Col: st.X + gridOffset, GridRow: st.Y + gridOffset, Status: string(d.Status), Version: d.Version,
 		Mine: mine && d.Status == store.Held}
 	var item *views.CartHold
 	if vm.Mine {

@@ -303,7 +303,7 @@ func actorFrom(ctx context.Context) (hold.Actor, bool) {
 func (s *Server) sessionActor(ctx context.Context) (hold.Actor, bool) {
 	org, err1 := uuid.Parse(s.sessions.GetString(ctx, sessOrg))
 	user, err2 := uuid.Parse(s.sessions.GetString(ctx, sessUser))
-	role := s.sessions.GetString(ctx, sessRole)
+	role := hold.Role(s.sessions.GetString(ctx, sessRole))
 	if err1 != nil || err2 != nil || roleBit(role) == 0 {
 		return hold.Actor{}, false
 	}

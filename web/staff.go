@@ -473,7 +473,7 @@ func origins(seats []hold.SeatView) map[string]origin {
 
 func boxSeatVM(event uuid.UUID, st hold.SeatView, o origin) views.Seat {
 	return views.Seat{ID: st.ID.String(), EventID: event.String(), Section: st.Section, Row: st.Row, Number: st.Number,
-		Col: st.X - o.x + 2, GridRow: st.Y - o.y + 1, Status: st.Status, Version: st.Version}
+		Col: st.X - o.x + 2, GridRow: st.Y - o.y + 1, Status: string(st.Status), Version: st.Version}
 }
 
 func (s *staffPages) boxMapFragment(w http.ResponseWriter, r *http.Request, a hold.Actor) error {
@@ -657,7 +657,7 @@ func (s *staffPages) boxSetBlocked(w http.ResponseWriter, r *http.Request, a hol
 	case err != nil && st.Status == store.Sold:
 		msg, kind = "Seat "+label+" is sold and cannot be blocked.", "error"
 	case err != nil:
-		msg, kind = "Seat "+label+" is "+st.Status+" now; nothing changed.", "error"
+		msg, kind = "Seat "+label+" is "+string(st.Status)+" now; nothing changed.", "error"
 	}
 	comps := []templ.Component{views.MapMessage(msg, kind)}
 	if ok {

@@ -515,7 +515,9 @@ func TestBoxOfficeRelease(t *testing.T) {
 	}
 
 	// Postgres: hold released by the box office with the reason; seat free.
-	var hs, by, why, ss string
+	var hs store.HoldStatus
+	var ss store.SeatStatus
+	var by, why string
 	if err := a.Pool.QueryRow(t.Context(), `SELECT h.status, h.released_by::text, h.release_reason, s.status
 		FROM seat_holds h JOIN seats s ON s.id = h.seat_id WHERE h.id = $1`, h.ID).Scan(&hs, &by, &why, &ss); err != nil {
 		t.Fatal(err)
@@ -1143,7 +1145,7 @@ func sqlOccupancy(t *testing.T, a *app.App, org, event uuid.UUID) (store.Counts,
 	bySec := map[uuid.UUID]store.Counts{}
 	for rows.Next() {
 		var sec uuid.UUID
-		var status string
+		var status store.SeatStatus
 		var n int
 		if err := rows.Scan(&sec, &status, &n); err != nil {
 			t.Fatal(err)

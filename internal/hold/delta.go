@@ -26,18 +26,18 @@ const (
 // Delta is one committed change of one seat. It is published only after
 // the change is committed in Postgres.
 type Delta struct {
-	Org       uuid.UUID `json:"org"`
-	Event     uuid.UUID `json:"event"`
-	Seat      uuid.UUID `json:"seat"`
-	Kind      string    `json:"kind"`
-	Status    string    `json:"status"`
-	Prev      string    `json:"prev,omitempty"`
-	Version   int64     `json:"version"`
-	HoldID    uuid.UUID `json:"hold_id,omitzero"`
-	UserID    uuid.UUID `json:"user_id,omitzero"`
-	HeldUntil time.Time `json:"held_until,omitzero"`
-	Fence     int64     `json:"fence,omitempty"`
-	Actor     uuid.UUID `json:"actor,omitzero"`
+	Org       uuid.UUID        `json:"org"`
+	Event     uuid.UUID        `json:"event"`
+	Seat      uuid.UUID        `json:"seat"`
+	Kind      string           `json:"kind"`
+	Status    store.SeatStatus `json:"status"`
+	Prev      store.SeatStatus `json:"prev,omitempty"`
+	Version   int64            `json:"version"`
+	HoldID    uuid.UUID        `json:"hold_id,omitzero"`
+	UserID    uuid.UUID        `json:"user_id,omitzero"`
+	HeldUntil time.Time        `json:"held_until,omitzero"`
+	Fence     int64            `json:"fence,omitempty"`
+	Actor     uuid.UUID        `json:"actor,omitzero"`
 	// PrevUser is who held the seat before a change that ended their hold
 	// (released, expired), so a live view can tell that buyer why the
 	// seat left their cart, whichever process they are connected to.
@@ -63,7 +63,7 @@ func decodeMessage(b []byte) (message, error) {
 	return m, err
 }
 
-func holdDelta(h store.Hold, kind, status, prev string, actor uuid.UUID, at time.Time) Delta {
+func holdDelta(h store.Hold, kind string, status, prev store.SeatStatus, actor uuid.UUID, at time.Time) Delta {
 	d := Delta{Org: h.OrgID, Event: h.EventID, Seat: h.SeatID, Kind: kind, Status: status, Prev: prev,
 		Version: h.SeatVersion, Fence: h.Fence, Actor: actor, At: at}
 	if status == store.Held {

@@ -150,7 +150,7 @@ func TestPurchaseRacesExpiry(t *testing.T) {
 
 	converted, expired := 0, 0
 	for _, r := range results {
-		var status string
+		var status store.HoldStatus
 		if err := a.Pool.QueryRow(context.Background(), `SELECT status FROM seat_holds WHERE id = $1`, r.hold.ID).Scan(&status); err != nil {
 			t.Fatal(err)
 		}

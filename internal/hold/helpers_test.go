@@ -16,7 +16,9 @@ func buyer(u store.User) hold.Actor {
 	return hold.Actor{Org: u.OrgID, User: u.ID, Role: hold.RoleBuyer}
 }
 
-func staff(u store.User) hold.Actor { return hold.Actor{Org: u.OrgID, User: u.ID, Role: u.Role} }
+func staff(u store.User) hold.Actor {
+	return hold.Actor{Org: u.OrgID, User: u.ID, Role: hold.Role(u.Role)}
+}
 
 // activeHolds counts active holds per seat of an event straight from SQL.
 func activeHolds(t testing.TB, a *app.App, event uuid.UUID) map[uuid.UUID]int {

@@ -23,11 +23,17 @@ import (
 	"seatd/internal/telemetry"
 )
 
+// Role is what an actor may do. It lives in the hold core, not in auth,
+// because the core's use cases are what roles decide (Actor.Staff, who
+// may hold, release others' holds, block seats, reconcile); auth only
+// stores it on an account (as text, store.User.Role) and checks its name.
+type Role string
+
 // Roles.
 const (
-	RoleBuyer     = "buyer"
-	RoleOrganizer = "organizer"
-	RoleBoxOffice = "box_office"
+	RoleBuyer     Role = "buyer"
+	RoleOrganizer Role = "organizer"
+	RoleBoxOffice Role = "box_office"
 )
 
 // Hold sources.
@@ -42,7 +48,7 @@ const (
 type Actor struct {
 	Org  uuid.UUID
 	User uuid.UUID
-	Role string
+	Role Role
 }
 
 // Staff reports whether the actor may act on other people's holds.

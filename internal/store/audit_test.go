@@ -50,7 +50,7 @@ func TestStaffQueries(t *testing.T) {
 	}
 
 	b0, b1 := tn.Buyers[0], tn.Buyers[1]
-	act := func(u store.User) hold.Actor { return hold.Actor{Org: u.OrgID, User: u.ID, Role: u.Role} }
+	act := func(u store.User) hold.Actor { return hold.Actor{Org: u.OrgID, User: u.ID, Role: hold.Role(u.Role)} }
 	hold1, err := a.Core.Hold(ctx, act(b0), ev.ID, []uuid.UUID{seats[0], seats[4]}, hold.SourceWeb)
 	if err != nil {
 		t.Fatal(err)

@@ -194,7 +194,7 @@ func checkSeats(ctx context.Context, db pg.DBTX, p HoldParams, lock string) (Hol
 	seen := map[uuid.UUID]bool{}
 	for rows.Next() {
 		var id uuid.UUID
-		var status string
+		var status SeatStatus
 		var fence int64
 		var h struct {
 			id, user       *uuid.UUID
@@ -463,7 +463,7 @@ func (s *Store) Purchase(ctx context.Context, org, event, user uuid.UUID, key st
 		}
 		type row struct {
 			id, seat uuid.UUID
-			status   string
+			status   HoldStatus
 			fresh    bool
 		}
 		held, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (row, error) {

@@ -20,7 +20,7 @@ type Counts struct {
 func (c Counts) Total() int { return c.Available + c.Held + c.Sold + c.Blocked }
 
 // Add moves one seat into status (n=+1) or out of it (n=-1).
-func (c *Counts) Add(status string, n int) {
+func (c *Counts) Add(status SeatStatus, n int) {
 	switch status {
 	case Available:
 		c.Available += n
@@ -46,7 +46,7 @@ func (s *Store) Occupancy(ctx context.Context, org, event uuid.UUID) (map[uuid.U
 	out := map[uuid.UUID]Counts{}
 	for rows.Next() {
 		var sec uuid.UUID
-		var status string
+		var status SeatStatus
 		var n int
 		if err := rows.Scan(&sec, &status, &n); err != nil {
 			return nil, err

@@ -41,20 +41,27 @@ func (s *Store) InTx(ctx context.Context, fn func(tx pgx.Tx) error) error {
 	return nil
 }
 
+// SeatStatus is a seat's state, as stored in seats.status. pgx scans and
+// encodes it as text; JSON shows the plain string.
+type SeatStatus string
+
 // Seat statuses.
 const (
-	Available = "available"
-	Held      = "held"
-	Sold      = "sold"
-	Blocked   = "blocked"
+	Available SeatStatus = "available"
+	Held      SeatStatus = "held"
+	Sold      SeatStatus = "sold"
+	Blocked   SeatStatus = "blocked"
 )
+
+// HoldStatus is a hold's state, as stored in seat_holds.status.
+type HoldStatus string
 
 // Hold statuses.
 const (
-	HoldActive    = "active"
-	HoldConverted = "converted"
-	HoldExpired   = "expired"
-	HoldReleased  = "released"
+	HoldActive    HoldStatus = "active"
+	HoldConverted HoldStatus = "converted"
+	HoldExpired   HoldStatus = "expired"
+	HoldReleased  HoldStatus = "released"
 )
 
 // Org is a tenant.
@@ -99,7 +106,7 @@ type Seat struct {
 	Number    int
 	Idx       int
 	X, Y      int
-	Status    string
+	Status    SeatStatus
 	Version   int64
 	Fence     int64
 	HoldID    uuid.UUID // zero unless held
@@ -114,7 +121,7 @@ type Hold struct {
 	EventID    uuid.UUID
 	SeatID     uuid.UUID
 	UserID     uuid.UUID
-	Status     string
+	Status     HoldStatus
 	HeldUntil  time.Time
 	CreatedAt  time.Time
 	Extensions int

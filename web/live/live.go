@@ -67,7 +67,7 @@ type Viewer struct {
 	// CodeSessionEnded if not.
 	SessionDeadline time.Time
 	// Role is the viewer's role for rendering.
-	Role string
+	Role hold.Role
 	// Stream selects what the socket receives; the zero value is the seat
 	// map. A staff stream is refused unless Actor.Role is a staff role.
 	Stream Stream
@@ -106,7 +106,7 @@ func (s Stream) String() string {
 }
 
 // staffRole reports whether a role may open staff streams.
-func staffRole(role string) bool { return role == hold.RoleOrganizer || role == hold.RoleBoxOffice }
+func staffRole(role hold.Role) bool { return role == hold.RoleOrganizer || role == hold.RoleBoxOffice }
 
 // StaffBatch is what changed in an event since the previous staff frame.
 type StaffBatch struct {

@@ -20,6 +20,7 @@ import (
 	"go.uber.org/goleak"
 
 	"seatd/internal/hold"
+	"seatd/internal/store"
 	"seatd/web/live"
 )
 
@@ -255,8 +256,8 @@ func (e *env) dialWith(d *websocket.Dialer, event, user uuid.UUID, token string)
 	return conn
 }
 
-func (e *env) delta(event, seat uuid.UUID, status string, version int64, user uuid.UUID) hold.Delta {
-	d := hold.Delta{Org: e.org, Event: event, Seat: seat, Kind: status, Status: status, Version: version, At: time.Now()}
+func (e *env) delta(event, seat uuid.UUID, status store.SeatStatus, version int64, user uuid.UUID) hold.Delta {
+	d := hold.Delta{Org: e.org, Event: event, Seat: seat, Kind: string(status), Status: status, Version: version, At: time.Now()}
 	if status == "held" {
 		d.UserID, d.HoldID, d.HeldUntil = user, uuid.New(), time.Now().Add(10*time.Minute)
 	}

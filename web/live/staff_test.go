@@ -16,6 +16,7 @@ import (
 	"go.uber.org/goleak"
 
 	"seatd/internal/hold"
+	"seatd/internal/store"
 	"seatd/web/live"
 )
 
@@ -98,9 +99,9 @@ func newStaffEnv(t *testing.T, staff *fakeStaff, interval time.Duration, enable 
 			stream = live.StreamBoxOffice
 		}
 		e.hub.Serve(w, r, live.Viewer{
-			Actor:  hold.Actor{Org: e.org, User: uuid.MustParse(q.Get("user")), Role: q.Get("role")},
+			Actor:  hold.Actor{Org: e.org, User: uuid.MustParse(q.Get("user")), Role: hold.Role(q.Get("role"))},
 			Event:  uuid.MustParse(q.Get("event")),
-			Role:   q.Get("role"),
+			Role:   hold.Role(q.Get("role")),
 			Stream: stream,
 		})
 	}))
@@ -115,9 +116,9 @@ func newStaffEnv(t *testing.T, staff *fakeStaff, interval time.Duration, enable 
 	return e
 }
 
-func (e *staffEnv) dial(event, user uuid.UUID, role, stream string) (*websocket.Conn, int) {
+func (e *staffEnv) dial(event, user uuid.UUID, role hold.Role, stream string) (*websocket.Conn, int) {
 	e.t.Helper()
-	q := url.Values{"event": {event.String()}, "user": {user.String()}, "role": {role}, "stream": {stream}}
+	q := url.Values{"event": {event.String()}, "user": {user.String()}, "role": {string(role)}, "stream": {stream}}
 	conn, resp, err := websocket.DefaultDialer.Dial("ws"+strings.TrimPrefix(e.srv.URL, "http")+"/?"+q.Encode(), nil)
 	if err != nil {
 		if resp == nil {
@@ -129,7 +130,7 @@ func (e *staffEnv) dial(event, user uuid.UUID, role, stream string) (*websocket.
 	return conn, http.StatusSwitchingProtocols
 }
 
-func (e *staffEnv) mustDial(event, user uuid.UUID, role, stream string) *websocket.Conn {
+func (e *staffEnv) mustDial(event, user uuid.UUID, role hold.Role, stream string) *websocket.Conn {
 	e.t.Helper()
 	c, status := e.dial(event, user, role, stream)
 	if c == nil {
@@ -138,7 +139,7 @@ func (e *staffEnv) mustDial(event, user uuid.UUID, role, stream string) *websock
 	return c
 }
 
-func (e *staffEnv) delta(event, seat uuid.UUID, kind, status string, version int64, user, actor uuid.UUID) hold.Delta {
+func (e *staffEnv) delta(event, seat uuid.UUID, kind string, status store.SeatStatus, version int64, user, actor uuid.UUID) hold.Delta {
 	d := hold.Delta{Org: e.org, Event: event, Seat: seat, Kind: kind, Status: status, Version: version, Actor: actor, At: time.Now()}
 	if status == "held" {
 		d.UserID, d.HoldID, d.HeldUntil = user, uuid.New(), time.Now().Add(10*time.Minute)
@@ -225,8 +226,9 @@ func TestStaffStreamRoles(t *testing.T) {
 	e := newStaffEnv(t, &fakeStaff{}, 0, true)
 	ev := uuid.New()
 	for _, tc := range []struct {
-		role, stream string
-		want         int
+		role   hold.Role
+		stream string
+		want   int
 	}{
 		{hold.RoleBuyer, "dashboard", http.StatusForbidden},
 		{hold.RoleBuyer, "box-office", http.StatusForbidden},
@@ -263,9 +265,9 @@ func TestStaffBatchKeepsEveryChange(t *testing.T) {
 	e.src.push(ev, e.delta(ev, uuid.New(), "blocked", "blocked", 2, uuid.Nil, u))
 	time.Sleep(50 * time.Millisecond)
 	for v := int64(2); v < 122; v++ {
-		st, kind := "held", "held"
+		st, kind := store.Held, "held"
 		if v%2 == 1 {
-			st, kind = "available", "released"
+			st, kind = store.Available, "released"
 		}
 		e.src.push(ev, e.delta(ev, seat, kind, st, v, u, u))
 	}
