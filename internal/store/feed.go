@@ -44,6 +44,7 @@ func (s *Store) readSnapshot(ctx context.Context, fn func(tx pgx.Tx) error) (Cur
 		}
 		return fn(tx)
 	})
+	s.connLost(err)
 	return at, err
 }
 

@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	"github.com/google/uuid"
@@ -20,13 +21,16 @@ import (
 type Store struct {
 	db    *pgxpool.Pool
 	batch *holdBatcher // nil: every hold has its own statement
+	// lastReset is when the pool was last emptied (unix nanoseconds).
+	lastReset atomic.Int64
 }
 
 // New returns a Store on pool.
 func New(db *pgxpool.Pool) *Store { return &Store{db: db} }
 
 // InTx runs fn in a transaction, committing when fn returns nil.
-func (s *Store) InTx(ctx context.Context, fn func(tx pgx.Tx) error) error {
+func (s *Store) InTx(ctx context.Context, fn func(tx pgx.Tx) error) (err error) {
+	defer func() { s.connLost(err) }()
 	tx, err := s.db.Begin(ctx)
 	if err != nil {
 		return fmt.Errorf("begin: %w", err)
@@ -39,6 +43,28 @@ func (s *Store) InTx(ctx context.Context, fn func(tx pgx.Tx) error) error {
 		return fmt.Errorf("commit: %w", err)
 	}
 	return nil
+}
+
+// Ping checks that Postgres answers.
+func (s *Store) Ping(ctx context.Context) error {
+	err := s.db.Ping(ctx)
+	s.connLost(err)
+	return err
+}
+
+// connLost empties the pool after a failure of the connection itself
+// (reset, closed, Postgres restarted): the pool's other idle connections
+// are most likely as dead, and each would otherwise fail one more request
+// before the pool noticed. At most once per 100 ms.
+func (s *Store) connLost(err error) {
+	if err == nil || !pg.ConnectionFailed(err) {
+		return
+	}
+	now, last := time.Now().UnixNano(), s.lastReset.Load()
+	if now-last < int64(100*time.Millisecond) || !s.lastReset.CompareAndSwap(last, now) {
+		return
+	}
+	s.db.Reset()
 }
 
 // SeatStatus is a seat's state, as stored in seats.status. pgx scans and
