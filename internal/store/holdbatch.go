@@ -3,6 +3,7 @@ package store
 import (
 	"bytes"
 	"context"
+	"errors"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -260,7 +261,7 @@ func (b *holdBatcher) run(ctx context.Context, batch []*batchedHold) {
 	}
 	got, err := runHoldStatement(ctx, b.store.db, rows)
 	b.store.connLost(err)
-	if pg.MaybeCommitted(err) {
+	if !errors.Is(err, errHoldCap) && pg.MaybeCommitted(err) {
 		// The reply was lost, not refused: the statement may have
 		// committed, so sending the holds again would answer "already
 		// yours" for holds this very request made. Each caller gets the
