@@ -15,18 +15,21 @@ import (
 	"time"
 )
 
-// pgbenchScript is the engine's hold statement (insertHoldsSQL in
-// internal/store/holds.go: guarded UPDATE of the seat, INSERT of the hold,
-// INSERT of the audit row, one autocommitted statement) for one seat per
-// transaction. Each client takes seats idx = client_id, client_id +
-// nclients, ...: every transaction holds a different seat, like the HTTP
-// run. The seat is found by its (event_id, idx) index instead of being
-// passed by id, and the times come from now() instead of parameters; both
-// cost about the same as what they replace.
+// pgbenchScript is the engine's hold statement (holdsSQL in
+// internal/store/holdbatch.go: guarded UPDATE of the seat, INSERT of the
+// hold, INSERT of the audit row, the buyer's count of active holds, one
+// autocommitted statement) for one seat per transaction. Each client takes
+// seats idx = client_id, client_id + nclients, ...: every transaction holds
+// a different seat, like the HTTP run; and each client is its own buyer
+// (bench_clients maps it to one), as each HTTP buyer is. The seat is found
+// by its (event_id, idx) index instead of being passed by id, and the
+// times come from now() instead of parameters; both cost about the same as
+// what they replace.
 const pgbenchScript = `\set k :k + 1
 \set idx :k * :nclients + :client_id - :nclients
 WITH r AS (
-    SELECT s0.id AS seat_id, gen_random_uuid() AS hold_id, (:idx + 1)::bigint AS fence
+    SELECT s0.id AS seat_id, gen_random_uuid() AS hold_id, (:idx + 1)::bigint AS fence,
+           (SELECT user_id FROM bench_clients WHERE client_id = :client_id) AS user_id
     FROM seats s0 WHERE s0.org_id = :org AND s0.event_id = :event AND s0.idx = :idx
 ), upd AS (
     UPDATE seats s
@@ -34,18 +37,40 @@ WITH r AS (
     FROM r
     WHERE s.org_id = :org AND s.event_id = :event AND s.id = r.seat_id
       AND s.status = 'available' AND s.fence < r.fence
-    RETURNING s.id, s.version, r.hold_id, r.fence
+    RETURNING s.id, s.version, r.hold_id, r.fence, r.user_id
 ), ins AS (
     INSERT INTO seat_holds (id, org_id, event_id, seat_id, user_id, status, held_until, fence, source, created_at)
-    SELECT hold_id, :org, :event, id, :user, 'active', now() + interval '15 minutes', fence, 'api', now() FROM upd
+    SELECT hold_id, :org, :event, id, user_id, 'active', now() + interval '15 minutes', fence, 'api', now() FROM upd
 ), aud AS (
     INSERT INTO audit_log (org_id, event_id, actor_id, action, entity, entity_id, seat_id, data, at)
-    SELECT :org, :event, :user, 'hold.created', 'seat_hold', hold_id, id,
+    SELECT :org, :event, user_id, 'hold.created', 'seat_hold', hold_id, id,
            jsonb_build_object('fence', fence, 'held_until', now() + interval '15 minutes', 'source', 'api'::text), now()
     FROM upd
+), cnt AS (
+    INSERT INTO buyer_holds AS b (org_id, event_id, user_id, active, cap)
+    SELECT :org, :event, user_id, count(*), 2147483647 FROM upd GROUP BY user_id
+    ON CONFLICT (org_id, event_id, user_id) DO UPDATE SET active = b.active + excluded.active, cap = excluded.cap
 )
 SELECT id, version, hold_id, fence FROM upd;
 `
+
+// benchClients maps pgbench client ids to the bench's buyers (one each,
+// round robin), for the reference's per-buyer hold count.
+func (b *bench) benchClients(ctx context.Context, clients int) error {
+	users := make([]string, len(b.fx.buyers))
+	for i, u := range b.fx.buyers {
+		users[i] = u.userID
+	}
+	_, err := b.db.Exec(ctx, `
+		CREATE TABLE IF NOT EXISTS bench_clients (client_id int PRIMARY KEY, user_id uuid NOT NULL);
+		TRUNCATE bench_clients;`)
+	if err == nil {
+		_, err = b.db.Exec(ctx, `
+			INSERT INTO bench_clients SELECT c, ($2::uuid[])[1 + c % cardinality($2::uuid[])] FROM generate_series(0, $1 - 1) c`,
+			clients, users)
+	}
+	return err
+}
 
 // pgbench runs the reference at the given client count on a fresh event
 // of -ref-seats seats: -M prepared (as pgx does), two threads, for
@@ -63,6 +88,9 @@ func (b *bench) pgbenchRate(ctx context.Context, clients int, rate float64) (*Lo
 	if err != nil {
 		return nil, err
 	}
+	if err := b.benchClients(ctx, clients); err != nil {
+		return nil, err
+	}
 	script := filepath.Join(b.tmp, "hold.pgbench.sql")
 	if err := os.WriteFile(script, []byte(pgbenchScript), 0o600); err != nil {
 		return nil, err
@@ -76,7 +104,7 @@ func (b *bench) pgbenchRate(ctx context.Context, clients int, rate float64) (*Lo
 	args := []string{"-n", "-h", u.Hostname(), "-p", u.Port(), "-U", u.User.Username(),
 		"-M", "prepared", "-c", strconv.Itoa(clients), "-j", "2", "-T", strconv.Itoa(secs),
 		"-f", script, "-D", "k=0", "-D", "nclients=" + strconv.Itoa(clients),
-		"-D", "org=" + b.fx.orgID, "-D", "event=" + ev, "-D", "user=" + b.fx.buyers[0].userID,
+		"-D", "org=" + b.fx.orgID, "-D", "event=" + ev,
 		"-l", "--log-prefix=" + prefix}
 	if rate > 0 {
 		args = append(args, "-R", strconv.FormatFloat(rate, 'f', 1, 64))
