@@ -50,10 +50,10 @@ func (s *Server) eventHolds(w http.ResponseWriter, r *http.Request, a hold.Actor
 	if err != nil {
 		return err
 	}
-	if _, err := s.app.Store.Event(r.Context(), a.Org, event); err != nil {
+	if _, err := s.deps.Store.Event(r.Context(), a.Org, event); err != nil {
 		return err
 	}
-	p, err := s.app.Store.ActiveHoldsPage(r.Context(), a.Org, event, store.HoldFilter{}, after, limit, false)
+	p, err := s.deps.Store.ActiveHoldsPage(r.Context(), a.Org, event, store.HoldFilter{}, after, limit, false)
 	if err != nil {
 		return err
 	}
@@ -146,7 +146,7 @@ func (s *Server) occupancy(w http.ResponseWriter, r *http.Request, a hold.Actor)
 	if err != nil {
 		return err
 	}
-	o, err := s.app.Core.Occupancy(r.Context(), a, event)
+	o, err := s.deps.Core.Occupancy(r.Context(), a, event)
 	if err != nil {
 		return err
 	}
@@ -199,7 +199,7 @@ func (s *Server) setBlocked(w http.ResponseWriter, r *http.Request, a hold.Actor
 	if err := s.dec.optionalJSON(w, r, &in); err != nil {
 		return err
 	}
-	version, err := s.app.Core.SetBlocked(r.Context(), a, event, seat, blocked, in.Reason)
+	version, err := s.deps.Core.SetBlocked(r.Context(), a, event, seat, blocked, in.Reason)
 	if err != nil {
 		return err
 	}

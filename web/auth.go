@@ -47,7 +47,7 @@ type accountJSON struct {
 // or a form. The organization named here is the one legitimate org input:
 // no session exists yet.
 func (s *Server) login(w http.ResponseWriter, r *http.Request) error {
-	if err := s.limits.allowLogin(r.Context(), s.subject(r), s.app.Cfg.LoginRatePerMinute); err != nil {
+	if err := s.limits.allowLogin(r.Context(), s.subject(r), s.deps.Cfg.LoginRatePerMinute); err != nil {
 		return err
 	}
 	var in loginInput
@@ -65,7 +65,7 @@ func (s *Server) login(w http.ResponseWriter, r *http.Request) error {
 	var org store.Org
 	var u store.User
 	if err == nil {
-		org, u, err = s.app.Accounts.Authenticate(r.Context(), in.Org, in.Email, in.Password)
+		org, u, err = s.deps.Accounts.Authenticate(r.Context(), in.Org, in.Email, in.Password)
 		switch {
 		case err == nil:
 			s.limits.accounts.succeeded(r.Context(), acct)
@@ -98,7 +98,7 @@ func (s *Server) formFailed(w http.ResponseWriter, r *http.Request, err error, p
 // signup creates a buyer account on an organization's storefront and
 // signs it in.
 func (s *Server) signup(w http.ResponseWriter, r *http.Request) error {
-	if err := s.limits.allowLogin(r.Context(), s.subject(r), s.app.Cfg.LoginRatePerMinute); err != nil {
+	if err := s.limits.allowLogin(r.Context(), s.subject(r), s.deps.Cfg.LoginRatePerMinute); err != nil {
 		return err
 	}
 	slug := strings.ToLower(r.PathValue("org"))
@@ -112,11 +112,11 @@ func (s *Server) signup(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	org, err := s.app.Store.OrgBySlug(r.Context(), slug)
+	org, err := s.deps.Store.OrgBySlug(r.Context(), slug)
 	if err != nil {
 		return err
 	}
-	u, err := s.app.Accounts.Create(r.Context(), org.ID, in.Email, in.Password, string(hold.RoleBuyer))
+	u, err := s.deps.Accounts.Create(r.Context(), org.ID, in.Email, in.Password, string(hold.RoleBuyer))
 	if err != nil {
 		if isForm {
 			return s.formFailed(w, r, err, func(msg string) templ.Component {
@@ -147,7 +147,7 @@ func (s *Server) signedIn(w http.ResponseWriter, r *http.Request, isForm bool, s
 	// The account may have been disabled or given another role between
 	// the password check and the save, after its sessions were deleted:
 	// this one must not survive that.
-	if ok, err := s.app.Accounts.Current(ctx, org.ID, u.ID, u.Role); err != nil || !ok {
+	if ok, err := s.deps.Accounts.Current(ctx, org.ID, u.ID, u.Role); err != nil || !ok {
 		if err == nil {
 			err = apperr.E(apperr.Unauthorized, "this account changed while signing in; please sign in again")
 		}

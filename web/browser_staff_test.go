@@ -71,7 +71,7 @@ func TestBrowserStaffPages(t *testing.T) {
 	newTab := browser(t)
 	a := testenv.App(t, nil)
 	testenv.Background(t, a)
-	srv := httptest.NewServer(New(a))
+	srv := httptest.NewServer(New(depsOf(a)))
 	t.Cleanup(srv.Close)
 	tn := testenv.NewTenant(t, a, 2)
 	ev := testenv.NewEvent(t, a, tn.Org.ID, 2, 6, 12)

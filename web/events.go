@@ -24,7 +24,7 @@ func eventView(e store.Event) eventJSON {
 
 // listEvents answers the events of the session's organization.
 func (s *Server) listEvents(w http.ResponseWriter, r *http.Request, a hold.Actor) error {
-	evs, err := s.app.Store.Events(r.Context(), a.Org)
+	evs, err := s.deps.Store.Events(r.Context(), a.Org)
 	if err != nil {
 		return err
 	}
@@ -41,7 +41,7 @@ func (s *Server) getEvent(w http.ResponseWriter, r *http.Request, a hold.Actor) 
 	if err != nil {
 		return err
 	}
-	e, err := s.app.Store.Event(r.Context(), a.Org, id)
+	e, err := s.deps.Store.Event(r.Context(), a.Org, id)
 	if err != nil {
 		return err
 	}
@@ -66,7 +66,7 @@ func (s *Server) listSeats(w http.ResponseWriter, r *http.Request, a hold.Actor)
 	if err != nil {
 		return err
 	}
-	secs, seats, err := s.app.Core.Seats(r.Context(), a, event)
+	secs, seats, err := s.deps.Core.Seats(r.Context(), a, event)
 	if err != nil {
 		return err
 	}

@@ -50,10 +50,16 @@ func newTestServer(t testing.TB, mod func(*config.Config)) *testServer {
 // "process" sharing the databases).
 func serveApp(t testing.TB, a *app.App, o options) *testServer {
 	t.Helper()
-	s := newServer(a, o)
+	s := newServer(depsOf(a), o)
 	ts := httptest.NewServer(s)
 	t.Cleanup(ts.Close)
 	return &testServer{t: t, app: a, srv: s, ts: ts}
+}
+
+// depsOf takes the web layer's dependencies from an app, as cmd/seatd does.
+func depsOf(a *app.App) Deps {
+	return Deps{Cfg: a.Cfg, Log: a.Log, Pool: a.Pool, Redis: a.Redis, Store: a.Store, Core: a.Core,
+		Accounts: a.Accounts, Bus: a.Bus, Registry: a.Registry}
 }
 
 // client is one browser-like user agent: its own cookie jar, no redirects

@@ -66,7 +66,7 @@ func (in holdInput) seats() (ids []uuid.UUID, single bool, err error) {
 // createHold holds seats for the buyer: 201 when new, 200 when the buyer
 // held them already.
 func (s *Server) createHold(w http.ResponseWriter, r *http.Request, a hold.Actor) error {
-	if err := s.limits.allowHold(r.Context(), a, s.app.Cfg.HoldRatePerMinute); err != nil {
+	if err := s.limits.allowHold(r.Context(), a, s.deps.Cfg.HoldRatePerMinute); err != nil {
 		return err
 	}
 	event, err := pathID(r, "event")
@@ -81,7 +81,7 @@ func (s *Server) createHold(w http.ResponseWriter, r *http.Request, a hold.Actor
 	if err != nil {
 		return err
 	}
-	res, err := s.app.Core.Hold(r.Context(), a, event, ids, hold.SourceAPI)
+	res, err := s.deps.Core.Hold(r.Context(), a, event, ids, hold.SourceAPI)
 	if err != nil {
 		return err
 	}
@@ -103,7 +103,7 @@ func (s *Server) myHolds(w http.ResponseWriter, r *http.Request, a hold.Actor) e
 	if err != nil {
 		return err
 	}
-	hs, err := s.app.Core.Holds(r.Context(), a, event)
+	hs, err := s.deps.Core.Holds(r.Context(), a, event)
 	if err != nil {
 		return err
 	}
@@ -135,7 +135,7 @@ func (s *Server) releaseHold(w http.ResponseWriter, r *http.Request, a hold.Acto
 				Fields: map[string]string{"reason": "is required"}}
 		}
 	}
-	if _, err := s.app.Core.Release(r.Context(), a, id, reason); err != nil {
+	if _, err := s.deps.Core.Release(r.Context(), a, id, reason); err != nil {
 		return err
 	}
 	w.WriteHeader(http.StatusNoContent)
@@ -153,7 +153,7 @@ func (s *Server) checkout(w http.ResponseWriter, r *http.Request, a hold.Actor) 
 	if err := s.dec.optionalJSON(w, r, &in); err != nil {
 		return err
 	}
-	hs, err := s.app.Core.Checkout(r.Context(), a, event)
+	hs, err := s.deps.Core.Checkout(r.Context(), a, event)
 	if err != nil {
 		return err
 	}
@@ -214,7 +214,7 @@ func (s *Server) purchase(w http.ResponseWriter, r *http.Request, a hold.Actor) 
 	if err != nil {
 		return err
 	}
-	b, err := s.app.Core.Purchase(r.Context(), a, event, key, ids)
+	b, err := s.deps.Core.Purchase(r.Context(), a, event, key, ids)
 	if err != nil {
 		return err
 	}

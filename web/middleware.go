@@ -185,7 +185,7 @@ const contentSecurityPolicy = "default-src 'self'; script-src 'self'; style-src 
 
 // securityHeaders sets the headers every response carries.
 func (s *Server) securityHeaders(next http.Handler) http.Handler {
-	secure := s.app.Cfg.CookieSecure
+	secure := s.deps.Cfg.CookieSecure
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		h := w.Header()
 		h.Set("Content-Security-Policy", contentSecurityPolicy)

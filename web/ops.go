@@ -19,8 +19,8 @@ func (s *Server) Ops() http.Handler {
 	// gathered beside the app's registry rather than registered on it.
 	live := prometheus.NewRegistry()
 	live.MustRegister(s.hub)
-	metrics := prometheus.Gatherers{s.app.Registry, live}
-	mux.Handle("GET /metrics", promhttp.HandlerFor(metrics, promhttp.HandlerOpts{Registry: s.app.Registry}))
+	metrics := prometheus.Gatherers{s.deps.Registry, live}
+	mux.Handle("GET /metrics", promhttp.HandlerFor(metrics, promhttp.HandlerOpts{Registry: s.deps.Registry}))
 	mux.HandleFunc("GET /healthz", s.healthz)
 	mux.HandleFunc("GET /readyz", s.readyz)
 	mux.HandleFunc("GET /debug/pprof/", pprof.Index)

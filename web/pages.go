@@ -119,7 +119,7 @@ func (s *Server) loginPage(w http.ResponseWriter, r *http.Request) {
 
 func (s *Server) signupPage(w http.ResponseWriter, r *http.Request) {
 	slug := strings.ToLower(r.PathValue("org"))
-	org, err := s.app.Store.OrgBySlug(r.Context(), slug)
+	org, err := s.deps.Store.OrgBySlug(r.Context(), slug)
 	if err != nil || len(slug) > 40 {
 		s.renderError(w, r, apperr.E(apperr.NotFound, "no such organization"))
 		return
@@ -128,7 +128,7 @@ func (s *Server) signupPage(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) eventsPage(w http.ResponseWriter, r *http.Request, a hold.Actor) error {
-	evs, err := s.app.Store.Events(r.Context(), a.Org)
+	evs, err := s.deps.Store.Events(r.Context(), a.Org)
 	if err != nil {
 		return err
 	}
@@ -142,11 +142,11 @@ func (s *Server) eventsPage(w http.ResponseWriter, r *http.Request, a hold.Actor
 
 // seatMap builds the venue view of an event for the actor.
 func (s *Server) seatMap(ctx context.Context, a hold.Actor, event uuid.UUID) (views.SeatMap, error) {
-	ev, err := s.app.Store.Event(ctx, a.Org, event)
+	ev, err := s.deps.Store.Event(ctx, a.Org, event)
 	if err != nil {
 		return views.SeatMap{}, err
 	}
-	_, seats, err := s.app.Core.SeatViews(ctx, a, event)
+	_, seats, err := s.deps.Core.SeatViews(ctx, a, event)
 	if err != nil {
 		return views.SeatMap{}, err
 	}
@@ -231,7 +231,7 @@ func (s *Server) cart(ctx context.Context, a hold.Actor, event uuid.UUID) (views
 	if a.Role != hold.RoleBuyer {
 		return c, nil
 	}
-	hs, err := s.app.Core.Holds(ctx, a, event)
+	hs, err := s.deps.Core.Holds(ctx, a, event)
 	if err != nil {
 		return c, err
 	}
@@ -243,7 +243,7 @@ func (s *Server) cart(ctx context.Context, a hold.Actor, event uuid.UUID) (views
 
 func (s *Server) cartHold(a hold.Actor, event uuid.UUID, h store.Hold) views.CartHold {
 	label := h.SeatID.String()
-	if st, ok := s.app.Core.SeatLayout(a.Org, event, h.SeatID); ok {
+	if st, ok := s.deps.Core.SeatLayout(a.Org, event, h.SeatID); ok {
 		label = st.Label()
 	}
 	return views.CartHold{HoldID: h.ID.String(), SeatID: h.SeatID.String(), Label: label, HeldUntil: h.HeldUntil, Extended: h.Extensions > 0}
@@ -272,7 +272,7 @@ func (s *Server) answerCart(w http.ResponseWriter, r *http.Request, a hold.Actor
 	c.Message, c.Kind, c.PayKey = msg, kind, payKey
 	comps := []templ.Component{views.CartPanel(c)}
 	for _, id := range seats {
-		if st, ok := s.app.Core.SeatLayout(a.Org, event, id); ok {
+		if st, ok := s.deps.Core.SeatLayout(a.Org, event, id); ok {
 			comps = append(comps, views.SeatButton(seatVM(event, st, a.User), true))
 		}
 	}
@@ -295,17 +295,17 @@ func (s *Server) toggleSeat(w http.ResponseWriter, r *http.Request, a hold.Actor
 	if a.Role != hold.RoleBuyer {
 		return s.answerCart(w, r, a, event, "Staff accounts cannot hold seats here; use the box office.", "info", "", seat)
 	}
-	st, ok := s.app.Core.SeatLayout(a.Org, event, seat)
+	st, ok := s.deps.Core.SeatLayout(a.Org, event, seat)
 	if ok && st.Status == store.Held && st.HolderID == a.User {
-		if _, err := s.app.Core.Release(r.Context(), a, st.HoldID, ""); err != nil && apperr.CodeOf(err) == apperr.Internal {
+		if _, err := s.deps.Core.Release(r.Context(), a, st.HoldID, ""); err != nil && apperr.CodeOf(err) == apperr.Internal {
 			return err
 		}
 		return s.answerCart(w, r, a, event, "Seat "+st.Label()+" released.", "info", "", seat)
 	}
-	if err := s.limits.allowHold(r.Context(), a, s.app.Cfg.HoldRatePerMinute); err != nil {
+	if err := s.limits.allowHold(r.Context(), a, s.deps.Cfg.HoldRatePerMinute); err != nil {
 		return s.answerCart(w, r, a, event, "You are clicking very fast; wait a moment and try again.", "error", "", seat)
 	}
-	_, err = s.app.Core.Hold(r.Context(), a, event, []uuid.UUID{seat}, hold.SourceWeb)
+	_, err = s.deps.Core.Hold(r.Context(), a, event, []uuid.UUID{seat}, hold.SourceWeb)
 	if err != nil {
 		e, ok := apperr.As(err)
 		if !ok || e.Code == apperr.Internal || e.Code == apperr.NotFound {
@@ -313,7 +313,7 @@ func (s *Server) toggleSeat(w http.ResponseWriter, r *http.Request, a hold.Actor
 		}
 		msg := e.Message
 		if e.Code == apperr.SeatTaken {
-			msg = "Seat " + s.app.Core.SeatLabel(r.Context(), a, event, seat) + " was just taken by someone else."
+			msg = "Seat " + s.deps.Core.SeatLabel(r.Context(), a, event, seat) + " was just taken by someone else."
 		}
 		return s.answerCart(w, r, a, event, msg, "error", "", seat)
 	}
@@ -329,7 +329,7 @@ func (s *Server) releaseFromCart(w http.ResponseWriter, r *http.Request, a hold.
 	if err != nil {
 		return err
 	}
-	h, err := s.app.Core.Release(r.Context(), a, holdID, "")
+	h, err := s.deps.Core.Release(r.Context(), a, holdID, "")
 	if err != nil {
 		if apperr.CodeOf(err) == apperr.Internal {
 			return err
@@ -350,7 +350,7 @@ func (s *Server) checkoutCart(w http.ResponseWriter, r *http.Request, a hold.Act
 	if a.Role != hold.RoleBuyer {
 		return apperr.E(apperr.Forbidden, "only buyers check out")
 	}
-	hs, err := s.app.Core.Checkout(r.Context(), a, event)
+	hs, err := s.deps.Core.Checkout(r.Context(), a, event)
 	if err != nil {
 		return err
 	}
@@ -384,7 +384,7 @@ func (s *Server) pay(w http.ResponseWriter, r *http.Request, a hold.Actor) error
 	if err != nil {
 		return err
 	}
-	b, err := s.app.Core.Purchase(r.Context(), a, event, v.Get("key"), ids)
+	b, err := s.deps.Core.Purchase(r.Context(), a, event, v.Get("key"), ids)
 	if err != nil {
 		e, ok := apperr.As(err)
 		if !ok || e.Code == apperr.Internal {
@@ -407,17 +407,17 @@ func (s *Server) bookingPage(w http.ResponseWriter, r *http.Request, a hold.Acto
 	if err != nil {
 		return err
 	}
-	b, err := s.app.Store.Booking(r.Context(), a.Org, a.User, id)
+	b, err := s.deps.Store.Booking(r.Context(), a.Org, a.User, id)
 	if err != nil {
 		return err
 	}
-	ev, err := s.app.Store.Event(r.Context(), a.Org, b.EventID)
+	ev, err := s.deps.Store.Event(r.Context(), a.Org, b.EventID)
 	if err != nil {
 		return err
 	}
 	out := views.Booking{ID: b.ID.String(), EventName: ev.Name, CreatedAt: b.CreatedAt}
 	for _, t := range b.Tickets {
-		out.Tickets = append(out.Tickets, views.Ticket{ID: t.ID.String(), Label: s.app.Core.SeatLabel(r.Context(), a, b.EventID, t.SeatID)})
+		out.Tickets = append(out.Tickets, views.Ticket{ID: t.ID.String(), Label: s.deps.Core.SeatLabel(r.Context(), a, b.EventID, t.SeatID)})
 	}
 	s.render(w, r, http.StatusOK, views.BookingPage(s.pageMeta(r, "Booking"), out))
 	return nil
@@ -432,14 +432,14 @@ func (s *Server) liveSocket(stream live.Stream) apiHandler {
 		if !live.SameOrigin(r) {
 			return apperr.E(apperr.Forbidden, "cross-origin live connections are refused")
 		}
-		if err := s.limits.allowUpgrade(r.Context(), s.subject(r), s.app.Cfg.UpgradeRatePerMinute); err != nil {
+		if err := s.limits.allowUpgrade(r.Context(), s.subject(r), s.deps.Cfg.UpgradeRatePerMinute); err != nil {
 			return err
 		}
 		event, err := pathID(r, "event")
 		if err != nil {
 			return err
 		}
-		if _, err := s.app.Store.Event(r.Context(), a.Org, event); err != nil {
+		if _, err := s.deps.Store.Event(r.Context(), a.Org, event); err != nil {
 			return err
 		}
 		s.hub.Serve(w, r, live.Viewer{Actor: a, Event: event, SessionToken: storedToken(s.sessions.Token(r.Context())),
@@ -451,7 +451,7 @@ func (s *Server) liveSocket(stream live.Stream) apiHandler {
 // liveRenderer renders a delta into the seat's HTML fragment, once per
 // variant per process (the hub calls it).
 type liveRenderer struct {
-	core *hold.Service
+	core Core
 }
 
 func (lr liveRenderer) Render(d hold.Delta, mine bool) []byte {

@@ -20,7 +20,6 @@ import (
 	"github.com/alexedwards/scs/v2"
 	"github.com/google/uuid"
 
-	"seatd/internal/app"
 	"seatd/internal/hold"
 )
 
@@ -53,33 +52,33 @@ const (
 	sessionCleanupEvery = 10 * time.Minute
 )
 
-func newSessions(a *app.App, cached bool) (*scs.SessionManager, *sessionStore) {
+func newSessions(d Deps, cached bool) (*scs.SessionManager, *sessionStore) {
 	st := &sessionStore{
-		db:      pgxstore.NewWithCleanupInterval(a.Pool, 0), // cleanup runs from Commit, without a goroutine
-		cleanup: a.Store.DeleteExpiredSessions,
-		log:     a.Log.With("component", "sessions"),
+		db:      pgxstore.NewWithCleanupInterval(d.Pool, 0), // cleanup runs from Commit, without a goroutine
+		cleanup: d.Store.DeleteExpiredSessions,
+		log:     d.Log.With("component", "sessions"),
 		now:     time.Now,
 		entries: map[string]*sessionEntry{},
 	}
 	if cached {
 		st.fresh = sessionFresh
-		st.touch = min(a.Cfg.SessionIdleTimeout/10, sessionTouchMax)
+		st.touch = min(d.Cfg.SessionIdleTimeout/10, sessionTouchMax)
 	}
 	sm := scs.New()
 	sm.Store = st
 	sm.Codec = jsonCodec{}
-	sm.Lifetime = a.Cfg.SessionLifetime
-	sm.IdleTimeout = a.Cfg.SessionIdleTimeout
+	sm.Lifetime = d.Cfg.SessionLifetime
+	sm.IdleTimeout = d.Cfg.SessionIdleTimeout
 	// A database dump must not hand out live sessions.
 	sm.HashTokenInStore = true
 	sm.Cookie.Name = "seatd_session"
-	if a.Cfg.CookieSecure {
+	if d.Cfg.CookieSecure {
 		// __Host- binds the cookie to this host, Secure and Path=/.
 		sm.Cookie.Name = "__Host-seatd_session"
 	}
 	sm.Cookie.HttpOnly = true
 	sm.Cookie.SameSite = http.SameSiteLaxMode
-	sm.Cookie.Secure = a.Cfg.CookieSecure
+	sm.Cookie.Secure = d.Cfg.CookieSecure
 	sm.Cookie.Path = "/"
 	sm.Cookie.Persist = true
 	return sm, st

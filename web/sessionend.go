@@ -23,7 +23,7 @@ import (
 // When the subscription had to be re-established, messages may have been
 // lost, so every socket checks its session in the store.
 func (s *Server) listenSessionEnds() {
-	s.ends = auth.NewSessionEnds(s.app.Bus, s.app.Cfg.KeyPrefix)
+	s.ends = auth.NewSessionEnds(s.deps.Bus, s.deps.Cfg.KeyPrefix)
 	s.unlisten = s.ends.Subscribe(s.sessionEnded, s.hub.RecheckSessions)
 }
 
@@ -51,11 +51,11 @@ func (s *Server) endSession(ctx context.Context, token, reason string) {
 
 // liveOptions are the hub's settings: socket caps and the session check.
 func (s *Server) liveOptions() live.Options {
-	cfg := s.app.Cfg
+	cfg := s.deps.Cfg
 	return live.Options{
 		MaxClients:    cfg.MaxSockets,
 		MaxPerSession: cfg.MaxSocketsPerSession,
-		SessionExpiry: s.app.Store.SessionExpiry,
+		SessionExpiry: s.deps.Store.SessionExpiry,
 	}
 }
 

@@ -78,7 +78,7 @@ func (s *staffPages) staffEvent(r *http.Request, a hold.Actor) (store.Event, err
 	if err != nil {
 		return store.Event{}, err
 	}
-	return s.app.Store.Event(r.Context(), a.Org, id)
+	return s.deps.Store.Event(r.Context(), a.Org, id)
 }
 
 // renderStaff renders a staff page or fragment with the event known to the
@@ -106,7 +106,7 @@ func (s *staffPages) dashboardPage(w http.ResponseWriter, r *http.Request, a hol
 		return err
 	}
 	ctx := r.Context()
-	occ, err := s.app.Core.Occupancy(ctx, a, ev.ID)
+	occ, err := s.deps.Core.Occupancy(ctx, a, ev.ID)
 	if err != nil {
 		return err
 	}
@@ -116,7 +116,7 @@ func (s *staffPages) dashboardPage(w http.ResponseWriter, r *http.Request, a hol
 	if d.Forecast, err = s.forecast(ctx, a.Org, ev.ID, now); err != nil {
 		return err
 	}
-	snaps, err := s.app.Core.Snapshots(ctx, a, ev.ID, now.Add(-chartSpan))
+	snaps, err := s.deps.Core.Snapshots(ctx, a, ev.ID, now.Add(-chartSpan))
 	if err != nil {
 		return err
 	}
@@ -129,7 +129,7 @@ func (s *staffPages) dashboardPage(w http.ResponseWriter, r *http.Request, a hol
 }
 
 func (s *staffPages) mode() views.Mode {
-	return views.Mode{FastPath: s.app.Core.FastPath(), Breaker: s.app.Core.BreakerState()}
+	return views.Mode{FastPath: s.deps.Core.FastPath(), Breaker: s.deps.Core.BreakerState()}
 }
 
 func countsVM(c store.Counts) views.Counts {
@@ -149,19 +149,19 @@ func occupancyVM(event uuid.UUID, o hold.Occupancy) views.Occupancy {
 // meanwhile makes one of them differ, but not both.
 func (s *staffPages) verify(ctx context.Context, a hold.Actor, event uuid.UUID) views.Verification {
 	v := views.Verification{EventID: event.String(), At: time.Now()}
-	before, err := s.app.Core.Occupancy(ctx, a, event)
+	before, err := s.deps.Core.Occupancy(ctx, a, event)
 	if err != nil {
 		v.Err = s.internalText(ctx, "verify occupancy", err)
 		return v
 	}
 	start := time.Now()
-	db, err := s.app.Core.RecomputeOccupancy(ctx, a, event)
+	db, err := s.deps.Core.RecomputeOccupancy(ctx, a, event)
 	v.Took = time.Since(start)
 	if err != nil {
 		v.Err = s.internalText(ctx, "recompute occupancy", err)
 		return v
 	}
-	after, err := s.app.Core.Occupancy(ctx, a, event)
+	after, err := s.deps.Core.Occupancy(ctx, a, event)
 	if err != nil {
 		v.Err = s.internalText(ctx, "verify occupancy", err)
 		return v
@@ -183,7 +183,7 @@ func sameOccupancy(x, y hold.Occupancy) bool {
 
 // forecast reads when the event's active holds end.
 func (s *staffPages) forecast(ctx context.Context, org, event uuid.UUID, now time.Time) (views.Forecast, error) {
-	ex, err := s.app.Store.HoldExpiries(ctx, org, event)
+	ex, err := s.deps.Store.HoldExpiries(ctx, org, event)
 	if err != nil {
 		return views.Forecast{}, err
 	}
@@ -214,7 +214,7 @@ var feedKinds = map[string]string{
 // recentFeed fills the feed on page load from the audit log; live frames
 // add to it from then on.
 func (s *staffPages) recentFeed(ctx context.Context, a hold.Actor, event uuid.UUID) ([]views.FeedEntry, error) {
-	es, err := s.app.Store.AuditLog(ctx, a.Org, event, store.AuditFilter{Limit: 30})
+	es, err := s.deps.Store.AuditLog(ctx, a.Org, event, store.AuditFilter{Limit: 30})
 	if err != nil {
 		return nil, err
 	}
@@ -232,7 +232,7 @@ func (s *staffPages) occupancyFragment(w http.ResponseWriter, r *http.Request, a
 	if err != nil {
 		return err
 	}
-	occ, err := s.app.Core.Occupancy(r.Context(), a, ev.ID)
+	occ, err := s.deps.Core.Occupancy(r.Context(), a, ev.ID)
 	if err != nil {
 		return err
 	}
@@ -353,7 +353,7 @@ func (s *staffPages) boxOfficeWith(w http.ResponseWriter, r *http.Request, a hol
 	}
 	ctx := r.Context()
 	b := views.BoxOffice{EventID: ev.ID.String(), EventName: ev.Name, Mode: s.mode(), Organizer: a.Role == hold.RoleOrganizer}
-	occ, err := s.app.Core.Occupancy(ctx, a, ev.ID)
+	occ, err := s.deps.Core.Occupancy(ctx, a, ev.ID)
 	if err != nil {
 		return err
 	}
@@ -375,7 +375,7 @@ func (s *staffPages) boxOfficeWith(w http.ResponseWriter, r *http.Request, a hol
 
 func (s *staffPages) holdTable(ctx context.Context, a hold.Actor, event uuid.UUID, f views.HoldFilter) (views.HoldTable, error) {
 	t := views.HoldTable{EventID: event.String(), Filter: f}
-	secs, err := s.app.Store.Sections(ctx, a.Org, event)
+	secs, err := s.deps.Store.Sections(ctx, a.Org, event)
 	if err != nil {
 		return t, err
 	}
@@ -387,7 +387,7 @@ func (s *staffPages) holdTable(ctx context.Context, a hold.Actor, event uuid.UUI
 		// A cursor not of ours (edited by hand): the first page.
 		after, t.Filter.After = store.HoldCursor{}, ""
 	}
-	p, err := s.app.Store.ActiveHoldsPage(ctx, a.Org, event, store.HoldFilter{Section: f.Section, Holder: f.Holder},
+	p, err := s.deps.Store.ActiveHoldsPage(ctx, a.Org, event, store.HoldFilter{Section: f.Section, Holder: f.Holder},
 		after, holdPageRows, true)
 	if err != nil {
 		return t, err
@@ -426,7 +426,7 @@ func (s *staffPages) holdsFragment(w http.ResponseWriter, r *http.Request, a hol
 // the first column holds the row letters.
 func (s *staffPages) boxMap(ctx context.Context, a hold.Actor, event uuid.UUID, section string) (views.BoxMap, error) {
 	m := views.BoxMap{EventID: event.String()}
-	secs, seats, err := s.app.Core.SeatViews(ctx, a, event)
+	secs, seats, err := s.deps.Core.SeatViews(ctx, a, event)
 	if err != nil {
 		return m, err
 	}
@@ -496,7 +496,7 @@ func (s *staffPages) lookup(ctx context.Context, a hold.Actor, event uuid.UUID, 
 		return &views.Lookup{Email: "(invalid)"}, nil
 	}
 	l := &views.Lookup{Email: email}
-	act, err := s.app.Store.BuyerActivity(ctx, a.Org, event, email)
+	act, err := s.deps.Store.BuyerActivity(ctx, a.Org, event, email)
 	if apperr.CodeOf(err) == apperr.NotFound {
 		return l, nil
 	}
@@ -572,7 +572,7 @@ func (s *staffPages) releaseHolds(w http.ResponseWriter, r *http.Request, a hold
 		return s.backWith(w, r, back, fmt.Sprintf("The reason is too long (at most %d characters).", reasonMax))
 	}
 	for _, id := range ids {
-		h, err := s.app.Store.HoldByID(ctx, a.Org, id)
+		h, err := s.deps.Store.HoldByID(ctx, a.Org, id)
 		if err != nil {
 			return err
 		}
@@ -583,10 +583,10 @@ func (s *staffPages) releaseHolds(w http.ResponseWriter, r *http.Request, a hold
 	var released []string
 	ended := 0
 	for _, id := range ids {
-		h, err := s.app.Core.Release(ctx, a, id, reason)
+		h, err := s.deps.Core.Release(ctx, a, id, reason)
 		switch {
 		case err == nil:
-			released = append(released, s.app.Core.SeatLabel(ctx, a, ev.ID, h.SeatID))
+			released = append(released, s.deps.Core.SeatLabel(ctx, a, ev.ID, h.SeatID))
 		case apperr.CodeOf(err) == apperr.NotFound:
 			ended++ // ended meanwhile: expired, bought or released by someone else
 		default:
@@ -642,12 +642,12 @@ func (s *staffPages) boxSetBlocked(w http.ResponseWriter, r *http.Request, a hol
 		return apperr.E(apperr.Invalid, "the reason is too long (at most %d characters)", reasonMax)
 	}
 	ctx := r.Context()
-	_, err = s.app.Core.SetBlocked(ctx, a, ev.ID, seat, blocked, reason)
+	_, err = s.deps.Core.SetBlocked(ctx, a, ev.ID, seat, blocked, reason)
 	if err != nil && apperr.CodeOf(err) != apperr.Conflict {
 		return err
 	}
-	label := s.app.Core.SeatLabel(ctx, a, ev.ID, seat)
-	st, ok := s.app.Core.SeatLayout(a.Org, ev.ID, seat)
+	label := s.deps.Core.SeatLabel(ctx, a, ev.ID, seat)
+	st, ok := s.deps.Core.SeatLayout(a.Org, ev.ID, seat)
 	msg, kind := "Seat "+label+" blocked.", "success"
 	switch {
 	case err == nil && !blocked:
@@ -697,7 +697,7 @@ func (s *staffPages) auditPage(w http.ResponseWriter, r *http.Request, a hold.Ac
 	}
 	l.First = f.Before == 0
 	if l.Filter.Seat != "" {
-		if f.Seat, err = s.app.Store.SeatByLabel(ctx, a.Org, ev.ID, l.Filter.Seat); err != nil {
+		if f.Seat, err = s.deps.Store.SeatByLabel(ctx, a.Org, ev.ID, l.Filter.Seat); err != nil {
 			if apperr.CodeOf(err) != apperr.NotFound {
 				return err
 			}
@@ -705,7 +705,7 @@ func (s *staffPages) auditPage(w http.ResponseWriter, r *http.Request, a hold.Ac
 		}
 	}
 	if l.Filter.Email != "" && l.Message == "" {
-		u, err := s.app.Store.UserByEmail(ctx, a.Org, l.Filter.Email)
+		u, err := s.deps.Store.UserByEmail(ctx, a.Org, l.Filter.Email)
 		if err != nil {
 			if apperr.CodeOf(err) != apperr.NotFound {
 				return err
@@ -715,7 +715,7 @@ func (s *staffPages) auditPage(w http.ResponseWriter, r *http.Request, a hold.Ac
 		f.User = u.ID
 	}
 	if l.Message == "" {
-		es, err := s.app.Store.AuditLog(ctx, a.Org, ev.ID, f)
+		es, err := s.deps.Store.AuditLog(ctx, a.Org, ev.ID, f)
 		if err != nil {
 			return err
 		}
@@ -738,7 +738,7 @@ func (s *staffPages) auditPage(w http.ResponseWriter, r *http.Request, a hold.Ac
 // their hold.
 func (s *staffPages) releaseNotice(d hold.Delta) []byte {
 	label := d.Seat.String()
-	if st, ok := s.app.Core.SeatLayout(d.Org, d.Event, d.Seat); ok {
+	if st, ok := s.deps.Core.SeatLayout(d.Org, d.Event, d.Seat); ok {
 		label = st.Label()
 	}
 	b, err := renderBytes(context.Background(), views.ReleaseNotice(label))
@@ -832,7 +832,7 @@ func (sr *staffPages) RenderStaff(ctx context.Context, st live.Stream, b live.St
 func (sr *staffPages) dashboard(ctx context.Context, a hold.Actor, b live.StaffBatch) ([]templ.Component, error) {
 	s := sr
 	now := time.Now()
-	occ, err := s.app.Core.Occupancy(ctx, a, b.Event)
+	occ, err := s.deps.Core.Occupancy(ctx, a, b.Event)
 	if err != nil {
 		return nil, err
 	}
@@ -902,7 +902,7 @@ func (sr *staffPages) liveRegistry(ctx context.Context, a hold.Actor, event uuid
 // map, and the counts.
 func (sr *staffPages) boxOffice(ctx context.Context, a hold.Actor, b live.StaffBatch) ([]templ.Component, error) {
 	s := sr
-	occ, err := s.app.Core.Occupancy(ctx, a, b.Event)
+	occ, err := s.deps.Core.Occupancy(ctx, a, b.Event)
 	if err != nil {
 		return nil, err
 	}
@@ -921,7 +921,7 @@ func (sr *staffPages) boxOffice(ctx context.Context, a hold.Actor, b live.StaffB
 		if d.Status == store.Held {
 			held = append(held, d.Seat)
 		}
-		if st, ok := s.app.Core.SeatLayout(b.Org, b.Event, d.Seat); ok {
+		if st, ok := s.deps.Core.SeatLayout(b.Org, b.Event, d.Seat); ok {
 			// The change is the truth for this frame; the cache may be
 			// newer already.
 			st.Status, st.Version = d.Status, d.Version
@@ -931,7 +931,7 @@ func (sr *staffPages) boxOffice(ctx context.Context, a hold.Actor, b live.StaffB
 	if len(held) > 0 {
 		// Postgres has the holder's email and the hold's start; a hold
 		// that ended since is not found, and its own change removes it.
-		hs, err := s.app.Store.ActiveHolds(ctx, a.Org, b.Event, store.HoldFilter{Seats: held})
+		hs, err := s.deps.Store.ActiveHolds(ctx, a.Org, b.Event, store.HoldFilter{Seats: held})
 		if err != nil {
 			return nil, err
 		}
@@ -943,7 +943,7 @@ func (sr *staffPages) boxOffice(ctx context.Context, a hold.Actor, b live.StaffB
 }
 
 func (sr *staffPages) label(d hold.Delta) string {
-	if st, ok := sr.app.Core.SeatLayout(d.Org, d.Event, d.Seat); ok {
+	if st, ok := sr.deps.Core.SeatLayout(d.Org, d.Event, d.Seat); ok {
 		return st.Label()
 	}
 	return d.Seat.String()
@@ -953,14 +953,14 @@ func (sr *staffPages) label(d hold.Delta) string {
 // from Postgres at most every third of the snapshot interval.
 func (sr *staffPages) snapshots(ctx context.Context, a hold.Actor, event uuid.UUID, now time.Time) ([]store.Snapshot, error) {
 	key := [2]uuid.UUID{a.Org, event}
-	every := max(sr.app.Cfg.SnapshotInterval/3, time.Second)
+	every := max(sr.deps.Cfg.SnapshotInterval/3, time.Second)
 	sr.mu.Lock()
 	c, ok := sr.charts[key]
 	sr.mu.Unlock()
 	if ok && now.Sub(c.read) < every {
 		return c.snaps, nil
 	}
-	snaps, err := sr.app.Core.Snapshots(ctx, a, event, now.Add(-chartSpan))
+	snaps, err := sr.deps.Core.Snapshots(ctx, a, event, now.Add(-chartSpan))
 	if err != nil {
 		return nil, err
 	}
@@ -980,7 +980,7 @@ func (sr *staffPages) origins(ctx context.Context, a hold.Actor, event uuid.UUID
 	if ok {
 		return o, nil
 	}
-	_, seats, err := sr.app.Core.SeatViews(ctx, a, event)
+	_, seats, err := sr.deps.Core.SeatViews(ctx, a, event)
 	if err != nil {
 		return nil, err
 	}

@@ -11,7 +11,6 @@ import (
 
 	"github.com/alexedwards/scs/v2"
 
-	"seatd/internal/app"
 	"seatd/internal/auth"
 	"seatd/static"
 	"seatd/web/live"
@@ -19,7 +18,7 @@ import (
 
 // Server holds the handlers' dependencies.
 type Server struct {
-	app      *app.App
+	deps     Deps
 	log      *slog.Logger
 	mux      *http.ServeMux
 	handler  http.Handler
@@ -40,23 +39,23 @@ type options struct {
 	noSessionCache bool
 }
 
-// New builds the HTTP handler of an assembled app.
-func New(a *app.App) *Server { return newServer(a, options{}) }
+// New builds the HTTP handler from its dependencies.
+func New(d Deps) *Server { return newServer(d, options{}) }
 
-func newServer(a *app.App, o options) *Server {
+func newServer(d Deps, o options) *Server {
 	assets, err := static.New()
 	if err != nil {
 		// The files are embedded at build time; failing to hash them is a
 		// broken binary, not a runtime condition.
 		panic(err)
 	}
-	s := &Server{app: a, log: a.Log, mux: http.NewServeMux(), dec: newDecoder(), assets: assets}
-	s.hub = live.New(a.Core, liveRenderer{core: a.Core}, a.Log, s.liveOptions())
-	s.metrics = newHTTPMetrics(a.Registry)
-	s.sessions, s.sstore = newSessions(a, !o.noSessionCache)
-	s.limits = newLimiter(a.Redis, a.Cfg.KeyPrefix, a.Core.FastPath, a.Log, s.metrics.rateLimited)
-	s.limits.configure(a.Cfg)
-	s.flights = newRegistryFlights(a.Core, a.Cfg.RegistryCheckCooldown)
+	s := &Server{deps: d, log: d.Log, mux: http.NewServeMux(), dec: newDecoder(), assets: assets}
+	s.hub = live.New(d.Core, liveRenderer{core: d.Core}, d.Log, s.liveOptions())
+	s.metrics = newHTTPMetrics(d.Registry)
+	s.sessions, s.sstore = newSessions(d, !o.noSessionCache)
+	s.limits = newLimiter(d.Redis, d.Cfg.KeyPrefix, d.Core.FastPath, d.Log, s.metrics.rateLimited)
+	s.limits.configure(d.Cfg)
+	s.flights = newRegistryFlights(d.Core, d.Cfg.RegistryCheckCooldown)
 	s.listenSessionEnds()
 	s.routes()
 	// Outermost first: log and recover, headers on every answer, refuse
@@ -130,15 +129,15 @@ func (s *Server) healthz(w http.ResponseWriter, _ *http.Request) {
 func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
 	defer cancel()
-	out := map[string]string{"postgres": "ok", "redis": "ok", "breaker": s.app.Core.BreakerState(), "mode": "fast"}
+	out := map[string]string{"postgres": "ok", "redis": "ok", "breaker": s.deps.Core.BreakerState(), "mode": "fast"}
 	status := http.StatusOK
-	if err := s.app.Pool.Ping(ctx); err != nil {
+	if err := s.deps.Pool.Ping(ctx); err != nil {
 		out["postgres"], status = "unavailable", http.StatusServiceUnavailable
 	}
-	if err := s.app.Redis.Ping(ctx).Err(); err != nil {
+	if err := s.deps.Redis.Ping(ctx).Err(); err != nil {
 		out["redis"] = "unavailable"
 	}
-	if !s.app.Core.FastPath() {
+	if !s.deps.Core.FastPath() {
 		out["mode"] = "degraded: Redis unavailable, running on Postgres"
 	}
 	writeJSON(w, status, out)

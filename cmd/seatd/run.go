@@ -90,7 +90,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 	if err != nil {
 		return err
 	}
-	srv := web.New(a)
+	srv := web.New(webDeps(a))
 	explicitOps := getenv("SEATD_OPS_ADDR") != "" || getenv("SEATD_PPROF_ADDR") != ""
 	opsAddr, stopOps, err := serveOps(cfg.OpsAddr, explicitOps, srv.Ops(), log)
 	if err != nil {
@@ -104,6 +104,12 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 	log.Info("serving", "addr", ln.Addr().String(), "url", "http://"+displayAddr(ln.Addr().String()))
 	_, _ = fmt.Fprintf(stdout, "seatd is running at http://%s\n", displayAddr(ln.Addr().String()))
 	return a.Serve(ctx, ln, srv, srv.Shutdown)
+}
+
+// webDeps are the parts of the app the HTTP layer uses.
+func webDeps(a *app.App) web.Deps {
+	return web.Deps{Cfg: a.Cfg, Log: a.Log, Pool: a.Pool, Redis: a.Redis, Store: a.Store, Core: a.Core,
+		Accounts: a.Accounts, Bus: a.Bus, Registry: a.Registry}
 }
 
 func displayAddr(addr string) string {

@@ -1,0 +1,78 @@
+package web
+
+import (
+	"context"
+	"log/slog"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/redis/go-redis/v9"
+
+	"seatd/internal/auth"
+	"seatd/internal/config"
+	"seatd/internal/hold"
+	"seatd/internal/store"
+	"seatd/web/live"
+)
+
+// Deps are what the web layer is built from. The caller (cmd/seatd, the
+// tests) assembles them; the web layer never sees the whole process.
+type Deps struct {
+	Cfg config.Config
+	Log *slog.Logger
+	// Pool stores the session rows (pgxstore needs the pool itself) and
+	// answers the readiness probe.
+	Pool *pgxpool.Pool
+	// Redis keeps the rate-limit counters shared by processes and answers
+	// the readiness probe.
+	Redis redis.UniversalClient
+	// Store answers the reads pages and staff tables show (events, audit
+	// log, hold pages, customers); the core owns every write.
+	Store    *store.Store
+	Core     Core
+	Accounts Accounts
+	// Bus carries session ends between processes.
+	Bus auth.Bus
+	// Registry takes the HTTP metrics and is served on the ops listener.
+	Registry *prometheus.Registry
+}
+
+// Core is what the handlers, the live hub and the registry panel ask of the
+// hold core; *hold.Service satisfies it.
+type Core interface {
+	live.Source
+	registryCore
+
+	Hold(ctx context.Context, a hold.Actor, event uuid.UUID, seatIDs []uuid.UUID, source string) (hold.Result, error)
+	Holds(ctx context.Context, a hold.Actor, event uuid.UUID) ([]store.Hold, error)
+	Release(ctx context.Context, a hold.Actor, holdID uuid.UUID, reason string) (store.Hold, error)
+	Checkout(ctx context.Context, a hold.Actor, event uuid.UUID) ([]store.Hold, error)
+	Purchase(ctx context.Context, a hold.Actor, event uuid.UUID, key string, holdIDs []uuid.UUID) (store.Booking, error)
+	SetBlocked(ctx context.Context, a hold.Actor, event, seat uuid.UUID, blocked bool, reason string) (int64, error)
+
+	Seats(ctx context.Context, a hold.Actor, event uuid.UUID) ([]store.Section, []store.Seat, error)
+	SeatViews(ctx context.Context, a hold.Actor, event uuid.UUID) ([]store.Section, []hold.SeatView, error)
+	SeatLayout(org, event, seat uuid.UUID) (hold.SeatView, bool)
+	SeatLabel(ctx context.Context, a hold.Actor, event, seat uuid.UUID) string
+
+	Occupancy(ctx context.Context, a hold.Actor, event uuid.UUID) (hold.Occupancy, error)
+	RecomputeOccupancy(ctx context.Context, a hold.Actor, event uuid.UUID) (hold.Occupancy, error)
+	Snapshots(ctx context.Context, a hold.Actor, event uuid.UUID, since time.Time) ([]store.Snapshot, error)
+
+	FastPath() bool
+	BreakerState() string
+}
+
+var _ Core = (*hold.Service)(nil)
+
+// Accounts is what sign-in, sign-up and the session check ask of the
+// accounts; *auth.Accounts satisfies it.
+type Accounts interface {
+	Authenticate(ctx context.Context, orgSlug, email, password string) (store.Org, store.User, error)
+	Create(ctx context.Context, org uuid.UUID, email, password, role string) (store.User, error)
+	Current(ctx context.Context, org, user uuid.UUID, role string) (bool, error)
+}
+
+var _ Accounts = (*auth.Accounts)(nil)
