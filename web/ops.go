@@ -2,7 +2,6 @@ package web
 
 import (
 	"net/http"
-	"net/http/pprof"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -20,13 +19,6 @@ func (s *Server) Ops() http.Handler {
 	live := prometheus.NewRegistry()
 	live.MustRegister(s.hub)
 	metrics := prometheus.Gatherers{s.deps.Registry, live}
-	mux.Handle("GET /metrics", promhttp.HandlerFor(metrics, promhttp.HandlerOpts{Registry: s.deps.Registry}))
-	mux.HandleFunc("GET /healthz", s.healthz)
-	mux.HandleFunc("GET /readyz", s.readyz)
-	mux.HandleFunc("GET /debug/pprof/", pprof.Index)
-	mux.HandleFunc("GET /debug/pprof/cmdline", pprof.Cmdline)
-	mux.HandleFunc("GET /debug/pprof/profile", pprof.Profile)
-	mux.HandleFunc("GET /debug/pprof/symbol", pprof.Symbol)
-	mux.HandleFunc("GET /debug/pprof/trace", pprof.Trace)
+	s.opsRoutes(mux, promhttp.HandlerFor(metrics, promhttp.HandlerOpts{Registry: s.deps.Registry}))
 	return mux
 }

@@ -15,25 +15,6 @@ import (
 	"seatd/web/live"
 )
 
-// pageRoutes registers the server-rendered pages and the live socket.
-func (s *Server) pageRoutes() {
-	s.mux.Handle("GET /static/", s.assets)
-	s.mux.HandleFunc("GET /{$}", s.home)
-	s.mux.HandleFunc("GET /login", s.loginPage)
-	s.mux.HandleFunc("GET /o/{org}/signup", s.signupPage)
-	s.mux.HandleFunc("GET /events", s.page(anyRole, s.eventsPage))
-	s.mux.HandleFunc("GET /e/{event}", s.page(anyRole, s.seatMapPage))
-	s.mux.HandleFunc("GET /e/{event}/map", s.page(anyRole, s.venueFragment))
-	s.mux.HandleFunc("GET /e/{event}/cart", s.page(anyRole, s.cartFragment))
-	s.mux.HandleFunc("POST /e/{event}/seats/{seat}/toggle", s.page(anyRole, s.toggleSeat))
-	s.mux.HandleFunc("DELETE /e/{event}/holds/{hold}", s.page(anyRole, s.releaseFromCart))
-	s.mux.HandleFunc("POST /e/{event}/checkout", s.page(anyRole, s.checkoutCart))
-	s.mux.HandleFunc("POST /e/{event}/pay", s.page(anyRole, s.pay))
-	s.mux.HandleFunc("GET /bookings/{booking}", s.page(buyer, s.bookingPage))
-	s.mux.HandleFunc("GET /live/events/{event}", s.authed(anyRole, s.liveSocket(live.StreamSeats)))
-	s.staffRoutes()
-}
-
 // pageHandler handles a page request of a signed-in user.
 type pageHandler func(w http.ResponseWriter, r *http.Request, a hold.Actor) error
 

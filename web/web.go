@@ -79,47 +79,6 @@ func (s *Server) Shutdown() {
 	}
 }
 
-// routes lists every route in one place. Roles per DESIGN §7: holds,
-// checkout and purchase are the buyer's; hold lists and occupancy are
-// staff's; blocking and the registry are the organizer's.
-func (s *Server) routes() {
-	// Probes, where load balancers look; metrics and profiles are on the
-	// ops listener only (Ops, ops.go).
-	s.mux.HandleFunc("GET /healthz", s.healthz)
-	s.mux.HandleFunc("GET /readyz", s.readyz)
-
-	// Accounts.
-	s.mux.HandleFunc("POST /login", s.public(s.login))
-	s.mux.HandleFunc("POST /o/{org}/signup", s.public(s.signup))
-	s.mux.HandleFunc("POST /logout", s.public(s.logout))
-	s.mux.HandleFunc("GET /api/v1/me", s.authed(anyRole, s.me))
-
-	// Events and seats.
-	s.mux.HandleFunc("GET /api/v1/events", s.authed(anyRole, s.listEvents))
-	s.mux.HandleFunc("GET /api/v1/events/{event}", s.authed(anyRole, s.getEvent))
-	s.mux.HandleFunc("GET /api/v1/events/{event}/seats", s.authed(anyRole, s.listSeats))
-
-	// Buying.
-	s.mux.HandleFunc("POST /api/v1/events/{event}/holds", s.authed(buyer, s.createHold))
-	s.mux.HandleFunc("GET /api/v1/events/{event}/holds/mine", s.authed(buyer, s.myHolds))
-	s.mux.HandleFunc("DELETE /api/v1/holds/{hold}", s.authed(anyRole, s.releaseHold))
-	s.mux.HandleFunc("POST /api/v1/events/{event}/checkout", s.authed(buyer, s.checkout))
-	s.mux.HandleFunc("POST /api/v1/events/{event}/purchase", s.authed(buyer, s.purchase))
-
-	// Staff.
-	s.mux.HandleFunc("GET /api/v1/events/{event}/holds", s.authed(staff, s.eventHolds))
-	s.mux.HandleFunc("GET /api/v1/events/{event}/occupancy", s.authed(staff, s.occupancy))
-	// Box office blocks and unblocks too (DESIGN §1: their page has a
-	// small seat map for it).
-	s.mux.HandleFunc("POST /api/v1/events/{event}/seats/{seat}/block", s.authed(staff, s.blockSeat))
-	s.mux.HandleFunc("POST /api/v1/events/{event}/seats/{seat}/unblock", s.authed(staff, s.unblockSeat))
-	s.mux.HandleFunc("GET /api/v1/events/{event}/registry", s.authed(organizer, s.registry))
-	s.mux.HandleFunc("POST /api/v1/events/{event}/registry/reconcile", s.authed(organizer, s.reconcile))
-
-	// Pages and the live socket.
-	s.pageRoutes()
-}
-
 func (s *Server) healthz(w http.ResponseWriter, _ *http.Request) {
 	writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
 }

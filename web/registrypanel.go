@@ -1,0 +1,113 @@
+package web
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"time"
+
+	"github.com/google/uuid"
+
+	"seatd/internal/hold"
+	"seatd/views"
+)
+
+// The dashboard's registry panel: whether the hot cache, Redis and Postgres
+// agree on the active holds, the reconcile button, and the live checks.
+
+// registryVM reads the tiers' agreement; a failure shows in the panel.
+func (s *staffPages) registryVM(ctx context.Context, a hold.Actor, event uuid.UUID, msg string) views.Registry {
+	out := views.Registry{EventID: event.String(), Message: msg, CheckedAt: time.Now()}
+	reg, at, err := s.flights.status(ctx, a, event)
+	if err != nil {
+		out.Err = s.internalText(ctx, "registry status", err)
+		return out
+	}
+	out.CheckedAt = at
+	return registryView(out, reg)
+}
+
+func registryView(out views.Registry, reg hold.Registry) views.Registry {
+	out.HotCache, out.Redis, out.Postgres = reg.HotCache, reg.Redis, reg.Postgres
+	out.Consistent, out.Breaker, out.RedisError = reg.Consistent, reg.Breaker, reg.RedisError
+	return out
+}
+
+func (s *staffPages) registryFragment(w http.ResponseWriter, r *http.Request, a hold.Actor) error {
+	ev, err := s.staffEvent(r, a)
+	if err != nil {
+		return err
+	}
+	s.renderStaff(w, r, ev, views.RegistryPanel(s.registryVM(r.Context(), a, ev.ID, ""), false))
+	return nil
+}
+
+// reconcileFragment rebuilds Redis and the hot caches from Postgres and
+// shows the outcome in the panel (a failure too: htmx would not swap an
+// error status, and the organizer must see it). A second click within the
+// cooldown shows the first one's outcome and time (see registryFlights).
+func (s *staffPages) reconcileFragment(w http.ResponseWriter, r *http.Request, a hold.Actor) error {
+	ev, err := s.staffEvent(r, a)
+	if err != nil {
+		return err
+	}
+	ctx := r.Context()
+	out := views.Registry{EventID: ev.ID.String(), CheckedAt: time.Now()}
+	reg, at, err := s.flights.reconciled(ctx, a, ev.ID)
+	if err != nil {
+		out = s.registryVM(ctx, a, ev.ID, "Reconcile failed: "+s.internalText(ctx, "reconcile", err))
+	} else {
+		out.CheckedAt = at
+		out = registryView(out, reg)
+		out.Message = fmt.Sprintf("Reconciled at %s: Redis and the hot caches were rebuilt from Postgres (%d active %s).",
+			out.CheckedAt.UTC().Format("15:04:05 MST"), reg.Postgres, plural(reg.Postgres, "hold", "holds"))
+	}
+	s.renderStaff(w, r, ev, views.RegistryPanel(out, false))
+	return nil
+}
+
+// registryCheck is the last live check of an event's registry.
+type registryCheck struct {
+	at           time.Time
+	inconsistent bool
+}
+
+const (
+	// registryEvery spaces the dashboard's live registry checks: each
+	// reads every active hold from Postgres and Redis.
+	registryEvery = 5 * time.Second
+	// registryConfirm is how long a disagreement must last before a live
+	// check shows it: a hold between its Redis lock and its commit is in
+	// Redis only for milliseconds, which is not an inconsistency.
+	registryConfirm = time.Minute
+)
+
+// liveRegistry checks the registry for a dashboard frame at most every
+// registryEvery. A disagreement is shown only when the check before (at
+// most registryConfirm earlier) found one too; until then the panel keeps
+// what it showed.
+func (sr *staffPages) liveRegistry(ctx context.Context, a hold.Actor, event uuid.UUID, now time.Time) (views.Registry, bool) {
+	key := [2]uuid.UUID{a.Org, event}
+	sr.mu.Lock()
+	last, ok := sr.registry[key]
+	if ok && now.Sub(last.at) < registryEvery {
+		sr.mu.Unlock()
+		return views.Registry{}, false
+	}
+	prev := ok && last.inconsistent && now.Sub(last.at) <= registryConfirm
+	sr.registry[key] = &registryCheck{at: now, inconsistent: last != nil && last.inconsistent}
+	sr.mu.Unlock()
+
+	reg, _, err := sr.flights.status(ctx, a, event)
+	if err != nil {
+		sr.log.Warn("live registry check", "org", a.Org, "event", event, "err", err)
+		return views.Registry{}, false
+	}
+	sr.mu.Lock()
+	sr.registry[key] = &registryCheck{at: now, inconsistent: !reg.Consistent}
+	sr.mu.Unlock()
+	if !reg.Consistent && !prev {
+		return views.Registry{}, false
+	}
+	return registryView(views.Registry{EventID: event.String(), CheckedAt: now}, reg), true
+}

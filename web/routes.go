@@ -1,0 +1,101 @@
+package web
+
+import (
+	"net/http"
+	"net/http/pprof"
+
+	"seatd/web/live"
+)
+
+// routes lists every route of the public listener in one place. Roles per
+// DESIGN §7: holds, checkout and purchase are the buyer's; hold lists and
+// occupancy are staff's; blocking and the registry are the organizer's.
+func (s *Server) routes() {
+	// Probes, where load balancers look; metrics and profiles are on the
+	// ops listener only (Ops, ops.go).
+	s.mux.HandleFunc("GET /healthz", s.healthz)
+	s.mux.HandleFunc("GET /readyz", s.readyz)
+
+	// Accounts.
+	s.mux.HandleFunc("POST /login", s.public(s.login))
+	s.mux.HandleFunc("POST /o/{org}/signup", s.public(s.signup))
+	s.mux.HandleFunc("POST /logout", s.public(s.logout))
+	s.mux.HandleFunc("GET /api/v1/me", s.authed(anyRole, s.me))
+
+	// Events and seats.
+	s.mux.HandleFunc("GET /api/v1/events", s.authed(anyRole, s.listEvents))
+	s.mux.HandleFunc("GET /api/v1/events/{event}", s.authed(anyRole, s.getEvent))
+	s.mux.HandleFunc("GET /api/v1/events/{event}/seats", s.authed(anyRole, s.listSeats))
+
+	// Buying.
+	s.mux.HandleFunc("POST /api/v1/events/{event}/holds", s.authed(buyer, s.createHold))
+	s.mux.HandleFunc("GET /api/v1/events/{event}/holds/mine", s.authed(buyer, s.myHolds))
+	s.mux.HandleFunc("DELETE /api/v1/holds/{hold}", s.authed(anyRole, s.releaseHold))
+	s.mux.HandleFunc("POST /api/v1/events/{event}/checkout", s.authed(buyer, s.checkout))
+	s.mux.HandleFunc("POST /api/v1/events/{event}/purchase", s.authed(buyer, s.purchase))
+
+	// Staff.
+	s.mux.HandleFunc("GET /api/v1/events/{event}/holds", s.authed(staff, s.eventHolds))
+	s.mux.HandleFunc("GET /api/v1/events/{event}/occupancy", s.authed(staff, s.occupancy))
+	// Box office blocks and unblocks too (DESIGN §1: their page has a
+	// small seat map for it).
+	s.mux.HandleFunc("POST /api/v1/events/{event}/seats/{seat}/block", s.authed(staff, s.blockSeat))
+	s.mux.HandleFunc("POST /api/v1/events/{event}/seats/{seat}/unblock", s.authed(staff, s.unblockSeat))
+	s.mux.HandleFunc("GET /api/v1/events/{event}/registry", s.authed(organizer, s.registry))
+	s.mux.HandleFunc("POST /api/v1/events/{event}/registry/reconcile", s.authed(organizer, s.reconcile))
+
+	// Pages and the buyer's live socket.
+	s.mux.Handle("GET /static/", s.assets)
+	s.mux.HandleFunc("GET /{$}", s.home)
+	s.mux.HandleFunc("GET /login", s.loginPage)
+	s.mux.HandleFunc("GET /o/{org}/signup", s.signupPage)
+	s.mux.HandleFunc("GET /events", s.page(anyRole, s.eventsPage))
+	s.mux.HandleFunc("GET /e/{event}", s.page(anyRole, s.seatMapPage))
+	s.mux.HandleFunc("GET /e/{event}/map", s.page(anyRole, s.venueFragment))
+	s.mux.HandleFunc("GET /e/{event}/cart", s.page(anyRole, s.cartFragment))
+	s.mux.HandleFunc("POST /e/{event}/seats/{seat}/toggle", s.page(anyRole, s.toggleSeat))
+	s.mux.HandleFunc("DELETE /e/{event}/holds/{hold}", s.page(anyRole, s.releaseFromCart))
+	s.mux.HandleFunc("POST /e/{event}/checkout", s.page(anyRole, s.checkoutCart))
+	s.mux.HandleFunc("POST /e/{event}/pay", s.page(anyRole, s.pay))
+	s.mux.HandleFunc("GET /bookings/{booking}", s.page(buyer, s.bookingPage))
+	s.mux.HandleFunc("GET /live/events/{event}", s.authed(anyRole, s.liveSocket(live.StreamSeats)))
+
+	// Staff pages; turning them on also turns on the hub's staff streams.
+	p := newStaffPages(s)
+	s.hub.EnableStaff(live.StaffOptions{Renderer: p, Notice: p.releaseNotice})
+
+	// Organizer.
+	s.mux.HandleFunc("GET /admin/events/{event}", s.page(organizer, p.dashboardPage))
+	s.mux.HandleFunc("GET /admin/events/{event}/occupancy", s.page(organizer, p.occupancyFragment))
+	s.mux.HandleFunc("POST /admin/events/{event}/occupancy/verify", s.page(organizer, p.verifyFragment))
+	s.mux.HandleFunc("GET /admin/events/{event}/feed", s.page(organizer, p.feedFragment))
+	s.mux.HandleFunc("GET /admin/events/{event}/registry", s.page(organizer, p.registryFragment))
+	s.mux.HandleFunc("POST /admin/events/{event}/registry/reconcile", s.page(organizer, p.reconcileFragment))
+	s.mux.HandleFunc("GET /admin/events/{event}/audit", s.page(organizer, p.auditPage))
+
+	// Box office; organizers may use it too.
+	s.mux.HandleFunc("GET /box-office/events/{event}", s.page(staff, p.boxOfficePage))
+	s.mux.HandleFunc("POST /box-office/events/{event}/lookup", s.page(staff, p.lookupCustomer))
+	s.mux.HandleFunc("GET /box-office/events/{event}/holds", s.page(staff, p.holdsFragment))
+	s.mux.HandleFunc("GET /box-office/events/{event}/map", s.page(staff, p.boxMapFragment))
+	s.mux.HandleFunc("POST /box-office/events/{event}/release", s.page(staff, p.releaseHolds))
+	s.mux.HandleFunc("POST /box-office/events/{event}/seats/{seat}/block", s.page(staff, p.boxBlock))
+	s.mux.HandleFunc("POST /box-office/events/{event}/seats/{seat}/unblock", s.page(staff, p.boxUnblock))
+
+	// Their live sockets.
+	s.mux.HandleFunc("GET /live/events/{event}/dashboard", p.authed(organizer, p.liveSocket(live.StreamDashboard)))
+	s.mux.HandleFunc("GET /live/events/{event}/box-office", p.authed(staff, p.liveSocket(live.StreamBoxOffice)))
+}
+
+// opsRoutes lists the routes of the ops listener (see Ops): metrics,
+// the probes again, and profiles.
+func (s *Server) opsRoutes(mux *http.ServeMux, metrics http.Handler) {
+	mux.Handle("GET /metrics", metrics)
+	mux.HandleFunc("GET /healthz", s.healthz)
+	mux.HandleFunc("GET /readyz", s.readyz)
+	mux.HandleFunc("GET /debug/pprof/", pprof.Index)
+	mux.HandleFunc("GET /debug/pprof/cmdline", pprof.Cmdline)
+	mux.HandleFunc("GET /debug/pprof/profile", pprof.Profile)
+	mux.HandleFunc("GET /debug/pprof/symbol", pprof.Symbol)
+	mux.HandleFunc("GET /debug/pprof/trace", pprof.Trace)
+}
