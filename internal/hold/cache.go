@@ -35,6 +35,10 @@ type eventState struct {
 	// (a write that failed, or whose reply was lost); the follower drops
 	// those Postgres does not have once their time comes.
 	doubtful  []doubtfulLock
+	// recheck are seats whose Redis state was found to disagree with
+	// Postgres (Redis let a hold through that Postgres then refused); the
+	// follower syncs them from Postgres.
+	recheck []uuid.UUID
 	seats     map[uuid.UUID]*store.Seat
 	byIdx     []*store.Seat
 	sections  []store.Section
@@ -181,6 +185,22 @@ func (e *eventState) doubt(ls ...doubtfulLock) {
 		e.doubtful = append(e.doubtful, ls...)
 	}
 	e.mu.Unlock()
+}
+
+func (e *eventState) markRecheck(ids ...uuid.UUID) {
+	e.mu.Lock()
+	if len(e.recheck)+len(ids) <= maxDoubtful {
+		e.recheck = append(e.recheck, ids...)
+	}
+	e.mu.Unlock()
+}
+
+func (e *eventState) takeRecheck() []uuid.UUID {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	ids := e.recheck
+	e.recheck = nil
+	return ids
 }
 
 // due takes the doubtful locks whose time has come.

@@ -137,8 +137,33 @@ func (s *Service) syncRedis(ctx context.Context, ev *eventState, cs []store.Chan
 			return true
 		}
 	}
+	s.syncRecheck(ctx, ev)
 	s.dropDoubtful(ctx, ev)
 	return true
+}
+
+// syncRecheck syncs the seats found to disagree with Postgres.
+func (s *Service) syncRecheck(ctx context.Context, ev *eventState) {
+	ids := ev.takeRecheck()
+	if len(ids) == 0 || !ev.synced.Load() {
+		return // a full sync covers them
+	}
+	seats, err := s.store.SeatsByID(ctx, ev.org, ev.id, ids)
+	if err != nil {
+		ev.markRecheck(ids...)
+		return
+	}
+	states := make([]seatlock.SeatState, len(seats))
+	var maxFence int64
+	for i := range seats {
+		states[i] = lockState(&seats[i])
+		maxFence = max(maxFence, seats[i].Fence)
+	}
+	if _, err := call(s.redis, func() (int, error) {
+		return s.locks.Sync(ctx, ev.org, ev.id, states, maxFence, s.now(), s.opt.StaleLockAge, false)
+	}); err != nil {
+		s.setSynced(ev, false)
+	}
 }
 
 // lockState is what Redis should hold for a seat Postgres has as st.

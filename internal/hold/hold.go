@@ -216,6 +216,12 @@ func (s *Service) holdFast(ctx context.Context, ev *eventState, seats []store.Se
 		case err != nil || len(out.Taken)+len(out.Missing)+len(out.Stale) > 0:
 			s.dropLocks(ctx, ev, ours)
 		}
+		if len(out.Taken) > 0 {
+			// Redis let through seats Postgres holds: it is behind on them
+			// (a hold made without Redis, or a lock lost). Sync them.
+			ev.markRecheck(out.Taken...)
+			s.wake()
+		}
 		if err != nil {
 			return Result{}, fmt.Errorf("create holds: %w", err)
 		}

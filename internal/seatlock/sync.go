@@ -52,7 +52,9 @@ for i = 1, n do
   if tonumber(redis.call('HGET', KEYS[5], sid) or '0') >= ver then
     -- a newer state of this seat was applied already
   elseif v and fence(v) > f and acquired(v) >= cutoff then
-    -- taken after this state: its owner or a later change decides
+    -- taken after this state: its owner or a later change decides (the
+    -- state is not recorded as applied: if the lock's write fails, the
+    -- same state must still be able to come back)
   elseif lock ~= '' then
     if not v or hold(v) ~= hold(lock) then
       if v then redis.call('ZREM', KEYS[2], owner(v) .. '|' .. sid) end
@@ -61,6 +63,7 @@ for i = 1, n do
     end
     redis.call('ZADD', KEYS[1], string.match(lock, '^[^|]*|[^|]*|[^|]*|([^|]*)|'), sid)
     redis.call('ZADD', KEYS[2], 0, owner(lock) .. '|' .. sid)
+    redis.call('HSET', KEYS[5], sid, ver)
   else
     if v then
       redis.call('DEL', KEYS[5 + i])
@@ -68,8 +71,8 @@ for i = 1, n do
       changed = changed + 1
     end
     redis.call('ZREM', KEYS[1], sid)
+    redis.call('HSET', KEYS[5], sid, ver)
   end
-  redis.call('HSET', KEYS[5], sid, math.max(ver, tonumber(redis.call('HGET', KEYS[5], sid) or '0')))
 end
 if ARGV[1] == 'mark' then redis.call('SET', KEYS[4], '1') end
 return changed
