@@ -93,13 +93,7 @@ func TestSocketCaps(t *testing.T) {
 	}
 	// A socket that leaves frees its place.
 	_ = first.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(websocket.CloseNormalClosure, ""), time.Now().Add(time.Second))
-	deadline := time.Now().Add(5 * time.Second)
-	for s.srv.hub.Stats().Clients > 3 {
-		if time.Now().After(deadline) {
-			t.Fatal("closed socket still counted after 5 s")
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	testenv.Eventually(t, 5*time.Second, "the closed socket uncounted", func() bool { return s.srv.hub.Stats().Clients <= 3 })
 	conn, _, err = s.dialAs(t, c, ev.ID)
 	if err != nil {
 		t.Fatal(err)
@@ -181,9 +175,7 @@ func TestRegistryFlights(t *testing.T) {
 			}
 		})
 	}
-	for core.checks.Load() == 0 {
-		time.Sleep(time.Millisecond)
-	}
+	testenv.Eventually(t, 10*time.Second, "a registry check started", func() bool { return core.checks.Load() > 0 })
 	close(core.gate) // let the flight finish
 	wg.Wait()
 	if n := core.checks.Load(); n != 1 {

@@ -959,21 +959,14 @@ func TestOccupancyMatchesSQL(t *testing.T) {
 
 	// Let every short hold expire and be reaped, and the deltas settle.
 	ctx := context.Background()
-	deadline := time.Now().Add(20 * time.Second)
-	for {
+	testenv.Eventually(t, 20*time.Second, "every short hold reaped", func() bool {
 		var due int
 		if err := short.Pool.QueryRow(ctx, `SELECT count(*) FROM seat_holds WHERE org_id = $1 AND event_id = $2
 			AND status = 'active' AND held_until < now() + interval '2 seconds'`, tn.Org.ID, ev.ID).Scan(&due); err != nil {
 			t.Fatal(err)
 		}
-		if due == 0 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%d short holds still active", due)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+		return due == 0
+	})
 	sqlTotal, _ := sqlOccupancy(t, short, tn.Org.ID, ev.ID)
 	org := actor(tn.Organizer)
 

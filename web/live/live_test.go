@@ -298,15 +298,3 @@ func closeCode(conn *websocket.Conn, d time.Duration) (int, error) {
 		return websocket.CloseAbnormalClosure, nil
 	}
 }
-
-// eventually polls cond until it holds or d passes.
-func eventually(t *testing.T, d time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(d)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %v waiting for %s", d, what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-}
