@@ -90,7 +90,7 @@ func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
 	defer cancel()
 	out := map[string]string{"postgres": "ok", "redis": "ok", "breaker": s.deps.Core.BreakerState(), "mode": "fast"}
 	status := http.StatusOK
-	if err := s.deps.Pool.Ping(ctx); err != nil {
+	if err := s.deps.Store.Ping(ctx); err != nil {
 		out["postgres"], status = "unavailable", http.StatusServiceUnavailable
 	}
 	if err := s.deps.Redis.Ping(ctx).Err(); err != nil {
