@@ -34,11 +34,11 @@ type eventState struct {
 	// doubtful are Redis locks whose hold may never have been committed
 	// (a write that failed, or whose reply was lost); the follower drops
 	// those Postgres does not have once their time comes.
-	doubtful  []doubtfulLock
+	doubtful []doubtfulLock
 	// recheck are seats whose Redis state was found to disagree with
 	// Postgres (Redis let a hold through that Postgres then refused); the
 	// follower syncs them from Postgres.
-	recheck []uuid.UUID
+	recheck   []uuid.UUID
 	seats     map[uuid.UUID]*store.Seat
 	byIdx     []*store.Seat
 	sections  []store.Section
