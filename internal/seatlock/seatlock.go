@@ -159,14 +159,18 @@ if #taken > 0 then
 end
 local cap = tonumber(ARGV[6])
 if cap > 0 and fresh > 0 then
-  -- The buyer's locks, checked one by one: an entry whose lock expired or
-  -- changed hands is dropped rather than counted.
-  local held = 0
-  for _, m in ipairs(redis.call('ZRANGEBYLEX', KEYS[2], '[' .. user .. '|', '[' .. user .. '|~')) do
-    local v = redis.call('GET', ARGV[7] .. string.sub(m, #user + 2))
-    if v and owner(v) == user then held = held + 1 else redis.call('ZREM', KEYS[2], m) end
+  local lo, hi = '[' .. user .. '|', '[' .. user .. '|~'
+  if redis.call('ZLEXCOUNT', KEYS[2], lo, hi) + fresh > cap then
+    -- Over the cap by the count: check the buyer's entries one by one (an
+    -- entry whose lock expired or changed hands is dropped, not counted)
+    -- before refusing. Under the cap, the count alone answers.
+    local held = 0
+    for _, m in ipairs(redis.call('ZRANGEBYLEX', KEYS[2], lo, hi)) do
+      local v = redis.call('GET', ARGV[7] .. string.sub(m, #user + 2))
+      if v and owner(v) == user then held = held + 1 else redis.call('ZREM', KEYS[2], m) end
+    end
+    if held + fresh > cap then return {2, {}, {}} end
   end
-  if held + fresh > cap then return {2, {}, {}} end
 end
 local floor = tonumber(ARGV[5])
 local out = {}

@@ -56,13 +56,17 @@ for i = 1, n do
     -- state is not recorded as applied: if the lock's write fails, the
     -- same state must still be able to come back)
   elseif lock ~= '' then
-    if not v or hold(v) ~= hold(lock) then
-      if v then redis.call('ZREM', KEYS[2], owner(v) .. '|' .. sid) end
-      redis.call('SET', KEYS[5 + i], lock, 'PX', px)
-      changed = changed + 1
+    if not v or hold(v) ~= hold(lock) or ARGV[1] ~= 'inc' then
+      -- (a lock already right was listed by whoever wrote it; a full sync
+      -- lists every lock again all the same)
+      if v and hold(v) ~= hold(lock) then redis.call('ZREM', KEYS[2], owner(v) .. '|' .. sid) end
+      if not v or hold(v) ~= hold(lock) then
+        redis.call('SET', KEYS[5 + i], lock, 'PX', px)
+        changed = changed + 1
+      end
+      redis.call('ZADD', KEYS[1], string.match(lock, '^[^|]*|[^|]*|[^|]*|([^|]*)|'), sid)
+      redis.call('ZADD', KEYS[2], 0, owner(lock) .. '|' .. sid)
     end
-    redis.call('ZADD', KEYS[1], string.match(lock, '^[^|]*|[^|]*|[^|]*|([^|]*)|'), sid)
-    redis.call('ZADD', KEYS[2], 0, owner(lock) .. '|' .. sid)
     redis.call('HSET', KEYS[5], sid, ver)
   else
     if v then
