@@ -21,6 +21,12 @@ import (
 // interval, and at once when something asks for it (a resubscribe, a new
 // event, a reconcile, a hold that found Redis unsynced).
 func (s *Service) RunFollower(ctx context.Context, every time.Duration) {
+	loop(ctx, every, s.kick, s.follow)
+}
+
+// loop runs round every interval, and at once on each kick (nil: never),
+// until ctx ends: the shape of every background job of the core.
+func loop(ctx context.Context, every time.Duration, kick <-chan struct{}, round func(context.Context)) {
 	t := time.NewTicker(every)
 	defer t.Stop()
 	for {
@@ -28,9 +34,9 @@ func (s *Service) RunFollower(ctx context.Context, every time.Duration) {
 		case <-ctx.Done():
 			return
 		case <-t.C:
-		case <-s.kick:
+		case <-kick:
 		}
-		s.follow(ctx)
+		round(ctx)
 	}
 }
 

@@ -190,18 +190,11 @@ func (s *Service) Reap(ctx context.Context) (int, error) {
 
 // RunReaper reaps every interval until ctx ends.
 func (s *Service) RunReaper(ctx context.Context, interval time.Duration) {
-	t := time.NewTicker(interval)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-			if n, err := s.Reap(ctx); err != nil && ctx.Err() == nil {
-				s.log.Error("reaper", "err", err)
-			} else if n > 0 {
-				s.log.Info("reaper expired holds", "count", n)
-			}
+	loop(ctx, interval, nil, func(ctx context.Context) {
+		if n, err := s.Reap(ctx); err != nil && ctx.Err() == nil {
+			s.log.Error("reaper", "err", err)
+		} else if n > 0 {
+			s.log.Info("reaper expired holds", "count", n)
 		}
-	}
+	})
 }

@@ -186,22 +186,14 @@ func (s *Service) Reconcile(ctx context.Context, a Actor, event uuid.UUID) (Regi
 // RunSnapshots records the occupancy of every cached event every interval
 // (the points of the organizer's chart).
 func (s *Service) RunSnapshots(ctx context.Context, every time.Duration) {
-	t := time.NewTicker(every)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
-		evs := s.cachedEvents()
-		for _, ev := range evs {
+	loop(ctx, every, nil, func(ctx context.Context) {
+		for _, ev := range s.cachedEvents() {
 			o := occupancyOf(ev.occupancy())
 			if err := s.store.SaveSnapshot(ctx, ev.org, ev.id, o.Counts); err != nil && ctx.Err() == nil {
 				s.log.Warn("save occupancy snapshot", "event", ev.id, "err", err)
 			}
 		}
-	}
+	})
 }
 
 // Snapshots returns an event's recorded occupancy since a time.
