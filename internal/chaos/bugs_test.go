@@ -368,11 +368,14 @@ func TestBugCrashLosesDelta(t *testing.T) {
 		defer cancel()
 		_, _ = releaseOn(rctx, cl, p1, h.ID)
 	}()
-	time.Sleep(100 * time.Millisecond)
-	p1.kill()
-	if got := c.pgSeat(t, c.seats[0]); got.Status != "available" {
-		t.Fatalf("the release did not commit before the kill (postgres: %v)", got)
+	// Kill p1 as soon as the release committed: its publish is stuck on
+	// the Redis it cannot reach for longer than that (the Redis timeout).
+	for deadline := time.Now().Add(2 * time.Second); c.pgSeat(t, c.seats[0]).Status != "available"; time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the release did not commit within 2 s (postgres: %v)", c.pgSeat(t, c.seats[0]))
+		}
 	}
+	p1.kill()
 	deadline := time.Now().Add(5 * time.Second)
 	for {
 		truth, err := c.pgSeats(ctx)
