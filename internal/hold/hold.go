@@ -161,7 +161,7 @@ func (s *Service) holdFast(ctx context.Context, ev *eventState, seats []store.Se
 	for attempt := 0; ; attempt++ {
 		acq, err := call(s.redis, func() (seatlock.AcquireResult, error) {
 			return s.locks.Acquire(ctx, p.Org, p.Event, seatlock.AcquireRequest{User: p.User, Seats: ids, HoldIDs: proposed,
-				Now: p.Now, HeldUntil: p.HeldUntil, Floor: ev.fence(), Cap: p.Cap, MaxDelay: s.opt.StaleLockAge})
+				Now: p.Now, HeldUntil: p.HeldUntil, Floor: ev.fence(), Cap: p.Cap, MaxDelay: s.opt.StaleLockAge / 2})
 		})
 		switch {
 		case errors.Is(err, seatlock.ErrCap):
@@ -177,8 +177,10 @@ func (s *Service) holdFast(ctx context.Context, ev *eventState, seats []store.Se
 			return Result{}, fmt.Errorf("%w: %w", errRedisDown, err)
 		case err != nil:
 			// The script may have run with its reply lost, or may still
-			// reach Redis (up to StaleLockAge late): its locks would name
-			// holds that are never written. Check them once it cannot.
+			// reach Redis (held up by the network, up to StaleLockAge/2
+			// late, then Redis refuses it): its locks would name holds that
+			// are never written. Check them once it cannot arrive any more,
+			// with as long again for delivery to settle.
 			for i := range ids {
 				ev.doubt(doubtfulLock{seat: ids[i], hold: proposed[i], notBefore: p.Now.Add(s.opt.StaleLockAge)})
 			}
