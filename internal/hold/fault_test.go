@@ -360,3 +360,38 @@ func TestReleaseWhileCutOffFromRedis(t *testing.T) {
 		t.Fatalf("registry: %+v", reg)
 	}
 }
+
+// TestRepeatAfterLostLock: Redis loses a buyer's lock (a flush, or a hold
+// made while Redis was out of reach) and the buyer clicks the seat again.
+// The answer is their hold (200), and the lock the click just took — which
+// names a hold that will never be written — must not stay: Redis ends up
+// with the real hold's lock.
+func TestRepeatAfterLostLock(t *testing.T) {
+	a := testenv.App(t, nil)
+	testenv.Background(t, a)
+	tn := testenv.NewTenant(t, a, 1)
+	ev := testenv.NewEvent(t, a, tn.Org.ID, 1, 1, 4)
+	seat := testenv.SeatIDs(t, a, tn.Org.ID, ev.ID)[0]
+	ctx := context.Background()
+	u := buyer(tn.Buyers[0])
+	first, err := a.Core.Hold(ctx, u, ev.ID, []uuid.UUID{seat}, hold.SourceAPI)
+	if err != nil {
+		t.Fatal(err)
+	}
+	k := a.Locks.Keys(tn.Org.ID, ev.ID)
+	if err := a.Redis.Del(ctx, k.Seat(seat)).Err(); err != nil {
+		t.Fatal(err)
+	}
+	again, err := a.Core.Hold(ctx, u, ev.ID, []uuid.UUID{seat}, hold.SourceAPI)
+	if err != nil || again.Created || again.Holds[0].ID != first.Holds[0].ID {
+		t.Fatalf("repeat: %+v %v, want hold %s again (200)", again, err, first.Holds[0].ID)
+	}
+	testenv.Eventually(t, 3*time.Second, "redis names the real hold again", func() bool {
+		lk, ok, err := a.Locks.Get(ctx, tn.Org.ID, ev.ID, seat)
+		return err == nil && ok && lk.HoldID == first.Holds[0].ID
+	})
+	reg, err := a.Core.RegistryStatus(ctx, staff(tn.Organizer), ev.ID)
+	if err != nil || !reg.Consistent {
+		t.Fatalf("registry: %+v %v", reg, err)
+	}
+}

@@ -217,11 +217,29 @@ func (s *Service) holdFast(ctx context.Context, ev *eventState, seats []store.Se
 			s.doubt(ev, ours)
 		case err != nil || len(out.Taken)+len(out.Missing)+len(out.Stale) > 0:
 			s.dropLocks(ctx, ev, ours)
+		case len(out.Existing) > 0:
+			// The buyer already held some of these seats in Postgres under
+			// another hold that Redis had lost (a flush, or a hold made
+			// without Redis): the locks just taken name holds that will
+			// never be written. Drop them; the recheck below writes the
+			// real holds' locks.
+			var stray []seatlock.Released
+			for _, h := range out.Existing {
+				if i := slices.IndexFunc(ours, func(r seatlock.Released) bool { return r.Seat == h.SeatID }); i >= 0 && ours[i].HoldID != h.ID {
+					stray = append(stray, ours[i])
+				}
+			}
+			s.dropLocks(ctx, ev, stray)
+			for _, r := range stray {
+				ev.markRecheck(r.Seat)
+			}
 		}
 		if len(out.Taken) > 0 {
 			// Redis let through seats Postgres holds: it is behind on them
 			// (a hold made without Redis, or a lock lost). Sync them.
 			ev.markRecheck(out.Taken...)
+		}
+		if len(out.Taken) > 0 || len(out.Existing) > 0 {
 			s.wake()
 		}
 		if err != nil {
