@@ -92,7 +92,9 @@ func (s *Store) HeldState(ctx context.Context, org, event uuid.UUID) ([]Seat, in
 
 // changesSQL reads, for each (org, event, cursor), the seats whose audit
 // rows were committed after the cursor, each with its state now and its
-// latest change. One seat's changes are serialized by its row lock, so
+// latest change. Each seat is looked up by its key (the LATERAL with LIMIT
+// keeps the planner from hashing every seat of the table when it
+// overestimates how many changes a range holds), and so is each hold. One seat's changes are serialized by its row lock, so
 // their ids are in commit order. The partial feed index answers each
 // event's range; rows at or above the cursor's xmin that it already saw
 // are filtered out by the visibility test.
@@ -114,9 +116,10 @@ WITH q AS (
 SELECT ch.i, s.id, s.section_id, s.row_label, s.number, s.idx, s.x, s.y, s.status, s.version, s.fence,
        h.id, h.user_id, h.held_until, ch.action, ch.hold_ref, eh.user_id, ch.actor_id
 FROM ch
-JOIN seats s ON s.org_id = ch.org_id AND s.id = ch.seat_id
-LEFT JOIN seat_holds h ON h.id = s.hold_id AND h.status = 'active'
-LEFT JOIN seat_holds eh ON eh.org_id = ch.org_id AND eh.id = ch.hold_ref`
+CROSS JOIN LATERAL (SELECT * FROM seats s WHERE s.id = ch.seat_id AND s.org_id = ch.org_id LIMIT 1) s
+LEFT JOIN LATERAL (SELECT id, user_id, held_until FROM seat_holds h
+                   WHERE h.id = s.hold_id AND h.status = 'active' LIMIT 1) h ON true
+LEFT JOIN LATERAL (SELECT user_id FROM seat_holds eh WHERE eh.org_id = ch.org_id AND eh.id = ch.hold_ref LIMIT 1) eh ON true`
 
 // Changes reads the feed of several events in one statement and returns
 // each one's changes (in the order of reads) and the cursor every one of
