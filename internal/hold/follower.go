@@ -123,23 +123,11 @@ func (s *Service) syncRedis(ctx context.Context, ev *eventState, cs []store.Chan
 			return true
 		}
 	} else if len(cs) > 0 {
-		states := make([]seatlock.SeatState, len(cs))
-		var maxFence int64
-		for i, c := range cs {
-			states[i] = lockState(&c.Seat)
-			maxFence = max(maxFence, c.Seat.Fence)
+		seats := make([]store.Seat, len(cs))
+		for i := range cs {
+			seats[i] = cs[i].Seat
 		}
-		_, err := call(s.redis, func() (int, error) {
-			return s.locks.Sync(ctx, ev.org, ev.id, states, maxFence, s.now(), s.opt.StaleLockAge, false)
-		})
-		s.m.RedisSyncs.WithLabelValues("incremental").Inc()
-		if err != nil {
-			// Redis lost the event (flushed, restarted) or did not take
-			// this round's changes: only a full sync can tell what it has.
-			s.setSynced(ev, false)
-			if !errors.Is(err, seatlock.ErrNotSynced) {
-				s.m.BackgroundErrors.WithLabelValues("redis_sync").Inc()
-			}
+		if !s.syncSeats(ctx, ev, seats) {
 			return true
 		}
 	}
@@ -159,17 +147,31 @@ func (s *Service) syncRecheck(ctx context.Context, ev *eventState) {
 		ev.markRecheck(ids...)
 		return
 	}
+	s.syncSeats(ctx, ev, seats)
+}
+
+// syncSeats makes Redis agree with these seats as Postgres has them, and
+// reports whether it could; if not, the event needs a full sync (Redis
+// lost it, or did not take these changes).
+func (s *Service) syncSeats(ctx context.Context, ev *eventState, seats []store.Seat) bool {
 	states := make([]seatlock.SeatState, len(seats))
 	var maxFence int64
 	for i := range seats {
 		states[i] = lockState(&seats[i])
 		maxFence = max(maxFence, seats[i].Fence)
 	}
-	if _, err := call(s.redis, func() (int, error) {
+	_, err := call(s.redis, func() (int, error) {
 		return s.locks.Sync(ctx, ev.org, ev.id, states, maxFence, s.now(), s.opt.StaleLockAge, false)
-	}); err != nil {
+	})
+	s.m.RedisSyncs.WithLabelValues("incremental").Inc()
+	if err != nil {
 		s.setSynced(ev, false)
+		if !errors.Is(err, seatlock.ErrNotSynced) {
+			s.m.BackgroundErrors.WithLabelValues("redis_sync").Inc()
+		}
+		return false
 	}
+	return true
 }
 
 // lockState is what Redis should hold for a seat Postgres has as st.

@@ -210,37 +210,24 @@ func (s *Service) holdFast(ctx context.Context, ev *eventState, seats []store.Se
 		// The caller going away must not cut the write short: a commit
 		// whose reply is lost looks like a failure.
 		out, err := s.store.CreateHolds(context.WithoutCancel(ctx), p)
-		switch {
-		case unknownOutcome(err):
+		if unknownOutcome(err) {
 			// It may have committed: the feed will say. Until then the
 			// locks stay, and the follower drops them if it did not.
 			s.doubt(ev, ours)
-		case err != nil || len(out.Taken)+len(out.Missing)+len(out.Stale) > 0:
-			s.dropLocks(ctx, ev, ours)
-		case len(out.Existing) > 0:
-			// The buyer already held some of these seats in Postgres under
-			// another hold that Redis had lost (a flush, or a hold made
-			// without Redis): the locks just taken name holds that will
-			// never be written. Drop them; the recheck below writes the
-			// real holds' locks.
-			var stray []seatlock.Released
-			for _, h := range out.Existing {
-				if i := slices.IndexFunc(ours, func(r seatlock.Released) bool { return r.Seat == h.SeatID }); i >= 0 && ours[i].HoldID != h.ID {
-					stray = append(stray, ours[i])
-				}
-			}
+		} else if stray := notCreated(ours, out); len(stray) > 0 {
+			// A lock this call took that did not become a hold names a
+			// hold that will never be written: it goes. When Postgres
+			// answered, the seat is synced from it too, since Redis let
+			// through what Postgres refused or had under another hold
+			// (taken, a hold made without Redis, a lock lost).
 			s.dropLocks(ctx, ev, stray)
-			for _, r := range stray {
-				ev.markRecheck(r.Seat)
+			if err == nil {
+				for _, r := range stray {
+					ev.markRecheck(r.Seat)
+				}
+				ev.markRecheck(out.Taken...)
+				s.wake()
 			}
-		}
-		if len(out.Taken) > 0 {
-			// Redis let through seats Postgres holds: it is behind on them
-			// (a hold made without Redis, or a lock lost). Sync them.
-			ev.markRecheck(out.Taken...)
-		}
-		if len(out.Taken) > 0 || len(out.Existing) > 0 {
-			s.wake()
 		}
 		if err != nil {
 			return Result{}, fmt.Errorf("create holds: %w", err)
@@ -328,6 +315,17 @@ func (s *Service) dropLocks(ctx context.Context, ev *eventState, rs []seatlock.R
 	// for a write that may never have committed).
 	s.setSynced(ev, false)
 	s.doubt(ev, rs)
+}
+
+// notCreated returns the locks whose hold the outcome did not create.
+func notCreated(locks []seatlock.Released, out store.HoldOutcome) []seatlock.Released {
+	var stray []seatlock.Released
+	for _, r := range locks {
+		if !slices.ContainsFunc(out.Created, func(h store.Hold) bool { return h.ID == r.HoldID }) {
+			stray = append(stray, r)
+		}
+	}
+	return stray
 }
 
 // unknownOutcome reports whether a write that returned err may still have
