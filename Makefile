@@ -27,7 +27,7 @@ STATICCHECK_STAMP := $(BIN_DIR)/.staticcheck-$(STATICCHECK_VERSION)
 GOSEC_STAMP := $(BIN_DIR)/.gosec-$(GOSEC_VERSION)
 
 # Short fuzz runs done by `make test`, as pkg/path:FuzzName, space separated,
-# e.g. internal/hold:FuzzDelta. Each runs for FUZZ_TIME (default 10s).
+# e.g. internal/hold:FuzzDelta. Each runs for FUZZ_TIME (default 2000x: 2 000 executions).
 FUZZ_TARGETS := web:FuzzDecode web:FuzzLogin web:FuzzSignup web:FuzzHold web:FuzzPurchase web:FuzzStaffRelease web:FuzzStaffLookups
 
 .PHONY: help tools generate templates css services-up services-down \
