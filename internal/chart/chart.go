@@ -1,0 +1,66 @@
+// Package chart is the venue chart: a reusable, versioned layout of
+// sections (seated rows of seats, or general admission with a capacity),
+// seat categories and seat flags. Events are made from one version of a
+// chart and keep it, whatever later edits do to the chart.
+//
+// The JSON form of Chart is the API's (DESIGN §11): what GET returns, POST
+// accepts back unchanged.
+package chart
+
+// Section kinds.
+const (
+	Seated = "seated"
+	GA     = "ga"
+)
+
+// Chart is one version of a venue layout.
+type Chart struct {
+	Name       string     `json:"name"`
+	Categories []Category `json:"categories"`
+	Sections   []Section  `json:"sections"`
+}
+
+// Category is a price category seats belong to; events price categories.
+type Category struct {
+	Key   string `json:"key"`
+	Name  string `json:"name"`
+	Color string `json:"color"`
+}
+
+// Section is a seated block of rows, or a general-admission area with a
+// capacity and no seats.
+type Section struct {
+	Label    string `json:"label"`
+	Name     string `json:"name"`
+	Kind     string `json:"kind"`
+	Capacity int    `json:"capacity,omitempty"`
+	Rows     []Row  `json:"rows,omitempty"`
+}
+
+// Row is a labelled row of seats.
+type Row struct {
+	Label string `json:"label"`
+	Seats []Seat `json:"seats"`
+}
+
+// Seat is one seat: its number in the row, where it is drawn, its
+// category key and its flags.
+type Seat struct {
+	Number     int    `json:"number"`
+	X          int    `json:"x"`
+	Y          int    `json:"y"`
+	Category   string `json:"category,omitempty"`
+	Accessible bool   `json:"accessible,omitempty"`
+	Companion  bool   `json:"companion,omitempty"`
+}
+
+// SeatCount is the number of seats of seated sections.
+func (c Chart) SeatCount() int {
+	n := 0
+	for _, s := range c.Sections {
+		for _, r := range s.Rows {
+			n += len(r.Seats)
+		}
+	}
+	return n
+}

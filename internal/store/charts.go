@@ -1,0 +1,84 @@
+package store
+
+import (
+	"context"
+	"encoding/json"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+
+	"seatd/internal/chart"
+)
+
+// ChartVersion is one stored version of a chart.
+type ChartVersion struct {
+	ID        uuid.UUID // the version's own id; events reference it
+	ChartID   uuid.UUID
+	Version   int
+	Name      string
+	Seats     int
+	Sections  int
+	CreatedAt time.Time
+	Layout    chart.Chart
+}
+
+// SaveChart stores a chart layout, already validated, as the next version
+// of chart (a new chart when chart is uuid.Nil).
+func (s *Store) SaveChart(ctx context.Context, org, chartID uuid.UUID, c chart.Chart) (ChartVersion, error) {
+	doc, err := json.Marshal(c)
+	if err != nil {
+		return ChartVersion{}, err
+	}
+	v := ChartVersion{ID: uuid.New(), ChartID: chartID, Name: c.Name, Seats: c.SeatCount(), Sections: len(c.Sections), Layout: c}
+	err = s.InTx(ctx, func(tx pgx.Tx) error {
+		if v.ChartID == uuid.Nil {
+			v.ChartID = uuid.New()
+			if _, err := tx.Exec(ctx, `INSERT INTO charts (id, org_id, name) VALUES ($1, $2, $3)`, v.ChartID, org, c.Name); err != nil {
+				return err
+			}
+		} else {
+			// Locks the chart row, so two edits get consecutive versions.
+			tag, err := tx.Exec(ctx, `UPDATE charts SET name = $3 WHERE org_id = $1 AND id = $2`, org, v.ChartID, c.Name)
+			if err != nil {
+				return err
+			}
+			if tag.RowsAffected() == 0 {
+				return notFoundIfNoRows(pgx.ErrNoRows, "chart")
+			}
+		}
+		return tx.QueryRow(ctx, `
+			INSERT INTO chart_versions (id, org_id, chart_id, version, layout, seats, sections)
+			SELECT $1, $2, $3, coalesce(max(version), 0) + 1, $4, $5, $6
+			FROM chart_versions WHERE org_id = $2 AND chart_id = $3
+			RETURNING version, created_at`, v.ID, org, v.ChartID, doc, v.Seats, v.Sections).Scan(&v.Version, &v.CreatedAt)
+	})
+	return v, err
+}
+
+// ChartVersionByID reads one version of a chart of org, layout included.
+func (s *Store) ChartVersionByID(ctx context.Context, org, versionID uuid.UUID) (ChartVersion, error) {
+	v := ChartVersion{ID: versionID}
+	var doc []byte
+	err := s.db.QueryRow(ctx, `
+		SELECT v.chart_id, v.version, c.name, v.seats, v.sections, v.created_at, v.layout
+		FROM chart_versions v JOIN charts c ON c.org_id = v.org_id AND c.id = v.chart_id
+		WHERE v.org_id = $1 AND v.id = $2`, org, versionID).
+		Scan(&v.ChartID, &v.Version, &v.Name, &v.Seats, &v.Sections, &v.CreatedAt, &doc)
+	if err != nil {
+		return ChartVersion{}, notFoundIfNoRows(err, "chart")
+	}
+	return v, json.Unmarshal(doc, &v.Layout)
+}
+
+// LatestChartVersion reads the newest version of a chart of org.
+func (s *Store) LatestChartVersion(ctx context.Context, org, chartID uuid.UUID) (ChartVersion, error) {
+	var id uuid.UUID
+	err := s.db.QueryRow(ctx, `
+		SELECT id FROM chart_versions WHERE org_id = $1 AND chart_id = $2 ORDER BY version DESC LIMIT 1`,
+		org, chartID).Scan(&id)
+	if err != nil {
+		return ChartVersion{}, notFoundIfNoRows(err, "chart")
+	}
+	return s.ChartVersionByID(ctx, org, id)
+}
