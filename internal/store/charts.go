@@ -82,3 +82,20 @@ func (s *Store) LatestChartVersion(ctx context.Context, org, chartID uuid.UUID) 
 	}
 	return s.ChartVersionByID(ctx, org, id)
 }
+
+// Charts lists the charts of org with their newest version, by name.
+func (s *Store) Charts(ctx context.Context, org uuid.UUID) ([]ChartVersion, error) {
+	rows, err := s.db.Query(ctx, `
+		SELECT DISTINCT ON (c.name, c.id) v.id, c.id, v.version, c.name, v.seats, v.sections, v.created_at
+		FROM charts c JOIN chart_versions v ON v.org_id = c.org_id AND v.chart_id = c.id
+		WHERE c.org_id = $1
+		ORDER BY c.name, c.id, v.version DESC`, org)
+	if err != nil {
+		return nil, err
+	}
+	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (ChartVersion, error) {
+		var v ChartVersion
+		err := r.Scan(&v.ID, &v.ChartID, &v.Version, &v.Name, &v.Seats, &v.Sections, &v.CreatedAt)
+		return v, err
+	})
+}
