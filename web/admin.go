@@ -122,6 +122,16 @@ type sectionOccupancyJSON struct {
 	countsJSON
 }
 
+type categoryOccupancyJSON struct {
+	Category    string `json:"category"`
+	Name        string `json:"name"`
+	PriceMinor  int64  `json:"price_minor"`
+	Currency    string `json:"currency"`
+	RevenueSold int64  `json:"revenue_sold"`
+	RevenueHeld int64  `json:"revenue_held"`
+	countsJSON
+}
+
 type occupancyJSON struct {
 	countsJSON
 	PercentAvailable float64                `json:"percent_available"`
@@ -129,6 +139,9 @@ type occupancyJSON struct {
 	PercentSold      float64                `json:"percent_sold"`
 	PercentBlocked   float64                `json:"percent_blocked"`
 	Sections         []sectionOccupancyJSON `json:"sections"`
+	// Categories are counted like sections, with revenue at the
+	// categories' prices.
+	Categories []categoryOccupancyJSON `json:"categories"`
 }
 
 // percent is n of total in percent, to two decimals (one seat of a
@@ -161,6 +174,11 @@ func (s *Server) occupancy(w http.ResponseWriter, r *http.Request, a hold.Actor)
 	}
 	for i, sec := range o.Sections {
 		out.Sections[i] = sectionOccupancyJSON{ID: sec.ID, Label: sec.Label, Name: sec.Name, countsJSON: countsView(sec.Counts)}
+	}
+	out.Categories = make([]categoryOccupancyJSON, len(o.Categories))
+	for i, c := range o.Categories {
+		out.Categories[i] = categoryOccupancyJSON{Category: c.Key, Name: c.Name, PriceMinor: c.PriceMinor, Currency: c.Currency,
+			RevenueSold: c.RevenueSold, RevenueHeld: c.RevenueHeld, countsJSON: countsView(c.Counts)}
 	}
 	writeJSON(w, http.StatusOK, out)
 	return nil

@@ -61,6 +61,11 @@ type Core interface {
 	RecomputeOccupancy(ctx context.Context, a hold.Actor, event uuid.UUID) (hold.Occupancy, error)
 	Snapshots(ctx context.Context, a hold.Actor, event uuid.UUID, since time.Time) ([]store.Snapshot, error)
 
+	CreateEvent(ctx context.Context, a hold.Actor, in hold.EventInput) (store.Event, error)
+	UpdateEvent(ctx context.Context, a hold.Actor, id uuid.UUID, in hold.EventInput) (store.Event, error)
+	Prices(ctx context.Context, a hold.Actor, event uuid.UUID) (map[string]store.Category, error)
+	Settings(ctx context.Context, a hold.Actor, event uuid.UUID) (store.Event, error)
+
 	FastPath() bool
 	BreakerState() string
 }

@@ -26,6 +26,8 @@ func (s *Server) routes() {
 	s.mux.HandleFunc("GET /api/v1/events", s.authed(anyRole, s.listEvents))
 	s.mux.HandleFunc("GET /api/v1/events/{event}", s.authed(anyRole, s.getEvent))
 	s.mux.HandleFunc("GET /api/v1/events/{event}/seats", s.authed(anyRole, s.listSeats))
+	s.mux.HandleFunc("POST /api/v1/events", s.authed(organizer, s.createEvent))
+	s.mux.HandleFunc("PATCH /api/v1/events/{event}", s.authed(organizer, s.updateEvent))
 
 	// Buying.
 	s.mux.HandleFunc("POST /api/v1/events/{event}/holds", s.authed(buyer, s.createHold))

@@ -22,6 +22,7 @@ const (
 	HoldLimit           Code = "hold_limit"           // buyer reached the active-hold cap (409)
 	HoldsExpired        Code = "holds_expired"        // purchase of holds that are no longer active (409)
 	Conflict            Code = "conflict"             // state does not allow the change (409)
+	NotOnSale           Code = "not_on_sale"          // the event does not take this hold now (409)
 	IdempotencyMismatch Code = "idempotency_mismatch" // key reused with another payload (422)
 	RateLimited         Code = "rate_limited"         // too many requests (429)
 	Unavailable         Code = "unavailable"          // a dependency is down (503)

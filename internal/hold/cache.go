@@ -27,6 +27,10 @@ type eventState struct {
 	// used is when a request last touched the event (unix nanoseconds),
 	// for eviction.
 	used atomic.Int64
+	// settings is the event row as last read: status, sales window, hold
+	// TTL and cap, prices. Holds read it for the cheap early refusal and
+	// their TTL and cap; Postgres checks the window and cap itself.
+	settings atomic.Pointer[store.Event]
 
 	mu      sync.RWMutex
 	ready   bool
@@ -42,9 +46,10 @@ type eventState struct {
 	seats     map[uuid.UUID]*store.Seat
 	byIdx     []*store.Seat
 	sections  []store.Section
-	sectionOf map[uuid.UUID]int // section id -> index into sections
-	counts    []store.Counts    // per section, same order as sections
-	userHolds map[uuid.UUID]int // active holds per user
+	sectionOf map[uuid.UUID]int       // section id -> index into sections
+	counts    []store.Counts          // per section, same order as sections
+	catCounts map[string]store.Counts // per seat category ("" for none)
+	userHolds map[uuid.UUID]int       // active holds per user
 	maxFence  int64
 	watchers  map[int]func([]Delta)
 	nextWatch int
@@ -74,6 +79,7 @@ func (e *eventState) fill(sections []store.Section, seats []store.Seat) []Delta 
 	e.seats = make(map[uuid.UUID]*store.Seat, len(seats))
 	e.byIdx = make([]*store.Seat, 0, len(seats))
 	e.counts = make([]store.Counts, len(sections))
+	e.catCounts = map[string]store.Counts{}
 	e.userHolds = map[uuid.UUID]int{}
 	var changed []Delta
 	for i := range seats {
@@ -81,6 +87,7 @@ func (e *eventState) fill(sections []store.Section, seats []store.Seat) []Delta 
 		e.seats[s.ID] = s
 		e.byIdx = append(e.byIdx, s)
 		e.counts[e.sectionOf[s.SectionID]].Add(s.Status, 1)
+		e.addCategory(s, 1)
 		if s.Status == store.Held {
 			e.userHolds[s.HolderID]++
 		}
@@ -126,6 +133,7 @@ func (e *eventState) applyLocked(d Delta) bool {
 	}
 	ci := e.sectionOf[s.SectionID]
 	e.counts[ci].Add(s.Status, -1)
+	e.addCategory(s, -1)
 	if s.Status == store.Held {
 		e.userHolds[s.HolderID]--
 		if e.userHolds[s.HolderID] <= 0 {
@@ -139,11 +147,31 @@ func (e *eventState) applyLocked(d Delta) bool {
 	}
 	e.maxFence = max(e.maxFence, d.Fence)
 	e.counts[ci].Add(s.Status, 1)
+	e.addCategory(s, 1)
 	if s.Status == store.Held {
 		e.userHolds[s.HolderID]++
 	}
 	return true
 }
+
+func (e *eventState) addCategory(s *store.Seat, n int) {
+	c := e.catCounts[s.Category]
+	c.Add(s.Status, n)
+	e.catCounts[s.Category] = c
+}
+
+// categoryCounts copies the counts per category.
+func (e *eventState) categoryCounts() map[string]store.Counts {
+	e.mu.RLock()
+	defer e.mu.RUnlock()
+	out := make(map[string]store.Counts, len(e.catCounts))
+	for k, c := range e.catCounts {
+		out[k] = c
+	}
+	return out
+}
+
+func (e *eventState) setSettings(x store.Event) { e.settings.Store(&x) }
 
 // seat returns a copy of a seat's cached state.
 func (e *eventState) seat(id uuid.UUID) (store.Seat, bool) {

@@ -51,6 +51,9 @@ type message struct {
 	// Resync asks every process to reload the event from Postgres (sent
 	// after a reconcile).
 	Resync bool `json:"resync,omitempty"`
+	// Settings says the event's settings (status, sales window, hold TTL
+	// and cap) changed: every process reloads them.
+	Settings bool `json:"settings,omitempty"`
 	// From names the sending process, so it can skip its own resync.
 	From uuid.UUID `json:"from,omitzero"`
 }

@@ -59,6 +59,7 @@ func (s *Service) follow(ctx context.Context) {
 		s.probeRedis(ctx)
 		return
 	}
+	s.reloadSettings(ctx, evs)
 	reads := make([]store.FeedRead, len(evs))
 	for i, ev := range evs {
 		reads[i] = store.FeedRead{Org: ev.org, Event: ev.id, From: ev.at}
@@ -292,4 +293,31 @@ func kindOf(action string) string {
 		return KindUnblocked
 	}
 	return KindSync
+}
+
+// reloadSettings reads the settings of the cached events (status, sales
+// window, hold TTL and cap) once a round, in one statement: an event
+// changed by another process reaches this one's holds within a round, or
+// at once when its message arrives (it wakes the follower), and a lost
+// message costs nothing but that round.
+func (s *Service) reloadSettings(ctx context.Context, evs []*eventState) {
+	orgs, ids := make([]uuid.UUID, len(evs)), make([]uuid.UUID, len(evs))
+	for i, ev := range evs {
+		orgs[i], ids[i] = ev.org, ev.id
+	}
+	rctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	got, err := s.store.EventsByKey(rctx, orgs, ids)
+	if err != nil {
+		if ctx.Err() == nil {
+			s.log.Warn("reload event settings", "events", len(evs), "err", err)
+			s.m.BackgroundErrors.WithLabelValues("settings").Inc()
+		}
+		return
+	}
+	for _, e := range got {
+		if ev := s.cached(e.OrgID, e.ID); ev != nil {
+			ev.setSettings(e)
+		}
+	}
 }

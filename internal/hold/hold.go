@@ -107,44 +107,71 @@ func (s *Service) hold(ctx context.Context, a Actor, event uuid.UUID, seatIDs []
 		}
 	}
 	label := func(id uuid.UUID) string { return s.seatLabel(ev, id) }
+	// The cheap early refusal of an event not on sale; the hold statement
+	// checks the event row itself (event_open), so a cache that lags a
+	// change of status or window never lets a hold through.
+	set := ev.settings.Load()
+	if !OpenTo(set, a.Staff(), now) {
+		s.m.HoldConflict.WithLabelValues("hot").Inc()
+		return Result{}, "hot", notOnSale(set, now)
+	}
 	if len(taken) > 0 {
 		s.m.HoldConflict.WithLabelValues("hot").Inc()
 		return Result{}, "hot", seatTaken(taken, label)
 	}
 	// The cheap early refusal; the cap itself is enforced in the step that
 	// takes the holds, by Redis and by Postgres.
-	cap := 0
+	// The event's own TTL and cap replace the defaults.
+	ttl, cap := s.opt.HoldTTL, 0
+	if set.HoldTTL > 0 {
+		ttl = set.HoldTTL
+	}
 	if a.Role == RoleBuyer {
 		cap = s.opt.MaxHoldsPerBuyer
+		if set.MaxHoldsPerBuyer > 0 {
+			cap = set.MaxHoldsPerBuyer
+		}
 		if ev.holdsOf(a.User)+len(seats)-mine > cap {
-			return Result{}, "hot", s.holdLimit()
+			return Result{}, "hot", holdLimit(cap)
 		}
 	}
 
-	p := store.HoldParams{Org: a.Org, Event: event, User: a.User, Now: now, HeldUntil: now.Add(s.opt.HoldTTL),
-		Source: source, Cap: cap}
+	p := store.HoldParams{Org: a.Org, Event: event, User: a.User, Now: now, HeldUntil: now.Add(ttl),
+		Source: source, Cap: cap, Staff: a.Staff()}
 	if s.fast(ev) {
 		res, err := s.holdFast(ctx, ev, seats, p, label)
 		if !errors.Is(err, errRedisDown) {
-			return res, "fast", s.capMessage(err)
+			return res, "fast", s.refusal(ev, err, cap, now)
 		}
 		s.log.Warn("redis unavailable, holding through postgres", "org", a.Org, "event", event, "err", err)
 	}
 	s.m.RedisFallback.Inc()
 	res, err := s.holdFallback(ctx, ev, seats, p, label)
-	return res, "fallback", s.capMessage(err)
+	return res, "fallback", s.refusal(ev, err, cap, now)
 }
 
 // holdLimit is the refusal of a buyer at the cap.
-func (s *Service) holdLimit() error {
+func holdLimit(cap int) error {
 	return &apperr.Error{Code: apperr.HoldLimit,
-		Message: fmt.Sprintf("you can hold at most %d seats for this event", s.opt.MaxHoldsPerBuyer)}
+		Message: fmt.Sprintf("you can hold at most %d seats for this event", cap)}
 }
 
-// capMessage gives a cap refusal by Postgres the same words as the others.
-func (s *Service) capMessage(err error) error {
-	if apperr.CodeOf(err) == apperr.HoldLimit {
-		return s.holdLimit()
+// errNotOnSale is Postgres refusing a hold because the event does not
+// take it now, which this process's cache did not know yet.
+var errNotOnSale = &apperr.Error{Code: apperr.NotOnSale, Message: "this event does not take holds now"}
+
+// refusal gives a cap or sales-window refusal by Redis or Postgres the
+// same words as the early ones. A window refusal by Postgres means the
+// cached settings lag: the follower reloads them now.
+func (s *Service) refusal(ev *eventState, err error, cap int, now time.Time) error {
+	switch {
+	case apperr.CodeOf(err) == apperr.HoldLimit:
+		return holdLimit(cap)
+	case errors.Is(err, errNotOnSale):
+		s.wake()
+		if set := ev.settings.Load(); !OpenTo(set, false, now) {
+			return notOnSale(set, now)
+		}
 	}
 	return err
 }
@@ -166,7 +193,7 @@ func (s *Service) holdFast(ctx context.Context, ev *eventState, seats []store.Se
 		switch {
 		case errors.Is(err, seatlock.ErrCap):
 			s.m.HoldConflict.WithLabelValues("redis").Inc()
-			return Result{}, s.holdLimit()
+			return Result{}, holdLimit(p.Cap)
 		case errors.Is(err, seatlock.ErrNotSynced):
 			// Redis lost this event (flushed or restarted): Postgres alone
 			// until the follower has synced it again.
@@ -231,6 +258,9 @@ func (s *Service) holdFast(ctx context.Context, ev *eventState, seats []store.Se
 		}
 		if err != nil {
 			return Result{}, fmt.Errorf("create holds: %w", err)
+		}
+		if out.NotOnSale {
+			return Result{}, errNotOnSale
 		}
 		if len(out.Stale) > 0 && attempt == 0 {
 			// Our fences are older than ones Postgres has seen: the Redis
@@ -407,6 +437,8 @@ func (s *Service) holdFallback(ctx context.Context, ev *eventState, seats []stor
 func (s *Service) finish(ctx context.Context, ev *eventState, seats []store.Seat, out store.HoldOutcome,
 	user uuid.UUID, label func(uuid.UUID) string) (Result, error) {
 	switch {
+	case out.NotOnSale:
+		return Result{}, errNotOnSale
 	case len(out.Missing) > 0:
 		return Result{}, apperr.E(apperr.NotFound, "seat not found in this event")
 	case len(out.Taken) > 0 || len(out.Stale) > 0:

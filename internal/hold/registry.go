@@ -19,10 +19,33 @@ type SectionOccupancy struct {
 	store.Counts
 }
 
-// Occupancy is an event's counts, in total and per section.
+// CategoryOccupancy is one price category's counts and revenue (at the
+// category's current price; exports list what each ticket was paid).
+type CategoryOccupancy struct {
+	store.Category
+	store.Counts
+	RevenueSold, RevenueHeld int64
+}
+
+// Occupancy is an event's counts, in total, per section and per category.
 type Occupancy struct {
 	store.Counts
-	Sections []SectionOccupancy
+	Sections   []SectionOccupancy
+	Categories []CategoryOccupancy
+}
+
+// withCategories adds the counts per category (chart order, then seats
+// without a category, if any) to o.
+func withCategories(o Occupancy, cats []store.Category, counts map[string]store.Counts) Occupancy {
+	for _, c := range cats {
+		n := counts[c.Key]
+		o.Categories = append(o.Categories, CategoryOccupancy{Category: c, Counts: n,
+			RevenueSold: int64(n.Sold) * c.PriceMinor, RevenueHeld: int64(n.Held) * c.PriceMinor})
+	}
+	if n, ok := counts[""]; ok && len(cats) > 0 && n.Total() > 0 {
+		o.Categories = append(o.Categories, CategoryOccupancy{Counts: n})
+	}
+	return o
 }
 
 func occupancyOf(secs []store.Section, counts []store.Counts) Occupancy {
@@ -48,7 +71,7 @@ func (s *Service) Occupancy(ctx context.Context, a Actor, event uuid.UUID) (Occu
 	if err != nil {
 		return Occupancy{}, err
 	}
-	return occupancyOf(ev.occupancy()), nil
+	return withCategories(occupancyOf(ev.occupancy()), ev.settings.Load().Categories, ev.categoryCounts()), nil
 }
 
 // RecomputeOccupancy aggregates the counts from Postgres (the check the

@@ -197,10 +197,12 @@ func (s *Service) event(ctx context.Context, org, id uuid.UUID) (*eventState, er
 			return ev, nil
 		}
 		s.mu.Unlock()
-		if _, err := s.store.Event(ctx, org, id); err != nil {
+		e, err := s.store.Event(ctx, org, id)
+		if err != nil {
 			return nil, err
 		}
 		ev := newEventState(org, id)
+		ev.setSettings(e)
 		// Subscribe before loading so no delta committed during the load
 		// is missed; deltas that arrive early are queued and replayed. A
 		// resubscribe may have lost deltas: the follower reads the feed.
@@ -239,6 +241,10 @@ func (s *Service) receive(ev *eventState, b []byte) {
 	if err != nil {
 		s.log.Warn("undecodable live message", "event", ev.id, "err", err)
 		return
+	}
+	if msg.Settings {
+		// The follower's round reads every cached event's settings.
+		s.wake()
 	}
 	// Never let a message touch another tenant's or event's cache.
 	ds := slices.DeleteFunc(msg.Deltas, func(d Delta) bool { return d.Org != ev.org || d.Event != ev.id })

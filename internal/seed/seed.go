@@ -9,8 +9,11 @@ import (
 	"io"
 	"time"
 
+	"github.com/google/uuid"
+
 	"seatd/internal/apperr"
 	"seatd/internal/auth"
+	"seatd/internal/chart"
 	"seatd/internal/store"
 )
 
@@ -60,8 +63,7 @@ func Demo(ctx context.Context, st *store.Store, acc *auth.Accounts, w io.Writer)
 			return err
 		}
 		if len(events) == 0 {
-			start := time.Now().UTC().AddDate(0, 1, 0).Truncate(time.Hour)
-			ev, err := st.CreateEvent(ctx, org.ID, orgName(slug)+" Gala Night", "Main Hall", start, DemoVenue())
+			ev, err := demoEvent(ctx, st, org.ID, orgName(slug))
 			if err != nil {
 				return fmt.Errorf("event: %w", err)
 			}
@@ -81,4 +83,61 @@ func orgName(slug string) string {
 		return "Acme Concerts"
 	}
 	return slug
+}
+
+// DemoChart is the demo venue as a chart: the layout of DemoVenue with
+// three price categories — the front ten rows of the orchestra centre,
+// the rest of the orchestra, and the balcony.
+func DemoChart(name string) chart.Chart {
+	c := chart.Chart{Name: name, Categories: []chart.Category{
+		{Key: "premium", Name: "Premium", Color: "#b45309"},
+		{Key: "stalls", Name: "Stalls", Color: "#2563eb"},
+		{Key: "balcony", Name: "Balcony", Color: "#059669"},
+	}}
+	for _, sec := range DemoVenue() {
+		cs := chart.Section{Label: sec.Label, Name: sec.Name, Kind: chart.Seated}
+		for _, st := range sec.Seats {
+			if len(cs.Rows) == 0 || cs.Rows[len(cs.Rows)-1].Label != st.Row {
+				cs.Rows = append(cs.Rows, chart.Row{Label: st.Row})
+			}
+			cat := "stalls"
+			switch {
+			case sec.Label == "D":
+				cat = "balcony"
+			case sec.Label == "B" && len(cs.Rows) <= 10:
+				cat = "premium"
+			}
+			r := &cs.Rows[len(cs.Rows)-1]
+			r.Seats = append(r.Seats, chart.Seat{Number: st.Number, X: st.X, Y: st.Y, Category: cat})
+		}
+		c.Sections = append(c.Sections, cs)
+	}
+	return c
+}
+
+// DemoPrices are the demo event's prices.
+var DemoPrices = []store.Price{
+	{Category: "premium", PriceMinor: 8500, Currency: "EUR"},
+	{Category: "stalls", PriceMinor: 5500, Currency: "EUR"},
+	{Category: "balcony", PriceMinor: 3000, Currency: "EUR"},
+}
+
+// demoEvent makes the demo event the way an organizer does: a chart, an
+// event from it with prices, published, on sale until the show starts.
+func demoEvent(ctx context.Context, st *store.Store, org uuid.UUID, name string) (store.Event, error) {
+	v, err := st.SaveChart(ctx, org, uuid.Nil, DemoChart("Main Hall"))
+	if err != nil {
+		return store.Event{}, err
+	}
+	now := time.Now().UTC().Truncate(time.Minute)
+	start := now.AddDate(0, 1, 0).Truncate(time.Hour)
+	spec := store.EventSpec{Name: name + " Gala Night", Venue: "Main Hall", StartsAt: start, TimeZone: "Europe/Paris",
+		OnSaleAt: &now, SalesEndAt: &start, OrphanRule: "off"}
+	ev, err := st.CreateEventFromChart(ctx, org, uuid.Nil, v, spec, DemoPrices)
+	if err != nil {
+		return store.Event{}, err
+	}
+	return st.UpdateEvent(ctx, org, ev.ID, uuid.Nil, func(cur store.Event) (store.EventUpdate, error) {
+		return store.EventUpdate{Spec: cur.EventSpec, From: store.EventDraft, To: store.EventOnSale}, nil
+	})
 }

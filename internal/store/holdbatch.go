@@ -20,21 +20,29 @@ import (
 // buyers' requests. Every row carries its own organization, event, user,
 // times, source and cap, and every filter and insert uses the row's own
 // values, so one statement can serve holds of several buyers, events and
-// tenants without mixing them. Each buyer's count of active holds rises in
+// tenants without mixing them. A row is taken only while its event is open
+// to the row's actor (event_open: on sale and inside the sales window for
+// a buyer, not closed for staff), read from the event row in the
+// statement's own snapshot: a change of status or window that committed
+// before the statement began is always seen, so Postgres alone decides
+// here too, whatever a process's cache says. A buyer's cap is the event's
+// own when it has one. Each buyer's count of active holds rises in
 // the same statement; a row lifting it above the buyer's cap fails the
 // statement (buyer_holds_cap) and nothing of it is written.
 const holdsSQL = `
 WITH r AS (
     SELECT * FROM unnest($1::uuid[], $2::uuid[], $3::uuid[], $4::uuid[], $5::bigint[], $6::uuid[],
-                         $7::timestamptz[], $8::timestamptz[], $9::text[], $10::int[])
-        AS r(org_id, event_id, seat_id, hold_id, fence, user_id, created, held_until, source, cap)
+                         $7::timestamptz[], $8::timestamptz[], $9::text[], $10::int[], $11::bool[])
+        AS r(org_id, event_id, seat_id, hold_id, fence, user_id, created, held_until, source, cap, staff)
 ), upd AS (
     UPDATE seats s
     SET status = 'held', hold_id = r.hold_id, version = s.version + 1, fence = r.fence, updated_at = r.created
-    FROM r
+    FROM r JOIN events e ON e.org_id = r.org_id AND e.id = r.event_id
     WHERE s.org_id = r.org_id AND s.event_id = r.event_id AND s.id = r.seat_id
       AND s.status = 'available' AND s.fence < r.fence
-    RETURNING s.id, s.version, r.hold_id, r.fence, r.org_id, r.event_id, r.user_id, r.created, r.held_until, r.source, r.cap
+      AND event_open(e.status, e.on_sale_at, e.sales_end_at, r.staff, r.created)
+    RETURNING s.id, s.version, r.hold_id, r.fence, r.org_id, r.event_id, r.user_id, r.created, r.held_until, r.source,
+              CASE WHEN r.cap = 2147483647 THEN r.cap ELSE coalesce(e.max_holds_per_buyer, r.cap) END AS cap
 ), ins AS (
     INSERT INTO seat_holds (id, org_id, event_id, seat_id, user_id, status, held_until, fence, source, created_at)
     SELECT hold_id, org_id, event_id, id, user_id, 'active', held_until, fence, source, created FROM upd
@@ -76,16 +84,17 @@ func runHoldStatement(ctx context.Context, db pg.DBTX, rows []holdRow) (map[uuid
 	nows, untils := make([]time.Time, n), make([]time.Time, n)
 	sources := make([]string, n)
 	caps := make([]int32, n)
+	staff := make([]bool, n)
 	for i, r := range rows {
 		p, st := r.p, r.req
 		orgs[i], events[i], seats[i], holds[i], users[i] = p.Org, p.Event, st.SeatID, st.HoldID, p.User
 		fences[i], nows[i], untils[i], sources[i] = st.Fence, p.Now, p.HeldUntil, p.Source
-		caps[i] = noCap
+		caps[i], staff[i] = noCap, p.Staff
 		if p.Cap > 0 && p.Cap < noCap {
 			caps[i] = int32(p.Cap) // #nosec G115 -- bounded just above
 		}
 	}
-	res, err := db.Query(ctx, holdsSQL, orgs, events, seats, holds, fences, users, nows, untils, sources, caps)
+	res, err := db.Query(ctx, holdsSQL, orgs, events, seats, holds, fences, users, nows, untils, sources, caps, staff)
 	if err != nil {
 		return nil, err
 	}

@@ -39,8 +39,11 @@ type HoldParams struct {
 	Locked bool
 	// Cap is the most active holds the user may have for the event once
 	// these are taken (0: no cap). It is checked in the statement that
-	// takes the holds (see buyer_holds).
+	// takes the holds (see buyer_holds), where the event's own cap, if it
+	// has one, replaces it.
 	Cap int
+	// Staff holds outside the sales window (until the event is closed).
+	Staff bool
 }
 
 // hold is the hold a committed request row became.
@@ -56,6 +59,9 @@ type HoldOutcome struct {
 	Taken    []uuid.UUID  // seats held by someone else, sold or blocked
 	Missing  []uuid.UUID  // seats not in this event of this org
 	Stale    []StaleFence // seats whose fence is newer than ours
+	// NotOnSale says the event does not take this actor's holds now (see
+	// event_open); nothing was written.
+	NotOnSale bool
 }
 
 // StaleFence names a seat whose stored fence is at or above the token a
@@ -80,7 +86,7 @@ func (s *Store) CreateHolds(ctx context.Context, p HoldParams) (HoldOutcome, err
 	err := s.InTx(ctx, func(tx pgx.Tx) error {
 		var err error
 		out, err = lockAndCheck(ctx, tx, p)
-		if err != nil || len(out.Taken)+len(out.Missing)+len(out.Stale) > 0 {
+		if err != nil || out.NotOnSale || len(out.Taken)+len(out.Missing)+len(out.Stale) > 0 {
 			return err
 		}
 		fresh := slices.DeleteFunc(slices.Clone(p.Seats), func(r HoldRequest) bool {
@@ -94,6 +100,11 @@ func (s *Store) CreateHolds(ctx context.Context, p HoldParams) (HoldOutcome, err
 			return err
 		}
 		if len(created) != len(fresh) {
+			// The event may have closed (or its window ended) between the
+			// check and the write: the statement reads the event anew.
+			if again, err := checkSeats(ctx, tx, p, ""); err == nil && again.NotOnSale {
+				return errClosedMeanwhile
+			}
 			// The rows are locked by us and were checked just above, so this
 			// means a bug, not a race. Refuse rather than commit part of it.
 			return fmt.Errorf("hold: %d of %d seats updated after lock", len(created), len(fresh))
@@ -101,6 +112,9 @@ func (s *Store) CreateHolds(ctx context.Context, p HoldParams) (HoldOutcome, err
 		out.Created = created
 		return nil
 	})
+	if errors.Is(err, errClosedMeanwhile) {
+		return HoldOutcome{NotOnSale: true}, nil
+	}
 	if pg.IsLockNotAvailable(err) {
 		// Somebody else is mid-transaction on one of these seats right now.
 		return HoldOutcome{Taken: seatIDs(p.Seats)}, nil
@@ -112,11 +126,15 @@ func (s *Store) CreateHolds(ctx context.Context, p HoldParams) (HoldOutcome, err
 	if err != nil {
 		return HoldOutcome{}, err
 	}
-	if len(out.Taken)+len(out.Missing)+len(out.Stale) > 0 {
+	if out.NotOnSale || len(out.Taken)+len(out.Missing)+len(out.Stale) > 0 {
 		out.Created = nil
 	}
 	return out, nil
 }
+
+// errClosedMeanwhile rolls back a hold whose event stopped taking holds
+// between its check and its write.
+var errClosedMeanwhile = errors.New("event closed during the hold")
 
 // createOneHold is the fast path: one statement, autocommitted, because a
 // single-seat statement cannot be partially applied.
@@ -183,10 +201,12 @@ func lockAndCheck(ctx context.Context, tx pgx.Tx, p HoldParams) (HoldOutcome, er
 // and sorts them into the outcome's buckets.
 func checkSeats(ctx context.Context, db pg.DBTX, p HoldParams, lock string) (HoldOutcome, error) {
 	rows, err := db.Query(ctx, `
-		SELECT s.id, s.status, s.fence, h.id, h.user_id, h.held_until, h.created_at, h.extensions, h.fence, h.source, s.version
-		FROM seats s LEFT JOIN seat_holds h ON h.id = s.hold_id
+		SELECT s.id, s.status, s.fence, h.id, h.user_id, h.held_until, h.created_at, h.extensions, h.fence, h.source, s.version,
+		       event_open(e.status, e.on_sale_at, e.sales_end_at, $4, $5)
+		FROM seats s JOIN events e ON e.org_id = s.org_id AND e.id = s.event_id
+		LEFT JOIN seat_holds h ON h.id = s.hold_id
 		WHERE s.org_id = $1 AND s.event_id = $2 AND s.id = ANY($3::uuid[])
-		ORDER BY s.id `+lock, p.Org, p.Event, seatIDs(p.Seats))
+		ORDER BY s.id `+lock, p.Org, p.Event, seatIDs(p.Seats), p.Staff, p.Now)
 	if err != nil {
 		return HoldOutcome{}, err
 	}
@@ -205,10 +225,14 @@ func checkSeats(ctx context.Context, db pg.DBTX, p HoldParams, lock string) (Hol
 			source         *string
 		}
 		var version int64
-		if err := rows.Scan(&id, &status, &fence, &h.id, &h.user, &h.until, &h.created, &h.ext, &h.fence, &h.source, &version); err != nil {
+		var open bool
+		if err := rows.Scan(&id, &status, &fence, &h.id, &h.user, &h.until, &h.created, &h.ext, &h.fence, &h.source, &version, &open); err != nil {
 			return HoldOutcome{}, err
 		}
 		seen[id] = true
+		if !open {
+			out.NotOnSale = true
+		}
 		req := p.Seats[slices.IndexFunc(p.Seats, func(r HoldRequest) bool { return r.SeatID == id })]
 		switch {
 		case status == Held && h.user != nil && *h.user == p.User && h.until.After(p.Now):
@@ -409,11 +433,14 @@ type Booking struct {
 	Sold []SoldSeat
 }
 
-// Ticket is one sold seat.
+// Ticket is one sold seat and what was paid for it (zero and "" for a
+// seat without a price category).
 type Ticket struct {
-	ID     uuid.UUID
-	SeatID uuid.UUID
-	HoldID uuid.UUID
+	ID         uuid.UUID
+	SeatID     uuid.UUID
+	HoldID     uuid.UUID
+	PriceMinor int64
+	Currency   string
 }
 
 // SoldSeat is a seat that became sold, with its new version.
@@ -493,16 +520,19 @@ func (s *Store) Purchase(ctx context.Context, org, event, user uuid.UUID, key st
 			), st AS (
 			    UPDATE seats SET status = 'sold', hold_id = NULL, version = version + 1, updated_at = now()
 			    FROM h WHERE seats.org_id = $1 AND seats.id = h.seat_id AND seats.hold_id = h.id
-			    RETURNING seats.id, seats.version, h.id AS hold_id
+			    RETURNING seats.id, seats.version, h.id AS hold_id, seats.category
 			), t AS (
-			    INSERT INTO tickets (org_id, event_id, booking_id, seat_id, hold_id)
-			    SELECT $1, $3, $4, st.id, st.hold_id FROM st
-			    RETURNING id, seat_id, hold_id
+			    -- The price paid is the category's price at the sale.
+			    INSERT INTO tickets (org_id, event_id, booking_id, seat_id, hold_id, price_minor, currency)
+			    SELECT $1, $3, $4, st.id, st.hold_id, c.price_minor, c.currency
+			    FROM st LEFT JOIN event_categories c ON c.org_id = $1 AND c.event_id = $3 AND c.key = st.category
+			    RETURNING id, seat_id, hold_id, price_minor, currency
 			), a AS (
 			    INSERT INTO audit_log (org_id, event_id, actor_id, action, entity, entity_id, seat_id, data)
 			    SELECT $1, $3, $5, 'seat.sold', 'booking', $4, st.id, jsonb_build_object('hold_id', st.hold_id) FROM st
 			)
-			SELECT t.id, t.seat_id, t.hold_id, st.version FROM t JOIN st ON st.id = t.seat_id ORDER BY t.seat_id`,
+			SELECT t.id, t.seat_id, t.hold_id, coalesce(t.price_minor, 0), coalesce(t.currency, ''), st.version
+			FROM t JOIN st ON st.id = t.seat_id ORDER BY t.seat_id`,
 			org, holdIDs, event, b.ID, user)
 		if err != nil {
 			return err
@@ -510,7 +540,7 @@ func (s *Store) Purchase(ctx context.Context, org, event, user uuid.UUID, key st
 		for rows.Next() {
 			var t Ticket
 			var v int64
-			if err := rows.Scan(&t.ID, &t.SeatID, &t.HoldID, &v); err != nil {
+			if err := rows.Scan(&t.ID, &t.SeatID, &t.HoldID, &t.PriceMinor, &t.Currency, &v); err != nil {
 				rows.Close()
 				return err
 			}
@@ -567,13 +597,14 @@ func (s *Store) Booking(ctx context.Context, org, user, id uuid.UUID) (Booking, 
 
 func (s *Store) tickets(ctx context.Context, org, booking uuid.UUID) ([]Ticket, error) {
 	rows, err := s.db.Query(ctx, `
-		SELECT id, seat_id, hold_id FROM tickets WHERE org_id = $1 AND booking_id = $2 ORDER BY seat_id`, org, booking)
+		SELECT id, seat_id, hold_id, coalesce(price_minor, 0), coalesce(currency, '')
+		FROM tickets WHERE org_id = $1 AND booking_id = $2 ORDER BY seat_id`, org, booking)
 	if err != nil {
 		return nil, err
 	}
 	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (Ticket, error) {
 		var t Ticket
-		err := r.Scan(&t.ID, &t.SeatID, &t.HoldID)
+		err := r.Scan(&t.ID, &t.SeatID, &t.HoldID, &t.PriceMinor, &t.Currency)
 		return t, err
 	})
 }

@@ -108,12 +108,58 @@ type User struct {
 
 // Event is a show with a seated venue.
 type Event struct {
-	ID       uuid.UUID
-	OrgID    uuid.UUID
+	ID    uuid.UUID
+	OrgID uuid.UUID
+	EventSpec
+	Status         EventStatus
+	ChartVersionID uuid.UUID // zero for events not made from a chart
+	Seats          int
+	// Categories are the event's price categories in chart order (read by
+	// Event, not by Events).
+	Categories []Category
+}
+
+// EventStatus is an event's place in its lifecycle.
+type EventStatus string
+
+// Event statuses: a draft is being prepared; on sale, buyers hold inside
+// the sales window; closed, nobody holds.
+const (
+	EventDraft  EventStatus = "draft"
+	EventOnSale EventStatus = "on_sale"
+	EventClosed EventStatus = "closed"
+)
+
+// EventSpec is what an organizer sets on an event.
+type EventSpec struct {
 	Name     string
 	Venue    string
 	StartsAt time.Time
-	Seats    int
+	TimeZone string // IANA name; pages show the event's times in it
+	// OnSaleAt and SalesEndAt bound the sales window (nil: unbounded).
+	OnSaleAt, SalesEndAt *time.Time
+	// HoldTTL and MaxHoldsPerBuyer override the global defaults (0: the
+	// default).
+	HoldTTL             time.Duration
+	MaxHoldsPerBuyer    int
+	OrphanRule          string
+	AccessibleReleaseAt *time.Time
+}
+
+// Category is a price category of an event.
+type Category struct {
+	Key        string
+	Name       string
+	Color      string
+	PriceMinor int64
+	Currency   string
+}
+
+// Price is the price of a category.
+type Price struct {
+	Category   string
+	PriceMinor int64
+	Currency   string
 }
 
 // Section groups seats of an event.
@@ -122,6 +168,8 @@ type Section struct {
 	Label    string
 	Name     string
 	Position int
+	Kind     string // seated or ga
+	Capacity int    // places of a GA section (it has no seats)
 }
 
 // Seat is a seat with its current state and, when held, its active hold.
@@ -138,6 +186,10 @@ type Seat struct {
 	HoldID    uuid.UUID // zero unless held
 	HolderID  uuid.UUID // zero unless held
 	HeldUntil time.Time // zero unless held
+	// Category is the seat's price category key ("" for none).
+	Category   string
+	Accessible bool
+	Companion  bool
 }
 
 // Hold is a row of seat_holds.
@@ -230,28 +282,64 @@ func (s *Store) UserByID(ctx context.Context, org, id uuid.UUID) (User, error) {
 	return u, notFoundIfNoRows(err, "user")
 }
 
+// eventColumns selects events (e) as scanEvent reads them.
+const eventColumns = `
+		SELECT e.id, e.name, e.venue, e.starts_at, e.time_zone, e.on_sale_at, e.sales_end_at, e.hold_ttl_seconds,
+		       e.max_holds_per_buyer, e.orphan_rule, e.accessible_release_at, e.status, e.chart_version_id,
+		       (SELECT count(*) FROM seats s WHERE s.org_id = e.org_id AND s.event_id = e.id)
+		FROM events e`
+
+func scanEvent(r pgx.Row, org uuid.UUID) (Event, error) {
+	e := Event{OrgID: org}
+	var ttl, maxHolds *int32
+	var chartVersion *uuid.UUID
+	err := r.Scan(&e.ID, &e.Name, &e.Venue, &e.StartsAt, &e.TimeZone, &e.OnSaleAt, &e.SalesEndAt, &ttl,
+		&maxHolds, &e.OrphanRule, &e.AccessibleReleaseAt, &e.Status, &chartVersion, &e.Seats)
+	if ttl != nil {
+		e.HoldTTL = time.Duration(*ttl) * time.Second
+	}
+	if maxHolds != nil {
+		e.MaxHoldsPerBuyer = int(*maxHolds)
+	}
+	if chartVersion != nil {
+		e.ChartVersionID = *chartVersion
+	}
+	e.StartsAt = e.StartsAt.UTC()
+	for _, t := range []*time.Time{e.OnSaleAt, e.SalesEndAt, e.AccessibleReleaseAt} {
+		if t != nil {
+			*t = t.UTC()
+		}
+	}
+	return e, err
+}
+
 // Events lists the events of org, soonest first.
 func (s *Store) Events(ctx context.Context, org uuid.UUID) ([]Event, error) {
-	rows, err := s.db.Query(ctx, `
-		SELECT e.id, e.name, e.venue, e.starts_at, (SELECT count(*) FROM seats s WHERE s.org_id = e.org_id AND s.event_id = e.id)
-		FROM events e WHERE e.org_id = $1 ORDER BY e.starts_at, e.name`, org)
+	rows, err := s.db.Query(ctx, eventColumns+` WHERE e.org_id = $1 ORDER BY e.starts_at, e.name`, org)
 	if err != nil {
 		return nil, err
 	}
-	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (Event, error) {
-		e := Event{OrgID: org}
-		err := r.Scan(&e.ID, &e.Name, &e.Venue, &e.StartsAt, &e.Seats)
-		return e, err
-	})
+	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (Event, error) { return scanEvent(r, org) })
 }
 
-// Event finds one event of org.
+// Event finds one event of org, with its categories.
 func (s *Store) Event(ctx context.Context, org, id uuid.UUID) (Event, error) {
-	e := Event{OrgID: org, ID: id}
-	err := s.db.QueryRow(ctx, `
-		SELECT e.name, e.venue, e.starts_at, (SELECT count(*) FROM seats s WHERE s.org_id = e.org_id AND s.event_id = e.id)
-		FROM events e WHERE e.org_id = $1 AND e.id = $2`, org, id).Scan(&e.Name, &e.Venue, &e.StartsAt, &e.Seats)
-	return e, notFoundIfNoRows(err, "event")
+	return event(ctx, s.db, org, id, "")
+}
+
+func event(ctx context.Context, db pg.DBTX, org, id uuid.UUID, lock string) (Event, error) {
+	e, err := scanEvent(db.QueryRow(ctx, eventColumns+` WHERE e.org_id = $1 AND e.id = $2 `+lock, org, id), org)
+	if err != nil {
+		return Event{}, notFoundIfNoRows(err, "event")
+	}
+	rows, err := db.Query(ctx, `
+		SELECT key, name, color, price_minor, currency FROM event_categories
+		WHERE org_id = $1 AND event_id = $2 ORDER BY position, key`, org, id)
+	if err != nil {
+		return Event{}, err
+	}
+	e.Categories, err = pgx.CollectRows(rows, pgx.RowToStructByPos[Category])
+	return e, err
 }
 
 // Sections lists an event's sections in display order.
@@ -261,13 +349,13 @@ func (s *Store) Sections(ctx context.Context, org, event uuid.UUID) ([]Section, 
 
 func sections(ctx context.Context, db pg.DBTX, org, event uuid.UUID) ([]Section, error) {
 	rows, err := db.Query(ctx, `
-		SELECT id, label, name, position FROM sections WHERE org_id = $1 AND event_id = $2 ORDER BY position, label`, org, event)
+		SELECT id, label, name, position, kind, capacity FROM sections WHERE org_id = $1 AND event_id = $2 ORDER BY position, label`, org, event)
 	if err != nil {
 		return nil, err
 	}
 	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (Section, error) {
 		var x Section
-		err := r.Scan(&x.ID, &x.Label, &x.Name, &x.Position)
+		err := r.Scan(&x.ID, &x.Label, &x.Name, &x.Position, &x.Kind, &x.Capacity)
 		return x, err
 	})
 }
@@ -275,7 +363,7 @@ func sections(ctx context.Context, db pg.DBTX, org, event uuid.UUID) ([]Section,
 // seatColumns selects seats (s) with their active hold, as scanSeat reads them.
 const seatColumns = `
 		SELECT s.id, s.section_id, s.row_label, s.number, s.idx, s.x, s.y, s.status, s.version, s.fence,
-		       h.id, h.user_id, h.held_until
+		       h.id, h.user_id, h.held_until, coalesce(s.category, ''), s.accessible, s.companion
 		FROM seats s LEFT JOIN seat_holds h ON h.id = s.hold_id AND h.status = 'active'`
 
 // EventSeats loads every seat of an event with its current hold, in idx
@@ -304,7 +392,7 @@ func scanSeat(r pgx.CollectableRow) (Seat, error) {
 	var holdID, holderID *uuid.UUID
 	var until *time.Time
 	err := r.Scan(&x.ID, &x.SectionID, &x.Row, &x.Number, &x.Idx, &x.X, &x.Y, &x.Status, &x.Version, &x.Fence,
-		&holdID, &holderID, &until)
+		&holdID, &holderID, &until, &x.Category, &x.Accessible, &x.Companion)
 	if holdID != nil {
 		x.HoldID = *holdID
 	}

@@ -27,6 +27,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"seatd/internal/app"
+	"seatd/internal/chart"
 	"seatd/internal/config"
 	"seatd/internal/store"
 )
@@ -311,4 +312,33 @@ func Eventually(t testing.TB, timeout time.Duration, what string, cond func() bo
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
+}
+
+// NewChart saves a small chart of org: a seated section "S" of rows×perRow
+// seats whose first row is category "front" (the rest "back"; the first
+// seat is accessible, the second its companion) and a GA section "G" of
+// 100 places.
+func NewChart(t testing.TB, a *app.App, org uuid.UUID, rows, perRow int) store.ChartVersion {
+	t.Helper()
+	c := chart.Chart{Name: "Test chart", Categories: []chart.Category{
+		{Key: "front", Name: "Front", Color: "#aa0000"}, {Key: "back", Name: "Back", Color: "#0000aa"}}}
+	sec := chart.Section{Label: "S", Name: "Stalls", Kind: chart.Seated}
+	for r := range rows {
+		row := chart.Row{Label: store.RowLabel(r)}
+		for n := 1; n <= perRow; n++ {
+			cat := "back"
+			if r == 0 {
+				cat = "front"
+			}
+			row.Seats = append(row.Seats, chart.Seat{Number: n, X: n - 1, Y: r, Category: cat,
+				Accessible: r == 0 && n == 1, Companion: r == 0 && n == 2})
+		}
+		sec.Rows = append(sec.Rows, row)
+	}
+	c.Sections = []chart.Section{sec, {Label: "G", Name: "Standing", Kind: chart.GA, Capacity: 100}}
+	v, err := a.Store.SaveChart(context.Background(), org, uuid.Nil, c)
+	if err != nil {
+		t.Fatalf("save chart: %v", err)
+	}
+	return v
 }

@@ -1,0 +1,415 @@
+package hold_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+
+	"seatd/internal/app"
+	"seatd/internal/apperr"
+	"seatd/internal/config"
+	"seatd/internal/hold"
+	"seatd/internal/store"
+	"seatd/internal/testenv"
+)
+
+func ptr[T any](v T) *T { return &v }
+
+func rfc(t time.Time) *string { return ptr(t.UTC().Format(time.RFC3339)) }
+
+// chartEvent creates a draft event of the tenant from a fresh chart
+// (2×10 seats, a GA section) through the core, priced front 5000 and back
+// 2500 EUR.
+func chartEvent(t *testing.T, a *app.App, tn testenv.Tenant, mod func(*hold.EventInput)) store.Event {
+	t.Helper()
+	v := testenv.NewChart(t, a, tn.Org.ID, 2, 10)
+	now := time.Now()
+	in := hold.EventInput{Name: ptr("Chart show"), Venue: ptr("Hall"), StartsAt: rfc(now.Add(48 * time.Hour)),
+		TimeZone: ptr("Europe/Paris"), ChartID: ptr(v.ChartID.String()),
+		OnSaleAt: rfc(now.Add(-time.Hour)), SalesEndAt: rfc(now.Add(24 * time.Hour)),
+		Prices: []store.Price{{Category: "front", PriceMinor: 5000, Currency: "EUR"}, {Category: "back", PriceMinor: 2500, Currency: "EUR"}}}
+	if mod != nil {
+		mod(&in)
+	}
+	e, err := a.Core.CreateEvent(context.Background(), organizer(tn), in)
+	if err != nil {
+		t.Fatalf("create event: %v", err)
+	}
+	return e
+}
+
+func organizer(tn testenv.Tenant) hold.Actor {
+	return hold.Actor{Org: tn.Org.ID, User: tn.Organizer.ID, Role: hold.RoleOrganizer}
+}
+
+func setStatus(t *testing.T, a *app.App, tn testenv.Tenant, event uuid.UUID, status string) error {
+	t.Helper()
+	_, err := a.Core.UpdateEvent(context.Background(), organizer(tn), event, hold.EventInput{Status: &status})
+	return err
+}
+
+// TestEventFromChart: the event copies the chart version's seats,
+// categories, flags and GA capacity, and a later chart version changes
+// nothing of it.
+func TestEventFromChart(t *testing.T) {
+	a := testenv.App(t, nil)
+	tn := testenv.NewTenant(t, a, 1)
+	e := chartEvent(t, a, tn, nil)
+	if e.Status != store.EventDraft || e.Seats != 20 {
+		t.Fatalf("event %+v: want a draft with 20 seats", e)
+	}
+	ctx := context.Background()
+	if n := count(t, a, `SELECT count(*) FROM seats WHERE event_id = $1 AND category = 'front'`, e.ID); n != 10 {
+		t.Errorf("front seats %d, want 10", n)
+	}
+	if n := count(t, a, `SELECT count(*) FROM seats WHERE event_id = $1 AND accessible`, e.ID); n != 1 {
+		t.Errorf("accessible seats %d, want 1", n)
+	}
+	if n := count(t, a, `SELECT capacity FROM sections WHERE event_id = $1 AND kind = 'ga'`, e.ID); n != 100 {
+		t.Errorf("GA capacity %d, want 100", n)
+	}
+	// A new version of the chart (one row more) leaves the event alone.
+	v, err := a.Store.ChartVersionByID(ctx, tn.Org.ID, e.ChartVersionID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v.Layout.Sections[0].Rows = append(v.Layout.Sections[0].Rows, v.Layout.Sections[0].Rows[1])
+	v.Layout.Sections[0].Rows[2].Label = "C"
+	if _, err := a.Store.SaveChart(ctx, tn.Org.ID, v.ChartID, v.Layout); err != nil {
+		t.Fatal(err)
+	}
+	got, err := a.Store.Event(ctx, tn.Org.ID, e.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Seats != 20 || got.ChartVersionID != e.ChartVersionID || len(got.Categories) != 2 {
+		t.Errorf("event after a chart edit: %d seats, version %v, %d categories", got.Seats, got.ChartVersionID, len(got.Categories))
+	}
+}
+
+// TestEventLifecycle: draft → on sale → closed and draft → closed are
+// allowed; every other change of status is a conflict that writes nothing.
+func TestEventLifecycle(t *testing.T) {
+	a := testenv.App(t, nil)
+	tn := testenv.NewTenant(t, a, 1)
+	for _, tc := range []struct {
+		name  string
+		steps []string
+		want  []apperr.Code // "" for allowed
+	}{
+		{"publish then close", []string{"on_sale", "closed"}, []apperr.Code{"", ""}},
+		{"close a draft", []string{"closed"}, []apperr.Code{""}},
+		{"back to draft", []string{"on_sale", "draft"}, []apperr.Code{"", apperr.Conflict}},
+		{"reopen", []string{"on_sale", "closed", "on_sale"}, []apperr.Code{"", "", apperr.Conflict}},
+		{"closed to draft", []string{"closed", "draft"}, []apperr.Code{"", apperr.Conflict}},
+		{"unknown status", []string{"sold_out"}, []apperr.Code{apperr.Invalid}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := chartEvent(t, a, tn, nil)
+			status := string(store.EventDraft)
+			for i, step := range tc.steps {
+				err := setStatus(t, a, tn, e.ID, step)
+				if got := codeOrEmpty(err); got != tc.want[i] {
+					t.Fatalf("step %d (%s → %s): %v, want %q", i, status, step, err, tc.want[i])
+				}
+				if err == nil {
+					status = step
+				}
+				got, err := a.Store.Event(context.Background(), tn.Org.ID, e.ID)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if string(got.Status) != status {
+					t.Fatalf("after step %d the event is %s, want %s", i, got.Status, status)
+				}
+			}
+		})
+	}
+}
+
+func codeOrEmpty(err error) apperr.Code {
+	if err == nil {
+		return ""
+	}
+	return apperr.CodeOf(err)
+}
+
+// TestSaleWindow: on the fast path and on the Postgres-only path, a
+// buyer's hold is refused with not_on_sale while the event is a draft,
+// before its on-sale time, after its sales end and once closed; staff
+// hold outside the window until it is closed. A process whose cache still
+// says "on sale" after the event row changed is refused by the hold
+// statement itself.
+func TestSaleWindow(t *testing.T) {
+	for _, postgres := range []bool{false, true} {
+		name := "fast path"
+		if postgres {
+			name = "postgres only"
+		}
+		t.Run(name, func(t *testing.T) {
+			mod := func(c *config.Config) {
+				if postgres {
+					c.RedisURL = "redis://127.0.0.1:1/0" // nothing listens: Redis is down
+				}
+			}
+			a := testenv.App(t, mod)
+			other := testenv.App(t, mod).Core // a second process, whose follower does not run
+			tn := testenv.NewTenant(t, a, 1)
+			ctx := context.Background()
+			u, box := buyer(tn.Buyers[0]), staff(tn.BoxOffice)
+			e := chartEvent(t, a, tn, nil)
+			seats := testenv.SeatIDs(t, a, tn.Org.ID, e.ID)
+			hold1 := func(p *hold.Service, who hold.Actor, seat uuid.UUID) apperr.Code {
+				t.Helper()
+				_, err := p.Hold(ctx, who, e.ID, []uuid.UUID{seat}, hold.SourceAPI)
+				return codeOrEmpty(err)
+			}
+
+			if got := hold1(a.Core, u, seats[0]); got != apperr.NotOnSale {
+				t.Fatalf("buyer on a draft: %q, want not_on_sale", got)
+			}
+			if a.Core.FastPath() == postgres {
+				t.Fatalf("fast path %v, want %v", a.Core.FastPath(), !postgres)
+			}
+			if got := hold1(a.Core, box, seats[1]); got != "" {
+				t.Fatalf("box office on a draft: %q, want a hold", got)
+			}
+			if err := setStatus(t, a, tn, e.ID, "on_sale"); err != nil {
+				t.Fatal(err)
+			}
+			if got := hold1(a.Core, u, seats[2]); got != "" {
+				t.Fatalf("buyer on sale: %q, want a hold", got)
+			}
+			// The other process caches the event while it is on sale.
+			if got := hold1(other, u, seats[3]); got != "" {
+				t.Fatalf("buyer on sale (other process): %q, want a hold", got)
+			}
+
+			// Before the window, after it: moved through the core.
+			for _, tc := range []struct {
+				name             string
+				onSale, salesEnd time.Time
+			}{
+				{"before on_sale_at", time.Now().Add(time.Hour), time.Now().Add(2 * time.Hour)},
+				{"after sales_end_at", time.Now().Add(-2 * time.Hour), time.Now().Add(-time.Hour)},
+			} {
+				if _, err := a.Core.UpdateEvent(ctx, organizer(tn), e.ID, hold.EventInput{OnSaleAt: rfc(tc.onSale), SalesEndAt: rfc(tc.salesEnd)}); err != nil {
+					t.Fatal(err)
+				}
+				if got := hold1(a.Core, u, seats[4]); got != apperr.NotOnSale {
+					t.Fatalf("%s: %q, want not_on_sale", tc.name, got)
+				}
+				if got := hold1(a.Core, box, seats[5]); got != "" {
+					t.Fatalf("%s, box office: %q, want a hold", tc.name, got)
+				}
+				if _, err := a.Core.Release(ctx, box, activeHoldOn(t, a, tn, seats[5]), "test"); err != nil {
+					t.Fatal(err)
+				}
+			}
+
+			// Closed behind the other process's back (straight in SQL, no
+			// message): its cache says on sale, Postgres refuses.
+			if _, err := a.Pool.Exec(ctx, `UPDATE events SET status = 'closed' WHERE id = $1`, e.ID); err != nil {
+				t.Fatal(err)
+			}
+			if got := hold1(other, u, seats[6]); got != apperr.NotOnSale {
+				t.Fatalf("stale cache, closed event: %q, want not_on_sale", got)
+			}
+			if got := hold1(other, box, seats[7]); got != apperr.NotOnSale {
+				t.Fatalf("stale cache, closed event, box office: %q, want not_on_sale", got)
+			}
+			if got := hold1(a.Core, box, seats[8]); got != apperr.NotOnSale {
+				t.Fatalf("closed event, box office: %q, want not_on_sale", got)
+			}
+			if n := count(t, a, `SELECT count(*) FROM seat_holds WHERE event_id = $1 AND seat_id = ANY($2::uuid[])`,
+				e.ID, []uuid.UUID{seats[0], seats[4], seats[6], seats[7], seats[8]}); n != 0 {
+				t.Errorf("%d holds written for refused requests", n)
+			}
+			assertSeatInvariants(t, a, e.ID)
+			// Redis let the stale process's lock through; it must not stay.
+			if !postgres {
+				testenv.Eventually(t, 10*time.Second, "the refused seat free again in every tier", func() bool {
+					reg, err := a.Core.RegistryStatus(ctx, organizer(tn), e.ID)
+					return err == nil && reg.Redis == reg.Postgres
+				})
+			}
+		})
+	}
+}
+
+func activeHoldOn(t *testing.T, a *app.App, tn testenv.Tenant, seat uuid.UUID) uuid.UUID {
+	t.Helper()
+	h, err := a.Store.ActiveHold(context.Background(), tn.Org.ID, seat)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return h.ID
+}
+
+// TestEventHoldSettings: an event's own hold TTL and buyer cap replace the
+// global ones on both paths, and a cap lowered behind a process's back is
+// enforced by the hold statement.
+func TestEventHoldSettings(t *testing.T) {
+	for _, postgres := range []bool{false, true} {
+		name := "fast path"
+		if postgres {
+			name = "postgres only"
+		}
+		t.Run(name, func(t *testing.T) {
+			mod := func(c *config.Config) {
+				c.HoldTTL = 10 * time.Minute
+				c.MaxHoldsPerBuyer = 10
+				if postgres {
+					c.RedisURL = "redis://127.0.0.1:1/0"
+				}
+			}
+			a := testenv.App(t, mod)
+			tn := testenv.NewTenant(t, a, 1)
+			ctx := context.Background()
+			u := buyer(tn.Buyers[0])
+			e := chartEvent(t, a, tn, func(in *hold.EventInput) {
+				in.HoldTTLSeconds, in.MaxHoldsPerBuyer = ptr(90), ptr(3)
+			})
+			if err := setStatus(t, a, tn, e.ID, "on_sale"); err != nil {
+				t.Fatal(err)
+			}
+			seats := testenv.SeatIDs(t, a, tn.Org.ID, e.ID)
+			before := time.Now()
+			res, err := a.Core.Hold(ctx, u, e.ID, seats[:2], hold.SourceAPI)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if ttl := res.Holds[0].HeldUntil.Sub(before); ttl < 85*time.Second || ttl > 95*time.Second {
+				t.Errorf("hold TTL %v, want the event's 90 s", ttl)
+			}
+			if _, err := a.Core.Hold(ctx, u, e.ID, seats[2:4], hold.SourceAPI); apperr.CodeOf(err) != apperr.HoldLimit {
+				t.Fatalf("over the event's cap of 3: %v, want hold_limit", err)
+			}
+			// Lowered to 2 in SQL only: the cache and Redis still say 3, the
+			// hold statement says no.
+			if _, err := a.Pool.Exec(ctx, `UPDATE events SET max_holds_per_buyer = 2 WHERE id = $1`, e.ID); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := a.Core.Hold(ctx, u, e.ID, seats[2:3], hold.SourceAPI); apperr.CodeOf(err) != apperr.HoldLimit {
+				t.Fatalf("over the cap lowered in Postgres: %v, want hold_limit", err)
+			}
+			if n := count(t, a, `SELECT count(*) FROM seat_holds WHERE event_id = $1 AND user_id = $2`, e.ID, u.User); n != 2 {
+				t.Errorf("%d holds written, want 2", n)
+			}
+			// Raised through the core: this process follows at once.
+			if _, err := a.Core.UpdateEvent(ctx, organizer(tn), e.ID, hold.EventInput{MaxHoldsPerBuyer: ptr(5)}); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := a.Core.Hold(ctx, u, e.ID, seats[2:5], hold.SourceAPI); err != nil {
+				t.Fatalf("within the raised cap: %v", err)
+			}
+			assertSeatInvariants(t, a, e.ID)
+		})
+	}
+}
+
+// TestCreateEventLeavesOtherEventsAlone: creating and publishing an event
+// touches no hold of another event.
+func TestCreateEventLeavesOtherEventsAlone(t *testing.T) {
+	a := testenv.App(t, nil)
+	tn := testenv.NewTenant(t, a, 1)
+	ctx := context.Background()
+	old := testenv.NewEvent(t, a, tn.Org.ID, 1, 2, 5)
+	seats := testenv.SeatIDs(t, a, tn.Org.ID, old.ID)
+	if _, err := a.Core.Hold(ctx, buyer(tn.Buyers[0]), old.ID, seats[:3], hold.SourceAPI); err != nil {
+		t.Fatal(err)
+	}
+	snapshot := func() string {
+		var s string
+		err := a.Pool.QueryRow(ctx, `SELECT coalesce(string_agg(id::text || status || held_until::text || fence::text, ',' ORDER BY id), '')
+			FROM seat_holds WHERE event_id = $1`, old.ID).Scan(&s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	before := snapshot()
+	e := chartEvent(t, a, tn, nil)
+	if err := setStatus(t, a, tn, e.ID, "on_sale"); err != nil {
+		t.Fatal(err)
+	}
+	if err := setStatus(t, a, tn, e.ID, "closed"); err != nil {
+		t.Fatal(err)
+	}
+	if after := snapshot(); after != before {
+		t.Errorf("holds of another event changed:\n%s\n%s", before, after)
+	}
+}
+
+// TestEventValidation: every problem of a new event is named at once, and
+// nothing is written.
+func TestEventValidation(t *testing.T) {
+	a := testenv.App(t, nil)
+	tn := testenv.NewTenant(t, a, 1)
+	other := testenv.NewTenant(t, a, 0)
+	ctx := context.Background()
+	v := testenv.NewChart(t, a, tn.Org.ID, 2, 10)
+	foreign := testenv.NewChart(t, a, other.Org.ID, 2, 10)
+	now := time.Now()
+	good := func() hold.EventInput {
+		return hold.EventInput{Name: ptr("Show"), StartsAt: rfc(now.Add(48 * time.Hour)), TimeZone: ptr("Europe/Paris"),
+			ChartID: ptr(v.ChartID.String()), OnSaleAt: rfc(now), SalesEndAt: rfc(now.Add(time.Hour)),
+			Prices: []store.Price{{Category: "front", PriceMinor: 5000, Currency: "EUR"}, {Category: "back", PriceMinor: 2500, Currency: "EUR"}}}
+	}
+	for _, tc := range []struct {
+		name   string
+		mod    func(*hold.EventInput)
+		code   apperr.Code
+		fields []string
+	}{
+		{"no name", func(in *hold.EventInput) { in.Name = ptr(" ") }, apperr.Invalid, []string{"name"}},
+		{"bad time zone", func(in *hold.EventInput) { in.TimeZone = ptr("Mars/Olympus") }, apperr.Invalid, []string{"time_zone"}},
+		{"bad start", func(in *hold.EventInput) { in.StartsAt = ptr("tomorrow") }, apperr.Invalid, []string{"starts_at"}},
+		{"sales end first", func(in *hold.EventInput) { in.SalesEndAt = rfc(now.Add(-time.Hour)) }, apperr.Invalid, []string{"sales_end_at"}},
+		{"no window", func(in *hold.EventInput) { in.OnSaleAt, in.SalesEndAt = nil, nil }, apperr.Invalid, []string{"on_sale_at", "sales_end_at"}},
+		{"missing price", func(in *hold.EventInput) { in.Prices = in.Prices[:1] }, apperr.Invalid, []string{"prices"}},
+		{"unknown category", func(in *hold.EventInput) {
+			in.Prices = append(in.Prices, store.Price{Category: "vip", PriceMinor: 1, Currency: "EUR"})
+		}, apperr.Invalid, []string{"prices[2].category"}},
+		{"bad currency and negative price", func(in *hold.EventInput) {
+			in.Prices[0].Currency, in.Prices[1].PriceMinor = "euro", -1
+		}, apperr.Invalid, []string{"prices[0].currency", "prices[1].price_minor"}},
+		{"priced twice", func(in *hold.EventInput) { in.Prices[1].Category = "front" }, apperr.Invalid, []string{"prices[1].category"}},
+		{"bad ttl and cap and rule", func(in *hold.EventInput) {
+			in.HoldTTLSeconds, in.MaxHoldsPerBuyer, in.OrphanRule = ptr(-1), ptr(-5), ptr("loose")
+		}, apperr.Invalid, []string{"hold_ttl", "max_holds_per_buyer", "orphan_rule"}},
+		{"status on create", func(in *hold.EventInput) { in.Status = ptr("on_sale") }, apperr.Invalid, []string{"status"}},
+		{"no chart", func(in *hold.EventInput) { in.ChartID = nil }, apperr.Invalid, []string{"chart_id"}},
+		{"unknown chart", func(in *hold.EventInput) { in.ChartID = ptr(uuid.NewString()) }, apperr.NotFound, nil},
+		{"another org's chart", func(in *hold.EventInput) { in.ChartID = ptr(foreign.ChartID.String()) }, apperr.NotFound, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			in := good()
+			tc.mod(&in)
+			_, err := a.Core.CreateEvent(ctx, organizer(tn), in)
+			e, ok := apperr.As(err)
+			if !ok || e.Code != tc.code {
+				t.Fatalf("got %v, want %s", err, tc.code)
+			}
+			for _, f := range tc.fields {
+				if e.Fields[f] == "" {
+					t.Errorf("no message for %s in %v", f, e.Fields)
+				}
+			}
+			if len(e.Fields) != len(tc.fields) {
+				t.Errorf("fields %v, want exactly %v", e.Fields, tc.fields)
+			}
+		})
+	}
+	if n := count(t, a, `SELECT count(*) FROM events WHERE org_id = $1`, tn.Org.ID); n != 0 {
+		t.Errorf("%d events written by refused requests", n)
+	}
+	if _, err := a.Core.CreateEvent(ctx, hold.Actor{Org: tn.Org.ID, User: tn.Organizer.ID, Role: hold.RoleBuyer}, good()); apperr.CodeOf(err) != apperr.Forbidden {
+		t.Errorf("a buyer creating an event: %v, want forbidden", err)
+	}
+	if _, err := a.Core.CreateEvent(ctx, organizer(tn), good()); err != nil {
+		t.Errorf("the good input: %v", err)
+	}
+}

@@ -1,0 +1,234 @@
+package store
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+
+	"seatd/internal/apperr"
+	"seatd/internal/chart"
+)
+
+// CreateEventFromChart creates a draft event from a version of a chart of
+// org: the event's categories (with prices), sections and seats are copied
+// from the version, so later versions of the chart never change it. GA
+// sections keep their capacity and get no seats. The caller has validated
+// spec and prices (every category the chart uses has a price).
+func (s *Store) CreateEventFromChart(ctx context.Context, org, actor uuid.UUID, v ChartVersion, spec EventSpec, prices []Price) (Event, error) {
+	return s.createEventFromLayout(ctx, org, actor, v.ID, v.Layout, spec, prices)
+}
+
+func (s *Store) createEventFromLayout(ctx context.Context, org, actor, versionID uuid.UUID, c chart.Chart, spec EventSpec, prices []Price) (Event, error) {
+	priceOf := make(map[string]Price, len(prices))
+	for _, p := range prices {
+		priceOf[p.Category] = p
+	}
+	e := Event{ID: uuid.New(), OrgID: org, EventSpec: spec, Status: EventDraft, ChartVersionID: versionID}
+	err := s.InTx(ctx, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, `
+			INSERT INTO events (id, org_id, name, venue, starts_at, time_zone, on_sale_at, sales_end_at, hold_ttl_seconds,
+			                    max_holds_per_buyer, orphan_rule, accessible_release_at, status, chart_version_id)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, 'draft', $13)`,
+			append([]any{e.ID, org}, append(specArgs(spec), versionID)...)...); err != nil {
+			return err
+		}
+		for i, cat := range c.Categories {
+			p, ok := priceOf[cat.Key]
+			if !ok {
+				continue // a category no seat uses may go unpriced
+			}
+			e.Categories = append(e.Categories, Category{Key: cat.Key, Name: cat.Name, Color: cat.Color,
+				PriceMinor: p.PriceMinor, Currency: p.Currency})
+			if _, err := tx.Exec(ctx, `
+				INSERT INTO event_categories (org_id, event_id, key, name, color, position, price_minor, currency)
+				VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`, org, e.ID, cat.Key, cat.Name, cat.Color, i, p.PriceMinor, p.Currency); err != nil {
+				return err
+			}
+		}
+		var rows [][]any
+		idx := 0
+		for pos, sec := range c.Sections {
+			secID := uuid.New()
+			kind := sec.Kind
+			if kind == "" {
+				kind = chart.Seated
+			}
+			if _, err := tx.Exec(ctx, `
+				INSERT INTO sections (id, org_id, event_id, label, name, position, kind, capacity)
+				VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`, secID, org, e.ID, sec.Label, sec.Name, pos, kind, sec.Capacity); err != nil {
+				return err
+			}
+			if kind == chart.GA {
+				continue
+			}
+			for _, r := range sec.Rows {
+				for _, st := range r.Seats {
+					var cat *string
+					if st.Category != "" {
+						cat = &st.Category
+					}
+					rows = append(rows, []any{uuid.New(), org, e.ID, secID, r.Label, st.Number, idx, st.X, st.Y, cat,
+						st.Accessible, st.Companion})
+					idx++
+				}
+			}
+		}
+		e.Seats = idx
+		if _, err := tx.Exec(ctx, `
+			INSERT INTO audit_log (org_id, event_id, actor_id, action, entity, entity_id, data)
+			VALUES ($1, $2, $3, 'event.created', 'event', $2, jsonb_build_object('chart_version_id', $4::uuid))`,
+			org, e.ID, actorOrNil(actor), versionID); err != nil {
+			return err
+		}
+		_, err := tx.CopyFrom(ctx, pgx.Identifier{"seats"},
+			[]string{"id", "org_id", "event_id", "section_id", "row_label", "number", "idx", "x", "y", "category", "accessible", "companion"},
+			pgx.CopyFromRows(rows))
+		return err
+	})
+	if err != nil {
+		return Event{}, fmt.Errorf("create event from chart: %w", err)
+	}
+	return e, nil
+}
+
+func specArgs(spec EventSpec) []any {
+	var ttl, maxHolds *int
+	if spec.HoldTTL > 0 {
+		n := int(spec.HoldTTL.Seconds())
+		ttl = &n
+	}
+	if spec.MaxHoldsPerBuyer > 0 {
+		maxHolds = &spec.MaxHoldsPerBuyer
+	}
+	rule := spec.OrphanRule
+	if rule == "" {
+		rule = "off"
+	}
+	return []any{spec.Name, spec.Venue, spec.StartsAt, spec.TimeZone, spec.OnSaleAt, spec.SalesEndAt, ttl, maxHolds,
+		rule, spec.AccessibleReleaseAt}
+}
+
+// EventUpdate is a validated change to an event: its new spec, prices to
+// set, and the status it moves to from the status it had when read.
+type EventUpdate struct {
+	Spec     EventSpec
+	Prices   []Price // categories to reprice; others keep theirs
+	From, To EventStatus
+}
+
+// LockEvent reads an event of org for update inside tx, so a caller can
+// validate a change against it and write it with no other change between.
+func LockEvent(ctx context.Context, tx pgx.Tx, org, id uuid.UUID) (Event, error) {
+	return event(ctx, tx, org, id, "FOR UPDATE OF e")
+}
+
+// UpdateEvent reads an event of org under a row lock, lets change decide
+// the update from it (or refuse), and writes it, in one transaction.
+func (s *Store) UpdateEvent(ctx context.Context, org, id, actor uuid.UUID, change func(Event) (EventUpdate, error)) (Event, error) {
+	err := s.InTx(ctx, func(tx pgx.Tx) error {
+		cur, err := LockEvent(ctx, tx, org, id)
+		if err != nil {
+			return err
+		}
+		u, err := change(cur)
+		if err != nil {
+			return err
+		}
+		tag, err := tx.Exec(ctx, `
+			UPDATE events SET name = $3, venue = $4, starts_at = $5, time_zone = $6, on_sale_at = $7, sales_end_at = $8,
+			       hold_ttl_seconds = $9, max_holds_per_buyer = $10, orphan_rule = $11, accessible_release_at = $12, status = $13
+			WHERE org_id = $1 AND id = $2 AND status = $14`,
+			append([]any{org, id}, append(specArgs(u.Spec), u.To, u.From)...)...)
+		if err != nil {
+			return err
+		}
+		if tag.RowsAffected() == 0 {
+			return apperr.E(apperr.Conflict, "the event changed meanwhile; read it again")
+		}
+		for _, p := range u.Prices {
+			tag, err := tx.Exec(ctx, `
+				UPDATE event_categories SET price_minor = $4, currency = $5
+				WHERE org_id = $1 AND event_id = $2 AND key = $3`, org, id, p.Category, p.PriceMinor, p.Currency)
+			if err != nil {
+				return err
+			}
+			if tag.RowsAffected() == 0 {
+				return &apperr.Error{Code: apperr.Invalid, Message: "the event has no such category",
+					Fields: map[string]string{"prices": fmt.Sprintf("category %q is not one of the event's", p.Category)}}
+			}
+		}
+		_, err = tx.Exec(ctx, `
+			INSERT INTO audit_log (org_id, event_id, actor_id, action, entity, entity_id, data)
+			VALUES ($1, $2, $3, 'event.updated', 'event', $2, jsonb_build_object('from', $4::text, 'to', $5::text))`,
+			org, id, actorOrNil(actor), u.From, u.To)
+		return err
+	})
+	if err != nil {
+		return Event{}, err
+	}
+	return s.Event(ctx, org, id)
+}
+
+// ChartCategoriesUsed lists the category keys seats of a chart use.
+func ChartCategoriesUsed(c chart.Chart) map[string]bool {
+	used := map[string]bool{}
+	for _, sec := range c.Sections {
+		for _, r := range sec.Rows {
+			for _, st := range r.Seats {
+				if st.Category != "" {
+					used[st.Category] = true
+				}
+			}
+		}
+	}
+	return used
+}
+
+// actorOrNil is NULL for no actor (the seed).
+func actorOrNil(id uuid.UUID) *uuid.UUID {
+	if id == uuid.Nil {
+		return nil
+	}
+	return &id
+}
+
+// EventsByKey reads several events by organization and id in one
+// statement (the hold core's settings reload); events not found are left
+// out.
+func (s *Store) EventsByKey(ctx context.Context, orgs, ids []uuid.UUID) ([]Event, error) {
+	rows, err := s.db.Query(ctx, `
+		SELECT e.org_id, e.id, e.name, e.venue, e.starts_at, e.time_zone, e.on_sale_at, e.sales_end_at, e.hold_ttl_seconds,
+		       e.max_holds_per_buyer, e.orphan_rule, e.accessible_release_at, e.status, e.chart_version_id, 0,
+		       (SELECT coalesce(jsonb_agg(jsonb_build_object('Key', c.key, 'Name', c.name, 'Color', c.color,
+		                    'PriceMinor', c.price_minor, 'Currency', c.currency) ORDER BY c.position, c.key), '[]')
+		        FROM event_categories c WHERE c.org_id = e.org_id AND c.event_id = e.id)
+		FROM unnest($1::uuid[], $2::uuid[]) AS k(org_id, id) JOIN events e ON e.org_id = k.org_id AND e.id = k.id`, orgs, ids)
+	if err != nil {
+		return nil, err
+	}
+	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (Event, error) {
+		var org uuid.UUID
+		var cats []byte
+		e, err := scanEvent(wrapRow{r, &org, &cats}, uuid.Nil)
+		if err != nil {
+			return e, err
+		}
+		e.OrgID = org
+		return e, json.Unmarshal(cats, &e.Categories)
+	})
+}
+
+// wrapRow scans a leading column into org and a trailing one into cats
+// around the columns scanEvent reads.
+type wrapRow struct {
+	r    pgx.Row
+	org  *uuid.UUID
+	cats *[]byte
+}
+
+func (w wrapRow) Scan(dest ...any) error {
+	return w.r.Scan(append(append([]any{w.org}, dest...), w.cats)...)
+}
