@@ -166,8 +166,10 @@ type purchaseInput struct {
 }
 
 type ticketJSON struct {
-	ID     uuid.UUID `json:"id"`
-	SeatID uuid.UUID `json:"seat_id"`
+	ID         uuid.UUID `json:"id"`
+	SeatID     uuid.UUID `json:"seat_id"`
+	PriceMinor *int64    `json:"price_minor,omitempty"` // what was paid; absent for an unpriced seat
+	Currency   string    `json:"currency,omitempty"`
 }
 
 type bookingJSON struct {
@@ -221,6 +223,9 @@ func (s *Server) purchase(w http.ResponseWriter, r *http.Request, a hold.Actor) 
 	out := bookingJSON{ID: b.ID, Status: b.Status, Tickets: make([]ticketJSON, len(b.Tickets))}
 	for i, t := range b.Tickets {
 		out.Tickets[i] = ticketJSON{ID: t.ID, SeatID: t.SeatID}
+		if t.Currency != "" {
+			out.Tickets[i].PriceMinor, out.Tickets[i].Currency = &t.PriceMinor, t.Currency
+		}
 	}
 	status := http.StatusCreated
 	if b.Replayed {

@@ -4,6 +4,7 @@ import (
 	"net/http"
 	"net/http/pprof"
 
+	"seatd/internal/store"
 	"seatd/web/live"
 )
 
@@ -45,6 +46,9 @@ func (s *Server) routes() {
 	s.mux.HandleFunc("POST /api/v1/events/{event}/seats/{seat}/unblock", s.authed(staff, s.unblockSeat))
 	s.mux.HandleFunc("GET /api/v1/events/{event}/registry", s.authed(organizer, s.registry))
 	s.mux.HandleFunc("POST /api/v1/events/{event}/registry/reconcile", s.authed(organizer, s.reconcile))
+	s.mux.HandleFunc("GET /api/v1/events/{event}/exports/seats.csv", s.authed(organizer, s.exportCSV(store.ExportSeats)))
+	s.mux.HandleFunc("GET /api/v1/events/{event}/exports/bookings.csv", s.authed(organizer, s.exportCSV(store.ExportBookings)))
+	s.mux.HandleFunc("GET /api/v1/events/{event}/exports/audit.csv", s.authed(organizer, s.exportCSV(store.ExportAudit)))
 
 	// Pages and the buyer's live socket.
 	s.mux.Handle("GET /static/", s.assets)
