@@ -45,7 +45,9 @@ func TestEventsAPI(t *testing.T) {
 		{"missing name and chart", func(b map[string]any) { delete(b, "name"); delete(b, "chart_id") }, []string{"name", "chart_id"}},
 		{"bad zone and time", func(b map[string]any) { b["time_zone"] = "Nowhere/Else"; b["starts_at"] = "soon" }, []string{"time_zone", "starts_at"}},
 		{"window backwards", func(b map[string]any) { b["sales_end_at"] = now.Add(-time.Hour).Format(time.RFC3339) }, []string{"sales_end_at"}},
-		{"price missing", func(b map[string]any) { b["prices"] = []map[string]any{{"category": "front", "price_minor": 1, "currency": "USD"}} }, []string{"prices"}},
+		{"price missing", func(b map[string]any) {
+			b["prices"] = []map[string]any{{"category": "front", "price_minor": 1, "currency": "USD"}}
+		}, []string{"prices"}},
 		{"price wrong type", func(b map[string]any) { b["prices"] = "free" }, []string{"prices"}},
 		{"unknown field", func(b map[string]any) { b["org_id"] = other.Org.ID }, []string{"org_id"}},
 		{"hold_ttl as text", func(b map[string]any) { b["hold_ttl"] = "5m" }, []string{"hold_ttl"}},
