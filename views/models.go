@@ -32,8 +32,9 @@ type Event struct {
 	ID       string
 	Name     string
 	Venue    string
-	StartsAt time.Time
+	StartsAt time.Time // in the venue's time zone
 	Seats    int
+	Status   string // draft, on_sale, closed
 }
 
 // Seat is one seat on the map.
@@ -48,6 +49,27 @@ type Seat struct {
 	Status  string
 	Version int64
 	Mine    bool
+	// Cat is the seat's price category on the map: 1-based index into the
+	// event's categories (its colour and border cue); 0 for none.
+	Cat int
+}
+
+// CategoryClass is the map class of a category slot: four border cues
+// (solid, double, dashed, dotted) repeat, each with its own colour.
+func CategoryClass(cat int) string {
+	if cat <= 0 {
+		return ""
+	}
+	return "cat-" + strconv.Itoa((cat-1)%8+1)
+}
+
+// Category is a price category in the map's legend.
+type Category struct {
+	Cat   int
+	Key   string
+	Name  string
+	Color string // #rrggbb, applied by the page script; the class has a default
+	Price string // "45.00 EUR"
 }
 
 // Name is the seat's accessible name: "Section B, row 4, seat 12, available".
@@ -73,6 +95,11 @@ type Label struct {
 type SeatMap struct {
 	EventID   string
 	EventName string
+	// Categories are the legend's names and prices.
+	Categories []Category
+	// NotOnSale says why buyers cannot hold now ("Sales open ..."); "" when
+	// they can.
+	NotOnSale string
 	Seats     []Seat
 	Sections  []Label
 	Rows      []Label
@@ -85,6 +112,7 @@ type CartHold struct {
 	Label     string
 	HeldUntil time.Time
 	Extended  bool
+	Price     string // "45.00 EUR"; "" for an unpriced seat
 }
 
 // Cart is the buyer's panel: holds, countdowns, checkout and pay.
@@ -98,6 +126,9 @@ type Cart struct {
 	// PayKey is the idempotency key of this checkout, set once the holds
 	// were extended for payment.
 	PayKey string
+	// Total is the sum of the holds' prices ("135.00 EUR"), "" when none
+	// is priced.
+	Total string
 }
 
 // Booking is a confirmed purchase.
@@ -108,10 +139,11 @@ type Booking struct {
 	CreatedAt time.Time
 }
 
-// Ticket is one bought seat.
+// Ticket is one bought seat and what was paid for it.
 type Ticket struct {
 	ID    string
 	Label string
+	Price string
 }
 
 func rfc3339(t time.Time) string { return t.UTC().Format(time.RFC3339) }
@@ -121,3 +153,45 @@ func itoa(n int) string { return strconv.Itoa(n) }
 func col(n int) string { return "col-start-" + strconv.Itoa(n) }
 
 func row(n int) string { return "row-start-" + strconv.Itoa(n) }
+
+// ChartChoice is a chart an event can be made from.
+type ChartChoice struct {
+	ID      string
+	Name    string
+	Version int
+	Seats   int
+}
+
+// PriceField is one category's price input of the event form.
+type PriceField struct {
+	Key   string
+	Name  string
+	Minor string // price in minor units (cents), as typed
+	Cur   string
+	Field string // the error key, prices[i]
+}
+
+// EventForm is the organizer's create or edit form. Times are shown and
+// entered in the event's time zone (datetime-local values).
+type EventForm struct {
+	EventID    string // "" when creating
+	Status     string
+	Charts     []ChartChoice
+	ChartID    string
+	Name       string
+	Venue      string
+	TimeZone   string
+	StartsAt   string
+	OnSaleAt   string
+	SalesEndAt string
+	HoldTTL    string // seconds, "" for the default
+	MaxHolds   string // "" for the default
+	Prices     []PriceField
+	// Errors maps API field names (name, prices[0].currency, ...) to what
+	// is wrong; Message is the summary.
+	Errors  map[string]string
+	Message string
+}
+
+// Err is the message for a field, "" when it is fine.
+func (f EventForm) Err(field string) string { return f.Errors[field] }

@@ -87,11 +87,21 @@ type SectionCounts struct {
 	Counts
 }
 
+// CategoryCounts is one price category's counts and revenue.
+type CategoryCounts struct {
+	Name        string
+	Price       string
+	RevenueSold string
+	RevenueHeld string
+	Counts
+}
+
 // Occupancy is the live counts panel of an event.
 type Occupancy struct {
 	EventID string
 	Counts
-	Sections []SectionCounts
+	Sections   []SectionCounts
+	Categories []CategoryCounts
 }
 
 // Verification is the last check of the live counters against Postgres.

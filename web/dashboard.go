@@ -59,6 +59,15 @@ func occupancyVM(event uuid.UUID, o hold.Occupancy) views.Occupancy {
 	for i, sec := range o.Sections {
 		out.Sections[i] = views.SectionCounts{Label: sec.Label, Name: sec.Name, Counts: countsVM(sec.Counts)}
 	}
+	for _, c := range o.Categories {
+		name := c.Name
+		if c.Key == "" {
+			name = "No category"
+		}
+		out.Categories = append(out.Categories, views.CategoryCounts{Name: name, Price: formatPrice(c.PriceMinor, c.Currency),
+			RevenueSold: formatPrice(c.RevenueSold, c.Currency), RevenueHeld: formatPrice(c.RevenueHeld, c.Currency),
+			Counts: countsVM(c.Counts)})
+	}
 	return out
 }
 

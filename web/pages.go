@@ -3,7 +3,9 @@ package web
 import (
 	"context"
 	"net/http"
+	"slices"
 	"strings"
+	"time"
 
 	"github.com/a-h/templ"
 	"github.com/google/uuid"
@@ -113,12 +115,21 @@ func (s *Server) eventsPage(w http.ResponseWriter, r *http.Request, a hold.Actor
 	if err != nil {
 		return err
 	}
+	if !a.Staff() {
+		// A draft is the organizer's until it is published.
+		evs = slices.DeleteFunc(evs, func(e store.Event) bool { return e.Status == store.EventDraft })
+	}
+	s.render(w, r, http.StatusOK, views.Events(s.pageMeta(r, "Events"), eventsVM(evs)))
+	return nil
+}
+
+func eventsVM(evs []store.Event) []views.Event {
 	out := make([]views.Event, len(evs))
 	for i, e := range evs {
-		out[i] = views.Event{ID: e.ID.String(), Name: e.Name, Venue: e.Venue, StartsAt: e.StartsAt, Seats: e.Seats}
+		out[i] = views.Event{ID: e.ID.String(), Name: e.Name, Venue: e.Venue, StartsAt: e.StartsAt.In(venueTime(e)),
+			Seats: e.Seats, Status: string(e.Status)}
 	}
-	s.render(w, r, http.StatusOK, views.Events(s.pageMeta(r, "Events"), out))
-	return nil
+	return out
 }
 
 // seatMap builds the venue view of an event for the actor.
@@ -132,6 +143,13 @@ func (s *Server) seatMap(ctx context.Context, a hold.Actor, event uuid.UUID) (vi
 		return views.SeatMap{}, err
 	}
 	m := views.SeatMap{EventID: event.String(), EventName: ev.Name, Seats: make([]views.Seat, len(seats))}
+	for i, c := range ev.Categories {
+		m.Categories = append(m.Categories, views.Category{Cat: i + 1, Key: c.Key, Name: c.Name, Color: c.Color,
+			Price: formatPrice(c.PriceMinor, c.Currency)})
+	}
+	if err := hold.NotOnSale(ev, time.Now()); err != nil && a.Role == hold.RoleBuyer {
+		m.NotOnSale = apperrMessage(err) + "."
+	}
 	type bounds struct{ minX, minY int }
 	secs := map[string]*bounds{}
 	var order []string
@@ -173,7 +191,7 @@ const gridOffset = 3
 func seatVM(event uuid.UUID, st hold.SeatView, viewer uuid.UUID) views.Seat {
 	return views.Seat{ID: st.ID.String(), EventID: event.String(), Section: st.Section, Row: st.Row, Number: st.Number,
 		Col: st.X + gridOffset, GridRow: st.Y + gridOffset, Status: string(st.Status), Version: st.Version,
-		Mine: st.Status == store.Held && st.HolderID == viewer && viewer != uuid.Nil}
+		Mine: st.Status == store.Held && st.HolderID == viewer && viewer != uuid.Nil, Cat: st.Cat}
 }
 
 func (s *Server) seatMapPage(w http.ResponseWriter, r *http.Request, a hold.Actor) error {
@@ -216,18 +234,32 @@ func (s *Server) cart(ctx context.Context, a hold.Actor, event uuid.UUID) (views
 	if err != nil {
 		return c, err
 	}
-	for _, h := range hs {
-		c.Holds = append(c.Holds, s.cartHold(a, event, h))
+	prices, err := s.deps.Core.Prices(ctx, a, event)
+	if err != nil {
+		return c, err
 	}
+	var total sum
+	for _, h := range hs {
+		item, cat := s.cartHold(a, event, h, prices)
+		c.Holds = append(c.Holds, item)
+		if p, ok := prices[cat]; ok {
+			total.add(p.PriceMinor, p.Currency)
+		}
+	}
+	c.Total = total.String()
 	return c, nil
 }
 
-func (s *Server) cartHold(a hold.Actor, event uuid.UUID, h store.Hold) views.CartHold {
-	label := h.SeatID.String()
+func (s *Server) cartHold(a hold.Actor, event uuid.UUID, h store.Hold, prices map[string]store.Category) (views.CartHold, string) {
+	label, cat := h.SeatID.String(), ""
 	if st, ok := s.deps.Core.SeatLayout(a.Org, event, h.SeatID); ok {
-		label = st.Label()
+		label, cat = st.Label(), st.Category
 	}
-	return views.CartHold{HoldID: h.ID.String(), SeatID: h.SeatID.String(), Label: label, HeldUntil: h.HeldUntil, Extended: h.Extensions > 0}
+	item := views.CartHold{HoldID: h.ID.String(), SeatID: h.SeatID.String(), Label: label, HeldUntil: h.HeldUntil, Extended: h.Extensions > 0}
+	if p, ok := prices[cat]; ok && cat != "" {
+		item.Price = formatPrice(p.PriceMinor, p.Currency)
+	}
+	return item, cat
 }
 
 func (s *Server) cartFragment(w http.ResponseWriter, r *http.Request, a hold.Actor) error {
@@ -398,7 +430,8 @@ func (s *Server) bookingPage(w http.ResponseWriter, r *http.Request, a hold.Acto
 	}
 	out := views.Booking{ID: b.ID.String(), EventName: ev.Name, CreatedAt: b.CreatedAt}
 	for _, t := range b.Tickets {
-		out.Tickets = append(out.Tickets, views.Ticket{ID: t.ID.String(), Label: s.deps.Core.SeatLabel(r.Context(), a, b.EventID, t.SeatID)})
+		out.Tickets = append(out.Tickets, views.Ticket{ID: t.ID.String(), Label: s.deps.Core.SeatLabel(r.Context(), a, b.EventID, t.SeatID),
+			Price: formatPrice(t.PriceMinor, t.Currency)})
 	}
 	s.render(w, r, http.StatusOK, views.BookingPage(s.pageMeta(r, "Booking"), out))
 	return nil
@@ -445,7 +478,7 @@ func (lr liveRenderer) Render(d hold.Delta, mine bool) []byte {
 	st.Status, st.Version = d.Status, d.Version
 	vm := views.Seat{ID: d.Seat.String(), EventID: d.Event.String(), Section: st.Section, Row: st.Row, Number: st.Number,
 		Col: st.X + gridOffset, GridRow: st.Y + gridOffset, Status: string(d.Status), Version: d.Version,
-		Mine: mine && d.Status == store.Held}
+		Mine: mine && d.Status == store.Held, Cat: st.Cat}
 	var item *views.CartHold
 	if vm.Mine {
 		item = &views.CartHold{HoldID: d.HoldID.String(), SeatID: d.Seat.String(),

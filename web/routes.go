@@ -71,6 +71,12 @@ func (s *Server) routes() {
 	s.hub.EnableStaff(live.StaffOptions{Renderer: p, Notice: p.releaseNotice})
 
 	// Organizer.
+	s.mux.HandleFunc("GET /admin/events", s.page(organizer, p.adminEventsPage))
+	s.mux.HandleFunc("GET /admin/events/new", s.page(organizer, p.newEventPage))
+	s.mux.HandleFunc("POST /admin/events", s.page(organizer, p.createEventForm))
+	s.mux.HandleFunc("GET /admin/events/{event}/edit", s.page(organizer, p.editEventPage))
+	s.mux.HandleFunc("POST /admin/events/{event}", s.page(organizer, p.updateEventForm))
+	s.mux.HandleFunc("POST /admin/events/{event}/status", s.page(organizer, p.setEventStatus))
 	s.mux.HandleFunc("GET /admin/events/{event}", s.page(organizer, p.dashboardPage))
 	s.mux.HandleFunc("GET /admin/events/{event}/occupancy", s.page(organizer, p.occupancyFragment))
 	s.mux.HandleFunc("POST /admin/events/{event}/occupancy/verify", s.page(organizer, p.verifyFragment))

@@ -349,6 +349,22 @@ func (s *Service) evict(ev *eventState) {
 type SeatView struct {
 	store.Seat
 	Section string
+	// Cat is the 1-based position of the seat's category among the
+	// event's categories (0: none), for the map's colour and cue.
+	Cat int
+}
+
+// catIndex is the 1-based position of a category key among cats.
+func catIndex(cats []store.Category, key string) int {
+	if key == "" {
+		return 0
+	}
+	for i, c := range cats {
+		if c.Key == key {
+			return i + 1
+		}
+	}
+	return 0
 }
 
 // Label names the seat for people: section-row-number ("B-4-12").
@@ -376,7 +392,8 @@ func (s *Service) SeatLayout(org, event, seat uuid.UUID) (SeatView, bool) {
 	if !ok {
 		return SeatView{}, false
 	}
-	return SeatView{Seat: *st, Section: ev.sections[ev.sectionOf[st.SectionID]].Label}, true
+	return SeatView{Seat: *st, Section: ev.sections[ev.sectionOf[st.SectionID]].Label,
+		Cat: catIndex(ev.settings.Load().Categories, st.Category)}, true
 }
 
 // SeatViews returns every seat of an event with section labels, in idx
@@ -389,8 +406,9 @@ func (s *Service) SeatViews(ctx context.Context, a Actor, event uuid.UUID) ([]st
 	ev.mu.RLock()
 	defer ev.mu.RUnlock()
 	out := make([]SeatView, len(ev.byIdx))
+	cats := ev.settings.Load().Categories
 	for i, st := range ev.byIdx {
-		out[i] = SeatView{Seat: *st, Section: ev.sections[ev.sectionOf[st.SectionID]].Label}
+		out[i] = SeatView{Seat: *st, Section: ev.sections[ev.sectionOf[st.SectionID]].Label, Cat: catIndex(cats, st.Category)}
 	}
 	return ev.sections, out, nil
 }

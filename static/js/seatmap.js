@@ -107,3 +107,19 @@
     box.form.querySelectorAll('input[type=checkbox][name=hold_id]').forEach(function (c) { c.checked = box.checked; });
   });
 })();
+
+// Price categories: the legend carries each category's chart colour; the
+// map's classes read it from a CSS variable (set through the CSSOM, which
+// the style-src policy allows, unlike inline styles).
+(function () {
+  "use strict";
+  function colours() {
+    document.querySelectorAll("[data-cat-color]").forEach(function (el) {
+      var c = el.getAttribute("data-cat-color");
+      if (/^#[0-9a-fA-F]{3,8}$/.test(c)) {
+        document.documentElement.style.setProperty("--cat-" + el.getAttribute("data-cat"), c);
+      }
+    });
+  }
+  document.addEventListener("DOMContentLoaded", colours);
+})();

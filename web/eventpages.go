@@ -1,0 +1,335 @@
+package web
+
+import (
+	"fmt"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+	"golang.org/x/text/currency"
+
+	"seatd/internal/apperr"
+	"seatd/internal/hold"
+	"seatd/internal/store"
+	"seatd/views"
+)
+
+// The organizer's event pages: the list with status, create (from a
+// chart) and edit forms, publish and close. They call the same core
+// methods as the JSON API.
+
+// formTime is how datetime-local inputs send and show times.
+const formTime = "2006-01-02T15:04"
+
+// venueTime is the event's time zone (UTC if it is unknown here).
+func venueTime(e store.Event) *time.Location {
+	if loc, err := time.LoadLocation(e.TimeZone); err == nil {
+		return loc
+	}
+	return time.UTC
+}
+
+// formatPrice shows minor units in the currency's own decimals
+// ("45.00 EUR", "4500 JPY"); "" for no currency.
+func formatPrice(minor int64, cur string) string {
+	if cur == "" {
+		return ""
+	}
+	scale := 2
+	if u, err := currency.ParseISO(cur); err == nil {
+		scale, _ = currency.Standard.Rounding(u)
+	}
+	if scale == 0 {
+		return strconv.FormatInt(minor, 10) + " " + cur
+	}
+	div := int64(1)
+	for range scale {
+		div *= 10
+	}
+	sign := ""
+	if minor < 0 {
+		sign, minor = "-", -minor
+	}
+	return fmt.Sprintf("%s%d.%0*d %s", sign, minor/div, scale, minor%div, cur)
+}
+
+// sum adds prices per currency (an event normally has one).
+type sum struct {
+	order []string
+	by    map[string]int64
+}
+
+func (s *sum) add(minor int64, cur string) {
+	if s.by == nil {
+		s.by = map[string]int64{}
+	}
+	if _, ok := s.by[cur]; !ok {
+		s.order = append(s.order, cur)
+	}
+	s.by[cur] += minor
+}
+
+func (s sum) String() string {
+	parts := make([]string, len(s.order))
+	for i, c := range s.order {
+		parts[i] = formatPrice(s.by[c], c)
+	}
+	return strings.Join(parts, " + ")
+}
+
+// apperrMessage is the human sentence of a domain error.
+func apperrMessage(err error) string {
+	if e, ok := apperr.As(err); ok {
+		return e.Message
+	}
+	return internalMessage
+}
+
+func (s *staffPages) adminEventsPage(w http.ResponseWriter, r *http.Request, a hold.Actor) error {
+	evs, err := s.deps.Store.Events(r.Context(), a.Org)
+	if err != nil {
+		return err
+	}
+	s.render(w, r, http.StatusOK, views.AdminEventsPage(s.pageMeta(r, "Manage events"), eventsVM(evs)))
+	return nil
+}
+
+// newEventPage asks for a chart, then shows the form for it.
+func (s *staffPages) newEventPage(w http.ResponseWriter, r *http.Request, a hold.Actor) error {
+	f := views.EventForm{TimeZone: "UTC"}
+	if id := r.URL.Query().Get("chart"); id != "" {
+		chartID, err := uuid.Parse(id)
+		if err != nil {
+			return apperr.E(apperr.NotFound, "chart not found")
+		}
+		v, err := s.deps.Store.LatestChartVersion(r.Context(), a.Org, chartID)
+		if err != nil {
+			return err
+		}
+		f.ChartID = chartID.String()
+		for i, c := range v.Layout.Categories {
+			f.Prices = append(f.Prices, views.PriceField{Key: c.Key, Name: c.Name, Cur: "EUR", Field: fmt.Sprintf("prices[%d]", i)})
+		}
+		f.Name = v.Name
+	} else {
+		cs, err := s.deps.Store.Charts(r.Context(), a.Org)
+		if err != nil {
+			return err
+		}
+		for _, c := range cs {
+			f.Charts = append(f.Charts, views.ChartChoice{ID: c.ChartID.String(), Name: c.Name, Version: c.Version, Seats: c.Seats})
+		}
+	}
+	s.render(w, r, http.StatusOK, views.EventFormPage(s.pageMeta(r, "New event"), f))
+	return nil
+}
+
+func (s *staffPages) editEventPage(w http.ResponseWriter, r *http.Request, a hold.Actor) error {
+	id, err := pathID(r, "event")
+	if err != nil {
+		return err
+	}
+	e, err := s.deps.Store.Event(r.Context(), a.Org, id)
+	if err != nil {
+		return err
+	}
+	s.render(w, r, http.StatusOK, views.EventFormPage(s.pageMeta(r, "Edit "+e.Name), eventFormOf(e)))
+	return nil
+}
+
+func eventFormOf(e store.Event) views.EventForm {
+	loc := venueTime(e)
+	show := func(t *time.Time) string {
+		if t == nil {
+			return ""
+		}
+		return t.In(loc).Format(formTime)
+	}
+	f := views.EventForm{EventID: e.ID.String(), Status: string(e.Status), Name: e.Name, Venue: e.Venue, TimeZone: e.TimeZone,
+		StartsAt: show(&e.StartsAt), OnSaleAt: show(e.OnSaleAt), SalesEndAt: show(e.SalesEndAt)}
+	if e.HoldTTL > 0 {
+		f.HoldTTL = strconv.Itoa(int(e.HoldTTL.Seconds()))
+	}
+	if e.MaxHoldsPerBuyer > 0 {
+		f.MaxHolds = strconv.Itoa(e.MaxHoldsPerBuyer)
+	}
+	for i, c := range e.Categories {
+		f.Prices = append(f.Prices, views.PriceField{Key: c.Key, Name: c.Name, Minor: strconv.FormatInt(c.PriceMinor, 10),
+			Cur: c.Currency, Field: fmt.Sprintf("prices[%d]", i)})
+	}
+	return f
+}
+
+// formInput turns the event form into the core's input. Times are read in
+// the venue's time zone; what cannot be read is passed on as typed, so
+// the core names the field.
+func formInput(v url.Values, keys []string) (hold.EventInput, map[string]string) {
+	bad := map[string]string{}
+	str := func(name string) *string { x := strings.TrimSpace(v.Get(name)); return &x }
+	in := hold.EventInput{Name: str("name"), Venue: str("venue"), TimeZone: str("time_zone")}
+	loc, err := time.LoadLocation(*in.TimeZone)
+	if err != nil || *in.TimeZone == "" {
+		loc = time.UTC // the core reports the zone
+	}
+	at := func(name string) *string {
+		x := strings.TrimSpace(v.Get(name))
+		if x == "" {
+			return nil
+		}
+		if t, err := time.ParseInLocation(formTime, x, loc); err == nil {
+			x = t.Format(time.RFC3339)
+		}
+		return &x
+	}
+	in.StartsAt, in.OnSaleAt, in.SalesEndAt = at("starts_at"), at("on_sale_at"), at("sales_end_at")
+	if in.StartsAt == nil {
+		in.StartsAt = new(string) // "" → "is required"
+	}
+	num := func(name string) *int {
+		x := strings.TrimSpace(v.Get(name))
+		n := 0
+		if x != "" {
+			var err error
+			if n, err = strconv.Atoi(x); err != nil {
+				bad[name] = "must be a whole number"
+			}
+		}
+		return &n
+	}
+	in.HoldTTLSeconds, in.MaxHoldsPerBuyer = num("hold_ttl"), num("max_holds_per_buyer")
+	in.Prices = []store.Price{}
+	for i, k := range keys {
+		raw := strings.TrimSpace(v.Get("price_" + k))
+		if raw == "" {
+			continue // unpriced: the core says whether the chart needs it
+		}
+		n, err := strconv.ParseInt(raw, 10, 64)
+		if err != nil {
+			bad[fmt.Sprintf("prices[%d].price_minor", i)] = "must be a whole number of minor units"
+		}
+		in.Prices = append(in.Prices, store.Price{Category: k, PriceMinor: n, Currency: strings.ToUpper(strings.TrimSpace(v.Get("currency_" + k)))})
+	}
+	return in, bad
+}
+
+// createEventForm creates a draft from the form and opens its edit page.
+func (s *staffPages) createEventForm(w http.ResponseWriter, r *http.Request, a hold.Actor) error {
+	v, err := form(w, r)
+	if err != nil {
+		return err
+	}
+	chartID, err := uuid.Parse(v.Get("chart_id"))
+	if err != nil {
+		return apperr.E(apperr.NotFound, "chart not found")
+	}
+	cv, err := s.deps.Store.LatestChartVersion(r.Context(), a.Org, chartID)
+	if err != nil {
+		return err
+	}
+	keys := make([]string, len(cv.Layout.Categories))
+	for i, c := range cv.Layout.Categories {
+		keys[i] = c.Key
+	}
+	in, bad := formInput(v, keys)
+	id := chartID.String()
+	in.ChartID = &id
+	var e store.Event
+	if len(bad) == 0 {
+		e, err = s.deps.Core.CreateEvent(r.Context(), a, in)
+	}
+	if len(bad) > 0 || apperr.CodeOf(err) == apperr.Invalid {
+		f := views.EventForm{ChartID: id, Name: v.Get("name"), Venue: v.Get("venue"), TimeZone: v.Get("time_zone"),
+			StartsAt: v.Get("starts_at"), OnSaleAt: v.Get("on_sale_at"), SalesEndAt: v.Get("sales_end_at"),
+			HoldTTL: v.Get("hold_ttl"), MaxHolds: v.Get("max_holds_per_buyer")}
+		for i, c := range cv.Layout.Categories {
+			f.Prices = append(f.Prices, views.PriceField{Key: c.Key, Name: c.Name, Minor: v.Get("price_" + c.Key),
+				Cur: v.Get("currency_" + c.Key), Field: fmt.Sprintf("prices[%d]", i)})
+		}
+		s.renderFormErrors(w, r, f, bad, err)
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	s.sessions.Put(r.Context(), sessFlash, "Draft created. Publish it when it is ready.")
+	http.Redirect(w, r, "/admin/events/"+e.ID.String()+"/edit", http.StatusSeeOther) // #nosec G710 -- a UUID we made
+	return nil
+}
+
+// renderFormErrors shows the form again with what is wrong (422).
+func (s *staffPages) renderFormErrors(w http.ResponseWriter, r *http.Request, f views.EventForm, bad map[string]string, err error) {
+	f.Errors = bad
+	if e, ok := apperr.As(err); ok {
+		for k, m := range e.Fields {
+			f.Errors[k] = m
+		}
+	}
+	// Prices are reported by their position among the sent prices; the
+	// form shows every category, so name the category too.
+	f.Message = "Some fields need attention."
+	s.render(w, r, http.StatusUnprocessableEntity, views.EventFormPage(s.pageMeta(r, "Event"), f))
+}
+
+// updateEventForm saves the edit form.
+func (s *staffPages) updateEventForm(w http.ResponseWriter, r *http.Request, a hold.Actor) error {
+	id, err := pathID(r, "event")
+	if err != nil {
+		return err
+	}
+	cur, err := s.deps.Store.Event(r.Context(), a.Org, id)
+	if err != nil {
+		return err
+	}
+	v, err := form(w, r)
+	if err != nil {
+		return err
+	}
+	keys := make([]string, len(cur.Categories))
+	for i, c := range cur.Categories {
+		keys[i] = c.Key
+	}
+	in, bad := formInput(v, keys)
+	if len(bad) == 0 {
+		_, err = s.deps.Core.UpdateEvent(r.Context(), a, id, in)
+	}
+	if len(bad) > 0 || apperr.CodeOf(err) == apperr.Invalid {
+		f := eventFormOf(cur)
+		f.Name, f.Venue, f.TimeZone = v.Get("name"), v.Get("venue"), v.Get("time_zone")
+		f.StartsAt, f.OnSaleAt, f.SalesEndAt = v.Get("starts_at"), v.Get("on_sale_at"), v.Get("sales_end_at")
+		f.HoldTTL, f.MaxHolds = v.Get("hold_ttl"), v.Get("max_holds_per_buyer")
+		s.renderFormErrors(w, r, f, bad, err)
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	s.sessions.Put(r.Context(), sessFlash, "Saved.")
+	http.Redirect(w, r, "/admin/events/"+id.String()+"/edit", http.StatusSeeOther) // #nosec G710 -- a parsed UUID
+	return nil
+}
+
+// setEventStatus publishes or closes an event from the list or the form.
+func (s *staffPages) setEventStatus(w http.ResponseWriter, r *http.Request, a hold.Actor) error {
+	id, err := pathID(r, "event")
+	if err != nil {
+		return err
+	}
+	v, err := form(w, r)
+	if err != nil {
+		return err
+	}
+	status := v.Get("status")
+	if _, err := s.deps.Core.UpdateEvent(r.Context(), a, id, hold.EventInput{Status: &status}); err != nil {
+		if apperr.CodeOf(err) != apperr.Conflict && apperr.CodeOf(err) != apperr.Invalid {
+			return err
+		}
+		s.sessions.Put(r.Context(), sessFlash, apperrMessage(err))
+	} else {
+		s.sessions.Put(r.Context(), sessFlash, "The event is now "+strings.ReplaceAll(status, "_", " ")+".")
+	}
+	http.Redirect(w, r, "/admin/events", http.StatusSeeOther)
+	return nil
+}
