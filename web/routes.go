@@ -27,6 +27,12 @@ func (s *Server) routes() {
 	s.mux.HandleFunc("GET /api/v1/events/{event}", s.authed(anyRole, s.getEvent))
 	s.mux.HandleFunc("GET /api/v1/events/{event}/seats", s.authed(anyRole, s.listSeats))
 
+	// Venue charts (DESIGN §11); the organizer's alone.
+	s.mux.HandleFunc("POST /api/v1/charts", s.authed(organizer, s.createChart))
+	s.mux.HandleFunc("GET /api/v1/charts", s.authed(organizer, s.listCharts))
+	s.mux.HandleFunc("GET /api/v1/charts/{chart}", s.authed(organizer, s.getChart))
+	s.mux.HandleFunc("PUT /api/v1/charts/{chart}", s.authed(organizer, s.updateChart))
+
 	// Buying.
 	s.mux.HandleFunc("POST /api/v1/events/{event}/holds", s.authed(buyer, s.createHold))
 	s.mux.HandleFunc("GET /api/v1/events/{event}/holds/mine", s.authed(buyer, s.myHolds))

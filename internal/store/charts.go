@@ -83,6 +83,18 @@ func (s *Store) LatestChartVersion(ctx context.Context, org, chartID uuid.UUID) 
 	return s.ChartVersionByID(ctx, org, id)
 }
 
+// ChartVersionNumber reads version n of a chart of org.
+func (s *Store) ChartVersionNumber(ctx context.Context, org, chartID uuid.UUID, n int) (ChartVersion, error) {
+	var id uuid.UUID
+	err := s.db.QueryRow(ctx, `
+		SELECT id FROM chart_versions WHERE org_id = $1 AND chart_id = $2 AND version = $3`,
+		org, chartID, n).Scan(&id)
+	if err != nil {
+		return ChartVersion{}, notFoundIfNoRows(err, "chart version")
+	}
+	return s.ChartVersionByID(ctx, org, id)
+}
+
 // Charts lists the charts of org with their newest version, by name.
 func (s *Store) Charts(ctx context.Context, org uuid.UUID) ([]ChartVersion, error) {
 	rows, err := s.db.Query(ctx, `

@@ -1,0 +1,157 @@
+package web
+
+import (
+	"bytes"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/google/uuid"
+
+	"seatd/internal/apperr"
+	"seatd/internal/chart"
+	"seatd/internal/hold"
+	"seatd/internal/store"
+)
+
+// maxChartBody bounds a chart upload: a 200 000-seat chart (chart.MaxSeats)
+// as indented JSON is about 20 MB; CSV is a third of that.
+const maxChartBody = 32 << 20
+
+const mediaCSV = "text/csv"
+
+// chartSaved is the answer to a chart saved.
+type chartSaved struct {
+	ID        uuid.UUID `json:"id"`
+	Version   int       `json:"version"`
+	VersionID uuid.UUID `json:"version_id"`
+	Name      string    `json:"name"`
+	Sections  int       `json:"sections"`
+	Seats     int       `json:"seats"`
+	UpdatedAt time.Time `json:"updated_at"`
+}
+
+func chartView(v store.ChartVersion) chartSaved {
+	return chartSaved{ID: v.ChartID, Version: v.Version, VersionID: v.ID, Name: v.Name, Sections: v.Sections,
+		Seats: v.Seats, UpdatedAt: v.CreatedAt.UTC()}
+}
+
+// readChart reads a chart sent as JSON or CSV and validates it; known
+// are the categories of the version it replaces (a CSV keeps their names
+// and colours).
+func readChart(w http.ResponseWriter, r *http.Request, chartID uuid.UUID, prevName string, known []chart.Category) (chart.Chart, error) {
+	mt := mediaType(r)
+	if mt != mediaJSON && mt != mediaCSV {
+		return chart.Chart{}, unsupportedMedia(mediaJSON + " or " + mediaCSV)
+	}
+	b, err := readBodyUpTo(w, r, maxChartBody)
+	if err != nil {
+		return chart.Chart{}, err
+	}
+	if mt == mediaCSV {
+		name := r.URL.Query().Get("name")
+		if name == "" {
+			name = prevName
+		}
+		return chart.ParseCSV(bytes.NewReader(b), name, known)
+	}
+	d, err := chart.DecodeJSON(b)
+	if err != nil {
+		return chart.Chart{}, err
+	}
+	if d.ID != nil && chartID != uuid.Nil && *d.ID != chartID {
+		// A copy of another chart sent to this one is most likely a
+		// mistake; POST (chartID nil) makes a new chart of any copy.
+		return chart.Chart{}, &apperr.Error{Code: apperr.Invalid, Message: "the chart sent is another chart",
+			Fields: map[string]string{"id": "is not the id of the chart being edited"}}
+	}
+	return d.Chart, chart.Validate(d.Chart)
+}
+
+// createChart stores a new chart (its version 1).
+func (s *Server) createChart(w http.ResponseWriter, r *http.Request, a hold.Actor) error {
+	c, err := readChart(w, r, uuid.Nil, "", nil)
+	if err != nil {
+		return err
+	}
+	v, err := s.deps.Store.SaveChart(r.Context(), a.Org, uuid.Nil, c)
+	if err != nil {
+		return err
+	}
+	w.Header().Set("Location", "/api/v1/charts/"+v.ChartID.String())
+	writeJSON(w, http.StatusCreated, chartView(v))
+	return nil
+}
+
+// updateChart stores a new version of a chart; earlier versions, and the
+// events made from them, stay as they were.
+func (s *Server) updateChart(w http.ResponseWriter, r *http.Request, a hold.Actor) error {
+	id, err := pathID(r, "chart")
+	if err != nil {
+		return err
+	}
+	prev, err := s.deps.Store.LatestChartVersion(r.Context(), a.Org, id)
+	if err != nil {
+		return err
+	}
+	c, err := readChart(w, r, id, prev.Layout.Name, prev.Layout.Categories)
+	if err != nil {
+		return err
+	}
+	v, err := s.deps.Store.SaveChart(r.Context(), a.Org, id, c)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, chartView(v))
+	return nil
+}
+
+func (s *Server) listCharts(w http.ResponseWriter, r *http.Request, a hold.Actor) error {
+	vs, err := s.deps.Store.Charts(r.Context(), a.Org)
+	if err != nil {
+		return err
+	}
+	out := make([]chartSaved, len(vs))
+	for i, v := range vs {
+		out[i] = chartView(v)
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"charts": out})
+	return nil
+}
+
+// chartVersion reads the newest version of the chart in the path, or the
+// one ?version= names.
+func (s *Server) chartVersion(r *http.Request, a hold.Actor) (store.ChartVersion, error) {
+	id, err := pathID(r, "chart")
+	if err != nil {
+		return store.ChartVersion{}, err
+	}
+	q := r.URL.Query().Get("version")
+	if q == "" {
+		return s.deps.Store.LatestChartVersion(r.Context(), a.Org, id)
+	}
+	n, err := strconv.Atoi(q)
+	if err != nil || n <= 0 {
+		return store.ChartVersion{}, &apperr.Error{Code: apperr.Invalid, Message: "the version is not valid",
+			Fields: map[string]string{"version": "must be a positive whole number"}}
+	}
+	return s.deps.Store.ChartVersionNumber(r.Context(), a.Org, id, n)
+}
+
+// getChart answers one version of a chart in the form POST and PUT take.
+func (s *Server) getChart(w http.ResponseWriter, r *http.Request, a hold.Actor) error {
+	v, err := s.chartVersion(r, a)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, chartDocument(v))
+	return nil
+}
+
+func chartDocument(v store.ChartVersion) chart.Document {
+	d := chart.Document{ID: &v.ChartID, Version: v.Version, Chart: v.Layout}
+	if d.Categories == nil {
+		d.Categories = []chart.Category{} // a list, as the editor and clients expect
+	}
+	return d
+}
