@@ -121,3 +121,13 @@ func itoa(n int) string { return strconv.Itoa(n) }
 func col(n int) string { return "col-start-" + strconv.Itoa(n) }
 
 func row(n int) string { return "row-start-" + strconv.Itoa(n) }
+
+// ChartRow is a row of the charts list: a chart and its newest version.
+type ChartRow struct {
+	ID        string
+	Name      string
+	Version   int
+	Seats     int
+	Sections  int
+	UpdatedAt time.Time
+}

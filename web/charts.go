@@ -12,6 +12,7 @@ import (
 	"seatd/internal/chart"
 	"seatd/internal/hold"
 	"seatd/internal/store"
+	"seatd/views"
 )
 
 // maxChartBody bounds a chart upload: a 200 000-seat chart (chart.MaxSeats)
@@ -154,4 +155,39 @@ func chartDocument(v store.ChartVersion) chart.Document {
 		d.Categories = []chart.Category{} // a list, as the editor and clients expect
 	}
 	return d
+}
+
+// chartsPage lists the organization's charts.
+func (s *Server) chartsPage(w http.ResponseWriter, r *http.Request, a hold.Actor) error {
+	vs, err := s.deps.Store.Charts(r.Context(), a.Org)
+	if err != nil {
+		return err
+	}
+	out := make([]views.ChartRow, len(vs))
+	for i, v := range vs {
+		out[i] = views.ChartRow{ID: v.ChartID.String(), Name: v.Name, Version: v.Version, Seats: v.Seats, Sections: v.Sections, UpdatedAt: v.CreatedAt}
+	}
+	s.render(w, r, http.StatusOK, views.ChartsPage(s.pageMeta(r, "Charts"), out))
+	return nil
+}
+
+// newChartPage is the editor for a new chart.
+func (s *Server) newChartPage(w http.ResponseWriter, r *http.Request, _ hold.Actor) error {
+	s.render(w, r, http.StatusOK, views.ChartEditorPage(s.pageMeta(r, "New chart"), ""))
+	return nil
+}
+
+// chartPage is the editor of an existing chart; the page script loads the
+// chart from the API.
+func (s *Server) chartPage(w http.ResponseWriter, r *http.Request, a hold.Actor) error {
+	id, err := pathID(r, "chart")
+	if err != nil {
+		return err
+	}
+	v, err := s.deps.Store.LatestChartVersion(r.Context(), a.Org, id)
+	if err != nil {
+		return err
+	}
+	s.render(w, r, http.StatusOK, views.ChartEditorPage(s.pageMeta(r, v.Name), id.String()))
+	return nil
 }

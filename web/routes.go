@@ -78,6 +78,9 @@ func (s *Server) routes() {
 	s.mux.HandleFunc("GET /admin/events/{event}/registry", s.page(organizer, p.registryFragment))
 	s.mux.HandleFunc("POST /admin/events/{event}/registry/reconcile", s.page(organizer, p.reconcileFragment))
 	s.mux.HandleFunc("GET /admin/events/{event}/audit", s.page(organizer, p.auditPage))
+	s.mux.HandleFunc("GET /admin/charts", s.page(organizer, s.chartsPage))
+	s.mux.HandleFunc("GET /admin/charts/new", s.page(organizer, s.newChartPage))
+	s.mux.HandleFunc("GET /admin/charts/{chart}", s.page(organizer, s.chartPage))
 
 	// Box office; organizers may use it too.
 	s.mux.HandleFunc("GET /box-office/events/{event}", s.page(staff, p.boxOfficePage))
