@@ -384,6 +384,26 @@ func TestChartAccess(t *testing.T) {
 		}
 	}
 	s.client().do("GET", "/api/v1/charts", nil).wantErr(t, http.StatusUnauthorized, "unauthorized")
+
+	// The pages: the organizer's, and another org's chart is not found.
+	own := s.as(ta.Org, ta.Organizer)
+	for _, p := range []string{"/admin/charts", "/admin/charts/new", "/admin/charts/" + saved.ID.String()} {
+		if r := own.do("GET", p, nil); r.status != http.StatusOK || !strings.Contains(string(r.body), "charteditor") && p != "/admin/charts" {
+			t.Errorf("organizer GET %s: %d", p, r.status)
+		}
+		if r := s.as(ta.Org, ta.BoxOffice).do("GET", p, nil); r.status != http.StatusForbidden {
+			t.Errorf("box office GET %s: %d", p, r.status)
+		}
+	}
+	if r := own.do("GET", "/admin/charts", nil); !strings.Contains(string(r.body), "Town hall") {
+		t.Errorf("the charts page does not list the chart")
+	}
+	if r := other.do("GET", "/admin/charts/"+saved.ID.String(), nil); r.status != http.StatusNotFound {
+		t.Errorf("org B opens org A's chart page: %d", r.status)
+	}
+	if r := other.do("GET", "/admin/charts", nil); strings.Contains(string(r.body), "Town hall") {
+		t.Errorf("org B's charts page lists org A's chart")
+	}
 	if after := chartRows(t, s.app, ta.Org.ID); after != before {
 		t.Fatalf("org A's charts changed: %s, then %s", before, after)
 	}

@@ -39,6 +39,11 @@ func TestRoleMatrix(t *testing.T) {
 		return func(*testing.T) req { return req{method: method, path: path} }
 	}
 	heldSeat := func(t *testing.T) store.Hold { return coreHold(t, a, holder, ev.ID, seat())[0] }
+	ch, err := a.Store.SaveChart(t.Context(), tn.Org.ID, uuid.Nil, testChart())
+	if err != nil {
+		t.Fatal(err)
+	}
+	chartPath := "/api/v1/charts/" + ch.ChartID.String()
 
 	const (
 		anon = "anonymous"
@@ -87,6 +92,12 @@ func TestRoleMatrix(t *testing.T) {
 			}
 			return req{method: "POST", path: "/api/v1/events/" + e + "/seats/" + st.String() + "/unblock"}
 		}, only(200, "box_office", "organizer")},
+		{"POST /api/v1/charts", func(*testing.T) req { return req{method: "POST", path: "/api/v1/charts", body: testChart()} },
+			only(201, "organizer")},
+		{"GET /api/v1/charts", simple("GET", "/api/v1/charts"), only(200, "organizer")},
+		{"GET /api/v1/charts/{chart}", simple("GET", chartPath), only(200, "organizer")},
+		{"PUT /api/v1/charts/{chart}", func(*testing.T) req { return req{method: "PUT", path: chartPath, body: testChart()} },
+			only(200, "organizer")},
 		{"GET /api/v1/events/{event}/registry", simple("GET", "/api/v1/events/"+e+"/registry"), only(200, "organizer")},
 		{"POST /api/v1/events/{event}/registry/reconcile", simple("POST", "/api/v1/events/"+e+"/registry/reconcile"), only(200, "organizer")},
 	}
