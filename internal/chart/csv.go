@@ -33,7 +33,7 @@ var Palette = []string{"#4f46e5", "#059669", "#d97706", "#dc2626", "#0891b2", "#
 // chart's name as "name").
 func ParseCSV(r io.Reader, name string, known []Category) (Chart, error) {
 	c := Chart{Name: name}
-	var p Problems
+	var p problems
 	cr := csv.NewReader(r)
 	cr.FieldsPerRecord = -1 // counted here, to report the line and go on
 	cr.ReuseRecord = true
@@ -116,9 +116,9 @@ func ParseCSV(r io.Reader, name string, known []Category) (Chart, error) {
 		return c, p.Err()
 	}
 
-	// Problems of the chart as a whole (of the lines read well), moved from
+	// problems of the chart as a whole (of the lines read well), moved from
 	// JSON paths to the line of the seat, row or section they concern.
-	var cp Problems
+	var cp problems
 	validate(c, &cp)
 	for path, msg := range cp.fields {
 		p.Add(csvPlace(path, c, lines, catLine), "%s", msg)
@@ -163,7 +163,7 @@ func isHeader(rec []string) bool {
 }
 
 // csvSeat reads the seat of one line, reporting every problem of the line.
-func csvSeat(p *Problems, at string, rec []string) (Seat, bool) {
+func csvSeat(p *problems, at string, rec []string) (Seat, bool) {
 	ok := true
 	bad := func(format string, args ...any) {
 		p.Add(at, format, args...)

@@ -65,7 +65,7 @@ func DecodeJSON(b []byte) (Document, error) {
 	if _, ok := raw.(map[string]any); !ok {
 		return d, apperr.E(apperr.Invalid, "the chart must be a JSON object")
 	}
-	var p Problems
+	var p problems
 	shape(&p, raw, reflect.TypeFor[Document](), "")
 	if p.Len() == 0 {
 		// Only an id that is not a UUID gets here (its error is no type
@@ -79,7 +79,7 @@ func DecodeJSON(b []byte) (Document, error) {
 var uuidType = reflect.TypeFor[uuid.UUID]()
 
 // shape reports where v, decoded JSON, does not fit type t.
-func shape(p *Problems, v any, t reflect.Type, path string) {
+func shape(p *problems, v any, t reflect.Type, path string) {
 	if v == nil {
 		return // null leaves a field at its zero value
 	}

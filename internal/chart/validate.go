@@ -36,16 +36,16 @@ var (
 	colorPattern = regexp.MustCompile(`^#[0-9a-fA-F]{6}$`)
 )
 
-// Problems collects what is wrong with an input, keyed by where it is
+// problems collects what is wrong with an input, keyed by where it is
 // (a JSON path, or "line N" for CSV). Two problems at one place are
 // joined into one message.
-type Problems struct {
+type problems struct {
 	fields map[string]string
 	more   int // problems past maxReportedPaths, counted but not listed
 }
 
 // Add records a problem at path.
-func (p *Problems) Add(path, format string, args ...any) {
+func (p *problems) Add(path, format string, args ...any) {
 	if p.fields == nil {
 		p.fields = map[string]string{}
 	}
@@ -64,10 +64,10 @@ func (p *Problems) Add(path, format string, args ...any) {
 }
 
 // Len is the number of places with a problem.
-func (p *Problems) Len() int { return len(p.fields) + p.more }
+func (p *problems) Len() int { return len(p.fields) + p.more }
 
 // Err is the 422 refusal listing every problem, nil when there is none.
-func (p *Problems) Err() error {
+func (p *problems) Err() error {
 	if p.Len() == 0 {
 		return nil
 	}
@@ -82,12 +82,12 @@ func (p *Problems) Err() error {
 // keyed by JSON path (sections[2].rows[0].seats[5].number); nil when the
 // chart can be stored.
 func Validate(c Chart) error {
-	var p Problems
+	var p problems
 	validate(c, &p)
 	return p.Err()
 }
 
-func validate(c Chart, p *Problems) {
+func validate(c Chart, p *problems) {
 	text(p, "name", c.Name, 1, MaxName, true)
 
 	cats := make(map[string]bool, len(c.Categories))
@@ -221,7 +221,7 @@ func besideAccessible(seats []Seat, i int) bool {
 	return (i > 0 && seats[i-1].Accessible) || (i+1 < len(seats) && seats[i+1].Accessible)
 }
 
-func coord(p *Problems, path string, v int) bool {
+func coord(p *problems, path string, v int) bool {
 	if v < 0 || v > MaxCoord {
 		p.Add(path, "must be 0-%d", MaxCoord)
 		return false
@@ -231,7 +231,7 @@ func coord(p *Problems, path string, v int) bool {
 
 // text checks a one-line text field; it reports whether s is usable as a
 // key (present, short enough, clean).
-func text(p *Problems, path, s string, lo, hi int, required bool) bool {
+func text(p *problems, path, s string, lo, hi int, required bool) bool {
 	n := utf8.RuneCountInString(s)
 	switch {
 	case !utf8.ValidString(s):

@@ -56,13 +56,14 @@ func (s *Store) SaveChart(ctx context.Context, org, chartID uuid.UUID, c chart.C
 	return v, err
 }
 
-// ChartVersionByID reads one version of a chart of org, layout included.
+// ChartVersionByID reads one version of a chart of org, layout included;
+// its Name is the name the chart had in that version.
 func (s *Store) ChartVersionByID(ctx context.Context, org, versionID uuid.UUID) (ChartVersion, error) {
 	v := ChartVersion{ID: versionID}
 	var doc []byte
 	err := s.db.QueryRow(ctx, `
-		SELECT v.chart_id, v.version, c.name, v.seats, v.sections, v.created_at, v.layout
-		FROM chart_versions v JOIN charts c ON c.org_id = v.org_id AND c.id = v.chart_id
+		SELECT v.chart_id, v.version, v.layout->>'name', v.seats, v.sections, v.created_at, v.layout
+		FROM chart_versions v
 		WHERE v.org_id = $1 AND v.id = $2`, org, versionID).
 		Scan(&v.ChartID, &v.Version, &v.Name, &v.Seats, &v.Sections, &v.CreatedAt, &doc)
 	if err != nil {
