@@ -4,6 +4,9 @@ import (
 	"context"
 	"fmt"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -152,6 +155,44 @@ func TestBrowserChartEditor(t *testing.T) {
 	html, err := chromedp.Run(ctx, chromedp.Evaluate[string](`document.querySelector("[data-testid=charts]").textContent`))
 	if err != nil || !strings.Contains(html, "35") {
 		t.Fatalf("charts list: %q %v", html, err)
+	}
+
+	// Editing the reopened chart saves version 2; a CSV file with a bad
+	// line is refused line by line; a good one becomes version 3 and is
+	// shown.
+	dir := t.TempDir()
+	bad, good := filepath.Join(dir, "bad.csv"), filepath.Join(dir, "hall.csv")
+	write := func(path string, lines ...string) {
+		if err := os.WriteFile(path, []byte(strings.Join(lines, "\n")+"\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write(bad, chart.CSVHeader, "A,1,1,0,0,stalls,", "A,1,1,1,0,stalls,", "A,1,3,2,0,stalls,wheelchair")
+	write(good, chart.CSVHeader, "A,1,1,0,0,stalls,accessible", "A,1,2,1,0,stalls,companion", "A,2,1,0,1,premium,")
+	steps = []chromedp.Action[chromedp.Void]{
+		chromedp.Navigate(srv.URL + "/admin/charts/" + v.ChartID.String()),
+		waitText(`#ce-count`, "35 seats"),
+		chromedp.Click(css(seat(1, 1, 0))),
+		chromedp.Click(css(`#ce-seat-remove`)),
+		chromedp.Click(css(`#ce-save`)),
+		waitText(`[data-testid=chart-status]`, "Saved version 2 of “Studio”: 34 seats"),
+		chromedp.SetUploadFiles(css(`#ce-file`), []string{bad}),
+		waitText(`[data-testid=chart-problems]`, "line 3: repeats seat 1"),
+		waitText(`[data-testid=chart-problems]`, "line 4: flags must be"),
+		chromedp.SetUploadFiles(css(`#ce-file`), []string{good}),
+		waitText(`[data-testid=chart-status]`, "Saved version 3 of “Studio”: 3 seats in 1 sections."),
+		waitText(`#ce-count`, "3 seats in 1 sections"),
+	}
+	if err := chromedp.Do(ctx, steps...); err != nil {
+		diagnose(t, ctx, "chart-edit")
+		t.Fatalf("edit and upload: %v", err)
+	}
+	v3, err := a.Store.LatestChartVersion(ctx, tn.Org.ID, v.ChartID)
+	if err != nil || v3.Version != 3 || v3.Seats != 3 || v3.Layout.Categories[1].Name != "Premium" {
+		t.Fatalf("after the CSV: %+v %v", v3, err)
+	}
+	if v1, err := a.Store.ChartVersionByID(ctx, tn.Org.ID, v.ID); err != nil || v1.Seats != 35 || !reflect.DeepEqual(v1.Layout, c) {
+		t.Fatalf("version 1 changed: %+v %v", v1, err)
 	}
 	problems.check(t, "chart editor")
 }

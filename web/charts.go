@@ -39,39 +39,45 @@ func chartView(v store.ChartVersion) chartSaved {
 
 // readChart reads a chart sent as JSON or CSV and validates it; known
 // are the categories of the version it replaces (a CSV keeps their names
-// and colours).
-func readChart(w http.ResponseWriter, r *http.Request, chartID uuid.UUID, prevName string, known []chart.Category) (chart.Chart, error) {
+// and colours). after is the version a JSON edit says it was made from
+// (0: none said).
+func readChart(w http.ResponseWriter, r *http.Request, chartID uuid.UUID, prevName string, known []chart.Category) (c chart.Chart, after int, err error) {
 	mt := mediaType(r)
 	if mt != mediaJSON && mt != mediaCSV {
-		return chart.Chart{}, unsupportedMedia(mediaJSON + " or " + mediaCSV)
+		return c, 0, unsupportedMedia(mediaJSON + " or " + mediaCSV)
 	}
 	b, err := readBodyUpTo(w, r, maxChartBody)
 	if err != nil {
-		return chart.Chart{}, err
+		return c, 0, err
 	}
 	if mt == mediaCSV {
 		name := r.URL.Query().Get("name")
 		if name == "" {
 			name = prevName
 		}
-		return chart.ParseCSV(bytes.NewReader(b), name, known)
+		c, err = chart.ParseCSV(bytes.NewReader(b), name, known)
+		return c, 0, err
 	}
 	d, err := chart.DecodeJSON(b)
 	if err != nil {
-		return chart.Chart{}, err
+		return c, 0, err
 	}
 	if d.ID != nil && chartID != uuid.Nil && *d.ID != chartID {
 		// A copy of another chart sent to this one is most likely a
 		// mistake; POST (chartID nil) makes a new chart of any copy.
-		return chart.Chart{}, &apperr.Error{Code: apperr.Invalid, Message: "the chart sent is another chart",
+		return c, 0, &apperr.Error{Code: apperr.Invalid, Message: "the chart sent is another chart",
 			Fields: map[string]string{"id": "is not the id of the chart being edited"}}
 	}
-	return d.Chart, chart.Validate(d.Chart)
+	if d.Version < 0 {
+		return c, 0, &apperr.Error{Code: apperr.Invalid, Message: "the version is not valid",
+			Fields: map[string]string{"version": "must be a positive whole number"}}
+	}
+	return d.Chart, d.Version, chart.Validate(d.Chart)
 }
 
 // createChart stores a new chart (its version 1).
 func (s *Server) createChart(w http.ResponseWriter, r *http.Request, a hold.Actor) error {
-	c, err := readChart(w, r, uuid.Nil, "", nil)
+	c, _, err := readChart(w, r, uuid.Nil, "", nil)
 	if err != nil {
 		return err
 	}
@@ -85,7 +91,10 @@ func (s *Server) createChart(w http.ResponseWriter, r *http.Request, a hold.Acto
 }
 
 // updateChart stores a new version of a chart; earlier versions, and the
-// events made from them, stay as they were.
+// events made from them, stay as they were. A JSON body carrying the
+// version it was read as (what GET answers) is refused with 409 if the
+// chart was saved again since: two editors do not silently overwrite
+// each other.
 func (s *Server) updateChart(w http.ResponseWriter, r *http.Request, a hold.Actor) error {
 	id, err := pathID(r, "chart")
 	if err != nil {
@@ -95,11 +104,11 @@ func (s *Server) updateChart(w http.ResponseWriter, r *http.Request, a hold.Acto
 	if err != nil {
 		return err
 	}
-	c, err := readChart(w, r, id, prev.Layout.Name, prev.Layout.Categories)
+	c, after, err := readChart(w, r, id, prev.Layout.Name, prev.Layout.Categories)
 	if err != nil {
 		return err
 	}
-	v, err := s.deps.Store.SaveChart(r.Context(), a.Org, id, c)
+	v, err := s.deps.Store.SaveChartAfter(r.Context(), a.Org, id, after, c)
 	if err != nil {
 		return err
 	}

@@ -158,6 +158,11 @@ func TestChartVersions(t *testing.T) {
 	if e.Fields["version"] == "" {
 		t.Fatalf("fields %v", e.Fields)
 	}
+	// An edit of version 1 made after version 2 was saved is refused, not
+	// applied over it.
+	stale := old
+	stale.Name = "stale edit"
+	org.do("PUT", path, stale).wantErr(t, http.StatusConflict, "conflict")
 	// A refused edit makes no version.
 	org.do("PUT", path, chart.Chart{Name: "x"}).wantErr(t, http.StatusUnprocessableEntity, "invalid")
 	if got := chartRows(t, s.app, ten.Org.ID); got != "1 charts, 2 versions" {

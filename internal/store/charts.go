@@ -8,6 +8,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 
+	"seatd/internal/apperr"
 	"seatd/internal/chart"
 )
 
@@ -26,6 +27,13 @@ type ChartVersion struct {
 // SaveChart stores a chart layout, already validated, as the next version
 // of chart (a new chart when chart is uuid.Nil).
 func (s *Store) SaveChart(ctx context.Context, org, chartID uuid.UUID, c chart.Chart) (ChartVersion, error) {
+	return s.SaveChartAfter(ctx, org, chartID, 0, c)
+}
+
+// SaveChartAfter is SaveChart for an edit of version after of the chart:
+// if another version was saved since, it is refused (409 conflict) rather
+// than silently replacing that edit. after 0 skips the check.
+func (s *Store) SaveChartAfter(ctx context.Context, org, chartID uuid.UUID, after int, c chart.Chart) (ChartVersion, error) {
 	doc, err := json.Marshal(c)
 	if err != nil {
 		return ChartVersion{}, err
@@ -45,6 +53,18 @@ func (s *Store) SaveChart(ctx context.Context, org, chartID uuid.UUID, c chart.C
 			}
 			if tag.RowsAffected() == 0 {
 				return notFoundIfNoRows(pgx.ErrNoRows, "chart")
+			}
+			if after > 0 {
+				// Every writer holds the chart row from here, so the newest
+				// version cannot change under this check.
+				var latest int
+				if err := tx.QueryRow(ctx, `SELECT max(version) FROM chart_versions WHERE org_id = $1 AND chart_id = $2`,
+					org, v.ChartID).Scan(&latest); err != nil {
+					return err
+				}
+				if latest != after {
+					return apperr.E(apperr.Conflict, "the chart was saved as version %d after version %d was read; load it again and redo the change", latest, after)
+				}
 			}
 		}
 		return tx.QueryRow(ctx, `

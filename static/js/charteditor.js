@@ -15,6 +15,9 @@
   var chartId = root.getAttribute("data-chart-id") || "";
   var chart = { name: "", categories: [{ key: "standard", name: "Standard", color: PALETTE[0] }], sections: [] };
   var selected = null; // {s, r, k} indices of the seat being edited
+  // The version the editor shows; a save says it, so the server refuses
+  // it (409) if someone saved another version meanwhile.
+  var version = 0;
 
   var $ = function (id) { return document.getElementById(id); };
   var nameInput = $("ce-name");
@@ -375,8 +378,9 @@
   nameInput.addEventListener("change", function () { chart.name = nameInput.value; });
 
   // Loading and saving.
-  function load(doc) {
+  function load(doc, fromServer) {
     chart = { name: doc.name || "", categories: doc.categories || [], sections: doc.sections || [] };
+    if (fromServer) version = doc.version || 0;
     nameInput.value = chart.name;
     selected = null;
     $("ce-seat").classList.add("hidden");
@@ -406,6 +410,7 @@
           return null;
         }
         chartId = r.body.id;
+        version = r.body.version;
         root.setAttribute("data-chart-id", chartId);
         history.replaceState(null, "", "/admin/charts/" + chartId);
         status("Saved version " + r.body.version + " of “" + r.body.name + "”: " + r.body.seats + " seats in " + r.body.sections + " sections.");
@@ -415,7 +420,8 @@
 
   $("ce-save").addEventListener("click", function () {
     chart.name = nameInput.value;
-    send(chartId ? "PUT" : "POST", chartId ? "/api/v1/charts/" + chartId : "/api/v1/charts", "application/json", JSON.stringify(chart));
+    var body = chartId && version ? { version: version, name: chart.name, categories: chart.categories, sections: chart.sections } : chart;
+    send(chartId ? "PUT" : "POST", chartId ? "/api/v1/charts/" + chartId : "/api/v1/charts", "application/json", JSON.stringify(body));
   });
 
   // A JSON file is loaded into the editor to look at and save; a CSV file
@@ -446,7 +452,7 @@
   function fetchChart() {
     return fetch("/api/v1/charts/" + chartId, { headers: { Accept: "application/json" }, credentials: "same-origin" })
       .then(function (res) { return res.json(); })
-      .then(function (doc) { load(doc); });
+      .then(function (doc) { load(doc, true); });
   }
 
   toggleKindFields();
