@@ -72,6 +72,7 @@ func TestBrowserChartEditor(t *testing.T) {
 		setField(`#ce-section-form [name=rows]`, "2"),
 		setField(`#ce-section-form [name=seats]`, "6"),
 		setField(`#ce-section-form [name=curve]`, "1"),
+		setField(`#ce-section-form [name=row_spacing]`, "2"),
 		setField(`#ce-section-form [name=direction]`, "rtl"),
 		setField(`#ce-section-form [name=category]`, "stalls"),
 		chromedp.Click(css(`#ce-section-form button[type=submit]`)),
@@ -108,6 +109,23 @@ func TestBrowserChartEditor(t *testing.T) {
 	if err := chromedp.Do(ctx, steps...); err != nil {
 		diagnose(t, ctx, "chart-editor")
 		t.Fatalf("build a chart: %v", err)
+	}
+	// For the screenshot: the next section previewed (dashed) while a
+	// seat is open for editing. Neither is saved.
+	steps = []chromedp.Action[chromedp.Void]{
+		setField(`#ce-section-form [name=kind]`, "seated"),
+		setField(`#ce-section-form [name=name]`, "Balcony"),
+		setField(`#ce-section-form [name=rows]`, "2"),
+		setField(`#ce-section-form [name=seats]`, "12"),
+		setField(`#ce-section-form [name=curve]`, "0"),
+		setField(`#ce-section-form [name=row_spacing]`, "1"),
+		chromedp.WaitVisible(css(`svg [stroke-dasharray]`)),
+		chromedp.Click(css(seat(0, 0, 0))),
+		chromedp.WaitVisible(css(`#ce-seat`)),
+	}
+	if err := chromedp.Do(ctx, steps...); err != nil {
+		diagnose(t, ctx, "chart-editor-preview")
+		t.Fatalf("preview: %v", err)
 	}
 	screenshot(t, ctx, "chart-editor.png")
 
