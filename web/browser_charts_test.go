@@ -98,6 +98,9 @@ func TestBrowserChartEditor(t *testing.T) {
 		// ...and the last seat of row C is removed.
 		chromedp.Click(css(seat(0, 2, 7))),
 		chromedp.Click(css(`#ce-seat-remove`)),
+		// Focus goes on from the seat before the removed one.
+		chromedp.Poll[chromedp.Void](`document.activeElement && document.activeElement.getAttribute("data-seat") === "0,2,6"`,
+			chromedp.WithPollingTimeout(5*time.Second)),
 		waitText(`#ce-count`, "35 seats, 50 standing in 3 sections"),
 		// Saved without a name: the server's problem is listed, nothing saved.
 		chromedp.Click(css(`#ce-save`)),

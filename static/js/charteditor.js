@@ -340,9 +340,15 @@
     // An emptied row (and section) goes too: the chart allows neither.
     if (row.seats.length === 0) chart.sections[selected.s].rows.splice(selected.r, 1);
     if (chart.sections[selected.s].rows.length === 0) chart.sections.splice(selected.s, 1);
+    var at = selected;
     selected = null;
     $("ce-seat").classList.add("hidden");
     refresh();
+    // Keyboard users go on from the seat that took its place (or the
+    // one before it), not from the top of the page.
+    var next = preview.querySelector('[data-seat="' + at.s + "," + at.r + "," + at.k + '"]') ||
+      preview.querySelector('[data-seat="' + at.s + "," + at.r + "," + (at.k - 1) + '"]');
+    if (next && next.getAttribute("tabindex") === "0") next.focus(); else $("ce-preview-title").focus();
   });
   $("ce-find").addEventListener("submit", function (e) {
     e.preventDefault();
