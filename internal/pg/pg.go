@@ -118,6 +118,10 @@ func code(err error) string {
 	return ""
 }
 
+// Refused reports that Postgres answered with an error, which rolls the
+// statement (or transaction) back: nothing of it was written.
+func Refused(err error) bool { return code(err) != "" }
+
 // IsUniqueViolation reports a 23505: the row the caller wanted exists
 // already (for a hold: the seat is taken; never retry).
 func IsUniqueViolation(err error) bool { return code(err) == pgerrcode.UniqueViolation }
@@ -147,9 +151,12 @@ func ConnectionFailed(err error) bool {
 // MaybeCommitted reports whether a write that returned err may have
 // committed anyway: Postgres did not answer with an error (which rolls the
 // statement or transaction back) and the request may have been sent (the
-// connection broke, the reply was lost, the context ended mid-flight).
+// connection broke, the reply was lost, the context ended mid-flight). A
+// connection that could not be made sent nothing (Postgres down or
+// restarting), though pgconn does not mark that error safe to retry.
 func MaybeCommitted(err error) bool {
-	if err == nil || code(err) != "" {
+	var connErr *pgconn.ConnectError
+	if err == nil || Refused(err) || errors.As(err, &connErr) {
 		return false
 	}
 	return !pgconn.SafeToRetry(err)
