@@ -6,8 +6,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
-	"net"
 	"strconv"
 	"time"
 
@@ -134,18 +132,6 @@ func IsLockNotAvailable(err error) bool { return code(err) == pgerrcode.LockNotA
 func IsCheckViolation(err error, constraint string) bool {
 	var pgErr *pgconn.PgError
 	return errors.As(err, &pgErr) && pgErr.Code == pgerrcode.CheckViolation && pgErr.ConstraintName == constraint
-}
-
-// ConnectionFailed reports a failure of the connection itself (reset,
-// closed by the server, refused) rather than of the statement, and not the
-// caller giving up.
-func ConnectionFailed(err error) bool {
-	if err == nil || code(err) != "" || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
-		return false
-	}
-	var netErr net.Error
-	var connErr *pgconn.ConnectError
-	return errors.As(err, &netErr) || errors.As(err, &connErr) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF)
 }
 
 // MaybeCommitted reports whether a write that returned err may have

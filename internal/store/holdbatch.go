@@ -260,7 +260,6 @@ func (b *holdBatcher) run(ctx context.Context, batch []*batchedHold) {
 		rows[i] = holdRow{p: &r.p, req: r.p.Seats[0]}
 	}
 	got, err := runHoldStatement(ctx, b.store.db, rows)
-	b.store.connLost(err)
 	if err != nil && !errors.Is(err, errHoldCap) && !pg.Refused(err) {
 		// Postgres did not answer. If the statement was sent, it may have
 		// committed, so sending the holds again would answer "already
@@ -295,7 +294,6 @@ func (b *holdBatcher) run(ctx context.Context, batch []*batchedHold) {
 // runAlone sends one hold in the single-seat statement of its own.
 func (b *holdBatcher) runAlone(ctx context.Context, r *batchedHold) {
 	created, err := insertHolds(ctx, b.store.db, r.p, r.p.Seats)
-	b.store.connLost(err)
 	res := batchResult{err: err}
 	if len(created) == 1 {
 		res.hold, res.created = created[0], true
