@@ -134,7 +134,6 @@ func (s *Store) createOneHold(ctx context.Context, p HoldParams) (HoldOutcome, e
 		}
 	} else {
 		created, err = insertHolds(ctx, s.db, p, p.Seats)
-		s.connLost(err)
 	}
 	if pg.IsLockNotAvailable(err) {
 		return HoldOutcome{Taken: seatIDs(p.Seats)}, nil
@@ -308,8 +307,7 @@ func scanHold(r pgx.CollectableRow) (Hold, error) {
 
 // Release ends an active hold. Only its holder may release it, unless
 // staff is set (box office and organizers of the same org).
-func (s *Store) Release(ctx context.Context, org, holdID, actor uuid.UUID, staff bool, reason string) (_ Hold, err error) {
-	defer func() { s.connLost(err) }()
+func (s *Store) Release(ctx context.Context, org, holdID, actor uuid.UUID, staff bool, reason string) (Hold, error) {
 	rows, err := s.db.Query(ctx, `
 		WITH h AS (
 		    UPDATE seat_holds SET status = 'released', ended_at = now(), released_by = $3, release_reason = NULLIF($5, '')
@@ -587,8 +585,7 @@ type Expired struct {
 // frees their seats. SKIP LOCKED lets every process run it at once: each
 // claims a disjoint batch, and a hold being purchased right now is skipped
 // (the purchase decides its fate).
-func (s *Store) ReapExpired(ctx context.Context, limit int) (_ []Hold, err error) {
-	defer func() { s.connLost(err) }()
+func (s *Store) ReapExpired(ctx context.Context, limit int) ([]Hold, error) {
 	rows, err := s.db.Query(ctx, `
 		WITH exp AS (
 		    UPDATE seat_holds h SET status = 'expired', ended_at = now()
