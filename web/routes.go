@@ -28,7 +28,8 @@ func (s *Server) routes() {
 	s.mux.HandleFunc("GET /api/v1/events/{event}/seats", s.authed(anyRole, s.listSeats))
 
 	// Buying.
-	s.mux.HandleFunc("POST /api/v1/events/{event}/holds", s.authed(buyer, s.createHold))
+	// Staff hold here too, for a named customer only (createHold).
+	s.mux.HandleFunc("POST /api/v1/events/{event}/holds", s.authed(anyRole, s.createHold))
 	s.mux.HandleFunc("GET /api/v1/events/{event}/holds/mine", s.authed(buyer, s.myHolds))
 	s.mux.HandleFunc("DELETE /api/v1/holds/{hold}", s.authed(anyRole, s.releaseHold))
 	s.mux.HandleFunc("POST /api/v1/events/{event}/checkout", s.authed(buyer, s.checkout))
@@ -41,6 +42,12 @@ func (s *Server) routes() {
 	// small seat map for it).
 	s.mux.HandleFunc("POST /api/v1/events/{event}/seats/{seat}/block", s.authed(staff, s.blockSeat))
 	s.mux.HandleFunc("POST /api/v1/events/{event}/seats/{seat}/unblock", s.authed(staff, s.unblockSeat))
+	s.mux.HandleFunc("POST /api/v1/events/{event}/sales", s.authed(staff, s.sell))
+	s.mux.HandleFunc("GET /api/v1/bookings/{booking}", s.authed(anyRole, s.getBooking))
+	s.mux.HandleFunc("POST /api/v1/bookings/{booking}/cancel", s.authed(staff, s.cancelBooking))
+	s.mux.HandleFunc("GET /api/v1/events/{event}/house-seats", s.authed(staff, s.listHouseSeats))
+	s.mux.HandleFunc("POST /api/v1/events/{event}/house-seats", s.authed(staff, s.createHouseSeats))
+	s.mux.HandleFunc("POST /api/v1/house-seats/{allocation}/release", s.authed(staff, s.releaseHouseSeats))
 	s.mux.HandleFunc("GET /api/v1/events/{event}/registry", s.authed(organizer, s.registry))
 	s.mux.HandleFunc("POST /api/v1/events/{event}/registry/reconcile", s.authed(organizer, s.reconcile))
 
