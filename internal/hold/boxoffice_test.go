@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -332,6 +333,7 @@ func TestCancelRacesHold(t *testing.T) {
 		var wg sync.WaitGroup
 		var mu sync.Mutex
 		var winners []uuid.UUID
+		var won atomic.Bool
 		start := make(chan struct{})
 		for i, u := range tn.Buyers {
 			core := a1.Core
@@ -340,7 +342,7 @@ func TestCancelRacesHold(t *testing.T) {
 			}
 			wg.Go(func() {
 				<-start
-				for deadline := time.Now().Add(3 * time.Second); time.Now().Before(deadline); {
+				for deadline := time.Now().Add(3 * time.Second); time.Now().Before(deadline) && !won.Load(); {
 					_, err := core.Hold(ctx, buyer(u), ev.ID, []uuid.UUID{seat}, hold.SourceAPI)
 					if err == nil {
 						// The ticket must be cancelled by now.
@@ -348,6 +350,7 @@ func TestCancelRacesHold(t *testing.T) {
 						if err := a1.Pool.QueryRow(ctx, `SELECT count(*) FROM tickets WHERE seat_id = $1 AND cancelled_at IS NULL`, seat).Scan(&live); err != nil {
 							t.Error(err)
 						}
+						won.Store(true)
 						mu.Lock()
 						winners = append(winners, u.ID)
 						if live != 0 {
@@ -369,6 +372,10 @@ func TestCancelRacesHold(t *testing.T) {
 			t.Fatal(err)
 		}
 		wg.Wait()
+		// The losers stop once a hold succeeded; none may hold it too.
+		if n := count(t, a1, `SELECT count(*) FROM seat_holds WHERE seat_id = $1 AND status = 'active'`, seat); n != 1 {
+			t.Fatalf("round %d: %d active holds on the freed seat", round, n)
+		}
 		if len(winners) != 1 {
 			t.Fatalf("round %d: %d buyers hold the freed seat, want exactly 1", round, len(winners))
 		}
