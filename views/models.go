@@ -103,15 +103,20 @@ type Cart struct {
 // Booking is a confirmed purchase.
 type Booking struct {
 	ID        string
-	EventName string
-	Tickets   []Ticket
-	CreatedAt time.Time
+	Reference string
+	// Status is confirmed, partially_cancelled or cancelled.
+	Status       string
+	CancelReason string
+	EventName    string
+	Tickets      []Ticket
+	CreatedAt    time.Time
 }
 
 // Ticket is one bought seat.
 type Ticket struct {
-	ID    string
-	Label string
+	ID        string
+	Label     string
+	Cancelled bool
 }
 
 func rfc3339(t time.Time) string { return t.UTC().Format(time.RFC3339) }
@@ -121,3 +126,13 @@ func itoa(n int) string { return strconv.Itoa(n) }
 func col(n int) string { return "col-start-" + strconv.Itoa(n) }
 
 func row(n int) string { return "row-start-" + strconv.Itoa(n) }
+
+func boolText(b bool) string { return strconv.FormatBool(b) }
+
+// cancelledText says what a cancel covered.
+func cancelledText(status string) string {
+	if status == "cancelled" {
+		return "this booking"
+	}
+	return "some tickets of this booking"
+}

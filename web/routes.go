@@ -88,6 +88,12 @@ func (s *Server) routes() {
 	s.mux.HandleFunc("POST /box-office/events/{event}/release", s.page(staff, p.releaseHolds))
 	s.mux.HandleFunc("POST /box-office/events/{event}/seats/{seat}/block", s.page(staff, p.boxBlock))
 	s.mux.HandleFunc("POST /box-office/events/{event}/seats/{seat}/unblock", s.page(staff, p.boxUnblock))
+	s.mux.HandleFunc("POST /box-office/events/{event}/customer-holds", s.page(staff, p.customerHold))
+	s.mux.HandleFunc("POST /box-office/events/{event}/sell", s.page(staff, p.sellHolds))
+	s.mux.HandleFunc("POST /box-office/events/{event}/house-seats", s.page(staff, p.createHouse))
+	s.mux.HandleFunc("POST /box-office/house-seats/{allocation}/release", s.page(staff, p.releaseHouse))
+	s.mux.HandleFunc("GET /box-office/bookings/{booking}", s.page(staff, p.confirmationPage))
+	s.mux.HandleFunc("POST /box-office/bookings/{booking}/cancel", s.page(staff, p.cancelTickets))
 
 	// Their live sockets.
 	s.mux.HandleFunc("GET /live/events/{event}/dashboard", p.authed(organizer, p.liveSocket(live.StreamDashboard)))
