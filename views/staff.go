@@ -206,7 +206,7 @@ type Mode struct {
 
 // FeedEntry is one line of hold activity.
 type FeedEntry struct {
-	Kind string // held, released, expired, sold, blocked, unblocked, extended
+	Kind string // held, released, expired, sold, blocked, unblocked, extended, cancelled
 	Seat string // "B-A-12"
 	At   time.Time
 }
@@ -214,7 +214,7 @@ type FeedEntry struct {
 // KindText is what a feed entry says happened.
 func (e FeedEntry) KindText() string {
 	switch e.Kind {
-	case "held", "released", "expired", "sold", "blocked", "unblocked", "extended":
+	case "held", "released", "expired", "sold", "blocked", "unblocked", "extended", "cancelled":
 		return e.Kind
 	}
 	return "changed"
