@@ -2,6 +2,7 @@ package web
 
 import (
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -88,5 +89,47 @@ func TestBoxOfficeAPI(t *testing.T) {
 	box.do("GET", path, nil).want(t, 200).json(t, &got)
 	if got.Status != "cancelled" || got.Tickets[0].Status != "cancelled" || got.Tickets[1].Status != "cancelled" {
 		t.Fatalf("read back: %+v", got)
+	}
+}
+
+// TestBuyerSeesCancel: staff cancel a buyer's online booking (one ticket,
+// then the rest); the buyer's booking page and API say so, and the buyer
+// cannot cancel it themselves.
+func TestBuyerSeesCancel(t *testing.T) {
+	t.Parallel()
+	s := newTestServer(t, nil)
+	a := s.app
+	tn := testenv.NewTenant(t, a, 1)
+	ev := testenv.NewEvent(t, a, tn.Org.ID, 1, 1, 10)
+	seats := testenv.SeatIDs(t, a, tn.Org.ID, ev.ID)
+	u := tn.Buyers[0]
+	hs := coreHold(t, a, u, ev.ID, seats[0], seats[1])
+	b, err := a.Core.Purchase(t.Context(), actor(u), ev.ID, "k", []uuid.UUID{hs[0].ID, hs[1].ID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	buyer := s.as(tn.Org, u)
+	page := "/bookings/" + b.ID.String()
+	if r := buyer.do("GET", page, nil).want(t, 200); !strings.Contains(string(r.body), "Booking confirmed") {
+		t.Fatalf("page before: %s", r.body)
+	}
+	buyer.do("POST", "/api/v1/bookings/"+b.ID.String()+"/cancel", map[string]string{"reason": "mine"}).wantErr(t, 403, "forbidden")
+	box := s.as(tn.Org, tn.BoxOffice)
+	box.do("POST", "/api/v1/bookings/"+b.ID.String()+"/cancel", map[string]any{"reason": "seat broken",
+		"ticket_ids": []string{b.Tickets[0].ID.String()}}).want(t, 200)
+	r := buyer.do("GET", page, nil).want(t, 200)
+	for _, want := range []string{"Booking partly cancelled", "seat broken", `data-cancelled="true"`} {
+		if !strings.Contains(string(r.body), want) {
+			t.Fatalf("page after a partial cancel lacks %q: %s", want, r.body)
+		}
+	}
+	box.do("POST", "/api/v1/bookings/"+b.ID.String()+"/cancel", map[string]any{"reason": "show cancelled"}).want(t, 200)
+	var got bookingJSON
+	buyer.do("GET", "/api/v1/bookings/"+b.ID.String(), nil).want(t, 200).json(t, &got)
+	if got.Status != "cancelled" || got.Channel != "web" || got.CancelReason != "show cancelled" {
+		t.Fatalf("buyer reads %+v", got)
+	}
+	if r := buyer.do("GET", page, nil).want(t, 200); !strings.Contains(string(r.body), "Booking cancelled") {
+		t.Fatalf("page after cancel: %s", r.body)
 	}
 }

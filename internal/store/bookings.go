@@ -488,7 +488,8 @@ func (s *Store) FindBookings(ctx context.Context, org uuid.UUID, query string) (
 		return nil, nil
 	}
 	rows, err := s.db.Query(ctx, bookingColumns+`
-		WHERE b.org_id = $1 AND (b.reference = $2 OR b.customer_email = $3 OR (b.channel = 'web' AND u.email = $3))
+		WHERE b.org_id = $1 AND (b.reference = $2 OR b.customer_email = $3
+		    OR (b.channel = 'web' AND b.user_id = (SELECT id FROM users WHERE org_id = $1 AND email = $3)))
 		ORDER BY b.created_at DESC, b.id LIMIT 50`, org, ref, email)
 	if err != nil {
 		return nil, err
