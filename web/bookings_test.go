@@ -50,6 +50,13 @@ func TestBoxOfficeAPI(t *testing.T) {
 	if len(hs.Holds) != 2 || !hs.Holds[0].HeldUntil.Equal(until) || hs.Holds[0].Customer == nil || hs.Holds[0].Customer.Email != "ada@example.com" {
 		t.Fatalf("holds %+v", hs.Holds)
 	}
+	var list struct {
+		Holds []holdJSON `json:"holds"`
+	}
+	box.do("GET", holds, nil).want(t, 200).json(t, &list)
+	if len(list.Holds) != 2 || list.Holds[0].Customer == nil || list.Holds[0].Customer.Note != "aisle" || list.Holds[0].UserID == nil {
+		t.Fatalf("staff hold list %+v", list.Holds)
+	}
 	ids := []string{hs.Holds[0].ID.String(), hs.Holds[1].ID.String()}
 	sales := "/api/v1/events/" + e + "/sales"
 	box.do("POST", sales, map[string]any{"hold_ids": ids, "payment_method": "cheque"}, "Idempotency-Key", "k1").wantErr(t, 422, "invalid")

@@ -444,8 +444,8 @@ func (s *Store) CancelBooking(ctx context.Context, org, booking, actor uuid.UUID
 			), a AS (
 			    INSERT INTO audit_log (org_id, event_id, actor_id, action, entity, entity_id, seat_id, data)
 			    SELECT $1, $5, $6, 'booking.cancelled', 'booking', $2, st.id,
-			           jsonb_build_object('hold_id', st.hold_id, 'ticket_id', st.ticket_id, 'reason', $4::text)
-			    FROM st
+			           jsonb_build_object('hold_id', st.hold_id, 'ticket_id', st.ticket_id, 'reason', $4::text, 'holder', b.user_id)
+			    FROM st JOIN bookings b ON b.org_id = $1 AND b.id = $2
 			)
 			SELECT id, hold_id, version FROM st ORDER BY id`, org, booking, chosen, reason, event, actor)
 		if err != nil {

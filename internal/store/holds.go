@@ -349,14 +349,25 @@ func (s *Store) UserHolds(ctx context.Context, org, event, user uuid.UUID) ([]Ho
 	return pgx.CollectRows(rows, scanHold)
 }
 
-// EventHolds lists an event's active holds, soonest expiry first.
+// EventHolds lists an event's active holds, soonest expiry first, with
+// the customers of box-office holds.
 func (s *Store) EventHolds(ctx context.Context, org, event uuid.UUID) ([]Hold, error) {
-	rows, err := s.db.Query(ctx, holdColumns+`
-		WHERE org_id = $1 AND event_id = $2 AND status = 'active' ORDER BY held_until, seat_id`, org, event)
+	rows, err := s.db.Query(ctx, `
+		SELECT h.id, h.org_id, h.event_id, h.seat_id, h.user_id, h.status, h.held_until, h.created_at, h.extensions, h.fence,
+		       h.source, c.name, c.email, c.note
+		FROM seat_holds h LEFT JOIN hold_customers c ON c.hold_id = h.id
+		WHERE h.org_id = $1 AND h.event_id = $2 AND h.status = 'active' ORDER BY h.held_until, h.seat_id`, org, event)
 	if err != nil {
 		return nil, err
 	}
-	return pgx.CollectRows(rows, scanHold)
+	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (Hold, error) {
+		var h Hold
+		var c nullCustomer
+		err := r.Scan(&h.ID, &h.OrgID, &h.EventID, &h.SeatID, &h.UserID, &h.Status, &h.HeldUntil, &h.CreatedAt,
+			&h.Extensions, &h.Fence, &h.Source, &c.name, &c.email, &c.note)
+		h.HeldUntil, h.CreatedAt, h.Customer = h.HeldUntil.UTC(), h.CreatedAt.UTC(), c.customer()
+		return h, err
+	})
 }
 
 const holdColumns = `SELECT id, org_id, event_id, seat_id, user_id, status, held_until, created_at, extensions, fence, source FROM seat_holds`
