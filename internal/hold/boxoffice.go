@@ -42,24 +42,7 @@ func (s *Service) HoldFor(ctx context.Context, a Actor, event uuid.UUID, seatIDs
 		return Result{}, &apperr.Error{Code: apperr.Invalid, Message: "a customer's hold can last at most 14 days",
 			Fields: map[string]string{"held_until": "must be at most 14 days ahead"}}
 	}
-	start := now
-	s.m.HoldAttempt.Inc()
-	res, path, err := s.hold(ctx, a, event, seatIDs, SourceBoxOffice, holdOpts{customer: &c, until: until})
-	switch {
-	case err == nil && res.Created:
-		s.m.HoldSuccess.WithLabelValues(path).Inc()
-	case err == nil:
-		s.m.HoldSuccess.WithLabelValues("idempotent").Inc()
-	case apperr.CodeOf(err) == apperr.Internal:
-		s.m.HoldError.Inc()
-		s.log.Error("customer hold failed", "org", a.Org, "event", event, "user", a.User, "path", path, "err", err)
-	}
-	outcome := "ok"
-	if err != nil {
-		outcome = string(apperr.CodeOf(err))
-	}
-	s.m.HoldDuration.WithLabelValues(path, outcome).Observe(s.now().Sub(start).Seconds())
-	return res, err
+	return s.observedHold(ctx, a, event, seatIDs, SourceBoxOffice, holdOpts{customer: &c, until: until})
 }
 
 // checkCustomer validates and normalizes a customer (email lower case).

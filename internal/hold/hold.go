@@ -42,9 +42,14 @@ func seatTaken(ids []uuid.UUID, label func(uuid.UUID) string) error {
 
 // Hold holds seats of an event for the actor: all of them or none.
 func (s *Service) Hold(ctx context.Context, a Actor, event uuid.UUID, seatIDs []uuid.UUID, source string) (Result, error) {
+	return s.observedHold(ctx, a, event, seatIDs, source, holdOpts{})
+}
+
+// observedHold is a hold with its metrics and, for a failure, its log line.
+func (s *Service) observedHold(ctx context.Context, a Actor, event uuid.UUID, seatIDs []uuid.UUID, source string, o holdOpts) (Result, error) {
 	start := s.now()
 	s.m.HoldAttempt.Inc()
-	res, path, err := s.hold(ctx, a, event, seatIDs, source, holdOpts{})
+	res, path, err := s.hold(ctx, a, event, seatIDs, source, o)
 	outcome := "ok"
 	switch {
 	case err == nil && res.Created:
