@@ -37,6 +37,8 @@ func TestBoxOfficeAPI(t *testing.T) {
 		"held_until": time.Now().Add(time.Hour)}).wantErr(t, 422, "invalid")
 	s.as(tn.Org, tn.Buyers[0]).do("POST", holds, map[string]any{"seat_ids": []string{seats[0].String()}, "customer": cust,
 		"held_until": time.Now().Add(time.Hour)}).wantErr(t, 403, "forbidden")
+	s.as(tn.Org, tn.Buyers[0]).do("POST", holds, map[string]any{"seat_ids": []string{seats[0].String()},
+		"held_until": time.Now().Add(time.Hour)}).wantErr(t, 422, "invalid")
 	if after := orgState(t, a, tn.Org.ID); after != before {
 		t.Fatalf("refused requests wrote: %s -> %s", before, after)
 	}

@@ -107,6 +107,10 @@ func (s *Server) createHold(w http.ResponseWriter, r *http.Request, a hold.Actor
 		}
 		return apperr.E(apperr.Forbidden, "only box-office staff can hold seats for a customer")
 	}
+	if in.Customer == nil && in.HeldUntil != nil {
+		return &apperr.Error{Code: apperr.Invalid, Message: "held_until is for staff holding seats for a customer",
+			Fields: map[string]string{"held_until": "is only allowed with customer"}}
+	}
 	ids, single, err := in.seats()
 	if err != nil {
 		return err
