@@ -94,7 +94,7 @@ func Layout(p Page) templ.Component {
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}
-		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 6, "\" defer></script></head><body class=\"min-h-screen bg-gray-50 text-gray-900\"><header class=\"bg-white border-b border-gray-200\"><nav class=\"max-w-6xl mx-auto px-4 py-3 flex flex-wrap items-center gap-4\" aria-label=\"Main\"><a href=\"/\" class=\"font-bold text-lg text-indigo-700\">seatd</a> ")
+		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 6, "\" defer></script></head><body class=\"min-h-screen bg-gray-50 text-gray-900\"><header class=\"bg-white border-b border-gray-200 print:hidden\"><nav class=\"max-w-6xl mx-auto px-4 py-3 flex flex-wrap items-center gap-4\" aria-label=\"Main\"><a href=\"/\" class=\"font-bold text-lg text-indigo-700\">seatd</a> ")
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}

@@ -103,15 +103,20 @@ type Cart struct {
 // Booking is a confirmed purchase.
 type Booking struct {
 	ID        string
-	EventName string
-	Tickets   []Ticket
-	CreatedAt time.Time
+	Reference string
+	// Status is confirmed, partially_cancelled or cancelled.
+	Status       string
+	CancelReason string
+	EventName    string
+	Tickets      []Ticket
+	CreatedAt    time.Time
 }
 
 // Ticket is one bought seat.
 type Ticket struct {
-	ID    string
-	Label string
+	ID        string
+	Label     string
+	Cancelled bool
 }
 
 func rfc3339(t time.Time) string { return t.UTC().Format(time.RFC3339) }
@@ -130,4 +135,14 @@ type ChartRow struct {
 	Seats     int
 	Sections  int
 	UpdatedAt time.Time
+}
+
+func boolText(b bool) string { return strconv.FormatBool(b) }
+
+// cancelledText says what a cancel covered.
+func cancelledText(status string) string {
+	if status == "cancelled" {
+		return "this booking"
+	}
+	return "some tickets of this booking"
 }

@@ -248,6 +248,8 @@ func fieldMessage(fe validator.FieldError) string {
 		return "must not repeat a value"
 	case "printascii":
 		return "must be printable ASCII"
+	case "oneof":
+		return "must be one of " + strings.ReplaceAll(fe.Param(), " ", ", ")
 	default:
 		return "is not valid"
 	}

@@ -124,6 +124,12 @@ func Refused(err error) bool { return code(err) != "" }
 // already (for a hold: the seat is taken; never retry).
 func IsUniqueViolation(err error) bool { return code(err) == pgerrcode.UniqueViolation }
 
+// IsUniqueViolationOf reports a 23505 of the named constraint or index.
+func IsUniqueViolationOf(err error, constraint string) bool {
+	var pgErr *pgconn.PgError
+	return errors.As(err, &pgErr) && pgErr.Code == pgerrcode.UniqueViolation && pgErr.ConstraintName == constraint
+}
+
 // IsLockNotAvailable reports 55P03 (NOWAIT or lock_timeout): another
 // transaction is working on the row right now.
 func IsLockNotAvailable(err error) bool { return code(err) == pgerrcode.LockNotAvailable }

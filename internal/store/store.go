@@ -136,6 +136,8 @@ type Hold struct {
 	// SeatIdx is the seat's bitmap index (set by ReapExpired, whose caller
 	// may not have the event cached).
 	SeatIdx int
+	// Customer is who a box-office hold is for (nil for a buyer's own).
+	Customer *Customer
 }
 
 func notFoundIfNoRows(err error, what string) error {
