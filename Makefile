@@ -28,7 +28,7 @@ GOSEC_STAMP := $(BIN_DIR)/.gosec-$(GOSEC_VERSION)
 
 # Short fuzz runs done by `make test`, as pkg/path:FuzzName, space separated,
 # e.g. internal/hold:FuzzDelta. Each runs for FUZZ_TIME (default 2000x: 2 000 executions).
-FUZZ_TARGETS := web:FuzzDecode web:FuzzLogin web:FuzzSignup web:FuzzHold web:FuzzPurchase web:FuzzStaffRelease web:FuzzStaffLookups
+FUZZ_TARGETS := internal/chart:FuzzChart web:FuzzDecode web:FuzzLogin web:FuzzSignup web:FuzzHold web:FuzzPurchase web:FuzzStaffRelease web:FuzzStaffLookups
 
 .PHONY: help tools generate templates css services-up services-down \
 	services-up-test services-down-test build run run-observe test-rules lint test vendor-js

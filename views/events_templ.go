@@ -141,9 +141,9 @@ func Events(p Page, events []Event) templ.Component {
 						return templ_7745c5c3_Err
 					}
 					var templ_7745c5c3_Var8 string
-					templ_7745c5c3_Var8, templ_7745c5c3_Err = templ.JoinStringErrs(statusText(e.Status))
+					templ_7745c5c3_Var8, templ_7745c5c3_Err = templ.JoinStringErrs(eventStatusText(e.Status))
 					if templ_7745c5c3_Err != nil {
-						return templ.Error{Err: templ_7745c5c3_Err, FileName: `events.templ`, Line: 20, Col: 59}
+						return templ.Error{Err: templ_7745c5c3_Err, FileName: `events.templ`, Line: 20, Col: 64}
 					}
 					_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var8))
 					if templ_7745c5c3_Err != nil {

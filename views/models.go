@@ -134,16 +134,21 @@ type Cart struct {
 // Booking is a confirmed purchase.
 type Booking struct {
 	ID        string
-	EventName string
-	Tickets   []Ticket
-	CreatedAt time.Time
+	Reference string
+	// Status is confirmed, partially_cancelled or cancelled.
+	Status       string
+	CancelReason string
+	EventName    string
+	Tickets      []Ticket
+	CreatedAt    time.Time
 }
 
 // Ticket is one bought seat and what was paid for it.
 type Ticket struct {
-	ID    string
-	Label string
-	Price string
+	ID        string
+	Label     string
+	Price     string // what was paid
+	Cancelled bool
 }
 
 func rfc3339(t time.Time) string { return t.UTC().Format(time.RFC3339) }
@@ -195,3 +200,23 @@ type EventForm struct {
 
 // Err is the message for a field, "" when it is fine.
 func (f EventForm) Err(field string) string { return f.Errors[field] }
+
+// ChartRow is a row of the charts list: a chart and its newest version.
+type ChartRow struct {
+	ID        string
+	Name      string
+	Version   int
+	Seats     int
+	Sections  int
+	UpdatedAt time.Time
+}
+
+func boolText(b bool) string { return strconv.FormatBool(b) }
+
+// cancelledText says what a cancel covered.
+func cancelledText(status string) string {
+	if status == "cancelled" {
+		return "this booking"
+	}
+	return "some tickets of this booking"
+}

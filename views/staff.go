@@ -216,7 +216,7 @@ type Mode struct {
 
 // FeedEntry is one line of hold activity.
 type FeedEntry struct {
-	Kind string // held, released, expired, sold, blocked, unblocked, extended
+	Kind string // held, released, expired, sold, blocked, unblocked, extended, cancelled
 	Seat string // "B-A-12"
 	At   time.Time
 }
@@ -224,7 +224,7 @@ type FeedEntry struct {
 // KindText is what a feed entry says happened.
 func (e FeedEntry) KindText() string {
 	switch e.Kind {
-	case "held", "released", "expired", "sold", "blocked", "unblocked", "extended":
+	case "held", "released", "expired", "sold", "blocked", "unblocked", "extended", "cancelled":
 		return e.Kind
 	}
 	return "changed"
@@ -375,6 +375,9 @@ type HoldRow struct {
 	Since    time.Time
 	Until    time.Time
 	Extended bool
+	// Customer names who a box-office hold is for ("Ada Lovelace
+	// <ada@example.com>"); empty for a buyer's own hold.
+	Customer string
 }
 
 // HoldFilter is the box office's filter (query parameters), with the
@@ -408,6 +411,9 @@ func (f HoldFilter) Query() string {
 
 // HoldTable is the box office's live list of active holds.
 type HoldTable struct {
+	// SellKey is this table's idempotency key for a sale: submitting the
+	// same sale twice (a double click, a resent form) sells once.
+	SellKey  string
 	EventID  string
 	Filter   HoldFilter
 	Sections []string
@@ -441,10 +447,24 @@ type BoxMap struct {
 // Lookup is a customer found by email, with their holds and bookings for
 // the event.
 type Lookup struct {
-	Email    string
+	Email string
+	// Query is what was typed: an email or a booking reference.
+	Query string
+	// Matches are the bookings the query names (reference or email).
+	Matches  []BookingRow
 	Found    bool
 	Holds    []HoldRow
 	Bookings []LookupBooking
+}
+
+// BookingRow is a booking found by reference or email.
+type BookingRow struct {
+	ID        string
+	Reference string
+	Status    string
+	Who       string // the customer, or the buying account
+	Seats     []string
+	CreatedAt time.Time
 }
 
 // LookupBooking is one booking of a customer.
@@ -465,6 +485,54 @@ type BoxOffice struct {
 	Lookup    *Lookup
 	// Organizer shows the links only organizers may follow.
 	Organizer bool
+	House     []HouseRow
+}
+
+// HouseRow is a house-seats allocation.
+type HouseRow struct {
+	ID       string
+	Name     string
+	Seats    []string
+	Released bool
+}
+
+// Confirmation is a booking as the box office prints it.
+type Confirmation struct {
+	ID           string
+	EventID      string
+	Reference    string
+	Status       string
+	EventName    string
+	Venue        string
+	StartsAt     time.Time
+	Customer     string
+	Email        string
+	Note         string
+	Payment      string
+	Seller       string
+	Channel      string
+	CreatedAt    time.Time
+	CancelReason string
+	// Tickets are in map order. Prices join them once events carry them:
+	// a Price field here and one column in the table.
+	Tickets []ConfirmationTicket
+}
+
+// ConfirmationTicket is one seat of a booking.
+type ConfirmationTicket struct {
+	ID        string
+	Seat      string
+	Cancelled bool
+}
+
+// Live reports whether any ticket of the booking is still valid.
+func (c Confirmation) Live() bool {
+	for _, t := range c.Tickets {
+		if !t.Cancelled {
+			return true
+		}
+	}
+	return false
 }
 
 // AuditFilter is the audit log's filter (query parameters).
@@ -565,11 +633,35 @@ func mapQuery(section string) string {
 	return "?map=" + url.QueryEscape(section)
 }
 
-func lookupEmail(l *Lookup) string {
+func lookupQuery(l *Lookup) string {
 	if l == nil {
 		return ""
 	}
-	return l.Email
+	return l.Query
+}
+
+// statusText says a booking's status for people.
+func statusText(status string) string {
+	switch status {
+	case "cancelled":
+		return "Cancelled"
+	case "partially_cancelled":
+		return "Partly cancelled"
+	}
+	return "Confirmed"
+}
+
+// paymentText says how a booking was paid.
+func paymentText(method string) string {
+	switch method {
+	case "cash":
+		return "Cash"
+	case "card":
+		return "Card"
+	case "comp":
+		return "Complimentary"
+	}
+	return "Online"
 }
 
 func joinSeats(seats []string) string { return strings.Join(seats, ", ") }

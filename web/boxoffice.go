@@ -68,6 +68,11 @@ func (s *staffPages) boxOfficeWith(w http.ResponseWriter, r *http.Request, a hol
 	if b.Map, err = s.boxMap(ctx, a, ev.ID, q.Get("map")); err != nil {
 		return err
 	}
+	hs, err := s.deps.Core.HouseSeats(ctx, a, ev.ID)
+	if err != nil {
+		return err
+	}
+	b.House = houseRows(hs)
 	if email != "" {
 		if b.Lookup, err = s.lookup(ctx, a, ev.ID, email); err != nil {
 			return err
@@ -78,7 +83,7 @@ func (s *staffPages) boxOfficeWith(w http.ResponseWriter, r *http.Request, a hol
 }
 
 func (s *staffPages) holdTable(ctx context.Context, a hold.Actor, event uuid.UUID, f views.HoldFilter) (views.HoldTable, error) {
-	t := views.HoldTable{EventID: event.String(), Filter: f}
+	t := views.HoldTable{EventID: event.String(), Filter: f, SellKey: newSellKey()}
 	secs, err := s.deps.Store.Sections(ctx, a.Org, event)
 	if err != nil {
 		return t, err
@@ -108,6 +113,9 @@ func holdRows(hs []store.StaffHold) []views.HoldRow {
 	for i, h := range hs {
 		out[i] = views.HoldRow{HoldID: h.ID.String(), SeatID: h.SeatID.String(), Seat: h.Label(), Section: h.Section,
 			Email: h.Email, Since: h.CreatedAt, Until: h.HeldUntil, Extended: h.Extensions > 0}
+		if h.Customer != nil {
+			out[i].Customer = h.Customer.Name + " <" + h.Customer.Email + ">"
+		}
 	}
 	return out
 }
@@ -214,13 +222,23 @@ func (s *staffPages) boxMapFragment(w http.ResponseWriter, r *http.Request, a ho
 	return nil
 }
 
-// lookup finds a customer by email with their holds and bookings.
-func (s *staffPages) lookup(ctx context.Context, a hold.Actor, event uuid.UUID, email string) (*views.Lookup, error) {
-	email = strings.ToLower(email)
-	if len(email) > 254 || !utf8.ValidString(email) {
-		return &views.Lookup{Email: "(invalid)"}, nil
+// lookup finds bookings by reference or email and, for an email, the
+// customer's account with their holds and bookings for the event.
+func (s *staffPages) lookup(ctx context.Context, a hold.Actor, event uuid.UUID, query string) (*views.Lookup, error) {
+	if len(query) > 254 || !utf8.ValidString(query) {
+		return &views.Lookup{Query: "(invalid)"}, nil
 	}
-	l := &views.Lookup{Email: email}
+	l := &views.Lookup{Query: query}
+	bs, err := s.deps.Core.FindBookings(ctx, a, query)
+	if err != nil {
+		return nil, err
+	}
+	l.Matches = bookingRows(bs)
+	if !strings.Contains(query, "@") {
+		return l, nil
+	}
+	email := strings.ToLower(query)
+	l.Email = email
 	act, err := s.deps.Store.BuyerActivity(ctx, a.Org, event, email)
 	if apperr.CodeOf(err) == apperr.NotFound {
 		return l, nil

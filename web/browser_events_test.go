@@ -12,11 +12,11 @@ import (
 	"seatd/internal/testenv"
 )
 
-// TestBrowserEventFromChart: an organizer makes an event in the pages
-// from a chart (stored with store.SaveChart), with times in the venue's
-// zone and prices; the buyer's map says it is not on sale until it is
-// published, then shows the prices, the cart a total, and the booking
-// what was paid.
+// TestBrowserEventFromChart: an organizer builds a chart in the chart
+// editor, makes an event from it in the pages with times in the venue's
+// zone and a price, and publishes it; the buyer's map says it is not on
+// sale until it is published, then shows the price, the cart a total, and
+// the booking what was paid.
 func TestBrowserEventFromChart(t *testing.T) {
 	newTab := browser(t)
 	a := testenv.App(t, nil)
@@ -24,10 +24,35 @@ func TestBrowserEventFromChart(t *testing.T) {
 	srv := httptest.NewServer(New(depsOf(a)))
 	t.Cleanup(srv.Close)
 	tn := testenv.NewTenant(t, a, 1)
-	v := testenv.NewChart(t, a, tn.Org.ID, 2, 10)
 
 	org, cancelOrg := context.WithTimeout(newTab(), 240*time.Second)
 	defer cancelOrg()
+	// The chart: one category "front", two rows of ten.
+	if err := chromedp.Do(org, append(signIn(srv.URL, tn.Org.Slug, tn.Organizer.Email),
+		chromedp.Navigate(srv.URL+"/admin/charts"),
+		chromedp.WaitVisible(css(`[data-testid=new-chart]`)),
+		chromedp.Click(css(`[data-testid=new-chart]`)),
+		chromedp.WaitVisible(css(`#ce-section-form`)),
+		setField(`#ce-categories [data-testid=category] input[type=text]`, "front"),
+		setField(`#ce-categories [data-testid=category] input[type=text]:nth-of-type(2)`, "Front"),
+		setField(`#ce-section-form [name=rows]`, "2"),
+		setField(`#ce-section-form [name=seats]`, "10"),
+		setField(`#ce-section-form [name=category]`, "front"),
+		setField(`#ce-section-form [name=name]`, "Stalls"),
+		chromedp.Click(css(`#ce-section-form button[type=submit]`)),
+		waitText(`#ce-sections`, "2 rows, 20 seats"),
+		chromedp.SendKeys(css(`#ce-name`), "Browser Hall"),
+		chromedp.Click(css(`#ce-save`)),
+		waitText(`[data-testid=chart-status]`, "Saved version 1"),
+	)...); err != nil {
+		diagnose(t, org, "chart")
+		t.Fatalf("build the chart: %v", err)
+	}
+	charts, err := a.Store.Charts(context.Background(), tn.Org.ID)
+	if err != nil || len(charts) != 1 {
+		t.Fatalf("charts %v (%v)", charts, err)
+	}
+	v := charts[0]
 	buyer, cancelBuyer := context.WithTimeout(newTab(), 240*time.Second)
 	defer cancelBuyer()
 
@@ -36,7 +61,7 @@ func TestBrowserEventFromChart(t *testing.T) {
 		t.Fatal(err)
 	}
 	local := func(d time.Duration) string { return time.Now().Add(d).In(loc).Format(formTime) }
-	steps := append(signIn(srv.URL, tn.Org.Slug, tn.Organizer.Email),
+	steps := append([]chromedp.Action[chromedp.Void]{},
 		chromedp.Navigate(srv.URL+"/admin/events"),
 		chromedp.Click(css(`a[href="/admin/events/new"]`)),
 		chromedp.WaitVisible(css(`select[name=chart]`)),
@@ -51,8 +76,6 @@ func TestBrowserEventFromChart(t *testing.T) {
 		chromedp.SetValue(css(`input[name=sales_end_at]`), local(48*time.Hour)),
 		chromedp.SetValue(css(`input[name=price_front]`), "4550"),
 		chromedp.SetValue(css(`input[name=currency_front]`), "USD"),
-		chromedp.SetValue(css(`input[name=price_back]`), "2000"),
-		chromedp.SetValue(css(`input[name=currency_back]`), "USD"),
 		chromedp.SetValue(css(`input[name=hold_ttl]`), "300"),
 		chromedp.Submit(css(`input[name=name]`)),
 		chromedp.WaitVisible(css(`[data-testid=status]`)),

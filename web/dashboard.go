@@ -135,7 +135,7 @@ var feedKinds = map[string]string{
 	store.ActionHoldCreated: hold.KindHeld, store.ActionHoldReleased: hold.KindReleased,
 	store.ActionHoldExpired: hold.KindExpired, store.ActionHoldExtended: hold.KindExtended,
 	store.ActionSeatSold: hold.KindSold, store.ActionSeatBlocked: hold.KindBlocked,
-	store.ActionSeatUnblocked: hold.KindUnblocked,
+	store.ActionSeatUnblocked: hold.KindUnblocked, store.ActionBookingCancelled: hold.KindCancelled,
 }
 
 // recentFeed fills the feed on page load from the audit log; live frames

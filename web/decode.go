@@ -75,14 +75,20 @@ func unsupportedMedia(want string) error {
 
 // readBody reads at most maxBody bytes of the body.
 func readBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
+	return readBodyUpTo(w, r, maxBody)
+}
+
+// readBodyUpTo reads at most limit bytes of the body; only routes taking
+// whole documents (charts) ask for more than maxBody.
+func readBodyUpTo(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, error) {
 	if r.Body == nil {
 		return nil, nil
 	}
-	b, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxBody))
+	b, err := io.ReadAll(http.MaxBytesReader(w, r.Body, limit))
 	var tooBig *http.MaxBytesError
 	switch {
 	case errors.As(err, &tooBig):
-		return nil, apperr.E(codeTooLarge, "the request body is larger than %d bytes", maxBody)
+		return nil, apperr.E(codeTooLarge, "the request body is larger than %d bytes", limit)
 	case err != nil:
 		return nil, apperr.E(apperr.BadRequest, "the request body could not be read")
 	}
@@ -242,6 +248,8 @@ func fieldMessage(fe validator.FieldError) string {
 		return "must not repeat a value"
 	case "printascii":
 		return "must be printable ASCII"
+	case "oneof":
+		return "must be one of " + strings.ReplaceAll(fe.Param(), " ", ", ")
 	default:
 		return "is not valid"
 	}

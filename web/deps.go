@@ -52,6 +52,15 @@ type Core interface {
 	Purchase(ctx context.Context, a hold.Actor, event uuid.UUID, key string, holdIDs []uuid.UUID) (store.Booking, error)
 	SetBlocked(ctx context.Context, a hold.Actor, event, seat uuid.UUID, blocked bool, reason string) (int64, error)
 
+	HoldFor(ctx context.Context, a hold.Actor, event uuid.UUID, seatIDs []uuid.UUID, c store.Customer, until time.Time) (hold.Result, error)
+	Sell(ctx context.Context, a hold.Actor, event uuid.UUID, key string, holdIDs []uuid.UUID, payment string) (store.Booking, error)
+	Booking(ctx context.Context, a hold.Actor, id uuid.UUID) (store.Booking, error)
+	FindBookings(ctx context.Context, a hold.Actor, query string) ([]store.Booking, error)
+	Cancel(ctx context.Context, a hold.Actor, booking uuid.UUID, ticketIDs []uuid.UUID, reason string) (store.Booking, error)
+	HouseSeats(ctx context.Context, a hold.Actor, event uuid.UUID) ([]store.HouseAllocation, error)
+	CreateHouseSeats(ctx context.Context, a hold.Actor, event uuid.UUID, name string, seatIDs []uuid.UUID) (store.HouseAllocation, error)
+	ReleaseHouseSeats(ctx context.Context, a hold.Actor, id uuid.UUID) (store.HouseAllocation, error)
+
 	Seats(ctx context.Context, a hold.Actor, event uuid.UUID) ([]store.Section, []store.Seat, error)
 	SeatViews(ctx context.Context, a hold.Actor, event uuid.UUID) ([]store.Section, []hold.SeatView, error)
 	SeatLayout(org, event, seat uuid.UUID) (hold.SeatView, bool)

@@ -1,8 +1,10 @@
 package web
 
 import (
+	"context"
 	"encoding/csv"
 	"net/http"
+	"net/url"
 	"strings"
 	"testing"
 	"time"
@@ -190,4 +192,70 @@ func TestEventsAPI(t *testing.T) {
 	org.do("PATCH", path, map[string]any{"status": "closed"}).want(t, http.StatusOK)
 	buyer.do("POST", path+"/holds", map[string]any{"seat_id": seats.Seats[7].ID.String()}).wantErr(t, http.StatusConflict, "not_on_sale")
 	org.do("PATCH", path, map[string]any{"status": "on_sale"}).wantErr(t, http.StatusConflict, "conflict")
+}
+
+// TestEventFormPages: the organizer's form refuses bad input with a 422
+// page naming each field and writes nothing; a good form makes a draft in
+// the venue's time zone; buyers cannot open the pages; another
+// organization's event is 404.
+func TestEventFormPages(t *testing.T) {
+	t.Parallel()
+	s := newTestServer(t, nil)
+	a := s.app
+	tn, other := testenv.NewTenant(t, a, 1), testenv.NewTenant(t, a, 0)
+	v := testenv.NewChart(t, a, tn.Org.ID, 2, 10)
+	org := s.as(tn.Org, tn.Organizer)
+	form := func(vals map[string]string) raw {
+		q := url.Values{}
+		for k, x := range vals {
+			q.Set(k, x)
+		}
+		return raw{contentType: "application/x-www-form-urlencoded", body: []byte(q.Encode())}
+	}
+	good := map[string]string{"chart_id": v.ChartID.String(), "name": "Form show", "venue": "Hall", "time_zone": "Asia/Tokyo",
+		"starts_at": "2030-05-01T19:30", "on_sale_at": "2030-04-01T10:00", "sales_end_at": "2030-05-01T18:00",
+		"price_front": "5000", "currency_front": "JPY", "price_back": "3000", "currency_back": "JPY"}
+	bad := map[string]string{}
+	for k, x := range good {
+		bad[k] = x
+	}
+	bad["time_zone"], bad["price_back"], bad["sales_end_at"], bad["hold_ttl"] = "Tokyo", "", "2030-03-01T10:00", "soon"
+	r := org.do("POST", "/admin/events", form(bad)).want(t, http.StatusUnprocessableEntity)
+	page := string(r.body)
+	for _, want := range []string{"must be a whole number", `id="hold_ttl-error"`} {
+		if !strings.Contains(page, want) {
+			t.Errorf("the refused form lacks %q", want)
+		}
+	}
+	bad["hold_ttl"] = ""
+	page = string(org.do("POST", "/admin/events", form(bad)).want(t, http.StatusUnprocessableEntity).body)
+	for _, want := range []string{`id="time_zone-error"`, `id="sales_end_at-error"`, `needs a price`} {
+		if !strings.Contains(page, want) {
+			t.Errorf("the refused form lacks %q", want)
+		}
+	}
+	if n := orgRows(t, a, "events", tn.Org.ID); n != 0 {
+		t.Fatalf("%d events written by refused forms", n)
+	}
+	r = org.do("POST", "/admin/events", form(good)).want(t, http.StatusSeeOther)
+	id := strings.TrimSuffix(strings.TrimPrefix(r.header.Get("Location"), "/admin/events/"), "/edit")
+	e, err := a.Store.Event(context.Background(), tn.Org.ID, uuid.MustParse(id))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := time.Date(2030, 5, 1, 10, 30, 0, 0, time.UTC); !e.StartsAt.Equal(want) || e.Status != "draft" {
+		t.Errorf("starts %v (want 19:30 Tokyo = %v), status %s", e.StartsAt, want, e.Status)
+	}
+	edit := string(org.do("GET", "/admin/events/"+id+"/edit", nil).want(t, http.StatusOK).body)
+	if !strings.Contains(edit, `value="2030-05-01T19:30"`) {
+		t.Error("the edit form does not show the start in venue time")
+	}
+	org.do("POST", "/admin/events/"+id+"/status", form(map[string]string{"status": "on_sale"})).want(t, http.StatusSeeOther)
+	if e, _ := a.Store.Event(context.Background(), tn.Org.ID, e.ID); e.Status != "on_sale" {
+		t.Errorf("status after publish %s", e.Status)
+	}
+	s.as(tn.Org, tn.Buyers[0]).do("GET", "/admin/events", nil).want(t, http.StatusForbidden)
+	s.as(other.Org, other.Organizer).do("GET", "/admin/events/"+id+"/edit", nil).want(t, http.StatusNotFound)
+	s.as(other.Org, other.Organizer).do("POST", "/admin/events/"+id+"/status", form(map[string]string{"status": "closed"})).
+		want(t, http.StatusNotFound)
 }

@@ -11,6 +11,7 @@ import (
 	"net/url"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/uuid"
 
@@ -254,4 +255,30 @@ func orgState(t testing.TB, a *app.App, org uuid.UUID) string {
 		t.Fatal(err)
 	}
 	return s
+}
+
+// customerHold holds seats for a customer for a day, as staff u.
+func customerHold(t testing.TB, a *app.App, u store.User, event uuid.UUID, seats ...uuid.UUID) []store.Hold {
+	t.Helper()
+	res, err := a.Core.HoldFor(context.Background(), actor(u), event, seats,
+		store.Customer{Name: "Ada Lovelace", Email: "ada@example.com"}, time.Now().Add(24*time.Hour))
+	if err != nil {
+		t.Fatalf("customer hold: %v", err)
+	}
+	return res.Holds
+}
+
+// sale holds seats for a customer and sells them, as staff u.
+func sale(t testing.TB, a *app.App, u store.User, event uuid.UUID, seats ...uuid.UUID) store.Booking {
+	t.Helper()
+	hs := customerHold(t, a, u, event, seats...)
+	ids := make([]uuid.UUID, len(hs))
+	for i, h := range hs {
+		ids[i] = h.ID
+	}
+	b, err := a.Core.Sell(context.Background(), actor(u), event, uuid.NewString(), ids, "card")
+	if err != nil {
+		t.Fatalf("sell: %v", err)
+	}
+	return b
 }

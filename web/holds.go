@@ -19,10 +19,25 @@ type holdJSON struct {
 	UserID    *uuid.UUID       `json:"user_id,omitempty"` // staff views only
 	HeldUntil time.Time        `json:"held_until"`
 	Status    store.HoldStatus `json:"status"`
+	Customer  *customerJSON    `json:"customer,omitempty"` // box-office holds
+}
+
+type customerJSON struct {
+	Name  string `json:"name"`
+	Email string `json:"email"`
+	Note  string `json:"note,omitempty"`
+}
+
+func customerView(c *store.Customer) *customerJSON {
+	if c == nil {
+		return nil
+	}
+	return &customerJSON{Name: c.Name, Email: c.Email, Note: c.Note}
 }
 
 func holdView(h store.Hold) holdJSON {
-	return holdJSON{ID: h.ID, SeatID: h.SeatID, EventID: h.EventID, HeldUntil: h.HeldUntil.UTC(), Status: h.Status}
+	return holdJSON{ID: h.ID, SeatID: h.SeatID, EventID: h.EventID, HeldUntil: h.HeldUntil.UTC(), Status: h.Status,
+		Customer: customerView(h.Customer)}
 }
 
 // holdsView renders holds; withUser adds the holder (for staff).
@@ -38,10 +53,19 @@ func holdsView(hs []store.Hold, withUser bool) map[string][]holdJSON {
 	return map[string][]holdJSON{"holds": out}
 }
 
-// holdInput names one seat (seat_id) or several (seat_ids), not both.
+// holdInput names one seat (seat_id) or several (seat_ids), not both; staff
+// hold seat_ids for a named customer until held_until.
 type holdInput struct {
-	SeatID  string    `json:"seat_id" validate:"omitempty,id"`
-	SeatIDs *[]string `json:"seat_ids" validate:"omitnil,min=1,max=100,unique,dive,id"`
+	SeatID    string         `json:"seat_id" validate:"omitempty,id"`
+	SeatIDs   *[]string      `json:"seat_ids" validate:"omitnil,min=1,max=100,unique,dive,id"`
+	Customer  *customerInput `json:"customer"`
+	HeldUntil *time.Time     `json:"held_until"`
+}
+
+type customerInput struct {
+	Name  string `json:"name" validate:"required,max=200"`
+	Email string `json:"email" validate:"required,max=254"`
+	Note  string `json:"note" validate:"max=1000"`
 }
 
 // seats returns the requested seat ids and whether one seat was asked for
@@ -63,8 +87,8 @@ func (in holdInput) seats() (ids []uuid.UUID, single bool, err error) {
 	}
 }
 
-// createHold holds seats for the buyer: 201 when new, 200 when the buyer
-// held them already.
+// createHold holds seats for the buyer, or for a named customer when staff
+// ask (DESIGN §11): 201 when new, 200 when they held them already.
 func (s *Server) createHold(w http.ResponseWriter, r *http.Request, a hold.Actor) error {
 	if err := s.limits.allowHold(r.Context(), a, s.deps.Cfg.HoldRatePerMinute); err != nil {
 		return err
@@ -77,11 +101,31 @@ func (s *Server) createHold(w http.ResponseWriter, r *http.Request, a hold.Actor
 	if err := s.dec.json(w, r, &in); err != nil {
 		return err
 	}
+	if a.Staff() != (in.Customer != nil) {
+		if a.Staff() {
+			return apperr.E(apperr.Forbidden, "staff hold seats for a named customer: send customer and held_until")
+		}
+		return apperr.E(apperr.Forbidden, "only box-office staff can hold seats for a customer")
+	}
+	if in.Customer == nil && in.HeldUntil != nil {
+		return &apperr.Error{Code: apperr.Invalid, Message: "held_until is for staff holding seats for a customer",
+			Fields: map[string]string{"held_until": "is only allowed with customer"}}
+	}
 	ids, single, err := in.seats()
 	if err != nil {
 		return err
 	}
-	res, err := s.deps.Core.Hold(r.Context(), a, event, ids, hold.SourceAPI)
+	var res hold.Result
+	if in.Customer != nil {
+		if in.HeldUntil == nil {
+			return &apperr.Error{Code: apperr.Invalid, Message: "say until when the seats are held for the customer",
+				Fields: map[string]string{"held_until": "is required"}}
+		}
+		c := store.Customer{Name: in.Customer.Name, Email: in.Customer.Email, Note: in.Customer.Note}
+		res, err = s.deps.Core.HoldFor(r.Context(), a, event, ids, c, *in.HeldUntil)
+	} else {
+		res, err = s.deps.Core.Hold(r.Context(), a, event, ids, hold.SourceAPI)
+	}
 	if err != nil {
 		return err
 	}
@@ -165,19 +209,6 @@ type purchaseInput struct {
 	HoldIDs []string `json:"hold_ids" validate:"required,min=1,max=100,unique,dive,id"`
 }
 
-type ticketJSON struct {
-	ID         uuid.UUID `json:"id"`
-	SeatID     uuid.UUID `json:"seat_id"`
-	PriceMinor *int64    `json:"price_minor,omitempty"` // what was paid; absent for an unpriced seat
-	Currency   string    `json:"currency,omitempty"`
-}
-
-type bookingJSON struct {
-	ID      uuid.UUID    `json:"id"`
-	Status  string       `json:"status"`
-	Tickets []ticketJSON `json:"tickets"`
-}
-
 // maxIdempotencyKey matches the bookings column's limit.
 const maxIdempotencyKey = 200
 
@@ -220,17 +251,10 @@ func (s *Server) purchase(w http.ResponseWriter, r *http.Request, a hold.Actor) 
 	if err != nil {
 		return err
 	}
-	out := bookingJSON{ID: b.ID, Status: b.Status, Tickets: make([]ticketJSON, len(b.Tickets))}
-	for i, t := range b.Tickets {
-		out.Tickets[i] = ticketJSON{ID: t.ID, SeatID: t.SeatID}
-		if t.Currency != "" {
-			out.Tickets[i].PriceMinor, out.Tickets[i].Currency = &t.PriceMinor, t.Currency
-		}
-	}
 	status := http.StatusCreated
 	if b.Replayed {
 		status = http.StatusOK
 	}
-	writeJSON(w, status, out)
+	writeJSON(w, status, bookingView(b))
 	return nil
 }

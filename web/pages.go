@@ -420,7 +420,7 @@ func (s *Server) bookingPage(w http.ResponseWriter, r *http.Request, a hold.Acto
 	if err != nil {
 		return err
 	}
-	b, err := s.deps.Store.Booking(r.Context(), a.Org, a.User, id)
+	b, err := s.deps.Core.Booking(r.Context(), a, id)
 	if err != nil {
 		return err
 	}
@@ -428,9 +428,10 @@ func (s *Server) bookingPage(w http.ResponseWriter, r *http.Request, a hold.Acto
 	if err != nil {
 		return err
 	}
-	out := views.Booking{ID: b.ID.String(), EventName: ev.Name, CreatedAt: b.CreatedAt}
+	out := views.Booking{ID: b.ID.String(), Reference: store.FormatReference(b.Reference), Status: b.Status,
+		CancelReason: b.CancelReason, EventName: ev.Name, CreatedAt: b.CreatedAt}
 	for _, t := range b.Tickets {
-		out.Tickets = append(out.Tickets, views.Ticket{ID: t.ID.String(), Label: s.deps.Core.SeatLabel(r.Context(), a, b.EventID, t.SeatID),
+		out.Tickets = append(out.Tickets, views.Ticket{ID: t.ID.String(), Label: t.Seat, Cancelled: t.Cancelled(),
 			Price: formatPrice(t.PriceMinor, t.Currency)})
 	}
 	s.render(w, r, http.StatusOK, views.BookingPage(s.pageMeta(r, "Booking"), out))

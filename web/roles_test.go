@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/google/uuid"
 
@@ -39,6 +40,24 @@ func TestRoleMatrix(t *testing.T) {
 		return func(*testing.T) req { return req{method: method, path: path} }
 	}
 	heldSeat := func(t *testing.T) store.Hold { return coreHold(t, a, holder, ev.ID, seat())[0] }
+	ch, err := a.Store.SaveChart(t.Context(), tn.Org.ID, uuid.Nil, testChart())
+	if err != nil {
+		t.Fatal(err)
+	}
+	chartPath := "/api/v1/charts/" + ch.ChartID.String()
+	customerHeld := func(t *testing.T) store.Hold { return customerHold(t, a, tn.BoxOffice, ev.ID, seat())[0] }
+	sold := func(t *testing.T) store.Booking { return sale(t, a, tn.BoxOffice, ev.ID, seat()) }
+	blocked := func(t *testing.T) []string {
+		var ids []string
+		for range 2 {
+			st := seat()
+			if _, err := a.Core.SetBlocked(t.Context(), actor(tn.Organizer), ev.ID, st, true, "house"); err != nil {
+				t.Fatal(err)
+			}
+			ids = append(ids, st.String())
+		}
+		return ids
+	}
 
 	const (
 		anon = "anonymous"
@@ -86,6 +105,42 @@ func TestRoleMatrix(t *testing.T) {
 				t.Fatal(err)
 			}
 			return req{method: "POST", path: "/api/v1/events/" + e + "/seats/" + st.String() + "/unblock"}
+		}, only(200, "box_office", "organizer")},
+		{"POST /api/v1/charts", func(*testing.T) req { return req{method: "POST", path: "/api/v1/charts", body: testChart()} },
+			only(201, "organizer")},
+		{"GET /api/v1/charts", simple("GET", "/api/v1/charts"), only(200, "organizer")},
+		{"GET /api/v1/charts/{chart}", simple("GET", chartPath), only(200, "organizer")},
+		{"PUT /api/v1/charts/{chart}", func(*testing.T) req { return req{method: "PUT", path: chartPath, body: testChart()} },
+			only(200, "organizer")},
+		{"POST /api/v1/events/{event}/holds (customer)", func(*testing.T) req {
+			return req{method: "POST", path: "/api/v1/events/" + e + "/holds", body: map[string]any{"seat_ids": []string{seat().String()},
+				"customer": map[string]string{"name": "Ada", "email": "ada@example.com"}, "held_until": time.Now().Add(48 * time.Hour)}}
+		}, only(201, "box_office", "organizer")},
+		{"POST /api/v1/events/{event}/sales", func(t *testing.T) req {
+			return req{method: "POST", path: "/api/v1/events/" + e + "/sales",
+				body: map[string]any{"hold_ids": []string{customerHeld(t).ID.String()}, "payment_method": "cash"},
+				hdr:  []string{"Idempotency-Key", uuid.NewString()}}
+		}, only(201, "box_office", "organizer")},
+		{"GET /api/v1/bookings/{booking}", func(t *testing.T) req {
+			return req{method: "GET", path: "/api/v1/bookings/" + sold(t).ID.String()}
+		}, map[string]int{"anonymous": 401, "buyer": 404, "box_office": 200, "organizer": 200}},
+		{"POST /api/v1/bookings/{booking}/cancel", func(t *testing.T) req {
+			return req{method: "POST", path: "/api/v1/bookings/" + sold(t).ID.String() + "/cancel", body: map[string]string{"reason": "roles"}}
+		}, only(200, "box_office", "organizer")},
+		{"GET /api/v1/events/{event}/house-seats", simple("GET", "/api/v1/events/"+e+"/house-seats"), only(200, "box_office", "organizer")},
+		{"POST /api/v1/events/{event}/house-seats", func(t *testing.T) req {
+			return req{method: "POST", path: "/api/v1/events/" + e + "/house-seats", body: map[string]any{"name": "Press", "seat_ids": blocked(t)}}
+		}, only(201, "box_office", "organizer")},
+		{"POST /api/v1/house-seats/{allocation}/release", func(t *testing.T) req {
+			var ids []uuid.UUID
+			for _, id := range blocked(t) {
+				ids = append(ids, uuid.MustParse(id))
+			}
+			h, err := a.Core.CreateHouseSeats(t.Context(), actor(tn.Organizer), ev.ID, "Sponsor", ids)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return req{method: "POST", path: "/api/v1/house-seats/" + h.ID.String() + "/release"}
 		}, only(200, "box_office", "organizer")},
 		{"GET /api/v1/events/{event}/registry", simple("GET", "/api/v1/events/"+e+"/registry"), only(200, "organizer")},
 		{"POST /api/v1/events/{event}/registry/reconcile", simple("POST", "/api/v1/events/"+e+"/registry/reconcile"), only(200, "organizer")},

@@ -30,8 +30,15 @@ func (s *Server) routes() {
 	s.mux.HandleFunc("POST /api/v1/events", s.authed(organizer, s.createEvent))
 	s.mux.HandleFunc("PATCH /api/v1/events/{event}", s.authed(organizer, s.updateEvent))
 
+	// Venue charts (DESIGN §11); the organizer's alone.
+	s.mux.HandleFunc("POST /api/v1/charts", s.authed(organizer, s.createChart))
+	s.mux.HandleFunc("GET /api/v1/charts", s.authed(organizer, s.listCharts))
+	s.mux.HandleFunc("GET /api/v1/charts/{chart}", s.authed(organizer, s.getChart))
+	s.mux.HandleFunc("PUT /api/v1/charts/{chart}", s.authed(organizer, s.updateChart))
+
 	// Buying.
-	s.mux.HandleFunc("POST /api/v1/events/{event}/holds", s.authed(buyer, s.createHold))
+	// Staff hold here too, for a named customer only (createHold).
+	s.mux.HandleFunc("POST /api/v1/events/{event}/holds", s.authed(anyRole, s.createHold))
 	s.mux.HandleFunc("GET /api/v1/events/{event}/holds/mine", s.authed(buyer, s.myHolds))
 	s.mux.HandleFunc("DELETE /api/v1/holds/{hold}", s.authed(anyRole, s.releaseHold))
 	s.mux.HandleFunc("POST /api/v1/events/{event}/checkout", s.authed(buyer, s.checkout))
@@ -44,6 +51,12 @@ func (s *Server) routes() {
 	// small seat map for it).
 	s.mux.HandleFunc("POST /api/v1/events/{event}/seats/{seat}/block", s.authed(staff, s.blockSeat))
 	s.mux.HandleFunc("POST /api/v1/events/{event}/seats/{seat}/unblock", s.authed(staff, s.unblockSeat))
+	s.mux.HandleFunc("POST /api/v1/events/{event}/sales", s.authed(staff, s.sell))
+	s.mux.HandleFunc("GET /api/v1/bookings/{booking}", s.authed(anyRole, s.getBooking))
+	s.mux.HandleFunc("POST /api/v1/bookings/{booking}/cancel", s.authed(staff, s.cancelBooking))
+	s.mux.HandleFunc("GET /api/v1/events/{event}/house-seats", s.authed(staff, s.listHouseSeats))
+	s.mux.HandleFunc("POST /api/v1/events/{event}/house-seats", s.authed(staff, s.createHouseSeats))
+	s.mux.HandleFunc("POST /api/v1/house-seats/{allocation}/release", s.authed(staff, s.releaseHouseSeats))
 	s.mux.HandleFunc("GET /api/v1/events/{event}/registry", s.authed(organizer, s.registry))
 	s.mux.HandleFunc("POST /api/v1/events/{event}/registry/reconcile", s.authed(organizer, s.reconcile))
 	s.mux.HandleFunc("GET /api/v1/events/{event}/exports/seats.csv", s.authed(organizer, s.exportCSV(store.ExportSeats)))
@@ -84,6 +97,9 @@ func (s *Server) routes() {
 	s.mux.HandleFunc("GET /admin/events/{event}/registry", s.page(organizer, p.registryFragment))
 	s.mux.HandleFunc("POST /admin/events/{event}/registry/reconcile", s.page(organizer, p.reconcileFragment))
 	s.mux.HandleFunc("GET /admin/events/{event}/audit", s.page(organizer, p.auditPage))
+	s.mux.HandleFunc("GET /admin/charts", s.page(organizer, s.chartsPage))
+	s.mux.HandleFunc("GET /admin/charts/new", s.page(organizer, s.newChartPage))
+	s.mux.HandleFunc("GET /admin/charts/{chart}", s.page(organizer, s.chartPage))
 
 	// Box office; organizers may use it too.
 	s.mux.HandleFunc("GET /box-office/events/{event}", s.page(staff, p.boxOfficePage))
@@ -93,6 +109,12 @@ func (s *Server) routes() {
 	s.mux.HandleFunc("POST /box-office/events/{event}/release", s.page(staff, p.releaseHolds))
 	s.mux.HandleFunc("POST /box-office/events/{event}/seats/{seat}/block", s.page(staff, p.boxBlock))
 	s.mux.HandleFunc("POST /box-office/events/{event}/seats/{seat}/unblock", s.page(staff, p.boxUnblock))
+	s.mux.HandleFunc("POST /box-office/events/{event}/customer-holds", s.page(staff, p.customerHold))
+	s.mux.HandleFunc("POST /box-office/events/{event}/sell", s.page(staff, p.sellHolds))
+	s.mux.HandleFunc("POST /box-office/events/{event}/house-seats", s.page(staff, p.createHouse))
+	s.mux.HandleFunc("POST /box-office/house-seats/{allocation}/release", s.page(staff, p.releaseHouse))
+	s.mux.HandleFunc("GET /box-office/bookings/{booking}", s.page(staff, p.confirmationPage))
+	s.mux.HandleFunc("POST /box-office/bookings/{booking}/cancel", s.page(staff, p.cancelTickets))
 
 	// Their live sockets.
 	s.mux.HandleFunc("GET /live/events/{event}/dashboard", p.authed(organizer, p.liveSocket(live.StreamDashboard)))

@@ -36,6 +36,11 @@ type session struct {
 // call sends one JSON request with a session's cookie and returns the
 // status and body.
 func (s *server) call(ctx context.Context, sess *session, method, path string, body []byte) (int, []byte, error) {
+	return s.send(ctx, sess, method, path, "application/json", body)
+}
+
+// send is call with a body of another media type.
+func (s *server) send(ctx context.Context, sess *session, method, path, contentType string, body []byte) (int, []byte, error) {
 	var rd io.Reader
 	if body != nil {
 		rd = bytes.NewReader(body)
@@ -45,7 +50,7 @@ func (s *server) call(ctx context.Context, sess *session, method, path string, b
 		return 0, nil, err
 	}
 	if body != nil {
-		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Content-Type", contentType)
 	}
 	if sess != nil {
 		req.Header.Set("Cookie", sess.cookie)

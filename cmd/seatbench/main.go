@@ -14,6 +14,7 @@
 //     memory each costs the server;
 //   - the time from held_until to the "available" frame on an open map;
 //   - occupancy of a 100 000-seat event, served and recomputed;
+//   - importing a 100 000-seat venue chart as JSON and as CSV;
 //   - hold throughput spread over two and three processes.
 //
 // It prints one table on stdout, progress on stderr, and writes the
@@ -69,6 +70,7 @@ type config struct {
 	wsSessions  int // distinct sessions the WebSocket clients share
 	expiryHolds int
 	occSeats    int
+	chartSeats  int // seats of the imported chart
 	occRequests int
 	multiProcs  []int
 	multiBuyers int
@@ -84,7 +86,7 @@ type config struct {
 }
 
 // phases, in the order they run.
-var allPhases = []string{"holds", "hotseat", "occupancy", "multi", "fallback", "live", "expiry"}
+var allPhases = []string{"holds", "hotseat", "occupancy", "charts", "multi", "fallback", "live", "expiry"}
 
 func parseConfig(args []string, stderr io.Writer) (config, error) {
 	quick := false
@@ -99,7 +101,7 @@ func parseConfig(args []string, stderr io.Writer) (config, error) {
 		eventSeats: 120_000, refSeats: 200_000, refMaxConns: 200,
 		fallback: []int{50, 200, 500}, hotBuyers: 1000,
 		wsClients: 5000, wsHolds: 30, wsSessions: 100, expiryHolds: 40,
-		occSeats: 100_000, occRequests: 1000,
+		occSeats: 100_000, occRequests: 1000, chartSeats: 100_000,
 		multiProcs: []int{2, 3}, multiBuyers: 200, pacedBuyers: 200,
 		freshDB: true, profileFor: 10 * time.Second,
 	}
@@ -134,6 +136,7 @@ func parseConfig(args []string, stderr io.Writer) (config, error) {
 	fs.IntVar(&c.wsSessions, "ws-sessions", c.wsSessions, "buyer sessions the WebSocket clients share")
 	fs.IntVar(&c.expiryHolds, "expiry-holds", c.expiryHolds, "2-second holds whose expiry is timed")
 	fs.IntVar(&c.occSeats, "occupancy-seats", c.occSeats, "seats of the occupancy event")
+	fs.IntVar(&c.chartSeats, "chart-seats", c.chartSeats, "seats of the imported venue chart")
 	fs.IntVar(&c.occRequests, "occupancy-requests", c.occRequests, "occupancy requests timed")
 	procs := fs.String("procs", joinInts(c.multiProcs), "process counts of the multi-process runs")
 	fs.IntVar(&c.multiBuyers, "multi-buyers", c.multiBuyers, "concurrent buyers of the multi-process runs")
@@ -212,7 +215,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	phases := map[string]func(context.Context) error{
-		"holds": b.phaseHolds, "hotseat": b.phaseHotSeat, "occupancy": b.phaseOccupancy, "multi": b.phaseMulti,
+		"holds": b.phaseHolds, "hotseat": b.phaseHotSeat, "occupancy": b.phaseOccupancy, "charts": b.phaseCharts, "multi": b.phaseMulti,
 		"fallback": b.phaseFallback, "live": b.phaseLive, "expiry": b.phaseExpiry,
 	}
 	for _, p := range allPhases {

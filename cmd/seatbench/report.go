@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -24,6 +25,7 @@ type Report struct {
 	Multi     []*HoldLevel `json:"multi_process,omitempty"`
 	HotSeat   *HotSeat     `json:"hot_seat,omitempty"`
 	Occupancy *Occupancy   `json:"occupancy,omitempty"`
+	Charts    *ChartImport `json:"chart_import,omitempty"`
 	Live      *Live        `json:"live,omitempty"`
 	Expiry    *Expiry      `json:"expiry,omitempty"`
 	Profiles  []string     `json:"profiles,omitempty"`
@@ -90,6 +92,11 @@ func (r *Report) evaluate() {
 	if e := r.Expiry; e != nil && e.Latency.N > 0 {
 		r.target("expired hold visible as available", "< 2 s after held_until", e.Latency.Max < 2000 && e.Missed == 0,
 			"max %.0f ms, p50 %.0f ms, %d missed", e.Latency.Max, e.Latency.P50, e.Missed)
+	}
+	if c := r.Charts; c != nil && len(c.JSONMS) > 0 && len(c.CSVMS) > 0 {
+		worst := max(slices.Max(c.JSONMS), slices.Max(c.CSVMS))
+		r.target(fmt.Sprintf("chart import, %d seats (JSON and CSV)", c.Seats), "< 5 s", worst < 5000,
+			"slowest %.0f ms", worst)
 	}
 	if o := r.Occupancy; o != nil {
 		r.target(fmt.Sprintf("occupancy of a %d-seat event, served", o.Seats), "< 20 ms", o.Served.P99 < 20,
@@ -232,6 +239,11 @@ func (r *Report) printTable(w io.Writer) {
 		row(name+": first load into the hot cache", fmt.Sprintf("%.0f ms", o.ColdLoadMS), "", "", "")
 		row(name+": served = recomputed", fmt.Sprintf("%v", o.Consistent), "", "", "")
 	}
+	if c := r.Charts; c != nil && len(c.JSONMS) > 0 && len(c.CSVMS) > 0 {
+		name := fmt.Sprintf("chart import, %d seats", c.Seats)
+		row(name+": JSON, each import", msList(c.JSONMS), fmt.Sprintf("%.1f MB body%s", float64(c.JSONBytes)/1e6, others(c.OthersCPU)), "", "< 5 s")
+		row(name+": CSV, each import", msList(c.CSVMS), fmt.Sprintf("%.1f MB body", float64(c.CSVBytes)/1e6), "", "< 5 s")
+	}
 	if l := r.Live; l != nil {
 		name := fmt.Sprintf("live, %d WebSocket clients", l.Clients)
 		row(name+": connected", fmt.Sprintf("%d in %.1f s (%d failed)", l.Connected, l.ConnectSeconds, l.ConnectFailed), "", "", "")
@@ -293,4 +305,13 @@ func ratio2(a, b float64) float64 {
 		return 0
 	}
 	return a / b
+}
+
+// msList shows durations in milliseconds: "812 / 790 / 801 ms".
+func msList(ds []float64) string {
+	s := make([]string, len(ds))
+	for i, d := range ds {
+		s[i] = fmt.Sprintf("%.0f", d)
+	}
+	return strings.Join(s, " / ") + " ms"
 }

@@ -16,11 +16,11 @@ import (
 // event ($1). Each query counts offending rows.
 var sqlInvariants = []struct{ name, sql string }{
 	{"two active holds on a seat", `SELECT count(*) FROM (SELECT seat_id FROM seat_holds WHERE event_id = $1 AND status = 'active' GROUP BY seat_id HAVING count(*) > 1) x`},
-	{"two tickets on a seat", `SELECT count(*) FROM (SELECT seat_id FROM tickets WHERE event_id = $1 GROUP BY seat_id HAVING count(*) > 1) x`},
+	{"two live tickets on a seat", `SELECT count(*) FROM (SELECT seat_id FROM tickets WHERE event_id = $1 AND cancelled_at IS NULL GROUP BY seat_id HAVING count(*) > 1) x`},
 	{"held seat without its active hold", `SELECT count(*) FROM seats s WHERE s.event_id = $1 AND s.status = 'held' AND NOT EXISTS (SELECT 1 FROM seat_holds h WHERE h.id = s.hold_id AND h.status = 'active' AND h.seat_id = s.id)`},
 	{"active hold on a seat not held by it", `SELECT count(*) FROM seat_holds h JOIN seats s ON s.id = h.seat_id WHERE h.event_id = $1 AND h.status = 'active' AND (s.status <> 'held' OR s.hold_id <> h.id)`},
-	{"sold seat without exactly one ticket", `SELECT count(*) FROM seats s WHERE s.event_id = $1 AND s.status = 'sold' AND (SELECT count(*) FROM tickets t WHERE t.seat_id = s.id) <> 1`},
-	{"ticket on an unsold seat or without booking", `SELECT count(*) FROM tickets t LEFT JOIN bookings b ON b.id = t.booking_id JOIN seats s ON s.id = t.seat_id WHERE t.event_id = $1 AND (b.id IS NULL OR s.status <> 'sold')`},
+	{"sold seat without exactly one ticket", `SELECT count(*) FROM seats s WHERE s.event_id = $1 AND s.status = 'sold' AND (SELECT count(*) FROM tickets t WHERE t.seat_id = s.id AND t.cancelled_at IS NULL) <> 1`},
+	{"ticket on an unsold seat or without booking", `SELECT count(*) FROM tickets t LEFT JOIN bookings b ON b.id = t.booking_id JOIN seats s ON s.id = t.seat_id WHERE t.event_id = $1 AND t.cancelled_at IS NULL AND (b.id IS NULL OR s.status <> 'sold')`},
 	{"converted hold without its ticket", `SELECT count(*) FROM seat_holds h WHERE h.event_id = $1 AND h.status = 'converted' AND NOT EXISTS (SELECT 1 FROM tickets t WHERE t.hold_id = h.id AND t.seat_id = h.seat_id)`},
 	{"ticket whose hold was not converted", `SELECT count(*) FROM tickets t JOIN seat_holds h ON h.id = t.hold_id WHERE t.event_id = $1 AND h.status <> 'converted'`},
 	{"booking without tickets", `SELECT count(*) FROM bookings b WHERE b.event_id = $1 AND NOT EXISTS (SELECT 1 FROM tickets t WHERE t.booking_id = b.id)`},

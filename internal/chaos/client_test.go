@@ -227,6 +227,10 @@ type windowStats struct {
 	Holds, Answered, Granted, Taken, Errors int
 	OwnHolds, OwnGranted                    int
 	P50, P99                                time.Duration
+	// LastError is when the last hold that failed was made.
+	LastError time.Time
+	// ErrorKinds counts the failures by what the client saw.
+	ErrorKinds map[string]int
 }
 
 func (r *recorder) stats(from, to time.Time) windowStats {
@@ -252,6 +256,17 @@ func (r *recorder) stats(from, to time.Time) windowStats {
 			s.Answered++
 		default:
 			s.Errors++
+			if o.Call.After(s.LastError) {
+				s.LastError = o.Call
+			}
+			if s.ErrorKinds == nil {
+				s.ErrorKinds = map[string]int{}
+			}
+			k := o.Err
+			if len(k) > 60 {
+				k = k[:60]
+			}
+			s.ErrorKinds[k]++
 		}
 		lat = append(lat, o.Return.Sub(o.Call))
 	}

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strconv"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -107,9 +108,27 @@ func (p *privatePG) stop(t testing.TB) {
 	}
 }
 
+// start starts Postgres again and waits until it accepts connections. After
+// a crash that takes its recovery: replaying the WAL written since its last
+// checkpoint, then a checkpoint. The log lines saying how long those took
+// go to the test log.
 func (p *privatePG) start(t testing.TB) {
 	t.Helper()
-	if err := p.run("pg_ctl", "start", "-D", p.data(), "-l", filepath.Join(p.dir, "postgres.log"), "-w", "-t", "60"); err != nil {
+	log := filepath.Join(p.dir, "postgres.log")
+	var from int64
+	if fi, err := os.Stat(log); err == nil {
+		from = fi.Size()
+	}
+	if err := p.run("pg_ctl", "start", "-D", p.data(), "-l", log, "-w", "-t", "60"); err != nil {
 		t.Fatal(err)
+	}
+	b, err := os.ReadFile(log)
+	if err != nil || int64(len(b)) < from {
+		return
+	}
+	for _, l := range strings.Split(string(b[from:]), "\n") {
+		if strings.Contains(l, "redo done") || strings.Contains(l, "checkpoint complete") {
+			t.Logf("postgres: %s", l)
+		}
 	}
 }

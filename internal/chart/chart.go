@@ -34,6 +34,9 @@ type Section struct {
 	Name     string `json:"name"`
 	Kind     string `json:"kind"`
 	Capacity int    `json:"capacity,omitempty"`
+	// Category is the category of a GA section's places; seats of a
+	// seated section name their own.
+	Category string `json:"category,omitempty"`
 	Rows     []Row  `json:"rows,omitempty"`
 }
 

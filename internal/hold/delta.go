@@ -18,6 +18,9 @@ const (
 	KindBlocked   = "blocked"
 	KindUnblocked = "unblocked"
 	KindExtended  = "extended"
+	// KindCancelled is a sold seat whose ticket was cancelled: available
+	// again.
+	KindCancelled = "cancelled"
 	// KindSync is a seat whose state changed while this process was not
 	// listening (found by a reload from Postgres).
 	KindSync = "sync"

@@ -182,11 +182,17 @@ func (s *Service) CreateEvent(ctx context.Context, a Actor, in EventInput) (stor
 	} else {
 		chartID = id
 	}
-	if err := f.err(); err != nil {
-		return store.Event{}, err
+	if chartID == uuid.Nil {
+		return store.Event{}, f.err()
 	}
+	// The chart is read even when other fields are wrong, so its prices
+	// are checked too and every problem is reported at once.
 	v, err := s.store.LatestChartVersion(ctx, a.Org, chartID)
 	if err != nil {
+		if apperr.CodeOf(err) == apperr.NotFound && len(f) > 0 {
+			f["chart_id"] = "is not a chart of this organization"
+			return store.Event{}, f.err()
+		}
 		return store.Event{}, err // another org's chart is not found either
 	}
 	priced := map[string]bool{}

@@ -376,7 +376,7 @@ func TestEventValidation(t *testing.T) {
 		{"bad currency and negative price", func(in *hold.EventInput) {
 			in.Prices[0].Currency, in.Prices[1].PriceMinor = "euro", -1
 		}, apperr.Invalid, []string{"prices[0].currency", "prices[1].price_minor"}},
-		{"priced twice", func(in *hold.EventInput) { in.Prices[1].Category = "front" }, apperr.Invalid, []string{"prices[1].category"}},
+		{"priced twice, the other unpriced", func(in *hold.EventInput) { in.Prices[1].Category = "front" }, apperr.Invalid, []string{"prices[1].category", "prices"}},
 		{"bad ttl and cap and rule", func(in *hold.EventInput) {
 			in.HoldTTLSeconds, in.MaxHoldsPerBuyer, in.OrphanRule = ptr(-1), ptr(-5), ptr("loose")
 		}, apperr.Invalid, []string{"hold_ttl", "max_holds_per_buyer", "orphan_rule"}},
@@ -384,6 +384,9 @@ func TestEventValidation(t *testing.T) {
 		{"no chart", func(in *hold.EventInput) { in.ChartID = nil }, apperr.Invalid, []string{"chart_id"}},
 		{"unknown chart", func(in *hold.EventInput) { in.ChartID = ptr(uuid.NewString()) }, apperr.NotFound, nil},
 		{"another org's chart", func(in *hold.EventInput) { in.ChartID = ptr(foreign.ChartID.String()) }, apperr.NotFound, nil},
+		{"another org's chart and a bad zone", func(in *hold.EventInput) {
+			in.ChartID, in.TimeZone = ptr(foreign.ChartID.String()), ptr("UTC+2")
+		}, apperr.Invalid, []string{"chart_id", "time_zone"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			in := good()

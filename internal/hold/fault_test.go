@@ -13,6 +13,7 @@ import (
 
 	toxiproxy "github.com/Shopify/toxiproxy/v2"
 	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/rs/zerolog"
@@ -394,4 +395,63 @@ func TestRepeatAfterLostLock(t *testing.T) {
 	if err != nil || !reg.Consistent {
 		t.Fatalf("registry: %+v %v", reg, err)
 	}
+}
+
+// TestHoldWhilePostgresRefuses: while Postgres refuses connections (down,
+// or restarting), a hold fails, and since nothing reached Postgres its
+// Redis locks go at once. Kept as locks of holds that might have committed,
+// they would refuse every other buyer those seats until the follower could
+// read Postgres again, after it is back.
+func TestHoldWhilePostgresRefuses(t *testing.T) {
+	u, err := url.Parse(os.Getenv("DATABASE_URL"))
+	if err != nil || u.Host == "" {
+		t.Fatalf("DATABASE_URL %q: %v", os.Getenv("DATABASE_URL"), err)
+	}
+	srv := toxiproxy.NewServer(toxiproxy.NewMetricsContainer(prometheus.NewRegistry()), zerolog.Nop())
+	proxy := toxiproxy.NewProxy(srv, "postgres", "127.0.0.1:0", u.Host)
+	if err := proxy.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(proxy.Stop)
+	a := testenv.App(t, func(c *config.Config) {
+		u := *u
+		u.Host = proxy.Listen
+		c.DatabaseURL = u.String()
+	})
+	testenv.Background(t, a)
+	tn := testenv.NewTenant(t, a, 0)
+	users := testenv.AddBuyers(t, a, tn.Org.ID, 2)
+	ev := testenv.NewEvent(t, a, tn.Org.ID, 1, 1, 4)
+	seats := testenv.SeatIDs(t, a, tn.Org.ID, ev.ID)
+	ctx := context.Background()
+	if _, _, err := a.Core.Seats(ctx, buyer(users[0]), ev.ID); err != nil {
+		t.Fatal(err)
+	}
+	testenv.Eventually(t, 5*time.Second, "fast path", a.Core.FastPath)
+
+	proxy.Stop()
+	testenv.Eventually(t, 5*time.Second, "postgres refuses connections", func() bool {
+		var ce *pgconn.ConnectError
+		return errors.As(a.Store.Ping(ctx), &ce)
+	})
+	// One seat (a statement of its own or shared) and several (one
+	// transaction).
+	for _, ids := range [][]uuid.UUID{seats[:1], seats[1:3]} {
+		if _, err := a.Core.Hold(ctx, buyer(users[0]), ev.ID, ids, hold.SourceAPI); apperr.CodeOf(err) != apperr.Internal {
+			t.Fatalf("hold of %d seats while postgres refuses: %v, want an internal error", len(ids), err)
+		}
+		for _, id := range ids {
+			if _, ok, err := a.Locks.Get(ctx, tn.Org.ID, ev.ID, id); err != nil || ok {
+				t.Fatalf("redis lock of a hold that never reached postgres: present %v (%v)", ok, err)
+			}
+		}
+	}
+
+	if err := proxy.Start(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.Core.Hold(ctx, buyer(users[1]), ev.ID, seats[:3], hold.SourceAPI); err != nil {
+		t.Fatalf("another buyer once postgres is back: %v", err)
+	}
+	assertSeatInvariants(t, a, ev.ID)
 }

@@ -291,6 +291,8 @@ func kindOf(action string) string {
 		return KindBlocked
 	case "seat.unblocked":
 		return KindUnblocked
+	case "booking.cancelled":
+		return KindCancelled
 	}
 	return KindSync
 }

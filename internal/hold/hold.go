@@ -42,9 +42,14 @@ func seatTaken(ids []uuid.UUID, label func(uuid.UUID) string) error {
 
 // Hold holds seats of an event for the actor: all of them or none.
 func (s *Service) Hold(ctx context.Context, a Actor, event uuid.UUID, seatIDs []uuid.UUID, source string) (Result, error) {
+	return s.observedHold(ctx, a, event, seatIDs, source, holdOpts{})
+}
+
+// observedHold is a hold with its metrics and, for a failure, its log line.
+func (s *Service) observedHold(ctx context.Context, a Actor, event uuid.UUID, seatIDs []uuid.UUID, source string, o holdOpts) (Result, error) {
 	start := s.now()
 	s.m.HoldAttempt.Inc()
-	res, path, err := s.hold(ctx, a, event, seatIDs, source)
+	res, path, err := s.hold(ctx, a, event, seatIDs, source, o)
 	outcome := "ok"
 	switch {
 	case err == nil && res.Created:
@@ -63,9 +68,18 @@ func (s *Service) Hold(ctx context.Context, a Actor, event uuid.UUID, seatIDs []
 	return res, err
 }
 
-func (s *Service) hold(ctx context.Context, a Actor, event uuid.UUID, seatIDs []uuid.UUID, source string) (Result, string, error) {
+// holdOpts are a box-office hold's differences from a buyer's.
+type holdOpts struct {
+	customer *store.Customer
+	until    time.Time // zero: the hold TTL from now
+}
+
+func (s *Service) hold(ctx context.Context, a Actor, event uuid.UUID, seatIDs []uuid.UUID, source string, o holdOpts) (Result, string, error) {
 	if a.Role != RoleBuyer && a.Role != RoleBoxOffice && a.Role != RoleOrganizer {
 		return Result{}, "hot", apperr.E(apperr.Forbidden, "this account cannot hold seats")
+	}
+	if o.customer != nil && !a.Staff() {
+		return Result{}, "hot", apperr.E(apperr.Forbidden, "only box-office staff can hold seats for a customer")
 	}
 	if len(seatIDs) == 0 || len(seatIDs) > s.opt.MaxSeatsPerRequest {
 		return Result{}, "hot", &apperr.Error{Code: apperr.Invalid,
@@ -136,8 +150,15 @@ func (s *Service) hold(ctx context.Context, a Actor, event uuid.UUID, seatIDs []
 		}
 	}
 
-	p := store.HoldParams{Org: a.Org, Event: event, User: a.User, Now: now, HeldUntil: now.Add(ttl),
-		Source: source, Cap: cap, Staff: a.Staff()}
+	// A customer's hold keeps the time staff chose: in Postgres (so the
+	// reaper leaves it until then) and in its Redis lock's expiry and TTL,
+	// which follow HeldUntil on both paths.
+	until := now.Add(ttl)
+	if !o.until.IsZero() {
+		until = o.until.Truncate(time.Millisecond)
+	}
+	p := store.HoldParams{Org: a.Org, Event: event, User: a.User, Now: now, HeldUntil: until,
+		Source: source, Cap: cap, Customer: o.customer, Staff: a.Staff()}
 	if s.fast(ev) {
 		res, err := s.holdFast(ctx, ev, seats, p, label)
 		if !errors.Is(err, errRedisDown) {

@@ -77,21 +77,8 @@ func (s *Service) EventHolds(ctx context.Context, a Actor, event uuid.UUID) ([]s
 // retry return the same booking; a different payload under the same key is
 // refused.
 func (s *Service) Purchase(ctx context.Context, a Actor, event uuid.UUID, key string, holdIDs []uuid.UUID) (store.Booking, error) {
-	if key == "" || len(key) > 200 {
-		return store.Booking{}, &apperr.Error{Code: apperr.Invalid, Message: "an Idempotency-Key of 1 to 200 characters is required",
-			Fields: map[string]string{"Idempotency-Key": "is required"}}
-	}
-	if len(holdIDs) == 0 || len(holdIDs) > s.opt.MaxHoldsPerBuyer {
-		return store.Booking{}, &apperr.Error{Code: apperr.Invalid, Message: "list the holds to buy",
-			Fields: map[string]string{"hold_ids": "must list 1 to " + strconv.Itoa(s.opt.MaxHoldsPerBuyer) + " holds"}}
-	}
-	seen := map[uuid.UUID]bool{}
-	for _, id := range holdIDs {
-		if seen[id] {
-			return store.Booking{}, &apperr.Error{Code: apperr.Invalid, Message: "a hold is listed twice",
-				Fields: map[string]string{"hold_ids": "must not repeat a hold"}}
-		}
-		seen[id] = true
+	if err := checkConversion(key, holdIDs, s.opt.MaxHoldsPerBuyer); err != nil {
+		return store.Booking{}, err
 	}
 	ev, err := s.event(ctx, a.Org, event)
 	if err != nil {
@@ -101,18 +88,45 @@ func (s *Service) Purchase(ctx context.Context, a Actor, event uuid.UUID, key st
 	if err != nil || b.Replayed {
 		return b, err
 	}
+	s.sold(ctx, ev, a, b)
+	return b, nil
+}
+
+// sold publishes a new booking's seats: their locks go (the holds ended)
+// and every map shows them sold.
+func (s *Service) sold(ctx context.Context, ev *eventState, a Actor, b store.Booking) {
 	s.m.Converted.Add(float64(len(b.Sold)))
 	now := s.now()
 	rs := make([]seatlock.Released, len(b.Sold))
 	ds := make([]Delta, len(b.Sold))
 	for i, x := range b.Sold {
 		rs[i] = seatlock.Released{Seat: x.SeatID, HoldID: x.HoldID, Version: x.Version}
-		ds[i] = Delta{Org: a.Org, Event: event, Seat: x.SeatID, Kind: KindSold, Status: store.Sold, Prev: store.Held,
+		ds[i] = Delta{Org: a.Org, Event: ev.id, Seat: x.SeatID, Kind: KindSold, Status: store.Sold, Prev: store.Held,
 			Version: x.Version, Actor: a.User, At: now}
 	}
 	s.dropLocks(ctx, ev, rs)
-	s.commit(ctx, a.Org, event, ds)
-	return b, nil
+	s.commit(ctx, a.Org, ev.id, ds)
+}
+
+// checkConversion checks a purchase's or sale's key and hold list.
+func checkConversion(key string, holdIDs []uuid.UUID, most int) error {
+	if key == "" || len(key) > 200 {
+		return &apperr.Error{Code: apperr.Invalid, Message: "an Idempotency-Key of 1 to 200 characters is required",
+			Fields: map[string]string{"Idempotency-Key": "is required"}}
+	}
+	if len(holdIDs) == 0 || len(holdIDs) > most {
+		return &apperr.Error{Code: apperr.Invalid, Message: "list the holds to buy",
+			Fields: map[string]string{"hold_ids": "must list 1 to " + strconv.Itoa(most) + " holds"}}
+	}
+	seen := map[uuid.UUID]bool{}
+	for _, id := range holdIDs {
+		if seen[id] {
+			return &apperr.Error{Code: apperr.Invalid, Message: "a hold is listed twice",
+				Fields: map[string]string{"hold_ids": "must not repeat a hold"}}
+		}
+		seen[id] = true
+	}
+	return nil
 }
 
 // SetBlocked blocks an available seat or unblocks a blocked one

@@ -6,8 +6,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
-	"net"
 	"strconv"
 	"time"
 
@@ -118,9 +116,19 @@ func code(err error) string {
 	return ""
 }
 
+// Refused reports that Postgres answered with an error, which rolls the
+// statement (or transaction) back: nothing of it was written.
+func Refused(err error) bool { return code(err) != "" }
+
 // IsUniqueViolation reports a 23505: the row the caller wanted exists
 // already (for a hold: the seat is taken; never retry).
 func IsUniqueViolation(err error) bool { return code(err) == pgerrcode.UniqueViolation }
+
+// IsUniqueViolationOf reports a 23505 of the named constraint or index.
+func IsUniqueViolationOf(err error, constraint string) bool {
+	var pgErr *pgconn.PgError
+	return errors.As(err, &pgErr) && pgErr.Code == pgerrcode.UniqueViolation && pgErr.ConstraintName == constraint
+}
 
 // IsLockNotAvailable reports 55P03 (NOWAIT or lock_timeout): another
 // transaction is working on the row right now.
@@ -132,24 +140,15 @@ func IsCheckViolation(err error, constraint string) bool {
 	return errors.As(err, &pgErr) && pgErr.Code == pgerrcode.CheckViolation && pgErr.ConstraintName == constraint
 }
 
-// ConnectionFailed reports a failure of the connection itself (reset,
-// closed by the server, refused) rather than of the statement, and not the
-// caller giving up.
-func ConnectionFailed(err error) bool {
-	if err == nil || code(err) != "" || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
-		return false
-	}
-	var netErr net.Error
-	var connErr *pgconn.ConnectError
-	return errors.As(err, &netErr) || errors.As(err, &connErr) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF)
-}
-
 // MaybeCommitted reports whether a write that returned err may have
 // committed anyway: Postgres did not answer with an error (which rolls the
 // statement or transaction back) and the request may have been sent (the
-// connection broke, the reply was lost, the context ended mid-flight).
+// connection broke, the reply was lost, the context ended mid-flight). A
+// connection that could not be made sent nothing (Postgres down or
+// restarting), though pgconn does not mark that error safe to retry.
 func MaybeCommitted(err error) bool {
-	if err == nil || code(err) != "" {
+	var connErr *pgconn.ConnectError
+	if err == nil || Refused(err) || errors.As(err, &connErr) {
 		return false
 	}
 	return !pgconn.SafeToRetry(err)

@@ -23,11 +23,13 @@ const (
 	ActionSeatSold      = "seat.sold"
 	ActionSeatBlocked   = "seat.blocked"
 	ActionSeatUnblocked = "seat.unblocked"
+	// ActionBookingCancelled frees a sold seat (one row per seat).
+	ActionBookingCancelled = "booking.cancelled"
 )
 
 // AuditActions lists every action the log holds, for filters.
 var AuditActions = []string{ActionHoldCreated, ActionHoldReleased, ActionHoldExpired, ActionHoldExtended,
-	ActionSeatSold, ActionSeatBlocked, ActionSeatUnblocked}
+	ActionSeatSold, ActionSeatBlocked, ActionSeatUnblocked, ActionBookingCancelled}
 
 // AuditFilter narrows an event's audit log. Zero fields match everything.
 type AuditFilter struct {
@@ -182,17 +184,18 @@ func (s *Store) ActiveHolds(ctx context.Context, org, event uuid.UUID, f HoldFil
 	}
 	q.WriteString(`
 		SELECT h.id, h.seat_id, h.user_id, h.held_until, h.created_at, h.extensions, h.fence, h.source,
-		       u.email, sec.label, s.row_label, s.number, count(*) OVER ()
+		       u.email, sec.label, s.row_label, s.number, hc.name, hc.email, hc.note, count(*) OVER ()
 		FROM seat_holds h
 		JOIN users u ON u.id = h.user_id AND u.org_id = h.org_id
 		JOIN seats s ON s.id = h.seat_id AND s.org_id = h.org_id
 		JOIN sections sec ON sec.id = s.section_id AND sec.org_id = s.org_id
+		LEFT JOIN hold_customers hc ON hc.hold_id = h.id
 		WHERE h.org_id = $1 AND h.event_id = $2 AND h.status = 'active'`)
 	if f.Section != "" {
 		q.WriteString(" AND sec.label = " + arg(f.Section))
 	}
 	if f.Holder != "" {
-		q.WriteString(` AND u.email LIKE '%' || ` + arg(likeEscape(strings.ToLower(f.Holder))) + ` || '%'`)
+		q.WriteString(holderLike(arg(likeEscape(strings.ToLower(f.Holder)))))
 	}
 	if f.User != uuid.Nil {
 		q.WriteString(" AND h.user_id = " + arg(f.User))
@@ -210,9 +213,11 @@ func (s *Store) ActiveHolds(ctx context.Context, org, event uuid.UUID, f HoldFil
 	}
 	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (StaffHold, error) {
 		h := StaffHold{Hold: Hold{OrgID: org, EventID: event, Status: HoldActive}}
+		var cust nullCustomer
 		err := r.Scan(&h.ID, &h.SeatID, &h.UserID, &h.HeldUntil, &h.CreatedAt, &h.Extensions, &h.Fence, &h.Source,
-			&h.Email, &h.Section, &h.Row, &h.Number, &h.Total)
+			&h.Email, &h.Section, &h.Row, &h.Number, &cust.name, &cust.email, &cust.note, &h.Total)
 		h.HeldUntil, h.CreatedAt = h.HeldUntil.UTC(), h.CreatedAt.UTC()
+		h.Customer = cust.customer()
 		return h, err
 	})
 }

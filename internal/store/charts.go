@@ -8,6 +8,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 
+	"seatd/internal/apperr"
 	"seatd/internal/chart"
 )
 
@@ -26,6 +27,13 @@ type ChartVersion struct {
 // SaveChart stores a chart layout, already validated, as the next version
 // of chart (a new chart when chart is uuid.Nil).
 func (s *Store) SaveChart(ctx context.Context, org, chartID uuid.UUID, c chart.Chart) (ChartVersion, error) {
+	return s.SaveChartAfter(ctx, org, chartID, 0, c)
+}
+
+// SaveChartAfter is SaveChart for an edit of version after of the chart:
+// if another version was saved since, it is refused (409 conflict) rather
+// than silently replacing that edit. after 0 skips the check.
+func (s *Store) SaveChartAfter(ctx context.Context, org, chartID uuid.UUID, after int, c chart.Chart) (ChartVersion, error) {
 	doc, err := json.Marshal(c)
 	if err != nil {
 		return ChartVersion{}, err
@@ -46,6 +54,18 @@ func (s *Store) SaveChart(ctx context.Context, org, chartID uuid.UUID, c chart.C
 			if tag.RowsAffected() == 0 {
 				return notFoundIfNoRows(pgx.ErrNoRows, "chart")
 			}
+			if after > 0 {
+				// Every writer holds the chart row from here, so the newest
+				// version cannot change under this check.
+				var latest int
+				if err := tx.QueryRow(ctx, `SELECT max(version) FROM chart_versions WHERE org_id = $1 AND chart_id = $2`,
+					org, v.ChartID).Scan(&latest); err != nil {
+					return err
+				}
+				if latest != after {
+					return apperr.E(apperr.Conflict, "the chart was saved as version %d after version %d was read; load it again and redo the change", latest, after)
+				}
+			}
 		}
 		return tx.QueryRow(ctx, `
 			INSERT INTO chart_versions (id, org_id, chart_id, version, layout, seats, sections)
@@ -56,13 +76,14 @@ func (s *Store) SaveChart(ctx context.Context, org, chartID uuid.UUID, c chart.C
 	return v, err
 }
 
-// ChartVersionByID reads one version of a chart of org, layout included.
+// ChartVersionByID reads one version of a chart of org, layout included;
+// its Name is the name the chart had in that version.
 func (s *Store) ChartVersionByID(ctx context.Context, org, versionID uuid.UUID) (ChartVersion, error) {
 	v := ChartVersion{ID: versionID}
 	var doc []byte
 	err := s.db.QueryRow(ctx, `
-		SELECT v.chart_id, v.version, c.name, v.seats, v.sections, v.created_at, v.layout
-		FROM chart_versions v JOIN charts c ON c.org_id = v.org_id AND c.id = v.chart_id
+		SELECT v.chart_id, v.version, v.layout->>'name', v.seats, v.sections, v.created_at, v.layout
+		FROM chart_versions v
 		WHERE v.org_id = $1 AND v.id = $2`, org, versionID).
 		Scan(&v.ChartID, &v.Version, &v.Name, &v.Seats, &v.Sections, &v.CreatedAt, &doc)
 	if err != nil {
@@ -79,6 +100,18 @@ func (s *Store) LatestChartVersion(ctx context.Context, org, chartID uuid.UUID) 
 		org, chartID).Scan(&id)
 	if err != nil {
 		return ChartVersion{}, notFoundIfNoRows(err, "chart")
+	}
+	return s.ChartVersionByID(ctx, org, id)
+}
+
+// ChartVersionNumber reads version n of a chart of org.
+func (s *Store) ChartVersionNumber(ctx context.Context, org, chartID uuid.UUID, n int) (ChartVersion, error) {
+	var id uuid.UUID
+	err := s.db.QueryRow(ctx, `
+		SELECT id FROM chart_versions WHERE org_id = $1 AND chart_id = $2 AND version = $3`,
+		org, chartID, n).Scan(&id)
+	if err != nil {
+		return ChartVersion{}, notFoundIfNoRows(err, "chart version")
 	}
 	return s.ChartVersionByID(ctx, org, id)
 }

@@ -44,7 +44,6 @@ func (s *Store) readSnapshot(ctx context.Context, fn func(tx pgx.Tx) error) (Cur
 		}
 		return fn(tx)
 	})
-	s.connLost(err)
 	return at, err
 }
 

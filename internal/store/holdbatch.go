@@ -269,12 +269,13 @@ func (b *holdBatcher) run(ctx context.Context, batch []*batchedHold) {
 		rows[i] = holdRow{p: &r.p, req: r.p.Seats[0]}
 	}
 	got, err := runHoldStatement(ctx, b.store.db, rows)
-	b.store.connLost(err)
-	if !errors.Is(err, errHoldCap) && pg.MaybeCommitted(err) {
-		// The reply was lost, not refused: the statement may have
+	if err != nil && !errors.Is(err, errHoldCap) && !pg.Refused(err) {
+		// Postgres did not answer. If the statement was sent, it may have
 		// committed, so sending the holds again would answer "already
-		// yours" for holds this very request made. Each caller gets the
-		// unknown outcome; the change feed tells what happened.
+		// yours" for holds this very request made; if it was not (no
+		// connection could be made), neither would the holds alone be.
+		// Each caller gets the error (an unknown outcome when it may have
+		// committed); the change feed tells what happened.
 		for _, r := range batch {
 			r.done <- batchResult{err: err}
 		}
@@ -302,7 +303,6 @@ func (b *holdBatcher) run(ctx context.Context, batch []*batchedHold) {
 // runAlone sends one hold in the single-seat statement of its own.
 func (b *holdBatcher) runAlone(ctx context.Context, r *batchedHold) {
 	created, err := insertHolds(ctx, b.store.db, r.p, r.p.Seats)
-	b.store.connLost(err)
 	res := batchResult{err: err}
 	if len(created) == 1 {
 		res.hold, res.created = created[0], true

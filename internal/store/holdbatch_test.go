@@ -2,13 +2,17 @@ package store_test
 
 import (
 	"context"
+	"net"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"seatd/internal/apperr"
+	"seatd/internal/pg"
 	"seatd/internal/store"
 	"seatd/internal/testenv"
 )
@@ -209,5 +213,63 @@ func TestHoldBatchCap(t *testing.T) {
 		if active != created[u] || counted != created[u] {
 			t.Fatalf("buyer %s: %d active, counter %d, want %d", u, active, counted, created[u])
 		}
+	}
+}
+
+// TestHoldBatchPostgresUnreachable queues holds while no connection to
+// Postgres can be made. The shared statement fails once for all of them,
+// each caller gets the error and none is an unknown outcome (nothing was
+// sent); the holds are not tried again one by one, which would only be
+// as many more connection attempts on a Postgres that is down or still
+// starting.
+func TestHoldBatchPostgresUnreachable(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = ln.Close() })
+	var dials atomic.Int64
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			dials.Add(1)
+			_ = c.Close() // as a Postgres going down does
+		}
+	}()
+	pool, err := pgxpool.New(ctx, "postgres://seatd@"+ln.Addr().String()+"/seatd?sslmode=disable")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Close)
+	st := store.New(pool)
+	st.BatchHolds(1, 64)
+
+	queued, unblock := st.BlockHoldBatches()
+	now := time.Now().UTC().Truncate(time.Millisecond)
+	org, ev, user := uuid.New(), uuid.New(), uuid.New()
+	errs := make([]error, 8)
+	var wg sync.WaitGroup
+	for i := range errs {
+		p := store.HoldParams{Org: org, Event: ev, User: user, Now: now, HeldUntil: now.Add(time.Minute), Source: "api",
+			Locked: true, Seats: []store.HoldRequest{{SeatID: uuid.New(), HoldID: uuid.New(), Fence: 1}}}
+		wg.Go(func() { _, errs[i] = st.CreateHolds(ctx, p) })
+	}
+	testenv.Eventually(t, 10*time.Second, "every hold queued", func() bool { return queued() == len(errs) })
+	unblock()
+	wg.Wait()
+	for i, err := range errs {
+		if err == nil || pg.MaybeCommitted(err) {
+			t.Errorf("hold %d: %v, want a failure to connect (not an unknown outcome)", i, err)
+		}
+	}
+	// pgx may dial more than once for one failed connect; one try per
+	// hold would be as many dials as holds.
+	if n := dials.Load(); n >= int64(len(errs)) {
+		t.Errorf("%d connection attempts for one shared statement of %d holds", n, len(errs))
 	}
 }

@@ -49,20 +49,21 @@ func (s *Store) ActiveHoldsPage(ctx context.Context, org, event uuid.UUID, f Hol
 		where.WriteString(" AND sec.label = " + arg(f.Section))
 	}
 	if f.Holder != "" {
-		where.WriteString(` AND u.email LIKE '%' || ` + arg(likeEscape(strings.ToLower(f.Holder))) + ` || '%'`)
+		where.WriteString(holderLike(arg(likeEscape(strings.ToLower(f.Holder)))))
 	}
 	from := `
 		FROM seat_holds h
 		JOIN users u ON u.id = h.user_id AND u.org_id = h.org_id
 		JOIN seats s ON s.id = h.seat_id AND s.org_id = h.org_id
 		JOIN sections sec ON sec.id = s.section_id AND sec.org_id = s.org_id
+		LEFT JOIN hold_customers hc ON hc.hold_id = h.id
 		WHERE `
 	count := "0"
 	if total {
 		count = "(SELECT count(*)" + from + where.String() + ")"
 	}
 	q.WriteString(`SELECT h.id, h.seat_id, h.user_id, h.held_until, h.created_at, h.extensions, h.fence, h.source,
-		       u.email, sec.label, s.row_label, s.number, ` + count + from + where.String())
+		       u.email, sec.label, s.row_label, s.number, hc.name, hc.email, hc.note, ` + count + from + where.String())
 	if !after.IsZero() {
 		q.WriteString(" AND (h.held_until, h.id) > (" + arg(after.HeldUntil) + ", " + arg(after.ID) + ")")
 	}
@@ -73,9 +74,11 @@ func (s *Store) ActiveHoldsPage(ctx context.Context, org, event uuid.UUID, f Hol
 	}
 	hs, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (StaffHold, error) {
 		h := StaffHold{Hold: Hold{OrgID: org, EventID: event, Status: HoldActive}}
+		var cust nullCustomer
 		err := r.Scan(&h.ID, &h.SeatID, &h.UserID, &h.HeldUntil, &h.CreatedAt, &h.Extensions, &h.Fence, &h.Source,
-			&h.Email, &h.Section, &h.Row, &h.Number, &h.Total)
+			&h.Email, &h.Section, &h.Row, &h.Number, &cust.name, &cust.email, &cust.note, &h.Total)
 		h.HeldUntil, h.CreatedAt = h.HeldUntil.UTC(), h.CreatedAt.UTC()
+		h.Customer = cust.customer()
 		return h, err
 	})
 	if err != nil {
@@ -91,4 +94,21 @@ func (s *Store) ActiveHoldsPage(ctx context.Context, org, event uuid.UUID, f Hol
 		p.Total = hs[0].Total
 	}
 	return p, nil
+}
+
+// holderLike matches a holder filter (a LIKE pattern argument) against
+// the holding account's email and a box-office customer's name and email.
+func holderLike(pattern string) string {
+	return ` AND (u.email LIKE '%' || ` + pattern + ` || '%' OR hc.email LIKE '%' || ` + pattern +
+		` || '%' OR lower(hc.name) LIKE '%' || ` + pattern + ` || '%')`
+}
+
+// nullCustomer scans a customer that may be absent (a LEFT JOIN).
+type nullCustomer struct{ name, email, note *string }
+
+func (c nullCustomer) customer() *Customer {
+	if c.name == nil || c.email == nil || c.note == nil {
+		return nil
+	}
+	return &Customer{Name: *c.name, Email: *c.email, Note: *c.note}
 }

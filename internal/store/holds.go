@@ -2,12 +2,9 @@ package store
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/google/uuid"
@@ -44,12 +41,17 @@ type HoldParams struct {
 	Cap int
 	// Staff holds outside the sales window (until the event is closed).
 	Staff bool
+	// Customer, when set, makes these box-office holds for a named
+	// customer: the customer is written with the holds, in their
+	// transaction, and a seat the user holds already for someone else is
+	// taken, not theirs.
+	Customer *Customer
 }
 
 // hold is the hold a committed request row became.
 func (p *HoldParams) hold(r HoldRequest, seatVersion int64) Hold {
 	return Hold{ID: r.HoldID, OrgID: p.Org, EventID: p.Event, SeatID: r.SeatID, UserID: p.User, Status: HoldActive,
-		HeldUntil: p.HeldUntil, CreatedAt: p.Now, Fence: r.Fence, Source: p.Source, SeatVersion: seatVersion}
+		HeldUntil: p.HeldUntil, CreatedAt: p.Now, Fence: r.Fence, Source: p.Source, SeatVersion: seatVersion, Customer: p.Customer}
 }
 
 // HoldOutcome is what a hold attempt found, seat by seat.
@@ -79,13 +81,16 @@ var errHoldCap = &apperr.Error{Code: apperr.HoldLimit, Message: "the buyer holds
 // never deadlock. The returned error is nil when the outcome explains a
 // refusal (Taken, Missing, Stale); it is an error only when Postgres failed.
 func (s *Store) CreateHolds(ctx context.Context, p HoldParams) (HoldOutcome, error) {
-	if len(p.Seats) == 1 && p.Locked {
+	if len(p.Seats) == 1 && p.Locked && p.Customer == nil {
 		return s.createOneHold(ctx, p)
 	}
 	var out HoldOutcome
 	err := s.InTx(ctx, func(tx pgx.Tx) error {
 		var err error
 		out, err = lockAndCheck(ctx, tx, p)
+		if err == nil {
+			err = sameCustomer(ctx, tx, p, &out)
+		}
 		if err != nil || out.NotOnSale || len(out.Taken)+len(out.Missing)+len(out.Stale) > 0 {
 			return err
 		}
@@ -109,6 +114,18 @@ func (s *Store) CreateHolds(ctx context.Context, p HoldParams) (HoldOutcome, err
 			// means a bug, not a race. Refuse rather than commit part of it.
 			return fmt.Errorf("hold: %d of %d seats updated after lock", len(created), len(fresh))
 		}
+		if p.Customer != nil {
+			ids := make([]uuid.UUID, len(created))
+			for i, h := range created {
+				ids[i] = h.ID
+			}
+			if _, err := tx.Exec(ctx, `
+				INSERT INTO hold_customers (hold_id, org_id, name, email, note)
+				SELECT id, $1, $3, $4, $5 FROM unnest($2::uuid[]) AS id`,
+				p.Org, ids, p.Customer.Name, p.Customer.Email, p.Customer.Note); err != nil {
+				return err
+			}
+		}
 		out.Created = created
 		return nil
 	})
@@ -121,7 +138,11 @@ func (s *Store) CreateHolds(ctx context.Context, p HoldParams) (HoldOutcome, err
 	}
 	if pg.IsUniqueViolation(err) {
 		// A concurrent request won; it may have been the same user's.
-		return checkSeats(ctx, s.db, p, "")
+		out, err := checkSeats(ctx, s.db, p, "")
+		if err == nil {
+			err = sameCustomer(ctx, s.db, p, &out)
+		}
+		return out, err
 	}
 	if err != nil {
 		return HoldOutcome{}, err
@@ -152,7 +173,6 @@ func (s *Store) createOneHold(ctx context.Context, p HoldParams) (HoldOutcome, e
 		}
 	} else {
 		created, err = insertHolds(ctx, s.db, p, p.Seats)
-		s.connLost(err)
 	}
 	if pg.IsLockNotAvailable(err) {
 		return HoldOutcome{Taken: seatIDs(p.Seats)}, nil
@@ -187,6 +207,48 @@ func insertHolds(ctx context.Context, db pg.DBTX, p HoldParams, reqs []HoldReque
 		}
 	}
 	return out, nil
+}
+
+// sameCustomer moves the user's existing holds that are not for p's
+// customer (or, without one, that are for a customer) to Taken: staff
+// holding a seat for one customer have not held it for another.
+func sameCustomer(ctx context.Context, db pg.DBTX, p HoldParams, out *HoldOutcome) error {
+	if len(out.Existing) == 0 {
+		return nil
+	}
+	ids := make([]uuid.UUID, len(out.Existing))
+	for i, h := range out.Existing {
+		ids[i] = h.ID
+	}
+	rows, err := db.Query(ctx, `SELECT hold_id, name, email, note FROM hold_customers WHERE org_id = $1 AND hold_id = ANY($2::uuid[])`,
+		p.Org, ids)
+	if err != nil {
+		return err
+	}
+	custs := map[uuid.UUID]Customer{}
+	var id uuid.UUID
+	var c Customer
+	if _, err := pgx.ForEachRow(rows, []any{&id, &c.Name, &c.Email, &c.Note}, func() error {
+		custs[id] = c
+		return nil
+	}); err != nil {
+		return err
+	}
+	keep := out.Existing[:0]
+	for _, h := range out.Existing {
+		c, ok := custs[h.ID]
+		switch {
+		case ok != (p.Customer != nil), ok && (c.Email != p.Customer.Email || c.Name != p.Customer.Name):
+			out.Taken = append(out.Taken, h.SeatID)
+		default:
+			if ok {
+				h.Customer = &c
+			}
+			keep = append(keep, h)
+		}
+	}
+	out.Existing = keep
+	return nil
 }
 
 func lockAndCheck(ctx context.Context, tx pgx.Tx, p HoldParams) (HoldOutcome, error) {
@@ -310,14 +372,25 @@ func (s *Store) UserHolds(ctx context.Context, org, event, user uuid.UUID) ([]Ho
 	return pgx.CollectRows(rows, scanHold)
 }
 
-// EventHolds lists an event's active holds, soonest expiry first.
+// EventHolds lists an event's active holds, soonest expiry first, with
+// the customers of box-office holds.
 func (s *Store) EventHolds(ctx context.Context, org, event uuid.UUID) ([]Hold, error) {
-	rows, err := s.db.Query(ctx, holdColumns+`
-		WHERE org_id = $1 AND event_id = $2 AND status = 'active' ORDER BY held_until, seat_id`, org, event)
+	rows, err := s.db.Query(ctx, `
+		SELECT h.id, h.org_id, h.event_id, h.seat_id, h.user_id, h.status, h.held_until, h.created_at, h.extensions, h.fence,
+		       h.source, c.name, c.email, c.note
+		FROM seat_holds h LEFT JOIN hold_customers c ON c.hold_id = h.id
+		WHERE h.org_id = $1 AND h.event_id = $2 AND h.status = 'active' ORDER BY h.held_until, h.seat_id`, org, event)
 	if err != nil {
 		return nil, err
 	}
-	return pgx.CollectRows(rows, scanHold)
+	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (Hold, error) {
+		var h Hold
+		var c nullCustomer
+		err := r.Scan(&h.ID, &h.OrgID, &h.EventID, &h.SeatID, &h.UserID, &h.Status, &h.HeldUntil, &h.CreatedAt,
+			&h.Extensions, &h.Fence, &h.Source, &c.name, &c.email, &c.note)
+		h.HeldUntil, h.CreatedAt, h.Customer = h.HeldUntil.UTC(), h.CreatedAt.UTC(), c.customer()
+		return h, err
+	})
 }
 
 const holdColumns = `SELECT id, org_id, event_id, seat_id, user_id, status, held_until, created_at, extensions, fence, source FROM seat_holds`
@@ -332,8 +405,7 @@ func scanHold(r pgx.CollectableRow) (Hold, error) {
 
 // Release ends an active hold. Only its holder may release it, unless
 // staff is set (box office and organizers of the same org).
-func (s *Store) Release(ctx context.Context, org, holdID, actor uuid.UUID, staff bool, reason string) (_ Hold, err error) {
-	defer func() { s.connLost(err) }()
+func (s *Store) Release(ctx context.Context, org, holdID, actor uuid.UUID, staff bool, reason string) (Hold, error) {
 	rows, err := s.db.Query(ctx, `
 		WITH h AS (
 		    UPDATE seat_holds SET status = 'released', ended_at = now(), released_by = $3, release_reason = NULLIF($5, '')
@@ -417,198 +489,6 @@ func (s *Store) Extend(ctx context.Context, org, event, user uuid.UUID, by time.
 	return changed, all, err
 }
 
-// Booking is a purchase: tickets for seats that were held.
-type Booking struct {
-	ID        uuid.UUID
-	OrgID     uuid.UUID
-	EventID   uuid.UUID
-	UserID    uuid.UUID
-	Status    string
-	CreatedAt time.Time
-	Tickets   []Ticket
-	// Replayed is set when the booking was found by its idempotency key
-	// rather than created by this call.
-	Replayed bool
-	// Sold are the seats sold by this call, with their new versions.
-	Sold []SoldSeat
-}
-
-// Ticket is one sold seat and what was paid for it (zero and "" for a
-// seat without a price category).
-type Ticket struct {
-	ID         uuid.UUID
-	SeatID     uuid.UUID
-	HoldID     uuid.UUID
-	PriceMinor int64
-	Currency   string
-}
-
-// SoldSeat is a seat that became sold, with its new version.
-type SoldSeat struct {
-	SeatID  uuid.UUID
-	HoldID  uuid.UUID
-	Version int64
-}
-
-// RequestHash fingerprints a purchase request so a reused idempotency key
-// with a different payload can be told apart from a replay.
-func RequestHash(event uuid.UUID, holdIDs []uuid.UUID) string {
-	ids := make([]string, len(holdIDs))
-	for i, id := range holdIDs {
-		ids[i] = id.String()
-	}
-	slices.Sort(ids)
-	sum := sha256.Sum256([]byte(event.String() + "|" + strings.Join(ids, ",")))
-	return hex.EncodeToString(sum[:])
-}
-
-// Purchase converts the user's listed active holds into a booking with one
-// ticket per seat, all or nothing. The idempotency key makes it safe to
-// retry: the same key and payload return the first booking.
-func (s *Store) Purchase(ctx context.Context, org, event, user uuid.UUID, key string, holdIDs []uuid.UUID) (Booking, error) {
-	hash := RequestHash(event, holdIDs)
-	var b Booking
-	err := s.InTx(ctx, func(tx pgx.Tx) error {
-		// The booking row goes first: a concurrent call with the same key
-		// waits here on the unique index and then finds our booking.
-		err := tx.QueryRow(ctx, `
-			INSERT INTO bookings (org_id, event_id, user_id, idempotency_key, request_hash)
-			VALUES ($1, $2, $3, $4, $5)
-			ON CONFLICT (org_id, user_id, idempotency_key) DO NOTHING
-			RETURNING id, created_at`, org, event, user, key, hash).Scan(&b.ID, &b.CreatedAt)
-		if errors.Is(err, pgx.ErrNoRows) {
-			b.Replayed = true
-			return nil
-		}
-		if err != nil {
-			return err
-		}
-		rows, err := tx.Query(ctx, `
-			SELECT id, seat_id, status, held_until > now() FROM seat_holds
-			WHERE org_id = $1 AND event_id = $2 AND user_id = $3 AND id = ANY($4::uuid[])
-			ORDER BY seat_id FOR UPDATE`, org, event, user, holdIDs)
-		if err != nil {
-			return err
-		}
-		type row struct {
-			id, seat uuid.UUID
-			status   HoldStatus
-			fresh    bool
-		}
-		held, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (row, error) {
-			var x row
-			err := r.Scan(&x.id, &x.seat, &x.status, &x.fresh)
-			return x, err
-		})
-		if err != nil {
-			return err
-		}
-		if len(held) != len(holdIDs) {
-			return apperr.E(apperr.NotFound, "%d of the %d holds were not found", len(holdIDs)-len(held), len(holdIDs))
-		}
-		for _, h := range held {
-			if h.status != HoldActive || !h.fresh {
-				return &apperr.Error{Code: apperr.HoldsExpired, Message: "one or more seats are no longer held for you",
-					Seats: []string{h.seat.String()}}
-			}
-		}
-		rows, err = tx.Query(ctx, `
-			WITH h AS (
-			    UPDATE seat_holds SET status = 'converted', ended_at = now()
-			    WHERE org_id = $1 AND id = ANY($2::uuid[]) AND status = 'active'
-			    RETURNING id, seat_id
-			), st AS (
-			    UPDATE seats SET status = 'sold', hold_id = NULL, version = version + 1, updated_at = now()
-			    FROM h WHERE seats.org_id = $1 AND seats.id = h.seat_id AND seats.hold_id = h.id
-			    RETURNING seats.id, seats.version, h.id AS hold_id, seats.category
-			), t AS (
-			    -- The price paid is the category's price at the sale.
-			    INSERT INTO tickets (org_id, event_id, booking_id, seat_id, hold_id, price_minor, currency)
-			    SELECT $1, $3, $4, st.id, st.hold_id, c.price_minor, c.currency
-			    FROM st LEFT JOIN event_categories c ON c.org_id = $1 AND c.event_id = $3 AND c.key = st.category
-			    RETURNING id, seat_id, hold_id, price_minor, currency
-			), a AS (
-			    INSERT INTO audit_log (org_id, event_id, actor_id, action, entity, entity_id, seat_id, data)
-			    SELECT $1, $3, $5, 'seat.sold', 'booking', $4, st.id, jsonb_build_object('hold_id', st.hold_id) FROM st
-			)
-			SELECT t.id, t.seat_id, t.hold_id, coalesce(t.price_minor, 0), coalesce(t.currency, ''), st.version
-			FROM t JOIN st ON st.id = t.seat_id ORDER BY t.seat_id`,
-			org, holdIDs, event, b.ID, user)
-		if err != nil {
-			return err
-		}
-		for rows.Next() {
-			var t Ticket
-			var v int64
-			if err := rows.Scan(&t.ID, &t.SeatID, &t.HoldID, &t.PriceMinor, &t.Currency, &v); err != nil {
-				rows.Close()
-				return err
-			}
-			b.Tickets = append(b.Tickets, t)
-			b.Sold = append(b.Sold, SoldSeat{SeatID: t.SeatID, HoldID: t.HoldID, Version: v})
-		}
-		if err := rows.Err(); err != nil {
-			return err
-		}
-		if len(b.Tickets) != len(holdIDs) {
-			return fmt.Errorf("purchase: %d of %d seats sold after lock", len(b.Tickets), len(holdIDs))
-		}
-		return nil
-	})
-	if err != nil {
-		return Booking{}, err
-	}
-	if b.Replayed {
-		return s.bookingByKey(ctx, org, user, key, hash)
-	}
-	b.OrgID, b.EventID, b.UserID, b.Status = org, event, user, "confirmed"
-	return b, nil
-}
-
-func (s *Store) bookingByKey(ctx context.Context, org, user uuid.UUID, key, hash string) (Booking, error) {
-	b := Booking{OrgID: org, UserID: user, Replayed: true}
-	var storedHash string
-	err := s.db.QueryRow(ctx, `
-		SELECT id, event_id, status, created_at, request_hash FROM bookings
-		WHERE org_id = $1 AND user_id = $2 AND idempotency_key = $3`, org, user, key).
-		Scan(&b.ID, &b.EventID, &b.Status, &b.CreatedAt, &storedHash)
-	if err != nil {
-		return Booking{}, notFoundIfNoRows(err, "booking")
-	}
-	if storedHash != hash {
-		return Booking{}, apperr.E(apperr.IdempotencyMismatch, "this Idempotency-Key was used for a different purchase")
-	}
-	b.Tickets, err = s.tickets(ctx, org, b.ID)
-	return b, err
-}
-
-// Booking returns a booking of the user by id.
-func (s *Store) Booking(ctx context.Context, org, user, id uuid.UUID) (Booking, error) {
-	b := Booking{OrgID: org, UserID: user, ID: id}
-	err := s.db.QueryRow(ctx, `
-		SELECT event_id, status, created_at FROM bookings WHERE org_id = $1 AND user_id = $2 AND id = $3`,
-		org, user, id).Scan(&b.EventID, &b.Status, &b.CreatedAt)
-	if err != nil {
-		return Booking{}, notFoundIfNoRows(err, "booking")
-	}
-	b.Tickets, err = s.tickets(ctx, org, id)
-	return b, err
-}
-
-func (s *Store) tickets(ctx context.Context, org, booking uuid.UUID) ([]Ticket, error) {
-	rows, err := s.db.Query(ctx, `
-		SELECT id, seat_id, hold_id, coalesce(price_minor, 0), coalesce(currency, '')
-		FROM tickets WHERE org_id = $1 AND booking_id = $2 ORDER BY seat_id`, org, booking)
-	if err != nil {
-		return nil, err
-	}
-	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (Ticket, error) {
-		var t Ticket
-		err := r.Scan(&t.ID, &t.SeatID, &t.HoldID, &t.PriceMinor, &t.Currency)
-		return t, err
-	})
-}
-
 // Expired is a hold the reaper ended.
 type Expired struct {
 	Hold
@@ -618,8 +498,7 @@ type Expired struct {
 // frees their seats. SKIP LOCKED lets every process run it at once: each
 // claims a disjoint batch, and a hold being purchased right now is skipped
 // (the purchase decides its fate).
-func (s *Store) ReapExpired(ctx context.Context, limit int) (_ []Hold, err error) {
-	defer func() { s.connLost(err) }()
+func (s *Store) ReapExpired(ctx context.Context, limit int) ([]Hold, error) {
 	rows, err := s.db.Query(ctx, `
 		WITH exp AS (
 		    UPDATE seat_holds h SET status = 'expired', ended_at = now()

@@ -6,7 +6,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync/atomic"
 	"time"
 
 	"github.com/google/uuid"
@@ -21,16 +20,13 @@ import (
 type Store struct {
 	db    *pgxpool.Pool
 	batch *holdBatcher // nil: every hold has its own statement
-	// lastReset is when the pool was last emptied (unix nanoseconds).
-	lastReset atomic.Int64
 }
 
 // New returns a Store on pool.
 func New(db *pgxpool.Pool) *Store { return &Store{db: db} }
 
 // InTx runs fn in a transaction, committing when fn returns nil.
-func (s *Store) InTx(ctx context.Context, fn func(tx pgx.Tx) error) (err error) {
-	defer func() { s.connLost(err) }()
+func (s *Store) InTx(ctx context.Context, fn func(tx pgx.Tx) error) error {
 	tx, err := s.db.Begin(ctx)
 	if err != nil {
 		return fmt.Errorf("begin: %w", err)
@@ -46,26 +42,7 @@ func (s *Store) InTx(ctx context.Context, fn func(tx pgx.Tx) error) (err error) 
 }
 
 // Ping checks that Postgres answers.
-func (s *Store) Ping(ctx context.Context) error {
-	err := s.db.Ping(ctx)
-	s.connLost(err)
-	return err
-}
-
-// connLost empties the pool after a failure of the connection itself
-// (reset, closed, Postgres restarted): the pool's other idle connections
-// are most likely as dead, and each would otherwise fail one more request
-// before the pool noticed. At most once per 100 ms.
-func (s *Store) connLost(err error) {
-	if err == nil || !pg.ConnectionFailed(err) {
-		return
-	}
-	now, last := time.Now().UnixNano(), s.lastReset.Load()
-	if now-last < int64(100*time.Millisecond) || !s.lastReset.CompareAndSwap(last, now) {
-		return
-	}
-	s.db.Reset()
-}
+func (s *Store) Ping(ctx context.Context) error { return s.db.Ping(ctx) }
 
 // SeatStatus is a seat's state, as stored in seats.status. pgx scans and
 // encodes it as text; JSON shows the plain string.
@@ -211,6 +188,8 @@ type Hold struct {
 	// SeatIdx is the seat's bitmap index (set by ReapExpired, whose caller
 	// may not have the event cached).
 	SeatIdx int
+	// Customer is who a box-office hold is for (nil for a buyer's own).
+	Customer *Customer
 }
 
 func notFoundIfNoRows(err error, what string) error {

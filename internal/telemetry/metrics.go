@@ -18,6 +18,7 @@ type Metrics struct {
 	PGHoldWrites   prometheus.Counter       // hold statements sent to Postgres
 	Extended       prometheus.Counter
 	Converted      prometheus.Counter
+	Cancelled      prometheus.Counter
 	Released       prometheus.Counter
 	Expired        prometheus.Counter
 	ReaperRuns     prometheus.Counter
@@ -66,6 +67,8 @@ func New(reg prometheus.Registerer) *Metrics {
 			Name: "seatd_hold_pg_writes_total", Help: "Hold write statements sent to Postgres."}),
 		Extended: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "seatd_hold_extended_total", Help: "Holds extended at checkout."}),
+		Cancelled: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "seatd_tickets_cancelled_total", Help: "Tickets cancelled (their seats available again)."}),
 		Converted: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "seatd_hold_converted_total", Help: "Holds converted into tickets."}),
 		Released: prometheus.NewCounter(prometheus.CounterOpts{
@@ -111,7 +114,7 @@ func New(reg prometheus.Registerer) *Metrics {
 			[]string{"task"}),
 	}
 	reg.MustRegister(m.HoldAttempt, m.HoldSuccess, m.HoldConflict, m.HoldError, m.RedisFallback, m.HoldDuration,
-		m.PGHoldWrites, m.Extended, m.Converted, m.Released, m.Expired, m.ReaperRuns, m.ReaperDuration,
+		m.PGHoldWrites, m.Extended, m.Converted, m.Cancelled, m.Released, m.Expired, m.ReaperRuns, m.ReaperDuration,
 		m.ReaperLastSuccess, m.ReaperLag, m.BreakerOpen, m.BreakerTransitions, m.Reconciles, m.DeltasOut, m.DeltasIn, m.HotCacheSeats, m.CacheEvictions,
 		m.FeedRounds, m.FeedChanges, m.FeedApplied, m.RedisSyncs, m.BackgroundErrors)
 	// Every known label value starts at zero, so its series exist before

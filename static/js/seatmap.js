@@ -24,7 +24,11 @@
       var left = Math.max(0, Math.floor((Date.parse(el.getAttribute("data-until")) - now) / 1000));
       var m = Math.floor(left / 60);
       var s = left % 60;
-      el.textContent = left > 0 ? m + ":" + (s < 10 ? "0" : "") + s : "expired";
+      var h = Math.floor(left / 3600);
+      if (left <= 0) el.textContent = "expired";
+      else if (h >= 48) el.textContent = Math.floor(h / 24) + " d " + (h % 24) + " h";
+      else if (h >= 1) el.textContent = h + " h " + (m % 60) + " min";
+      else el.textContent = m + ":" + (s < 10 ? "0" : "") + s;
       el.setAttribute("data-left", String(left));
     });
   }
@@ -122,4 +126,63 @@
     });
   }
   document.addEventListener("DOMContentLoaded", colours);
+})();
+
+// The box office: in "select" mode a click on the seat map selects seats
+// (for a customer hold or house seats) instead of blocking them; the
+// selection lives in hidden inputs of every form that takes it, and
+// survives the map's live updates. The print button prints.
+(function () {
+  "use strict";
+
+  var selected = {}; // seat id -> label
+
+  function selecting() {
+    var m = document.querySelector("input[name=map-mode]:checked");
+    return m && m.value === "select";
+  }
+
+  function render() {
+    var ids = Object.keys(selected);
+    document.querySelectorAll("#bo-map .seat").forEach(function (el) {
+      var id = el.id.replace(/^bo-seat-/, "");
+      if (selected[id]) el.setAttribute("data-selected", "true");
+      else el.removeAttribute("data-selected");
+    });
+    document.querySelectorAll("[data-seat-selection]").forEach(function (box) {
+      box.textContent = "";
+      ids.forEach(function (id) {
+        var input = document.createElement("input");
+        input.type = "hidden";
+        input.name = "seat_id";
+        input.value = id;
+        box.appendChild(input);
+      });
+    });
+    document.querySelectorAll("[data-selection-list]").forEach(function (el) {
+      el.textContent = ids.length ? ids.map(function (id) { return selected[id]; }).join(", ") : "none";
+    });
+  }
+
+  // Capture phase: runs before htmx's listener on the seat, which must not
+  // see a click meant as a selection.
+  document.addEventListener("click", function (evt) {
+    var seat = evt.target.closest && evt.target.closest("#bo-map .seat");
+    if (!seat || !selecting()) return;
+    evt.preventDefault();
+    evt.stopPropagation();
+    var st = seat.getAttribute("data-status");
+    if (st !== "available" && st !== "blocked") return;
+    var id = seat.id.replace(/^bo-seat-/, "");
+    if (selected[id]) delete selected[id];
+    else selected[id] = (seat.getAttribute("title") || id).split(" ")[0];
+    render();
+  }, true);
+
+  document.addEventListener("htmx:afterSettle", render);
+  document.addEventListener("htmx:oobAfterSwap", render);
+
+  document.addEventListener("click", function (evt) {
+    if (evt.target.matches && evt.target.matches("[data-print]")) window.print();
+  });
 })();

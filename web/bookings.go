@@ -1,0 +1,224 @@
+package web
+
+import (
+	"net/http"
+	"time"
+
+	"github.com/google/uuid"
+
+	"seatd/internal/hold"
+	"seatd/internal/store"
+)
+
+// Bookings through the JSON API: sales at the counter, reading a booking,
+// cancelling it, and house seats (DESIGN §11 "Box office").
+
+type ticketJSON struct {
+	ID     uuid.UUID `json:"id"`
+	SeatID uuid.UUID `json:"seat_id"`
+	Seat   string    `json:"seat,omitempty"`
+	// Status is "valid" or "cancelled".
+	Status      string     `json:"status"`
+	CancelledAt *time.Time `json:"cancelled_at,omitempty"`
+	// PriceMinor and Currency are what was paid (absent for an unpriced
+	// seat).
+	PriceMinor *int64 `json:"price_minor,omitempty"`
+	Currency   string `json:"currency,omitempty"`
+}
+
+type bookingJSON struct {
+	ID            uuid.UUID     `json:"id"`
+	EventID       uuid.UUID     `json:"event_id"`
+	Status        string        `json:"status"`
+	Reference     string        `json:"reference"`
+	Channel       string        `json:"channel"`
+	PaymentMethod string        `json:"payment_method,omitempty"`
+	Customer      *customerJSON `json:"customer,omitempty"`
+	CreatedAt     time.Time     `json:"created_at"`
+	CancelledAt   *time.Time    `json:"cancelled_at,omitempty"`
+	CancelReason  string        `json:"cancel_reason,omitempty"`
+	Tickets       []ticketJSON  `json:"tickets"`
+}
+
+func bookingView(b store.Booking) bookingJSON {
+	out := bookingJSON{ID: b.ID, EventID: b.EventID, Status: b.Status, Reference: store.FormatReference(b.Reference),
+		Channel: b.Channel, PaymentMethod: b.PaymentMethod, Customer: customerView(b.Customer), CreatedAt: b.CreatedAt.UTC(),
+		CancelReason: b.CancelReason, Tickets: make([]ticketJSON, len(b.Tickets))}
+	if !b.CancelledAt.IsZero() {
+		at := b.CancelledAt.UTC()
+		out.CancelledAt = &at
+	}
+	for i, t := range b.Tickets {
+		out.Tickets[i] = ticketJSON{ID: t.ID, SeatID: t.SeatID, Seat: t.Seat, Status: "valid"}
+		if t.Currency != "" {
+			out.Tickets[i].PriceMinor, out.Tickets[i].Currency = &t.PriceMinor, t.Currency
+		}
+		if t.Cancelled() {
+			at := t.CancelledAt.UTC()
+			out.Tickets[i].Status, out.Tickets[i].CancelledAt = "cancelled", &at
+		}
+	}
+	return out
+}
+
+type saleInput struct {
+	HoldIDs       []string `json:"hold_ids" validate:"required,min=1,max=100,unique,dive,id"`
+	PaymentMethod string   `json:"payment_method" validate:"required,oneof=cash card comp"`
+}
+
+// sell turns customer holds into a booking paid at the counter: 201 new,
+// 200 replayed (same key and payload), 422 when the key was used for
+// another payload.
+func (s *Server) sell(w http.ResponseWriter, r *http.Request, a hold.Actor) error {
+	event, err := pathID(r, "event")
+	if err != nil {
+		return err
+	}
+	key, err := idempotencyKey(r)
+	if err != nil {
+		return err
+	}
+	var in saleInput
+	if err := s.dec.json(w, r, &in); err != nil {
+		return err
+	}
+	ids, err := bodyIDs("hold_ids", in.HoldIDs)
+	if err != nil {
+		return err
+	}
+	b, err := s.deps.Core.Sell(r.Context(), a, event, key, ids, in.PaymentMethod)
+	if err != nil {
+		return err
+	}
+	status := http.StatusCreated
+	if b.Replayed {
+		status = http.StatusOK
+	}
+	writeJSON(w, status, bookingView(b))
+	return nil
+}
+
+// getBooking answers a booking: any of the org's for staff, a buyer's own.
+func (s *Server) getBooking(w http.ResponseWriter, r *http.Request, a hold.Actor) error {
+	id, err := pathID(r, "booking")
+	if err != nil {
+		return err
+	}
+	b, err := s.deps.Core.Booking(r.Context(), a, id)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, bookingView(b))
+	return nil
+}
+
+type cancelInput struct {
+	TicketIDs []string `json:"ticket_ids" validate:"omitempty,max=1000,unique,dive,id"`
+	Reason    string   `json:"reason" validate:"required,max=500"`
+}
+
+// cancelBooking cancels a booking, whole or the listed tickets: 200 with
+// the booking (cancelled or partially_cancelled).
+func (s *Server) cancelBooking(w http.ResponseWriter, r *http.Request, a hold.Actor) error {
+	id, err := pathID(r, "booking")
+	if err != nil {
+		return err
+	}
+	var in cancelInput
+	if err := s.dec.json(w, r, &in); err != nil {
+		return err
+	}
+	var tickets []uuid.UUID
+	if len(in.TicketIDs) > 0 {
+		if tickets, err = bodyIDs("ticket_ids", in.TicketIDs); err != nil {
+			return err
+		}
+	}
+	b, err := s.deps.Core.Cancel(r.Context(), a, id, tickets, in.Reason)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, bookingView(b))
+	return nil
+}
+
+type houseJSON struct {
+	ID         uuid.UUID   `json:"id"`
+	EventID    uuid.UUID   `json:"event_id"`
+	Name       string      `json:"name"`
+	SeatIDs    []uuid.UUID `json:"seat_ids"`
+	Seats      []string    `json:"seats"`
+	CreatedAt  time.Time   `json:"created_at"`
+	ReleasedAt *time.Time  `json:"released_at,omitempty"`
+}
+
+func houseView(h store.HouseAllocation) houseJSON {
+	out := houseJSON{ID: h.ID, EventID: h.EventID, Name: h.Name, SeatIDs: h.SeatIDs, Seats: h.Seats, CreatedAt: h.CreatedAt}
+	if h.Released() {
+		at := h.ReleasedAt
+		out.ReleasedAt = &at
+	}
+	return out
+}
+
+func (s *Server) listHouseSeats(w http.ResponseWriter, r *http.Request, a hold.Actor) error {
+	event, err := pathID(r, "event")
+	if err != nil {
+		return err
+	}
+	hs, err := s.deps.Core.HouseSeats(r.Context(), a, event)
+	if err != nil {
+		return err
+	}
+	out := make([]houseJSON, len(hs))
+	for i, h := range hs {
+		out[i] = houseView(h)
+	}
+	writeJSON(w, http.StatusOK, map[string][]houseJSON{"house_seats": out})
+	return nil
+}
+
+type houseInput struct {
+	Name    string   `json:"name" validate:"required,max=100"`
+	SeatIDs []string `json:"seat_ids" validate:"required,min=1,max=1000,unique,dive,id"`
+}
+
+// createHouseSeats names blocked seats as house seats: 201.
+func (s *Server) createHouseSeats(w http.ResponseWriter, r *http.Request, a hold.Actor) error {
+	event, err := pathID(r, "event")
+	if err != nil {
+		return err
+	}
+	var in houseInput
+	if err := s.dec.json(w, r, &in); err != nil {
+		return err
+	}
+	ids, err := bodyIDs("seat_ids", in.SeatIDs)
+	if err != nil {
+		return err
+	}
+	h, err := s.deps.Core.CreateHouseSeats(r.Context(), a, event, in.Name, ids)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusCreated, houseView(h))
+	return nil
+}
+
+// releaseHouseSeats puts every seat of an allocation on sale: 200.
+func (s *Server) releaseHouseSeats(w http.ResponseWriter, r *http.Request, a hold.Actor) error {
+	id, err := pathID(r, "allocation")
+	if err != nil {
+		return err
+	}
+	var in struct{}
+	if err := s.dec.optionalJSON(w, r, &in); err != nil {
+		return err
+	}
+	h, err := s.deps.Core.ReleaseHouseSeats(r.Context(), a, id)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, houseView(h))
+	return nil
+}

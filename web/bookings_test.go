@@ -1,0 +1,144 @@
+package web
+
+import (
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+
+	"seatd/internal/testenv"
+)
+
+// TestBoxOfficeAPI: a customer hold, a sale (201, replay 200, key reused
+// 422), reading and cancelling the booking, and the refusals: held_until
+// over 14 days, bad payment, another org's booking (404), with nothing
+// written by a refused request.
+func TestBoxOfficeAPI(t *testing.T) {
+	t.Parallel()
+	s := newTestServer(t, nil)
+	a := s.app
+	tn := testenv.NewTenant(t, a, 1)
+	other := testenv.NewTenant(t, a, 0)
+	ev := testenv.NewEvent(t, a, tn.Org.ID, 1, 1, 10)
+	seats := testenv.SeatIDs(t, a, tn.Org.ID, ev.ID)
+	e := ev.ID.String()
+	box := s.as(tn.Org, tn.BoxOffice)
+	holds := "/api/v1/events/" + e + "/holds"
+	cust := map[string]string{"name": "Ada Lovelace", "email": "Ada@Example.com", "note": "aisle"}
+
+	before := orgState(t, a, tn.Org.ID)
+	box.do("POST", holds, map[string]any{"seat_ids": []string{seats[0].String()}, "customer": cust,
+		"held_until": time.Now().Add(15 * 24 * time.Hour)}).wantErr(t, 422, "invalid")
+	box.do("POST", holds, map[string]any{"seat_ids": []string{seats[0].String()}, "customer": cust}).wantErr(t, 422, "invalid")
+	box.do("POST", holds, map[string]any{"seat_ids": []string{seats[0].String()}}).wantErr(t, 403, "forbidden")
+	box.do("POST", holds, map[string]any{"seat_ids": []string{seats[0].String()}, "customer": map[string]string{"name": "X", "email": "nope"},
+		"held_until": time.Now().Add(time.Hour)}).wantErr(t, 422, "invalid")
+	s.as(tn.Org, tn.Buyers[0]).do("POST", holds, map[string]any{"seat_ids": []string{seats[0].String()}, "customer": cust,
+		"held_until": time.Now().Add(time.Hour)}).wantErr(t, 403, "forbidden")
+	s.as(tn.Org, tn.Buyers[0]).do("POST", holds, map[string]any{"seat_ids": []string{seats[0].String()},
+		"held_until": time.Now().Add(time.Hour)}).wantErr(t, 422, "invalid")
+	if after := orgState(t, a, tn.Org.ID); after != before {
+		t.Fatalf("refused requests wrote: %s -> %s", before, after)
+	}
+
+	until := time.Now().Add(7 * 24 * time.Hour).UTC().Truncate(time.Second)
+	var hs struct {
+		Holds []holdJSON `json:"holds"`
+	}
+	box.do("POST", holds, map[string]any{"seat_ids": []string{seats[0].String(), seats[1].String()}, "customer": cust,
+		"held_until": until}).want(t, 201).json(t, &hs)
+	if len(hs.Holds) != 2 || !hs.Holds[0].HeldUntil.Equal(until) || hs.Holds[0].Customer == nil || hs.Holds[0].Customer.Email != "ada@example.com" {
+		t.Fatalf("holds %+v", hs.Holds)
+	}
+	var list struct {
+		Holds []holdJSON `json:"holds"`
+	}
+	box.do("GET", holds, nil).want(t, 200).json(t, &list)
+	if len(list.Holds) != 2 || list.Holds[0].Customer == nil || list.Holds[0].Customer.Note != "aisle" || list.Holds[0].UserID == nil {
+		t.Fatalf("staff hold list %+v", list.Holds)
+	}
+	ids := []string{hs.Holds[0].ID.String(), hs.Holds[1].ID.String()}
+	sales := "/api/v1/events/" + e + "/sales"
+	box.do("POST", sales, map[string]any{"hold_ids": ids, "payment_method": "cheque"}, "Idempotency-Key", "k1").wantErr(t, 422, "invalid")
+	box.do("POST", sales, map[string]any{"hold_ids": ids, "payment_method": "cash"}).wantErr(t, 422, "invalid")
+	var b bookingJSON
+	box.do("POST", sales, map[string]any{"hold_ids": ids, "payment_method": "cash"}, "Idempotency-Key", "k1").want(t, 201).json(t, &b)
+	if b.Status != "confirmed" || b.Channel != "box_office" || b.PaymentMethod != "cash" || len(b.Tickets) != 2 ||
+		len(b.Reference) != 9 || b.Customer == nil || b.Customer.Name != "Ada Lovelace" {
+		t.Fatalf("booking %+v", b)
+	}
+	var again bookingJSON
+	box.do("POST", sales, map[string]any{"hold_ids": ids, "payment_method": "cash"}, "Idempotency-Key", "k1").want(t, 200).json(t, &again)
+	if again.ID != b.ID {
+		t.Fatalf("replay answered booking %s, want %s", again.ID, b.ID)
+	}
+	box.do("POST", sales, map[string]any{"hold_ids": ids, "payment_method": "card"}, "Idempotency-Key", "k1").wantErr(t, 422, "idempotency_mismatch")
+
+	path := "/api/v1/bookings/" + b.ID.String()
+	s.as(other.Org, other.BoxOffice).do("GET", path, nil).wantErr(t, 404, "not_found")
+	s.as(other.Org, other.BoxOffice).do("POST", path+"/cancel", map[string]string{"reason": "x"}).wantErr(t, 404, "not_found")
+	box.do("GET", "/api/v1/bookings/not-a-uuid", nil).wantErr(t, 404, "not_found")
+	box.do("POST", path+"/cancel", map[string]any{}).wantErr(t, 422, "invalid")
+	box.do("POST", path+"/cancel", map[string]any{"reason": "x", "ticket_ids": []string{uuid.NewString()}}).wantErr(t, 404, "not_found")
+
+	var c bookingJSON
+	box.do("POST", path+"/cancel", map[string]any{"reason": "customer ill", "ticket_ids": []string{b.Tickets[0].ID.String()}}).
+		want(t, 200).json(t, &c)
+	if c.Status != "partially_cancelled" || c.Tickets[0].Status != "cancelled" && c.Tickets[1].Status != "cancelled" {
+		t.Fatalf("after partial cancel: %+v", c)
+	}
+	box.do("POST", path+"/cancel", map[string]any{"reason": "all of it"}).want(t, 200).json(t, &c)
+	if c.Status != "cancelled" || c.CancelReason != "all of it" {
+		t.Fatalf("after cancel: %+v", c)
+	}
+	box.do("POST", path+"/cancel", map[string]any{"reason": "again"}).wantErr(t, http.StatusConflict, "conflict")
+	var got bookingJSON
+	box.do("GET", path, nil).want(t, 200).json(t, &got)
+	if got.Status != "cancelled" || got.Tickets[0].Status != "cancelled" || got.Tickets[1].Status != "cancelled" {
+		t.Fatalf("read back: %+v", got)
+	}
+}
+
+// TestBuyerSeesCancel: staff cancel a buyer's online booking (one ticket,
+// then the rest); the buyer's booking page and API say so, and the buyer
+// cannot cancel it themselves.
+func TestBuyerSeesCancel(t *testing.T) {
+	t.Parallel()
+	s := newTestServer(t, nil)
+	a := s.app
+	tn := testenv.NewTenant(t, a, 1)
+	ev := testenv.NewEvent(t, a, tn.Org.ID, 1, 1, 10)
+	seats := testenv.SeatIDs(t, a, tn.Org.ID, ev.ID)
+	u := tn.Buyers[0]
+	hs := coreHold(t, a, u, ev.ID, seats[0], seats[1])
+	b, err := a.Core.Purchase(t.Context(), actor(u), ev.ID, "k", []uuid.UUID{hs[0].ID, hs[1].ID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	buyer := s.as(tn.Org, u)
+	page := "/bookings/" + b.ID.String()
+	if r := buyer.do("GET", page, nil).want(t, 200); !strings.Contains(string(r.body), "Booking confirmed") {
+		t.Fatalf("page before: %s", r.body)
+	}
+	buyer.do("POST", "/api/v1/bookings/"+b.ID.String()+"/cancel", map[string]string{"reason": "mine"}).wantErr(t, 403, "forbidden")
+	box := s.as(tn.Org, tn.BoxOffice)
+	box.do("POST", "/api/v1/bookings/"+b.ID.String()+"/cancel", map[string]any{"reason": "seat broken",
+		"ticket_ids": []string{b.Tickets[0].ID.String()}}).want(t, 200)
+	r := buyer.do("GET", page, nil).want(t, 200)
+	for _, want := range []string{"Booking partly cancelled", "seat broken", `data-cancelled="true"`} {
+		if !strings.Contains(string(r.body), want) {
+			t.Fatalf("page after a partial cancel lacks %q: %s", want, r.body)
+		}
+	}
+	box.do("POST", "/api/v1/bookings/"+b.ID.String()+"/cancel", map[string]any{"reason": "show cancelled"}).want(t, 200)
+	var got bookingJSON
+	buyer.do("GET", "/api/v1/bookings/"+b.ID.String(), nil).want(t, 200).json(t, &got)
+	if got.Status != "cancelled" || got.Channel != "web" || got.CancelReason != "show cancelled" {
+		t.Fatalf("buyer reads %+v", got)
+	}
+	if r := buyer.do("GET", page, nil).want(t, 200); !strings.Contains(string(r.body), "Booking cancelled") {
+		t.Fatalf("page after cancel: %s", r.body)
+	}
+}

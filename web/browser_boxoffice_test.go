@@ -1,0 +1,135 @@
+package web
+
+import (
+	"context"
+	"net/http/httptest"
+	"regexp"
+	"testing"
+	"time"
+
+	"github.com/chromedp/cdproto/cdp"
+	"github.com/chromedp/cdproto/emulation"
+	"github.com/chromedp/chromedp"
+
+	"seatd/internal/testenv"
+)
+
+// TestBrowserBoxOfficeSale: at the box office, staff select two seats on
+// the map, hold them for a named customer for three days, see the
+// customer in the hold table, sell them for cash and land on the
+// printable confirmation (reference, customer, payment, seats; the print
+// stylesheet hides the navigation and the forms), then cancel one ticket.
+// Screenshots: testoutput/browser/box-office-customer-hold.png,
+// confirmation.png.
+func TestBrowserBoxOfficeSale(t *testing.T) {
+	newTab := browser(t)
+	a := testenv.App(t, nil)
+	testenv.Background(t, a)
+	srv := httptest.NewServer(New(depsOf(a)))
+	t.Cleanup(srv.Close)
+	tn := testenv.NewTenant(t, a, 0)
+	ev := testenv.NewEvent(t, a, tn.Org.ID, 1, 4, 10)
+	seats := testenv.SeatIDs(t, a, tn.Org.ID, ev.ID)
+
+	ctx, cancel := context.WithTimeout(newTab(), 90*time.Second)
+	defer cancel()
+	problems := watchProblems(t, ctx)
+	box := srv.URL + "/box-office/events/" + ev.ID.String()
+	s1, s2 := `#bo-seat-`+seats[0].String(), `#bo-seat-`+seats[1].String()
+	steps := append(signIn(srv.URL, tn.Org.Slug, tn.BoxOffice.Email), chromedp.Navigate(box),
+		chromedp.WaitVisible(css(s1)), chromedp.WaitVisible(css(`body[data-live=connected]`)))
+	if err := chromedp.Do(ctx, steps...); err != nil {
+		t.Fatalf("open box office: %v", err)
+	}
+	if err := chromedp.Do(ctx, chromedp.Click(css(`[data-testid=mode-select]`))); err != nil {
+		t.Fatal(err)
+	}
+	for _, sel := range []string{s1, s2} {
+		if err := click(ctx, sel); err != nil {
+			t.Fatalf("select %s: %v", sel, err)
+		}
+	}
+	if err := chromedp.Do(ctx, textIs(`[data-testid=selection]`, "A-A-1, A-A-2"),
+		chromedp.WaitVisible(css(s1+`[data-selected=true][data-status=available]`))); err != nil {
+		t.Fatalf("selection (a click in select mode must not block): %v", err)
+	}
+	if err := chromedp.Do(ctx,
+		chromedp.SendKeys(css(`input[name=name]`), "Ada Lovelace"),
+		chromedp.SendKeys(css(`input[name=email]`), "ada@example.com"),
+		chromedp.SetValue(css(`select[name=hours]`), "72"),
+		chromedp.Click(css(`[data-testid=customer-hold]`)),
+		chromedp.WaitVisible(css(`main > p[role=status]`)),
+		chromedp.WaitVisible(css(`#hold-`+seats[1].String()+` [data-testid=hold-customer]`)),
+	); err != nil {
+		t.Fatalf("hold for a customer: %v", err)
+	}
+	flash, err := chromedp.Run(ctx, chromedp.Text(css(`main > p[role=status]`)))
+	if err != nil || !regexp.MustCompile(`^Held A-A-1, A-A-2 for Ada Lovelace until `).MatchString(flash) {
+		t.Fatalf("flash %q (%v)", flash, err)
+	}
+	who, _ := chromedp.Run(ctx, chromedp.Text(css(`#hold-`+seats[0].String()+` [data-testid=hold-customer]`)))
+	if who != "Ada Lovelace <ada@example.com>" {
+		t.Fatalf("hold table shows %q", who)
+	}
+	left, _ := chromedp.Run(ctx, chromedp.Text(css(`#hold-`+seats[0].String()+` [data-until]`)))
+	t.Logf("hold row countdown: %q", left)
+	screenshot(t, ctx, "box-office-customer-hold.png")
+
+	if err := chromedp.Do(ctx,
+		chromedp.Click(css(`#hold-`+seats[0].String()+` input[name=hold_id]`)),
+		chromedp.Click(css(`#hold-`+seats[1].String()+` input[name=hold_id]`)),
+		chromedp.SetValue(css(`select[name=payment_method]`), "cash"),
+		chromedp.Click(css(`[data-testid=sell]`)),
+		chromedp.WaitVisible(css(`[data-testid=confirmation]`)),
+	); err != nil {
+		t.Fatalf("sell: %v", err)
+	}
+	ref, _ := chromedp.Run(ctx, chromedp.Text(css(`[data-testid=reference]`)))
+	if !regexp.MustCompile(`^[A-HJKMNP-Z2-9]{4}-[A-HJKMNP-Z2-9]{4}$`).MatchString(ref) {
+		t.Fatalf("reference %q", ref)
+	}
+	if err := chromedp.Do(ctx, textIs(`[data-testid=customer]`, "Ada Lovelace"), textIs(`[data-testid=payment]`, "Cash"),
+		chromedp.WaitVisible(css(`tr[data-ticket="A-A-1"]`)), chromedp.WaitVisible(css(`tr[data-ticket="A-A-2"]`))); err != nil {
+		t.Fatalf("confirmation content: %v", err)
+	}
+	// Printed: the booking alone.
+	if err := chromedp.Do(ctx, media("print")); err != nil {
+		t.Fatal(err)
+	}
+	hidden, err := chromedp.Run(ctx, chromedp.Evaluate[bool](`getComputedStyle(document.querySelector('body > header')).display === 'none' &&
+		getComputedStyle(document.querySelector('[data-testid=cancel]').parentElement).display === 'none' &&
+		getComputedStyle(document.querySelector('[data-testid=reference]')).display !== 'none'`))
+	if err != nil || !hidden {
+		t.Fatalf("print stylesheet does not leave the booking alone (%v)", err)
+	}
+	screenshot(t, ctx, "confirmation.png")
+	if err := chromedp.Do(ctx, media("")); err != nil {
+		t.Fatal(err)
+	}
+
+	// Cancel one ticket: the page says so, the seat is on sale again.
+	if err := chromedp.Do(ctx,
+		chromedp.Click(css(`tr[data-ticket="A-A-1"] input[name=ticket_id]`)),
+		chromedp.SendKeys(css(`input[name=reason]`), "customer cannot come"),
+		chromedp.Click(css(`[data-testid=cancel]`)),
+		chromedp.WaitVisible(css(`[data-testid=confirmation][data-status=partially_cancelled]`)),
+	); err != nil {
+		t.Fatalf("cancel a ticket: %v", err)
+	}
+	if n := orgRows(t, a, "tickets", tn.Org.ID); n != 2 {
+		t.Fatalf("%d tickets", n)
+	}
+	var status string
+	if err := a.Pool.QueryRow(context.Background(), `SELECT status FROM seats WHERE id = $1`, seats[0]).Scan(&status); err != nil || status != "available" {
+		t.Fatalf("cancelled seat is %q (%v)", status, err)
+	}
+	problems.check(t, "box office sale")
+}
+
+// media emulates a CSS media type ("print"; "" for the screen again).
+func media(m string) chromedp.Action[chromedp.Void] {
+	return func(ctx context.Context, t *chromedp.Target) (chromedp.Void, error) {
+		_, err := cdp.Call(ctx, t, emulation.SetEmulatedMedia, emulation.SetEmulatedMediaParams{Media: m})
+		return chromedp.Void{}, err
+	}
+}
