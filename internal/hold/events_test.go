@@ -2,6 +2,7 @@ package hold_test
 
 import (
 	"context"
+	"sync"
 	"testing"
 	"time"
 
@@ -414,5 +415,105 @@ func TestEventValidation(t *testing.T) {
 	}
 	if _, err := a.Core.CreateEvent(ctx, organizer(tn), good()); err != nil {
 		t.Errorf("the good input: %v", err)
+	}
+}
+
+// TestCloseDuringHolds: buyers hold seats on two processes, one after
+// another, while the organizer closes the event. Every hold answered
+// "created" exists, every refusal is not_on_sale and wrote nothing, no
+// seat is held twice, and once the close has returned no process grants
+// another hold, whatever its cache says. On the fast path Redis ends up
+// agreeing with Postgres.
+func TestCloseDuringHolds(t *testing.T) {
+	for _, postgres := range []bool{false, true} {
+		name := "fast path"
+		if postgres {
+			name = "postgres only"
+		}
+		t.Run(name, func(t *testing.T) {
+			mod := func(c *config.Config) {
+				if postgres {
+					c.RedisURL = "redis://127.0.0.1:1/0"
+				}
+			}
+			a, b := testenv.App(t, mod), testenv.App(t, mod)
+			testenv.Background(t, a)
+			testenv.Background(t, b)
+			tn := testenv.NewTenant(t, a, 1)
+			const perBuyer = 3
+			buyers := testenv.AddBuyers(t, a, tn.Org.ID, 19)
+			ctx := context.Background()
+			v := testenv.NewChart(t, a, tn.Org.ID, 6, 10)
+			e := chartEvent(t, a, tn, func(in *hold.EventInput) { in.ChartID = ptr(v.ChartID.String()) })
+			if err := setStatus(t, a, tn, e.ID, "on_sale"); err != nil {
+				t.Fatal(err)
+			}
+			seats := testenv.SeatIDs(t, a, tn.Org.ID, e.ID)
+			free := seats[len(seats)-1] // nobody else asks for it
+			procs := []*hold.Service{a.Core, b.Core}
+			for _, p := range procs { // both cache the event while it is on sale
+				if _, _, err := p.Seats(ctx, buyer(buyers[0]), e.ID); err != nil {
+					t.Fatal(err)
+				}
+			}
+
+			var wg sync.WaitGroup
+			var mu sync.Mutex
+			granted := map[uuid.UUID]uuid.UUID{} // hold -> seat
+			refusals := map[apperr.Code]int{}
+			for i, u := range buyers {
+				p := procs[i%2]
+				wg.Go(func() {
+					for _, seat := range seats[i*perBuyer : (i+1)*perBuyer] {
+						res, err := p.Hold(ctx, buyer(u), e.ID, []uuid.UUID{seat}, hold.SourceAPI)
+						mu.Lock()
+						if err != nil {
+							refusals[apperr.CodeOf(err)]++
+						} else {
+							granted[res.Holds[0].ID] = seat
+						}
+						mu.Unlock()
+					}
+				})
+			}
+			testenv.Eventually(t, 10*time.Second, "some holds before the close", func() bool {
+				return count(t, a, `SELECT count(*) FROM seat_holds WHERE event_id = $1`, e.ID) >= len(buyers)/2
+			})
+			if err := setStatus(t, a, tn, e.ID, "closed"); err != nil {
+				t.Fatal(err)
+			}
+			// The close has returned: no process grants a hold any more.
+			for i, p := range procs {
+				if _, err := p.Hold(ctx, buyer(tn.Buyers[0]), e.ID, []uuid.UUID{free}, hold.SourceAPI); apperr.CodeOf(err) != apperr.NotOnSale {
+					t.Errorf("process %d after the close: %v, want not_on_sale", i, err)
+				}
+			}
+			wg.Wait()
+
+			t.Logf("granted %d, refusals %v", len(granted), refusals)
+			for code := range refusals {
+				if code != apperr.NotOnSale {
+					t.Errorf("refusal %q, want not_on_sale", code)
+				}
+			}
+			if len(granted)+refusals[apperr.NotOnSale] != len(buyers)*perBuyer {
+				t.Errorf("%d granted and %v refused of %d", len(granted), refusals, len(buyers)*perBuyer)
+			}
+			if n := count(t, a, `SELECT count(*) FROM seat_holds WHERE event_id = $1`, e.ID); n != len(granted) {
+				t.Errorf("%d holds written, %d granted", n, len(granted))
+			}
+			for h, seat := range granted {
+				if n := count(t, a, `SELECT count(*) FROM seat_holds WHERE id = $1 AND seat_id = $2 AND status = 'active'`, h, seat); n != 1 {
+					t.Errorf("granted hold %v on %v is not active in Postgres", h, seat)
+				}
+			}
+			assertSeatInvariants(t, a, e.ID)
+			if !postgres {
+				testenv.Eventually(t, 10*time.Second, "Redis agrees with Postgres", func() bool {
+					reg, err := a.Core.RegistryStatus(ctx, organizer(tn), e.ID)
+					return err == nil && reg.Redis == reg.Postgres && reg.Postgres == len(granted)
+				})
+			}
+		})
 	}
 }
