@@ -39,8 +39,11 @@ type eventState struct {
 	// Postgres (Redis let a hold through that Postgres then refused); the
 	// follower syncs them from Postgres.
 	recheck   []uuid.UUID
-	seats     map[uuid.UUID]*store.Seat
-	byIdx     []*store.Seat
+	// all is every seat in idx order (the slice the load returned, kept
+	// as it is: one allocation, no pointer per seat for the collector to
+	// trace); pos finds a seat in it by id.
+	all       []store.Seat
+	pos       map[uuid.UUID]int32
 	sections  []store.Section
 	sectionOf map[uuid.UUID]int // section id -> index into sections
 	counts    []store.Counts    // per section, same order as sections
@@ -71,15 +74,14 @@ func (e *eventState) fill(sections []store.Section, seats []store.Seat) []Delta 
 	for i, s := range sections {
 		e.sectionOf[s.ID] = i
 	}
-	e.seats = make(map[uuid.UUID]*store.Seat, len(seats))
-	e.byIdx = make([]*store.Seat, 0, len(seats))
+	e.all = seats
+	e.pos = make(map[uuid.UUID]int32, len(seats))
 	e.counts = make([]store.Counts, len(sections))
 	e.userHolds = map[uuid.UUID]int{}
 	var changed []Delta
 	for i := range seats {
 		s := &seats[i]
-		e.seats[s.ID] = s
-		e.byIdx = append(e.byIdx, s)
+		e.pos[s.ID] = int32(i) // #nosec G115 -- an event has far fewer than 2^31 seats
 		e.counts[e.sectionOf[s.SectionID]].Add(s.Status, 1)
 		if s.Status == store.Held {
 			e.userHolds[s.HolderID]++
@@ -95,6 +97,15 @@ func (e *eventState) fill(sections []store.Section, seats []store.Seat) []Delta 
 		}
 	}
 	return changed
+}
+
+// lookup finds a cached seat by id; the caller holds mu.
+func (e *eventState) lookup(id uuid.UUID) (*store.Seat, bool) {
+	i, ok := e.pos[id]
+	if !ok {
+		return nil, false
+	}
+	return &e.all[i], true
 }
 
 func seatDelta(org, event uuid.UUID, s *store.Seat, kind string, now time.Time) Delta {
@@ -120,7 +131,7 @@ func (e *eventState) apply(ds []Delta) []Delta {
 }
 
 func (e *eventState) applyLocked(d Delta) bool {
-	s, ok := e.seats[d.Seat]
+	s, ok := e.lookup(d.Seat)
 	if !ok || d.Version <= s.Version {
 		return false
 	}
@@ -149,7 +160,7 @@ func (e *eventState) applyLocked(d Delta) bool {
 func (e *eventState) seat(id uuid.UUID) (store.Seat, bool) {
 	e.mu.RLock()
 	defer e.mu.RUnlock()
-	s, ok := e.seats[id]
+	s, ok := e.lookup(id)
 	if !ok {
 		return store.Seat{}, false
 	}
@@ -239,11 +250,7 @@ func (e *eventState) heldCount() int {
 func (e *eventState) snapshot() []store.Seat {
 	e.mu.RLock()
 	defer e.mu.RUnlock()
-	out := make([]store.Seat, len(e.byIdx))
-	for i, s := range e.byIdx {
-		out[i] = *s
-	}
-	return out
+	return append([]store.Seat(nil), e.all...)
 }
 
 func (e *eventState) occupancy() ([]store.Section, []store.Counts) {

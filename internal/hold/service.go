@@ -104,6 +104,8 @@ type Service struct {
 
 	mu     sync.Mutex
 	events map[[2]uuid.UUID]*eventState
+	// pinned are events kept loaded while on sale, until when (warm.go).
+	pinned map[[2]uuid.UUID]time.Time
 	loads  singleflight.Group
 }
 
@@ -116,7 +118,8 @@ func New(st *store.Store, locks *seatlock.Locks, bus Bus, opt Options, log *slog
 		opt.CacheIdle = 10 * time.Minute
 	}
 	s := &Service{store: st, locks: locks, bus: bus, opt: opt, log: log, m: m, now: now,
-		kick: make(chan struct{}, 1), events: map[[2]uuid.UUID]*eventState{}}
+		kick: make(chan struct{}, 1), events: map[[2]uuid.UUID]*eventState{},
+		pinned: map[[2]uuid.UUID]time.Time{}}
 	// While Redis was out of reach, locks may have been taken or dropped
 	// there without this process seeing it: no event's locks are trusted
 	// until synced again.
@@ -197,7 +200,7 @@ func (s *Service) event(ctx context.Context, org, id uuid.UUID) (*eventState, er
 			return ev, nil
 		}
 		s.mu.Unlock()
-		if _, err := s.store.Event(ctx, org, id); err != nil {
+		if err := s.store.EventExists(ctx, org, id); err != nil {
 			return nil, err
 		}
 		ev := newEventState(org, id)
@@ -210,6 +213,16 @@ func (s *Service) event(ctx context.Context, org, id uuid.UUID) (*eventState, er
 			ev.unsub()
 			return nil, fmt.Errorf("load event: %w", err)
 		}
+		// What Redis should hold, as of the load's snapshot (fill goes on
+		// to apply newer deltas to seats).
+		var held []store.Seat
+		var maxFence int64
+		for i := range seats {
+			if seats[i].Status == store.Held {
+				held = append(held, seats[i])
+			}
+			maxFence = max(maxFence, seats[i].Fence)
+		}
 		ev.notify(ev.fill(secs, seats))
 		ev.at = at
 		ev.used.Store(s.now().UnixNano())
@@ -217,7 +230,7 @@ func (s *Service) event(ctx context.Context, org, id uuid.UUID) (*eventState, er
 		if s.redis.usable() {
 			// The fast path is open from the first request on; if this
 			// fails, the follower syncs the event on its next round.
-			if err := s.fullSync(ctx, ev); err != nil {
+			if err := s.fullSyncFrom(ctx, ev, held, maxFence); err != nil {
 				s.log.Warn("sync redis for a loaded event", "org", org, "event", id, "err", err)
 			}
 		}
@@ -332,7 +345,7 @@ func (s *Service) evict(ev *eventState) {
 		s.unsynced.Add(-1)
 	}
 	ev.mu.RLock()
-	n := len(ev.seats)
+	n := len(ev.all)
 	ev.mu.RUnlock()
 	s.m.HotCacheSeats.Sub(float64(n))
 	s.m.CacheEvictions.Inc()
@@ -366,7 +379,7 @@ func (s *Service) SeatLayout(org, event, seat uuid.UUID) (SeatView, bool) {
 	}
 	ev.mu.RLock()
 	defer ev.mu.RUnlock()
-	st, ok := ev.seats[seat]
+	st, ok := ev.lookup(seat)
 	if !ok {
 		return SeatView{}, false
 	}
@@ -382,9 +395,9 @@ func (s *Service) SeatViews(ctx context.Context, a Actor, event uuid.UUID) ([]st
 	}
 	ev.mu.RLock()
 	defer ev.mu.RUnlock()
-	out := make([]SeatView, len(ev.byIdx))
-	for i, st := range ev.byIdx {
-		out[i] = SeatView{Seat: *st, Section: ev.sections[ev.sectionOf[st.SectionID]].Label}
+	out := make([]SeatView, len(ev.all))
+	for i, st := range ev.all {
+		out[i] = SeatView{Seat: st, Section: ev.sections[ev.sectionOf[st.SectionID]].Label}
 	}
 	return ev.sections, out, nil
 }

@@ -254,6 +254,40 @@ func (s *Store) Event(ctx context.Context, org, id uuid.UUID) (Event, error) {
 	return e, notFoundIfNoRows(err, "event")
 }
 
+// SaleEvent is an event on sale (or about to be) with its seat count.
+type SaleEvent struct {
+	Org, ID uuid.UUID
+	Until   time.Time // when its sale ends
+	Seats   int
+}
+
+// EventsOnSale lists, across organizations, the events whose sale has not
+// ended at now, soonest end first, at most limit. A sale ends when the
+// event starts.
+func (s *Store) EventsOnSale(ctx context.Context, now time.Time, limit int) ([]SaleEvent, error) {
+	// Seats are numbered 0..n-1: the top of the (event_id, idx) index
+	// counts them without scanning.
+	rows, err := s.db.Query(ctx, `
+		SELECT e.org_id, e.id, e.starts_at, coalesce((SELECT max(s.idx) + 1 FROM seats s WHERE s.event_id = e.id), 0)
+		FROM events e WHERE e.starts_at > $1 ORDER BY e.starts_at, e.id LIMIT $2`, now, limit)
+	if err != nil {
+		return nil, err
+	}
+	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (SaleEvent, error) {
+		var e SaleEvent
+		err := r.Scan(&e.Org, &e.ID, &e.Until, &e.Seats)
+		return e, err
+	})
+}
+
+// EventExists reports whether org has the event, as a NotFound error if
+// not (Event also counts its seats, a scan of them all).
+func (s *Store) EventExists(ctx context.Context, org, id uuid.UUID) error {
+	var one int
+	err := s.db.QueryRow(ctx, `SELECT 1 FROM events WHERE org_id = $1 AND id = $2`, org, id).Scan(&one)
+	return notFoundIfNoRows(err, "event")
+}
+
 // Sections lists an event's sections in display order.
 func (s *Store) Sections(ctx context.Context, org, event uuid.UUID) ([]Section, error) {
 	return sections(ctx, s.db, org, event)
