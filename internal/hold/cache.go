@@ -38,7 +38,7 @@ type eventState struct {
 	// recheck are seats whose Redis state was found to disagree with
 	// Postgres (Redis let a hold through that Postgres then refused); the
 	// follower syncs them from Postgres.
-	recheck   []uuid.UUID
+	recheck []uuid.UUID
 	// all is every seat in idx order (the slice the load returned, kept
 	// as it is: one allocation, no pointer per seat for the collector to
 	// trace); pos finds a seat in it by id.
