@@ -55,6 +55,10 @@ func (b *bench) serverEnv(addr string, extra map[string]string) []string {
 		"SEATD_MAX_SOCKETS_PER_SESSION": "100000",
 		"SEATD_MAX_SOCKETS":             "100000",
 		"SEATD_UPGRADE_RATE_PER_MINUTE": "1000000000",
+		// Phases warm their own event; a process warming every bench
+		// event at startup would load them inside other phases' windows.
+		// The opening phase turns it on.
+		"SEATD_WARM_EVENTS": "0",
 	}
 	if b.cfg.pgMaxConns > 0 {
 		vars["SEATD_PG_MAX_CONNS"] = strconv.Itoa(b.cfg.pgMaxConns)
