@@ -83,7 +83,7 @@ func (l *Load) finish() {
 	if l.Holds > 0 {
 		per := func(v float64) float64 { return round3(v * 1e6 / float64(l.Holds)) }
 		l.CPUPerHold = CPU{Seatd: per(l.CPU.Seatd), Postgres: per(l.CPU.Postgres), Redis: per(l.CPU.Redis),
-			Client: per(l.CPU.Client)}
+			Client: per(l.CPU.Client), Balancer: per(l.CPU.Balancer)}
 	}
 }
 
@@ -98,6 +98,9 @@ type HoldLevel struct {
 	// fast path at the same count for the fallback rows, one process for
 	// the multi-process rows.
 	Base *Load `json:"base,omitempty"`
+	// Balanced says the load went through haproxy in front of the
+	// processes instead of straight to each.
+	Balanced bool `json:"through_haproxy,omitempty"`
 	// Shared is the true ceiling: pgbench sending seatd's shared hold
 	// statement with as many holds per statement as seatd's run had, at
 	// seatd's number of statements at once.

@@ -290,6 +290,8 @@ type CPU struct {
 	Postgres float64 `json:"postgres"`
 	Redis    float64 `json:"redis"`
 	Client   float64 `json:"client"` // seatbench itself, or pgbench
+	// Balancer is haproxy's, when the load went through it.
+	Balancer float64 `json:"balancer,omitempty"`
 	// Other is what the rest of the machine used meanwhile (other people's
 	// builds and tests share these cores); Idle is what nobody used.
 	Other float64 `json:"other"`

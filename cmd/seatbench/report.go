@@ -80,6 +80,13 @@ func (r *Report) evaluate() {
 				"p95 %.1f ms, p99 %.1f ms at %.0f holds/s", l.P95, l.P99, h.HTTP.Rate)
 		}
 	}
+	for _, h := range r.Multi {
+		if h.Balanced && h.Base != nil && h.Base.CPUPerHold.Seatd > 0 {
+			x := ratio2(h.HTTP.CPUPerHold.Seatd, h.Base.CPUPerHold.Seatd)
+			r.target(fmt.Sprintf("%d processes behind haproxy, CPU per hold", h.HTTP.Procs), "seatd ≤ 1.2 × one process's", x <= 1.2,
+				"%.2f × (%.0f vs %.0f µs; haproxy %.0f µs)", x, h.HTTP.CPUPerHold.Seatd, h.Base.CPUPerHold.Seatd, h.HTTP.CPUPerHold.Balancer)
+		}
+	}
 	if o := r.Opening; o != nil && o.Steady != nil {
 		r.target(fmt.Sprintf("hold latency, %d open connections, steady", o.Buyers), "p99 < 20 ms", o.Steady.Latency.P99 < 20,
 			"p99 %.1f ms at %.0f holds/s", o.Steady.Latency.P99, o.Steady.Rate)
@@ -235,6 +242,9 @@ func (r *Report) printTable(w io.Writer) {
 	}
 	for _, h := range r.Multi {
 		name := fmt.Sprintf("holds, %d buyers over %d processes", h.Buyers, h.HTTP.Procs)
+		if h.Balanced {
+			name += " behind haproxy"
+		}
 		base, ratio := "-", "-"
 		if h.Base != nil {
 			base = fmt.Sprintf("%.0f/s one process", h.Base.Rate)
@@ -246,6 +256,15 @@ func (r *Report) printTable(w io.Writer) {
 		}
 		row(name+" rate", fmt.Sprintf("%.0f/s%s", h.HTTP.Rate, failures(h.HTTP)), base, ratio, "")
 		row(name+" p50/p95/p99", lat(h.HTTP.Latency), "", "", "")
+		if h.Base != nil {
+			c := h.HTTP.CPUPerHold
+			bal := ""
+			if h.Balanced {
+				bal = fmt.Sprintf(" + haproxy %.0f", c.Balancer)
+			}
+			row(name+" CPU µs/hold", cpu(h.HTTP, false)+bal, fmt.Sprintf("one process: seatd %.0f", h.Base.CPUPerHold.Seatd),
+				fmt.Sprintf("%.2f", ratio2(c.Seatd, h.Base.CPUPerHold.Seatd)), "seatd ≤ 1.2 × one process's")
+		}
 	}
 	if h := r.HotSeat; h != nil {
 		name := fmt.Sprintf("hot seat, %d buyers", h.Buyers)
