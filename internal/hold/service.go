@@ -6,6 +6,7 @@
 package hold
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"log/slog"
@@ -95,6 +96,12 @@ type Service struct {
 	m     *telemetry.Metrics
 	now   func() time.Time
 
+	// self names this process in the messages it publishes; own is how
+	// they begin (a message of ours is skipped on receipt: commit applied
+	// its deltas already).
+	self uuid.UUID
+	own  []byte
+
 	// unsynced counts cached events whose Redis state is not synced.
 	unsynced atomic.Int64
 	// kick asks the follower for a round now (buffered, never blocks).
@@ -117,7 +124,8 @@ func New(st *store.Store, locks *seatlock.Locks, bus Bus, opt Options, log *slog
 	if opt.CacheIdle == 0 {
 		opt.CacheIdle = 10 * time.Minute
 	}
-	s := &Service{store: st, locks: locks, bus: bus, opt: opt, log: log, m: m, now: now,
+	self := uuid.New()
+	s := &Service{store: st, locks: locks, bus: bus, opt: opt, log: log, m: m, now: now, self: self, own: ownPrefix(self),
 		kick: make(chan struct{}, 1), events: map[[2]uuid.UUID]*eventState{},
 		pinned: map[[2]uuid.UUID]time.Time{}}
 	// While Redis was out of reach, locks may have been taken or dropped
@@ -248,6 +256,10 @@ func (s *Service) event(ctx context.Context, org, id uuid.UUID) (*eventState, er
 }
 
 func (s *Service) receive(ev *eventState, b []byte) {
+	if bytes.HasPrefix(b, s.own) {
+		// Ours: applied and told to local watchers by commit already.
+		return
+	}
 	msg, err := decodeMessage(b)
 	if err != nil {
 		s.log.Warn("undecodable live message", "event", ev.id, "err", err)
@@ -267,13 +279,19 @@ func (s *Service) commit(ctx context.Context, org, event uuid.UUID, ds []Delta) 
 	if len(ds) == 0 {
 		return
 	}
+	// Other processes learn of the change from the message; this one
+	// skips its own messages, as it applies them here. An event still
+	// loading is not cached yet: its message is then sent unsigned, so
+	// the load's queue gets it like anyone else's.
+	from := uuid.Nil
 	if ev := s.cached(org, event); ev != nil {
 		ev.notify(ev.apply(ds))
+		from = s.self
 	}
 	// Chunk so every message fits the Postgres NOTIFY fallback.
 	for len(ds) > 0 {
 		n := min(len(ds), 20)
-		b, err := encodeMessage(message{Deltas: ds[:n]})
+		b, err := encodeMessage(message{From: from, Deltas: ds[:n]})
 		if err == nil {
 			err = s.bus.Publish(context.WithoutCancel(ctx), s.locks.Keys(org, event).Live(), b)
 		}

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"seatd/internal/app"
@@ -73,3 +74,45 @@ func TestWarm(t *testing.T) {
 }
 
 func feedRounds(a *app.App) float64 { return testutil.ToFloat64(a.Metrics.FeedRounds) }
+
+// TestOwnDeltasSkipped: a process applies its own committed changes when
+// it commits them and skips its own messages when they come back from
+// Redis; another process watching the event receives and applies them.
+func TestOwnDeltasSkipped(t *testing.T) {
+	t.Parallel()
+	a := testenv.App(t, nil)
+	b := testenv.App(t, nil)
+	ctx := context.Background()
+	tn := testenv.NewTenant(t, a, 1)
+	ev := testenv.NewEvent(t, a, tn.Org.ID, 1, 2, 5)
+	seats := testenv.SeatIDs(t, a, tn.Org.ID, ev.ID)
+	for _, x := range []*app.App{a, b} {
+		if _, _, err := x.Core.Seats(ctx, buyer(tn.Buyers[0]), ev.ID); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := a.Core.Hold(ctx, buyer(tn.Buyers[0]), ev.ID, []uuid.UUID{seats[3]}, "api"); err != nil {
+		t.Fatal(err)
+	}
+	testenv.Eventually(t, 10*time.Second, "the other process applies the hold", func() bool {
+		_, got, err := b.Core.Seats(ctx, buyer(tn.Buyers[0]), ev.ID)
+		return err == nil && got[3].Status == store.Held
+	})
+	_, got, err := a.Core.Seats(ctx, buyer(tn.Buyers[0]), ev.ID)
+	if err != nil || got[3].Status != store.Held {
+		t.Fatalf("the holding process's cache: %+v, %v", got[3], err)
+	}
+	// A hold by the other process, published after the first one on the
+	// same channel, arrives after it: once it has, the first one's echo
+	// would have been taken in too.
+	if _, err := b.Core.Hold(ctx, buyer(tn.Buyers[0]), ev.ID, []uuid.UUID{seats[4]}, "api"); err != nil {
+		t.Fatal(err)
+	}
+	testenv.Eventually(t, 10*time.Second, "the first process applies the other's hold", func() bool {
+		_, got, err := a.Core.Seats(ctx, buyer(tn.Buyers[0]), ev.ID)
+		return err == nil && got[4].Status == store.Held
+	})
+	if in := testutil.ToFloat64(a.Metrics.DeltasIn); in != 1 {
+		t.Fatalf("the first process took in %v deltas, want 1 (the other's, not its own)", in)
+	}
+}
