@@ -132,11 +132,6 @@ func redisOptions(cfg config.Config) (*redis.UniversalOptions, error) {
 		DialerRetries:         1,
 		ContextTimeoutEnabled: true,
 		PoolSize:              64,
-		// RESP2: with RESP3 (the default) go-redis peeks every reply for
-		// push notifications before reading it, ~5 % of a hold's CPU in
-		// the bench profile; seatd uses none (sharded pub/sub works on
-		// RESP2 with a connection of its own).
-		Protocol: 2,
 	}
 	if strings.Contains(cfg.RedisURL, ",") {
 		schemes := map[string]bool{}
