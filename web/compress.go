@@ -24,7 +24,7 @@ func compress(next http.Handler) http.Handler {
 		gzhttp.MinSize(1024),
 		gzhttp.SuffixETag("-gzip"),
 		// The fastest levels: the map is mostly the same few hundred bytes
-		// repeated, which the fastest settings already shrink ~20x, at a
+		// repeated, which the fastest settings already compress ~10x, at a
 		// fraction of the CPU of the default levels.
 		gzhttp.CompressionLevel(1),
 	)
