@@ -112,7 +112,7 @@ type Service struct {
 	mu     sync.Mutex
 	events map[[2]uuid.UUID]*eventState
 	// pinned are events kept loaded while on sale, until when (warm.go).
-	pinned map[[2]uuid.UUID]time.Time
+	pinned map[[2]uuid.UUID]*pin
 	loads  singleflight.Group
 }
 
@@ -127,7 +127,7 @@ func New(st *store.Store, locks *seatlock.Locks, bus Bus, opt Options, log *slog
 	self := uuid.New()
 	s := &Service{store: st, locks: locks, bus: bus, opt: opt, log: log, m: m, now: now, self: self, own: ownPrefix(self),
 		kick: make(chan struct{}, 1), events: map[[2]uuid.UUID]*eventState{},
-		pinned: map[[2]uuid.UUID]time.Time{}}
+		pinned: map[[2]uuid.UUID]*pin{}}
 	// While Redis was out of reach, locks may have been taken or dropped
 	// there without this process seeing it: no event's locks are trusted
 	// until synced again.

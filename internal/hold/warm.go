@@ -29,12 +29,22 @@ func (s *Service) Warm(ctx context.Context, org, event uuid.UUID) error {
 	return s.warm(ctx, store.SaleEvent{Org: org, ID: event, Until: e.StartsAt, Seats: e.Seats})
 }
 
+// pin is an event kept loaded until its sale ends.
+type pin struct {
+	until time.Time
+	tried time.Time // the last background reload started
+}
+
+// rewarmEvery spaces background reloads of one pinned event that keeps
+// failing (Postgres away), so they neither pile up nor flood the log.
+const rewarmEvery = 5 * time.Second
+
 func (s *Service) warm(ctx context.Context, e store.SaleEvent) error {
 	if !e.Until.After(s.now()) {
 		return nil
 	}
 	s.mu.Lock()
-	s.pinned[[2]uuid.UUID{e.Org, e.ID}] = e.Until
+	s.pinned[[2]uuid.UUID{e.Org, e.ID}] = &pin{until: e.Until}
 	s.mu.Unlock()
 	start := time.Now()
 	if _, err := s.event(ctx, e.Org, e.ID); err != nil {
@@ -79,8 +89,8 @@ func (s *Service) pinnedAt(ev *eventState, now time.Time) bool {
 	key := [2]uuid.UUID{ev.org, ev.id}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	until, ok := s.pinned[key]
-	if ok && !until.After(now) {
+	p, ok := s.pinned[key]
+	if ok && !p.until.After(now) {
 		delete(s.pinned, key)
 		return false
 	}
@@ -94,12 +104,13 @@ func (s *Service) rewarm(ctx context.Context) {
 	now := s.now()
 	var missing [][2]uuid.UUID
 	s.mu.Lock()
-	for key, until := range s.pinned {
-		if !until.After(now) {
+	for key, p := range s.pinned {
+		if !p.until.After(now) {
 			delete(s.pinned, key)
 			continue
 		}
-		if _, ok := s.events[key]; !ok {
+		if _, ok := s.events[key]; !ok && now.Sub(p.tried) >= rewarmEvery {
+			p.tried = now
 			missing = append(missing, key)
 		}
 	}
