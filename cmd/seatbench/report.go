@@ -26,10 +26,12 @@ type Report struct {
 	HotSeat   *HotSeat     `json:"hot_seat,omitempty"`
 	Occupancy *Occupancy   `json:"occupancy,omitempty"`
 	Live      *Live        `json:"live,omitempty"`
-	Expiry    *Expiry      `json:"expiry,omitempty"`
-	Profiles  []string     `json:"profiles,omitempty"`
-	Targets   []Target     `json:"targets"`
-	Errors    []PhaseError `json:"errors,omitempty"`
+	// LiveAcross is live fan-out through haproxy over several processes.
+	LiveAcross *LiveAcross  `json:"live_across_processes,omitempty"`
+	Expiry     *Expiry      `json:"expiry,omitempty"`
+	Profiles   []string     `json:"profiles,omitempty"`
+	Targets    []Target     `json:"targets"`
+	Errors     []PhaseError `json:"errors,omitempty"`
 }
 
 // PhaseError is a phase (or part of one) that could not be measured.
@@ -86,6 +88,10 @@ func (r *Report) evaluate() {
 			r.target(fmt.Sprintf("%d processes behind haproxy, CPU per hold", h.HTTP.Procs), "seatd ≤ 1.2 × one process's", x <= 1.2,
 				"%.2f × (%.0f vs %.0f µs; haproxy %.0f µs)", x, h.HTTP.CPUPerHold.Seatd, h.Base.CPUPerHold.Seatd, h.HTTP.CPUPerHold.Balancer)
 		}
+	}
+	if la := r.LiveAcross; la != nil && la.Latency.N > 0 {
+		r.target(fmt.Sprintf("live update through haproxy to %d sockets over %d processes", la.Sockets, la.Procs), "p99 < 100 ms",
+			la.Latency.P99 < 100 && la.Missed == 0, "p99 %.1f ms, %d frames missed", la.Latency.P99, la.Missed)
 	}
 	if o := r.Opening; o != nil && o.Steady != nil {
 		r.target(fmt.Sprintf("hold latency, %d open connections, steady", o.Buyers), "p99 < 20 ms", o.Steady.Latency.P99 < 20,
@@ -265,6 +271,10 @@ func (r *Report) printTable(w io.Writer) {
 			row(name+" CPU µs/hold", cpu(h.HTTP, false)+bal, fmt.Sprintf("one process: seatd %.0f", h.Base.CPUPerHold.Seatd),
 				fmt.Sprintf("%.2f", ratio2(c.Seatd, h.Base.CPUPerHold.Seatd)), "seatd ≤ 1.2 × one process's")
 		}
+	}
+	if la := r.LiveAcross; la != nil {
+		name := fmt.Sprintf("live through haproxy, %d sockets over %d processes", la.Sockets, la.Procs)
+		row(name+": hold → frame p50/p95/p99", lat(la.Latency)+others(la.OthersCPU), fmt.Sprintf("%d of %d frames missed", la.Missed, la.Expected), "", "p99 < 100 ms")
 	}
 	if h := r.HotSeat; h != nil {
 		name := fmt.Sprintf("hot seat, %d buyers", h.Buyers)

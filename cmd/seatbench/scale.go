@@ -75,6 +75,14 @@ func (b *bench) behindBalancer(ctx context.Context, servers []*server, base, ref
 	b.rep.Multi = append(b.rep.Multi, lvl)
 	b.log.printf("holds %d buyers over %d processes behind haproxy: %s; haproxy %.0f µs/hold", c, len(servers),
 		lvl.HTTP.summary(), lvl.HTTP.CPUPerHold.Balancer)
+	n := min(b.cfg.wsClients, 1000)
+	la, err := b.liveAcross(ctx, lb.through(servers[:1])[0], len(servers), n, min(b.cfg.wsHolds, 20))
+	if err != nil {
+		return err
+	}
+	b.rep.LiveAcross = la
+	b.log.printf("live through haproxy, %d sockets over %d processes: hold → frame p50 %.1f p99 %.1f max %.1f ms, %d of %d missed",
+		la.Sockets, la.Procs, la.Latency.P50, la.Latency.P99, la.Latency.Max, la.Missed, la.Expected)
 	return nil
 }
 
