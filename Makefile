@@ -31,7 +31,7 @@ GOSEC_STAMP := $(BIN_DIR)/.gosec-$(GOSEC_VERSION)
 FUZZ_TARGETS := internal/chart:FuzzChart web:FuzzDecode web:FuzzLogin web:FuzzSignup web:FuzzHold web:FuzzPurchase web:FuzzStaffRelease web:FuzzStaffLookups
 
 .PHONY: help tools generate templates css services-up services-down \
-	services-up-test services-down-test build run run-observe test-rules lint test vendor-js
+	services-up-test services-down-test build run run-cluster run-observe test-rules lint test vendor-js
 
 help:
 	@cat <<-'EOF'
@@ -40,6 +40,7 @@ help:
 	make css                build static/css/app.css with Tailwind
 	make build              go build -o bin/seatd ./cmd/seatd
 	make run                dev services + migrate + seed demo + serve on :8080
+	make run-cluster        haproxy on :8080 in front of three seatd processes (dev services)
 	make run-observe        make run + Prometheus on 127.0.0.1:29090 scraping seatd, alerts loaded
 	make test-rules         promtool check + unit tests of deploy/prometheus/alerts.yml
 	make lint               gofmt, go vet, staticcheck, gosec, generated files current
@@ -162,6 +163,11 @@ run-observe: build
 
 test-rules:
 	scripts/prometheus.sh test-rules
+
+# haproxy (Debian package, installed when missing) in front of three
+# `seatd serve` processes on the dev services; see scripts/run-cluster.sh.
+run-cluster:
+	scripts/run-cluster.sh
 
 # ---------------------------------------------------------------------------
 # Lint

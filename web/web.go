@@ -58,10 +58,10 @@ func newServer(d Deps, o options) *Server {
 	s.flights = newRegistryFlights(d.Core, d.Cfg.RegistryCheckCooldown)
 	s.listenSessionEnds()
 	s.routes()
-	// Outermost first: log and recover, headers on every answer, refuse
+	// Outermost first: log and recover, compress, headers on every answer, refuse
 	// hostile text and cross-site writes before touching the session
 	// store, then the session and its actor, then the routes.
-	s.handler = s.observe(s.securityHeaders(s.refuseHostileText(s.crossOrigin(s.withSession(s.routeInfo(s.mux))))))
+	s.handler = s.observe(compress(s.securityHeaders(s.refuseHostileText(s.crossOrigin(s.withSession(s.routeInfo(s.mux)))))))
 	return s
 }
 

@@ -144,16 +144,32 @@ func (b *bench) cleanup() {
 	}
 }
 
+// benchPorts are the bench profile's Postgres and Redis ports: services.sh's
+// defaults, or SEATD_PG_PORT / SEATD_REDIS_PORT when set (so two copies of
+// the repository can bench side by side, each on its own services).
+func benchPorts() (pg, redis string) {
+	pg, redis = "25452", "26399"
+	if v := os.Getenv("SEATD_PG_PORT"); v != "" {
+		pg = v
+	}
+	if v := os.Getenv("SEATD_REDIS_PORT"); v != "" {
+		redis = v
+	}
+	return pg, redis
+}
+
 // serviceEnv is our environment without the variables that would make
-// services.sh manage nothing (an external DATABASE_URL / REDIS_URL) or
-// move the bench profile's ports: the bench must only ever touch its own
-// Postgres and Redis, never a database someone else pointed us at.
+// services.sh manage nothing (an external DATABASE_URL / REDIS_URL): the
+// bench must only ever touch its own Postgres and Redis, never a database
+// someone else pointed us at. The profile's ports pass through.
 func serviceEnv() []string {
 	var env []string
 	for _, kv := range os.Environ() {
 		k, _, _ := strings.Cut(kv, "=")
 		switch {
-		case k == "DATABASE_URL", k == "REDIS_URL", k == "SEATD_PG_PORT", k == "SEATD_REDIS_PORT":
+		case k == "SEATD_PG_PORT", k == "SEATD_REDIS_PORT":
+			env = append(env, kv)
+		case k == "DATABASE_URL", k == "REDIS_URL":
 		case strings.HasPrefix(k, "SEATD_"), strings.HasPrefix(k, "PG"):
 		default:
 			env = append(env, kv)
@@ -200,8 +216,9 @@ func (b *bench) freshDatabase(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if u.Hostname() != "127.0.0.1" || u.Port() != "25452" {
-		return fmt.Errorf("refusing to recreate %s: not the bench profile (127.0.0.1:25452); use -fresh-db=false", u.Host)
+	pgPort, redisPort := benchPorts()
+	if u.Hostname() != "127.0.0.1" || u.Port() != pgPort {
+		return fmt.Errorf("refusing to recreate %s: not the bench profile (127.0.0.1:%s); use -fresh-db=false", u.Host, pgPort)
 	}
 	name := strings.TrimPrefix(u.Path, "/")
 	admin := *u
@@ -219,8 +236,8 @@ func (b *bench) freshDatabase(ctx context.Context) error {
 		return err
 	}
 	ru, err := url.Parse(b.redisURL)
-	if err != nil || ru.Hostname() != "127.0.0.1" || ru.Port() != "26399" {
-		return fmt.Errorf("refusing to flush %s: not the bench profile (127.0.0.1:26399)", b.redisURL)
+	if err != nil || ru.Hostname() != "127.0.0.1" || ru.Port() != redisPort {
+		return fmt.Errorf("refusing to flush %s: not the bench profile (127.0.0.1:%s)", b.redisURL, redisPort)
 	}
 	rdb := redis.NewClient(&redis.Options{Addr: ru.Host})
 	defer rdb.Close()

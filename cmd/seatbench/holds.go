@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"math"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -82,7 +83,7 @@ func (l *Load) finish() {
 	if l.Holds > 0 {
 		per := func(v float64) float64 { return round3(v * 1e6 / float64(l.Holds)) }
 		l.CPUPerHold = CPU{Seatd: per(l.CPU.Seatd), Postgres: per(l.CPU.Postgres), Redis: per(l.CPU.Redis),
-			Client: per(l.CPU.Client)}
+			Client: per(l.CPU.Client), Balancer: per(l.CPU.Balancer)}
 	}
 }
 
@@ -96,12 +97,20 @@ type HoldLevel struct {
 	// Base is what a ratio is taken against when it is not pgbench: the
 	// fast path at the same count for the fallback rows, one process for
 	// the multi-process rows.
-	Base      *Load   `json:"base,omitempty"`
-	RateRatio float64 `json:"rate_ratio_to_pgbench,omitempty"`
-	P50Ratio  float64 `json:"p50_ratio_to_pgbench,omitempty"`
-	P95Ratio  float64 `json:"p95_ratio_to_pgbench,omitempty"`
-	P99Ratio  float64 `json:"p99_ratio_to_pgbench,omitempty"`
-	BaseRatio float64 `json:"rate_ratio_to_base,omitempty"`
+	Base *Load `json:"base,omitempty"`
+	// Balanced says the load went through haproxy in front of the
+	// processes instead of straight to each.
+	Balanced bool `json:"through_haproxy,omitempty"`
+	// Shared is the true ceiling: pgbench sending seatd's shared hold
+	// statement with as many holds per statement as seatd's run had, at
+	// seatd's number of statements at once.
+	Shared      *Load   `json:"pgbench_shared,omitempty"`
+	SharedRatio float64 `json:"rate_ratio_to_shared,omitempty"`
+	RateRatio   float64 `json:"rate_ratio_to_pgbench,omitempty"`
+	P50Ratio    float64 `json:"p50_ratio_to_pgbench,omitempty"`
+	P95Ratio    float64 `json:"p95_ratio_to_pgbench,omitempty"`
+	P99Ratio    float64 `json:"p99_ratio_to_pgbench,omitempty"`
+	BaseRatio   float64 `json:"rate_ratio_to_base,omitempty"`
 }
 
 func (h *HoldLevel) ratios() {
@@ -113,6 +122,9 @@ func (h *HoldLevel) ratios() {
 	}
 	if h.Base != nil && h.HTTP != nil {
 		h.BaseRatio = ratio(h.HTTP.Rate, h.Base.Rate)
+	}
+	if h.Shared != nil && h.HTTP != nil {
+		h.SharedRatio = ratio(h.HTTP.Rate, h.Shared.Rate)
 	}
 }
 
@@ -359,10 +371,30 @@ func (b *bench) phaseHolds(ctx context.Context) error {
 			lvl.Ref = ref
 			b.log.printf("pgbench %3d clients: %s", ref.Clients, ref.summary())
 		}
+		if st, rows := lvl.HTTP.Counters["seatd_hold_batch_statements_total"], lvl.HTTP.Counters["seatd_hold_batch_rows_total"]; st > 0 {
+			batch := max(1, int(math.Round(rows/st)))
+			shared, err := b.pgbenchShared(ctx, b.batchSlots(), batch)
+			if err != nil {
+				b.log.printf("pgbench shared statement at %d buyers: %v", c, err)
+				b.rep.failed(fmt.Sprintf("pgbench shared %d", c), err)
+			} else {
+				lvl.Shared = shared
+				b.log.printf("pgbench shared statement, %d holds each, %d at once: %s", batch, shared.Clients, shared.summary())
+			}
+		}
 		lvl.ratios()
 		b.rep.Holds = append(b.rep.Holds, lvl)
 	}
 	return b.paced(ctx, main)
+}
+
+// batchSlots is how many hold statements seatd runs at once
+// (SEATD_HOLD_BATCH_SLOTS, default 2).
+func (b *bench) batchSlots() int {
+	if n, err := strconv.Atoi(b.cfg.seatdEnv["SEATD_HOLD_BATCH_SLOTS"]); err == nil && n > 0 {
+		return n
+	}
+	return 2
 }
 
 // paced measures hold latency at -paced-buyers under a steady offered

@@ -56,28 +56,30 @@ type config struct {
 	only    map[string]bool
 	timeout time.Duration
 
-	levels      []int         // concurrent buyers for the distinct-seat runs
-	duration    time.Duration // measured window per level
-	warmup      time.Duration // unmeasured lead-in per level
-	eventSeats  int           // seats of each generated hold event
-	refSeats    int           // seats of each pgbench event
-	refMaxConns int           // pgbench clients at most (Postgres max_connections is 300)
-	noRef       bool          // skip pgbench (for comparing seatd builds)
-	fallback    []int         // buyer counts for the Postgres-only path
-	hotBuyers   int
-	wsClients   int
-	wsHolds     int
-	wsSessions  int // distinct sessions the WebSocket clients share
-	expiryHolds int
-	occSeats    int
-	chartSeats  int // seats of the imported chart
-	occRequests int
-	multiProcs  []int
-	multiBuyers int
-	pacedBuyers int     // buyers of the paced (open-loop) latency run; 0: none
-	pacedRate   float64 // offered holds/s; 0: 2 per buyer, at most half the closed-loop rate at pacedBuyers
-	pgMaxConns  int     // SEATD_PG_MAX_CONNS for every seatd; 0 leaves seatd's default
-	seatdEnv    map[string]string
+	levels        []int         // concurrent buyers for the distinct-seat runs
+	duration      time.Duration // measured window per level
+	warmup        time.Duration // unmeasured lead-in per level
+	eventSeats    int           // seats of each generated hold event
+	refSeats      int           // seats of each pgbench event
+	refMaxConns   int           // pgbench clients at most (Postgres max_connections is 300)
+	noRef         bool          // skip pgbench (for comparing seatd builds)
+	fallback      []int         // buyer counts for the Postgres-only path
+	hotBuyers     int
+	wsClients     int
+	wsHolds       int
+	wsSessions    int // distinct sessions the WebSocket clients share
+	expiryHolds   int
+	occSeats      int
+	chartSeats    int // seats of the imported chart
+	occRequests   int
+	multiProcs    []int
+	multiBuyers   int
+	openingSeats  int     // seats of the opening phase's event
+	openingBuyers int     // buyers with open connections in the opening phase
+	pacedBuyers   int     // buyers of the paced (open-loop) latency run; 0: none
+	pacedRate     float64 // offered holds/s; 0: 2 per buyer, at most half the closed-loop rate at pacedBuyers
+	pgMaxConns    int     // SEATD_PG_MAX_CONNS for every seatd; 0 leaves seatd's default
+	seatdEnv      map[string]string
 
 	freshDB      bool
 	keepServices bool
@@ -86,7 +88,7 @@ type config struct {
 }
 
 // phases, in the order they run.
-var allPhases = []string{"holds", "hotseat", "occupancy", "charts", "multi", "fallback", "live", "expiry"}
+var allPhases = []string{"opening", "holds", "hotseat", "occupancy", "charts", "multi", "fallback", "live", "expiry"}
 
 func parseConfig(args []string, stderr io.Writer) (config, error) {
 	quick := false
@@ -103,6 +105,7 @@ func parseConfig(args []string, stderr io.Writer) (config, error) {
 		wsClients: 5000, wsHolds: 30, wsSessions: 100, expiryHolds: 40,
 		occSeats: 100_000, occRequests: 1000, chartSeats: 100_000,
 		multiProcs: []int{2, 3}, multiBuyers: 200, pacedBuyers: 200,
+		openingSeats: 300_000, openingBuyers: 32,
 		freshDB: true, profileFor: 10 * time.Second,
 	}
 	if quick {
@@ -113,6 +116,7 @@ func parseConfig(args []string, stderr io.Writer) (config, error) {
 		c.wsClients, c.wsHolds, c.wsSessions = 1000, 10, 20
 		c.expiryHolds = 10
 		c.occRequests = 300
+		c.openingSeats = 100_000
 	}
 	fs := flag.NewFlagSet("seatbench", flag.ContinueOnError)
 	fs.SetOutput(stderr)
@@ -140,6 +144,8 @@ func parseConfig(args []string, stderr io.Writer) (config, error) {
 	fs.IntVar(&c.occRequests, "occupancy-requests", c.occRequests, "occupancy requests timed")
 	procs := fs.String("procs", joinInts(c.multiProcs), "process counts of the multi-process runs")
 	fs.IntVar(&c.multiBuyers, "multi-buyers", c.multiBuyers, "concurrent buyers of the multi-process runs")
+	fs.IntVar(&c.openingSeats, "opening-seats", c.openingSeats, "seats of the event whose sale opens (opening phase)")
+	fs.IntVar(&c.openingBuyers, "opening-buyers", c.openingBuyers, "buyers, each with an open connection, in the opening phase")
 	fs.IntVar(&c.pacedBuyers, "paced-buyers", c.pacedBuyers, "buyers of the paced latency run (0: skip it)")
 	fs.Float64Var(&c.pacedRate, "paced-rate", 0, "holds/s offered in the paced run (0: two per buyer per second, at most half the closed-loop rate)")
 	fs.IntVar(&c.pgMaxConns, "pg-max-conns", 0, "SEATD_PG_MAX_CONNS for every seatd (0: seatd's default)")
@@ -196,7 +202,7 @@ func (c config) runs(phase string) bool { return len(c.only) == 0 || c.only[phas
 // buyersNeeded is how many buyer accounts (and sessions) the run needs.
 func (c config) buyersNeeded() int {
 	n := c.hotBuyers
-	for _, l := range append(append(append([]int{}, c.levels...), c.fallback...), c.multiBuyers, c.pacedBuyers, c.wsSessions+1) {
+	for _, l := range append(append(append([]int{}, c.levels...), c.fallback...), c.multiBuyers, c.pacedBuyers, c.openingBuyers, c.wsSessions+1) {
 		n = max(n, l)
 	}
 	return n
@@ -215,7 +221,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	phases := map[string]func(context.Context) error{
-		"holds": b.phaseHolds, "hotseat": b.phaseHotSeat, "occupancy": b.phaseOccupancy, "charts": b.phaseCharts, "multi": b.phaseMulti,
+		"opening": b.phaseOpening, "holds": b.phaseHolds, "hotseat": b.phaseHotSeat, "occupancy": b.phaseOccupancy, "charts": b.phaseCharts, "multi": b.phaseMulti,
 		"fallback": b.phaseFallback, "live": b.phaseLive, "expiry": b.phaseExpiry,
 	}
 	for _, p := range allPhases {

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"seatd/internal/store"
+
 	"bufio"
 	"bytes"
 	"context"
@@ -54,6 +56,27 @@ WITH r AS (
 SELECT id, version, hold_id, fence FROM upd;
 `
 
+// sharedScript runs seatd's shared hold statement itself
+// (store.HoldStatement: everything after its input rows) for :batch seats
+// per statement, each row its own buyer, as seatd's hold batcher sends it
+// under load. The input rows are read from the seats by their (event_id,
+// idx) index instead of unnested from arrays passed in.
+func sharedScript() (string, error) {
+	stmt := store.HoldStatement()
+	i := strings.Index(stmt, "), upd AS (")
+	if i < 0 {
+		return "", fmt.Errorf("the hold statement has no upd step: the reference needs updating")
+	}
+	return `\set k :k + 1
+\set base (:k * :nclients + :client_id - :nclients) * :batch
+WITH r AS (
+    SELECT s0.org_id, s0.event_id, s0.id AS seat_id, gen_random_uuid() AS hold_id, (s0.idx + 1)::bigint AS fence,
+           (SELECT user_id FROM bench_clients WHERE client_id = :client_id::int * :batch::int + s0.idx - :base::int) AS user_id,
+           now() AS created, now() + interval '15 minutes' AS held_until, 'api'::text AS source, 2147483647 AS cap
+    FROM seats s0 WHERE s0.org_id = :org AND s0.event_id = :event AND s0.idx >= :base::int AND s0.idx < :base::int + :batch::int
+` + stmt[i:] + ";\n", nil
+}
+
 // benchClients maps pgbench client ids to the bench's buyers (one each,
 // round robin), for the reference's per-buyer hold count.
 func (b *bench) benchClients(ctx context.Context, clients int) error {
@@ -84,15 +107,34 @@ func (b *bench) pgbench(ctx context.Context, clients int) (*Load, error) {
 // is positive; its logged latency then runs from each transaction's
 // scheduled start, like the paced HTTP run's.
 func (b *bench) pgbenchRate(ctx context.Context, clients int, rate float64) (*Load, error) {
+	return b.pgbenchRun(ctx, clients, rate, 0)
+}
+
+// pgbenchShared runs seatd's shared hold statement with batch holds per
+// statement at clients statements at once (seatd's statement slots).
+func (b *bench) pgbenchShared(ctx context.Context, clients, batch int) (*Load, error) {
+	return b.pgbenchRun(ctx, clients, 0, batch)
+}
+
+// pgbenchRun runs pgbenchScript, or sharedScript when batch > 0.
+func (b *bench) pgbenchRun(ctx context.Context, clients int, rate float64, batch int) (*Load, error) {
+	text, perTx := pgbenchScript, 1
+	if batch > 0 {
+		var err error
+		if text, err = sharedScript(); err != nil {
+			return nil, err
+		}
+		perTx = batch
+	}
 	ev, _, err := b.genEvent(ctx, fmt.Sprintf("pgbench %d", clients), b.cfg.refSeats, false)
 	if err != nil {
 		return nil, err
 	}
-	if err := b.benchClients(ctx, clients); err != nil {
+	if err := b.benchClients(ctx, clients*perTx); err != nil {
 		return nil, err
 	}
-	script := filepath.Join(b.tmp, "hold.pgbench.sql")
-	if err := os.WriteFile(script, []byte(pgbenchScript), 0o600); err != nil {
+	script := filepath.Join(b.tmp, fmt.Sprintf("hold-%d.pgbench.sql", perTx))
+	if err := os.WriteFile(script, []byte(text), 0o600); err != nil {
 		return nil, err
 	}
 	u, err := url.Parse(b.dbURL)
@@ -104,7 +146,7 @@ func (b *bench) pgbenchRate(ctx context.Context, clients int, rate float64) (*Lo
 	args := []string{"-n", "-h", u.Hostname(), "-p", u.Port(), "-U", u.User.Username(),
 		"-M", "prepared", "-c", strconv.Itoa(clients), "-j", "2", "-T", strconv.Itoa(secs),
 		"-f", script, "-D", "k=0", "-D", "nclients=" + strconv.Itoa(clients),
-		"-D", "org=" + b.fx.orgID, "-D", "event=" + ev,
+		"-D", "org=" + b.fx.orgID, "-D", "event=" + ev, "-D", "batch=" + strconv.Itoa(perTx),
 		"-l", "--log-prefix=" + prefix}
 	if rate > 0 {
 		args = append(args, "-R", strconv.FormatFloat(rate, 'f', 1, 64))
@@ -148,18 +190,21 @@ func (b *bench) pgbenchRate(ctx context.Context, clients int, rate float64) (*Lo
 	if err := b.db.QueryRow(ctx, `SELECT count(*) FROM seat_holds WHERE event_id = $1`, ev).Scan(&written); err != nil {
 		return nil, err
 	}
-	if missing := len(ends) - written; missing > 0 {
+	if missing := len(ends)*perTx - written; missing > 0 {
 		l.RanOut = true
-		l.Note = fmt.Sprintf("%d of %d transactions held nothing: raise -ref-seats", missing, len(ends))
+		l.Note = fmt.Sprintf("%d of %d holds not written: raise -ref-seats", missing, len(ends)*perTx)
 	}
-	l.Holds = len(win)
+	l.Holds = len(win) * perTx
 	l.Statuses["commit"] = len(win)
+	if perTx > 1 {
+		l.Note = strings.TrimPrefix(l.Note+fmt.Sprintf("; %d holds per statement, %d statements at once", perTx, clients), "; ")
+	}
 	l.Latency = latencyOf(win)
 	// pgbench is our child: its time is in the client's share.
 	l.CPU = cpu0.to(cpu1)
 	l.finish()
 	// CPU covers the whole pgbench run, so divide by every transaction.
-	per := func(v float64) float64 { return round3(v * 1e6 / float64(len(ends))) }
+	per := func(v float64) float64 { return round3(v * 1e6 / float64(len(ends)*perTx)) }
 	l.CPUPerHold = CPU{Postgres: per(l.CPU.Postgres), Client: per(l.CPU.Client), Redis: per(l.CPU.Redis), Seatd: per(l.CPU.Seatd)}
 	return l, nil
 }

@@ -55,6 +55,10 @@ func (b *bench) serverEnv(addr string, extra map[string]string) []string {
 		"SEATD_MAX_SOCKETS_PER_SESSION": "100000",
 		"SEATD_MAX_SOCKETS":             "100000",
 		"SEATD_UPGRADE_RATE_PER_MINUTE": "1000000000",
+		// Phases warm their own event; a process warming every bench
+		// event at startup would load them inside other phases' windows.
+		// The opening phase turns it on.
+		"SEATD_WARM_EVENTS": "0",
 	}
 	if b.cfg.pgMaxConns > 0 {
 		vars["SEATD_PG_MAX_CONNS"] = strconv.Itoa(b.cfg.pgMaxConns)
@@ -286,6 +290,8 @@ type CPU struct {
 	Postgres float64 `json:"postgres"`
 	Redis    float64 `json:"redis"`
 	Client   float64 `json:"client"` // seatbench itself, or pgbench
+	// Balancer is haproxy's, when the load went through it.
+	Balancer float64 `json:"balancer,omitempty"`
 	// Other is what the rest of the machine used meanwhile (other people's
 	// builds and tests share these cores); Idle is what nobody used.
 	Other float64 `json:"other"`

@@ -19,6 +19,7 @@ type Report struct {
 	Seconds   float64      `json:"seconds"`
 	Mode      string       `json:"mode"`
 	Machine   Machine      `json:"machine"`
+	Opening   *Opening     `json:"opening,omitempty"`
 	Holds     []*HoldLevel `json:"holds,omitempty"`
 	Paced     *HoldLevel   `json:"paced,omitempty"`
 	Fallback  []*HoldLevel `json:"fallback,omitempty"`
@@ -27,10 +28,12 @@ type Report struct {
 	Occupancy *Occupancy   `json:"occupancy,omitempty"`
 	Charts    *ChartImport `json:"chart_import,omitempty"`
 	Live      *Live        `json:"live,omitempty"`
-	Expiry    *Expiry      `json:"expiry,omitempty"`
-	Profiles  []string     `json:"profiles,omitempty"`
-	Targets   []Target     `json:"targets"`
-	Errors    []PhaseError `json:"errors,omitempty"`
+	// LiveAcross is live fan-out through haproxy over several processes.
+	LiveAcross *LiveAcross  `json:"live_across_processes,omitempty"`
+	Expiry     *Expiry      `json:"expiry,omitempty"`
+	Profiles   []string     `json:"profiles,omitempty"`
+	Targets    []Target     `json:"targets"`
+	Errors     []PhaseError `json:"errors,omitempty"`
 }
 
 // PhaseError is a phase (or part of one) that could not be measured.
@@ -66,11 +69,39 @@ func (r *Report) evaluate() {
 			h.RateRatio >= 0.5, "%.2f", h.RateRatio)
 	}
 	for _, h := range r.Holds {
+		if h.Shared != nil && h.HTTP != nil {
+			r.target(fmt.Sprintf("distinct-seat holds, %d buyers, vs the shared statement in pgbench", h.Buyers), "≥ 0.70",
+				h.SharedRatio >= 0.7, "%.2f (%s)", h.SharedRatio, h.Shared.Note)
+		}
+		if h.Buyers == 200 && h.HTTP != nil {
+			c := h.HTTP.CPUPerHold
+			r.target("CPU per granted hold, 200 buyers", "seatd ≤ 100 µs", c.Seatd > 0 && c.Seatd <= 100,
+				"seatd %.0f µs (Postgres %.0f, Redis %.0f)", c.Seatd, c.Postgres, c.Redis)
+		}
 		if h.Buyers == 200 && h.HTTP != nil {
 			l := h.HTTP.Latency
 			r.target("hold latency, 200 buyers, closed loop (saturated)", "p95 < 25 ms, p99 < 50 ms", l.P95 < 25 && l.P99 < 50,
 				"p95 %.1f ms, p99 %.1f ms at %.0f holds/s", l.P95, l.P99, h.HTTP.Rate)
 		}
+	}
+	for _, h := range r.Multi {
+		if h.Balanced && h.Base != nil && h.Base.CPUPerHold.Seatd > 0 {
+			x := ratio2(h.HTTP.CPUPerHold.Seatd, h.Base.CPUPerHold.Seatd)
+			r.target(fmt.Sprintf("%d processes behind haproxy, CPU per hold", h.HTTP.Procs), "seatd ≤ 1.2 × one process's", x <= 1.2,
+				"%.2f × (%.0f vs %.0f µs; haproxy %.0f µs)", x, h.HTTP.CPUPerHold.Seatd, h.Base.CPUPerHold.Seatd, h.HTTP.CPUPerHold.Balancer)
+		}
+	}
+	if la := r.LiveAcross; la != nil && la.Latency.N > 0 {
+		r.target(fmt.Sprintf("live update through haproxy to %d sockets over %d processes", la.Sockets, la.Procs), "p99 < 100 ms",
+			la.Latency.P99 < 100 && la.Missed == 0, "p99 %.1f ms, %d frames missed", la.Latency.P99, la.Missed)
+	}
+	if o := r.Opening; o != nil && o.Steady != nil {
+		r.target(fmt.Sprintf("hold latency, %d open connections, steady", o.Buyers), "p99 < 20 ms", o.Steady.Latency.P99 < 20,
+			"p99 %.1f ms at %.0f holds/s", o.Steady.Latency.P99, o.Steady.Rate)
+	}
+	if o := r.Opening; o != nil && o.Warmed != nil {
+		r.target(fmt.Sprintf("first hold of a %d-seat sale", o.Seats), "event warm before its first buyer", o.Warmed.Latency.Max < 200,
+			"warmed: max %.0f ms (cold process: max %.0f ms)", o.Warmed.Latency.Max, o.Cold.Latency.Max)
 	}
 	if h := r.Paced; h != nil && h.HTTP != nil {
 		l := h.HTTP.Latency
@@ -161,6 +192,19 @@ func (r *Report) printTable(w io.Writer) {
 		}
 		return s
 	}
+	if o := r.Opening; o != nil && o.Cold != nil {
+		name := fmt.Sprintf("opening of a %d-seat sale, %d buyers", o.Seats, o.Buyers)
+		row(name+": first hold, cold process p50/max", fmt.Sprintf("%.0f / %.0f ms", o.Cold.Latency.P50, o.Cold.Latency.Max),
+			"loads the event inside the first holds", "", "")
+		if o.Warmed != nil {
+			row(name+": first hold, warmed at startup p50/max", fmt.Sprintf("%.1f / %.1f ms", o.Warmed.Latency.P50, o.Warmed.Latency.Max),
+				fmt.Sprintf("event loaded %.0f ms after start", o.WarmMS), "", "")
+		}
+		if s := o.Steady; s != nil {
+			row(name+": steady p50/p95/p99 (per request, closed loop)", lat(s.Latency)+failures(s),
+				fmt.Sprintf("%.0f holds/s; no coordinated-omission correction", s.Rate), "", "p99 < 20 ms")
+		}
+	}
 	for _, h := range r.Holds {
 		name := fmt.Sprintf("holds, %d buyers (fast path)", h.Buyers)
 		refRate, refLat, refCPU, ratio := "-", "-", "-", "-"
@@ -178,6 +222,11 @@ func (r *Report) printTable(w io.Writer) {
 		row(name+" p50/p95/p99", lat(h.HTTP.Latency), refLat,
 			fmt.Sprintf("%.1f / %.1f / %.1f", h.P50Ratio, h.P95Ratio, h.P99Ratio), latTarget)
 		row(name+" CPU µs/hold", cpu(h.HTTP, false), refCPU, "", "")
+		if s := h.Shared; s != nil {
+			row(name+" vs the shared statement", fmt.Sprintf("%.0f/s", h.HTTP.Rate),
+				fmt.Sprintf("%.0f/s pgbench, %s", s.Rate, s.Note), fmt.Sprintf("%.2f", h.SharedRatio), "≥ 0.70")
+			row(name+" shared statement CPU µs/hold", "", cpu(s, true), "", "")
+		}
 	}
 	if h := r.Paced; h != nil && h.HTTP != nil {
 		name := fmt.Sprintf("holds, %d buyers paced at %.0f/s", h.Buyers, h.HTTP.Offered)
@@ -206,6 +255,9 @@ func (r *Report) printTable(w io.Writer) {
 	}
 	for _, h := range r.Multi {
 		name := fmt.Sprintf("holds, %d buyers over %d processes", h.Buyers, h.HTTP.Procs)
+		if h.Balanced {
+			name += " behind haproxy"
+		}
 		base, ratio := "-", "-"
 		if h.Base != nil {
 			base = fmt.Sprintf("%.0f/s one process", h.Base.Rate)
@@ -217,6 +269,19 @@ func (r *Report) printTable(w io.Writer) {
 		}
 		row(name+" rate", fmt.Sprintf("%.0f/s%s", h.HTTP.Rate, failures(h.HTTP)), base, ratio, "")
 		row(name+" p50/p95/p99", lat(h.HTTP.Latency), "", "", "")
+		if h.Base != nil {
+			c := h.HTTP.CPUPerHold
+			bal := ""
+			if h.Balanced {
+				bal = fmt.Sprintf(" + haproxy %.0f", c.Balancer)
+			}
+			row(name+" CPU µs/hold", cpu(h.HTTP, false)+bal, fmt.Sprintf("one process: seatd %.0f", h.Base.CPUPerHold.Seatd),
+				fmt.Sprintf("%.2f", ratio2(c.Seatd, h.Base.CPUPerHold.Seatd)), "seatd ≤ 1.2 × one process's")
+		}
+	}
+	if la := r.LiveAcross; la != nil {
+		name := fmt.Sprintf("live through haproxy, %d sockets over %d processes", la.Sockets, la.Procs)
+		row(name+": hold → frame p50/p95/p99", lat(la.Latency)+others(la.OthersCPU), fmt.Sprintf("%d of %d frames missed", la.Missed, la.Expected), "", "p99 < 100 ms")
 	}
 	if h := r.HotSeat; h != nil {
 		name := fmt.Sprintf("hot seat, %d buyers", h.Buyers)

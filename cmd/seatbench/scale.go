@@ -44,6 +44,45 @@ func (b *bench) phaseMulti(ctx context.Context) error {
 		b.rep.Multi = append(b.rep.Multi, lvl)
 		b.log.printf("holds %d buyers over %d processes: %s", c, n, lvl.HTTP.summary())
 	}
+	return b.behindBalancer(ctx, servers, base, ref)
+}
+
+// behindBalancer runs the multi-process load through haproxy in front of
+// every process: what a deployment does (make run-cluster). The
+// balancer's own CPU is reported apart from seatd's.
+func (b *bench) behindBalancer(ctx context.Context, servers []*server, base, ref *Load) error {
+	c := b.cfg.multiBuyers
+	lb, err := b.startBalancer(ctx, servers)
+	if err != nil {
+		return err
+	}
+	defer lb.stop()
+	ev, seats, err := b.genEvent(ctx, fmt.Sprintf("haproxy %d", len(servers)), b.cfg.eventSeats, false)
+	if err != nil {
+		return err
+	}
+	if err := b.warmEvent(ctx, servers, ev); err != nil {
+		return err
+	}
+	lb0, _, _ := procCPU(lb.pid, false)
+	lvl := &HoldLevel{Buyers: c, Base: base, Ref: ref, Balanced: true}
+	lvl.HTTP = b.holdLoad(ctx, lb.through(servers), b.fx.buyers[:c], ev, seats, b.cfg.warmup, b.cfg.duration, nil)
+	lb1, _, _ := procCPU(lb.pid, false)
+	// The balancer ran over warmup and window; its share of the window.
+	lvl.HTTP.CPU.Balancer = round3((lb1 - lb0) * b.cfg.duration.Seconds() / (b.cfg.warmup + b.cfg.duration).Seconds())
+	lvl.HTTP.finish()
+	lvl.ratios()
+	b.rep.Multi = append(b.rep.Multi, lvl)
+	b.log.printf("holds %d buyers over %d processes behind haproxy: %s; haproxy %.0f µs/hold", c, len(servers),
+		lvl.HTTP.summary(), lvl.HTTP.CPUPerHold.Balancer)
+	n := min(b.cfg.wsClients, 1000)
+	la, err := b.liveAcross(ctx, lb.through(servers[:1])[0], len(servers), n, min(b.cfg.wsHolds, 20))
+	if err != nil {
+		return err
+	}
+	b.rep.LiveAcross = la
+	b.log.printf("live through haproxy, %d sockets over %d processes: hold → frame p50 %.1f p99 %.1f max %.1f ms, %d of %d missed",
+		la.Sockets, la.Procs, la.Latency.P50, la.Latency.P99, la.Latency.Max, la.Missed, la.Expected)
 	return nil
 }
 

@@ -24,6 +24,8 @@ type Config struct {
 	HoldTTL            time.Duration // SEATD_HOLD_TTL
 	FeedInterval       time.Duration // SEATD_FEED_INTERVAL: how often each process reads the change feed
 	CacheIdle          time.Duration // SEATD_CACHE_IDLE: an event nobody watched or asked about this long leaves the hot cache
+	WarmEvents         int           // SEATD_WARM_EVENTS: on-sale events loaded into the hot cache at startup (0: none)
+	WarmSeats          int           // SEATD_WARM_SEATS: at most this many seats in all loaded at startup (past the first event)
 	HoldExtension      time.Duration // SEATD_HOLD_EXTENSION
 	MaxExtensions      int           // SEATD_MAX_EXTENSIONS
 	LockMargin         time.Duration // SEATD_LOCK_MARGIN: Redis lock TTL beyond held_until
@@ -86,6 +88,8 @@ func Defaults() Config {
 		HoldTTL:            15 * time.Minute,
 		FeedInterval:       250 * time.Millisecond,
 		CacheIdle:          10 * time.Minute,
+		WarmEvents:         20,
+		WarmSeats:          2_000_000,
 		HoldExtension:      5 * time.Minute,
 		MaxExtensions:      1,
 		LockMargin:         time.Minute,
@@ -173,6 +177,8 @@ func Load(getenv func(string) string) (Config, error) {
 	dur("SEATD_HOLD_TTL", &c.HoldTTL)
 	dur("SEATD_FEED_INTERVAL", &c.FeedInterval)
 	dur("SEATD_CACHE_IDLE", &c.CacheIdle)
+	num("SEATD_WARM_EVENTS", &c.WarmEvents)
+	num("SEATD_WARM_SEATS", &c.WarmSeats)
 	dur("SEATD_HOLD_EXTENSION", &c.HoldExtension)
 	num("SEATD_MAX_EXTENSIONS", &c.MaxExtensions)
 	dur("SEATD_LOCK_MARGIN", &c.LockMargin)
@@ -273,6 +279,8 @@ func (c Config) validate() []error {
 		}
 	}
 	atLeast("SEATD_MAX_EXTENSIONS", c.MaxExtensions, 0)
+	atLeast("SEATD_WARM_EVENTS", c.WarmEvents, 0)
+	atLeast("SEATD_WARM_SEATS", c.WarmSeats, 0)
 	atLeast("SEATD_MAX_HOLDS_PER_BUYER", c.MaxHoldsPerBuyer, 1)
 	atLeast("SEATD_MAX_SEATS_PER_REQUEST", c.MaxSeatsPerRequest, 1)
 	atLeast("SEATD_REAPER_BATCH", c.ReaperBatch, 1)

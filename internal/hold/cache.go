@@ -42,9 +42,12 @@ type eventState struct {
 	// recheck are seats whose Redis state was found to disagree with
 	// Postgres (Redis let a hold through that Postgres then refused); the
 	// follower syncs them from Postgres.
-	recheck   []uuid.UUID
-	seats     map[uuid.UUID]*store.Seat
-	byIdx     []*store.Seat
+	recheck []uuid.UUID
+	// all is every seat in idx order (the slice the load returned, kept
+	// as it is: one allocation, no pointer per seat for the collector to
+	// trace); pos finds a seat in it by id.
+	all       []store.Seat
+	pos       map[uuid.UUID]int32
 	sections  []store.Section
 	sectionOf map[uuid.UUID]int       // section id -> index into sections
 	counts    []store.Counts          // per section, same order as sections
@@ -76,16 +79,15 @@ func (e *eventState) fill(sections []store.Section, seats []store.Seat) []Delta 
 	for i, s := range sections {
 		e.sectionOf[s.ID] = i
 	}
-	e.seats = make(map[uuid.UUID]*store.Seat, len(seats))
-	e.byIdx = make([]*store.Seat, 0, len(seats))
+	e.all = seats
+	e.pos = make(map[uuid.UUID]int32, len(seats))
 	e.counts = make([]store.Counts, len(sections))
 	e.catCounts = map[string]store.Counts{}
 	e.userHolds = map[uuid.UUID]int{}
 	var changed []Delta
 	for i := range seats {
 		s := &seats[i]
-		e.seats[s.ID] = s
-		e.byIdx = append(e.byIdx, s)
+		e.pos[s.ID] = int32(i) // #nosec G115 -- an event has far fewer than 2^31 seats
 		e.counts[e.sectionOf[s.SectionID]].Add(s.Status, 1)
 		e.addCategory(s, 1)
 		if s.Status == store.Held {
@@ -102,6 +104,15 @@ func (e *eventState) fill(sections []store.Section, seats []store.Seat) []Delta 
 		}
 	}
 	return changed
+}
+
+// lookup finds a cached seat by id; the caller holds mu.
+func (e *eventState) lookup(id uuid.UUID) (*store.Seat, bool) {
+	i, ok := e.pos[id]
+	if !ok {
+		return nil, false
+	}
+	return &e.all[i], true
 }
 
 func seatDelta(org, event uuid.UUID, s *store.Seat, kind string, now time.Time) Delta {
@@ -127,7 +138,7 @@ func (e *eventState) apply(ds []Delta) []Delta {
 }
 
 func (e *eventState) applyLocked(d Delta) bool {
-	s, ok := e.seats[d.Seat]
+	s, ok := e.lookup(d.Seat)
 	if !ok || d.Version <= s.Version {
 		return false
 	}
@@ -177,7 +188,7 @@ func (e *eventState) setSettings(x store.Event) { e.settings.Store(&x) }
 func (e *eventState) seat(id uuid.UUID) (store.Seat, bool) {
 	e.mu.RLock()
 	defer e.mu.RUnlock()
-	s, ok := e.seats[id]
+	s, ok := e.lookup(id)
 	if !ok {
 		return store.Seat{}, false
 	}
@@ -267,11 +278,7 @@ func (e *eventState) heldCount() int {
 func (e *eventState) snapshot() []store.Seat {
 	e.mu.RLock()
 	defer e.mu.RUnlock()
-	out := make([]store.Seat, len(e.byIdx))
-	for i, s := range e.byIdx {
-		out[i] = *s
-	}
-	return out
+	return append([]store.Seat(nil), e.all...)
 }
 
 func (e *eventState) occupancy() ([]store.Section, []store.Counts) {

@@ -50,16 +50,21 @@ type Delta struct {
 
 // message is what travels on an event's channel.
 type message struct {
-	Deltas []Delta `json:"deltas,omitempty"`
+	// From names the sending process, so it can skip its own messages. It
+	// is the first field, so the encoded message starts with it and the
+	// sender recognises its own without decoding (see ownPrefix).
+	From   uuid.UUID `json:"from,omitzero"`
+	Deltas []Delta   `json:"deltas,omitempty"`
 	// Resync asks every process to reload the event from Postgres (sent
 	// after a reconcile).
 	Resync bool `json:"resync,omitempty"`
 	// Settings says the event's settings (status, sales window, hold TTL
 	// and cap) changed: every process reloads them.
 	Settings bool `json:"settings,omitempty"`
-	// From names the sending process, so it can skip its own resync.
-	From uuid.UUID `json:"from,omitzero"`
 }
+
+// ownPrefix is how every message process id sends begins.
+func ownPrefix(id uuid.UUID) []byte { return []byte(`{"from":"` + id.String() + `"`) }
 
 func encodeMessage(m message) ([]byte, error) { return json.Marshal(m) }
 

@@ -49,7 +49,7 @@ func (s *Service) follow(ctx context.Context) {
 	now := s.now()
 	var evs []*eventState
 	for _, ev := range s.cachedEvents() {
-		if now.Sub(time.Unix(0, ev.used.Load())) > s.opt.CacheIdle && !ev.watched() {
+		if now.Sub(time.Unix(0, ev.used.Load())) > s.opt.CacheIdle && !ev.watched() && !s.pinnedAt(ev, now) {
 			s.evict(ev)
 			continue
 		}
@@ -60,6 +60,7 @@ func (s *Service) follow(ctx context.Context) {
 		return
 	}
 	s.reloadSettings(ctx, evs)
+	s.rewarm(ctx)
 	reads := make([]store.FeedRead, len(evs))
 	for i, ev := range evs {
 		reads[i] = store.FeedRead{Org: ev.org, Event: ev.id, From: ev.at}
@@ -194,6 +195,13 @@ func (s *Service) fullSync(ctx context.Context, ev *eventState) error {
 	if err != nil {
 		return err
 	}
+	return s.fullSyncFrom(ctx, ev, held, maxFence)
+}
+
+// fullSyncFrom is fullSync from Postgres's held seats and highest fence
+// read at one snapshot, such as the one an event was just loaded at (the
+// second read of a 300 000-seat event would scan it again).
+func (s *Service) fullSyncFrom(ctx context.Context, ev *eventState, held []store.Seat, maxFence int64) error {
 	members, err := call(s.redis, func() ([]string, error) { return s.locks.HeldSeats(ctx, ev.org, ev.id) })
 	if err != nil {
 		return err

@@ -492,7 +492,7 @@ func (s *Service) finish(ctx context.Context, ev *eventState, seats []store.Seat
 func (s *Service) seatLabel(ev *eventState, id uuid.UUID) string {
 	ev.mu.RLock()
 	defer ev.mu.RUnlock()
-	st, ok := ev.seats[id]
+	st, ok := ev.lookup(id)
 	if !ok {
 		return id.String()
 	}

@@ -6,6 +6,7 @@
 package hold
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"log/slog"
@@ -95,6 +96,12 @@ type Service struct {
 	m     *telemetry.Metrics
 	now   func() time.Time
 
+	// self names this process in the messages it publishes; own is how
+	// they begin (a message of ours is skipped on receipt: commit applied
+	// its deltas already).
+	self uuid.UUID
+	own  []byte
+
 	// unsynced counts cached events whose Redis state is not synced.
 	unsynced atomic.Int64
 	// kick asks the follower for a round now (buffered, never blocks).
@@ -104,6 +111,8 @@ type Service struct {
 
 	mu     sync.Mutex
 	events map[[2]uuid.UUID]*eventState
+	// pinned are events kept loaded while on sale, until when (warm.go).
+	pinned map[[2]uuid.UUID]*pin
 	loads  singleflight.Group
 }
 
@@ -115,8 +124,10 @@ func New(st *store.Store, locks *seatlock.Locks, bus Bus, opt Options, log *slog
 	if opt.CacheIdle == 0 {
 		opt.CacheIdle = 10 * time.Minute
 	}
-	s := &Service{store: st, locks: locks, bus: bus, opt: opt, log: log, m: m, now: now,
-		kick: make(chan struct{}, 1), events: map[[2]uuid.UUID]*eventState{}}
+	self := uuid.New()
+	s := &Service{store: st, locks: locks, bus: bus, opt: opt, log: log, m: m, now: now, self: self, own: ownPrefix(self),
+		kick: make(chan struct{}, 1), events: map[[2]uuid.UUID]*eventState{},
+		pinned: map[[2]uuid.UUID]*pin{}}
 	// While Redis was out of reach, locks may have been taken or dropped
 	// there without this process seeing it: no event's locks are trusted
 	// until synced again.
@@ -197,7 +208,7 @@ func (s *Service) event(ctx context.Context, org, id uuid.UUID) (*eventState, er
 			return ev, nil
 		}
 		s.mu.Unlock()
-		e, err := s.store.Event(ctx, org, id)
+		e, err := s.store.EventSettings(ctx, org, id)
 		if err != nil {
 			return nil, err
 		}
@@ -212,6 +223,16 @@ func (s *Service) event(ctx context.Context, org, id uuid.UUID) (*eventState, er
 			ev.unsub()
 			return nil, fmt.Errorf("load event: %w", err)
 		}
+		// What Redis should hold, as of the load's snapshot (fill goes on
+		// to apply newer deltas to seats).
+		var held []store.Seat
+		var maxFence int64
+		for i := range seats {
+			if seats[i].Status == store.Held {
+				held = append(held, seats[i])
+			}
+			maxFence = max(maxFence, seats[i].Fence)
+		}
 		ev.notify(ev.fill(secs, seats))
 		ev.at = at
 		ev.used.Store(s.now().UnixNano())
@@ -219,7 +240,7 @@ func (s *Service) event(ctx context.Context, org, id uuid.UUID) (*eventState, er
 		if s.redis.usable() {
 			// The fast path is open from the first request on; if this
 			// fails, the follower syncs the event on its next round.
-			if err := s.fullSync(ctx, ev); err != nil {
+			if err := s.fullSyncFrom(ctx, ev, held, maxFence); err != nil {
 				s.log.Warn("sync redis for a loaded event", "org", org, "event", id, "err", err)
 			}
 		}
@@ -237,6 +258,10 @@ func (s *Service) event(ctx context.Context, org, id uuid.UUID) (*eventState, er
 }
 
 func (s *Service) receive(ev *eventState, b []byte) {
+	if bytes.HasPrefix(b, s.own) {
+		// Ours: applied and told to local watchers by commit already.
+		return
+	}
 	msg, err := decodeMessage(b)
 	if err != nil {
 		s.log.Warn("undecodable live message", "event", ev.id, "err", err)
@@ -260,13 +285,19 @@ func (s *Service) commit(ctx context.Context, org, event uuid.UUID, ds []Delta) 
 	if len(ds) == 0 {
 		return
 	}
+	// Other processes learn of the change from the message; this one
+	// skips its own messages, as it applies them here. An event still
+	// loading is not cached yet: its message is then sent unsigned, so
+	// the load's queue gets it like anyone else's.
+	from := uuid.Nil
 	if ev := s.cached(org, event); ev != nil {
 		ev.notify(ev.apply(ds))
+		from = s.self
 	}
 	// Chunk so every message fits the Postgres NOTIFY fallback.
 	for len(ds) > 0 {
 		n := min(len(ds), 20)
-		b, err := encodeMessage(message{Deltas: ds[:n]})
+		b, err := encodeMessage(message{From: from, Deltas: ds[:n]})
 		if err == nil {
 			err = s.bus.Publish(context.WithoutCancel(ctx), s.locks.Keys(org, event).Live(), b)
 		}
@@ -338,7 +369,7 @@ func (s *Service) evict(ev *eventState) {
 		s.unsynced.Add(-1)
 	}
 	ev.mu.RLock()
-	n := len(ev.seats)
+	n := len(ev.all)
 	ev.mu.RUnlock()
 	s.m.HotCacheSeats.Sub(float64(n))
 	s.m.CacheEvictions.Inc()
@@ -388,7 +419,7 @@ func (s *Service) SeatLayout(org, event, seat uuid.UUID) (SeatView, bool) {
 	}
 	ev.mu.RLock()
 	defer ev.mu.RUnlock()
-	st, ok := ev.seats[seat]
+	st, ok := ev.lookup(seat)
 	if !ok {
 		return SeatView{}, false
 	}
@@ -405,10 +436,10 @@ func (s *Service) SeatViews(ctx context.Context, a Actor, event uuid.UUID) ([]st
 	}
 	ev.mu.RLock()
 	defer ev.mu.RUnlock()
-	out := make([]SeatView, len(ev.byIdx))
+	out := make([]SeatView, len(ev.all))
 	cats := ev.settings.Load().Categories
-	for i, st := range ev.byIdx {
-		out[i] = SeatView{Seat: *st, Section: ev.sections[ev.sectionOf[st.SectionID]].Label, Cat: catIndex(cats, st.Category)}
+	for i, st := range ev.all {
+		out[i] = SeatView{Seat: st, Section: ev.sections[ev.sectionOf[st.SectionID]].Label, Cat: catIndex(cats, st.Category)}
 	}
 	return ev.sections, out, nil
 }

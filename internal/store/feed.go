@@ -57,12 +57,19 @@ func (s *Store) LoadEvent(ctx context.Context, org, event uuid.UUID) ([]Section,
 		if secs, err = sections(ctx, tx, org, event); err != nil {
 			return err
 		}
+		// Seats are numbered 0..n-1 (CreateEvent), so the top of the
+		// (event_id, idx) index sizes the slice without a count.
+		var n int
+		if err := tx.QueryRow(ctx, `SELECT coalesce(max(idx) + 1, 0) FROM seats WHERE event_id = $2 AND org_id = $1`,
+			org, event).Scan(&n); err != nil {
+			return err
+		}
 		rows, err := tx.Query(ctx, seatColumns+`
 			WHERE s.org_id = $1 AND s.event_id = $2 ORDER BY s.idx`, org, event)
 		if err != nil {
 			return err
 		}
-		seats, err = pgx.CollectRows(rows, scanSeat)
+		seats, err = collectSeats(rows, n)
 		return err
 	})
 	return secs, seats, at, err

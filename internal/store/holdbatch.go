@@ -59,6 +59,10 @@ WITH r AS (
 )
 SELECT id, version, hold_id FROM upd`
 
+// HoldStatement is the SQL of the shared hold statement (holdsSQL), for
+// the bench's reference run of the very statement seatd sends.
+func HoldStatement() string { return holdsSQL }
+
 // noCap is the cap of a hold request without one.
 const noCap = 1<<31 - 1
 

@@ -321,6 +321,46 @@ func event(ctx context.Context, db pg.DBTX, org, id uuid.UUID, lock string) (Eve
 	return e, err
 }
 
+// SaleEvent is an event on sale (or about to be) with its seat count.
+type SaleEvent struct {
+	Org, ID uuid.UUID
+	Until   time.Time // when its sale ends
+	Seats   int
+}
+
+// EventsOnSale lists, across organizations, the events whose sale has not
+// ended at now, soonest end first, at most limit. A sale ends when the
+// event starts.
+func (s *Store) EventsOnSale(ctx context.Context, now time.Time, limit int) ([]SaleEvent, error) {
+	// Seats are numbered 0..n-1: the top of the (event_id, idx) index
+	// counts them without scanning.
+	rows, err := s.db.Query(ctx, `
+		SELECT e.org_id, e.id, e.starts_at, coalesce((SELECT max(s.idx) + 1 FROM seats s WHERE s.event_id = e.id), 0)
+		FROM events e WHERE e.starts_at > $1 ORDER BY e.starts_at, e.id LIMIT $2`, now, limit)
+	if err != nil {
+		return nil, err
+	}
+	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (SaleEvent, error) {
+		var e SaleEvent
+		err := r.Scan(&e.Org, &e.ID, &e.Until, &e.Seats)
+		return e, err
+	})
+}
+
+// EventSettings reads one event of org with its categories but without
+// counting its seats (Event does, a scan of them all): what the hot cache
+// keeps of an event it loads.
+func (s *Store) EventSettings(ctx context.Context, org, id uuid.UUID) (Event, error) {
+	es, err := s.EventsByKey(ctx, []uuid.UUID{org}, []uuid.UUID{id})
+	if err != nil {
+		return Event{}, err
+	}
+	if len(es) == 0 {
+		return Event{}, notFoundIfNoRows(pgx.ErrNoRows, "event")
+	}
+	return es[0], nil
+}
+
 // Sections lists an event's sections in display order.
 func (s *Store) Sections(ctx context.Context, org, event uuid.UUID) ([]Section, error) {
 	return sections(ctx, s.db, org, event)

@@ -36,6 +36,9 @@ type Metrics struct {
 	DeltasIn           prometheus.Counter
 	HotCacheSeats      prometheus.Gauge
 	CacheEvictions     prometheus.Counter
+	// CacheWarms counts events loaded ahead of their buyers (on sale at
+	// startup, published, or reloaded while on sale).
+	CacheWarms prometheus.Counter
 	// FeedRounds counts follower rounds; FeedChanges the seat changes they
 	// read and FeedApplied the ones the cache had not had from a delta.
 	FeedRounds       prometheus.Counter
@@ -100,6 +103,8 @@ func New(reg prometheus.Registerer) *Metrics {
 			Name: "seatd_hot_cache_seats", Help: "Seats held in this process's hot cache."}),
 		CacheEvictions: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "seatd_hot_cache_evictions_total", Help: "Idle events dropped from the hot cache."}),
+		CacheWarms: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "seatd_hot_cache_warms_total", Help: "On-sale events loaded into the hot cache ahead of their buyers."}),
 		FeedRounds: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "seatd_feed_rounds_total", Help: "Change-feed reads by the follower."}),
 		FeedChanges: prometheus.NewCounter(prometheus.CounterOpts{
@@ -115,7 +120,7 @@ func New(reg prometheus.Registerer) *Metrics {
 	}
 	reg.MustRegister(m.HoldAttempt, m.HoldSuccess, m.HoldConflict, m.HoldError, m.RedisFallback, m.HoldDuration,
 		m.PGHoldWrites, m.Extended, m.Converted, m.Cancelled, m.Released, m.Expired, m.ReaperRuns, m.ReaperDuration,
-		m.ReaperLastSuccess, m.ReaperLag, m.BreakerOpen, m.BreakerTransitions, m.Reconciles, m.DeltasOut, m.DeltasIn, m.HotCacheSeats, m.CacheEvictions,
+		m.ReaperLastSuccess, m.ReaperLag, m.BreakerOpen, m.BreakerTransitions, m.Reconciles, m.DeltasOut, m.DeltasIn, m.HotCacheSeats, m.CacheEvictions, m.CacheWarms,
 		m.FeedRounds, m.FeedChanges, m.FeedApplied, m.RedisSyncs, m.BackgroundErrors)
 	// Every known label value starts at zero, so its series exist before
 	// the first event: rates and alerts see the first increment, and
@@ -132,7 +137,7 @@ func New(reg prometheus.Registerer) *Metrics {
 	for _, kind := range []string{"full", "incremental"} {
 		m.RedisSyncs.WithLabelValues(kind)
 	}
-	for _, task := range []string{"feed", "redis_sync", "publish"} {
+	for _, task := range []string{"feed", "redis_sync", "publish", "warm"} {
 		m.BackgroundErrors.WithLabelValues(task)
 	}
 	return m

@@ -1,0 +1,137 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// Opening is the first second of a sale on a big event: buyers with open
+// connections all send their first hold at once to a process that has not
+// loaded the event (cold), or that loaded it at startup (warmed), then go
+// on holding in a closed loop (steady).
+type Opening struct {
+	Seats  int         `json:"seats"`
+	Buyers int         `json:"buyers"`
+	Cold   *FirstHolds `json:"cold"`
+	Warmed *FirstHolds `json:"warmed,omitempty"`
+	Steady *Load       `json:"steady,omitempty"`
+	// WarmMS is how long the warmed process took from start to having the
+	// event loaded (its seatd_hot_cache_warms_total turning 1).
+	WarmMS float64 `json:"warm_ms,omitempty"`
+}
+
+// FirstHolds is every buyer's first hold, sent together.
+type FirstHolds struct {
+	Latency Latency `json:"latency"`
+	Failed  int     `json:"failed"`
+}
+
+// phaseOpening measures the opening of a sale. Latencies are per request,
+// from just before it is sent to its answer, over connections opened
+// beforehand: a closed loop, which does not correct for coordinated
+// omission (a request that would have been sent during a slow answer is
+// not counted as waiting); the first-hold figures are the wait itself.
+func (b *bench) phaseOpening(ctx context.Context) error {
+	n := b.cfg.openingBuyers
+	if n > len(b.fx.buyers) {
+		return fmt.Errorf("%d buyers asked, %d created", n, len(b.fx.buyers))
+	}
+	buyers := b.fx.buyers[:n]
+	ev, seats, err := b.genEvent(ctx, "opening", b.cfg.openingSeats, false)
+	if err != nil {
+		return err
+	}
+	// The soonest event: the one a startup warms first.
+	if _, err := b.db.Exec(ctx, `UPDATE events SET starts_at = now() + interval '1 day' WHERE id = $1`, ev); err != nil {
+		return err
+	}
+	op := &Opening{Seats: b.cfg.openingSeats, Buyers: n}
+	b.rep.Opening = op
+	next := 0
+	take := func() []string { s := seats[next : next+n]; next += n; return s }
+
+	cold, err := b.startServer(ctx, "opening-cold", nil)
+	if err != nil {
+		return err
+	}
+	op.Cold = b.firstHolds(ctx, cold, buyers, ev, take())
+	b.log.printf("opening, cold process: first holds of %d buyers p50 %.0f max %.0f ms", n, op.Cold.Latency.P50, op.Cold.Latency.Max)
+	op.Steady = b.holdLoad(ctx, []*server{cold}, buyers, ev, seats[next:], b.cfg.warmup, b.cfg.duration, nil)
+	b.log.printf("opening, steady with %d open connections: %s", n, op.Steady.summary())
+	b.stopNamed("opening-cold")
+	// Seats the steady run held are gone: the warmed run takes free ones.
+	rows, err := b.db.Query(ctx, `SELECT id::text FROM seats WHERE event_id = $1 AND status = 'available' ORDER BY idx LIMIT $2`, ev, n)
+	if err != nil {
+		return err
+	}
+	free, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return err
+	}
+	if len(free) < n {
+		return fmt.Errorf("opening: out of seats for the warmed run: raise -opening-seats")
+	}
+
+	start := time.Now()
+	warm, err := b.startServer(ctx, "opening-warm", map[string]string{"SEATD_WARM_EVENTS": "1"})
+	if err != nil {
+		return err
+	}
+	for ctx.Err() == nil {
+		m, err := warm.metrics(ctx)
+		if err == nil && m["seatd_hot_cache_warms_total"] >= 1 {
+			break
+		}
+		if time.Since(start) > time.Minute {
+			return fmt.Errorf("opening: the warmed process did not load the event within a minute")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	op.WarmMS = round3(ms(time.Since(start)))
+	op.Warmed = b.firstHolds(ctx, warm, buyers, ev, free)
+	b.log.printf("opening, warmed process (loaded in %.0f ms from start): first holds p50 %.0f max %.0f ms",
+		op.WarmMS, op.Warmed.Latency.P50, op.Warmed.Latency.Max)
+	b.stopNamed("opening-warm")
+	return nil
+}
+
+// firstHolds opens one connection per buyer (a GET each), then sends every
+// buyer's first hold at the same moment.
+func (b *bench) firstHolds(ctx context.Context, srv *server, buyers []*session, event string, seats []string) *FirstHolds {
+	for _, s := range buyers {
+		_, _, _ = srv.call(ctx, s, http.MethodGet, "/api/v1/me", nil)
+	}
+	lat := make([]float64, len(buyers))
+	codes := make([]int, len(buyers))
+	var ready, wg sync.WaitGroup
+	ready.Add(len(buyers))
+	gate := make(chan struct{})
+	for i, s := range buyers {
+		wg.Go(func() {
+			ready.Done()
+			<-gate
+			t0 := time.Now()
+			codes[i] = srv.post(ctx, s, "/api/v1/events/"+event+"/holds", holdBody(seats[i]))
+			lat[i] = ms(time.Since(t0))
+		})
+	}
+	ready.Wait()
+	close(gate)
+	wg.Wait()
+	out := &FirstHolds{}
+	var ok []float64
+	for i, c := range codes {
+		if c == http.StatusCreated {
+			ok = append(ok, lat[i])
+		} else {
+			out.Failed++
+		}
+	}
+	out.Latency = latencyOf(ok)
+	return out
+}

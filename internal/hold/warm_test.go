@@ -1,0 +1,118 @@
+package hold_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"seatd/internal/app"
+	"seatd/internal/apperr"
+	"seatd/internal/config"
+	"seatd/internal/store"
+	"seatd/internal/testenv"
+)
+
+// TestWarm: warming an on-sale event loads it before any buyer asks and
+// keeps it through idle eviction, while an event loaded by a request is
+// evicted as before; an event that has started is not warmed; another
+// org's event is not found; WarmOnSale with no seat budget warms the
+// soonest event only.
+func TestWarm(t *testing.T) {
+	t.Parallel()
+	a := testenv.App(t, func(c *config.Config) { c.CacheIdle = time.Millisecond })
+	ctx := context.Background()
+	tn := testenv.NewTenant(t, a, 1)
+	other := testenv.NewTenant(t, a, 0)
+	onSale := testenv.NewEvent(t, a, tn.Org.ID, 1, 5, 20)
+	asked := testenv.NewEvent(t, a, tn.Org.ID, 1, 2, 5)
+	started, err := a.Store.CreateEvent(ctx, tn.Org.ID, "Started", "Hall", time.Now().Add(-time.Hour),
+		[]store.NewSection{store.GridSection("A", "Section A", 2, 5, 0, 0)})
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	if err := a.Core.Warm(ctx, other.Org.ID, onSale.ID); apperr.CodeOf(err) != apperr.NotFound {
+		t.Fatalf("warm another org's event: %v, want not_found", err)
+	}
+	if err := a.Core.Warm(ctx, tn.Org.ID, started.ID); err != nil {
+		t.Fatal(err)
+	}
+	if n := a.Core.CachedEvents(); n != 0 {
+		t.Fatalf("%d events cached after warming a started one and a foreign one", n)
+	}
+	if err := a.Core.Warm(ctx, tn.Org.ID, onSale.ID); err != nil {
+		t.Fatal(err)
+	}
+	if n := a.Core.CachedEvents(); n != 1 {
+		t.Fatalf("%d events cached after warming one, want 1", n)
+	}
+	if _, _, err := a.Core.Seats(ctx, buyer(tn.Buyers[0]), asked.ID); err != nil {
+		t.Fatal(err)
+	}
+	testenv.Background(t, a)
+	// The follower evicts the event a request loaded (idle 1 ms)...
+	testenv.Eventually(t, 10*time.Second, "the requested event evicted", func() bool { return a.Core.CachedEvents() == 1 })
+	// ...and keeps the warmed one through more rounds.
+	rounds := feedRounds(a)
+	testenv.Eventually(t, 10*time.Second, "two more follower rounds", func() bool { return feedRounds(a) >= rounds+2 })
+	if n := a.Core.CachedEvents(); n != 1 {
+		t.Fatalf("%d events cached, want the warmed one", n)
+	}
+	secs, seats, err := a.Core.Seats(ctx, buyer(tn.Buyers[0]), onSale.ID)
+	if err != nil || len(secs) != 1 || len(seats) != 100 {
+		t.Fatalf("warmed event: %d sections, %d seats, %v", len(secs), len(seats), err)
+	}
+
+	fresh := testenv.App(t, nil)
+	n, err := fresh.Core.WarmOnSale(ctx, 1000, 0)
+	if err != nil || n != 1 || fresh.Core.CachedEvents() != 1 {
+		t.Fatalf("WarmOnSale with no seat budget: %d warmed, %d cached, %v", n, fresh.Core.CachedEvents(), err)
+	}
+}
+
+func feedRounds(a *app.App) float64 { return testutil.ToFloat64(a.Metrics.FeedRounds) }
+
+// TestOwnDeltasSkipped: a process applies its own committed changes when
+// it commits them and skips its own messages when they come back from
+// Redis; another process watching the event receives and applies them.
+func TestOwnDeltasSkipped(t *testing.T) {
+	t.Parallel()
+	a := testenv.App(t, nil)
+	b := testenv.App(t, nil)
+	ctx := context.Background()
+	tn := testenv.NewTenant(t, a, 1)
+	ev := testenv.NewEvent(t, a, tn.Org.ID, 1, 2, 5)
+	seats := testenv.SeatIDs(t, a, tn.Org.ID, ev.ID)
+	for _, x := range []*app.App{a, b} {
+		if _, _, err := x.Core.Seats(ctx, buyer(tn.Buyers[0]), ev.ID); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := a.Core.Hold(ctx, buyer(tn.Buyers[0]), ev.ID, []uuid.UUID{seats[3]}, "api"); err != nil {
+		t.Fatal(err)
+	}
+	testenv.Eventually(t, 10*time.Second, "the other process applies the hold", func() bool {
+		_, got, err := b.Core.Seats(ctx, buyer(tn.Buyers[0]), ev.ID)
+		return err == nil && got[3].Status == store.Held
+	})
+	_, got, err := a.Core.Seats(ctx, buyer(tn.Buyers[0]), ev.ID)
+	if err != nil || got[3].Status != store.Held {
+		t.Fatalf("the holding process's cache: %+v, %v", got[3], err)
+	}
+	// A hold by the other process, published after the first one on the
+	// same channel, arrives after it: once it has, the first one's echo
+	// would have been taken in too.
+	if _, err := b.Core.Hold(ctx, buyer(tn.Buyers[0]), ev.ID, []uuid.UUID{seats[4]}, "api"); err != nil {
+		t.Fatal(err)
+	}
+	testenv.Eventually(t, 10*time.Second, "the first process applies the other's hold", func() bool {
+		_, got, err := a.Core.Seats(ctx, buyer(tn.Buyers[0]), ev.ID)
+		return err == nil && got[4].Status == store.Held
+	})
+	if in := testutil.ToFloat64(a.Metrics.DeltasIn); in != 1 {
+		t.Fatalf("the first process took in %v deltas, want 1 (the other's, not its own)", in)
+	}
+}

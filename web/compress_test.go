@@ -1,0 +1,95 @@
+package web
+
+import (
+	"bytes"
+	"compress/gzip"
+	"io"
+	"net/http"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/klauspost/compress/zstd"
+
+	"seatd/internal/testenv"
+)
+
+// TestCompression: a seat map page asked for with Accept-Encoding gzip (or
+// zstd) comes compressed, says so in Content-Encoding and Vary, keeps
+// no-store, and decodes to the very page sent uncompressed; the static CSS
+// keeps its immutable cache and is compressed once (its body is gzip, not
+// gzip of gzip); a client that asks for nothing gets plain bytes.
+func TestCompression(t *testing.T) {
+	t.Parallel()
+	s := newTestServer(t, nil)
+	tn := testenv.NewTenant(t, s.app, 1)
+	ev := testenv.NewEvent(t, s.app, tn.Org.ID, 2, 10, 20)
+	buyer := s.as(tn.Org, tn.Buyers[0])
+	path := "/e/" + ev.ID.String()
+
+	plain := buyer.do("GET", path, nil, "Accept-Encoding", "identity").want(t, http.StatusOK)
+	if ce := plain.header.Get("Content-Encoding"); ce != "" {
+		t.Fatalf("identity asked, got Content-Encoding %q", ce)
+	}
+	gz := buyer.do("GET", path, nil, "Accept-Encoding", "gzip").want(t, http.StatusOK)
+	if ce := gz.header.Get("Content-Encoding"); ce != "gzip" {
+		t.Fatalf("gzip asked, got Content-Encoding %q", ce)
+	}
+	if v := gz.header.Values("Vary"); !slices.ContainsFunc(v, func(h string) bool { return strings.Contains(h, "Accept-Encoding") }) {
+		t.Errorf("Vary %q, want Accept-Encoding", v)
+	}
+	if got := gz.header.Get("Cache-Control"); got != "no-store" {
+		t.Errorf("compressed page: Cache-Control %q, want no-store", got)
+	}
+	zr, err := gzip.NewReader(bytes.NewReader(gz.body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dec, err := io.ReadAll(zr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(dec, plain.body) {
+		t.Fatalf("gzip page decodes to %d bytes, plain page is %d bytes and differs", len(dec), len(plain.body))
+	}
+
+	zs := buyer.do("GET", path, nil, "Accept-Encoding", "zstd").want(t, http.StatusOK)
+	if ce := zs.header.Get("Content-Encoding"); ce != "zstd" {
+		t.Fatalf("zstd asked, got Content-Encoding %q", ce)
+	}
+	zd, err := zstd.NewReader(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer zd.Close()
+	zdec, err := zd.DecodeAll(zs.body, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(zdec, plain.body) {
+		t.Fatal("zstd page does not decode to the plain page")
+	}
+
+	css := s.srv.assets.Path("css/app.css")
+	cp := buyer.do("GET", css, nil, "Accept-Encoding", "identity").want(t, http.StatusOK)
+	cg := buyer.do("GET", css, nil, "Accept-Encoding", "gzip").want(t, http.StatusOK)
+	if cg.header.Get("Content-Encoding") != "gzip" {
+		t.Fatalf("CSS with gzip asked: Content-Encoding %q", cg.header.Get("Content-Encoding"))
+	}
+	if got := cg.header.Get("Cache-Control"); got != "public, max-age=31536000, immutable" {
+		t.Errorf("compressed CSS: Cache-Control %q, want the immutable cache", got)
+	}
+	cr, err := gzip.NewReader(bytes.NewReader(cg.body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cdec, err := io.ReadAll(cr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(cdec, cp.body) {
+		t.Fatal("compressed CSS does not decode (once) to the plain CSS")
+	}
+	t.Logf("%d-seat map page: %d bytes plain, %d gzip (%.1fx), %d zstd; CSS %d -> %d gzip",
+		400, len(plain.body), len(gz.body), float64(len(plain.body))/float64(len(gz.body)), len(zs.body), len(cp.body), len(cg.body))
+}
