@@ -67,7 +67,7 @@ func TestLoadEventDecodesLikeScan(t *testing.T) {
 	if err != nil || len(none) != 0 {
 		t.Fatalf("another org's load: %d seats, %v", len(none), err)
 	}
-	if err := a.Store.EventExists(ctx, other.Org.ID, ev.ID); apperr.CodeOf(err) != apperr.NotFound {
+	if _, err := a.Store.EventSettings(ctx, other.Org.ID, ev.ID); apperr.CodeOf(err) != apperr.NotFound {
 		t.Fatalf("another org's event exists: %v", err)
 	}
 	t.Logf("360 seats (one held, one blocked) decoded from the wire as the generic scan reads them")
