@@ -265,6 +265,16 @@ func (s *Service) UpdateEvent(ctx context.Context, a Actor, id uuid.UUID, in Eve
 			s.log.Warn("publish event settings", "org", a.Org, "event", id, "err", err)
 		}
 	}
+	if e.Status == store.EventOnSale {
+		// Loaded before its first buyer, here; other processes warm it at
+		// their next start (WarmOnSale) or on its first request.
+		go func() {
+			if err := s.Warm(context.WithoutCancel(ctx), a.Org, id); err != nil {
+				s.log.Warn("warm a published event", "org", a.Org, "event", id, "err", err)
+				s.m.BackgroundErrors.WithLabelValues("warm").Inc()
+			}
+		}()
+	}
 	return e, nil
 }
 

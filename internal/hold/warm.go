@@ -18,15 +18,19 @@ import (
 // dropped) is loaded again in the background by the follower.
 
 // Warm loads an event into this process's hot cache now and keeps it
-// there until it starts (its sale ends then); an event that has started is
-// not kept. Publishing an event calls it; startup warms every on-sale
-// event (WarmOnSale).
+// there until its sale ends (sales_end_at, else its start); an event whose
+// sale has ended is not kept. Publishing an event calls it; startup warms
+// every on-sale event (WarmOnSale).
 func (s *Service) Warm(ctx context.Context, org, event uuid.UUID) error {
 	e, err := s.store.Event(ctx, org, event)
 	if err != nil {
 		return err
 	}
-	return s.warm(ctx, store.SaleEvent{Org: org, ID: event, Until: e.StartsAt, Seats: e.Seats})
+	until := e.StartsAt
+	if e.SalesEndAt != nil {
+		until = *e.SalesEndAt
+	}
+	return s.warm(ctx, store.SaleEvent{Org: org, ID: event, Until: until, Seats: e.Seats})
 }
 
 // pin is an event kept loaded until its sale ends.

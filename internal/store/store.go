@@ -328,15 +328,17 @@ type SaleEvent struct {
 	Seats   int
 }
 
-// EventsOnSale lists, across organizations, the events whose sale has not
-// ended at now, soonest end first, at most limit. A sale ends when the
-// event starts.
+// EventsOnSale lists, across organizations, the published events whose
+// sale has not ended at now, soonest end first, at most limit. A sale ends
+// at sales_end_at, or when the event starts if it has none.
 func (s *Store) EventsOnSale(ctx context.Context, now time.Time, limit int) ([]SaleEvent, error) {
 	// Seats are numbered 0..n-1: the top of the (event_id, idx) index
 	// counts them without scanning.
 	rows, err := s.db.Query(ctx, `
-		SELECT e.org_id, e.id, e.starts_at, coalesce((SELECT max(s.idx) + 1 FROM seats s WHERE s.event_id = e.id), 0)
-		FROM events e WHERE e.starts_at > $1 ORDER BY e.starts_at, e.id LIMIT $2`, now, limit)
+		SELECT e.org_id, e.id, coalesce(e.sales_end_at, e.starts_at),
+		       coalesce((SELECT max(s.idx) + 1 FROM seats s WHERE s.event_id = e.id), 0)
+		FROM events e WHERE e.status = 'on_sale' AND coalesce(e.sales_end_at, e.starts_at) > $1
+		ORDER BY coalesce(e.sales_end_at, e.starts_at), e.id LIMIT $2`, now, limit)
 	if err != nil {
 		return nil, err
 	}
