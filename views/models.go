@@ -121,3 +121,22 @@ func itoa(n int) string { return strconv.Itoa(n) }
 func col(n int) string { return "col-start-" + strconv.Itoa(n) }
 
 func row(n int) string { return "row-start-" + strconv.Itoa(n) }
+
+// APIKeys is the API keys page: the keys, and a key just made (its secret
+// shown this once).
+type APIKeys struct {
+	Keys    []APIKey
+	NewKey  string
+	NewName string
+}
+
+// APIKey is a row of the API keys page.
+type APIKey struct {
+	ID         string
+	Name       string
+	Role       string
+	Hint       string
+	CreatedAt  time.Time
+	LastUsedAt *time.Time
+	RevokedAt  *time.Time
+}

@@ -44,6 +44,11 @@ func (s *Server) routes() {
 	s.mux.HandleFunc("GET /api/v1/events/{event}/registry", s.authed(organizer, s.registry))
 	s.mux.HandleFunc("POST /api/v1/events/{event}/registry/reconcile", s.authed(organizer, s.reconcile))
 
+	// Integrators.
+	s.mux.HandleFunc("POST /api/v1/api-keys", s.authed(organizer, s.createAPIKey))
+	s.mux.HandleFunc("GET /api/v1/api-keys", s.authed(organizer, s.listAPIKeys))
+	s.mux.HandleFunc("DELETE /api/v1/api-keys/{key}", s.authed(organizer, s.revokeAPIKey))
+
 	// Pages and the buyer's live socket.
 	s.mux.Handle("GET /static/", s.assets)
 	s.mux.HandleFunc("GET /{$}", s.home)
@@ -72,6 +77,9 @@ func (s *Server) routes() {
 	s.mux.HandleFunc("GET /admin/events/{event}/registry", s.page(organizer, p.registryFragment))
 	s.mux.HandleFunc("POST /admin/events/{event}/registry/reconcile", s.page(organizer, p.reconcileFragment))
 	s.mux.HandleFunc("GET /admin/events/{event}/audit", s.page(organizer, p.auditPage))
+	s.mux.HandleFunc("GET /admin/api-keys", s.page(organizer, s.apiKeysPage))
+	s.mux.HandleFunc("POST /admin/api-keys", s.page(organizer, s.createAPIKeyForm))
+	s.mux.HandleFunc("POST /admin/api-keys/{key}/revoke", s.page(organizer, s.revokeAPIKeyForm))
 
 	// Box office; organizers may use it too.
 	s.mux.HandleFunc("GET /box-office/events/{event}", s.page(staff, p.boxOfficePage))

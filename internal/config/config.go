@@ -68,6 +68,9 @@ type Config struct {
 	MaxSocketsPerSession  int            // SEATD_MAX_SOCKETS_PER_SESSION: live sockets per session per process
 	UpgradeRatePerMinute  int            // SEATD_UPGRADE_RATE_PER_MINUTE: live socket upgrades per client IP
 	RegistryCheckCooldown time.Duration  // SEATD_REGISTRY_COOLDOWN: an event's registry check or reconcile runs at most once per this
+
+	// Integrators.
+	APIKeyRatePerMinute int // SEATD_API_KEY_RATE_PER_MINUTE: requests per API key
 }
 
 // DefaultOpsAddr is where the ops listener serves unless SEATD_OPS_ADDR
@@ -121,6 +124,8 @@ func Defaults() Config {
 		MaxSocketsPerSession:  8,
 		UpgradeRatePerMinute:  240,
 		RegistryCheckCooldown: 5 * time.Second,
+
+		APIKeyRatePerMinute: 6000,
 	}
 }
 
@@ -223,6 +228,7 @@ func Load(getenv func(string) string) (Config, error) {
 	num("SEATD_MAX_SOCKETS_PER_SESSION", &c.MaxSocketsPerSession)
 	num("SEATD_UPGRADE_RATE_PER_MINUTE", &c.UpgradeRatePerMinute)
 	dur("SEATD_REGISTRY_COOLDOWN", &c.RegistryCheckCooldown)
+	num("SEATD_API_KEY_RATE_PER_MINUTE", &c.APIKeyRatePerMinute)
 
 	errs = append(errs, c.validate()...)
 	return c, errors.Join(errs...)
@@ -296,6 +302,7 @@ func (c Config) validate() []error {
 	atLeast("SEATD_MAX_SOCKETS_PER_SESSION", c.MaxSocketsPerSession, 1)
 	atLeast("SEATD_UPGRADE_RATE_PER_MINUTE", c.UpgradeRatePerMinute, 1)
 	positive("SEATD_REGISTRY_COOLDOWN", c.RegistryCheckCooldown)
+	atLeast("SEATD_API_KEY_RATE_PER_MINUTE", c.APIKeyRatePerMinute, 1)
 	if c.OpsAddr != OpsOff {
 		if _, _, err := net.SplitHostPort(c.OpsAddr); err != nil {
 			bad("SEATD_OPS_ADDR: %q must be host:port (port 0 picks a free one) or %q", c.OpsAddr, OpsOff)
