@@ -140,3 +140,41 @@ type APIKey struct {
 	LastUsedAt *time.Time
 	RevokedAt  *time.Time
 }
+
+// Webhooks is the webhooks page: the endpoints, the types one may ask
+// for, and an endpoint just made (its secret shown this once).
+type Webhooks struct {
+	Endpoints []Webhook
+	Types     []string
+	NewSecret string
+	NewURL    string
+}
+
+// Webhook is a row of the webhooks page.
+type Webhook struct {
+	ID        string
+	URL       string
+	Events    []string
+	CreatedAt time.Time
+}
+
+// Deliveries is a page of an endpoint's deliveries, newest first.
+type Deliveries struct {
+	EndpointID string
+	URL        string
+	Rows       []Delivery
+	Older      string // link to the next page; "" on the last
+}
+
+// Delivery is a row of the deliveries page.
+type Delivery struct {
+	ID          string
+	Type        string
+	CreatedAt   time.Time
+	State       string
+	Attempts    int
+	LastStatus  string
+	LastError   string
+	NextAt      *time.Time
+	DeliveredAt *time.Time
+}

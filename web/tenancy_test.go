@@ -36,6 +36,11 @@ func TestTenancy(t *testing.T) {
 		clients["key:"+role] = s.withKey(secret)
 	}
 	keyA, _ := keyOf(t, s.as(ta.Org, ta.Organizer), "buyer")
+	hookA, err := s.srv.hooks.Create(t.Context(), ta.Org.ID, "http://127.0.0.1:9/", []string{"seat.blocked"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	hk := hookA.ID.String()
 
 	ea, sa, ha := evA.ID.String(), seatsA[1].String(), holdA.ID.String()
 	missing := uuid.NewString()
@@ -65,6 +70,9 @@ func TestTenancy(t *testing.T) {
 		{"registry", []string{"organizer"}, "GET", "/api/v1/events/" + ea + "/registry", nil, nil},
 		{"reconcile", []string{"organizer"}, "POST", "/api/v1/events/" + ea + "/registry/reconcile", nil, nil},
 		{"revoke A's API key", []string{"organizer"}, "DELETE", "/api/v1/api-keys/" + keyA.String(), nil, nil},
+		{"delete A's webhook", []string{"organizer"}, "DELETE", "/api/v1/webhooks/" + hk, nil, nil},
+		{"A's deliveries", []string{"organizer"}, "GET", "/api/v1/webhooks/" + hk + "/deliveries", nil, nil},
+		{"send A's delivery again", []string{"organizer"}, "POST", "/api/v1/webhooks/" + hk + "/deliveries/" + missing + "/redeliver", nil, nil},
 	}
 	n := 0
 	for _, tc := range cases {
@@ -74,7 +82,7 @@ func TestTenancy(t *testing.T) {
 				r := c.do(tc.method, tc.path, tc.body, tc.hdr...)
 				e := r.wantErr(t, http.StatusNotFound, "not_found")
 				// Identical to an object that does not exist at all.
-				m := c.do(tc.method, strings.NewReplacer(ea, missing, ha, missing, keyA.String(), missing).Replace(tc.path), tc.body, tc.hdr...)
+				m := c.do(tc.method, strings.NewReplacer(ea, missing, ha, missing, keyA.String(), missing, hk, missing).Replace(tc.path), tc.body, tc.hdr...)
 				if m.status != r.status || m.errBody(t).Error != e.Error {
 					t.Fatalf("other org's object: %d %s; missing object: %d %s", r.status, r.body, m.status, m.body)
 				}

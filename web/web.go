@@ -12,6 +12,7 @@ import (
 	"github.com/alexedwards/scs/v2"
 
 	"seatd/internal/auth"
+	"seatd/internal/webhook"
 	"seatd/static"
 	"seatd/web/live"
 )
@@ -33,6 +34,7 @@ type Server struct {
 	unlisten func() // stops listening for session ends
 	keys     *auth.APIKeys
 	unkeys   func() // stops listening for key revocations
+	hooks    *webhook.Endpoints
 	flights  *registryFlights
 }
 
@@ -61,6 +63,7 @@ func newServer(d Deps, o options) *Server {
 	s.listenSessionEnds()
 	s.keys = auth.NewAPIKeys(d.Store, d.Bus, d.Cfg.KeyPrefix, d.Log.With("component", "api_keys"))
 	s.unkeys = s.keys.Listen()
+	s.hooks = webhook.NewEndpoints(d.Store, d.Cfg.WebhookAllowPrivate)
 	s.routes()
 	// Outermost first: log and recover, headers on every answer, refuse
 	// hostile text and cross-site writes before touching the session
