@@ -150,23 +150,25 @@ func (s *Server) listDeliveries(w http.ResponseWriter, r *http.Request, a hold.A
 
 // redeliver sends a delivery again, whatever its state: 202, it is queued.
 func (s *Server) redeliver(w http.ResponseWriter, r *http.Request, a hold.Actor) error {
-	if err := s.redeliverFrom(r, a); err != nil {
+	if _, err := s.redeliverFrom(r, a); err != nil {
 		return err
 	}
 	writeJSON(w, http.StatusAccepted, map[string]string{"state": store.DeliveryPending})
 	return nil
 }
 
-func (s *Server) redeliverFrom(r *http.Request, a hold.Actor) error {
+// redeliverFrom sends the request's delivery again and returns its
+// endpoint.
+func (s *Server) redeliverFrom(r *http.Request, a hold.Actor) (uuid.UUID, error) {
 	id, err := pathID(r, "webhook")
 	if err != nil {
-		return err
+		return id, err
 	}
 	d, err := pathID(r, "delivery")
 	if err != nil {
-		return err
+		return id, err
 	}
-	return s.deps.Store.Redeliver(r.Context(), a.Org, id, d)
+	return id, s.deps.Store.Redeliver(r.Context(), a.Org, id, d)
 }
 
 // The organizer's webhook pages.
@@ -248,10 +250,11 @@ func (s *Server) deliveriesPage(w http.ResponseWriter, r *http.Request, a hold.A
 }
 
 func (s *Server) redeliverForm(w http.ResponseWriter, r *http.Request, a hold.Actor) error {
-	if err := s.redeliverFrom(r, a); err != nil {
+	id, err := s.redeliverFrom(r, a)
+	if err != nil {
 		return err
 	}
 	s.sessions.Put(r.Context(), sessFlash, "The delivery will be sent again in a moment.")
-	http.Redirect(w, r, "/admin/webhooks/"+r.PathValue("webhook")+"/deliveries", http.StatusSeeOther)
+	http.Redirect(w, r, "/admin/webhooks/"+id.String()+"/deliveries", http.StatusSeeOther)
 	return nil
 }
