@@ -78,6 +78,7 @@ func (s *testServer) client() *client {
 	}
 	return &client{t: s.t, base: s.ts.URL, hc: &http.Client{
 		Jar:           jar,
+		Transport:     openAPICheck{t: s.t, next: http.DefaultTransport},
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 	}}
 }

@@ -45,6 +45,7 @@ func (s *Server) routes() {
 	s.mux.HandleFunc("POST /api/v1/events/{event}/registry/reconcile", s.authed(organizer, s.reconcile))
 
 	// Integrators.
+	s.mux.HandleFunc("GET /api/v1/openapi.json", s.public(s.openAPIDoc))
 	s.mux.HandleFunc("POST /api/v1/api-keys", s.authed(organizer, s.createAPIKey))
 	s.mux.HandleFunc("GET /api/v1/api-keys", s.authed(organizer, s.listAPIKeys))
 	s.mux.HandleFunc("DELETE /api/v1/api-keys/{key}", s.authed(organizer, s.revokeAPIKey))
