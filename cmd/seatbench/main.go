@@ -75,7 +75,10 @@ type config struct {
 	pacedBuyers int     // buyers of the paced (open-loop) latency run; 0: none
 	pacedRate   float64 // offered holds/s; 0: 2 per buyer, at most half the closed-loop rate at pacedBuyers
 	pgMaxConns  int     // SEATD_PG_MAX_CONNS for every seatd; 0 leaves seatd's default
-	seatdEnv    map[string]string
+
+	webhookRate   float64       // changes/s of the webhook latency run
+	webhookOutage time.Duration // how long the webhook receiver is down
+	seatdEnv      map[string]string
 
 	freshDB      bool
 	keepServices bool
@@ -84,7 +87,7 @@ type config struct {
 }
 
 // phases, in the order they run.
-var allPhases = []string{"holds", "hotseat", "occupancy", "multi", "fallback", "live", "expiry"}
+var allPhases = []string{"holds", "hotseat", "occupancy", "multi", "fallback", "live", "expiry", "webhooks"}
 
 func parseConfig(args []string, stderr io.Writer) (config, error) {
 	quick := false
@@ -102,6 +105,7 @@ func parseConfig(args []string, stderr io.Writer) (config, error) {
 		occSeats: 100_000, occRequests: 1000,
 		multiProcs: []int{2, 3}, multiBuyers: 200, pacedBuyers: 200,
 		freshDB: true, profileFor: 10 * time.Second,
+		webhookRate: 1000, webhookOutage: 60 * time.Second,
 	}
 	if quick {
 		c.timeout = 170 * time.Second
@@ -111,6 +115,7 @@ func parseConfig(args []string, stderr io.Writer) (config, error) {
 		c.wsClients, c.wsHolds, c.wsSessions = 1000, 10, 20
 		c.expiryHolds = 10
 		c.occRequests = 300
+		c.webhookOutage = 10 * time.Second
 	}
 	fs := flag.NewFlagSet("seatbench", flag.ContinueOnError)
 	fs.SetOutput(stderr)
@@ -213,7 +218,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	phases := map[string]func(context.Context) error{
 		"holds": b.phaseHolds, "hotseat": b.phaseHotSeat, "occupancy": b.phaseOccupancy, "multi": b.phaseMulti,
-		"fallback": b.phaseFallback, "live": b.phaseLive, "expiry": b.phaseExpiry,
+		"fallback": b.phaseFallback, "live": b.phaseLive, "expiry": b.phaseExpiry, "webhooks": b.phaseWebhooks,
 	}
 	for _, p := range allPhases {
 		if !cfg.runs(p) {

@@ -55,6 +55,11 @@ func (b *bench) serverEnv(addr string, extra map[string]string) []string {
 		"SEATD_MAX_SOCKETS_PER_SESSION": "100000",
 		"SEATD_MAX_SOCKETS":             "100000",
 		"SEATD_UPGRADE_RATE_PER_MINUTE": "1000000000",
+		// The webhook phase's receiver listens on loopback; after its
+		// outage, deliveries come back within 5 s rather than the
+		// production backoff's hour.
+		"SEATD_WEBHOOK_ALLOW_PRIVATE": "true",
+		"SEATD_WEBHOOK_BACKOFF_MAX":   "5s",
 	}
 	if b.cfg.pgMaxConns > 0 {
 		vars["SEATD_PG_MAX_CONNS"] = strconv.Itoa(b.cfg.pgMaxConns)

@@ -26,6 +26,7 @@ type Report struct {
 	Occupancy *Occupancy   `json:"occupancy,omitempty"`
 	Live      *Live        `json:"live,omitempty"`
 	Expiry    *Expiry      `json:"expiry,omitempty"`
+	Webhooks  *Webhooks    `json:"webhooks,omitempty"`
 	Profiles  []string     `json:"profiles,omitempty"`
 	Targets   []Target     `json:"targets"`
 	Errors    []PhaseError `json:"errors,omitempty"`
@@ -90,6 +91,12 @@ func (r *Report) evaluate() {
 	if e := r.Expiry; e != nil && e.Latency.N > 0 {
 		r.target("expired hold visible as available", "< 2 s after held_until", e.Latency.Max < 2000 && e.Missed == 0,
 			"max %.0f ms, p50 %.0f ms, %d missed", e.Latency.Max, e.Latency.P50, e.Missed)
+	}
+	if wh := r.Webhooks; wh != nil {
+		r.target(fmt.Sprintf("webhook commit → delivery at %.0f changes/s", wh.Offered), "p99 < 1 s",
+			wh.Latency.P99 < 1000 && wh.Achieved >= 0.9*wh.Offered, "p99 %.0f ms at %.0f changes/s", wh.Latency.P99, wh.Achieved)
+		r.target(fmt.Sprintf("webhook receiver down %.0f s, then back", wh.OutageSeconds), "none lost, in order per seat",
+			wh.Lost == 0 && wh.Reordered == 0, "%d of %d delivered, %d seats out of order", wh.Delivered, wh.Expected, wh.Reordered)
 	}
 	if o := r.Occupancy; o != nil {
 		r.target(fmt.Sprintf("occupancy of a %d-seat event, served", o.Seats), "< 20 ms", o.Served.P99 < 20,
@@ -222,6 +229,14 @@ func (r *Report) printTable(w io.Writer) {
 			"", "0")
 		row(name+": rows for the seat", fmt.Sprintf("%d hold, %d audit, version %d", h.HoldRows, h.AuditRows, h.SeatVersion),
 			"", "", "1 hold")
+	}
+	if wh := r.Webhooks; wh != nil {
+		row(fmt.Sprintf("webhooks, %.0f changes/s: commit → delivery p50/p95/p99", wh.Offered), lat(wh.Latency),
+			fmt.Sprintf("%d changes at %.0f/s", wh.Changes, wh.Achieved), "", "p99 < 1 s")
+		row(fmt.Sprintf("webhooks, receiver down %.0f s: delivered / expected", wh.OutageSeconds), fmt.Sprintf("%d / %d", wh.Delivered, wh.Expected),
+			fmt.Sprintf("%d changes while down; drained %.1f s after return; %d repeats", wh.OutageChanges, wh.DrainSeconds, wh.Duplicates),
+			"", "none lost")
+		row("webhooks: seats delivered out of order", fmt.Sprintf("%d", wh.Reordered), "", "", "0")
 	}
 	if o := r.Occupancy; o != nil {
 		name := fmt.Sprintf("occupancy, %d seats", o.Seats)
