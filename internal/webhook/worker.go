@@ -48,7 +48,6 @@ type Worker struct {
 	log    *slog.Logger
 	m      *telemetry.Webhooks
 	now    func() time.Time
-	wakeup chan struct{}
 }
 
 // NewWorker returns a worker on st.
@@ -66,15 +65,7 @@ func NewWorker(st *store.Store, o Options, log *slog.Logger, m *telemetry.Webhoo
 		// A redirect is an answer, not a delivery: following it would
 		// let a receiver point us anywhere.
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
-	return &Worker{st: st, hc: hc, o: o, log: log, m: m, now: time.Now, wakeup: make(chan struct{}, 1)}
-}
-
-// Wake makes an idle worker look for due deliveries now.
-func (w *Worker) Wake() {
-	select {
-	case w.wakeup <- struct{}{}:
-	default:
-	}
+	return &Worker{st: st, hc: hc, o: o, log: log, m: m, now: time.Now}
 }
 
 // Run sends deliveries until ctx ends: it claims a batch, sends it, records
@@ -88,7 +79,6 @@ func (w *Worker) Run(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case <-t.C:
-		case <-w.wakeup:
 		}
 		n, err := w.Once(ctx)
 		wait := w.o.Poll
