@@ -42,12 +42,12 @@ type Options struct {
 // sequences are a paid add-on). What the worker needs of a queue — SKIP
 // LOCKED claims, a lease, backoff — is the one query in the store.
 type Worker struct {
-	st     *store.Store
-	hc     *http.Client
-	o      Options
-	log    *slog.Logger
-	m      *telemetry.Webhooks
-	now    func() time.Time
+	st  *store.Store
+	hc  *http.Client
+	o   Options
+	log *slog.Logger
+	m   *telemetry.Webhooks
+	now func() time.Time
 }
 
 // NewWorker returns a worker on st.
