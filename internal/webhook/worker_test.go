@@ -156,6 +156,16 @@ func TestDeliverySigned(t *testing.T) {
 	ep := r.register(t, a, tn.Org.ID)
 	ctx := context.Background()
 
+	// A sale: hold.created then booking.created for the third seat.
+	sale, err := a.Core.Hold(ctx, actor(tn.Buyers[0]), ev.ID, seats[2:3], hold.SourceAPI)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := a.Core.Purchase(ctx, actor(tn.Buyers[0]), ev.ID, "k-"+uuid.NewString(), []uuid.UUID{sale.Holds[0].ID})
+	if err != nil {
+		t.Fatal(err)
+	}
+
 	res, err := a.Core.Hold(ctx, actor(tn.Buyers[0]), ev.ID, seats[:1], hold.SourceAPI)
 	if err != nil {
 		t.Fatal(err)
@@ -168,21 +178,26 @@ func TestDeliverySigned(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	testenv.Eventually(t, 5*time.Second, "four deliveries", func() bool { return len(r.received()) >= 4 })
+	testenv.Eventually(t, 5*time.Second, "six deliveries", func() bool { return len(r.received()) >= 6 })
 	got := r.received()
 	want := []struct {
 		typ  string
 		seat uuid.UUID
-	}{{"hold.created", seats[0]}, {"hold.released", seats[0]}, {"seat.blocked", seats[1]}, {"seat.unblocked", seats[1]}}
+	}{{"hold.created", seats[0]}, {"hold.released", seats[0]}, {"seat.blocked", seats[1]}, {"seat.unblocked", seats[1]},
+		{"hold.created", seats[2]}, {"booking.created", seats[2]}}
 	perSeat := map[uuid.UUID][]string{}
-	for _, b := range got {
+	for _, g := range got {
 		var d struct {
-			SeatID uuid.UUID `json:"seat_id"`
+			SeatID    uuid.UUID `json:"seat_id"`
+			BookingID uuid.UUID `json:"booking_id"`
 		}
-		if err := json.Unmarshal(b.Data, &d); err != nil || b.ID == uuid.Nil || b.EventID == nil || *b.EventID != ev.ID || b.CreatedAt.IsZero() {
-			t.Fatalf("delivery %+v (%s): missing fields", b, b.Data)
+		if err := json.Unmarshal(g.Data, &d); err != nil || g.ID == uuid.Nil || g.EventID == nil || *g.EventID != ev.ID || g.CreatedAt.IsZero() {
+			t.Fatalf("delivery %+v (%s): missing fields", g, g.Data)
 		}
-		perSeat[d.SeatID] = append(perSeat[d.SeatID], b.Type)
+		if g.Type == "booking.created" && d.BookingID != b.ID {
+			t.Fatalf("booking.created names booking %s, want %s", d.BookingID, b.ID)
+		}
+		perSeat[d.SeatID] = append(perSeat[d.SeatID], g.Type)
 	}
 	for i, w := range want {
 		if seq := perSeat[w.seat]; len(seq) != 2 || seq[i%2] != w.typ {
@@ -192,9 +207,9 @@ func TestDeliverySigned(t *testing.T) {
 	if r.bad != nil {
 		t.Fatalf("signature failures: %v", r.bad)
 	}
-	testenv.Eventually(t, 2*time.Second, "all four recorded delivered", func() bool {
+	testenv.Eventually(t, 2*time.Second, "all six recorded delivered", func() bool {
 		ds, err := a.Store.Deliveries(ctx, tn.Org.ID, ep.ID, 0, 10)
-		if err != nil || len(ds) != 4 {
+		if err != nil || len(ds) != 6 {
 			return false
 		}
 		for _, d := range ds {
@@ -204,7 +219,7 @@ func TestDeliverySigned(t *testing.T) {
 		}
 		return true
 	})
-	t.Logf("4 changes delivered, signatures verified by the receiver's own HMAC")
+	t.Logf("6 changes (holds, release, block, unblock, sale) delivered, signatures verified by the receiver's own HMAC")
 }
 
 // TestReceiverKilledMidStream: while changes stream in, the receiver drops
