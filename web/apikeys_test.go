@@ -173,6 +173,32 @@ func TestAPIKeyRevokedEverywhere(t *testing.T) {
 	t.Logf("revoked key refused by the other process after %s", time.Since(start).Round(time.Millisecond))
 }
 
+// TestAPIKeyFollowsCreator: a key stops working (within the per-process
+// cache's second) when its creator is disabled or is no longer an
+// organizer.
+func TestAPIKeyFollowsCreator(t *testing.T) {
+	t.Parallel()
+	s := newTestServer(t, nil)
+	for _, change := range []string{"disabled", "demoted"} {
+		tn := testenv.NewTenant(t, s.app, 1)
+		_, secret := keyOf(t, s.as(tn.Org, tn.Organizer), "box_office")
+		k := s.withKey(secret)
+		k.do("GET", "/api/v1/events", nil).want(t, http.StatusOK)
+		var err error
+		if change == "disabled" {
+			_, err = s.app.Store.DisableUser(t.Context(), tn.Org.ID, tn.Organizer.Email)
+		} else {
+			_, err = s.app.Store.SetUserRole(t.Context(), tn.Org.ID, tn.Organizer.Email, "buyer")
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		testenv.Eventually(t, 2*time.Second, "the key of a "+change+" creator refused", func() bool {
+			return k.do("GET", "/api/v1/events", nil).status == http.StatusUnauthorized
+		})
+	}
+}
+
 // TestAPIKeyRateLimit: requests past a key's limit per minute are 429
 // with Retry-After; other keys are not affected.
 func TestAPIKeyRateLimit(t *testing.T) {

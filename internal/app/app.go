@@ -108,7 +108,7 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger) (*App, error)
 	a.Webhooks = webhook.NewWorker(a.Store, webhook.Options{
 		AllowPrivate: cfg.WebhookAllowPrivate, Timeout: cfg.WebhookTimeout, RetryFor: cfg.WebhookRetryFor,
 		Backoff: cfg.WebhookBackoff, BackoffMax: cfg.WebhookBackoffMax, Poll: cfg.WebhookPoll,
-		Batch: 4 * cfg.WebhookConcurrency, Concurrency: cfg.WebhookConcurrency,
+		Batch: 4 * cfg.WebhookConcurrency, Concurrency: cfg.WebhookConcurrency, Keep: 30 * 24 * time.Hour,
 	}, log.With("component", "webhooks"), telemetry.NewWebhooks(reg, func() float64 {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 		defer cancel()

@@ -48,13 +48,13 @@ func scanAPIKey(r pgx.CollectableRow) (APIKey, error) {
 }
 
 // APIKeyByHash finds the live key whose secret hashes to hash: not
-// revoked, and its creator not disabled (a key must not outlive the
-// account that made it). ErrNotFound otherwise.
+// revoked, and its creator still an enabled organizer (a key must not
+// outlive the account, or the role, that made it). ErrNotFound otherwise.
 func (s *Store) APIKeyByHash(ctx context.Context, hash []byte) (APIKey, error) {
 	rows, err := s.db.Query(ctx, `
 		SELECT k.id, k.org_id, k.name, k.role, k.created_by, k.hint, k.created_at, k.last_used_at, k.revoked_at
 		FROM api_keys k JOIN users u ON u.org_id = k.org_id AND u.id = k.created_by
-		WHERE k.hash = $1 AND k.revoked_at IS NULL AND u.disabled_at IS NULL`, hash)
+		WHERE k.hash = $1 AND k.revoked_at IS NULL AND u.disabled_at IS NULL AND u.role = 'organizer'`, hash)
 	if err != nil {
 		return APIKey{}, err
 	}

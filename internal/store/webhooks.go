@@ -251,3 +251,13 @@ func (s *Store) OutboxDepth(ctx context.Context) (int64, error) {
 	err := s.db.QueryRow(ctx, `SELECT count(*) FROM webhook_deliveries WHERE state = 'pending'`).Scan(&n)
 	return n, err
 }
+
+// PruneDeliveries deletes up to limit deliveries (and their attempts) that
+// were delivered or given up before before; pending ones are never
+// deleted.
+func (s *Store) PruneDeliveries(ctx context.Context, before time.Time, limit int) (int64, error) {
+	tag, err := s.db.Exec(ctx, `
+		DELETE FROM webhook_deliveries WHERE id IN (
+		    SELECT id FROM webhook_deliveries WHERE state <> 'pending' AND created_at < $1 ORDER BY id LIMIT $2)`, before, limit)
+	return tag.RowsAffected(), err
+}

@@ -29,6 +29,8 @@ type Options struct {
 	Poll         time.Duration // how often an idle worker looks for due deliveries
 	Batch        int           // deliveries claimed at once
 	Concurrency  int           // attempts in flight at once per worker
+	// Keep is how long delivered and given-up deliveries stay listed.
+	Keep time.Duration
 }
 
 // Worker sends due deliveries. Every process runs one; they share the
@@ -48,6 +50,8 @@ type Worker struct {
 	log *slog.Logger
 	m   *telemetry.Webhooks
 	now func() time.Time
+	// pruned is when Run last pruned (only its goroutine touches it).
+	pruned time.Time
 }
 
 // NewWorker returns a worker on st.
@@ -68,6 +72,27 @@ func NewWorker(st *store.Store, o Options, log *slog.Logger, m *telemetry.Webhoo
 	return &Worker{st: st, hc: hc, o: o, log: log, m: m, now: time.Now}
 }
 
+// pruneEvery is how often a worker deletes old deliveries.
+const pruneEvery = time.Hour
+
+// maybePrune deletes deliveries finished more than Keep ago, a batch at a
+// time, at most once per pruneEvery per worker (every worker may; the
+// deletes do not conflict).
+func (w *Worker) maybePrune(ctx context.Context) {
+	now := w.now()
+	if w.o.Keep <= 0 || now.Sub(w.pruned) < pruneEvery {
+		return
+	}
+	w.pruned = now
+	n, err := w.st.PruneDeliveries(ctx, now.Add(-w.o.Keep), 10_000)
+	switch {
+	case err != nil:
+		w.log.Warn("prune webhook deliveries", "err", err)
+	case n > 0:
+		w.log.Info("pruned webhook deliveries", "count", n)
+	}
+}
+
 // Run sends deliveries until ctx ends: it claims a batch, sends it, records
 // the outcomes, and goes on at once while batches come back full, else
 // after Poll.
@@ -80,6 +105,7 @@ func (w *Worker) Run(ctx context.Context) {
 			return
 		case <-t.C:
 		}
+		w.maybePrune(ctx)
 		n, err := w.Once(ctx)
 		wait := w.o.Poll
 		switch {
