@@ -220,3 +220,60 @@ func cancelledText(status string) string {
 	}
 	return "some tickets of this booking"
 }
+
+// APIKeys is the API keys page: the keys, and a key just made (its secret
+// shown this once).
+type APIKeys struct {
+	Keys    []APIKey
+	NewKey  string
+	NewName string
+}
+
+// APIKey is a row of the API keys page.
+type APIKey struct {
+	ID         string
+	Name       string
+	Role       string
+	Hint       string
+	CreatedAt  time.Time
+	LastUsedAt *time.Time
+	RevokedAt  *time.Time
+}
+
+// Webhooks is the webhooks page: the endpoints, the types one may ask
+// for, and an endpoint just made (its secret shown this once).
+type Webhooks struct {
+	Endpoints []Webhook
+	Types     []string
+	NewSecret string
+	NewURL    string
+}
+
+// Webhook is a row of the webhooks page.
+type Webhook struct {
+	ID        string
+	URL       string
+	Events    []string
+	CreatedAt time.Time
+}
+
+// Deliveries is a page of an endpoint's deliveries, newest first.
+type Deliveries struct {
+	EndpointID string
+	URL        string
+	Rows       []Delivery
+	Older      string // link to the next page; "" on the last
+}
+
+// Delivery is a row of the deliveries page.
+type Delivery struct {
+	ID          string
+	Type        string
+	CreatedAt   time.Time
+	State       string
+	Attempts    int
+	LastStatus  string
+	LastError   string
+	NextAt      *time.Time
+	DeliveredAt *time.Time
+}

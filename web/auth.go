@@ -198,6 +198,22 @@ func (s *Server) logout(w http.ResponseWriter, r *http.Request) error {
 // me answers who the session belongs to.
 func (s *Server) me(w http.ResponseWriter, r *http.Request, a hold.Actor) error {
 	ctx := r.Context()
+	if _, ok := keyFrom(ctx); ok {
+		// An API key has no session to read the names from.
+		org, err := s.deps.Store.OrgByID(ctx, a.Org)
+		if err != nil {
+			return err
+		}
+		u, err := s.deps.Store.UserByID(ctx, a.Org, a.User)
+		if err != nil {
+			return err
+		}
+		writeJSON(w, http.StatusOK, accountJSON{
+			User: userJSON{ID: a.User, Email: u.Email, Role: a.Role},
+			Org:  orgJSON{ID: a.Org, Slug: org.Slug, Name: org.Name},
+		})
+		return nil
+	}
 	writeJSON(w, http.StatusOK, accountJSON{
 		User: userJSON{ID: a.User, Email: s.sessions.GetString(ctx, sessEmail), Role: a.Role},
 		Org:  orgJSON{ID: a.Org, Slug: s.sessions.GetString(ctx, sessOrgSlug), Name: s.sessions.GetString(ctx, sessOrgName)},

@@ -69,6 +69,7 @@ type client struct {
 	t    testing.TB
 	base string
 	hc   *http.Client
+	hdr  []string // sent with every request (an API key)
 }
 
 func (s *testServer) client() *client {
@@ -78,6 +79,7 @@ func (s *testServer) client() *client {
 	}
 	return &client{t: s.t, base: s.ts.URL, hc: &http.Client{
 		Jar:           jar,
+		Transport:     openAPICheck{t: s.t, next: http.DefaultTransport},
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 	}}
 }
@@ -87,6 +89,27 @@ func (s *testServer) as(org store.Org, u store.User) *client {
 	s.t.Helper()
 	c := s.client()
 	c.login(org.Slug, u.Email, testenv.Password)
+	return c
+}
+
+// keyOf creates an API key in role through organizer's session and
+// returns its id and secret.
+func keyOf(t testing.TB, organizer *client, role string) (uuid.UUID, string) {
+	t.Helper()
+	var k struct {
+		ID  uuid.UUID `json:"id"`
+		Key string    `json:"key"`
+	}
+	organizer.do("POST", "/api/v1/api-keys", map[string]string{"name": role + " key", "role": role}).
+		want(t, http.StatusCreated).json(t, &k)
+	return k.ID, k.Key
+}
+
+// withKey returns a client (no cookies) that sends secret as its bearer
+// key.
+func (s *testServer) withKey(secret string) *client {
+	c := s.client()
+	c.hdr = []string{"Authorization", "Bearer " + secret}
 	return c
 }
 
@@ -126,6 +149,7 @@ func (c *client) do(method, path string, body any, hdr ...string) response {
 	if ct != "" {
 		req.Header.Set("Content-Type", ct)
 	}
+	hdr = append(append([]string(nil), c.hdr...), hdr...)
 	for i := 0; i+1 < len(hdr); i += 2 {
 		req.Header.Set(hdr[i], hdr[i+1])
 	}

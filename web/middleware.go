@@ -206,13 +206,21 @@ func (s *Server) securityHeaders(next http.Handler) http.Handler {
 
 // crossOrigin refuses cross-site state-changing browser requests. Requests
 // without Sec-Fetch-Site and Origin (curl, API clients) pass: they carry no
-// ambient browser credentials to abuse.
+// ambient browser credentials to abuse. Nor do API-key requests (see
+// bearerKey), which never use the session cookie.
 func (s *Server) crossOrigin(next http.Handler) http.Handler {
 	cop := http.NewCrossOriginProtection()
 	cop.SetDenyHandler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, apperr.E(apperr.Forbidden, "cross-site requests are refused"))
 	}))
-	return cop.Handler(next)
+	protected := cop.Handler(next)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if _, ok := bearerKey(r); ok {
+			next.ServeHTTP(w, r)
+			return
+		}
+		protected.ServeHTTP(w, r)
+	})
 }
 
 // routeInfo records the matched pattern for the request log (the mux sets

@@ -63,6 +63,17 @@ func (s *Server) routes() {
 	s.mux.HandleFunc("GET /api/v1/events/{event}/exports/bookings.csv", s.authed(organizer, s.exportCSV(store.ExportBookings)))
 	s.mux.HandleFunc("GET /api/v1/events/{event}/exports/audit.csv", s.authed(organizer, s.exportCSV(store.ExportAudit)))
 
+	// Integrators.
+	s.mux.HandleFunc("GET /api/v1/openapi.json", s.public(s.openAPIDoc))
+	s.mux.HandleFunc("POST /api/v1/api-keys", s.authed(organizer, s.createAPIKey))
+	s.mux.HandleFunc("GET /api/v1/api-keys", s.authed(organizer, s.listAPIKeys))
+	s.mux.HandleFunc("DELETE /api/v1/api-keys/{key}", s.authed(organizer, s.revokeAPIKey))
+	s.mux.HandleFunc("POST /api/v1/webhooks", s.authed(organizer, s.createWebhook))
+	s.mux.HandleFunc("GET /api/v1/webhooks", s.authed(organizer, s.listWebhooks))
+	s.mux.HandleFunc("DELETE /api/v1/webhooks/{webhook}", s.authed(organizer, s.deleteWebhook))
+	s.mux.HandleFunc("GET /api/v1/webhooks/{webhook}/deliveries", s.authed(organizer, s.listDeliveries))
+	s.mux.HandleFunc("POST /api/v1/webhooks/{webhook}/deliveries/{delivery}/redeliver", s.authed(organizer, s.redeliver))
+
 	// Pages and the buyer's live socket.
 	s.mux.Handle("GET /static/", s.assets)
 	s.mux.HandleFunc("GET /{$}", s.home)
@@ -100,6 +111,14 @@ func (s *Server) routes() {
 	s.mux.HandleFunc("GET /admin/charts", s.page(organizer, s.chartsPage))
 	s.mux.HandleFunc("GET /admin/charts/new", s.page(organizer, s.newChartPage))
 	s.mux.HandleFunc("GET /admin/charts/{chart}", s.page(organizer, s.chartPage))
+	s.mux.HandleFunc("GET /admin/api-keys", s.page(organizer, s.apiKeysPage))
+	s.mux.HandleFunc("POST /admin/api-keys", s.page(organizer, s.createAPIKeyForm))
+	s.mux.HandleFunc("POST /admin/api-keys/{key}/revoke", s.page(organizer, s.revokeAPIKeyForm))
+	s.mux.HandleFunc("GET /admin/webhooks", s.page(organizer, s.webhooksPage))
+	s.mux.HandleFunc("POST /admin/webhooks", s.page(organizer, s.createWebhookForm))
+	s.mux.HandleFunc("POST /admin/webhooks/{webhook}/delete", s.page(organizer, s.deleteWebhookForm))
+	s.mux.HandleFunc("GET /admin/webhooks/{webhook}/deliveries", s.page(organizer, s.deliveriesPage))
+	s.mux.HandleFunc("POST /admin/webhooks/{webhook}/deliveries/{delivery}/redeliver", s.page(organizer, s.redeliverForm))
 
 	// Box office; organizers may use it too.
 	s.mux.HandleFunc("GET /box-office/events/{event}", s.page(staff, p.boxOfficePage))

@@ -421,6 +421,10 @@ func (s *Server) saveSession(w http.ResponseWriter, r *http.Request) error {
 func (s *Server) withSession(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Add("Vary", "Cookie")
+		if key, ok := bearerKey(r); ok {
+			s.withAPIKey(w, r, key, next)
+			return
+		}
 		var token string
 		if c, err := r.Cookie(s.sessions.Cookie.Name); err == nil {
 			token = c.Value

@@ -30,6 +30,17 @@ func TestTenancy(t *testing.T) {
 		"box_office": s.as(tb.Org, tb.BoxOffice),
 		"organizer":  s.as(tb.Org, tb.Organizer),
 	}
+	// The same, with API keys of org B instead of sessions.
+	for _, role := range []string{"buyer", "box_office", "organizer"} {
+		_, secret := keyOf(t, clients["organizer"], role)
+		clients["key:"+role] = s.withKey(secret)
+	}
+	keyA, _ := keyOf(t, s.as(ta.Org, ta.Organizer), "buyer")
+	hookA, err := s.srv.hooks.Create(t.Context(), ta.Org.ID, "http://127.0.0.1:9/", []string{"seat.blocked"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	hk := hookA.ID.String()
 
 	ea, sa, ha := evA.ID.String(), seatsA[1].String(), holdA.ID.String()
 	missing := uuid.NewString()
@@ -58,16 +69,20 @@ func TestTenancy(t *testing.T) {
 		{"unblock", []string{"organizer"}, "POST", "/api/v1/events/" + ea + "/seats/" + sa + "/unblock", nil, nil},
 		{"registry", []string{"organizer"}, "GET", "/api/v1/events/" + ea + "/registry", nil, nil},
 		{"reconcile", []string{"organizer"}, "POST", "/api/v1/events/" + ea + "/registry/reconcile", nil, nil},
+		{"revoke A's API key", []string{"organizer"}, "DELETE", "/api/v1/api-keys/" + keyA.String(), nil, nil},
+		{"delete A's webhook", []string{"organizer"}, "DELETE", "/api/v1/webhooks/" + hk, nil, nil},
+		{"A's deliveries", []string{"organizer"}, "GET", "/api/v1/webhooks/" + hk + "/deliveries", nil, nil},
+		{"send A's delivery again", []string{"organizer"}, "POST", "/api/v1/webhooks/" + hk + "/deliveries/" + missing + "/redeliver", nil, nil},
 	}
 	n := 0
 	for _, tc := range cases {
-		for _, role := range tc.roles {
+		for _, role := range append(tc.roles, prefixed("key:", tc.roles)...) {
 			t.Run(tc.name+"/"+role, func(t *testing.T) {
 				c := clients[role]
 				r := c.do(tc.method, tc.path, tc.body, tc.hdr...)
 				e := r.wantErr(t, http.StatusNotFound, "not_found")
 				// Identical to an object that does not exist at all.
-				m := c.do(tc.method, strings.NewReplacer(ea, missing, ha, missing).Replace(tc.path), tc.body, tc.hdr...)
+				m := c.do(tc.method, strings.NewReplacer(ea, missing, ha, missing, keyA.String(), missing, hk, missing).Replace(tc.path), tc.body, tc.hdr...)
 				if m.status != r.status || m.errBody(t).Error != e.Error {
 					t.Fatalf("other org's object: %d %s; missing object: %d %s", r.status, r.body, m.status, m.body)
 				}
@@ -78,7 +93,11 @@ func TestTenancy(t *testing.T) {
 	if after := orgState(t, a, ta.Org.ID); after != before {
 		t.Fatalf("org A changed:\nbefore %s\nafter  %s", before, after)
 	}
-	t.Logf("%d cross-tenant requests from org B: all 404 not_found, org A's seats, holds, bookings and users unchanged", n)
+	var revoked int
+	if err := a.Pool.QueryRow(t.Context(), `SELECT count(*) FROM api_keys WHERE org_id = $1 AND revoked_at IS NOT NULL`, ta.Org.ID).Scan(&revoked); err != nil || revoked != 0 {
+		t.Fatalf("org A's API keys revoked by org B: %d (%v)", revoked, err)
+	}
+	t.Logf("%d cross-tenant requests from org B (sessions and API keys): all 404 not_found, org A's seats, holds, bookings and users unchanged", n)
 
 	t.Run("smuggled org ids", func(t *testing.T) {
 		c := clients["buyer"]
@@ -117,4 +136,12 @@ func TestTenancy(t *testing.T) {
 		}
 		t.Logf("smuggled org ids in query, 4 headers, body and path: ignored or refused; the hold landed in org B")
 	})
+}
+
+func prefixed(p string, ss []string) []string {
+	out := make([]string, len(ss))
+	for i, s := range ss {
+		out[i] = p + s
+	}
+	return out
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/alexedwards/scs/v2"
 
 	"seatd/internal/auth"
+	"seatd/internal/webhook"
 	"seatd/static"
 	"seatd/web/live"
 )
@@ -31,6 +32,9 @@ type Server struct {
 	metrics  *httpMetrics
 	ends     *auth.SessionEnds
 	unlisten func() // stops listening for session ends
+	keys     *auth.APIKeys
+	unkeys   func() // stops listening for key revocations
+	hooks    *webhook.Endpoints
 	flights  *registryFlights
 }
 
@@ -57,6 +61,9 @@ func newServer(d Deps, o options) *Server {
 	s.limits.configure(d.Cfg)
 	s.flights = newRegistryFlights(d.Core, d.Cfg.RegistryCheckCooldown)
 	s.listenSessionEnds()
+	s.keys = auth.NewAPIKeys(d.Store, d.Bus, d.Cfg.KeyPrefix, d.Log.With("component", "api_keys"))
+	s.unkeys = s.keys.Listen()
+	s.hooks = webhook.NewEndpoints(d.Store, d.Cfg.WebhookAllowPrivate)
 	s.routes()
 	// Outermost first: log and recover, compress, headers on every answer, refuse
 	// hostile text and cross-site writes before touching the session
@@ -74,6 +81,7 @@ func (s *Server) Shutdown() {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	s.unlisten()
+	s.unkeys()
 	if err := s.hub.Shutdown(ctx); err != nil {
 		s.log.Warn("live hub shutdown", "err", err)
 	}

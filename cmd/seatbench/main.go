@@ -79,6 +79,9 @@ type config struct {
 	pacedBuyers   int     // buyers of the paced (open-loop) latency run; 0: none
 	pacedRate     float64 // offered holds/s; 0: 2 per buyer, at most half the closed-loop rate at pacedBuyers
 	pgMaxConns    int     // SEATD_PG_MAX_CONNS for every seatd; 0 leaves seatd's default
+
+	webhookRate   float64       // changes/s of the webhook latency run
+	webhookOutage time.Duration // how long the webhook receiver is down
 	seatdEnv      map[string]string
 
 	freshDB      bool
@@ -88,7 +91,7 @@ type config struct {
 }
 
 // phases, in the order they run.
-var allPhases = []string{"opening", "holds", "hotseat", "occupancy", "charts", "multi", "fallback", "live", "expiry"}
+var allPhases = []string{"opening", "holds", "hotseat", "occupancy", "charts", "multi", "fallback", "live", "expiry", "webhooks"}
 
 func parseConfig(args []string, stderr io.Writer) (config, error) {
 	quick := false
@@ -107,6 +110,7 @@ func parseConfig(args []string, stderr io.Writer) (config, error) {
 		multiProcs: []int{2, 3}, multiBuyers: 200, pacedBuyers: 200,
 		openingSeats: 300_000, openingBuyers: 32,
 		freshDB: true, profileFor: 10 * time.Second,
+		webhookRate: 1000, webhookOutage: 60 * time.Second,
 	}
 	if quick {
 		c.timeout = 170 * time.Second
@@ -117,6 +121,7 @@ func parseConfig(args []string, stderr io.Writer) (config, error) {
 		c.expiryHolds = 10
 		c.occRequests = 300
 		c.openingSeats = 100_000
+		c.webhookOutage = 10 * time.Second
 	}
 	fs := flag.NewFlagSet("seatbench", flag.ContinueOnError)
 	fs.SetOutput(stderr)
@@ -222,7 +227,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	phases := map[string]func(context.Context) error{
 		"opening": b.phaseOpening, "holds": b.phaseHolds, "hotseat": b.phaseHotSeat, "occupancy": b.phaseOccupancy, "charts": b.phaseCharts, "multi": b.phaseMulti,
-		"fallback": b.phaseFallback, "live": b.phaseLive, "expiry": b.phaseExpiry,
+		"fallback": b.phaseFallback, "live": b.phaseLive, "expiry": b.phaseExpiry, "webhooks": b.phaseWebhooks,
 	}
 	for _, p := range allPhases {
 		if !cfg.runs(p) {

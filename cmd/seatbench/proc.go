@@ -59,6 +59,11 @@ func (b *bench) serverEnv(addr string, extra map[string]string) []string {
 		// event at startup would load them inside other phases' windows.
 		// The opening phase turns it on.
 		"SEATD_WARM_EVENTS": "0",
+		// The webhook phase's receiver listens on loopback; after its
+		// outage, deliveries come back within 5 s rather than the
+		// production backoff's hour.
+		"SEATD_WEBHOOK_ALLOW_PRIVATE": "true",
+		"SEATD_WEBHOOK_BACKOFF_MAX":   "5s",
 	}
 	if b.cfg.pgMaxConns > 0 {
 		vars["SEATD_PG_MAX_CONNS"] = strconv.Itoa(b.cfg.pgMaxConns)

@@ -30,6 +30,7 @@ type Report struct {
 	Live      *Live        `json:"live,omitempty"`
 	// LiveAcross is live fan-out through haproxy over several processes.
 	LiveAcross *LiveAcross  `json:"live_across_processes,omitempty"`
+	Webhooks   *Webhooks    `json:"webhooks,omitempty"`
 	Expiry     *Expiry      `json:"expiry,omitempty"`
 	Profiles   []string     `json:"profiles,omitempty"`
 	Targets    []Target     `json:"targets"`
@@ -128,6 +129,12 @@ func (r *Report) evaluate() {
 		worst := max(slices.Max(c.JSONMS), slices.Max(c.CSVMS))
 		r.target(fmt.Sprintf("chart import, %d seats (JSON and CSV)", c.Seats), "< 5 s", worst < 5000,
 			"slowest %.0f ms", worst)
+	}
+	if wh := r.Webhooks; wh != nil {
+		r.target(fmt.Sprintf("webhook commit → delivery at %.0f changes/s", wh.Offered), "p99 < 1 s",
+			wh.Latency.P99 < 1000 && wh.Achieved >= 0.9*wh.Offered, "p99 %.0f ms at %.0f changes/s", wh.Latency.P99, wh.Achieved)
+		r.target(fmt.Sprintf("webhook receiver down %.0f s, then back", wh.OutageSeconds), "none lost, in order per seat",
+			wh.Lost == 0 && wh.Reordered == 0, "%d of %d delivered, %d seats out of order", wh.Delivered, wh.Expected, wh.Reordered)
 	}
 	if o := r.Occupancy; o != nil {
 		r.target(fmt.Sprintf("occupancy of a %d-seat event, served", o.Seats), "< 20 ms", o.Served.P99 < 20,
@@ -294,6 +301,14 @@ func (r *Report) printTable(w io.Writer) {
 			"", "0")
 		row(name+": rows for the seat", fmt.Sprintf("%d hold, %d audit, version %d", h.HoldRows, h.AuditRows, h.SeatVersion),
 			"", "", "1 hold")
+	}
+	if wh := r.Webhooks; wh != nil {
+		row(fmt.Sprintf("webhooks, %.0f changes/s: commit → delivery p50/p95/p99", wh.Offered), lat(wh.Latency),
+			fmt.Sprintf("%d changes at %.0f/s", wh.Changes, wh.Achieved), "", "p99 < 1 s")
+		row(fmt.Sprintf("webhooks, receiver down %.0f s: delivered / expected", wh.OutageSeconds), fmt.Sprintf("%d / %d", wh.Delivered, wh.Expected),
+			fmt.Sprintf("%d changes while down; drained %.1f s after return; %d repeats", wh.OutageChanges, wh.DrainSeconds, wh.Duplicates),
+			"", "none lost")
+		row("webhooks: seats delivered out of order", fmt.Sprintf("%d", wh.Reordered), "", "", "0")
 	}
 	if o := r.Occupancy; o != nil {
 		name := fmt.Sprintf("occupancy, %d seats", o.Seats)

@@ -29,6 +29,7 @@ import (
 	"seatd/internal/seatlock"
 	"seatd/internal/store"
 	"seatd/internal/telemetry"
+	"seatd/internal/webhook"
 )
 
 // App is one seatd process's wiring.
@@ -44,6 +45,8 @@ type App struct {
 	Accounts *auth.Accounts
 	Registry *prometheus.Registry
 	Metrics  *telemetry.Metrics
+	// Webhooks sends the outbox's deliveries (one worker per process).
+	Webhooks *webhook.Worker
 }
 
 // New connects to Postgres and Redis and builds the core. It does not
@@ -102,6 +105,19 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger) (*App, error)
 	}
 	a.Accounts = auth.New(a.Store, cost)
 	a.Accounts.LimitHashing(cfg.MaxPasswordHashes)
+	a.Webhooks = webhook.NewWorker(a.Store, webhook.Options{
+		AllowPrivate: cfg.WebhookAllowPrivate, Timeout: cfg.WebhookTimeout, RetryFor: cfg.WebhookRetryFor,
+		Backoff: cfg.WebhookBackoff, BackoffMax: cfg.WebhookBackoffMax, Poll: cfg.WebhookPoll,
+		Batch: 4 * cfg.WebhookConcurrency, Concurrency: cfg.WebhookConcurrency, Keep: 30 * 24 * time.Hour,
+	}, log.With("component", "webhooks"), telemetry.NewWebhooks(reg, func() float64 {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		n, err := a.Store.OutboxDepth(ctx)
+		if err != nil {
+			return -1
+		}
+		return float64(n)
+	}))
 	return a, nil
 }
 
@@ -214,6 +230,7 @@ func (a *App) RunBackground(ctx context.Context) {
 	wg.Go(func() { a.Core.RunFollower(ctx, a.Cfg.FeedInterval) })
 	wg.Go(func() { a.Bus.Listen(ctx) })
 	wg.Go(func() { a.Core.RunSnapshots(ctx, a.Cfg.SnapshotInterval) })
+	wg.Go(func() { a.Webhooks.Run(ctx) })
 	wg.Wait()
 }
 

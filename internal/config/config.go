@@ -70,6 +70,16 @@ type Config struct {
 	MaxSocketsPerSession  int            // SEATD_MAX_SOCKETS_PER_SESSION: live sockets per session per process
 	UpgradeRatePerMinute  int            // SEATD_UPGRADE_RATE_PER_MINUTE: live socket upgrades per client IP
 	RegistryCheckCooldown time.Duration  // SEATD_REGISTRY_COOLDOWN: an event's registry check or reconcile runs at most once per this
+
+	// Integrators.
+	APIKeyRatePerMinute int           // SEATD_API_KEY_RATE_PER_MINUTE: requests per API key
+	WebhookAllowPrivate bool          // SEATD_WEBHOOK_ALLOW_PRIVATE: allow webhook URLs on loopback and private addresses
+	WebhookTimeout      time.Duration // SEATD_WEBHOOK_TIMEOUT: one delivery attempt
+	WebhookRetryFor     time.Duration // SEATD_WEBHOOK_RETRY_FOR: give a delivery up this long after its change
+	WebhookBackoff      time.Duration // SEATD_WEBHOOK_BACKOFF: wait after a first failed attempt (doubles per failure)
+	WebhookBackoffMax   time.Duration // SEATD_WEBHOOK_BACKOFF_MAX: longest wait between attempts
+	WebhookPoll         time.Duration // SEATD_WEBHOOK_POLL: how often an idle worker looks for due deliveries
+	WebhookConcurrency  int           // SEATD_WEBHOOK_CONCURRENCY: attempts in flight per process
 }
 
 // DefaultOpsAddr is where the ops listener serves unless SEATD_OPS_ADDR
@@ -125,6 +135,14 @@ func Defaults() Config {
 		MaxSocketsPerSession:  8,
 		UpgradeRatePerMinute:  240,
 		RegistryCheckCooldown: 5 * time.Second,
+
+		APIKeyRatePerMinute: 6000,
+		WebhookTimeout:      10 * time.Second,
+		WebhookRetryFor:     24 * time.Hour,
+		WebhookBackoff:      time.Second,
+		WebhookBackoffMax:   time.Hour,
+		WebhookPoll:         100 * time.Millisecond,
+		WebhookConcurrency:  32,
 	}
 }
 
@@ -229,6 +247,14 @@ func Load(getenv func(string) string) (Config, error) {
 	num("SEATD_MAX_SOCKETS_PER_SESSION", &c.MaxSocketsPerSession)
 	num("SEATD_UPGRADE_RATE_PER_MINUTE", &c.UpgradeRatePerMinute)
 	dur("SEATD_REGISTRY_COOLDOWN", &c.RegistryCheckCooldown)
+	num("SEATD_API_KEY_RATE_PER_MINUTE", &c.APIKeyRatePerMinute)
+	boolean("SEATD_WEBHOOK_ALLOW_PRIVATE", &c.WebhookAllowPrivate)
+	dur("SEATD_WEBHOOK_TIMEOUT", &c.WebhookTimeout)
+	dur("SEATD_WEBHOOK_RETRY_FOR", &c.WebhookRetryFor)
+	dur("SEATD_WEBHOOK_BACKOFF", &c.WebhookBackoff)
+	dur("SEATD_WEBHOOK_BACKOFF_MAX", &c.WebhookBackoffMax)
+	dur("SEATD_WEBHOOK_POLL", &c.WebhookPoll)
+	num("SEATD_WEBHOOK_CONCURRENCY", &c.WebhookConcurrency)
 
 	errs = append(errs, c.validate()...)
 	return c, errors.Join(errs...)
@@ -304,6 +330,15 @@ func (c Config) validate() []error {
 	atLeast("SEATD_MAX_SOCKETS_PER_SESSION", c.MaxSocketsPerSession, 1)
 	atLeast("SEATD_UPGRADE_RATE_PER_MINUTE", c.UpgradeRatePerMinute, 1)
 	positive("SEATD_REGISTRY_COOLDOWN", c.RegistryCheckCooldown)
+	atLeast("SEATD_API_KEY_RATE_PER_MINUTE", c.APIKeyRatePerMinute, 1)
+	positive("SEATD_WEBHOOK_TIMEOUT", c.WebhookTimeout)
+	positive("SEATD_WEBHOOK_RETRY_FOR", c.WebhookRetryFor)
+	positive("SEATD_WEBHOOK_BACKOFF", c.WebhookBackoff)
+	positive("SEATD_WEBHOOK_POLL", c.WebhookPoll)
+	if c.WebhookBackoffMax < c.WebhookBackoff {
+		bad("SEATD_WEBHOOK_BACKOFF_MAX: %s must be at least SEATD_WEBHOOK_BACKOFF (%s)", c.WebhookBackoffMax, c.WebhookBackoff)
+	}
+	atLeast("SEATD_WEBHOOK_CONCURRENCY", c.WebhookConcurrency, 1)
 	if c.OpsAddr != OpsOff {
 		if _, _, err := net.SplitHostPort(c.OpsAddr); err != nil {
 			bad("SEATD_OPS_ADDR: %q must be host:port (port 0 picks a free one) or %q", c.OpsAddr, OpsOff)

@@ -39,7 +39,8 @@ import (
 // package never hears.
 func Config(t testing.TB) config.Config {
 	t.Helper()
-	env := map[string]string{"SEATD_ENV": "test", "SEATD_LOG_LEVEL": "warn"}
+	// Webhook receivers in tests listen on loopback.
+	env := map[string]string{"SEATD_ENV": "test", "SEATD_LOG_LEVEL": "warn", "SEATD_WEBHOOK_ALLOW_PRIVATE": "true"}
 	for _, k := range []string{"DATABASE_URL", "REDIS_URL"} {
 		v := os.Getenv(k)
 		if v == "" {

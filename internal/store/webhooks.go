@@ -1,0 +1,263 @@
+package store
+
+import (
+	"context"
+	"encoding/json"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+)
+
+// Webhook delivery states.
+const (
+	DeliveryPending   = "pending"
+	DeliveryDelivered = "delivered"
+	DeliveryFailed    = "failed" // given up
+)
+
+// WebhookEndpoint is a URL of an organization that receives deliveries of
+// the event types it names.
+type WebhookEndpoint struct {
+	ID        uuid.UUID
+	OrgID     uuid.UUID
+	URL       string
+	Events    []string
+	Secret    string
+	CreatedAt time.Time
+}
+
+// CreateWebhookEndpoint stores an endpoint.
+func (s *Store) CreateWebhookEndpoint(ctx context.Context, org uuid.UUID, url string, events []string, secret string) (WebhookEndpoint, error) {
+	e := WebhookEndpoint{OrgID: org, URL: url, Events: events, Secret: secret}
+	err := s.db.QueryRow(ctx, `
+		INSERT INTO webhook_endpoints (org_id, url, events, secret) VALUES ($1, $2, $3, $4) RETURNING id, created_at`,
+		org, url, events, secret).Scan(&e.ID, &e.CreatedAt)
+	return e, err
+}
+
+// WebhookEndpoints lists an organization's endpoints, newest first.
+func (s *Store) WebhookEndpoints(ctx context.Context, org uuid.UUID) ([]WebhookEndpoint, error) {
+	rows, err := s.db.Query(ctx, `
+		SELECT id, org_id, url, events, secret, created_at FROM webhook_endpoints
+		WHERE org_id = $1 AND deleted_at IS NULL ORDER BY created_at DESC, id`, org)
+	if err != nil {
+		return nil, err
+	}
+	return pgx.CollectRows(rows, pgx.RowToStructByPos[WebhookEndpoint])
+}
+
+// WebhookEndpoint returns one endpoint of org.
+func (s *Store) WebhookEndpoint(ctx context.Context, org, id uuid.UUID) (WebhookEndpoint, error) {
+	rows, err := s.db.Query(ctx, `
+		SELECT id, org_id, url, events, secret, created_at FROM webhook_endpoints
+		WHERE org_id = $1 AND id = $2 AND deleted_at IS NULL`, org, id)
+	if err != nil {
+		return WebhookEndpoint{}, err
+	}
+	e, err := pgx.CollectExactlyOneRow(rows, pgx.RowToStructByPos[WebhookEndpoint])
+	return e, notFoundIfNoRows(err, "webhook")
+}
+
+// DeleteWebhookEndpoint deletes an endpoint of org: no new deliveries are
+// written for it, and its pending ones are given up. The rows stay for the
+// record.
+func (s *Store) DeleteWebhookEndpoint(ctx context.Context, org, id uuid.UUID) error {
+	return s.InTx(ctx, func(tx pgx.Tx) error {
+		tag, err := tx.Exec(ctx, `UPDATE webhook_endpoints SET deleted_at = now()
+			WHERE org_id = $1 AND id = $2 AND deleted_at IS NULL`, org, id)
+		if err != nil {
+			return err
+		}
+		if tag.RowsAffected() == 0 {
+			return notFoundIfNoRows(pgx.ErrNoRows, "webhook")
+		}
+		_, err = tx.Exec(ctx, `UPDATE webhook_deliveries SET state = 'failed', last_error = 'endpoint deleted', locked_until = NULL
+			WHERE org_id = $1 AND endpoint_id = $2 AND state = 'pending'`, org, id)
+		return err
+	})
+}
+
+// Delivery is one outbox row: a change to send to one endpoint.
+type Delivery struct {
+	ID          int64
+	PublicID    uuid.UUID
+	EndpointID  uuid.UUID
+	Type        string
+	EventID     *uuid.UUID
+	SeatID      *uuid.UUID
+	Data        json.RawMessage
+	CreatedAt   time.Time
+	State       string
+	Attempts    int
+	NextAt      time.Time
+	LastStatus  *int
+	LastError   *string
+	DeliveredAt *time.Time
+}
+
+// Deliveries lists an endpoint's deliveries, newest first, before the
+// keyset cursor (0: from the newest).
+func (s *Store) Deliveries(ctx context.Context, org, endpoint uuid.UUID, before int64, limit int) ([]Delivery, error) {
+	if before <= 0 {
+		before = 1<<63 - 1
+	}
+	rows, err := s.db.Query(ctx, `
+		SELECT id, public_id, endpoint_id, type, event_id, seat_id, data, created_at, state, attempts, next_at,
+		       last_status, last_error, delivered_at
+		FROM webhook_deliveries WHERE org_id = $1 AND endpoint_id = $2 AND id < $3
+		ORDER BY id DESC LIMIT $4`, org, endpoint, before, limit)
+	if err != nil {
+		return nil, err
+	}
+	return pgx.CollectRows(rows, pgx.RowToStructByPos[Delivery])
+}
+
+// Redeliver sends a delivery of org again: pending and due now, whatever
+// its state. ErrNotFound for another organization's delivery.
+func (s *Store) Redeliver(ctx context.Context, org, endpoint uuid.UUID, id uuid.UUID) error {
+	tag, err := s.db.Exec(ctx, `
+		UPDATE webhook_deliveries d SET state = 'pending', next_at = now(), locked_until = NULL, delivered_at = NULL
+		FROM webhook_endpoints e
+		WHERE d.org_id = $1 AND d.endpoint_id = $2 AND d.public_id = $3
+		  AND e.org_id = d.org_id AND e.id = d.endpoint_id AND e.deleted_at IS NULL`, org, endpoint, id)
+	if err == nil && tag.RowsAffected() == 0 {
+		return notFoundIfNoRows(pgx.ErrNoRows, "delivery")
+	}
+	return err
+}
+
+// Claimed is a delivery a worker took to send, with where and how.
+type Claimed struct {
+	Delivery
+	URL    string
+	Secret string
+}
+
+// ClaimDeliveries takes up to limit due deliveries for lease: each is the
+// oldest pending delivery of its endpoint and seat (a seat's later
+// delivery waits until the earlier one is delivered or given up), and
+// none is claimed by another worker (SKIP LOCKED, then the lease). A
+// worker that dies leaves its claims to be taken again when the lease
+// ends: deliveries are at least once.
+func (s *Store) ClaimDeliveries(ctx context.Context, limit int, lease time.Duration) ([]Claimed, error) {
+	rows, err := s.db.Query(ctx, `
+		WITH c AS (
+		    SELECT d.id FROM webhook_deliveries d
+		    WHERE d.state = 'pending' AND d.next_at <= now()
+		      AND (d.locked_until IS NULL OR d.locked_until < now())
+		      AND NOT EXISTS (SELECT 1 FROM webhook_deliveries p
+		                      WHERE p.state = 'pending' AND p.endpoint_id = d.endpoint_id
+		                        AND p.seat_id = d.seat_id AND p.id < d.id)
+		    ORDER BY d.next_at, d.id
+		    LIMIT $1
+		    FOR UPDATE OF d SKIP LOCKED
+		)
+		UPDATE webhook_deliveries d SET locked_until = now() + $2::interval, attempts = d.attempts + 1
+		FROM c, webhook_endpoints e
+		WHERE d.id = c.id AND e.org_id = d.org_id AND e.id = d.endpoint_id
+		RETURNING d.id, d.public_id, d.endpoint_id, d.type, d.event_id, d.seat_id, d.data, d.created_at, d.state,
+		          d.attempts, d.next_at, d.last_status, d.last_error, d.delivered_at, e.url, e.secret`, limit, lease)
+	if err != nil {
+		return nil, err
+	}
+	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (Claimed, error) {
+		var c Claimed
+		d := &c.Delivery
+		err := r.Scan(&d.ID, &d.PublicID, &d.EndpointID, &d.Type, &d.EventID, &d.SeatID, &d.Data, &d.CreatedAt, &d.State,
+			&d.Attempts, &d.NextAt, &d.LastStatus, &d.LastError, &d.DeliveredAt, &c.URL, &c.Secret)
+		return c, err
+	})
+}
+
+// Attempt is the outcome of sending a claimed delivery once.
+type Attempt struct {
+	Delivery int64
+	At       time.Time
+	Status   int    // HTTP status; 0 when no answer
+	Error    string // "" when delivered
+	Duration time.Duration
+	// State is the delivery's state after the attempt; NextAt when it is
+	// tried again (pending).
+	State  string
+	NextAt time.Time
+}
+
+// FinishDeliveries records attempts and applies their outcomes in one
+// statement. A delivery tried again later also moves its seat's later
+// deliveries to that time, so workers do not look at rows that must wait
+// for it anyway (the claim's ordering check holds regardless).
+func (s *Store) FinishDeliveries(ctx context.Context, as []Attempt) error {
+	if len(as) == 0 {
+		return nil
+	}
+	n := len(as)
+	ids, ats, statuses, errs, durs, states, nexts := make([]int64, n), make([]time.Time, n), make([]*int32, n),
+		make([]*string, n), make([]int32, n), make([]string, n), make([]time.Time, n)
+	for i, a := range as {
+		ids[i], ats[i], durs[i], states[i], nexts[i] = a.Delivery, a.At, int32(min(a.Duration.Milliseconds(), 1<<31-1)), a.State, a.NextAt // #nosec G115 -- clamped
+		if a.Status != 0 {
+			st := int32(a.Status) // #nosec G115 -- an HTTP status
+			statuses[i] = &st
+		}
+		if a.Error != "" {
+			e := a.Error
+			errs[i] = &e
+		}
+	}
+	_, err := s.db.Exec(ctx, `
+		WITH a AS (
+		    SELECT * FROM unnest($1::bigint[], $2::timestamptz[], $3::int[], $4::text[], $5::int[], $6::text[], $7::timestamptz[])
+		             AS a(id, at, status, error, duration_ms, state, next_at)
+		), att AS (
+		    INSERT INTO webhook_attempts (delivery_id, at, status, error, duration_ms)
+		    SELECT id, at, status, error, duration_ms FROM a
+		), upd AS (
+		    UPDATE webhook_deliveries d
+		    SET state = a.state, next_at = a.next_at, locked_until = NULL, last_status = a.status, last_error = a.error,
+		        delivered_at = CASE WHEN a.state = 'delivered' THEN a.at END
+		    FROM a WHERE d.id = a.id
+		    RETURNING d.id, d.endpoint_id, d.seat_id, d.state, d.next_at
+		)
+		UPDATE webhook_deliveries l SET next_at = upd.next_at
+		FROM upd
+		WHERE upd.state = 'pending' AND upd.seat_id IS NOT NULL AND l.state = 'pending'
+		  AND l.endpoint_id = upd.endpoint_id AND l.seat_id = upd.seat_id AND l.id > upd.id AND l.next_at < upd.next_at`,
+		ids, ats, statuses, errs, durs, states, nexts)
+	return err
+}
+
+// DeliveryAttempts lists the attempts of a delivery of org, oldest first.
+func (s *Store) DeliveryAttempts(ctx context.Context, org uuid.UUID, delivery int64) ([]Attempt, error) {
+	rows, err := s.db.Query(ctx, `
+		SELECT a.delivery_id, a.at, coalesce(a.status, 0), coalesce(a.error, ''), a.duration_ms
+		FROM webhook_attempts a JOIN webhook_deliveries d ON d.id = a.delivery_id
+		WHERE d.org_id = $1 AND a.delivery_id = $2 ORDER BY a.id`, org, delivery)
+	if err != nil {
+		return nil, err
+	}
+	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (Attempt, error) {
+		var a Attempt
+		var ms int32
+		err := r.Scan(&a.Delivery, &a.At, &a.Status, &a.Error, &ms)
+		a.Duration = time.Duration(ms) * time.Millisecond
+		return a, err
+	})
+}
+
+// OutboxDepth counts deliveries still to send.
+func (s *Store) OutboxDepth(ctx context.Context) (int64, error) {
+	var n int64
+	err := s.db.QueryRow(ctx, `SELECT count(*) FROM webhook_deliveries WHERE state = 'pending'`).Scan(&n)
+	return n, err
+}
+
+// PruneDeliveries deletes up to limit deliveries (and their attempts) that
+// were delivered or given up before before; pending ones are never
+// deleted.
+func (s *Store) PruneDeliveries(ctx context.Context, before time.Time, limit int) (int64, error) {
+	tag, err := s.db.Exec(ctx, `
+		DELETE FROM webhook_deliveries WHERE id IN (
+		    SELECT id FROM webhook_deliveries WHERE state <> 'pending' AND created_at < $1 ORDER BY id LIMIT $2)`, before, limit)
+	return tag.RowsAffected(), err
+}

@@ -1,0 +1,238 @@
+package webhook
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"log/slog"
+	"math/rand/v2"
+	"net/http"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/google/uuid"
+
+	"seatd/internal/store"
+	"seatd/internal/telemetry"
+)
+
+// Options are the worker's settings (see config: SEATD_WEBHOOK_*).
+type Options struct {
+	AllowPrivate bool          // deliver to loopback and private addresses (tests, closed networks)
+	Timeout      time.Duration // one attempt, connect to answer
+	RetryFor     time.Duration // give up on a delivery this long after its change
+	Backoff      time.Duration // wait after the first failure; doubles per failure
+	BackoffMax   time.Duration // longest wait between attempts
+	Poll         time.Duration // how often an idle worker looks for due deliveries
+	Batch        int           // deliveries claimed at once
+	Concurrency  int           // attempts in flight at once per worker
+	// Keep is how long delivered and given-up deliveries stay listed.
+	Keep time.Duration
+}
+
+// Worker sends due deliveries. Every process runs one; they share the
+// outbox safely (see store.ClaimDeliveries).
+//
+// A hand-written worker rather than a job queue such as river: the outbox
+// rows are written by a trigger in the change's own transaction (the hold
+// core does not know webhooks exist), which a queue's insert API cannot
+// do without writing into its private tables; and deliveries must go out
+// in order per endpoint and seat, which river does not offer (its
+// sequences are a paid add-on). What the worker needs of a queue — SKIP
+// LOCKED claims, a lease, backoff — is the one query in the store.
+type Worker struct {
+	st  *store.Store
+	hc  *http.Client
+	o   Options
+	log *slog.Logger
+	m   *telemetry.Webhooks
+	now func() time.Time
+	// pruned is when Run last pruned (only its goroutine touches it).
+	pruned time.Time
+}
+
+// NewWorker returns a worker on st.
+func NewWorker(st *store.Store, o Options, log *slog.Logger, m *telemetry.Webhooks) *Worker {
+	tr := &http.Transport{
+		// No proxy: a proxy would dial for us, past the address check.
+		Proxy:                 nil,
+		DialContext:           Dialer(o.AllowPrivate, o.Timeout).DialContext,
+		MaxIdleConnsPerHost:   o.Concurrency,
+		IdleConnTimeout:       90 * time.Second,
+		TLSHandshakeTimeout:   o.Timeout,
+		ResponseHeaderTimeout: o.Timeout,
+	}
+	hc := &http.Client{Transport: tr, Timeout: o.Timeout,
+		// A redirect is an answer, not a delivery: following it would
+		// let a receiver point us anywhere.
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	return &Worker{st: st, hc: hc, o: o, log: log, m: m, now: time.Now}
+}
+
+// pruneEvery is how often a worker deletes old deliveries.
+const pruneEvery = time.Hour
+
+// maybePrune deletes deliveries finished more than Keep ago, a batch at a
+// time, at most once per pruneEvery per worker (every worker may; the
+// deletes do not conflict).
+func (w *Worker) maybePrune(ctx context.Context) {
+	now := w.now()
+	if w.o.Keep <= 0 || now.Sub(w.pruned) < pruneEvery {
+		return
+	}
+	w.pruned = now
+	n, err := w.st.PruneDeliveries(ctx, now.Add(-w.o.Keep), 10_000)
+	switch {
+	case err != nil:
+		w.log.Warn("prune webhook deliveries", "err", err)
+	case n > 0:
+		w.log.Info("pruned webhook deliveries", "count", n)
+	}
+}
+
+// Run sends deliveries until ctx ends: it claims a batch, sends it, records
+// the outcomes, and goes on at once while batches come back full, else
+// after Poll.
+func (w *Worker) Run(ctx context.Context) {
+	t := time.NewTimer(0)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		w.maybePrune(ctx)
+		n, err := w.Once(ctx)
+		wait := w.o.Poll
+		switch {
+		case err != nil && ctx.Err() == nil:
+			w.log.Warn("webhook deliveries", "err", err)
+		case n == w.o.Batch:
+			wait = 0
+		}
+		if !t.Stop() {
+			select {
+			case <-t.C:
+			default:
+			}
+		}
+		t.Reset(wait)
+	}
+}
+
+// Once claims and sends one batch, returning how many were claimed.
+func (w *Worker) Once(ctx context.Context) (int, error) {
+	ds, err := w.st.ClaimDeliveries(ctx, w.o.Batch, w.o.Timeout+5*time.Second)
+	if err != nil || len(ds) == 0 {
+		return 0, err
+	}
+	out := make([]store.Attempt, len(ds))
+	sem := make(chan struct{}, w.o.Concurrency)
+	var wg sync.WaitGroup
+	for i, d := range ds {
+		sem <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-sem }()
+			out[i] = w.send(ctx, d)
+		})
+	}
+	wg.Wait()
+	// The outcomes are recorded even when ctx ended meanwhile (shutdown):
+	// otherwise a delivered row would be sent again after the lease.
+	fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	return len(ds), w.st.FinishDeliveries(fctx, out)
+}
+
+// Body is the JSON a delivery posts.
+type Body struct {
+	ID        uuid.UUID       `json:"id"`
+	Type      string          `json:"type"`
+	CreatedAt time.Time       `json:"created_at"`
+	EventID   *uuid.UUID      `json:"event_id"`
+	Data      json.RawMessage `json:"data"`
+}
+
+// send makes one attempt and decides what follows it.
+func (w *Worker) send(ctx context.Context, d store.Claimed) store.Attempt {
+	start := w.now()
+	a := store.Attempt{Delivery: d.ID, At: start}
+	body, err := json.Marshal(Body{ID: d.PublicID, Type: d.Type, CreatedAt: d.CreatedAt.UTC(), EventID: d.EventID, Data: d.Data})
+	if err == nil {
+		a.Status, err = w.post(ctx, d, body, start)
+	}
+	end := w.now()
+	a.Duration = end.Sub(start)
+	w.m.AttemptDuration.Observe(a.Duration.Seconds())
+	switch {
+	case err == nil:
+		a.State = store.DeliveryDelivered
+		a.NextAt = end
+		w.m.Attempts.WithLabelValues("delivered").Inc()
+		w.m.Latency.Observe(end.Sub(d.CreatedAt).Seconds())
+		return a
+	case errors.Is(err, ErrPrivateAddress):
+		a.Error = "refused: the URL resolves to a loopback, private or reserved address"
+	default:
+		a.Error = clip(err.Error(), 500)
+	}
+	next := end.Add(w.backoff(d.Attempts))
+	if next.Sub(d.CreatedAt) > w.o.RetryFor {
+		a.State, a.NextAt = store.DeliveryFailed, end
+		w.m.Attempts.WithLabelValues("failed").Inc()
+		w.log.Warn("webhook delivery given up", "delivery", d.PublicID, "endpoint", d.EndpointID, "attempts", d.Attempts, "err", a.Error)
+		return a
+	}
+	a.State, a.NextAt = store.DeliveryPending, next
+	w.m.Attempts.WithLabelValues("retry").Inc()
+	return a
+}
+
+// post sends body; a 2xx answer is a delivery, anything else an error.
+func (w *Worker) post(ctx context.Context, d store.Claimed, body []byte, at time.Time) (int, error) {
+	ctx, cancel := context.WithTimeout(ctx, w.o.Timeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, d.URL, bytes.NewReader(body))
+	if err != nil {
+		return 0, err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("User-Agent", "seatd-webhooks/1")
+	req.Header.Set(SignatureHeader, Sign(d.Secret, at, body))
+	req.Header.Set("Seatd-Delivery", d.PublicID.String())
+	res, err := w.hc.Do(req)
+	if err != nil {
+		return 0, err
+	}
+	defer res.Body.Close()
+	// Drain a little so the connection can be reused; the answer's body
+	// means nothing to us.
+	_, _ = io.CopyN(io.Discard, res.Body, 4<<10)
+	if res.StatusCode < 200 || res.StatusCode > 299 {
+		return res.StatusCode, errors.New("the receiver answered " + strconv.Itoa(res.StatusCode))
+	}
+	return res.StatusCode, nil
+}
+
+// backoff is the wait after the n-th failed attempt: Backoff doubled per
+// failure, at most BackoffMax, with ±20 % jitter so that deliveries that
+// failed together (a receiver down) do not all come back at once.
+func (w *Worker) backoff(n int) time.Duration {
+	d := w.o.BackoffMax
+	if n <= 30 {
+		d = min(w.o.Backoff<<max(n-1, 0), w.o.BackoffMax)
+	}
+	jitter := 0.8 + 0.4*rand.Float64() // #nosec G404 -- spreading retries needs no secrecy
+	return time.Duration(float64(d) * jitter)
+}
+
+func clip(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n]
+}

@@ -1,0 +1,466 @@
+package webhook_test
+
+import (
+	"context"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+
+	"seatd/internal/app"
+	"seatd/internal/config"
+	"seatd/internal/hold"
+	"seatd/internal/store"
+	"seatd/internal/testenv"
+	"seatd/internal/webhook"
+)
+
+// receiver is a webhook endpoint on loopback that checks every
+// delivery's signature with its own HMAC code (not webhook.Sign) and
+// records what it got, in arrival order.
+type receiver struct {
+	t      testing.TB
+	srv    *httptest.Server
+	secret atomic.Value // string
+	// fail answers with this behaviour while set: "drop" closes the
+	// connection without an answer (a receiver killed mid-request),
+	// "503" answers 503.
+	fail atomic.Value // string
+
+	mu   sync.Mutex
+	got  []webhook.Body
+	bad  []string // signature failures
+	hits int
+}
+
+func newReceiver(t testing.TB) *receiver {
+	r := &receiver{t: t}
+	r.fail.Store("")
+	r.secret.Store("")
+	r.srv = httptest.NewServer(http.HandlerFunc(r.serve))
+	t.Cleanup(r.srv.Close)
+	return r
+}
+
+func (r *receiver) serve(w http.ResponseWriter, req *http.Request) {
+	body, _ := io.ReadAll(req.Body)
+	r.mu.Lock()
+	r.hits++
+	r.mu.Unlock()
+	switch r.fail.Load().(string) {
+	case "drop":
+		conn, _, err := http.NewResponseController(w).Hijack()
+		if err == nil {
+			_ = conn.Close()
+		}
+		return
+	case "503":
+		w.WriteHeader(http.StatusServiceUnavailable)
+		return
+	}
+	if why := verify(r.secret.Load().(string), req.Header.Get("Seatd-Signature"), body); why != "" {
+		r.mu.Lock()
+		r.bad = append(r.bad, why)
+		r.mu.Unlock()
+		w.WriteHeader(http.StatusBadRequest)
+		return
+	}
+	var b webhook.Body
+	if err := json.Unmarshal(body, &b); err != nil {
+		w.WriteHeader(http.StatusBadRequest)
+		return
+	}
+	r.mu.Lock()
+	r.got = append(r.got, b)
+	r.mu.Unlock()
+	w.WriteHeader(http.StatusNoContent)
+}
+
+// verify checks "t=<unix>,v1=<hex>" as a receiver would: HMAC-SHA256 of
+// "<t>.<body>", and a timestamp within five minutes.
+func verify(secret, header string, body []byte) string {
+	var ts, sig string
+	for _, part := range strings.Split(header, ",") {
+		k, v, _ := strings.Cut(part, "=")
+		switch k {
+		case "t":
+			ts = v
+		case "v1":
+			sig = v
+		}
+	}
+	n, err := strconv.ParseInt(ts, 10, 64)
+	if err != nil || time.Since(time.Unix(n, 0)).Abs() > 5*time.Minute {
+		return "bad timestamp in " + header
+	}
+	m := hmac.New(sha256.New, []byte(secret))
+	m.Write([]byte(ts + "." + string(body)))
+	want := hex.EncodeToString(m.Sum(nil))
+	if !hmac.Equal([]byte(want), []byte(sig)) {
+		return "bad signature " + header
+	}
+	return ""
+}
+
+func (r *receiver) received() []webhook.Body {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]webhook.Body(nil), r.got...)
+}
+
+// register makes an endpoint of org for every type, pointing at r.
+func (r *receiver) register(t testing.TB, a *app.App, org uuid.UUID) store.WebhookEndpoint {
+	t.Helper()
+	e, err := webhook.NewEndpoints(a.Store, true).Create(context.Background(), org, r.srv.URL+"/hook", webhook.Types)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.secret.Store(e.Secret)
+	return e
+}
+
+func fastRetries(c *config.Config) {
+	c.WebhookBackoff = 20 * time.Millisecond
+	c.WebhookBackoffMax = 200 * time.Millisecond
+	c.WebhookPoll = 20 * time.Millisecond
+	c.WebhookTimeout = 2 * time.Second
+	c.PGMaxConns = 8
+}
+
+func actor(u store.User) hold.Actor {
+	return hold.Actor{Org: u.OrgID, User: u.ID, Role: hold.Role(u.Role)}
+}
+
+// TestDeliverySigned: holds, releases, blocks and unblocks reach a
+// receiver as signed JSON {id, type, created_at, event_id, data}, and the
+// deliveries list says delivered with one attempt each.
+func TestDeliverySigned(t *testing.T) {
+	t.Parallel()
+	a := testenv.App(t, fastRetries)
+	testenv.Background(t, a)
+	tn := testenv.NewTenant(t, a, 1)
+	ev := testenv.NewEvent(t, a, tn.Org.ID, 1, 1, 3)
+	seats := testenv.SeatIDs(t, a, tn.Org.ID, ev.ID)
+	r := newReceiver(t)
+	ep := r.register(t, a, tn.Org.ID)
+	ctx := context.Background()
+
+	// A sale: hold.created then booking.created for the third seat.
+	sale, err := a.Core.Hold(ctx, actor(tn.Buyers[0]), ev.ID, seats[2:3], hold.SourceAPI)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := a.Core.Purchase(ctx, actor(tn.Buyers[0]), ev.ID, "k-"+uuid.NewString(), []uuid.UUID{sale.Holds[0].ID})
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	res, err := a.Core.Hold(ctx, actor(tn.Buyers[0]), ev.ID, seats[:1], hold.SourceAPI)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.Core.Release(ctx, actor(tn.Buyers[0]), res.Holds[0].ID, ""); err != nil {
+		t.Fatal(err)
+	}
+	for _, b := range []bool{true, false} {
+		if _, err := a.Core.SetBlocked(ctx, actor(tn.Organizer), ev.ID, seats[1], b, "test"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	testenv.Eventually(t, 5*time.Second, "six deliveries", func() bool { return len(r.received()) >= 6 })
+	got := r.received()
+	want := []struct {
+		typ  string
+		seat uuid.UUID
+	}{{"hold.created", seats[0]}, {"hold.released", seats[0]}, {"seat.blocked", seats[1]}, {"seat.unblocked", seats[1]},
+		{"hold.created", seats[2]}, {"booking.created", seats[2]}}
+	perSeat := map[uuid.UUID][]string{}
+	for _, g := range got {
+		var d struct {
+			SeatID    uuid.UUID `json:"seat_id"`
+			BookingID uuid.UUID `json:"booking_id"`
+		}
+		if err := json.Unmarshal(g.Data, &d); err != nil || g.ID == uuid.Nil || g.EventID == nil || *g.EventID != ev.ID || g.CreatedAt.IsZero() {
+			t.Fatalf("delivery %+v (%s): missing fields", g, g.Data)
+		}
+		if g.Type == "booking.created" && d.BookingID != b.ID {
+			t.Fatalf("booking.created names booking %s, want %s", d.BookingID, b.ID)
+		}
+		perSeat[d.SeatID] = append(perSeat[d.SeatID], g.Type)
+	}
+	for i, w := range want {
+		if seq := perSeat[w.seat]; len(seq) != 2 || seq[i%2] != w.typ {
+			t.Fatalf("seat %s got %v; want %s at %d", w.seat, seq, w.typ, i%2)
+		}
+	}
+	if r.bad != nil {
+		t.Fatalf("signature failures: %v", r.bad)
+	}
+	testenv.Eventually(t, 2*time.Second, "all six recorded delivered", func() bool {
+		ds, err := a.Store.Deliveries(ctx, tn.Org.ID, ep.ID, 0, 10)
+		if err != nil || len(ds) != 6 {
+			return false
+		}
+		for _, d := range ds {
+			if d.State != store.DeliveryDelivered || d.Attempts != 1 || d.LastStatus == nil || *d.LastStatus != 204 {
+				return false
+			}
+		}
+		return true
+	})
+	t.Logf("6 changes (holds, release, block, unblock, sale) delivered, signatures verified by the receiver's own HMAC")
+}
+
+// TestReceiverKilledMidStream: while changes stream in, the receiver drops
+// connections without answering, then answers 503, then recovers. Every
+// delivery arrives (at least once), and per seat the deliveries arrive in
+// the order of the changes, with any repeat only of the latest one sent.
+func TestReceiverKilledMidStream(t *testing.T) {
+	t.Parallel()
+	a := testenv.App(t, fastRetries)
+	testenv.Background(t, a)
+	tn := testenv.NewTenant(t, a, 2)
+	ev := testenv.NewEvent(t, a, tn.Org.ID, 1, 2, 4)
+	seats := testenv.SeatIDs(t, a, tn.Org.ID, ev.ID)
+	r := newReceiver(t)
+	r.register(t, a, tn.Org.ID)
+	ctx := context.Background()
+
+	// Each buyer holds and releases its seats, rounds times; the receiver
+	// fails during the middle rounds.
+	const rounds = 12
+	var wg sync.WaitGroup
+	for bi, u := range tn.Buyers {
+		wg.Go(func() {
+			mine := seats[bi*4 : bi*4+4]
+			for i := range rounds {
+				switch i {
+				case 3:
+					r.fail.Store("drop")
+				case 6:
+					r.fail.Store("503")
+				case 9:
+					r.fail.Store("")
+				}
+				res, err := a.Core.Hold(ctx, actor(u), ev.ID, mine, hold.SourceAPI)
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				for _, h := range res.Holds {
+					if _, err := a.Core.Release(ctx, actor(u), h.ID, ""); err != nil {
+						t.Error(err)
+						return
+					}
+				}
+				time.Sleep(10 * time.Millisecond) // let the stream overlap the outage
+			}
+		})
+	}
+	wg.Wait()
+	r.fail.Store("")
+
+	// The changes as the audit log has them, per seat in commit order.
+	rows, err := a.Pool.Query(ctx, `SELECT seat_id, id FROM audit_log WHERE org_id = $1 AND event_id = $2 ORDER BY id`, tn.Org.ID, ev.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[uuid.UUID][]int64{}
+	total := 0
+	for rows.Next() {
+		var seat uuid.UUID
+		var id int64
+		if err := rows.Scan(&seat, &id); err != nil {
+			t.Fatal(err)
+		}
+		want[seat] = append(want[seat], id)
+		total++
+	}
+	if total != 2*4*2*rounds {
+		t.Fatalf("%d audit rows, want %d", total, 2*4*2*rounds)
+	}
+	auditOf := map[uuid.UUID]int64{} // delivery id -> audit id
+	if err := func() error {
+		rows, err := a.Pool.Query(ctx, `SELECT public_id, audit_id FROM webhook_deliveries WHERE org_id = $1`, tn.Org.ID)
+		if err != nil {
+			return err
+		}
+		for rows.Next() {
+			var id uuid.UUID
+			var audit int64
+			if err := rows.Scan(&id, &audit); err != nil {
+				return err
+			}
+			auditOf[id] = audit
+		}
+		return rows.Err()
+	}(); err != nil {
+		t.Fatal(err)
+	}
+	if len(auditOf) != total {
+		t.Fatalf("%d outbox rows for %d changes", len(auditOf), total)
+	}
+	testenv.Eventually(t, 30*time.Second, "every change delivered", func() bool {
+		seen := map[uuid.UUID]bool{}
+		for _, b := range r.received() {
+			seen[b.ID] = true
+		}
+		return len(seen) == total
+	})
+	got := map[uuid.UUID][]int64{}
+	for _, b := range r.received() {
+		var d struct {
+			SeatID uuid.UUID `json:"seat_id"`
+		}
+		_ = json.Unmarshal(b.Data, &d)
+		got[d.SeatID] = append(got[d.SeatID], auditOf[b.ID])
+	}
+	dups := 0
+	for seat, ids := range want {
+		seq := got[seat]
+		var firsts []int64
+		for i, id := range seq {
+			if i > 0 && id < seq[i-1] {
+				t.Fatalf("seat %s: delivery of change %d after change %d: reordered (%v)", seat, id, seq[i-1], seq)
+			}
+			if i > 0 && id == seq[i-1] {
+				dups++
+				continue
+			}
+			firsts = append(firsts, id)
+		}
+		if len(firsts) != len(ids) {
+			t.Fatalf("seat %s: got %v, want %v", seat, firsts, ids)
+		}
+	}
+	r.mu.Lock()
+	hits := r.hits
+	r.mu.Unlock()
+	t.Logf("%d changes on %d seats: all delivered in order per seat after %d requests (%d repeats of a delivery the receiver had taken)",
+		total, len(want), hits, dups)
+}
+
+// TestRetryBackoff: a receiver failing its first attempts gets them at
+// growing intervals, each recorded with its status; the delivery then
+// arrives.
+func TestRetryBackoff(t *testing.T) {
+	t.Parallel()
+	// Every app of this package's tests (they share a database) runs a
+	// worker with fastRetries' backoff: 20 ms, doubled per failure.
+	a := testenv.App(t, fastRetries)
+	testenv.Background(t, a)
+	tn := testenv.NewTenant(t, a, 1)
+	ev := testenv.NewEvent(t, a, tn.Org.ID, 1, 1, 2)
+	seats := testenv.SeatIDs(t, a, tn.Org.ID, ev.ID)
+	r := newReceiver(t)
+	ep := r.register(t, a, tn.Org.ID)
+	r.fail.Store("503")
+	ctx := context.Background()
+	if _, err := a.Core.SetBlocked(ctx, actor(tn.Organizer), ev.ID, seats[0], true, ""); err != nil {
+		t.Fatal(err)
+	}
+	testenv.Eventually(t, 5*time.Second, "four failed attempts", func() bool {
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		return r.hits >= 4
+	})
+	r.fail.Store("")
+	testenv.Eventually(t, 5*time.Second, "the delivery", func() bool { return len(r.received()) == 1 })
+	var id int64
+	if err := a.Pool.QueryRow(ctx, `SELECT id FROM webhook_deliveries WHERE endpoint_id = $1`, ep.ID).Scan(&id); err != nil {
+		t.Fatal(err)
+	}
+	var as []store.Attempt
+	testenv.Eventually(t, 2*time.Second, "the last attempt recorded", func() bool {
+		as, _ = a.Store.DeliveryAttempts(ctx, tn.Org.ID, id)
+		return len(as) >= 5 && as[len(as)-1].Status == 204
+	})
+	for i := 1; i < 4; i++ {
+		gap := as[i].At.Sub(as[i-1].At)
+		// Backoff 20 ms doubled per failure, jitter -20 %.
+		if min := time.Duration(float64(20*time.Millisecond<<(i-1)) * 0.8); gap < min {
+			t.Fatalf("attempt %d came %s after the one before; backoff says at least %s", i+1, gap, min)
+		}
+		if as[i-1].Status != 503 || as[i-1].Error == "" {
+			t.Fatalf("attempt %d recorded as %+v", i, as[i-1])
+		}
+	}
+	t.Logf("attempts at +%s, +%s, +%s, then delivered", as[1].At.Sub(as[0].At).Round(time.Millisecond),
+		as[2].At.Sub(as[1].At).Round(time.Millisecond), as[3].At.Sub(as[2].At).Round(time.Millisecond))
+}
+
+// TestOutboxInChangeTransaction: the outbox row is written by the change's
+// own transaction: visible inside it, gone when it rolls back, present the
+// moment a committed change returns; an organization without endpoints
+// gets none.
+func TestOutboxInChangeTransaction(t *testing.T) {
+	t.Parallel()
+	a := testenv.App(t, fastRetries)
+	tn, other := testenv.NewTenant(t, a, 1), testenv.NewTenant(t, a, 1)
+	ev := testenv.NewEvent(t, a, tn.Org.ID, 1, 1, 2)
+	seats := testenv.SeatIDs(t, a, tn.Org.ID, ev.ID)
+	r := newReceiver(t)
+	ep := r.register(t, a, tn.Org.ID)
+	ctx := context.Background()
+	// No worker runs here; give the deliveries up at the end so that
+	// other tests' workers do not keep trying a closed receiver.
+	t.Cleanup(func() { _ = a.Store.DeleteWebhookEndpoint(ctx, tn.Org.ID, ep.ID) })
+	outbox := func() int {
+		var n int
+		if err := a.Pool.QueryRow(ctx, `SELECT count(*) FROM webhook_deliveries WHERE org_id = $1`, tn.Org.ID).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+
+	tx, err := a.Pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tx.Exec(ctx, `UPDATE seats SET status = 'blocked', version = version + 1 WHERE id = $1`, seats[0]); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tx.Exec(ctx, `INSERT INTO audit_log (org_id, event_id, action, entity, entity_id, seat_id)
+		VALUES ($1, $2, 'seat.blocked', 'seat', $3, $3)`, tn.Org.ID, ev.ID, seats[0]); err != nil {
+		t.Fatal(err)
+	}
+	var inside int
+	if err := tx.QueryRow(ctx, `SELECT count(*) FROM webhook_deliveries WHERE org_id = $1`, tn.Org.ID).Scan(&inside); err != nil {
+		t.Fatal(err)
+	}
+	if inside != 1 || outbox() != 0 {
+		t.Fatalf("inside the change's transaction %d outbox rows (want 1), outside %d (want 0)", inside, outbox())
+	}
+	if err := tx.Rollback(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if n := outbox(); n != 0 {
+		t.Fatalf("a rolled-back change left %d outbox rows", n)
+	}
+
+	if _, err := a.Core.SetBlocked(ctx, actor(tn.Organizer), ev.ID, seats[1], true, ""); err != nil {
+		t.Fatal(err)
+	}
+	if n := outbox(); n != 1 {
+		t.Fatalf("a committed change has %d outbox rows when it returns, want 1", n)
+	}
+	evO := testenv.NewEvent(t, a, other.Org.ID, 1, 1, 1)
+	if _, err := a.Core.SetBlocked(ctx, actor(other.Organizer), evO.ID, testenv.SeatIDs(t, a, other.Org.ID, evO.ID)[0], true, ""); err != nil {
+		t.Fatal(err)
+	}
+	var n int
+	if err := a.Pool.QueryRow(ctx, `SELECT count(*) FROM webhook_deliveries WHERE org_id = $1`, other.Org.ID).Scan(&n); err != nil || n != 0 {
+		t.Fatalf("an organization without webhooks got %d outbox rows (%v)", n, err)
+	}
+}

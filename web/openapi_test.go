@@ -1,0 +1,226 @@
+package web
+
+import (
+	"bytes"
+	"encoding/json"
+	"io"
+	"net/http"
+	"os"
+	"regexp"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/pb33f/libopenapi"
+	validator "github.com/pb33f/libopenapi-validator"
+	"github.com/pb33f/libopenapi-validator/helpers"
+)
+
+// documented reports whether a route of routes.go belongs in the OpenAPI
+// document: the JSON API, and the account posts it relies on (their GETs
+// are HTML pages). path may be a pattern or a request's path.
+func documented(method, path string) bool {
+	if strings.HasPrefix(path, "/api/") {
+		return true
+	}
+	if method != http.MethodPost {
+		return false
+	}
+	return path == "/login" || path == "/logout" || path == "/o/{org}/signup" ||
+		(strings.HasPrefix(path, "/o/") && strings.HasSuffix(path, "/signup") && strings.Count(path, "/") == 3)
+}
+
+// TestOpenAPICoversRoutes: every route routes.go registers under /api/
+// (plus sign-in, sign-out and sign-up) is in web/openapi.json with its
+// method, and the document names no route that does not exist.
+func TestOpenAPICoversRoutes(t *testing.T) {
+	src, err := os.ReadFile("routes.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc struct {
+		OpenAPI string                    `json:"openapi"`
+		Paths   map[string]map[string]any `json:"paths"`
+	}
+	if err := json.Unmarshal(openAPI, &doc); err != nil {
+		t.Fatalf("web/openapi.json: %v", err)
+	}
+	if !strings.HasPrefix(doc.OpenAPI, "3.1.") {
+		t.Fatalf("openapi %q, want 3.1.x", doc.OpenAPI)
+	}
+	registered := map[string]bool{}
+	re := regexp.MustCompile(`mux\.Handle(?:Func)?\("([A-Z]+) (/[^"]*)"`)
+	for _, m := range re.FindAllStringSubmatch(string(src), -1) {
+		method, path := m[1], m[2]
+		if !documented(method, path) {
+			continue
+		}
+		registered[strings.ToLower(method)+" "+path] = true
+		if _, ok := doc.Paths[path][strings.ToLower(method)]; !ok {
+			t.Errorf("route %s %s (web/routes.go) is missing from web/openapi.json: add it under \"paths\" -> %q -> %q with its answers",
+				method, path, path, strings.ToLower(method))
+		}
+	}
+	if len(registered) < 20 {
+		t.Fatalf("found only %d API routes in routes.go; has its form changed?", len(registered))
+	}
+	for path, ops := range doc.Paths {
+		for method := range ops {
+			if method == "parameters" || method == "summary" || method == "description" {
+				continue
+			}
+			if !registered[method+" "+path] {
+				t.Errorf("web/openapi.json names %s %s, which web/routes.go does not register", strings.ToUpper(method), path)
+			}
+		}
+	}
+}
+
+// TestOpenAPIDocument: the document is valid OpenAPI 3.1 and is served
+// as is.
+func TestOpenAPIDocument(t *testing.T) {
+	t.Parallel()
+	v := openAPIValidator(t)
+	if ok, errs := v.ValidateDocument(); !ok {
+		for _, e := range errs {
+			t.Errorf("web/openapi.json: %s: %s", e.Message, e.Reason)
+		}
+	}
+	s := newTestServer(t, nil)
+	r := s.client().do("GET", "/api/v1/openapi.json", nil).want(t, http.StatusOK)
+	if !bytes.Equal(bytes.TrimSpace(r.body), bytes.TrimSpace(openAPI)) {
+		t.Fatal("served document differs from web/openapi.json")
+	}
+}
+
+var openAPIOnce struct {
+	sync.Once
+	v   validator.Validator
+	err error
+}
+
+// openAPIValidator builds the validator of web/openapi.json once per test
+// binary.
+func openAPIValidator(t testing.TB) validator.Validator {
+	t.Helper()
+	openAPIOnce.Do(func() {
+		doc, err := libopenapi.NewDocument(openAPI)
+		if err != nil {
+			openAPIOnce.err = err
+			return
+		}
+		v, errs := validator.NewValidator(doc)
+		if len(errs) > 0 {
+			openAPIOnce.err = errs[0]
+			return
+		}
+		openAPIOnce.v = v
+	})
+	if openAPIOnce.err != nil {
+		t.Fatalf("web/openapi.json: %v", openAPIOnce.err)
+	}
+	return openAPIOnce.v
+}
+
+// openAPICheck is the test clients' transport: every answer of a
+// documented route is validated against web/openapi.json, so each web
+// test that calls the API also checks the document against the real
+// handlers. Answers of paths the document does not have (probes of
+// routes that do not exist) are left to TestOpenAPICoversRoutes.
+type openAPICheck struct {
+	t    testing.TB
+	next http.RoundTripper
+}
+
+// validateMu serializes validations: the validator's caches are not
+// documented as safe for concurrent use.
+var validateMu sync.Mutex
+
+func (c openAPICheck) RoundTrip(req *http.Request) (*http.Response, error) {
+	res, err := c.next.RoundTrip(req)
+	if err != nil || !documented(req.Method, req.URL.Path) || res.StatusCode == http.StatusSwitchingProtocols {
+		return res, err
+	}
+	body, err := io.ReadAll(res.Body)
+	_ = res.Body.Close()
+	if err != nil {
+		return nil, err
+	}
+	res.Body = io.NopCloser(bytes.NewReader(body))
+	check := *res
+	check.Body = io.NopCloser(bytes.NewReader(body))
+	v := openAPIValidator(c.t)
+	validateMu.Lock()
+	ok, errs := v.ValidateHttpResponse(req, &check)
+	validateMu.Unlock()
+	if !ok {
+		var msgs []string
+		for _, e := range errs {
+			if e.ValidationType == helpers.PathValidation {
+				return res, nil // not a documented route
+			}
+			msg := e.Message + ": " + e.Reason
+			for _, se := range e.SchemaValidationErrors {
+				msg += "; " + se.FieldPath + ": " + se.Reason
+			}
+			msgs = append(msgs, msg)
+		}
+		slices.Sort(msgs)
+		c.t.Errorf("%s %s answered %d, which web/openapi.json does not allow:\n  %s\nbody: %.500s",
+			req.Method, req.URL.Path, res.StatusCode, strings.Join(msgs, "\n  "), body)
+	}
+	return res, nil
+}
+
+// recordingTB records Errorf calls instead of failing.
+type recordingTB struct {
+	testing.TB
+	mu   sync.Mutex
+	errs []string
+}
+
+func (r *recordingTB) Errorf(format string, args ...any) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.errs = append(r.errs, format)
+}
+
+type fixedAnswer struct {
+	status int
+	body   string
+}
+
+func (f fixedAnswer) RoundTrip(req *http.Request) (*http.Response, error) {
+	return &http.Response{StatusCode: f.status, Header: http.Header{"Content-Type": {"application/json; charset=utf-8"}},
+		Body: io.NopCloser(strings.NewReader(f.body)), Request: req}, nil
+}
+
+// TestOpenAPICheckCatches: the clients' check fails a test on an answer
+// the document does not allow, and passes one it does.
+func TestOpenAPICheckCatches(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		name   string
+		method string
+		path   string
+		ans    fixedAnswer
+		bad    bool
+	}{
+		{"good account", "GET", "/api/v1/me", fixedAnswer{200, `{"user":{"id":"6f1c3a52-5d7e-4a53-9f5f-0c1e1c3f1a10","email":"a@b.c","role":"buyer"},"org":{"id":"6f1c3a52-5d7e-4a53-9f5f-0c1e1c3f1a10","slug":"x","name":"X"}}`}, false},
+		{"missing field", "GET", "/api/v1/me", fixedAnswer{200, `{"user":{"id":"6f1c3a52-5d7e-4a53-9f5f-0c1e1c3f1a10","role":"buyer"},"org":{}}`}, true},
+		{"unknown role", "GET", "/api/v1/me", fixedAnswer{200, `{"user":{"id":"6f1c3a52-5d7e-4a53-9f5f-0c1e1c3f1a10","email":"a@b.c","role":"admin"},"org":{"id":"6f1c3a52-5d7e-4a53-9f5f-0c1e1c3f1a10","slug":"x","name":"X"}}`}, true},
+		{"error shape", "GET", "/api/v1/events", fixedAnswer{404, `{"error":"not_found","message":"no"}`}, true},
+		{"good error", "GET", "/api/v1/events", fixedAnswer{404, `{"error":"not_found","message":"no","fields":{}}`}, false},
+	}
+	for _, c := range cases {
+		rec := &recordingTB{TB: t}
+		req, _ := http.NewRequest(c.method, "http://seatd.test"+c.path, nil)
+		if _, err := (openAPICheck{t: rec, next: c.ans}).RoundTrip(req); err != nil {
+			t.Fatal(err)
+		}
+		if got := len(rec.errs) > 0; got != c.bad {
+			t.Errorf("%s: reported %v, want %v", c.name, rec.errs, c.bad)
+		}
+	}
+}

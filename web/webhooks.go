@@ -1,0 +1,260 @@
+package web
+
+import (
+	"encoding/json"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/google/uuid"
+
+	"seatd/internal/apperr"
+	"seatd/internal/hold"
+	"seatd/internal/store"
+	"seatd/internal/webhook"
+	"seatd/views"
+)
+
+// Webhooks: organizers register URLs that receive the organization's
+// changes; the deliveries themselves are written by the change's own
+// transaction and sent by internal/webhook.
+
+// deliveriesPageSize is the number of deliveries listed per page.
+const deliveriesPageSize = 50
+
+type webhookInput struct {
+	URL    string   `json:"url" validate:"required,max=2000"`
+	Events []string `json:"events" validate:"required,min=1,max=20,dive,max=40"`
+}
+
+type webhookJSON struct {
+	ID        uuid.UUID `json:"id"`
+	URL       string    `json:"url"`
+	Events    []string  `json:"events"`
+	CreatedAt time.Time `json:"created_at"`
+}
+
+func webhookView(e store.WebhookEndpoint) webhookJSON {
+	return webhookJSON{ID: e.ID, URL: e.URL, Events: e.Events, CreatedAt: e.CreatedAt.UTC()}
+}
+
+// createWebhook registers an endpoint; its signing secret is in this
+// answer only.
+func (s *Server) createWebhook(w http.ResponseWriter, r *http.Request, a hold.Actor) error {
+	var in webhookInput
+	if err := s.dec.json(w, r, &in); err != nil {
+		return err
+	}
+	e, err := s.hooks.Create(r.Context(), a.Org, in.URL, in.Events)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusCreated, struct {
+		webhookJSON
+		Secret string `json:"secret"`
+	}{webhookView(e), e.Secret})
+	return nil
+}
+
+func (s *Server) listWebhooks(w http.ResponseWriter, r *http.Request, a hold.Actor) error {
+	es, err := s.deps.Store.WebhookEndpoints(r.Context(), a.Org)
+	if err != nil {
+		return err
+	}
+	out := make([]webhookJSON, len(es))
+	for i, e := range es {
+		out[i] = webhookView(e)
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"webhooks": out})
+	return nil
+}
+
+func (s *Server) deleteWebhook(w http.ResponseWriter, r *http.Request, a hold.Actor) error {
+	id, err := pathID(r, "webhook")
+	if err != nil {
+		return err
+	}
+	if err := s.deps.Store.DeleteWebhookEndpoint(r.Context(), a.Org, id); err != nil {
+		return err
+	}
+	w.WriteHeader(http.StatusNoContent)
+	return nil
+}
+
+type deliveryJSON struct {
+	ID            uuid.UUID       `json:"id"`
+	Type          string          `json:"type"`
+	CreatedAt     time.Time       `json:"created_at"`
+	EventID       *uuid.UUID      `json:"event_id"`
+	SeatID        *uuid.UUID      `json:"seat_id"`
+	Data          json.RawMessage `json:"data"`
+	State         string          `json:"state"`
+	Attempts      int             `json:"attempts"`
+	NextAttemptAt *time.Time      `json:"next_attempt_at"`
+	LastStatus    *int            `json:"last_status"`
+	LastError     *string         `json:"last_error"`
+	DeliveredAt   *time.Time      `json:"delivered_at"`
+}
+
+// endpointDeliveries reads a page of an endpoint's deliveries (?before= a
+// cursor from the previous page).
+func (s *Server) endpointDeliveries(r *http.Request, a hold.Actor) (store.WebhookEndpoint, []store.Delivery, int64, error) {
+	id, err := pathID(r, "webhook")
+	if err != nil {
+		return store.WebhookEndpoint{}, nil, 0, err
+	}
+	var before int64
+	if b := r.URL.Query().Get("before"); b != "" {
+		if before, err = strconv.ParseInt(b, 10, 64); err != nil || before <= 0 {
+			return store.WebhookEndpoint{}, nil, 0, &apperr.Error{Code: apperr.Invalid, Message: "before must be a cursor from a previous page",
+				Fields: map[string]string{"before": "must be a positive integer"}}
+		}
+	}
+	e, err := s.deps.Store.WebhookEndpoint(r.Context(), a.Org, id)
+	if err != nil {
+		return e, nil, 0, err
+	}
+	ds, err := s.deps.Store.Deliveries(r.Context(), a.Org, id, before, deliveriesPageSize+1)
+	if err != nil {
+		return e, nil, 0, err
+	}
+	var next int64
+	if len(ds) > deliveriesPageSize {
+		ds = ds[:deliveriesPageSize]
+		next = ds[len(ds)-1].ID
+	}
+	return e, ds, next, nil
+}
+
+func (s *Server) listDeliveries(w http.ResponseWriter, r *http.Request, a hold.Actor) error {
+	_, ds, next, err := s.endpointDeliveries(r, a)
+	if err != nil {
+		return err
+	}
+	out := make([]deliveryJSON, len(ds))
+	for i, d := range ds {
+		out[i] = deliveryJSON{ID: d.PublicID, Type: d.Type, CreatedAt: d.CreatedAt.UTC(), EventID: d.EventID, SeatID: d.SeatID,
+			Data: d.Data, State: d.State, Attempts: d.Attempts, LastStatus: d.LastStatus, LastError: d.LastError, DeliveredAt: d.DeliveredAt}
+		if d.State == store.DeliveryPending {
+			t := d.NextAt.UTC()
+			out[i].NextAttemptAt = &t
+		}
+	}
+	body := map[string]any{"deliveries": out}
+	if next > 0 {
+		body["next_before"] = strconv.FormatInt(next, 10)
+	}
+	writeJSON(w, http.StatusOK, body)
+	return nil
+}
+
+// redeliver sends a delivery again, whatever its state: 202, it is queued.
+func (s *Server) redeliver(w http.ResponseWriter, r *http.Request, a hold.Actor) error {
+	if _, err := s.redeliverFrom(r, a); err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusAccepted, map[string]string{"state": store.DeliveryPending})
+	return nil
+}
+
+// redeliverFrom sends the request's delivery again and returns its
+// endpoint.
+func (s *Server) redeliverFrom(r *http.Request, a hold.Actor) (uuid.UUID, error) {
+	id, err := pathID(r, "webhook")
+	if err != nil {
+		return id, err
+	}
+	d, err := pathID(r, "delivery")
+	if err != nil {
+		return id, err
+	}
+	return id, s.deps.Store.Redeliver(r.Context(), a.Org, id, d)
+}
+
+// The organizer's webhook pages.
+
+func (s *Server) webhooksPage(w http.ResponseWriter, r *http.Request, a hold.Actor) error {
+	return s.renderWebhooks(w, r, a, http.StatusOK, views.Webhooks{})
+}
+
+func (s *Server) renderWebhooks(w http.ResponseWriter, r *http.Request, a hold.Actor, status int, v views.Webhooks) error {
+	es, err := s.deps.Store.WebhookEndpoints(r.Context(), a.Org)
+	if err != nil {
+		return err
+	}
+	v.Types = webhook.Types
+	for _, e := range es {
+		v.Endpoints = append(v.Endpoints, views.Webhook{ID: e.ID.String(), URL: e.URL, Events: e.Events, CreatedAt: e.CreatedAt})
+	}
+	s.render(w, r, status, views.WebhooksPage(s.pageMeta(r, "Webhooks"), v))
+	return nil
+}
+
+// createWebhookForm registers an endpoint and shows its secret in this
+// answer only.
+func (s *Server) createWebhookForm(w http.ResponseWriter, r *http.Request, a hold.Actor) error {
+	f, err := form(w, r)
+	if err != nil {
+		return err
+	}
+	in := webhookInput{URL: f.Get("url"), Events: f["events"]}
+	if err := s.dec.validate(&in); err != nil {
+		return err
+	}
+	e, err := s.hooks.Create(r.Context(), a.Org, in.URL, in.Events)
+	if err != nil {
+		return err
+	}
+	return s.renderWebhooks(w, r, a, http.StatusCreated, views.Webhooks{NewSecret: e.Secret, NewURL: e.URL})
+}
+
+func (s *Server) deleteWebhookForm(w http.ResponseWriter, r *http.Request, a hold.Actor) error {
+	id, err := pathID(r, "webhook")
+	if err != nil {
+		return err
+	}
+	if err := s.deps.Store.DeleteWebhookEndpoint(r.Context(), a.Org, id); err != nil {
+		return err
+	}
+	s.sessions.Put(r.Context(), sessFlash, "Webhook deleted; its pending deliveries were given up.")
+	http.Redirect(w, r, "/admin/webhooks", http.StatusSeeOther)
+	return nil
+}
+
+func (s *Server) deliveriesPage(w http.ResponseWriter, r *http.Request, a hold.Actor) error {
+	e, ds, next, err := s.endpointDeliveries(r, a)
+	if err != nil {
+		return err
+	}
+	v := views.Deliveries{EndpointID: e.ID.String(), URL: e.URL}
+	if next > 0 {
+		v.Older = "/admin/webhooks/" + e.ID.String() + "/deliveries?before=" + strconv.FormatInt(next, 10)
+	}
+	for _, d := range ds {
+		row := views.Delivery{ID: d.PublicID.String(), Type: d.Type, CreatedAt: d.CreatedAt, State: d.State,
+			Attempts: d.Attempts, DeliveredAt: d.DeliveredAt}
+		if d.LastStatus != nil {
+			row.LastStatus = strconv.Itoa(*d.LastStatus)
+		}
+		if d.LastError != nil {
+			row.LastError = *d.LastError
+		}
+		if d.State == store.DeliveryPending && d.Attempts > 0 {
+			t := d.NextAt
+			row.NextAt = &t
+		}
+		v.Rows = append(v.Rows, row)
+	}
+	s.render(w, r, http.StatusOK, views.DeliveriesPage(s.pageMeta(r, "Webhook deliveries"), v))
+	return nil
+}
+
+func (s *Server) redeliverForm(w http.ResponseWriter, r *http.Request, a hold.Actor) error {
+	id, err := s.redeliverFrom(r, a)
+	if err != nil {
+		return err
+	}
+	s.sessions.Put(r.Context(), sessFlash, "The delivery will be sent again in a moment.")
+	http.Redirect(w, r, "/admin/webhooks/"+id.String()+"/deliveries", http.StatusSeeOther) // #nosec G710 -- a parsed UUID on our own path
+	return nil
+}
