@@ -46,10 +46,11 @@ type eventState struct {
 	seats     map[uuid.UUID]*store.Seat
 	byIdx     []*store.Seat
 	sections  []store.Section
-	sectionOf map[uuid.UUID]int       // section id -> index into sections
-	counts    []store.Counts          // per section, same order as sections
-	catCounts map[string]store.Counts // per seat category ("" for none)
-	userHolds map[uuid.UUID]int       // active holds per user
+	sectionOf map[uuid.UUID]int           // section id -> index into sections
+	counts    []store.Counts              // per section, same order as sections
+	catCounts map[string]store.Counts     // per seat category ("" for none)
+	userHolds map[uuid.UUID]int           // active holds per user
+	places    map[uuid.UUID][]*store.Seat // a GA section's places, by section id
 	maxFence  int64
 	watchers  map[int]func([]Delta)
 	nextWatch int
@@ -81,6 +82,7 @@ func (e *eventState) fill(sections []store.Section, seats []store.Seat) []Delta 
 	e.counts = make([]store.Counts, len(sections))
 	e.catCounts = map[string]store.Counts{}
 	e.userHolds = map[uuid.UUID]int{}
+	e.places = gaPlaces(sections, seats)
 	var changed []Delta
 	for i := range seats {
 		s := &seats[i]
