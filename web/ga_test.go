@@ -3,6 +3,8 @@ package web
 import (
 	"context"
 	"net/http"
+	"regexp"
+	"strings"
 	"testing"
 	"time"
 
@@ -96,5 +98,40 @@ func TestGAHoldAPI(t *testing.T) {
 	}
 	if n := orgRows(t, a, "seat_holds", other.Org.ID); n != 0 {
 		t.Fatalf("the other tenant has %d holds", n)
+	}
+}
+
+// TestGALive: a buyer's map shows a GA section's places left, without the
+// places drawn as seats; when another buyer holds 3 places (through the
+// map's form), the first map's socket gets the new count.
+func TestGALive(t *testing.T) {
+	s := newTestServer(t, nil)
+	testenv.Background(t, s.app)
+	tn := testenv.NewTenant(t, s.app, 2)
+	ev := gaChartEvent(t, s.app, tn)
+	x, y := s.as(tn.Org, tn.Buyers[0]), s.as(tn.Org, tn.Buyers[1])
+	page := string(x.do("GET", "/e/"+ev.String(), nil).want(t, http.StatusOK).body)
+	if !strings.Contains(page, `data-testid="ga-panel"`) || !regexp.MustCompile(`data-testid="ga-left"[^>]*>100<`).MatchString(page) {
+		t.Fatal("the map has no GA panel with 100 places left")
+	}
+	if n := strings.Count(page, `id="seat-`); n != 20 {
+		t.Fatalf("%d seats drawn, want the 20 seats and no GA place", n)
+	}
+	conn, _, err := s.dialAs(t, x, ev)
+	if err != nil {
+		t.Fatal(err)
+	}
+	y.do("POST", "/e/"+ev.String()+"/ga/G", raw{"application/x-www-form-urlencoded", []byte("count=3")}, "HX-Request", "true").
+		want(t, http.StatusOK)
+	_ = conn.SetReadDeadline(time.Now().Add(5 * time.Second))
+	left := regexp.MustCompile(`id="ga-left-[0-9a-f-]+"[^>]*>(\d+)<`)
+	for {
+		_, msg, err := conn.ReadMessage()
+		if err != nil {
+			t.Fatalf("no frame with 97 places left: %v", err)
+		}
+		if m := left.FindAllStringSubmatch(string(msg), -1); len(m) > 0 && m[len(m)-1][1] == "97" {
+			return
+		}
 	}
 }
