@@ -82,7 +82,8 @@ func TestEventsAPI(t *testing.T) {
 		} `json:"prices"`
 	}
 	org.do("POST", "/api/v1/events", body()).want(t, http.StatusCreated).json(t, &ev)
-	if ev.Status != "draft" || ev.Seats != 20 || ev.HoldTTL != 300 || len(ev.Prices) != 2 {
+	// 20 seats and the GA section's 100 places.
+	if ev.Status != "draft" || ev.Seats != 120 || ev.HoldTTL != 300 || len(ev.Prices) != 2 {
 		t.Fatalf("created %+v", ev)
 	}
 	path := "/api/v1/events/" + ev.ID.String()
@@ -131,7 +132,7 @@ func TestEventsAPI(t *testing.T) {
 		} `json:"categories"`
 	}
 	org.do("GET", path+"/occupancy", nil).want(t, http.StatusOK).json(t, &occ)
-	if len(occ.Categories) != 2 || occ.Categories[0].Held != 1 || occ.Categories[0].RevenueHeld != 4000 || occ.Categories[1].Available != 10 {
+	if len(occ.Categories) != 2 || occ.Categories[0].Held != 1 || occ.Categories[0].RevenueHeld != 4000 || occ.Categories[1].Available != 110 { // 10 seats and 100 GA places
 		t.Fatalf("occupancy by category %+v", occ.Categories)
 	}
 	var booking struct {
