@@ -168,8 +168,12 @@ func TestEventsAPI(t *testing.T) {
 		return rows
 	}
 	seatRows := rowsOf("seats")
-	if len(seatRows) != 21 || seatRows[0][0] != "section" {
+	// A header, 20 seats and the GA section's 100 places (row GA, priced back).
+	if len(seatRows) != 121 || seatRows[0][0] != "section" {
 		t.Fatalf("seats.csv has %d rows, header %v", len(seatRows), seatRows[0])
+	}
+	if got := seatRows[120]; got[0] != "G" || got[1] != "GA" || got[2] != "100" || got[4] != "back" || got[5] != "1500" {
+		t.Errorf("seats.csv last GA place row %v", got)
 	}
 	if got := seatRows[6]; got[3] != "sold" || got[4] != "front" || got[5] != "9900" || got[6] != "USD" {
 		t.Errorf("seats.csv sold seat row %v", got)
