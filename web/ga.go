@@ -54,7 +54,7 @@ func (s *Server) holdGAPlaces(w http.ResponseWriter, r *http.Request, a hold.Act
 	if err := s.limits.allowHold(r.Context(), a, s.deps.Cfg.HoldRatePerMinute); err != nil {
 		return s.answerCart(w, r, a, event, "You are clicking very fast; wait a moment and try again.", "error", "")
 	}
-	if _, err := s.deps.Core.HoldGA(r.Context(), a, event, section, n); err != nil {
+	if _, err := s.deps.Core.HoldGA(r.Context(), a, event, section, n, hold.SourceWeb); err != nil {
 		e, ok := apperr.As(err)
 		if !ok || e.Code == apperr.Internal || e.Code == apperr.NotFound {
 			return err

@@ -158,7 +158,7 @@ func (s *Server) holdGA(w http.ResponseWriter, r *http.Request, a hold.Actor, ev
 		return &apperr.Error{Code: apperr.Invalid, Message: "give ga or seats, not both",
 			Fields: map[string]string{"ga": "must not be given with seat_id or seat_ids"}}
 	}
-	res, err := s.deps.Core.HoldGA(r.Context(), a, event, in.GA.Section, in.GA.Count)
+	res, err := s.deps.Core.HoldGA(r.Context(), a, event, in.GA.Section, in.GA.Count, hold.SourceAPI)
 	if err != nil {
 		return err
 	}

@@ -74,7 +74,7 @@ func (s *Service) GASections(ctx context.Context, a Actor, event uuid.UUID) ([]G
 // cache only chooses; Redis and Postgres grant, so a lagging cache (or no
 // Redis) can cost a retry but never oversell. 409 sold_out when fewer than
 // count places are left.
-func (s *Service) HoldGA(ctx context.Context, a Actor, event uuid.UUID, section string, count int) (Result, error) {
+func (s *Service) HoldGA(ctx context.Context, a Actor, event uuid.UUID, section string, count int, source string) (Result, error) {
 	if count < 1 || count > s.opt.MaxSeatsPerRequest {
 		return Result{}, &apperr.Error{Code: apperr.Invalid,
 			Message: fmt.Sprintf("hold between 1 and %d places at once", s.opt.MaxSeatsPerRequest),
@@ -94,7 +94,7 @@ func (s *Service) HoldGA(ctx context.Context, a Actor, event uuid.UUID, section 
 		if len(ids) < count {
 			return Result{}, soldOut(section, len(ids))
 		}
-		res, err := s.observedHold(ctx, a, event, ids, SourceAPI, holdOpts{})
+		res, err := s.observedHold(ctx, a, event, ids, source, holdOpts{})
 		var e *apperr.Error
 		if apperr.CodeOf(err) != apperr.SeatTaken || !errors.As(err, &e) {
 			return res, err
