@@ -46,6 +46,8 @@ type Core interface {
 	registryCore
 
 	Hold(ctx context.Context, a hold.Actor, event uuid.UUID, seatIDs []uuid.UUID, source string) (hold.Result, error)
+	HoldChosen(ctx context.Context, a hold.Actor, event uuid.UUID, seatIDs []uuid.UUID, source string, c hold.Choice) (hold.Result, error)
+	HoldBest(ctx context.Context, a hold.Actor, event uuid.UUID, b hold.Best, source string) (hold.Result, error)
 	Holds(ctx context.Context, a hold.Actor, event uuid.UUID) ([]store.Hold, error)
 	Release(ctx context.Context, a hold.Actor, holdID uuid.UUID, reason string) (store.Hold, error)
 	Checkout(ctx context.Context, a hold.Actor, event uuid.UUID) ([]store.Hold, error)

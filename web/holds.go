@@ -60,6 +60,18 @@ type holdInput struct {
 	SeatIDs   *[]string      `json:"seat_ids" validate:"omitnil,min=1,max=100,unique,dive,id"`
 	Customer  *customerInput `json:"customer"`
 	HeldUntil *time.Time     `json:"held_until"`
+	// Best asks the core to choose the seats (DESIGN §11).
+	Best *bestInput `json:"best_available"`
+	// Accessible: the buyer needs accessible seating (held-back seats are
+	// theirs to hold); WithCompanion adds an accessible seat's companion.
+	Accessible    bool `json:"accessible"`
+	WithCompanion bool `json:"with_companion"`
+}
+
+type bestInput struct {
+	Count    int    `json:"count" validate:"min=1,max=100"`
+	Category string `json:"category" validate:"max=40"`
+	Section  string `json:"section" validate:"max=10"`
 }
 
 type customerInput struct {
@@ -111,11 +123,24 @@ func (s *Server) createHold(w http.ResponseWriter, r *http.Request, a hold.Actor
 		return &apperr.Error{Code: apperr.Invalid, Message: "held_until is for staff holding seats for a customer",
 			Fields: map[string]string{"held_until": "is only allowed with customer"}}
 	}
+	var res hold.Result
+	if in.Best != nil {
+		if in.SeatID != "" || in.SeatIDs != nil || in.Customer != nil || in.WithCompanion {
+			return &apperr.Error{Code: apperr.Invalid, Message: "best_available chooses the seats: name none",
+				Fields: map[string]string{"best_available": "must not be given with seat_id, seat_ids, customer or with_companion"}}
+		}
+		res, err = s.deps.Core.HoldBest(r.Context(), a, event, hold.Best{Count: in.Best.Count, Category: in.Best.Category,
+			Section: in.Best.Section, Choice: hold.Choice{Accessible: in.Accessible}}, hold.SourceAPI)
+		if err != nil {
+			return err
+		}
+		writeJSON(w, http.StatusCreated, holdsView(res.Holds, false))
+		return nil
+	}
 	ids, single, err := in.seats()
 	if err != nil {
 		return err
 	}
-	var res hold.Result
 	if in.Customer != nil {
 		if in.HeldUntil == nil {
 			return &apperr.Error{Code: apperr.Invalid, Message: "say until when the seats are held for the customer",
@@ -124,7 +149,8 @@ func (s *Server) createHold(w http.ResponseWriter, r *http.Request, a hold.Actor
 		c := store.Customer{Name: in.Customer.Name, Email: in.Customer.Email, Note: in.Customer.Note}
 		res, err = s.deps.Core.HoldFor(r.Context(), a, event, ids, c, *in.HeldUntil)
 	} else {
-		res, err = s.deps.Core.Hold(r.Context(), a, event, ids, hold.SourceAPI)
+		res, err = s.deps.Core.HoldChosen(r.Context(), a, event, ids, hold.SourceAPI,
+			hold.Choice{Accessible: in.Accessible, WithCompanion: in.WithCompanion})
 	}
 	if err != nil {
 		return err
@@ -133,7 +159,7 @@ func (s *Server) createHold(w http.ResponseWriter, r *http.Request, a hold.Actor
 	if res.Created {
 		status = http.StatusCreated
 	}
-	if single {
+	if single && len(res.Holds) == 1 {
 		writeJSON(w, status, holdView(res.Holds[0]))
 	} else {
 		writeJSON(w, status, holdsView(res.Holds, false))
