@@ -11,8 +11,8 @@ import (
 
 	"github.com/google/uuid"
 
-	"seatd/internal/apperr"
 	"seatd/internal/app"
+	"seatd/internal/apperr"
 	"seatd/internal/config"
 	"seatd/internal/hold"
 	"seatd/internal/store"
