@@ -86,7 +86,7 @@ type config struct {
 }
 
 // phases, in the order they run.
-var allPhases = []string{"holds", "hotseat", "occupancy", "charts", "multi", "fallback", "live", "expiry"}
+var allPhases = []string{"holds", "hotseat", "best", "occupancy", "charts", "multi", "fallback", "live", "expiry"}
 
 func parseConfig(args []string, stderr io.Writer) (config, error) {
 	quick := false
@@ -215,7 +215,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	phases := map[string]func(context.Context) error{
-		"holds": b.phaseHolds, "hotseat": b.phaseHotSeat, "occupancy": b.phaseOccupancy, "charts": b.phaseCharts, "multi": b.phaseMulti,
+		"holds": b.phaseHolds, "hotseat": b.phaseHotSeat, "best": b.phaseBest, "occupancy": b.phaseOccupancy, "charts": b.phaseCharts, "multi": b.phaseMulti,
 		"fallback": b.phaseFallback, "live": b.phaseLive, "expiry": b.phaseExpiry,
 	}
 	for _, p := range allPhases {
