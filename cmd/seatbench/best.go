@@ -15,6 +15,7 @@ type Best struct {
 	Granted int     `json:"granted"`
 	Refused int     `json:"refused"` // 409 not_enough_seats
 	Other   int     `json:"other"`
+	Refusal string  `json:"first_refusal,omitempty"`
 	WallMS  float64 `json:"wall_ms"`
 	Latency Latency `json:"latency"`
 	// Checked in SQL afterwards: seats with more than one active hold,
@@ -38,7 +39,7 @@ func (b *bench) phaseBest(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if _, err := b.db.Exec(ctx, `UPDATE events SET orphan_rule = 'strict' WHERE id = $1`, ev); err != nil {
+	if _, err := b.db.Exec(ctx, `UPDATE events SET orphan_rule = 'strict', status = 'on_sale' WHERE id = $1`, ev); err != nil {
 		return err
 	}
 	if err := b.warmEvent(ctx, []*server{main}, ev); err != nil {
@@ -52,6 +53,7 @@ func (b *bench) phaseBest(ctx context.Context) error {
 	path := "/api/v1/events/" + ev + "/holds"
 	body := []byte(`{"best_available":{"count":4}}`)
 	codes := make([]int, n)
+	bodies := make([][]byte, n)
 	lats := make([]float64, n)
 	ends := make([]time.Time, n)
 	gate := make(chan struct{})
@@ -62,7 +64,7 @@ func (b *bench) phaseBest(ctx context.Context) error {
 			ready.Done()
 			<-gate
 			t0 := time.Now()
-			codes[i] = main.post(ctx, s, path, body)
+			codes[i], bodies[i], _ = main.call(ctx, s, http.MethodPost, path, body)
 			ends[i] = time.Now()
 			lats[i] = ms(ends[i].Sub(t0))
 		})
@@ -79,6 +81,9 @@ func (b *bench) phaseBest(ctx context.Context) error {
 			r.Granted++
 		case http.StatusConflict:
 			r.Refused++
+			if r.Refusal == "" {
+				r.Refusal = string(bodies[i])
+			}
 		default:
 			r.Other++
 		}
@@ -105,5 +110,8 @@ func (b *bench) phaseBest(ctx context.Context) error {
 	b.rep.Best = r
 	b.log.printf("best available: %d granted, %d refused, %d other in %.0f ms; p50/p99 %.1f/%.1f ms; seats twice %d, blocks apart %d, orphans %d",
 		r.Granted, r.Refused, r.Other, r.WallMS, r.Latency.P50, r.Latency.P99, r.SeatsTwice, r.NotTogether, r.Orphans)
+	if r.Refusal != "" {
+		b.log.printf("best available: first refusal %s", r.Refusal)
+	}
 	return nil
 }

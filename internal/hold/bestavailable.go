@@ -92,17 +92,22 @@ func (s *Service) HoldBest(ctx context.Context, a Actor, event uuid.UUID, b Best
 	if err := s.bestFilterKnown(ev, b); err != nil {
 		return Result{}, err
 	}
+	// A crowd asking at once would all pick the one best block and all
+	// but one retry: each picks at random among as many of the best
+	// non-overlapping blocks as there are requests in flight here (twice
+	// as many on a retry), so best is exact for a lone buyer and the crowd
+	// spreads over the next best blocks.
+	crowd := int(ev.bestInFlight.Add(1))
+	defer ev.bestInFlight.Add(-1)
 	avoid := map[uuid.UUID]bool{}
 	var last error
 	for attempt := range bestAttempts {
-		blocks := s.bestBlocks(ev, a, b, avoid)
+		want := crowd << attempt
+		blocks := s.bestBlocks(ev, a, b, avoid, want)
 		if len(blocks) == 0 {
 			break
 		}
-		pick := blocks[0]
-		if attempt > 0 {
-			pick = blocks[rand.IntN(min(len(blocks), 4<<attempt))] // #nosec G404 -- spreading load, not security
-		}
+		pick := blocks[rand.IntN(min(len(blocks), want))] // #nosec G404 -- spreading load, not security
 		res, err := s.observedHold(ctx, a, event, pick, source, holdOpts{accessible: b.Accessible})
 		switch apperr.CodeOf(err) {
 		case apperr.SeatTaken, apperr.OrphanSeat:
@@ -139,8 +144,10 @@ func (s *Service) bestFilterKnown(ev *eventState, b Best) error {
 	return nil
 }
 
-// bestBlocks lists candidate seat sets, best first, from the hot cache.
-func (s *Service) bestBlocks(ev *eventState, a Actor, b Best, avoid map[uuid.UUID]bool) [][]uuid.UUID {
+// bestBlocks lists candidate seat sets, best first, from the hot cache:
+// at least want of them when there are (rows are scanned front to back
+// only until want blocks are found, so a big venue costs little).
+func (s *Service) bestBlocks(ev *eventState, a Actor, b Best, avoid map[uuid.UUID]bool, want int) [][]uuid.UUID {
 	set := ev.settings.Load()
 	now := s.now()
 	strict := set.OrphanRule == "strict" && !a.Staff()
@@ -198,10 +205,28 @@ func (s *Service) bestBlocks(ev *eventState, a Actor, b Best, avoid map[uuid.UUI
 		n    int
 	}
 	var runs []run
+	// alone reports whether the seat at i of row (free, beside a block
+	// being taken) would have no free neighbour left: its other neighbour,
+	// at i+dir, is missing, not next in number, or not free.
+	alone := func(row []store.Seat, i, dir int) bool {
+		if i < 0 || i >= len(row) || !free(row[i]) {
+			return false
+		}
+		o := i + dir
+		return o < 0 || o >= len(row) || row[o].Number != row[i].Number+dir || !free(row[o])
+	}
 	for r, k := range order {
+		if len(blocks) >= want {
+			break
+		}
 		row := rows[k]
 		slices.SortFunc(row, func(x, y store.Seat) int { return cmp.Compare(x.Number, y.Number) })
 		centre := float64(row[0].Number+row[len(row)-1].Number) / 2
+		type cand struct {
+			from   int
+			offset float64
+		}
+		var cands []cand
 		for i := 0; i < len(row); {
 			j := i
 			for j < len(row) && eligible(row[j]) && (j == i || row[j].Number == row[j-1].Number+1) {
@@ -213,16 +238,30 @@ func (s *Service) bestBlocks(ev *eventState, a Actor, b Best, avoid map[uuid.UUI
 			}
 			runs = append(runs, run{row: r, from: i, n: j - i})
 			for st := i; st+b.Count <= j; st++ {
-				ids := make([]uuid.UUID, b.Count)
-				for x := range ids {
-					ids[x] = row[st+x].ID
+				end := st + b.Count - 1
+				if strict && ((st > 0 && row[st-1].Number == row[st].Number-1 && alone(row, st-1, -1)) ||
+					(end+1 < len(row) && row[end+1].Number == row[end].Number+1 && alone(row, end+1, +1))) {
+					continue
 				}
-				if orphanFree(row, ids) {
-					mid := float64(row[st].Number+row[st+b.Count-1].Number) / 2
-					blocks = append(blocks, block{ids: ids, rank: r, offset: abs(mid - centre)})
-				}
+				cands = append(cands, cand{from: st, offset: abs(float64(row[st].Number+row[end].Number)/2 - centre)})
 			}
 			i = j
+		}
+		// The row's blocks nearest its centre first, keeping only blocks
+		// that do not overlap a better one: the candidates a crowd spreads
+		// over must not collide with each other.
+		slices.SortStableFunc(cands, func(x, y cand) int { return cmp.Compare(x.offset, y.offset) })
+		taken := make([]bool, len(row))
+		for _, c := range cands {
+			if slices.Contains(taken[c.from:c.from+b.Count], true) {
+				continue
+			}
+			ids := make([]uuid.UUID, b.Count)
+			for x := range ids {
+				ids[x] = row[c.from+x].ID
+				taken[c.from+x] = true
+			}
+			blocks = append(blocks, block{ids: ids, rank: r, offset: c.offset})
 		}
 	}
 	if len(blocks) > 0 {
