@@ -94,15 +94,17 @@ func (s *Service) HoldBest(ctx context.Context, a Actor, event uuid.UUID, b Best
 	}
 	// A crowd asking at once would all pick the one best block and all
 	// but one retry: each picks at random among as many of the best
-	// non-overlapping blocks as there are requests in flight here (twice
-	// as many on a retry), so best is exact for a lone buyer and the crowd
-	// spreads over the next best blocks.
+	// non-overlapping blocks as there are requests in flight here (up to
+	// 64; twice as many on each retry), so best is exact for a lone buyer
+	// and the crowd spreads over the next best blocks.
 	crowd := int(ev.bestInFlight.Add(1))
 	defer ev.bestInFlight.Add(-1)
 	avoid := map[uuid.UUID]bool{}
 	var last error
 	for attempt := range bestAttempts {
-		want := crowd << attempt
+		// Capped: scanning the rows for more blocks than this costs more
+		// than the retries it saves.
+		want := min(crowd, 64) << attempt
 		blocks := s.bestBlocks(ev, a, b, avoid, want)
 		if len(blocks) == 0 {
 			break
@@ -153,24 +155,28 @@ func (s *Service) bestBlocks(ev *eventState, a Actor, b Best, avoid map[uuid.UUI
 	strict := set.OrphanRule == "strict" && !a.Staff()
 	back := heldBack(set, now) && !a.Staff() && !b.Accessible
 
-	type rowKey struct {
-		sec uuid.UUID
-		row string
-	}
+	// The cache stays read-locked while rows are scanned, front to back,
+	// only until enough blocks are found: copying the whole event for
+	// every request of a crowd costs more CPU than the holds themselves.
+	// Seats are stored row by row in idx order (charts and grids both).
 	ev.mu.RLock()
-	rows := map[rowKey][]store.Seat{}
-	var order []rowKey
-	for _, st := range ev.byIdx {
-		if b.Section != "" && ev.sections[ev.sectionOf[st.SectionID]].Label != b.Section {
-			continue
+	defer ev.mu.RUnlock()
+	var rows [][]store.Seat
+	nextRow := func(from int) (row []store.Seat, next int) {
+		for from < len(ev.byIdx) && b.Section != "" && ev.sections[ev.sectionOf[ev.byIdx[from].SectionID]].Label != b.Section {
+			from++
 		}
-		k := rowKey{st.SectionID, st.Row}
-		if _, ok := rows[k]; !ok {
-			order = append(order, k)
+		if from == len(ev.byIdx) {
+			return nil, from
 		}
-		rows[k] = append(rows[k], *st)
+		first := ev.byIdx[from]
+		next = from
+		for next < len(ev.byIdx) && ev.byIdx[next].SectionID == first.SectionID && ev.byIdx[next].Row == first.Row {
+			row = append(row, *ev.byIdx[next])
+			next++
+		}
+		return row, next
 	}
-	ev.mu.RUnlock()
 
 	// Free as Postgres sees it: a lapsed hold not yet reaped still counts.
 	free := func(st store.Seat) bool { return st.Status == store.Available }
@@ -215,11 +221,12 @@ func (s *Service) bestBlocks(ev *eventState, a Actor, b Best, avoid map[uuid.UUI
 		o := i + dir
 		return o < 0 || o >= len(row) || row[o].Number != row[i].Number+dir || !free(row[o])
 	}
-	for r, k := range order {
-		if len(blocks) >= want {
+	for r, at := 0, 0; len(blocks) < want; r++ {
+		var row []store.Seat
+		if row, at = nextRow(at); row == nil {
 			break
 		}
-		row := rows[k]
+		rows = append(rows, row)
 		slices.SortFunc(row, func(x, y store.Seat) int { return cmp.Compare(x.Number, y.Number) })
 		centre := float64(row[0].Number+row[len(row)-1].Number) / 2
 		type cand struct {
@@ -284,7 +291,7 @@ func (s *Service) bestBlocks(ev *eventState, a Actor, b Best, avoid map[uuid.UUI
 		if need == 0 {
 			break
 		}
-		row := rows[order[ru.row]]
+		row := rows[ru.row]
 		k := min(need, ru.n)
 		var part []uuid.UUID
 		for _, from := range []int{ru.from, ru.from + ru.n - k} {
