@@ -79,6 +79,8 @@ type Options struct {
 	// CacheIdle is how long an event nobody watches or asks about stays in
 	// the hot cache.
 	CacheIdle time.Duration
+	// OfferTTL is how long a waitlist offer holds its seats (0: DefaultOfferTTL).
+	OfferTTL time.Duration
 }
 
 // Service is the hold core of one process: the use cases (hold.go,
@@ -99,6 +101,9 @@ type Service struct {
 	unsynced atomic.Int64
 	// kick asks the follower for a round now (buffered, never blocks).
 	kick chan struct{}
+	// offerHook, set by tests only, runs before an offer round's
+	// transaction commits (store.OfferParams.BeforeCommit).
+	offerHook func(context.Context) error
 	// followMu makes follower rounds one at a time.
 	followMu sync.Mutex
 
