@@ -94,7 +94,7 @@ func (s *Service) publishOffers(ctx context.Context, offers []store.Offer) {
 		s.m.WaitlistOffers.Inc()
 		ds := make([]Delta, len(o.Holds))
 		for i, h := range o.Holds {
-			ds[i] = holdDelta(h, KindHeld, store.Held, store.Available, h.UserID, now)
+			ds[i] = holdDelta(h, KindOffered, store.Held, store.Available, h.UserID, now)
 		}
 		s.commit(ctx, o.Entry.Org, o.Entry.Event, ds)
 		s.log.Info("waitlist offer", "org", o.Entry.Org, "event", o.Entry.Event, "entry", o.Entry.ID,
