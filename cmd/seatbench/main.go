@@ -15,7 +15,8 @@
 //   - the time from held_until to the "available" frame on an open map;
 //   - occupancy of a 100 000-seat event, served and recomputed;
 //   - importing a 100 000-seat venue chart as JSON and as CSV;
-//   - hold throughput spread over two and three processes.
+//   - hold throughput spread over two and three processes;
+//   - a freed seat to the offer in the next waiting buyer's cart.
 //
 // It prints one table on stdout, progress on stderr, and writes the
 // figures as JSON to bench/results/<timestamp>.json and latest.json. Every
@@ -56,28 +57,29 @@ type config struct {
 	only    map[string]bool
 	timeout time.Duration
 
-	levels      []int         // concurrent buyers for the distinct-seat runs
-	duration    time.Duration // measured window per level
-	warmup      time.Duration // unmeasured lead-in per level
-	eventSeats  int           // seats of each generated hold event
-	refSeats    int           // seats of each pgbench event
-	refMaxConns int           // pgbench clients at most (Postgres max_connections is 300)
-	noRef       bool          // skip pgbench (for comparing seatd builds)
-	fallback    []int         // buyer counts for the Postgres-only path
-	hotBuyers   int
-	wsClients   int
-	wsHolds     int
-	wsSessions  int // distinct sessions the WebSocket clients share
-	expiryHolds int
-	occSeats    int
-	chartSeats  int // seats of the imported chart
-	occRequests int
-	multiProcs  []int
-	multiBuyers int
-	pacedBuyers int     // buyers of the paced (open-loop) latency run; 0: none
-	pacedRate   float64 // offered holds/s; 0: 2 per buyer, at most half the closed-loop rate at pacedBuyers
-	pgMaxConns  int     // SEATD_PG_MAX_CONNS for every seatd; 0 leaves seatd's default
-	seatdEnv    map[string]string
+	levels        []int         // concurrent buyers for the distinct-seat runs
+	duration      time.Duration // measured window per level
+	warmup        time.Duration // unmeasured lead-in per level
+	eventSeats    int           // seats of each generated hold event
+	refSeats      int           // seats of each pgbench event
+	refMaxConns   int           // pgbench clients at most (Postgres max_connections is 300)
+	noRef         bool          // skip pgbench (for comparing seatd builds)
+	fallback      []int         // buyer counts for the Postgres-only path
+	hotBuyers     int
+	wsClients     int
+	wsHolds       int
+	wsSessions    int // distinct sessions the WebSocket clients share
+	expiryHolds   int
+	waitlistFrees int // seats freed one at a time to waiting buyers
+	occSeats      int
+	chartSeats    int // seats of the imported chart
+	occRequests   int
+	multiProcs    []int
+	multiBuyers   int
+	pacedBuyers   int     // buyers of the paced (open-loop) latency run; 0: none
+	pacedRate     float64 // offered holds/s; 0: 2 per buyer, at most half the closed-loop rate at pacedBuyers
+	pgMaxConns    int     // SEATD_PG_MAX_CONNS for every seatd; 0 leaves seatd's default
+	seatdEnv      map[string]string
 
 	freshDB      bool
 	keepServices bool
@@ -86,7 +88,7 @@ type config struct {
 }
 
 // phases, in the order they run.
-var allPhases = []string{"holds", "hotseat", "occupancy", "charts", "multi", "fallback", "live", "expiry"}
+var allPhases = []string{"holds", "hotseat", "occupancy", "charts", "multi", "fallback", "live", "expiry", "waitlist"}
 
 func parseConfig(args []string, stderr io.Writer) (config, error) {
 	quick := false
@@ -100,7 +102,7 @@ func parseConfig(args []string, stderr io.Writer) (config, error) {
 		levels: []int{50, 200, 500}, duration: 15 * time.Second, warmup: 3 * time.Second,
 		eventSeats: 120_000, refSeats: 200_000, refMaxConns: 200,
 		fallback: []int{50, 200, 500}, hotBuyers: 1000,
-		wsClients: 5000, wsHolds: 30, wsSessions: 100, expiryHolds: 40,
+		wsClients: 5000, wsHolds: 30, wsSessions: 100, expiryHolds: 40, waitlistFrees: 40,
 		occSeats: 100_000, occRequests: 1000, chartSeats: 100_000,
 		multiProcs: []int{2, 3}, multiBuyers: 200, pacedBuyers: 200,
 		freshDB: true, profileFor: 10 * time.Second,
@@ -112,6 +114,7 @@ func parseConfig(args []string, stderr io.Writer) (config, error) {
 		c.fallback = []int{200}
 		c.wsClients, c.wsHolds, c.wsSessions = 1000, 10, 20
 		c.expiryHolds = 10
+		c.waitlistFrees = 10
 		c.occRequests = 300
 	}
 	fs := flag.NewFlagSet("seatbench", flag.ContinueOnError)
@@ -135,6 +138,7 @@ func parseConfig(args []string, stderr io.Writer) (config, error) {
 	fs.IntVar(&c.wsHolds, "ws-holds", c.wsHolds, "holds whose fan-out is timed")
 	fs.IntVar(&c.wsSessions, "ws-sessions", c.wsSessions, "buyer sessions the WebSocket clients share")
 	fs.IntVar(&c.expiryHolds, "expiry-holds", c.expiryHolds, "2-second holds whose expiry is timed")
+	fs.IntVar(&c.waitlistFrees, "waitlist-frees", c.waitlistFrees, "seats freed one at a time to waiting buyers")
 	fs.IntVar(&c.occSeats, "occupancy-seats", c.occSeats, "seats of the occupancy event")
 	fs.IntVar(&c.chartSeats, "chart-seats", c.chartSeats, "seats of the imported venue chart")
 	fs.IntVar(&c.occRequests, "occupancy-requests", c.occRequests, "occupancy requests timed")
@@ -196,7 +200,7 @@ func (c config) runs(phase string) bool { return len(c.only) == 0 || c.only[phas
 // buyersNeeded is how many buyer accounts (and sessions) the run needs.
 func (c config) buyersNeeded() int {
 	n := c.hotBuyers
-	for _, l := range append(append(append([]int{}, c.levels...), c.fallback...), c.multiBuyers, c.pacedBuyers, c.wsSessions+1) {
+	for _, l := range append(append(append([]int{}, c.levels...), c.fallback...), c.multiBuyers, c.pacedBuyers, c.wsSessions+1, 2*c.waitlistFrees) {
 		n = max(n, l)
 	}
 	return n
@@ -217,6 +221,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	phases := map[string]func(context.Context) error{
 		"holds": b.phaseHolds, "hotseat": b.phaseHotSeat, "occupancy": b.phaseOccupancy, "charts": b.phaseCharts, "multi": b.phaseMulti,
 		"fallback": b.phaseFallback, "live": b.phaseLive, "expiry": b.phaseExpiry,
+		"waitlist": b.phaseWaitlist,
 	}
 	for _, p := range allPhases {
 		if !cfg.runs(p) {

@@ -101,6 +101,9 @@ type Service struct {
 	unsynced atomic.Int64
 	// kick asks the follower for a round now (buffered, never blocks).
 	kick chan struct{}
+	// offerKick asks this process's waitlist worker for a round now: a
+	// seat this process freed is offered without waiting for the poll.
+	offerKick chan struct{}
 	// offerHook, set by tests only, runs before an offer round's
 	// transaction commits (store.OfferParams.BeforeCommit).
 	offerHook func(context.Context) error
@@ -121,7 +124,7 @@ func New(st *store.Store, locks *seatlock.Locks, bus Bus, opt Options, log *slog
 		opt.CacheIdle = 10 * time.Minute
 	}
 	s := &Service{store: st, locks: locks, bus: bus, opt: opt, log: log, m: m, now: now,
-		kick: make(chan struct{}, 1), events: map[[2]uuid.UUID]*eventState{}}
+		kick: make(chan struct{}, 1), offerKick: make(chan struct{}, 1), events: map[[2]uuid.UUID]*eventState{}}
 	// While Redis was out of reach, locks may have been taken or dropped
 	// there without this process seeing it: no event's locks are trusted
 	// until synced again.
@@ -267,6 +270,12 @@ func (s *Service) commit(ctx context.Context, org, event uuid.UUID, ds []Delta) 
 	}
 	if ev := s.cached(org, event); ev != nil {
 		ev.notify(ev.apply(ds))
+	}
+	if slices.ContainsFunc(ds, func(d Delta) bool { return d.Status == store.Available }) {
+		select {
+		case s.offerKick <- struct{}{}:
+		default:
+		}
 	}
 	// Chunk so every message fits the Postgres NOTIFY fallback.
 	for len(ds) > 0 {

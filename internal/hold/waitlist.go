@@ -103,11 +103,12 @@ func (s *Service) publishOffers(ctx context.Context, offers []store.Offer) {
 }
 
 // RunWaitlist runs the offer worker until ctx ends: a round every
-// interval. Work is durable (queued in Postgres by the statement that
-// freed the seats), so polling loses nothing, and a short interval keeps
-// an offer within a fraction of a second of the freeing commit.
+// interval, and at once when this process freed a seat. Work is durable
+// (queued in Postgres by the statement that freed the seats), so a missed
+// wake-up loses nothing: seats freed by another process are offered at
+// the next poll.
 func (s *Service) RunWaitlist(ctx context.Context, interval time.Duration) {
-	loop(ctx, interval, nil, func(ctx context.Context) {
+	loop(ctx, interval, s.offerKick, func(ctx context.Context) {
 		if n, err := s.OfferRound(ctx); err != nil && ctx.Err() == nil {
 			s.m.BackgroundErrors.WithLabelValues("waitlist").Inc()
 			s.log.Error("waitlist offers", "err", err)
