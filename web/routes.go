@@ -103,6 +103,7 @@ func (s *Server) routes() {
 	s.mux.HandleFunc("GET /admin/events/{event}/occupancy", s.page(organizer, p.occupancyFragment))
 	s.mux.HandleFunc("POST /admin/events/{event}/occupancy/verify", s.page(organizer, p.verifyFragment))
 	s.mux.HandleFunc("GET /admin/events/{event}/feed", s.page(organizer, p.feedFragment))
+	s.mux.HandleFunc("GET /admin/events/{event}/waitlist", s.page(organizer, p.staffWaitlistFragment))
 	s.mux.HandleFunc("GET /admin/events/{event}/registry", s.page(organizer, p.registryFragment))
 	s.mux.HandleFunc("POST /admin/events/{event}/registry/reconcile", s.page(organizer, p.reconcileFragment))
 	s.mux.HandleFunc("GET /admin/events/{event}/audit", s.page(organizer, p.auditPage))

@@ -178,3 +178,22 @@ func (s *Server) leaveWaitlistForm(w http.ResponseWriter, r *http.Request, a hol
 	}
 	return s.waitlistStatus(w, r, a, "")
 }
+
+// staffWaitlistFragment is the dashboard's waitlist panel.
+func (p *staffPages) staffWaitlistFragment(w http.ResponseWriter, r *http.Request, a hold.Actor) error {
+	event, err := pathID(r, "event")
+	if err != nil {
+		return err
+	}
+	n, first, err := p.deps.Core.EventWaitlist(r.Context(), a, event, 10)
+	if err != nil {
+		return err
+	}
+	vm := views.StaffWaitlist{EventID: event.String(), Waiting: n}
+	for _, e := range first {
+		vm.First = append(vm.First, views.WaitEntry{ID: e.ID.String(), Seats: e.Seats, Category: e.Category,
+			Section: e.SectionLabel, Status: e.Status, Position: e.Position})
+	}
+	p.render(w, r, http.StatusOK, views.StaffWaitlistPanel(vm))
+	return nil
+}

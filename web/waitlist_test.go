@@ -75,6 +75,9 @@ func TestWaitlistAPI(t *testing.T) {
 	if line.Waiting != 2 || len(line.First) != 2 || line.First[0].ID != e1.ID {
 		t.Fatalf("staff view %+v", line)
 	}
+	if r := s.as(tn.Org, tn.Organizer).do("GET", "/admin/events/"+ev.ID.String()+"/waitlist", nil).want(t, http.StatusOK); !strings.Contains(string(r.body), `data-testid="waitlist-waiting">2<`) {
+		t.Fatalf("dashboard waitlist panel: %s", r.body)
+	}
 
 	conn, _, err := s.socket(t, first, ev.ID, s.ts.URL)
 	if err != nil {
