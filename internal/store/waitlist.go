@@ -227,13 +227,14 @@ func (s *Store) OfferWaitlist(ctx context.Context, p OfferParams) (bool, []Offer
 		if err != nil {
 			return err
 		}
-		found = true
 		// One worker per event at a time keeps the line in order; another
-		// worker leaves this event's work for later.
+		// worker leaves this event's work for its next round rather than
+		// spin on it (found stays false).
 		var mine bool
 		if err := tx.QueryRow(ctx, `SELECT pg_try_advisory_xact_lock(hashtextextended('waitlist:' || $1::text, 0))`, event).Scan(&mine); err != nil || !mine {
 			return err
 		}
+		found = true
 		rows, err := tx.Query(ctx, `SELECT id FROM waitlist_work WHERE event_id = $1 FOR UPDATE SKIP LOCKED`, event)
 		if err != nil {
 			return err
