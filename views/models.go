@@ -103,6 +103,7 @@ type SeatMap struct {
 	Seats     []Seat
 	Sections  []Label
 	Rows      []Label
+	GA        []GASection // general-admission sections (their places are not drawn)
 }
 
 // CartHold is one of the buyer's holds in the cart.

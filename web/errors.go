@@ -32,7 +32,7 @@ func statusOf(code apperr.Code) int {
 		return http.StatusForbidden
 	case apperr.NotFound:
 		return http.StatusNotFound
-	case apperr.SeatTaken, apperr.HoldLimit, apperr.HoldsExpired, apperr.Conflict, apperr.NotOnSale:
+	case apperr.SeatTaken, apperr.HoldLimit, apperr.SoldOut, apperr.HoldsExpired, apperr.Conflict, apperr.NotOnSale:
 		return http.StatusConflict
 	case apperr.RateLimited:
 		return http.StatusTooManyRequests

@@ -82,7 +82,8 @@ func TestEventsAPI(t *testing.T) {
 		} `json:"prices"`
 	}
 	org.do("POST", "/api/v1/events", body()).want(t, http.StatusCreated).json(t, &ev)
-	if ev.Status != "draft" || ev.Seats != 20 || ev.HoldTTL != 300 || len(ev.Prices) != 2 {
+	// 20 seats and the GA section's 100 places.
+	if ev.Status != "draft" || ev.Seats != 120 || ev.HoldTTL != 300 || len(ev.Prices) != 2 {
 		t.Fatalf("created %+v", ev)
 	}
 	path := "/api/v1/events/" + ev.ID.String()
@@ -131,7 +132,7 @@ func TestEventsAPI(t *testing.T) {
 		} `json:"categories"`
 	}
 	org.do("GET", path+"/occupancy", nil).want(t, http.StatusOK).json(t, &occ)
-	if len(occ.Categories) != 2 || occ.Categories[0].Held != 1 || occ.Categories[0].RevenueHeld != 4000 || occ.Categories[1].Available != 10 {
+	if len(occ.Categories) != 2 || occ.Categories[0].Held != 1 || occ.Categories[0].RevenueHeld != 4000 || occ.Categories[1].Available != 110 { // 10 seats and 100 GA places
 		t.Fatalf("occupancy by category %+v", occ.Categories)
 	}
 	var booking struct {
@@ -167,8 +168,12 @@ func TestEventsAPI(t *testing.T) {
 		return rows
 	}
 	seatRows := rowsOf("seats")
-	if len(seatRows) != 21 || seatRows[0][0] != "section" {
+	// A header, 20 seats and the GA section's 100 places (row GA, priced back).
+	if len(seatRows) != 121 || seatRows[0][0] != "section" {
 		t.Fatalf("seats.csv has %d rows, header %v", len(seatRows), seatRows[0])
+	}
+	if got := seatRows[120]; got[0] != "G" || got[1] != "GA" || got[2] != "100" || got[4] != "back" || got[5] != "1500" {
+		t.Errorf("seats.csv last GA place row %v", got)
 	}
 	if got := seatRows[6]; got[3] != "sold" || got[4] != "front" || got[5] != "9900" || got[6] != "USD" {
 		t.Errorf("seats.csv sold seat row %v", got)

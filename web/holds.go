@@ -60,6 +60,13 @@ type holdInput struct {
 	SeatIDs   *[]string      `json:"seat_ids" validate:"omitnil,min=1,max=100,unique,dive,id"`
 	Customer  *customerInput `json:"customer"`
 	HeldUntil *time.Time     `json:"held_until"`
+	GA        *gaInput       `json:"ga"`
+}
+
+// gaInput asks for count places of a general-admission section.
+type gaInput struct {
+	Section string `json:"section" validate:"required,max=40"`
+	Count   int    `json:"count" validate:"required,min=1,max=100"`
 }
 
 type customerInput struct {
@@ -111,6 +118,9 @@ func (s *Server) createHold(w http.ResponseWriter, r *http.Request, a hold.Actor
 		return &apperr.Error{Code: apperr.Invalid, Message: "held_until is for staff holding seats for a customer",
 			Fields: map[string]string{"held_until": "is only allowed with customer"}}
 	}
+	if in.GA != nil {
+		return s.holdGA(w, r, a, event, in)
+	}
 	ids, single, err := in.seats()
 	if err != nil {
 		return err
@@ -138,6 +148,21 @@ func (s *Server) createHold(w http.ResponseWriter, r *http.Request, a hold.Actor
 	} else {
 		writeJSON(w, status, holdsView(res.Holds, false))
 	}
+	return nil
+}
+
+// holdGA holds places of a GA section for the buyer: 201 {holds}, one
+// hold per place (so a place is released, bought and expires like a seat).
+func (s *Server) holdGA(w http.ResponseWriter, r *http.Request, a hold.Actor, event uuid.UUID, in holdInput) error {
+	if in.SeatID != "" || in.SeatIDs != nil {
+		return &apperr.Error{Code: apperr.Invalid, Message: "give ga or seats, not both",
+			Fields: map[string]string{"ga": "must not be given with seat_id or seat_ids"}}
+	}
+	res, err := s.deps.Core.HoldGA(r.Context(), a, event, in.GA.Section, in.GA.Count, hold.SourceAPI)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusCreated, holdsView(res.Holds, false))
 	return nil
 }
 

@@ -142,7 +142,11 @@ func (s *Server) seatMap(ctx context.Context, a hold.Actor, event uuid.UUID) (vi
 	if err != nil {
 		return views.SeatMap{}, err
 	}
-	m := views.SeatMap{EventID: event.String(), EventName: ev.Name, Seats: make([]views.Seat, len(seats))}
+	ga, seats, err := s.gaPanel(ctx, a, event, seats)
+	if err != nil {
+		return views.SeatMap{}, err
+	}
+	m := views.SeatMap{EventID: event.String(), EventName: ev.Name, Seats: make([]views.Seat, len(seats)), GA: ga}
 	for i, c := range ev.Categories {
 		m.Categories = append(m.Categories, views.Category{Cat: i + 1, Key: c.Key, Name: c.Name, Color: c.Color,
 			Price: formatPrice(c.PriceMinor, c.Currency)})
@@ -473,6 +477,9 @@ func (lr liveRenderer) Render(d hold.Delta, mine bool) []byte {
 	st, ok := lr.core.SeatLayout(d.Org, d.Event, d.Seat)
 	if !ok {
 		return nil
+	}
+	if b, ga := lr.renderGA(d, mine, st); ga {
+		return b
 	}
 	// The delta is the truth for this frame (the cache may already be newer
 	// or, on another goroutine, older).

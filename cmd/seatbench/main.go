@@ -65,6 +65,7 @@ type config struct {
 	noRef         bool          // skip pgbench (for comparing seatd builds)
 	fallback      []int         // buyer counts for the Postgres-only path
 	hotBuyers     int
+	gaBuyers      int
 	wsClients     int
 	wsHolds       int
 	wsSessions    int // distinct sessions the WebSocket clients share
@@ -91,7 +92,7 @@ type config struct {
 }
 
 // phases, in the order they run.
-var allPhases = []string{"opening", "holds", "hotseat", "occupancy", "charts", "multi", "fallback", "live", "expiry", "webhooks"}
+var allPhases = []string{"opening", "holds", "hotseat", "occupancy", "charts", "multi", "fallback", "live", "expiry", "webhooks", "ga"}
 
 func parseConfig(args []string, stderr io.Writer) (config, error) {
 	quick := false
@@ -104,7 +105,7 @@ func parseConfig(args []string, stderr io.Writer) (config, error) {
 		quick: quick, root: ".", outDir: "bench/results", timeout: 14 * time.Minute,
 		levels: []int{50, 200, 500}, duration: 15 * time.Second, warmup: 3 * time.Second,
 		eventSeats: 120_000, refSeats: 200_000, refMaxConns: 200,
-		fallback: []int{50, 200, 500}, hotBuyers: 1000,
+		fallback: []int{50, 200, 500}, hotBuyers: 1000, gaBuyers: 200,
 		wsClients: 5000, wsHolds: 30, wsSessions: 100, expiryHolds: 40,
 		occSeats: 100_000, occRequests: 1000, chartSeats: 100_000,
 		multiProcs: []int{2, 3}, multiBuyers: 200, pacedBuyers: 200,
@@ -140,6 +141,7 @@ func parseConfig(args []string, stderr io.Writer) (config, error) {
 	fs.BoolVar(&c.noRef, "no-ref", false, "skip the pgbench references (for comparing seatd builds quickly)")
 	fallback := fs.String("fallback-levels", joinInts(c.fallback), "concurrent buyers of the Postgres-only runs")
 	fs.IntVar(&c.hotBuyers, "hot-buyers", c.hotBuyers, "buyers racing for one seat")
+	fs.IntVar(&c.gaBuyers, "ga-buyers", c.gaBuyers, "buyers of the GA flash sale (10 000 places)")
 	fs.IntVar(&c.wsClients, "ws-clients", c.wsClients, "WebSocket clients watching one event")
 	fs.IntVar(&c.wsHolds, "ws-holds", c.wsHolds, "holds whose fan-out is timed")
 	fs.IntVar(&c.wsSessions, "ws-sessions", c.wsSessions, "buyer sessions the WebSocket clients share")
@@ -206,7 +208,7 @@ func (c config) runs(phase string) bool { return len(c.only) == 0 || c.only[phas
 
 // buyersNeeded is how many buyer accounts (and sessions) the run needs.
 func (c config) buyersNeeded() int {
-	n := c.hotBuyers
+	n := max(c.hotBuyers, c.gaBuyers)
 	for _, l := range append(append(append([]int{}, c.levels...), c.fallback...), c.multiBuyers, c.pacedBuyers, c.openingBuyers, c.wsSessions+1) {
 		n = max(n, l)
 	}
@@ -227,7 +229,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	phases := map[string]func(context.Context) error{
 		"opening": b.phaseOpening, "holds": b.phaseHolds, "hotseat": b.phaseHotSeat, "occupancy": b.phaseOccupancy, "charts": b.phaseCharts, "multi": b.phaseMulti,
-		"fallback": b.phaseFallback, "live": b.phaseLive, "expiry": b.phaseExpiry, "webhooks": b.phaseWebhooks,
+		"fallback": b.phaseFallback, "live": b.phaseLive, "expiry": b.phaseExpiry, "webhooks": b.phaseWebhooks, "ga": b.phaseGA,
 	}
 	for _, p := range allPhases {
 		if !cfg.runs(p) {

@@ -31,6 +31,7 @@ type Report struct {
 	// LiveAcross is live fan-out through haproxy over several processes.
 	LiveAcross *LiveAcross  `json:"live_across_processes,omitempty"`
 	Webhooks   *Webhooks    `json:"webhooks,omitempty"`
+	GA         *GAFlash     `json:"ga_flash_sale,omitempty"`
 	Expiry     *Expiry      `json:"expiry,omitempty"`
 	Profiles   []string     `json:"profiles,omitempty"`
 	Targets    []Target     `json:"targets"`
@@ -114,6 +115,10 @@ func (r *Report) evaluate() {
 			h.Granted == 1 && h.Refused == h.Buyers-1 && h.RefusalPGWrites == 0 && h.MaxMS < 1000 && h.WallMS < 1000,
 			"%d granted, %d refused, %d other; %d refusal PG writes; wall %.0f ms, slowest %.0f ms",
 			h.Granted, h.Refused, h.Other, h.RefusalPGWrites, h.WallMS, h.MaxMS)
+	}
+	if g := r.GA; g != nil {
+		r.target(fmt.Sprintf("GA flash sale, %d places, %d buyers", g.Places, g.Buyers), "exactly all places granted, never more",
+			g.Granted == g.Places && g.Held == g.Places, "%d granted, %d held in Postgres", g.Granted, g.Held)
 	}
 	if l := r.Live; l != nil && l.Connected > 0 {
 		r.target(fmt.Sprintf("live update to %d WebSocket clients", l.Connected), "p99 < 100 ms",
@@ -289,6 +294,13 @@ func (r *Report) printTable(w io.Writer) {
 	if la := r.LiveAcross; la != nil {
 		name := fmt.Sprintf("live through haproxy, %d sockets over %d processes", la.Sockets, la.Procs)
 		row(name+": hold → frame p50/p95/p99", lat(la.Latency)+others(la.OthersCPU), fmt.Sprintf("%d of %d frames missed", la.Missed, la.Expected), "", "p99 < 100 ms")
+	}
+	if g := r.GA; g != nil {
+		name := fmt.Sprintf("GA flash sale, %d places, %d buyers", g.Places, g.Buyers)
+		row(name+": places/s, p50/p95/p99", fmt.Sprintf("%.0f/s, %s", g.PerSec, lat(g.Latency)),
+			fmt.Sprintf("seated, same buyers: %.0f/s, %s", g.SeatedPS, lat(g.Seated)), fmt.Sprintf("%.2f", g.PerSec/g.SeatedPS), "")
+		row(name+": granted / held / retries / sold_out / other", fmt.Sprintf("%d / %d / %d / %d / %d", g.Granted, g.Held, g.Retries, g.SoldOut, g.Other),
+			"", "", fmt.Sprintf("exactly %d", g.Places))
 	}
 	if h := r.HotSeat; h != nil {
 		name := fmt.Sprintf("hot seat, %d buyers", h.Buyers)

@@ -20,6 +20,7 @@ const (
 	NotFound            Code = "not_found"            // absent, or of another organization (404)
 	SeatTaken           Code = "seat_taken"           // someone else holds, bought or blocked it (409)
 	HoldLimit           Code = "hold_limit"           // buyer reached the active-hold cap (409)
+	SoldOut             Code = "sold_out"             // a GA section has fewer places left than asked (409)
 	HoldsExpired        Code = "holds_expired"        // purchase of holds that are no longer active (409)
 	Conflict            Code = "conflict"             // state does not allow the change (409)
 	NotOnSale           Code = "not_on_sale"          // the event does not take this hold now (409)

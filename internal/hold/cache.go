@@ -49,10 +49,11 @@ type eventState struct {
 	all       []store.Seat
 	pos       map[uuid.UUID]int32
 	sections  []store.Section
-	sectionOf map[uuid.UUID]int       // section id -> index into sections
-	counts    []store.Counts          // per section, same order as sections
-	catCounts map[string]store.Counts // per seat category ("" for none)
-	userHolds map[uuid.UUID]int       // active holds per user
+	sectionOf map[uuid.UUID]int           // section id -> index into sections
+	counts    []store.Counts              // per section, same order as sections
+	catCounts map[string]store.Counts     // per seat category ("" for none)
+	userHolds map[uuid.UUID]int           // active holds per user
+	places    map[uuid.UUID][]*store.Seat // a GA section's places, by section id
 	maxFence  int64
 	watchers  map[int]func([]Delta)
 	nextWatch int
@@ -84,6 +85,7 @@ func (e *eventState) fill(sections []store.Section, seats []store.Seat) []Delta 
 	e.counts = make([]store.Counts, len(sections))
 	e.catCounts = map[string]store.Counts{}
 	e.userHolds = map[uuid.UUID]int{}
+	e.places = gaPlaces(sections, seats)
 	var changed []Delta
 	for i := range seats {
 		s := &seats[i]

@@ -58,8 +58,9 @@ func TestEventFromChart(t *testing.T) {
 	a := testenv.App(t, nil)
 	tn := testenv.NewTenant(t, a, 1)
 	e := chartEvent(t, a, tn, nil)
-	if e.Status != store.EventDraft || e.Seats != 20 {
-		t.Fatalf("event %+v: want a draft with 20 seats", e)
+	// 20 seats and the GA section's 100 places (stored as place rows).
+	if e.Status != store.EventDraft || e.Seats != 120 {
+		t.Fatalf("event %+v: want a draft with 20 seats and 100 places", e)
 	}
 	ctx := context.Background()
 	if n := count(t, a, `SELECT count(*) FROM seats WHERE event_id = $1 AND category = 'front'`, e.ID); n != 10 {
@@ -70,6 +71,10 @@ func TestEventFromChart(t *testing.T) {
 	}
 	if n := count(t, a, `SELECT capacity FROM sections WHERE event_id = $1 AND kind = 'ga'`, e.ID); n != 100 {
 		t.Errorf("GA capacity %d, want 100", n)
+	}
+	if n := count(t, a, `SELECT count(*) FROM seats s JOIN sections c ON c.id = s.section_id
+		WHERE s.event_id = $1 AND c.kind = 'ga' AND s.category = 'back' AND s.status = 'available'`, e.ID); n != 100 {
+		t.Errorf("GA places %d, want 100 available places of category back", n)
 	}
 	// A new version of the chart (one row more) leaves the event alone.
 	v, err := a.Store.ChartVersionByID(ctx, tn.Org.ID, e.ChartVersionID)
@@ -85,7 +90,7 @@ func TestEventFromChart(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got.Seats != 20 || got.ChartVersionID != e.ChartVersionID || len(got.Categories) != 2 {
+	if got.Seats != 120 || got.ChartVersionID != e.ChartVersionID || len(got.Categories) != 2 {
 		t.Errorf("event after a chart edit: %d seats, version %v, %d categories", got.Seats, got.ChartVersionID, len(got.Categories))
 	}
 }

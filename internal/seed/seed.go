@@ -87,7 +87,7 @@ func orgName(slug string) string {
 
 // DemoChart is the demo venue as a chart: the layout of DemoVenue with
 // three price categories — the front ten rows of the orchestra centre,
-// the rest of the orchestra, and the balcony.
+// the rest of the orchestra, and the balcony — and a standing section.
 func DemoChart(name string) chart.Chart {
 	c := chart.Chart{Name: name, Categories: []chart.Category{
 		{Key: "premium", Name: "Premium", Color: "#b45309"},
@@ -112,6 +112,8 @@ func DemoChart(name string) chart.Chart {
 		}
 		c.Sections = append(c.Sections, cs)
 	}
+	// And standing room: 300 general-admission places at the stalls price.
+	c.Sections = append(c.Sections, chart.Section{Label: "GA", Name: "Standing", Kind: chart.GA, Capacity: 300, Category: "stalls"})
 	return c
 }
 

@@ -14,8 +14,8 @@ import (
 
 // CreateEventFromChart creates a draft event from a version of a chart of
 // org: the event's categories (with prices), sections and seats are copied
-// from the version, so later versions of the chart never change it. GA
-// sections keep their capacity and get no seats. The caller has validated
+// from the version, so later versions of the chart never change it. A GA
+// section keeps its capacity and gets that many place rows (GAPlaces). The caller has validated
 // spec and prices (every category the chart uses has a price).
 func (s *Store) CreateEventFromChart(ctx context.Context, org, actor uuid.UUID, v ChartVersion, spec EventSpec, prices []Price) (Event, error) {
 	return s.createEventFromLayout(ctx, org, actor, v.ID, v.Layout, spec, prices)
@@ -62,6 +62,8 @@ func (s *Store) createEventFromLayout(ctx context.Context, org, actor, versionID
 				return err
 			}
 			if kind == chart.GA {
+				rows = append(rows, gaPlaceRows(org, e.ID, secID, sec, idx)...)
+				idx += sec.Capacity
 				continue
 			}
 			for _, r := range sec.Rows {

@@ -336,7 +336,7 @@ func NewChart(t testing.TB, a *app.App, org uuid.UUID, rows, perRow int) store.C
 		}
 		sec.Rows = append(sec.Rows, row)
 	}
-	c.Sections = []chart.Section{sec, {Label: "G", Name: "Standing", Kind: chart.GA, Capacity: 100}}
+	c.Sections = []chart.Section{sec, {Label: "G", Name: "Standing", Kind: chart.GA, Capacity: 100, Category: "back"}}
 	v, err := a.Store.SaveChart(context.Background(), org, uuid.Nil, c)
 	if err != nil {
 		t.Fatalf("save chart: %v", err)

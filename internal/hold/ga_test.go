@@ -1,0 +1,292 @@
+package hold_test
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+
+	"seatd/internal/app"
+	"seatd/internal/apperr"
+	"seatd/internal/config"
+	"seatd/internal/hold"
+	"seatd/internal/store"
+	"seatd/internal/testenv"
+)
+
+// gaEvent is a chart event on sale (its GA section G has 100 places).
+func gaEvent(t *testing.T, a *app.App, tn testenv.Tenant, mod func(*hold.EventInput)) store.Event {
+	t.Helper()
+	e := chartEvent(t, a, tn, mod)
+	if err := setStatus(t, a, tn, e.ID, "on_sale"); err != nil {
+		t.Fatal(err)
+	}
+	return e
+}
+
+func gaHeld(t *testing.T, a *app.App, event uuid.UUID) int {
+	return count(t, a, `SELECT count(*) FROM seats s JOIN sections c ON c.id = s.section_id
+		WHERE s.event_id = $1 AND c.kind = 'ga' AND s.status <> 'available'`, event)
+}
+
+// TestGAFlashSale: 200 buyers on two processes rush the 100 places of a GA
+// section, each asking for 1 or 2 places and asking again after losing a
+// race, until told sold_out. Exactly 100 places are granted and held, never
+// more, on the fast path and on the Postgres-only path (Redis killed in
+// the middle: TestGARedisKilledDuringSale); afterwards every request is
+// sold_out.
+func TestGAFlashSale(t *testing.T) {
+	for _, tc := range []string{"fast path", "postgres only"} {
+		t.Run(tc, func(t *testing.T) {
+			mod := func(c *config.Config) {
+				if tc == "postgres only" {
+					c.RedisURL = "redis://127.0.0.1:1/0" // nothing listens
+				}
+			}
+			a1, a2 := testenv.App(t, mod), testenv.App(t, mod)
+			testenv.Background(t, a1)
+			testenv.Background(t, a2)
+			tn := testenv.NewTenant(t, a1, 0)
+			users := testenv.AddBuyers(t, a1, tn.Org.ID, 200)
+			ev := gaEvent(t, a1, tn, nil)
+			ctx := context.Background()
+
+			start := make(chan struct{})
+			var granted, attempts atomic.Int64
+			var wg sync.WaitGroup
+			for i, u := range users {
+				core := a1.Core
+				if i%2 == 1 {
+					core = a2.Core
+				}
+				wg.Go(func() {
+					<-start
+					for range 200 {
+						attempts.Add(1)
+						res, err := core.HoldGA(ctx, buyer(u), ev.ID, "G", 1+rand.IntN(2), hold.SourceAPI)
+						switch {
+						case err == nil:
+							granted.Add(int64(len(res.Holds)))
+							return
+						case apperr.CodeOf(err) == apperr.SoldOut:
+							return
+						case apperr.CodeOf(err) == apperr.SeatTaken:
+							continue
+						default:
+							t.Errorf("hold GA: %v", err)
+							return
+						}
+					}
+					t.Errorf("buyer %s never got an answer but seat_taken", u.ID)
+				})
+			}
+			close(start)
+			wg.Wait()
+			t.Logf("%s: %d places granted in %d requests", tc, granted.Load(), attempts.Load())
+			if g, held := granted.Load(), gaHeld(t, a1, ev.ID); g != 100 || held != 100 {
+				t.Fatalf("granted %d, held in Postgres %d; want exactly the capacity, 100", g, held)
+			}
+			assertSeatInvariants(t, a1, ev.ID)
+			late := testenv.AddBuyers(t, a1, tn.Org.ID, 1)[0]
+			for _, core := range []*hold.Service{a1.Core, a2.Core} {
+				_, err := core.HoldGA(ctx, buyer(late), ev.ID, "G", 1, hold.SourceAPI)
+				if apperr.CodeOf(err) != apperr.SoldOut {
+					t.Fatalf("hold after the sell-out: %v, want sold_out", err)
+				}
+			}
+			if gaHeld(t, a1, ev.ID) != 100 {
+				t.Fatal("a place was held after the sell-out")
+			}
+		})
+	}
+}
+
+// TestGAHoldsFollowTheRules: places count against the buyer's cap, expire
+// back to the section, and are bought at the section's category price; a
+// bad count, an unknown or seated section and another tenant's event are
+// refused with nothing written.
+func TestGAHoldsFollowTheRules(t *testing.T) {
+	a := testenv.App(t, nil)
+	testenv.Background(t, a)
+	tn := testenv.NewTenant(t, a, 2)
+	ev := gaEvent(t, a, tn, func(in *hold.EventInput) {
+		in.HoldTTLSeconds = ptr(1)
+		in.MaxHoldsPerBuyer = ptr(3)
+	})
+	ctx := context.Background()
+	u, v := buyer(tn.Buyers[0]), buyer(tn.Buyers[1])
+
+	res, err := a.Core.HoldGA(ctx, u, ev.ID, "G", 2, hold.SourceAPI)
+	if err != nil || len(res.Holds) != 2 || !res.Created {
+		t.Fatalf("hold 2 places: %+v %v", res, err)
+	}
+	if _, err := a.Core.HoldGA(ctx, u, ev.ID, "G", 2, hold.SourceAPI); apperr.CodeOf(err) != apperr.HoldLimit {
+		t.Fatalf("2 more places over a cap of 3: %v, want hold_limit", err)
+	}
+	before := count(t, a, `SELECT count(*) FROM seat_holds WHERE event_id = $1`, ev.ID)
+	for _, bad := range []struct {
+		section string
+		n       int
+		code    apperr.Code
+	}{{"G", 0, apperr.Invalid}, {"G", 11, apperr.Invalid}, {"Z", 1, apperr.NotFound}, {"S", 1, apperr.NotFound}} {
+		if _, err := a.Core.HoldGA(ctx, v, ev.ID, bad.section, bad.n, hold.SourceAPI); apperr.CodeOf(err) != bad.code {
+			t.Errorf("hold %d of %q: %v, want %s", bad.n, bad.section, err, bad.code)
+		}
+	}
+	other := testenv.NewTenant(t, a, 1)
+	if _, err := a.Core.HoldGA(ctx, buyer(other.Buyers[0]), ev.ID, "G", 1, hold.SourceAPI); apperr.CodeOf(err) != apperr.NotFound {
+		t.Errorf("another tenant's event: %v, want not_found", err)
+	}
+	if after := count(t, a, `SELECT count(*) FROM seat_holds WHERE event_id = $1`, ev.ID); after != before {
+		t.Fatalf("refused requests wrote %d holds", after-before)
+	}
+
+	// The TTL is one second: the reaper gives the places back.
+	testenv.Eventually(t, 10*time.Second, "the places expired", func() bool { return gaHeld(t, a, ev.ID) == 0 })
+	testenv.Eventually(t, 5*time.Second, "100 places left", func() bool {
+		secs, err := a.Core.GASections(ctx, u, ev.ID)
+		return err == nil && len(secs) == 1 && secs[0].Left == 100 && secs[0].Capacity == 100
+	})
+
+	// Bought at the category price of the section (back: 2500 EUR).
+	res, err = a.Core.HoldGA(ctx, v, ev.ID, "G", 2, hold.SourceAPI)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ids := []uuid.UUID{res.Holds[0].ID, res.Holds[1].ID}
+	if _, err := a.Core.Purchase(ctx, v, ev.ID, fmt.Sprint("ga-", ev.ID), ids); err != nil {
+		t.Fatalf("purchase places: %v", err)
+	}
+	if n := count(t, a, `SELECT count(*) FROM tickets WHERE event_id = $1 AND price_minor = 2500 AND currency = 'EUR'`, ev.ID); n != 2 {
+		t.Fatalf("%d tickets at 2500 EUR, want 2", n)
+	}
+	secs, err := a.Core.GASections(ctx, u, ev.ID)
+	if err != nil || secs[0].Left != 98 {
+		t.Fatalf("places left after selling 2: %+v %v", secs, err)
+	}
+	assertSeatInvariants(t, a, ev.ID)
+}
+
+// TestGARedisKilledDuringSale: 100 buyers on two processes keep holding
+// 1-2 places of the 100 and releasing about half of what they get, for
+// three phases: Redis up, Redis killed, Redis back. At the end every place
+// a buyer was told it holds (and did not release) is held in Postgres by
+// exactly that hold, no place was told to two buyers, and Postgres holds
+// nothing else: no place was granted twice, whichever path granted it.
+func TestGARedisKilledDuringSale(t *testing.T) {
+	r := testenv.StartRedis(t)
+	mod := func(c *config.Config) {
+		c.RedisURL = r.URL()
+		c.BreakerOpenFor = 300 * time.Millisecond
+		c.RedisTimeout = 100 * time.Millisecond
+		c.RedisDialTimeout = 100 * time.Millisecond
+		c.PGStatementTimeout = 2 * time.Second
+	}
+	a1, a2 := testenv.App(t, mod), testenv.App(t, mod)
+	testenv.Background(t, a1)
+	testenv.Background(t, a2)
+	tn := testenv.NewTenant(t, a1, 0)
+	users := testenv.AddBuyers(t, a1, tn.Org.ID, 100)
+	ev := gaEvent(t, a1, tn, nil)
+	ctx := context.Background()
+
+	var phase atomic.Int32
+	var granted [3]atomic.Int64
+	stop := make(chan struct{})
+	var mu sync.Mutex
+	kept := map[uuid.UUID]uuid.UUID{} // place -> hold a buyer was told it has
+	var wg sync.WaitGroup
+	for i, u := range users {
+		core := a1.Core
+		if i%2 == 1 {
+			core = a2.Core
+		}
+		wg.Go(func() {
+			var mine []store.Hold
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				p := phase.Load()
+				// Give one back half the time: the section keeps changing hands.
+				if len(mine) > 0 && rand.IntN(2) == 0 {
+					i := rand.IntN(len(mine))
+					h := mine[i]
+					mine = append(mine[:i], mine[i+1:]...)
+					mu.Lock()
+					delete(kept, h.SeatID)
+					mu.Unlock()
+					if _, err := core.Release(ctx, buyer(u), h.ID, ""); err != nil {
+						t.Errorf("release in phase %d: %v", p, err)
+					}
+					continue
+				}
+				res, err := core.HoldGA(ctx, buyer(u), ev.ID, "G", 1+rand.IntN(2), hold.SourceAPI)
+				switch {
+				case err == nil:
+					granted[p].Add(int64(len(res.Holds)))
+					mine = append(mine, res.Holds...)
+					mu.Lock()
+					for _, h := range res.Holds {
+						if other, dup := kept[h.SeatID]; dup {
+							t.Errorf("place %s told to holds %s and %s", h.SeatID, other, h.ID)
+						}
+						kept[h.SeatID] = h.ID
+					}
+					mu.Unlock()
+				case apperr.CodeOf(err) == apperr.SeatTaken, apperr.CodeOf(err) == apperr.SoldOut,
+					apperr.CodeOf(err) == apperr.HoldLimit:
+					time.Sleep(time.Duration(rand.IntN(5)) * time.Millisecond)
+				default:
+					t.Errorf("hold GA in phase %d: %v", p, err)
+				}
+			}
+		})
+	}
+	time.Sleep(400 * time.Millisecond)
+	r.Stop()
+	phase.Store(1)
+	time.Sleep(1200 * time.Millisecond)
+	r.Start()
+	phase.Store(2)
+	time.Sleep(1200 * time.Millisecond)
+	close(stop)
+	wg.Wait()
+
+	for p, name := range []string{"redis up", "redis killed", "redis restarted"} {
+		t.Logf("%-16s places granted %d", name, granted[p].Load())
+	}
+	if granted[1].Load() == 0 {
+		t.Fatal("no place was granted while Redis was down")
+	}
+	assertSeatInvariants(t, a1, ev.ID)
+	rows, err := a1.Pool.Query(ctx, `SELECT s.id, s.hold_id FROM seats s JOIN sections c ON c.id = s.section_id
+		WHERE s.event_id = $1 AND c.kind = 'ga' AND s.status = 'held'`, ev.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	held := map[uuid.UUID]uuid.UUID{}
+	for rows.Next() {
+		var place, h uuid.UUID
+		if err := rows.Scan(&place, &h); err != nil {
+			t.Fatal(err)
+		}
+		held[place] = h
+	}
+	rows.Close()
+	if len(held) != len(kept) || len(held) > 100 {
+		t.Fatalf("Postgres holds %d places, buyers were told they keep %d (capacity 100)", len(held), len(kept))
+	}
+	for place, h := range kept {
+		if held[place] != h {
+			t.Fatalf("place %s: buyer told hold %s, Postgres has %s", place, h, held[place])
+		}
+	}
+}

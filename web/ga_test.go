@@ -1,0 +1,137 @@
+package web
+
+import (
+	"context"
+	"net/http"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+
+	"seatd/internal/app"
+	"seatd/internal/hold"
+	"seatd/internal/store"
+	"seatd/internal/testenv"
+)
+
+// gaChartEvent is an on-sale event from a fresh chart whose GA section G
+// has 100 places.
+func gaChartEvent(t *testing.T, a *app.App, tn testenv.Tenant) uuid.UUID {
+	t.Helper()
+	v := testenv.NewChart(t, a, tn.Org.ID, 2, 10)
+	now := time.Now().UTC()
+	s := func(x string) *string { return &x }
+	org := hold.Actor{Org: tn.Org.ID, User: tn.Organizer.ID, Role: hold.RoleOrganizer}
+	e, err := a.Core.CreateEvent(context.Background(), org, hold.EventInput{Name: s("Standing show"), Venue: s("Hall"),
+		StartsAt: s(now.Add(48 * time.Hour).Format(time.RFC3339)), TimeZone: s("UTC"),
+		OnSaleAt: s(now.Add(-time.Hour).Format(time.RFC3339)), SalesEndAt: s(now.Add(24 * time.Hour).Format(time.RFC3339)), ChartID: s(v.ChartID.String()),
+		Prices: []store.Price{{Category: "front", PriceMinor: 4000, Currency: "EUR"}, {Category: "back", PriceMinor: 1500, Currency: "EUR"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.Core.UpdateEvent(context.Background(), org, e.ID, hold.EventInput{Status: s("on_sale")}); err != nil {
+		t.Fatal(err)
+	}
+	return e.ID
+}
+
+// TestGAHoldAPI: {"ga": {section, count}} answers 201 with one hold per
+// place; every malformed body is 422 naming its field with nothing
+// written; fewer places left than asked is 409 sold_out; another tenant's
+// event is 404.
+func TestGAHoldAPI(t *testing.T) {
+	t.Parallel()
+	s := newTestServer(t, nil)
+	a := s.app
+	tn, other := testenv.NewTenant(t, a, 1), testenv.NewTenant(t, a, 1)
+	ev := gaChartEvent(t, a, tn)
+	// Only 3 places are left: the rest are blocked before anything reads the event.
+	if _, err := a.Pool.Exec(context.Background(), `UPDATE seats SET status = 'blocked' FROM sections c
+		WHERE c.id = seats.section_id AND c.kind = 'ga' AND seats.event_id = $1 AND seats.number > 3`, ev); err != nil {
+		t.Fatal(err)
+	}
+	b := s.as(tn.Org, tn.Buyers[0])
+	path := "/api/v1/events/" + ev.String() + "/holds"
+
+	for _, tc := range []struct {
+		name  string
+		body  any
+		field string
+	}{
+		{"count zero", map[string]any{"ga": map[string]any{"section": "G", "count": 0}}, "ga.count"},
+		{"count too big", map[string]any{"ga": map[string]any{"section": "G", "count": 101}}, "ga.count"},
+		{"count as text", map[string]any{"ga": map[string]any{"section": "G", "count": "2"}}, "ga.count"},
+		{"no section", map[string]any{"ga": map[string]any{"count": 1}}, "ga.section"},
+		{"unknown field", map[string]any{"ga": map[string]any{"section": "G", "count": 1, "price": 0}}, "price"},
+		{"ga and seats", map[string]any{"ga": map[string]any{"section": "G", "count": 1}, "seat_id": uuid.NewString()}, "ga"},
+	} {
+		e := b.do("POST", path, tc.body).wantErr(t, http.StatusUnprocessableEntity, "invalid")
+		if _, ok := e.Fields[tc.field]; !ok {
+			t.Errorf("%s: fields %v, want %s", tc.name, e.Fields, tc.field)
+		}
+	}
+	if n := orgRows(t, a, "seat_holds", tn.Org.ID); n != 0 {
+		t.Fatalf("malformed requests wrote %d holds", n)
+	}
+
+	var got struct {
+		Holds []struct {
+			ID     uuid.UUID `json:"id"`
+			SeatID uuid.UUID `json:"seat_id"`
+		} `json:"holds"`
+	}
+	b.do("POST", path, map[string]any{"ga": map[string]any{"section": "G", "count": 2}}).want(t, http.StatusCreated).json(t, &got)
+	if len(got.Holds) != 2 || got.Holds[0].SeatID == got.Holds[1].SeatID {
+		t.Fatalf("holds %+v, want 2 places", got.Holds)
+	}
+	e := b.do("POST", path, map[string]any{"ga": map[string]any{"section": "G", "count": 2}}).wantErr(t, http.StatusConflict, "sold_out")
+	if e.Message != "section G has only 1 places left" {
+		t.Logf("sold_out message: %q", e.Message)
+	}
+	b.do("POST", path, map[string]any{"ga": map[string]any{"section": "S", "count": 1}}).wantErr(t, http.StatusNotFound, "not_found")
+	s.as(other.Org, other.Buyers[0]).do("POST", path, map[string]any{"ga": map[string]any{"section": "G", "count": 1}}).
+		wantErr(t, http.StatusNotFound, "not_found")
+	if n := orgRows(t, a, "seat_holds", tn.Org.ID); n != 2 {
+		t.Fatalf("%d holds written, want 2", n)
+	}
+	if n := orgRows(t, a, "seat_holds", other.Org.ID); n != 0 {
+		t.Fatalf("the other tenant has %d holds", n)
+	}
+}
+
+// TestGALive: a buyer's map shows a GA section's places left, without the
+// places drawn as seats; when another buyer holds 3 places (through the
+// map's form), the first map's socket gets the new count.
+func TestGALive(t *testing.T) {
+	s := newTestServer(t, nil)
+	testenv.Background(t, s.app)
+	tn := testenv.NewTenant(t, s.app, 2)
+	ev := gaChartEvent(t, s.app, tn)
+	x, y := s.as(tn.Org, tn.Buyers[0]), s.as(tn.Org, tn.Buyers[1])
+	page := string(x.do("GET", "/e/"+ev.String(), nil).want(t, http.StatusOK).body)
+	if !strings.Contains(page, `data-testid="ga-panel"`) || !regexp.MustCompile(`data-testid="ga-left"[^>]*>100<`).MatchString(page) {
+		t.Fatal("the map has no GA panel with 100 places left")
+	}
+	if n := strings.Count(page, `id="seat-`); n != 20 {
+		t.Fatalf("%d seats drawn, want the 20 seats and no GA place", n)
+	}
+	conn, _, err := s.dialAs(t, x, ev)
+	if err != nil {
+		t.Fatal(err)
+	}
+	y.do("POST", "/e/"+ev.String()+"/ga/G", raw{"application/x-www-form-urlencoded", []byte("count=3")}, "HX-Request", "true").
+		want(t, http.StatusOK)
+	_ = conn.SetReadDeadline(time.Now().Add(5 * time.Second))
+	left := regexp.MustCompile(`id="ga-left-[0-9a-f-]+"[^>]*>(\d+)<`)
+	for {
+		_, msg, err := conn.ReadMessage()
+		if err != nil {
+			t.Fatalf("no frame with 97 places left: %v", err)
+		}
+		if m := left.FindAllStringSubmatch(string(msg), -1); len(m) > 0 && m[len(m)-1][1] == "97" {
+			return
+		}
+	}
+}
