@@ -229,6 +229,7 @@ func TestOpenAPICheckCatches(t *testing.T) {
 		{"error shape", "GET", "/api/v1/events", fixedAnswer{404, `{"error":"not_found","message":"no"}`, ""}, true},
 		{"good error", "GET", "/api/v1/events", fixedAnswer{404, `{"error":"not_found","message":"no","fields":{}}`, ""}, false},
 		{"unknown error code", "GET", "/api/v1/events", fixedAnswer{409, `{"error":"nope","message":"no","fields":{}}`, ""}, true},
+		{"sold out", "POST", "/api/v1/events/" + uid + "/holds", fixedAnswer{409, `{"error":"sold_out","message":"only 1 place left","fields":{}}`, ""}, false},
 		{"good event", "GET", "/api/v1/events/" + uid, fixedAnswer{200, event, ""}, false},
 		{"event without status", "GET", "/api/v1/events/" + uid, fixedAnswer{200, strings.Replace(event, `"status":"draft",`, "", 1), ""}, true},
 		{"event with a field not documented", "GET", "/api/v1/events/" + uid, fixedAnswer{200, strings.Replace(event, `{`, `{"secret":1,`, 1), ""}, true},
