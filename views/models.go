@@ -52,6 +52,8 @@ type Seat struct {
 	// Cat is the seat's price category on the map: 1-based index into the
 	// event's categories (its colour and border cue); 0 for none.
 	Cat int
+	// Flag is "accessible" (wheelchair space), "companion" or "".
+	Flag string
 }
 
 // CategoryClass is the map class of a category slot: four border cues
@@ -78,7 +80,14 @@ func (s Seat) Name() string {
 	if s.Mine && s.Status == "held" {
 		status = "held by you"
 	}
-	return "Section " + s.Section + ", row " + s.Row + ", seat " + strconv.Itoa(s.Number) + ", " + status
+	kind := ""
+	switch s.Flag {
+	case "accessible":
+		kind = ", wheelchair space"
+	case "companion":
+		kind = ", companion seat"
+	}
+	return "Section " + s.Section + ", row " + s.Row + ", seat " + strconv.Itoa(s.Number) + kind + ", " + status
 }
 
 // Label is the short seat name: "B-4-12".
@@ -104,6 +113,23 @@ type SeatMap struct {
 	Sections  []Label
 	Rows      []Label
 	GA        []GASection // general-admission sections (their places are not drawn)
+	// Choose is the "best seats" and accessible-seating control.
+	Choose Choose
+}
+
+// Choose is what the seat-choosing control beside the map needs.
+type Choose struct {
+	EventID    string
+	Categories []Category
+	Sections   []string
+	// Strict: the event leaves no seat alone (the map explains the rule).
+	Strict bool
+	// ReleaseAt is when accessible seats join general sale (RFC 3339), ""
+	// when they are not held back; choose.js lifts the hold-back on every
+	// open map at that moment, without a message from the server.
+	ReleaseAt string
+	// HasAccessible: the event has accessible seats (shows the checkbox).
+	HasAccessible bool
 }
 
 // CartHold is one of the buyer's holds in the cart.

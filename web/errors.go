@@ -32,7 +32,8 @@ func statusOf(code apperr.Code) int {
 		return http.StatusForbidden
 	case apperr.NotFound:
 		return http.StatusNotFound
-	case apperr.SeatTaken, apperr.HoldLimit, apperr.SoldOut, apperr.HoldsExpired, apperr.Conflict, apperr.NotOnSale:
+	case apperr.SeatTaken, apperr.HoldLimit, apperr.SoldOut, apperr.HoldsExpired, apperr.Conflict, apperr.NotOnSale,
+		apperr.OrphanSeat, apperr.NotEnoughSeats, apperr.AccessibleReserved:
 		return http.StatusConflict
 	case apperr.RateLimited:
 		return http.StatusTooManyRequests

@@ -61,12 +61,24 @@ type holdInput struct {
 	Customer  *customerInput `json:"customer"`
 	HeldUntil *time.Time     `json:"held_until"`
 	GA        *gaInput       `json:"ga"`
+	// Best asks the core to choose the seats (DESIGN §11).
+	Best *bestInput `json:"best_available"`
+	// Accessible: the buyer needs accessible seating (held-back seats are
+	// theirs to hold); WithCompanion adds an accessible seat's companion.
+	Accessible    bool `json:"accessible"`
+	WithCompanion bool `json:"with_companion"`
 }
 
 // gaInput asks for count places of a general-admission section.
 type gaInput struct {
 	Section string `json:"section" validate:"required,max=40"`
 	Count   int    `json:"count" validate:"required,min=1,max=100"`
+}
+
+type bestInput struct {
+	Count    int    `json:"count" validate:"min=1,max=100"`
+	Category string `json:"category" validate:"max=40"`
+	Section  string `json:"section" validate:"max=10"`
 }
 
 type customerInput struct {
@@ -121,11 +133,24 @@ func (s *Server) createHold(w http.ResponseWriter, r *http.Request, a hold.Actor
 	if in.GA != nil {
 		return s.holdGA(w, r, a, event, in)
 	}
+	var res hold.Result
+	if in.Best != nil {
+		if in.SeatID != "" || in.SeatIDs != nil || in.Customer != nil || in.WithCompanion {
+			return &apperr.Error{Code: apperr.Invalid, Message: "best_available chooses the seats: name none",
+				Fields: map[string]string{"best_available": "must not be given with seat_id, seat_ids, customer or with_companion"}}
+		}
+		res, err = s.deps.Core.HoldBest(r.Context(), a, event, hold.Best{Count: in.Best.Count, Category: in.Best.Category,
+			Section: in.Best.Section, Choice: hold.Choice{Accessible: in.Accessible}}, hold.SourceAPI)
+		if err != nil {
+			return err
+		}
+		writeJSON(w, http.StatusCreated, holdsView(res.Holds, false))
+		return nil
+	}
 	ids, single, err := in.seats()
 	if err != nil {
 		return err
 	}
-	var res hold.Result
 	if in.Customer != nil {
 		if in.HeldUntil == nil {
 			return &apperr.Error{Code: apperr.Invalid, Message: "say until when the seats are held for the customer",
@@ -134,7 +159,8 @@ func (s *Server) createHold(w http.ResponseWriter, r *http.Request, a hold.Actor
 		c := store.Customer{Name: in.Customer.Name, Email: in.Customer.Email, Note: in.Customer.Note}
 		res, err = s.deps.Core.HoldFor(r.Context(), a, event, ids, c, *in.HeldUntil)
 	} else {
-		res, err = s.deps.Core.Hold(r.Context(), a, event, ids, hold.SourceAPI)
+		res, err = s.deps.Core.HoldChosen(r.Context(), a, event, ids, hold.SourceAPI,
+			hold.Choice{Accessible: in.Accessible, WithCompanion: in.WithCompanion})
 	}
 	if err != nil {
 		return err
@@ -143,7 +169,7 @@ func (s *Server) createHold(w http.ResponseWriter, r *http.Request, a hold.Actor
 	if res.Created {
 		status = http.StatusCreated
 	}
-	if single {
+	if single && len(res.Holds) == 1 {
 		writeJSON(w, status, holdView(res.Holds[0]))
 	} else {
 		writeJSON(w, status, holdsView(res.Holds, false))
@@ -154,9 +180,9 @@ func (s *Server) createHold(w http.ResponseWriter, r *http.Request, a hold.Actor
 // holdGA holds places of a GA section for the buyer: 201 {holds}, one
 // hold per place (so a place is released, bought and expires like a seat).
 func (s *Server) holdGA(w http.ResponseWriter, r *http.Request, a hold.Actor, event uuid.UUID, in holdInput) error {
-	if in.SeatID != "" || in.SeatIDs != nil {
+	if in.SeatID != "" || in.SeatIDs != nil || in.Best != nil {
 		return &apperr.Error{Code: apperr.Invalid, Message: "give ga or seats, not both",
-			Fields: map[string]string{"ga": "must not be given with seat_id or seat_ids"}}
+			Fields: map[string]string{"ga": "must not be given with seat_id, seat_ids or best_available"}}
 	}
 	res, err := s.deps.Core.HoldGA(r.Context(), a, event, in.GA.Section, in.GA.Count, hold.SourceAPI)
 	if err != nil {

@@ -158,8 +158,16 @@ func (s *Server) seatMap(ctx context.Context, a hold.Actor, event uuid.UUID) (vi
 	secs := map[string]*bounds{}
 	var order []string
 	rows := map[[2]string]views.Label{}
+	m.Choose = views.Choose{EventID: m.EventID, Categories: m.Categories, Strict: ev.OrphanRule == "strict"}
+	if ev.AccessibleReleaseAt != nil && time.Now().Before(*ev.AccessibleReleaseAt) {
+		m.Choose.ReleaseAt = ev.AccessibleReleaseAt.UTC().Format(time.RFC3339)
+	}
 	for i, st := range seats {
 		m.Seats[i] = seatVM(event, st, a.User)
+		m.Choose.HasAccessible = m.Choose.HasAccessible || st.Accessible
+		if !slices.Contains(m.Choose.Sections, st.Section) {
+			m.Choose.Sections = append(m.Choose.Sections, st.Section)
+		}
 		b, ok := secs[st.Section]
 		if !ok {
 			b = &bounds{st.X, st.Y}
@@ -195,7 +203,18 @@ const gridOffset = 3
 func seatVM(event uuid.UUID, st hold.SeatView, viewer uuid.UUID) views.Seat {
 	return views.Seat{ID: st.ID.String(), EventID: event.String(), Section: st.Section, Row: st.Row, Number: st.Number,
 		Col: st.X + gridOffset, GridRow: st.Y + gridOffset, Status: string(st.Status), Version: st.Version,
-		Mine: st.Status == store.Held && st.HolderID == viewer && viewer != uuid.Nil, Cat: st.Cat}
+		Mine: st.Status == store.Held && st.HolderID == viewer && viewer != uuid.Nil, Cat: st.Cat, Flag: seatFlag(st.Seat)}
+}
+
+// seatFlag names a seat's accessibility flag for the map.
+func seatFlag(st store.Seat) string {
+	switch {
+	case st.Accessible:
+		return "accessible"
+	case st.Companion:
+		return "companion"
+	}
+	return ""
 }
 
 func (s *Server) seatMapPage(w http.ResponseWriter, r *http.Request, a hold.Actor) error {
@@ -322,7 +341,7 @@ func (s *Server) toggleSeat(w http.ResponseWriter, r *http.Request, a hold.Actor
 	if err := s.limits.allowHold(r.Context(), a, s.deps.Cfg.HoldRatePerMinute); err != nil {
 		return s.answerCart(w, r, a, event, "You are clicking very fast; wait a moment and try again.", "error", "", seat)
 	}
-	_, err = s.deps.Core.Hold(r.Context(), a, event, []uuid.UUID{seat}, hold.SourceWeb)
+	_, err = s.deps.Core.HoldChosen(r.Context(), a, event, []uuid.UUID{seat}, hold.SourceWeb, choiceOf(r))
 	if err != nil {
 		e, ok := apperr.As(err)
 		if !ok || e.Code == apperr.Internal || e.Code == apperr.NotFound {
@@ -486,7 +505,7 @@ func (lr liveRenderer) Render(d hold.Delta, mine bool) []byte {
 	st.Status, st.Version = d.Status, d.Version
 	vm := views.Seat{ID: d.Seat.String(), EventID: d.Event.String(), Section: st.Section, Row: st.Row, Number: st.Number,
 		Col: st.X + gridOffset, GridRow: st.Y + gridOffset, Status: string(d.Status), Version: d.Version,
-		Mine: mine && d.Status == store.Held, Cat: st.Cat}
+		Mine: mine && d.Status == store.Held, Cat: st.Cat, Flag: seatFlag(st.Seat)}
 	var item *views.CartHold
 	if vm.Mine {
 		item = &views.CartHold{HoldID: d.HoldID.String(), SeatID: d.Seat.String(),

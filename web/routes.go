@@ -85,6 +85,7 @@ func (s *Server) routes() {
 	s.mux.HandleFunc("GET /e/{event}/cart", s.page(anyRole, s.cartFragment))
 	s.mux.HandleFunc("POST /e/{event}/seats/{seat}/toggle", s.page(anyRole, s.toggleSeat))
 	s.mux.HandleFunc("POST /e/{event}/ga/{section}", s.page(anyRole, s.holdGAPlaces))
+	s.mux.HandleFunc("POST /e/{event}/best", s.page(anyRole, s.bestSeats))
 	s.mux.HandleFunc("DELETE /e/{event}/holds/{hold}", s.page(anyRole, s.releaseFromCart))
 	s.mux.HandleFunc("POST /e/{event}/checkout", s.page(anyRole, s.checkoutCart))
 	s.mux.HandleFunc("POST /e/{event}/pay", s.page(anyRole, s.pay))

@@ -134,8 +134,10 @@ func (b *bench) genEvent(ctx context.Context, name string, n int, mixed bool) (s
 		return "", nil, err
 	}
 	defer func() { _ = tx.Rollback(ctx) }()
-	if _, err := tx.Exec(ctx, `INSERT INTO events (id, org_id, name, venue, starts_at)
-		VALUES ($1, $2, $3, 'Seatbench Hall', now() + interval '30 days')`, ev, b.fx.orgID, name); err != nil {
+	// On sale, as published events are (new events start as drafts,
+	// which take no buyer's hold).
+	if _, err := tx.Exec(ctx, `INSERT INTO events (id, org_id, name, venue, starts_at, status)
+		VALUES ($1, $2, $3, 'Seatbench Hall', now() + interval '30 days', 'on_sale')`, ev, b.fx.orgID, name); err != nil {
 		return "", nil, err
 	}
 	if _, err := tx.Exec(ctx, `INSERT INTO sections (org_id, event_id, label, name, position)

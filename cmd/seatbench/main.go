@@ -92,7 +92,7 @@ type config struct {
 }
 
 // phases, in the order they run.
-var allPhases = []string{"opening", "holds", "hotseat", "occupancy", "charts", "multi", "fallback", "live", "expiry", "webhooks", "ga"}
+var allPhases = []string{"opening", "holds", "hotseat", "best", "occupancy", "charts", "multi", "fallback", "live", "expiry", "webhooks", "ga"}
 
 func parseConfig(args []string, stderr io.Writer) (config, error) {
 	quick := false
@@ -228,7 +228,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	phases := map[string]func(context.Context) error{
-		"opening": b.phaseOpening, "holds": b.phaseHolds, "hotseat": b.phaseHotSeat, "occupancy": b.phaseOccupancy, "charts": b.phaseCharts, "multi": b.phaseMulti,
+		"opening": b.phaseOpening, "holds": b.phaseHolds, "hotseat": b.phaseHotSeat, "best": b.phaseBest, "occupancy": b.phaseOccupancy, "charts": b.phaseCharts, "multi": b.phaseMulti,
 		"fallback": b.phaseFallback, "live": b.phaseLive, "expiry": b.phaseExpiry, "webhooks": b.phaseWebhooks, "ga": b.phaseGA,
 	}
 	for _, p := range allPhases {

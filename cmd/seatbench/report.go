@@ -25,6 +25,7 @@ type Report struct {
 	Fallback  []*HoldLevel `json:"fallback,omitempty"`
 	Multi     []*HoldLevel `json:"multi_process,omitempty"`
 	HotSeat   *HotSeat     `json:"hot_seat,omitempty"`
+	Best      *Best        `json:"best_available,omitempty"`
 	Occupancy *Occupancy   `json:"occupancy,omitempty"`
 	Charts    *ChartImport `json:"chart_import,omitempty"`
 	Live      *Live        `json:"live,omitempty"`
@@ -109,6 +110,11 @@ func (r *Report) evaluate() {
 		l := h.HTTP.Latency
 		r.target(fmt.Sprintf("hold latency, %d buyers paced at %.0f holds/s", h.Buyers, h.HTTP.Offered), "p95 < 25 ms, p99 < 50 ms",
 			l.P95 < 25 && l.P99 < 50 && h.HTTP.Failed == 0, "p95 %.1f ms, p99 %.1f ms", l.P95, l.P99)
+	}
+	if x := r.Best; x != nil {
+		r.target(fmt.Sprintf("best available, %d concurrent 4-seat requests", x.Buyers), "no seat twice, side by side, p99 < 100 ms",
+			x.SeatsTwice == 0 && x.NotTogether == 0 && x.Orphans == 0 && x.Other == 0 && x.Latency.P99 < 100,
+			"%d granted, p99 %.1f ms, %d twice, %d apart, %d orphans", x.Granted, x.Latency.P99, x.SeatsTwice, x.NotTogether, x.Orphans)
 	}
 	if h := r.HotSeat; h != nil {
 		r.target(fmt.Sprintf("%d buyers, one seat", h.Buyers), "exactly 1 hold; refusals write nothing; all < 1 s",
@@ -321,6 +327,12 @@ func (r *Report) printTable(w io.Writer) {
 			fmt.Sprintf("%d changes while down; drained %.1f s after return; %d repeats", wh.OutageChanges, wh.DrainSeconds, wh.Duplicates),
 			"", "none lost")
 		row("webhooks: seats delivered out of order", fmt.Sprintf("%d", wh.Reordered), "", "", "0")
+	}
+	if x := r.Best; x != nil {
+		name := fmt.Sprintf("best available, %d buyers × 4 seats", x.Buyers)
+		row(name+": granted / refused / other", fmt.Sprintf("%d / %d / %d", x.Granted, x.Refused, x.Other), "", "", "all granted")
+		row(name+": p50/p95/p99, wall", lat(x.Latency)+fmt.Sprintf(", %.0f ms", x.WallMS), "", "", "p99 < 100 ms")
+		row(name+": seats twice / blocks apart / orphans", fmt.Sprintf("%d / %d / %d", x.SeatsTwice, x.NotTogether, x.Orphans), "", "", "0 / 0 / 0")
 	}
 	if o := r.Occupancy; o != nil {
 		name := fmt.Sprintf("occupancy, %d seats", o.Seats)

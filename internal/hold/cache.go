@@ -31,6 +31,8 @@ type eventState struct {
 	// TTL and cap, prices. Holds read it for the cheap early refusal and
 	// their TTL and cap; Postgres checks the window and cap itself.
 	settings atomic.Pointer[store.Event]
+	// bestInFlight counts best-available requests under way (see HoldBest).
+	bestInFlight atomic.Int64
 
 	mu      sync.RWMutex
 	ready   bool

@@ -72,6 +72,9 @@ func (s *Service) observedHold(ctx context.Context, a Actor, event uuid.UUID, se
 type holdOpts struct {
 	customer *store.Customer
 	until    time.Time // zero: the hold TTL from now
+	// accessible: the buyer asks for accessible seating, so seats held
+	// back for it are theirs to hold (see accessibleGate).
+	accessible bool
 }
 
 func (s *Service) hold(ctx context.Context, a Actor, event uuid.UUID, seatIDs []uuid.UUID, source string, o holdOpts) (Result, string, error) {
@@ -133,6 +136,9 @@ func (s *Service) hold(ctx context.Context, a Actor, event uuid.UUID, seatIDs []
 		s.m.HoldConflict.WithLabelValues("hot").Inc()
 		return Result{}, "hot", seatTaken(taken, label)
 	}
+	if err := accessibleGate(set, a, o.accessible, seats, now, label); err != nil {
+		return Result{}, "hot", err
+	}
 	// The cheap early refusal; the cap itself is enforced in the step that
 	// takes the holds, by Redis and by Postgres.
 	// The event's own TTL and cap replace the defaults.
@@ -158,7 +164,8 @@ func (s *Service) hold(ctx context.Context, a Actor, event uuid.UUID, seatIDs []
 		until = o.until.Truncate(time.Millisecond)
 	}
 	p := store.HoldParams{Org: a.Org, Event: event, User: a.User, Now: now, HeldUntil: until,
-		Source: source, Cap: cap, Customer: o.customer, Staff: a.Staff()}
+		Source: source, Cap: cap, Customer: o.customer, Staff: a.Staff(),
+		Strict: set.OrphanRule == "strict" && !a.Staff()}
 	if s.fast(ev) {
 		res, err := s.holdFast(ctx, ev, seats, p, label)
 		if !errors.Is(err, errRedisDown) {
@@ -282,6 +289,10 @@ func (s *Service) holdFast(ctx context.Context, ev *eventState, seats []store.Se
 		}
 		if out.NotOnSale {
 			return Result{}, errNotOnSale
+		}
+		if len(out.Orphans) > 0 {
+			s.m.HoldConflict.WithLabelValues("postgres").Inc()
+			return Result{}, orphanSeat(out.Orphans, label)
 		}
 		if len(out.Stale) > 0 && attempt == 0 {
 			// Our fences are older than ones Postgres has seen: the Redis
@@ -462,6 +473,9 @@ func (s *Service) finish(ctx context.Context, ev *eventState, seats []store.Seat
 		return Result{}, errNotOnSale
 	case len(out.Missing) > 0:
 		return Result{}, apperr.E(apperr.NotFound, "seat not found in this event")
+	case len(out.Orphans) > 0 && len(out.Taken)+len(out.Stale) == 0:
+		s.m.HoldConflict.WithLabelValues("postgres").Inc()
+		return Result{}, orphanSeat(out.Orphans, label)
 	case len(out.Taken) > 0 || len(out.Stale) > 0:
 		s.m.HoldConflict.WithLabelValues("postgres").Inc()
 		ids := slices.Clone(out.Taken)

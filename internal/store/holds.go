@@ -46,6 +46,10 @@ type HoldParams struct {
 	// transaction, and a seat the user holds already for someone else is
 	// taken, not theirs.
 	Customer *Customer
+	// Strict applies the event's orphan rule (DESIGN §11): the hold is
+	// refused when it would leave a seat alone in its row. Checked in the
+	// transaction that takes the holds, with the rows locked.
+	Strict bool
 }
 
 // hold is the hold a committed request row became.
@@ -61,6 +65,7 @@ type HoldOutcome struct {
 	Taken    []uuid.UUID  // seats held by someone else, sold or blocked
 	Missing  []uuid.UUID  // seats not in this event of this org
 	Stale    []StaleFence // seats whose fence is newer than ours
+	Orphans  []uuid.UUID  // seats the hold would leave alone (Strict)
 	// NotOnSale says the event does not take this actor's holds now (see
 	// event_open); nothing was written.
 	NotOnSale bool
@@ -81,11 +86,16 @@ var errHoldCap = &apperr.Error{Code: apperr.HoldLimit, Message: "the buyer holds
 // never deadlock. The returned error is nil when the outcome explains a
 // refusal (Taken, Missing, Stale); it is an error only when Postgres failed.
 func (s *Store) CreateHolds(ctx context.Context, p HoldParams) (HoldOutcome, error) {
-	if len(p.Seats) == 1 && p.Locked && p.Customer == nil {
+	if len(p.Seats) == 1 && p.Locked && p.Customer == nil && !p.Strict {
 		return s.createOneHold(ctx, p)
 	}
 	var out HoldOutcome
 	err := s.InTx(ctx, func(tx pgx.Tx) error {
+		if p.Strict {
+			if err := lockRows(ctx, tx, p); err != nil {
+				return err
+			}
+		}
 		var err error
 		out, err = lockAndCheck(ctx, tx, p)
 		if err == nil {
@@ -93,6 +103,11 @@ func (s *Store) CreateHolds(ctx context.Context, p HoldParams) (HoldOutcome, err
 		}
 		if err != nil || out.NotOnSale || len(out.Taken)+len(out.Missing)+len(out.Stale) > 0 {
 			return err
+		}
+		if p.Strict && len(out.Existing) < len(p.Seats) {
+			if out.Orphans, err = orphansOf(ctx, tx, p); err != nil || len(out.Orphans) > 0 {
+				return err
+			}
 		}
 		fresh := slices.DeleteFunc(slices.Clone(p.Seats), func(r HoldRequest) bool {
 			return slices.ContainsFunc(out.Existing, func(h Hold) bool { return h.SeatID == r.SeatID })
@@ -147,7 +162,7 @@ func (s *Store) CreateHolds(ctx context.Context, p HoldParams) (HoldOutcome, err
 	if err != nil {
 		return HoldOutcome{}, err
 	}
-	if out.NotOnSale || len(out.Taken)+len(out.Missing)+len(out.Stale) > 0 {
+	if out.NotOnSale || len(out.Taken)+len(out.Missing)+len(out.Stale)+len(out.Orphans) > 0 {
 		out.Created = nil
 	}
 	return out, nil

@@ -1,0 +1,117 @@
+package main
+
+import (
+	"context"
+	"net/http"
+	"sync"
+	"time"
+)
+
+// Best is many buyers asking for the 4 best seats at the same instant on
+// an event with the strict orphan rule.
+type Best struct {
+	Buyers  int     `json:"buyers"`
+	Seats   int     `json:"event_seats"`
+	Granted int     `json:"granted"`
+	Refused int     `json:"refused"` // 409 not_enough_seats
+	Other   int     `json:"other"`
+	Refusal string  `json:"first_refusal,omitempty"`
+	WallMS  float64 `json:"wall_ms"`
+	Latency Latency `json:"latency"`
+	// Checked in SQL afterwards: seats with more than one active hold,
+	// granted blocks that are not 4 seats side by side in one row, and
+	// available seats left alone between taken ones.
+	SeatsTwice  int `json:"seats_twice"`
+	NotTogether int `json:"blocks_not_side_by_side"`
+	Orphans     int `json:"orphans"`
+}
+
+// phaseBest sends 500 buyers, each with its own session and an open
+// connection, for {"best_available":{"count":4}} at the same instant.
+func (b *bench) phaseBest(ctx context.Context) error {
+	main, err := b.mainServer(ctx)
+	if err != nil {
+		return err
+	}
+	n := min(500, len(b.fx.buyers))
+	const seats = 4000
+	ev, _, err := b.genEvent(ctx, "best available", seats, false)
+	if err != nil {
+		return err
+	}
+	if _, err := b.db.Exec(ctx, `UPDATE events SET orphan_rule = 'strict', status = 'on_sale' WHERE id = $1`, ev); err != nil {
+		return err
+	}
+	if err := b.warmEvent(ctx, []*server{main}, ev); err != nil {
+		return err
+	}
+	var wg sync.WaitGroup
+	for _, s := range b.fx.buyers[:n] {
+		wg.Go(func() { _, _, _ = main.call(ctx, s, http.MethodGet, "/api/v1/me", nil) })
+	}
+	wg.Wait()
+	path := "/api/v1/events/" + ev + "/holds"
+	body := []byte(`{"best_available":{"count":4}}`)
+	codes := make([]int, n)
+	bodies := make([][]byte, n)
+	lats := make([]float64, n)
+	ends := make([]time.Time, n)
+	gate := make(chan struct{})
+	var ready sync.WaitGroup
+	ready.Add(n)
+	for i, s := range b.fx.buyers[:n] {
+		wg.Go(func() {
+			ready.Done()
+			<-gate
+			t0 := time.Now()
+			codes[i], bodies[i], _ = main.call(ctx, s, http.MethodPost, path, body)
+			ends[i] = time.Now()
+			lats[i] = ms(ends[i].Sub(t0))
+		})
+	}
+	ready.Wait()
+	start := time.Now()
+	close(gate)
+	wg.Wait()
+	r := &Best{Buyers: n, Seats: seats, Latency: latencyOf(lats)}
+	var last time.Time
+	for i, c := range codes {
+		switch c {
+		case http.StatusCreated:
+			r.Granted++
+		case http.StatusConflict:
+			r.Refused++
+			if r.Refusal == "" {
+				r.Refusal = string(bodies[i])
+			}
+		default:
+			r.Other++
+		}
+		if ends[i].After(last) {
+			last = ends[i]
+		}
+	}
+	r.WallMS = round3(ms(last.Sub(start)))
+	if err := b.db.QueryRow(ctx, `
+		SELECT (SELECT count(*) FROM (SELECT seat_id FROM seat_holds WHERE event_id = $1 AND status = 'active'
+		                              GROUP BY seat_id HAVING count(*) > 1) x),
+		       (SELECT count(*) FROM (SELECT h.user_id FROM seat_holds h JOIN seats s ON s.id = h.seat_id
+		                              WHERE h.event_id = $1 AND h.status = 'active' GROUP BY h.user_id
+		                              HAVING count(*) <> 4 OR count(DISTINCT (s.section_id, s.row_label)) <> 1
+		                                  OR max(s.number) - min(s.number) <> 3) y),
+		       (SELECT count(*) FROM seats s WHERE s.event_id = $1 AND s.status = 'available'
+		          AND NOT EXISTS (SELECT 1 FROM seats o WHERE o.event_id = $1 AND o.section_id = s.section_id
+		                          AND o.row_label = s.row_label AND abs(o.number - s.number) = 1 AND o.status = 'available')
+		          AND EXISTS (SELECT 1 FROM seats o WHERE o.event_id = $1 AND o.section_id = s.section_id
+		                      AND o.row_label = s.row_label AND abs(o.number - s.number) = 1))`, ev).
+		Scan(&r.SeatsTwice, &r.NotTogether, &r.Orphans); err != nil {
+		return err
+	}
+	b.rep.Best = r
+	b.log.printf("best available: %d granted, %d refused, %d other in %.0f ms; p50/p99 %.1f/%.1f ms; seats twice %d, blocks apart %d, orphans %d",
+		r.Granted, r.Refused, r.Other, r.WallMS, r.Latency.P50, r.Latency.P99, r.SeatsTwice, r.NotTogether, r.Orphans)
+	if r.Refusal != "" {
+		b.log.printf("best available: first refusal %s", r.Refusal)
+	}
+	return nil
+}

@@ -1,0 +1,328 @@
+package hold
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+
+	"github.com/google/uuid"
+
+	"seatd/internal/apperr"
+	"seatd/internal/chart"
+	"seatd/internal/store"
+)
+
+// Choice is how a buyer asked for seats beyond naming them (DESIGN §11).
+type Choice struct {
+	// Accessible: the buyer needs accessible seating, so the seats held
+	// back for it until the event's accessible_release_at are theirs too.
+	Accessible bool
+	// WithCompanion adds each requested accessible seat's companion seat
+	// (the companion-flagged seat beside it), held in the same step.
+	WithCompanion bool
+}
+
+// HoldChosen holds named seats like Hold, as the buyer chose them.
+func (s *Service) HoldChosen(ctx context.Context, a Actor, event uuid.UUID, seatIDs []uuid.UUID, source string, c Choice) (Result, error) {
+	if c.WithCompanion {
+		ev, err := s.event(ctx, a.Org, event)
+		if err != nil {
+			return Result{}, err
+		}
+		seatIDs = withCompanions(ev, seatIDs)
+	}
+	return s.observedHold(ctx, a, event, seatIDs, source, holdOpts{accessible: c.Accessible})
+}
+
+// withCompanions appends, for every accessible seat in ids, the companion
+// seat next to it in its row (number ±1), unless already listed.
+func withCompanions(ev *eventState, ids []uuid.UUID) []uuid.UUID {
+	ev.mu.RLock()
+	defer ev.mu.RUnlock()
+	out := slices.Clone(ids)
+	for _, id := range ids {
+		i, ok := ev.pos[id]
+		if !ok || !ev.all[i].Accessible {
+			continue
+		}
+		st := ev.all[i]
+		for _, o := range ev.all {
+			if o.SectionID == st.SectionID && o.Row == st.Row && o.Companion &&
+				(o.Number == st.Number-1 || o.Number == st.Number+1) && !slices.Contains(out, o.ID) {
+				out = append(out, o.ID)
+				break
+			}
+		}
+	}
+	return out
+}
+
+// Best is a best-available request: Count seats, optionally of one
+// category and/or one section (by label).
+type Best struct {
+	Count    int
+	Category string
+	Section  string
+	Choice
+}
+
+// bestAttempts bounds how many blocks one request tries when others take
+// them first.
+const bestAttempts = 8
+
+// HoldBest holds the best Count seats available, all or none, through the
+// same path as clicked seats. Best means: Count seats side by side in one
+// row if any row has them — the frontmost such row (the chart lists rows
+// from the stage back), then the block nearest the row's centre; else the
+// fewest rows, longest runs first. Under the strict orphan rule no block
+// that would leave a seat alone is offered. When another buyer takes a
+// block first it tries the next one (bounded), choosing at random among
+// more of the best blocks each time so a crowd spreads out instead of all
+// retrying the same block.
+func (s *Service) HoldBest(ctx context.Context, a Actor, event uuid.UUID, b Best, source string) (Result, error) {
+	if b.Count < 1 || b.Count > s.opt.MaxSeatsPerRequest {
+		return Result{}, &apperr.Error{Code: apperr.Invalid,
+			Message: fmt.Sprintf("ask for between 1 and %d seats", s.opt.MaxSeatsPerRequest),
+			Fields:  map[string]string{"best_available.count": fmt.Sprintf("must be 1 to %d", s.opt.MaxSeatsPerRequest)}}
+	}
+	ev, err := s.event(ctx, a.Org, event)
+	if err != nil {
+		return Result{}, err
+	}
+	if err := s.bestFilterKnown(ev, b); err != nil {
+		return Result{}, err
+	}
+	// A crowd asking at once would all pick the one best block and all
+	// but one retry: each picks at random among as many of the best
+	// non-overlapping blocks as there are requests in flight here (up to
+	// 64; twice as many on each retry), so best is exact for a lone buyer
+	// and the crowd spreads over the next best blocks.
+	crowd := int(ev.bestInFlight.Add(1))
+	defer ev.bestInFlight.Add(-1)
+	avoid := map[uuid.UUID]bool{}
+	var last error
+	for attempt := range bestAttempts {
+		// Capped: scanning the rows for more blocks than this costs more
+		// than the retries it saves.
+		want := min(crowd, 64) << attempt
+		blocks := s.bestBlocks(ev, a, b, avoid, want)
+		if len(blocks) == 0 {
+			break
+		}
+		pick := blocks[rand.IntN(min(len(blocks), want))] // #nosec G404 -- spreading load, not security
+		res, err := s.observedHold(ctx, a, event, pick, source, holdOpts{accessible: b.Accessible})
+		switch apperr.CodeOf(err) {
+		case apperr.SeatTaken, apperr.OrphanSeat:
+			for _, id := range pick {
+				avoid[id] = true
+			}
+			last = err
+			continue
+		}
+		return res, err
+	}
+	e := &apperr.Error{Code: apperr.NotEnoughSeats, Message: fmt.Sprintf("there are not %d seats available together", b.Count)}
+	if last != nil {
+		e.Message = fmt.Sprintf("the %d best seats were taken by others as we tried; try again", b.Count)
+	}
+	return Result{}, e
+}
+
+// bestFilterKnown refuses a category or section the event does not have.
+func (s *Service) bestFilterKnown(ev *eventState, b Best) error {
+	if b.Category != "" && catIndex(ev.settings.Load().Categories, b.Category) == 0 {
+		return &apperr.Error{Code: apperr.Invalid, Message: "this event has no such category",
+			Fields: map[string]string{"best_available.category": "is not a category of this event"}}
+	}
+	if b.Section != "" {
+		ev.mu.RLock()
+		ok := slices.ContainsFunc(ev.sections, func(x store.Section) bool { return x.Label == b.Section })
+		ev.mu.RUnlock()
+		if !ok {
+			return &apperr.Error{Code: apperr.Invalid, Message: "this event has no such section",
+				Fields: map[string]string{"best_available.section": "is not a section of this event"}}
+		}
+	}
+	return nil
+}
+
+// bestBlocks lists candidate seat sets, best first, from the hot cache:
+// at least want of them when there are (rows are scanned front to back
+// only until want blocks are found, so a big venue costs little).
+func (s *Service) bestBlocks(ev *eventState, a Actor, b Best, avoid map[uuid.UUID]bool, want int) [][]uuid.UUID {
+	set := ev.settings.Load()
+	now := s.now()
+	strict := set.OrphanRule == "strict" && !a.Staff()
+	back := heldBack(set, now) && !a.Staff() && !b.Accessible
+
+	// The cache stays read-locked while rows are scanned, front to back,
+	// only until enough blocks are found: copying the whole event for
+	// every request of a crowd costs more CPU than the holds themselves.
+	// Seats are stored row by row in idx order (charts and grids both).
+	ev.mu.RLock()
+	defer ev.mu.RUnlock()
+	var rows [][]store.Seat
+	nextRow := func(from int) (row []store.Seat, next int) {
+		// General-admission places are seats too, but not in rows a buyer
+		// chooses from.
+		skip := func(st store.Seat) bool {
+			sec := ev.sections[ev.sectionOf[st.SectionID]]
+			return sec.Kind == chart.GA || (b.Section != "" && sec.Label != b.Section)
+		}
+		for from < len(ev.all) && skip(ev.all[from]) {
+			from++
+		}
+		if from == len(ev.all) {
+			return nil, from
+		}
+		first := ev.all[from]
+		next = from
+		for next < len(ev.all) && ev.all[next].SectionID == first.SectionID && ev.all[next].Row == first.Row {
+			row = append(row, ev.all[next])
+			next++
+		}
+		return row, next
+	}
+
+	// Free as Postgres sees it: a lapsed hold not yet reaped still counts.
+	free := func(st store.Seat) bool { return st.Status == store.Available }
+	eligible := func(st store.Seat) bool {
+		return free(st) && !avoid[st.ID] && (b.Category == "" || st.Category == b.Category) &&
+			!(back && (st.Accessible || st.Companion))
+	}
+	orphanFree := func(row []store.Seat, take []uuid.UUID) bool {
+		if !strict {
+			return true
+		}
+		rs := make([]store.RowSeat, len(row))
+		for i, st := range row {
+			rs[i] = store.RowSeat{ID: st.ID, Number: st.Number, Free: free(st)}
+		}
+		t := map[uuid.UUID]bool{}
+		for _, id := range take {
+			t[id] = true
+		}
+		return len(store.NewOrphans(rs, t)) == 0
+	}
+
+	type block struct {
+		ids    []uuid.UUID
+		rank   int
+		offset float64
+	}
+	var blocks []block
+	type run struct {
+		row  int
+		from int // index into rows[order[row]]
+		n    int
+	}
+	var runs []run
+	// alone reports whether the seat at i of row (free, beside a block
+	// being taken) would have no free neighbour left: its other neighbour,
+	// at i+dir, is missing, not next in number, or not free.
+	alone := func(row []store.Seat, i, dir int) bool {
+		if i < 0 || i >= len(row) || !free(row[i]) {
+			return false
+		}
+		o := i + dir
+		return o < 0 || o >= len(row) || row[o].Number != row[i].Number+dir || !free(row[o])
+	}
+	for r, at := 0, 0; len(blocks) < want; r++ {
+		var row []store.Seat
+		if row, at = nextRow(at); row == nil {
+			break
+		}
+		rows = append(rows, row)
+		slices.SortFunc(row, func(x, y store.Seat) int { return cmp.Compare(x.Number, y.Number) })
+		centre := float64(row[0].Number+row[len(row)-1].Number) / 2
+		type cand struct {
+			from   int
+			offset float64
+		}
+		var cands []cand
+		for i := 0; i < len(row); {
+			j := i
+			for j < len(row) && eligible(row[j]) && (j == i || row[j].Number == row[j-1].Number+1) {
+				j++
+			}
+			if j == i {
+				i++
+				continue
+			}
+			runs = append(runs, run{row: r, from: i, n: j - i})
+			for st := i; st+b.Count <= j; st++ {
+				end := st + b.Count - 1
+				if strict && ((st > 0 && row[st-1].Number == row[st].Number-1 && alone(row, st-1, -1)) ||
+					(end+1 < len(row) && row[end+1].Number == row[end].Number+1 && alone(row, end+1, +1))) {
+					continue
+				}
+				cands = append(cands, cand{from: st, offset: abs(float64(row[st].Number+row[end].Number)/2 - centre)})
+			}
+			i = j
+		}
+		// The row's blocks nearest its centre first, keeping only blocks
+		// that do not overlap a better one: the candidates a crowd spreads
+		// over must not collide with each other.
+		slices.SortStableFunc(cands, func(x, y cand) int { return cmp.Compare(x.offset, y.offset) })
+		taken := make([]bool, len(row))
+		for _, c := range cands {
+			if slices.Contains(taken[c.from:c.from+b.Count], true) {
+				continue
+			}
+			ids := make([]uuid.UUID, b.Count)
+			for x := range ids {
+				ids[x] = row[c.from+x].ID
+				taken[c.from+x] = true
+			}
+			blocks = append(blocks, block{ids: ids, rank: r, offset: c.offset})
+		}
+	}
+	if len(blocks) > 0 {
+		slices.SortStableFunc(blocks, func(x, y block) int {
+			return cmp.Or(cmp.Compare(x.rank, y.rank), cmp.Compare(x.offset, y.offset))
+		})
+		out := make([][]uuid.UUID, len(blocks))
+		for i, bl := range blocks {
+			out[i] = bl.ids
+		}
+		return out
+	}
+	// No row has them side by side: the fewest rows, longest runs first,
+	// each run taken from its start (or its end, if the start would leave
+	// a seat alone).
+	slices.SortStableFunc(runs, func(x, y run) int { return cmp.Or(cmp.Compare(y.n, x.n), cmp.Compare(x.row, y.row)) })
+	var ids []uuid.UUID
+	for _, ru := range runs {
+		need := b.Count - len(ids)
+		if need == 0 {
+			break
+		}
+		row := rows[ru.row]
+		k := min(need, ru.n)
+		var part []uuid.UUID
+		for _, from := range []int{ru.from, ru.from + ru.n - k} {
+			cand := make([]uuid.UUID, k)
+			for x := range cand {
+				cand[x] = row[from+x].ID
+			}
+			if orphanFree(row, cand) {
+				part = cand
+				break
+			}
+		}
+		ids = append(ids, part...)
+	}
+	if len(ids) < b.Count {
+		return nil
+	}
+	return [][]uuid.UUID{ids}
+}
+
+func abs(f float64) float64 {
+	if f < 0 {
+		return -f
+	}
+	return f
+}

@@ -1,0 +1,53 @@
+package hold
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/google/uuid"
+
+	"seatd/internal/apperr"
+	"seatd/internal/store"
+)
+
+// orphanSeat is the refusal of a hold that would leave seats alone in
+// their row under the event's strict orphan rule.
+func orphanSeat(ids []uuid.UUID, label func(uuid.UUID) string) error {
+	e := &apperr.Error{Code: apperr.OrphanSeat}
+	names := make([]string, 0, len(ids))
+	for _, id := range ids {
+		e.Seats = append(e.Seats, id.String())
+		names = append(names, label(id))
+	}
+	if len(names) == 1 {
+		e.Message = fmt.Sprintf("this would leave seat %s alone between taken seats; hold it too or choose seats beside it", names[0])
+	} else {
+		e.Message = fmt.Sprintf("this would leave seats %v alone between taken seats; hold them too or choose other seats", names)
+	}
+	return e
+}
+
+// heldBack reports whether accessible and companion seats of the event
+// are still kept for buyers who ask for them at now. An event without a
+// release time never holds them back.
+func heldBack(set *store.Event, now time.Time) bool {
+	return set.AccessibleReleaseAt != nil && now.Before(*set.AccessibleReleaseAt)
+}
+
+// accessibleGate refuses a buyer who did not ask for accessible seating a
+// seat held back for those who did. Staff are not bound. The gate reads
+// the cached event settings: a changed release time reaches them through
+// the follower, like the sales window's.
+func accessibleGate(set *store.Event, a Actor, asked bool, seats []store.Seat, now time.Time, label func(uuid.UUID) string) error {
+	if a.Staff() || asked || !heldBack(set, now) {
+		return nil
+	}
+	for _, st := range seats {
+		if st.Accessible || st.Companion {
+			return &apperr.Error{Code: apperr.AccessibleReserved, Seats: []string{st.ID.String()},
+				Message: fmt.Sprintf("seat %s is kept for buyers who need accessible seating until %s; tick \"I need accessible seating\" if you do",
+					label(st.ID), set.AccessibleReleaseAt.UTC().Format(time.RFC3339))}
+		}
+	}
+	return nil
+}

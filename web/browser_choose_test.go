@@ -1,0 +1,89 @@
+package web
+
+import (
+	"context"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+
+	"seatd/internal/hold"
+	"seatd/internal/store"
+	"seatd/internal/testenv"
+)
+
+// TestBrowserChooseSeats: on a strict event whose accessible seats are
+// held back for a few seconds, the buyer's map names the wheelchair space
+// for screen readers and shows it held back, the "best seats" control
+// holds 3 seats side by side, and when the release time comes the open
+// map lifts the hold-back without a reload.
+func TestBrowserChooseSeats(t *testing.T) {
+	newTab := browser(t)
+	a := testenv.App(t, nil)
+	testenv.Background(t, a)
+	srv := httptest.NewServer(New(depsOf(a)))
+	t.Cleanup(srv.Close)
+	tn := testenv.NewTenant(t, a, 1)
+	ctx := context.Background()
+	v := testenv.NewChart(t, a, tn.Org.ID, 4, 10)
+	str := func(s string) *string { return &s }
+	now := time.Now()
+	release := now.Add(12 * time.Second).Truncate(time.Second)
+	org := hold.Actor{Org: tn.Org.ID, User: tn.Organizer.ID, Role: hold.RoleOrganizer}
+	e, err := a.Core.CreateEvent(ctx, org, hold.EventInput{Name: str("Choose Night"), Venue: str("Hall"),
+		StartsAt: str(now.Add(48 * time.Hour).UTC().Format(time.RFC3339)), TimeZone: str("UTC"), ChartID: str(v.ChartID.String()),
+		OnSaleAt: str(now.Add(-time.Hour).UTC().Format(time.RFC3339)), SalesEndAt: str(now.Add(24 * time.Hour).UTC().Format(time.RFC3339)),
+		OrphanRule: str("strict"), AccessibleReleaseAt: str(release.UTC().Format(time.RFC3339)),
+		Prices: []store.Price{{Category: "front", PriceMinor: 5000, Currency: "EUR"}, {Category: "back", PriceMinor: 2500, Currency: "EUR"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.Core.UpdateEvent(ctx, org, e.ID, hold.EventInput{Status: str("on_sale")}); err != nil {
+		t.Fatal(err)
+	}
+
+	buyer, cancel := context.WithTimeout(newTab(), 120*time.Second)
+	defer cancel()
+	if err := chromedp.Do(buyer, append(signIn(srv.URL, tn.Org.Slug, tn.Buyers[0].Email),
+		chromedp.Navigate(srv.URL+"/e/"+e.ID.String()), chromedp.WaitVisible(css(`body[data-live=connected]`)),
+		chromedp.WaitVisible(css(`[data-testid=orphan-rule]`)),
+		chromedp.WaitVisible(css(`body.accessible-held-back`)))...); err != nil {
+		diagnose(t, buyer, "choose-map")
+		t.Fatalf("open the map: %v", err)
+	}
+	label, err := chromedp.Run(buyer, chromedp.AttributeValue(css(`.seat[data-flag=accessible]`), "aria-label"))
+	if err != nil || !strings.Contains(label.Value, "wheelchair space") {
+		t.Errorf("accessible seat's name %q (%v)", label.Value, err)
+	}
+	held := func() int {
+		var n int
+		if err := a.Pool.QueryRow(ctx, `SELECT count(*) FROM seat_holds WHERE event_id = $1 AND status = 'active'`, e.ID).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	if err := chromedp.Do(buyer, chromedp.SetValue(css(`[data-testid=best-count]`), "3"),
+		chromedp.Click(css(`[data-testid=best-submit]`)),
+		waitText(`#cart [role=alert]`, "Held the best 3 seats")); err != nil {
+		diagnose(t, buyer, "best")
+		t.Fatalf("best seats: %v", err)
+	}
+	if n := held(); n != 3 {
+		t.Fatalf("%d holds after best 3", n)
+	}
+	testenv.Eventually(t, 10*time.Second, "3 seats of mine on the map", func() bool {
+		n, err := chromedp.Run(buyer, chromedp.Evaluate[int](`document.querySelectorAll('#venue .seat[data-mine=true]').length`))
+		return err == nil && n == 3
+	})
+	screenshot(t, buyer, "choose-seats.png")
+	// The release time comes: the open map lifts the hold-back by itself.
+	if err := chromedp.Do(buyer, chromedp.WaitNotPresent(css(`body.accessible-held-back`))); err != nil {
+		diagnose(t, buyer, "release")
+		t.Fatalf("the map never released the accessible seats: %v", err)
+	}
+	if time.Now().Before(release) {
+		t.Errorf("released on the map before the release time")
+	}
+}
