@@ -230,6 +230,7 @@ func TestOpenAPICheckCatches(t *testing.T) {
 		{"good error", "GET", "/api/v1/events", fixedAnswer{404, `{"error":"not_found","message":"no","fields":{}}`, ""}, false},
 		{"unknown error code", "GET", "/api/v1/events", fixedAnswer{409, `{"error":"nope","message":"no","fields":{}}`, ""}, true},
 		{"sold out", "POST", "/api/v1/events/" + uid + "/holds", fixedAnswer{409, `{"error":"sold_out","message":"only 1 place left","fields":{}}`, ""}, false},
+		{"orphan seat", "POST", "/api/v1/events/" + uid + "/holds", fixedAnswer{409, `{"error":"orphan_seat","message":"a seat would be left alone","fields":{},"seats":["` + uid + `"]}`, ""}, false},
 		{"good event", "GET", "/api/v1/events/" + uid, fixedAnswer{200, event, ""}, false},
 		{"event without status", "GET", "/api/v1/events/" + uid, fixedAnswer{200, strings.Replace(event, `"status":"draft",`, "", 1), ""}, true},
 		{"event with a field not documented", "GET", "/api/v1/events/" + uid, fixedAnswer{200, strings.Replace(event, `{`, `{"secret":1,`, 1), ""}, true},
