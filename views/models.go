@@ -140,6 +140,8 @@ type CartHold struct {
 	HeldUntil time.Time
 	Extended  bool
 	Price     string // "45.00 EUR"; "" for an unpriced seat
+	// Offer marks seats held for the buyer from the waitlist.
+	Offer bool
 }
 
 // Cart is the buyer's panel: holds, countdowns, checkout and pay.

@@ -253,11 +253,12 @@ func orgRows(t testing.TB, a *app.App, table string, org uuid.UUID) int {
 	t.Helper()
 	var n int
 	q := map[string]string{
-		"seat_holds": `SELECT count(*) FROM seat_holds WHERE org_id = $1`,
-		"users":      `SELECT count(*) FROM users WHERE org_id = $1`,
-		"bookings":   `SELECT count(*) FROM bookings WHERE org_id = $1`,
-		"tickets":    `SELECT count(*) FROM tickets WHERE org_id = $1`,
-		"events":     `SELECT count(*) FROM events WHERE org_id = $1`,
+		"seat_holds":       `SELECT count(*) FROM seat_holds WHERE org_id = $1`,
+		"users":            `SELECT count(*) FROM users WHERE org_id = $1`,
+		"bookings":         `SELECT count(*) FROM bookings WHERE org_id = $1`,
+		"tickets":          `SELECT count(*) FROM tickets WHERE org_id = $1`,
+		"events":           `SELECT count(*) FROM events WHERE org_id = $1`,
+		"waitlist_entries": `SELECT count(*) FROM waitlist_entries WHERE org_id = $1`,
 	}[table]
 	if err := a.Pool.QueryRow(context.Background(), q, org).Scan(&n); err != nil {
 		t.Fatal(err)

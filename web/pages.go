@@ -278,7 +278,8 @@ func (s *Server) cartHold(a hold.Actor, event uuid.UUID, h store.Hold, prices ma
 	if st, ok := s.deps.Core.SeatLayout(a.Org, event, h.SeatID); ok {
 		label, cat = st.Label(), st.Category
 	}
-	item := views.CartHold{HoldID: h.ID.String(), SeatID: h.SeatID.String(), Label: label, HeldUntil: h.HeldUntil, Extended: h.Extensions > 0}
+	item := views.CartHold{HoldID: h.ID.String(), SeatID: h.SeatID.String(), Label: label, HeldUntil: h.HeldUntil, Extended: h.Extensions > 0,
+		Offer: h.Source == store.SourceWaitlist}
 	if p, ok := prices[cat]; ok && cat != "" {
 		item.Price = formatPrice(p.PriceMinor, p.Currency)
 	}
@@ -509,7 +510,7 @@ func (lr liveRenderer) Render(d hold.Delta, mine bool) []byte {
 	var item *views.CartHold
 	if vm.Mine {
 		item = &views.CartHold{HoldID: d.HoldID.String(), SeatID: d.Seat.String(),
-			Label: vm.Label(), HeldUntil: d.HeldUntil, Extended: d.Kind == hold.KindExtended}
+			Label: vm.Label(), HeldUntil: d.HeldUntil, Extended: d.Kind == hold.KindExtended, Offer: d.Kind == hold.KindOffered}
 	}
 	var b strings.Builder
 	if err := views.LiveSeat(vm, item).Render(context.Background(), &b); err != nil {

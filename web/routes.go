@@ -43,6 +43,12 @@ func (s *Server) routes() {
 	s.mux.HandleFunc("DELETE /api/v1/holds/{hold}", s.authed(anyRole, s.releaseHold))
 	s.mux.HandleFunc("POST /api/v1/events/{event}/checkout", s.authed(buyer, s.checkout))
 	s.mux.HandleFunc("POST /api/v1/events/{event}/purchase", s.authed(buyer, s.purchase))
+	// The waitlist (DESIGN §11): buyers join and leave; staff see the line
+	// and may take anyone out of it.
+	s.mux.HandleFunc("POST /api/v1/events/{event}/waitlist", s.authed(buyer, s.joinWaitlist))
+	s.mux.HandleFunc("GET /api/v1/events/{event}/waitlist/mine", s.authed(buyer, s.myWaitlist))
+	s.mux.HandleFunc("GET /api/v1/events/{event}/waitlist", s.authed(staff, s.eventWaitlist))
+	s.mux.HandleFunc("DELETE /api/v1/waitlist/{entry}", s.authed(anyRole, s.leaveWaitlist))
 
 	// Staff.
 	s.mux.HandleFunc("GET /api/v1/events/{event}/holds", s.authed(staff, s.eventHolds))
@@ -89,6 +95,9 @@ func (s *Server) routes() {
 	s.mux.HandleFunc("DELETE /e/{event}/holds/{hold}", s.page(anyRole, s.releaseFromCart))
 	s.mux.HandleFunc("POST /e/{event}/checkout", s.page(anyRole, s.checkoutCart))
 	s.mux.HandleFunc("POST /e/{event}/pay", s.page(anyRole, s.pay))
+	s.mux.HandleFunc("GET /e/{event}/waitlist", s.page(buyer, s.waitlistFragment))
+	s.mux.HandleFunc("POST /e/{event}/waitlist", s.page(buyer, s.joinWaitlistForm))
+	s.mux.HandleFunc("DELETE /e/{event}/waitlist/{entry}", s.page(buyer, s.leaveWaitlistForm))
 	s.mux.HandleFunc("GET /bookings/{booking}", s.page(buyer, s.bookingPage))
 	s.mux.HandleFunc("GET /live/events/{event}", s.authed(anyRole, s.liveSocket(live.StreamSeats)))
 
@@ -107,6 +116,7 @@ func (s *Server) routes() {
 	s.mux.HandleFunc("GET /admin/events/{event}/occupancy", s.page(organizer, p.occupancyFragment))
 	s.mux.HandleFunc("POST /admin/events/{event}/occupancy/verify", s.page(organizer, p.verifyFragment))
 	s.mux.HandleFunc("GET /admin/events/{event}/feed", s.page(organizer, p.feedFragment))
+	s.mux.HandleFunc("GET /admin/events/{event}/waitlist", s.page(organizer, p.staffWaitlistFragment))
 	s.mux.HandleFunc("GET /admin/events/{event}/registry", s.page(organizer, p.registryFragment))
 	s.mux.HandleFunc("POST /admin/events/{event}/registry/reconcile", s.page(organizer, p.reconcileFragment))
 	s.mux.HandleFunc("GET /admin/events/{event}/audit", s.page(organizer, p.auditPage))

@@ -15,7 +15,8 @@
 //   - the time from held_until to the "available" frame on an open map;
 //   - occupancy of a 100 000-seat event, served and recomputed;
 //   - importing a 100 000-seat venue chart as JSON and as CSV;
-//   - hold throughput spread over two and three processes.
+//   - hold throughput spread over two and three processes;
+//   - a freed seat to the offer in the next waiting buyer's cart.
 //
 // It prints one table on stdout, progress on stderr, and writes the
 // figures as JSON to bench/results/<timestamp>.json and latest.json. Every
@@ -70,6 +71,7 @@ type config struct {
 	wsHolds       int
 	wsSessions    int // distinct sessions the WebSocket clients share
 	expiryHolds   int
+	waitlistFrees int // seats freed one at a time to waiting buyers
 	occSeats      int
 	chartSeats    int // seats of the imported chart
 	occRequests   int
@@ -92,7 +94,7 @@ type config struct {
 }
 
 // phases, in the order they run.
-var allPhases = []string{"opening", "holds", "hotseat", "best", "occupancy", "charts", "multi", "fallback", "live", "expiry", "webhooks", "ga"}
+var allPhases = []string{"opening", "holds", "hotseat", "best", "occupancy", "charts", "multi", "fallback", "live", "expiry", "webhooks", "ga", "waitlist"}
 
 func parseConfig(args []string, stderr io.Writer) (config, error) {
 	quick := false
@@ -106,7 +108,7 @@ func parseConfig(args []string, stderr io.Writer) (config, error) {
 		levels: []int{50, 200, 500}, duration: 15 * time.Second, warmup: 3 * time.Second,
 		eventSeats: 120_000, refSeats: 200_000, refMaxConns: 200,
 		fallback: []int{50, 200, 500}, hotBuyers: 1000, gaBuyers: 200,
-		wsClients: 5000, wsHolds: 30, wsSessions: 100, expiryHolds: 40,
+		wsClients: 5000, wsHolds: 30, wsSessions: 100, expiryHolds: 40, waitlistFrees: 40,
 		occSeats: 100_000, occRequests: 1000, chartSeats: 100_000,
 		multiProcs: []int{2, 3}, multiBuyers: 200, pacedBuyers: 200,
 		openingSeats: 300_000, openingBuyers: 32,
@@ -120,6 +122,7 @@ func parseConfig(args []string, stderr io.Writer) (config, error) {
 		c.fallback = []int{200}
 		c.wsClients, c.wsHolds, c.wsSessions = 1000, 10, 20
 		c.expiryHolds = 10
+		c.waitlistFrees = 10
 		c.occRequests = 300
 		c.openingSeats = 100_000
 		c.webhookOutage = 10 * time.Second
@@ -146,6 +149,7 @@ func parseConfig(args []string, stderr io.Writer) (config, error) {
 	fs.IntVar(&c.wsHolds, "ws-holds", c.wsHolds, "holds whose fan-out is timed")
 	fs.IntVar(&c.wsSessions, "ws-sessions", c.wsSessions, "buyer sessions the WebSocket clients share")
 	fs.IntVar(&c.expiryHolds, "expiry-holds", c.expiryHolds, "2-second holds whose expiry is timed")
+	fs.IntVar(&c.waitlistFrees, "waitlist-frees", c.waitlistFrees, "seats freed one at a time to waiting buyers")
 	fs.IntVar(&c.occSeats, "occupancy-seats", c.occSeats, "seats of the occupancy event")
 	fs.IntVar(&c.chartSeats, "chart-seats", c.chartSeats, "seats of the imported venue chart")
 	fs.IntVar(&c.occRequests, "occupancy-requests", c.occRequests, "occupancy requests timed")
@@ -209,7 +213,7 @@ func (c config) runs(phase string) bool { return len(c.only) == 0 || c.only[phas
 // buyersNeeded is how many buyer accounts (and sessions) the run needs.
 func (c config) buyersNeeded() int {
 	n := max(c.hotBuyers, c.gaBuyers)
-	for _, l := range append(append(append([]int{}, c.levels...), c.fallback...), c.multiBuyers, c.pacedBuyers, c.openingBuyers, c.wsSessions+1) {
+	for _, l := range append(append(append([]int{}, c.levels...), c.fallback...), c.multiBuyers, c.pacedBuyers, c.openingBuyers, c.wsSessions+1, 2*c.waitlistFrees) {
 		n = max(n, l)
 	}
 	return n
@@ -229,7 +233,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	phases := map[string]func(context.Context) error{
 		"opening": b.phaseOpening, "holds": b.phaseHolds, "hotseat": b.phaseHotSeat, "best": b.phaseBest, "occupancy": b.phaseOccupancy, "charts": b.phaseCharts, "multi": b.phaseMulti,
-		"fallback": b.phaseFallback, "live": b.phaseLive, "expiry": b.phaseExpiry, "webhooks": b.phaseWebhooks, "ga": b.phaseGA,
+		"fallback": b.phaseFallback, "live": b.phaseLive, "expiry": b.phaseExpiry, "webhooks": b.phaseWebhooks, "ga": b.phaseGA, "waitlist": b.phaseWaitlist,
 	}
 	for _, p := range allPhases {
 		if !cfg.runs(p) {

@@ -33,6 +33,7 @@ type Report struct {
 	LiveAcross *LiveAcross  `json:"live_across_processes,omitempty"`
 	Webhooks   *Webhooks    `json:"webhooks,omitempty"`
 	GA         *GAFlash     `json:"ga_flash_sale,omitempty"`
+	Waitlist   *Waitlist    `json:"waitlist,omitempty"`
 	Expiry     *Expiry      `json:"expiry,omitempty"`
 	Profiles   []string     `json:"profiles,omitempty"`
 	Targets    []Target     `json:"targets"`
@@ -135,6 +136,10 @@ func (r *Report) evaluate() {
 	if e := r.Expiry; e != nil && e.Latency.N > 0 {
 		r.target("expired hold visible as available", "< 2 s after held_until", e.Latency.Max < 2000 && e.Missed == 0,
 			"max %.0f ms, p50 %.0f ms, %d missed", e.Latency.Max, e.Latency.P50, e.Missed)
+	}
+	if wl := r.Waitlist; wl != nil && wl.Latency.N > 0 {
+		r.target("freed seat → offer in the next waiting buyer's cart", "< 2 s", wl.Latency.Max < 2000 && wl.Missed == 0,
+			"max %.0f ms, p50 %.0f ms, p99 %.0f ms, %d missed", wl.Latency.Max, wl.Latency.P50, wl.Latency.P99, wl.Missed)
 	}
 	if c := r.Charts; c != nil && len(c.JSONMS) > 0 && len(c.CSVMS) > 0 {
 		worst := max(slices.Max(c.JSONMS), slices.Max(c.CSVMS))
@@ -365,6 +370,12 @@ func (r *Report) printTable(w io.Writer) {
 		row(name+": held_until → available p50/p99/max", fmt.Sprintf("%.0f / %.0f / %.0f ms", e.Latency.P50, e.Latency.P99, e.Latency.Max),
 			fmt.Sprintf("reaper every %s", e.ReaperInterval), "", "< 2 s")
 		row(name+": missed", fmt.Sprintf("%d", e.Missed), "", "", "0")
+	}
+	if wl := r.Waitlist; wl != nil {
+		name := fmt.Sprintf("waitlist, %d seats freed one at a time", wl.Frees)
+		row(name+": free → offer frame p50/p99/max", fmt.Sprintf("%.0f / %.0f / %.0f ms", wl.Latency.P50, wl.Latency.P99, wl.Latency.Max),
+			"worker woken by the freeing process (else polls every 200 ms)", "", "< 2 s")
+		row(name+": missed", fmt.Sprintf("%d", wl.Missed), "", "", "0")
 	}
 	_ = tw.Flush()
 	if len(r.Targets) > 0 {

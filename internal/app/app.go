@@ -97,6 +97,7 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger) (*App, error)
 		// Postgres belongs to nobody.
 		StaleLockAge: 2*cfg.PGStatementTimeout + time.Second,
 		CacheIdle:    cfg.CacheIdle,
+		OfferTTL:     cfg.WaitlistOfferTTL,
 	}, log, m, time.Now)
 	a.Core = core
 	cost := 0
@@ -228,6 +229,9 @@ func (a *App) RunBackground(ctx context.Context) {
 	// when asked): a change whose delta was lost reaches every cache, map
 	// and Redis within a quarter second plus one read.
 	wg.Go(func() { a.Core.RunFollower(ctx, a.Cfg.FeedInterval) })
+	// Waitlist work is queued in Postgres by the statements that free
+	// seats; every process polls for it (SKIP LOCKED) five times a second.
+	wg.Go(func() { a.Core.RunWaitlist(ctx, a.Cfg.WaitlistInterval) })
 	wg.Go(func() { a.Bus.Listen(ctx) })
 	wg.Go(func() { a.Core.RunSnapshots(ctx, a.Cfg.SnapshotInterval) })
 	wg.Go(func() { a.Webhooks.Run(ctx) })

@@ -23,6 +23,8 @@ type Config struct {
 
 	HoldTTL            time.Duration // SEATD_HOLD_TTL
 	FeedInterval       time.Duration // SEATD_FEED_INTERVAL: how often each process reads the change feed
+	WaitlistOfferTTL   time.Duration // SEATD_WAITLIST_OFFER_TTL: how long an offer holds a waiting buyer's seats
+	WaitlistInterval   time.Duration // SEATD_WAITLIST_INTERVAL: how often each process looks for waitlist work
 	CacheIdle          time.Duration // SEATD_CACHE_IDLE: an event nobody watched or asked about this long leaves the hot cache
 	WarmEvents         int           // SEATD_WARM_EVENTS: on-sale events loaded into the hot cache at startup (0: none)
 	WarmSeats          int           // SEATD_WARM_SEATS: at most this many seats in all loaded at startup (past the first event)
@@ -97,6 +99,8 @@ func Defaults() Config {
 		KeyPrefix:          "seatd",
 		HoldTTL:            15 * time.Minute,
 		FeedInterval:       250 * time.Millisecond,
+		WaitlistOfferTTL:   10 * time.Minute,
+		WaitlistInterval:   200 * time.Millisecond,
 		CacheIdle:          10 * time.Minute,
 		WarmEvents:         20,
 		WarmSeats:          2_000_000,
@@ -194,6 +198,8 @@ func Load(getenv func(string) string) (Config, error) {
 	str("SEATD_KEY_PREFIX", &c.KeyPrefix)
 	dur("SEATD_HOLD_TTL", &c.HoldTTL)
 	dur("SEATD_FEED_INTERVAL", &c.FeedInterval)
+	dur("SEATD_WAITLIST_OFFER_TTL", &c.WaitlistOfferTTL)
+	dur("SEATD_WAITLIST_INTERVAL", &c.WaitlistInterval)
 	dur("SEATD_CACHE_IDLE", &c.CacheIdle)
 	num("SEATD_WARM_EVENTS", &c.WarmEvents)
 	num("SEATD_WARM_SEATS", &c.WarmSeats)
@@ -289,6 +295,8 @@ func (c Config) validate() []error {
 	positive("SEATD_LOCK_MARGIN", c.LockMargin)
 	positive("SEATD_REAPER_INTERVAL", c.ReaperInterval)
 	positive("SEATD_FEED_INTERVAL", c.FeedInterval)
+	positive("SEATD_WAITLIST_OFFER_TTL", c.WaitlistOfferTTL)
+	positive("SEATD_WAITLIST_INTERVAL", c.WaitlistInterval)
 	positive("SEATD_CACHE_IDLE", c.CacheIdle)
 	positive("SEATD_REDIS_DIAL_TIMEOUT", c.RedisDialTimeout)
 	positive("SEATD_REDIS_TIMEOUT", c.RedisTimeout)

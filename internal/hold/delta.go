@@ -21,6 +21,8 @@ const (
 	// KindCancelled is a sold seat whose ticket was cancelled: available
 	// again.
 	KindCancelled = "cancelled"
+	// KindOffered is a seat held for a waiting buyer (a waitlist offer).
+	KindOffered = "offered"
 	// KindSync is a seat whose state changed while this process was not
 	// listening (found by a reload from Postgres).
 	KindSync = "sync"

@@ -80,6 +80,8 @@ type Options struct {
 	// CacheIdle is how long an event nobody watches or asks about stays in
 	// the hot cache.
 	CacheIdle time.Duration
+	// OfferTTL is how long a waitlist offer holds its seats (0: DefaultOfferTTL).
+	OfferTTL time.Duration
 }
 
 // Service is the hold core of one process: the use cases (hold.go,
@@ -106,6 +108,12 @@ type Service struct {
 	unsynced atomic.Int64
 	// kick asks the follower for a round now (buffered, never blocks).
 	kick chan struct{}
+	// offerKick asks this process's waitlist worker for a round now: a
+	// seat this process freed is offered without waiting for the poll.
+	offerKick chan struct{}
+	// offerHook, set by tests only, runs before an offer round's
+	// transaction commits (store.OfferParams.BeforeCommit).
+	offerHook func(context.Context) error
 	// followMu makes follower rounds one at a time.
 	followMu sync.Mutex
 
@@ -126,7 +134,7 @@ func New(st *store.Store, locks *seatlock.Locks, bus Bus, opt Options, log *slog
 	}
 	self := uuid.New()
 	s := &Service{store: st, locks: locks, bus: bus, opt: opt, log: log, m: m, now: now, self: self, own: ownPrefix(self),
-		kick: make(chan struct{}, 1), events: map[[2]uuid.UUID]*eventState{},
+		kick: make(chan struct{}, 1), offerKick: make(chan struct{}, 1), events: map[[2]uuid.UUID]*eventState{},
 		pinned: map[[2]uuid.UUID]*pin{}}
 	// While Redis was out of reach, locks may have been taken or dropped
 	// there without this process seeing it: no event's locks are trusted
@@ -293,6 +301,12 @@ func (s *Service) commit(ctx context.Context, org, event uuid.UUID, ds []Delta) 
 	if ev := s.cached(org, event); ev != nil {
 		ev.notify(ev.apply(ds))
 		from = s.self
+	}
+	if slices.ContainsFunc(ds, func(d Delta) bool { return d.Status == store.Available }) {
+		select {
+		case s.offerKick <- struct{}{}:
+		default:
+		}
 	}
 	// Chunk so every message fits the Postgres NOTIFY fallback.
 	for len(ds) > 0 {

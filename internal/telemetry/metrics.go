@@ -9,18 +9,20 @@ import (
 // Metrics are the hold engine's counters and histograms, named after the
 // seat-hold telemetry events (attempt, success, conflict, fallback, ...).
 type Metrics struct {
-	HoldAttempt    prometheus.Counter
-	HoldSuccess    *prometheus.CounterVec // path: fast | fallback | idempotent
-	HoldConflict   *prometheus.CounterVec // tier: hot | redis | postgres
-	HoldError      prometheus.Counter
-	RedisFallback  prometheus.Counter
-	HoldDuration   *prometheus.HistogramVec // path, outcome
-	PGHoldWrites   prometheus.Counter       // hold statements sent to Postgres
-	Extended       prometheus.Counter
-	Converted      prometheus.Counter
-	Cancelled      prometheus.Counter
-	Released       prometheus.Counter
-	Expired        prometheus.Counter
+	HoldAttempt   prometheus.Counter
+	HoldSuccess   *prometheus.CounterVec // path: fast | fallback | idempotent
+	HoldConflict  *prometheus.CounterVec // tier: hot | redis | postgres
+	HoldError     prometheus.Counter
+	RedisFallback prometheus.Counter
+	HoldDuration  *prometheus.HistogramVec // path, outcome
+	PGHoldWrites  prometheus.Counter       // hold statements sent to Postgres
+	Extended      prometheus.Counter
+	Converted     prometheus.Counter
+	Cancelled     prometheus.Counter
+	Released      prometheus.Counter
+	Expired       prometheus.Counter
+	// WaitlistOffers counts offers made to waiting buyers.
+	WaitlistOffers prometheus.Counter
 	ReaperRuns     prometheus.Counter
 	ReaperDuration prometheus.Histogram
 	// ReaperLastSuccess is when a reaper pass last finished without error
@@ -78,6 +80,8 @@ func New(reg prometheus.Registerer) *Metrics {
 			Name: "seatd_hold_released_total", Help: "Holds released by their holder or staff."}),
 		Expired: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "seatd_hold_expired_total", Help: "Holds expired by the reaper."}),
+		WaitlistOffers: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "seatd_waitlist_offers_total", Help: "Offers of freed seats made to waiting buyers."}),
 		ReaperRuns: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "seatd_reaper_runs_total", Help: "Reaper passes."}),
 		ReaperDuration: prometheus.NewHistogram(prometheus.HistogramOpts{
@@ -114,12 +118,12 @@ func New(reg prometheus.Registerer) *Metrics {
 		RedisSyncs: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "seatd_redis_syncs_total", Help: "Syncs of Redis locks from Postgres, by kind (full, incremental)."}, []string{"kind"}),
 		BackgroundErrors: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "seatd_background_errors_total", Help: "Errors of background work, by task (feed, redis_sync, publish)."},
+			Name: "seatd_background_errors_total", Help: "Errors of background work, by task (feed, redis_sync, publish, waitlist)."},
 			// Not "job": Prometheus's target label would rename it.
 			[]string{"task"}),
 	}
 	reg.MustRegister(m.HoldAttempt, m.HoldSuccess, m.HoldConflict, m.HoldError, m.RedisFallback, m.HoldDuration,
-		m.PGHoldWrites, m.Extended, m.Converted, m.Cancelled, m.Released, m.Expired, m.ReaperRuns, m.ReaperDuration,
+		m.PGHoldWrites, m.Extended, m.Converted, m.Cancelled, m.Released, m.Expired, m.WaitlistOffers, m.ReaperRuns, m.ReaperDuration,
 		m.ReaperLastSuccess, m.ReaperLag, m.BreakerOpen, m.BreakerTransitions, m.Reconciles, m.DeltasOut, m.DeltasIn, m.HotCacheSeats, m.CacheEvictions, m.CacheWarms,
 		m.FeedRounds, m.FeedChanges, m.FeedApplied, m.RedisSyncs, m.BackgroundErrors)
 	// Every known label value starts at zero, so its series exist before
@@ -137,7 +141,7 @@ func New(reg prometheus.Registerer) *Metrics {
 	for _, kind := range []string{"full", "incremental"} {
 		m.RedisSyncs.WithLabelValues(kind)
 	}
-	for _, task := range []string{"feed", "redis_sync", "publish", "warm"} {
+	for _, task := range []string{"feed", "redis_sync", "publish", "warm", "waitlist"} {
 		m.BackgroundErrors.WithLabelValues(task)
 	}
 	return m

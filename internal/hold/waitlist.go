@@ -1,0 +1,119 @@
+package hold
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/google/uuid"
+
+	"seatd/internal/apperr"
+	"seatd/internal/store"
+)
+
+// DefaultOfferTTL is how long an offer's seats stay held for a waiting
+// buyer when Options.OfferTTL is not set.
+const DefaultOfferTTL = 10 * time.Minute
+
+// JoinWaitlist puts a buyer in line for seats of an event: count seats,
+// optionally of one category and/or section (id or label).
+func (s *Service) JoinWaitlist(ctx context.Context, a Actor, event uuid.UUID, count int, category, section string) (store.WaitlistEntry, error) {
+	if a.Role != RoleBuyer {
+		return store.WaitlistEntry{}, apperr.E(apperr.Forbidden, "only buyers can join a waitlist")
+	}
+	if count < 1 || count > s.opt.MaxSeatsPerRequest {
+		return store.WaitlistEntry{}, &apperr.Error{Code: apperr.Invalid,
+			Message: fmt.Sprintf("wait for between 1 and %d seats", s.opt.MaxSeatsPerRequest),
+			Fields:  map[string]string{"count": fmt.Sprintf("must be 1 to %d", s.opt.MaxSeatsPerRequest)}}
+	}
+	if _, err := s.event(ctx, a.Org, event); err != nil {
+		return store.WaitlistEntry{}, err
+	}
+	return s.store.JoinWaitlist(ctx, store.WaitlistRequest{Org: a.Org, Event: event, User: a.User, Seats: count,
+		Category: category, Section: section})
+}
+
+// MyWaitlist lists the actor's entries (waiting or offered) for an event.
+func (s *Service) MyWaitlist(ctx context.Context, a Actor, event uuid.UUID) ([]store.WaitlistEntry, error) {
+	if _, err := s.event(ctx, a.Org, event); err != nil {
+		return nil, err
+	}
+	return s.store.MyWaitlist(ctx, a.Org, event, a.User)
+}
+
+// EventWaitlist is how many wait for an event and the first limit in line
+// (staff only).
+func (s *Service) EventWaitlist(ctx context.Context, a Actor, event uuid.UUID, limit int) (int, []store.WaitlistEntry, error) {
+	if !a.Staff() {
+		return 0, nil, apperr.E(apperr.Forbidden, "only staff can see an event's waitlist")
+	}
+	if _, err := s.event(ctx, a.Org, event); err != nil {
+		return 0, nil, err
+	}
+	return s.store.EventWaitlist(ctx, a.Org, event, limit)
+}
+
+// LeaveWaitlist takes the actor's waiting entry (or, for staff, anyone's)
+// out of line.
+func (s *Service) LeaveWaitlist(ctx context.Context, a Actor, id uuid.UUID) error {
+	return s.store.LeaveWaitlist(ctx, a.Org, id, a.User, a.Staff())
+}
+
+// OfferRound does waitlist work until none is left (or ctx ends) and
+// returns how many offers it made. Offers are written in Postgres only
+// (like holds on the Postgres-only path) and then published through the
+// normal commit path, so every map and the buyer's cart show them at once;
+// the follower brings Redis in line from the feed, and Postgres refuses a
+// fast-path hold on an offered seat whatever Redis says.
+func (s *Service) OfferRound(ctx context.Context) (int, error) {
+	total := 0
+	for ctx.Err() == nil {
+		found, offers, err := s.store.OfferWaitlist(ctx, store.OfferParams{TTL: s.offerTTL(), BeforeCommit: s.offerHook})
+		if err != nil {
+			return total, err
+		}
+		s.publishOffers(ctx, offers)
+		total += len(offers)
+		if !found {
+			break
+		}
+	}
+	return total, nil
+}
+
+func (s *Service) offerTTL() time.Duration {
+	if s.opt.OfferTTL > 0 {
+		return s.opt.OfferTTL
+	}
+	return DefaultOfferTTL
+}
+
+func (s *Service) publishOffers(ctx context.Context, offers []store.Offer) {
+	now := s.now()
+	for _, o := range offers {
+		s.m.WaitlistOffers.Inc()
+		ds := make([]Delta, len(o.Holds))
+		for i, h := range o.Holds {
+			ds[i] = holdDelta(h, KindOffered, store.Held, store.Available, h.UserID, now)
+		}
+		s.commit(ctx, o.Entry.Org, o.Entry.Event, ds)
+		s.log.Info("waitlist offer", "org", o.Entry.Org, "event", o.Entry.Event, "entry", o.Entry.ID,
+			"user", o.Entry.User, "seats", len(o.Holds))
+	}
+}
+
+// RunWaitlist runs the offer worker until ctx ends: a round every
+// interval, and at once when this process freed a seat. Work is durable
+// (queued in Postgres by the statement that freed the seats), so a missed
+// wake-up loses nothing: seats freed by another process are offered at
+// the next poll.
+func (s *Service) RunWaitlist(ctx context.Context, interval time.Duration) {
+	loop(ctx, interval, s.offerKick, func(ctx context.Context) {
+		if n, err := s.OfferRound(ctx); err != nil && ctx.Err() == nil {
+			s.m.BackgroundErrors.WithLabelValues("waitlist").Inc()
+			s.log.Error("waitlist offers", "err", err)
+		} else if n > 0 {
+			s.log.Info("waitlist offers made", "count", n)
+		}
+	})
+}

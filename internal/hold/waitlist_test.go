@@ -1,0 +1,438 @@
+package hold_test
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+
+	"seatd/internal/app"
+	"seatd/internal/apperr"
+	"seatd/internal/config"
+	"seatd/internal/hold"
+	"seatd/internal/store"
+	"seatd/internal/testenv"
+)
+
+func join(t testing.TB, a *app.App, who hold.Actor, event uuid.UUID, n int, category, section string) store.WaitlistEntry {
+	t.Helper()
+	e, err := a.Core.JoinWaitlist(context.Background(), who, event, n, category, section)
+	if err != nil {
+		t.Fatalf("join waitlist: %v", err)
+	}
+	return e
+}
+
+func offers(t testing.TB, a *app.App) int {
+	t.Helper()
+	n, err := a.Core.OfferRound(context.Background())
+	if err != nil {
+		t.Fatalf("offer round: %v", err)
+	}
+	return n
+}
+
+func entry(t testing.TB, a *app.App, org, id uuid.UUID) store.WaitlistEntry {
+	t.Helper()
+	e, err := a.Store.WaitlistEntry(context.Background(), org, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return e
+}
+
+// assertOffered checks the entry was offered n seats that are now held
+// for its buyer as waitlist holds, in the cart the buyer sees.
+func assertOffered(t testing.TB, a *app.App, who hold.Actor, event uuid.UUID, e store.WaitlistEntry, n int) []store.Hold {
+	t.Helper()
+	got := entry(t, a, who.Org, e.ID)
+	if got.Status != store.WaitlistOffered || len(got.HoldIDs) != n || got.Position != 0 {
+		t.Fatalf("entry %+v, want offered %d seats", got, n)
+	}
+	hs, err := a.Core.Holds(context.Background(), who, event)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var offered []store.Hold
+	for _, h := range hs {
+		if h.Source == store.SourceWaitlist {
+			offered = append(offered, h)
+		}
+	}
+	if len(offered) != n {
+		t.Fatalf("buyer has %d waitlist holds, want %d", len(offered), n)
+	}
+	return offered
+}
+
+// TestWaitlistFirstComeFirstServed: two buyers wait for one seat each;
+// the first freed seat goes to the first, the next to the second, each
+// audited once; nothing is offered while nothing is free.
+func TestWaitlistFirstComeFirstServed(t *testing.T) {
+	a := testenv.App(t, nil)
+	tn := testenv.NewTenant(t, a, 3)
+	ev := testenv.NewEvent(t, a, tn.Org.ID, 1, 1, 2)
+	seats := testenv.SeatIDs(t, a, tn.Org.ID, ev.ID)
+	ctx := context.Background()
+	holder, first, second := buyer(tn.Buyers[0]), buyer(tn.Buyers[1]), buyer(tn.Buyers[2])
+	res, err := a.Core.Hold(ctx, holder, ev.ID, seats, hold.SourceWeb)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e1 := join(t, a, first, ev.ID, 1, "", "")
+	e2 := join(t, a, second, ev.ID, 1, "", "")
+	if e1.Position != 1 || e2.Position != 2 {
+		t.Fatalf("positions %d, %d, want 1, 2", e1.Position, e2.Position)
+	}
+	if _, err := a.Core.JoinWaitlist(ctx, first, ev.ID, 1, "", ""); apperr.CodeOf(err) != apperr.Conflict {
+		t.Fatalf("joining twice: %v, want conflict", err)
+	}
+	if n := offers(t, a); n != 0 {
+		t.Fatalf("%d offers with no seat free", n)
+	}
+
+	if _, err := a.Core.Release(ctx, holder, res.Holds[1].ID, ""); err != nil {
+		t.Fatal(err)
+	}
+	if n := offers(t, a); n != 1 {
+		t.Fatalf("%d offers after one release, want 1", n)
+	}
+	h := assertOffered(t, a, first, ev.ID, e1, 1)
+	if h[0].SeatID != seats[1] || time.Until(h[0].HeldUntil) < 9*time.Minute {
+		t.Fatalf("offer %+v: want seat %v held for the default 10 minutes", h[0], seats[1])
+	}
+	if got := entry(t, a, tn.Org.ID, e2.ID); got.Status != store.WaitlistWaiting || got.Position != 1 {
+		t.Fatalf("second entry %+v, want waiting first in line", got)
+	}
+
+	if _, err := a.Core.Release(ctx, holder, res.Holds[0].ID, ""); err != nil {
+		t.Fatal(err)
+	}
+	offers(t, a)
+	assertOffered(t, a, second, ev.ID, e2, 1)
+	if n := count(t, a, `SELECT count(*) FROM audit_log WHERE event_id = $1 AND action = 'waitlist.offered'`, ev.ID); n != 2 {
+		t.Fatalf("%d waitlist.offered audit rows, want 2", n)
+	}
+	if n := count(t, a, `SELECT count(*) FROM waitlist_work WHERE event_id = $1`, ev.ID); n != 0 {
+		t.Fatalf("%d work items left", n)
+	}
+	assertSeatInvariants(t, a, ev.ID)
+}
+
+// TestWaitlistExpiryAndLapse: with the background loops running, a hold
+// that expires is offered to the first in line, and that offer lapsing
+// goes to the next.
+func TestWaitlistExpiryAndLapse(t *testing.T) {
+	a := testenv.App(t, func(c *config.Config) {
+		c.HoldTTL = time.Second
+		c.WaitlistOfferTTL = time.Second
+		c.ReaperInterval = 100 * time.Millisecond
+	})
+	testenv.Background(t, a)
+	tn := testenv.NewTenant(t, a, 3)
+	ev := testenv.NewEvent(t, a, tn.Org.ID, 1, 1, 1)
+	seats := testenv.SeatIDs(t, a, tn.Org.ID, ev.ID)
+	holder, first, second := buyer(tn.Buyers[0]), buyer(tn.Buyers[1]), buyer(tn.Buyers[2])
+	if _, err := a.Core.Hold(context.Background(), holder, ev.ID, seats, hold.SourceWeb); err != nil {
+		t.Fatal(err)
+	}
+	e1 := join(t, a, first, ev.ID, 1, "", "")
+	e2 := join(t, a, second, ev.ID, 1, "", "")
+	testenv.Eventually(t, 5*time.Second, "first in line offered after the expiry", func() bool {
+		return entry(t, a, tn.Org.ID, e1.ID).Status == store.WaitlistOffered
+	})
+	testenv.Eventually(t, 5*time.Second, "offer lapsed to the second in line", func() bool {
+		return entry(t, a, tn.Org.ID, e2.ID).Status == store.WaitlistOffered
+	})
+	if n := count(t, a, `SELECT count(*) FROM seat_holds WHERE event_id = $1 AND source = 'waitlist'`, ev.ID); n != 2 {
+		t.Fatalf("%d waitlist holds in all, want 2 (one per entry)", n)
+	}
+	assertSeatInvariants(t, a, ev.ID)
+}
+
+// TestWaitlistCancelAndUnblock: a cancelled ticket and an unblocked seat
+// are offered too.
+func TestWaitlistCancelAndUnblock(t *testing.T) {
+	a := testenv.App(t, nil)
+	tn := testenv.NewTenant(t, a, 2)
+	ev := testenv.NewEvent(t, a, tn.Org.ID, 1, 1, 2)
+	seats := testenv.SeatIDs(t, a, tn.Org.ID, ev.ID)
+	ctx := context.Background()
+	box := staff(tn.BoxOffice)
+	b, err := a.Core.Sell(ctx, box, ev.ID, "k1", holdIDs(holdFor(t, a, box, ev.ID, seats[0])), "cash")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.Core.SetBlocked(ctx, box, ev.ID, seats[1], true, "camera"); err != nil {
+		t.Fatal(err)
+	}
+	first, second := buyer(tn.Buyers[0]), buyer(tn.Buyers[1])
+	e1 := join(t, a, first, ev.ID, 1, "", "")
+	e2 := join(t, a, second, ev.ID, 1, "", "")
+	if n := offers(t, a); n != 0 {
+		t.Fatalf("%d offers with the seats sold and blocked", n)
+	}
+	if _, err := a.Core.Cancel(ctx, box, b.ID, nil, "customer asked"); err != nil {
+		t.Fatal(err)
+	}
+	offers(t, a)
+	if h := assertOffered(t, a, first, ev.ID, e1, 1); h[0].SeatID != seats[0] {
+		t.Fatalf("offered %v, want the cancelled seat", h[0].SeatID)
+	}
+	if _, err := a.Core.SetBlocked(ctx, box, ev.ID, seats[1], false, ""); err != nil {
+		t.Fatal(err)
+	}
+	offers(t, a)
+	if h := assertOffered(t, a, second, ev.ID, e2, 1); h[0].SeatID != seats[1] {
+		t.Fatalf("offered %v, want the unblocked seat", h[0].SeatID)
+	}
+	assertSeatInvariants(t, a, ev.ID)
+}
+
+// TestWaitlistMatching: an entry is offered only seats of its category or
+// section, and only all it asked for; freed seats go to the first entry in
+// line they match.
+func TestWaitlistMatching(t *testing.T) {
+	a := testenv.App(t, nil)
+	tn := testenv.NewTenant(t, a, 3)
+	ev := testenv.NewEvent(t, a, tn.Org.ID, 2, 1, 2) // sections A and B, two seats each
+	seats := testenv.SeatIDs(t, a, tn.Org.ID, ev.ID)
+	ctx := context.Background()
+	if _, err := a.Pool.Exec(ctx, `INSERT INTO event_categories (org_id, event_id, key, name, price_minor, currency)
+		VALUES ($1, $2, 'vip', 'VIP', 9000, 'EUR')`, tn.Org.ID, ev.ID); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.Pool.Exec(ctx, `UPDATE seats SET category = 'vip' FROM sections sc
+		WHERE sc.id = seats.section_id AND sc.label = 'B' AND seats.event_id = $1`, ev.ID); err != nil {
+		t.Fatal(err)
+	}
+	holder, vip, inA := buyer(tn.Buyers[0]), buyer(tn.Buyers[1]), buyer(tn.Buyers[2])
+	res, err := a.Core.Hold(ctx, holder, ev.ID, seats, hold.SourceWeb)
+	if err != nil {
+		t.Fatal(err)
+	}
+	heldOn := map[uuid.UUID]store.Hold{}
+	for _, h := range res.Holds {
+		heldOn[h.SeatID] = h
+	}
+	var a0, b0, b1 uuid.UUID
+	for _, id := range seats {
+		st, _ := a.Core.SeatLayout(tn.Org.ID, ev.ID, id)
+		switch {
+		case st.Category == "vip" && b0 == uuid.Nil:
+			b0 = id
+		case st.Category == "vip":
+			b1 = id
+		case a0 == uuid.Nil:
+			a0 = id
+		}
+	}
+	eVip := join(t, a, vip, ev.ID, 2, "vip", "")
+	eA := join(t, a, inA, ev.ID, 1, "", "A")
+
+	// A seat of A: not what the first in line asked for; the second's.
+	if _, err := a.Core.Release(ctx, holder, heldOn[a0].ID, ""); err != nil {
+		t.Fatal(err)
+	}
+	offers(t, a)
+	if h := assertOffered(t, a, inA, ev.ID, eA, 1); h[0].SeatID != a0 {
+		t.Fatalf("offered %v, want %v", h[0].SeatID, a0)
+	}
+	// One VIP seat of the two asked for: nothing yet.
+	if _, err := a.Core.Release(ctx, holder, heldOn[b0].ID, ""); err != nil {
+		t.Fatal(err)
+	}
+	offers(t, a)
+	if got := entry(t, a, tn.Org.ID, eVip.ID); got.Status != store.WaitlistWaiting {
+		t.Fatalf("entry for 2 offered with 1 seat free: %+v", got)
+	}
+	if _, err := a.Core.Release(ctx, holder, heldOn[b1].ID, ""); err != nil {
+		t.Fatal(err)
+	}
+	offers(t, a)
+	assertOffered(t, a, vip, ev.ID, eVip, 2)
+	assertSeatInvariants(t, a, ev.ID)
+}
+
+// TestWaitlistRefusals: malformed requests are 422 with fields and write
+// nothing; another org's event and entries are not found; leaving takes
+// the entry out of line and no offer follows.
+func TestWaitlistRefusals(t *testing.T) {
+	a := testenv.App(t, nil)
+	tn := testenv.NewTenant(t, a, 2)
+	other := testenv.NewTenant(t, a, 1)
+	ev := testenv.NewEvent(t, a, tn.Org.ID, 1, 1, 1)
+	seats := testenv.SeatIDs(t, a, tn.Org.ID, ev.ID)
+	ctx := context.Background()
+	b0, b1 := buyer(tn.Buyers[0]), buyer(tn.Buyers[1])
+	for _, c := range []struct {
+		n            int
+		cat, section string
+		field        string
+	}{{0, "", "", "count"}, {1000, "", "", "count"}, {1, "nope", "", "category"}, {1, "", "Z", "section"},
+		{1, "", uuid.NewString(), "section"}} {
+		_, err := a.Core.JoinWaitlist(ctx, b0, ev.ID, c.n, c.cat, c.section)
+		var e *apperr.Error
+		if !errors.As(err, &e) || e.Code != apperr.Invalid || e.Fields[c.field] == "" {
+			t.Fatalf("join %+v: %v, want 422 on %s", c, err, c.field)
+		}
+	}
+	if n := count(t, a, `SELECT count(*) FROM waitlist_entries WHERE event_id = $1`, ev.ID); n != 0 {
+		t.Fatalf("%d entries written by refused requests", n)
+	}
+	if _, err := a.Core.JoinWaitlist(ctx, buyer(other.Buyers[0]), ev.ID, 1, "", ""); apperr.CodeOf(err) != apperr.NotFound {
+		t.Fatalf("other org joining: %v, want not found", err)
+	}
+	if _, err := a.Core.JoinWaitlist(ctx, staff(tn.BoxOffice), ev.ID, 1, "", ""); apperr.CodeOf(err) != apperr.Forbidden {
+		t.Fatalf("staff joining: %v, want forbidden", err)
+	}
+
+	res, err := a.Core.Hold(ctx, b1, ev.ID, seats, hold.SourceWeb)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := join(t, a, b0, ev.ID, 1, "", "")
+	if err := a.Core.LeaveWaitlist(ctx, buyer(other.Buyers[0]), e.ID); apperr.CodeOf(err) != apperr.NotFound {
+		t.Fatalf("other org leaving: %v, want not found", err)
+	}
+	if err := a.Core.LeaveWaitlist(ctx, b1, e.ID); apperr.CodeOf(err) != apperr.NotFound {
+		t.Fatalf("another buyer leaving: %v, want not found", err)
+	}
+	if err := a.Core.LeaveWaitlist(ctx, b0, e.ID); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Core.LeaveWaitlist(ctx, b0, e.ID); apperr.CodeOf(err) != apperr.Conflict {
+		t.Fatalf("leaving twice: %v, want conflict", err)
+	}
+	mine, err := a.Core.MyWaitlist(ctx, b0, ev.ID)
+	if err != nil || len(mine) != 0 {
+		t.Fatalf("my waitlist after leaving: %v %v", mine, err)
+	}
+	if _, err := a.Core.Release(ctx, b1, res.Holds[0].ID, ""); err != nil {
+		t.Fatal(err)
+	}
+	offers(t, a)
+	if n := count(t, a, `SELECT count(*) FROM seat_holds WHERE event_id = $1 AND status = 'active'`, ev.ID); n != 0 {
+		t.Fatalf("%d holds after the only entry left", n)
+	}
+}
+
+// TestWaitlistWorkerDies: a worker dying after it wrote the offer but
+// before its commit leaves the work queued; another process makes the
+// offer, exactly once, and two processes racing on the same work make it
+// once too.
+func TestWaitlistWorkerDies(t *testing.T) {
+	a1 := testenv.App(t, nil)
+	a2 := testenv.App(t, nil)
+	tn := testenv.NewTenant(t, a1, 4)
+	ev := testenv.NewEvent(t, a1, tn.Org.ID, 1, 1, 3)
+	seats := testenv.SeatIDs(t, a1, tn.Org.ID, ev.ID)
+	ctx := context.Background()
+	holder := buyer(tn.Buyers[0])
+	res, err := a1.Core.Hold(ctx, holder, ev.ID, seats, hold.SourceWeb)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var es []store.WaitlistEntry
+	for _, u := range tn.Buyers[1:] {
+		es = append(es, join(t, a1, buyer(u), ev.ID, 1, "", ""))
+	}
+	if _, err := a1.Core.Release(ctx, holder, res.Holds[0].ID, ""); err != nil {
+		t.Fatal(err)
+	}
+	// The process "dies": its context ends after the offer was written.
+	dying, kill := context.WithCancel(ctx)
+	a1.Core.SetOfferHook(func(context.Context) error { kill(); return errors.New("process killed") })
+	if _, err := a1.Core.OfferRound(dying); err == nil {
+		t.Fatal("the dying round reported success")
+	}
+	if n := count(t, a1, `SELECT count(*) FROM seat_holds WHERE event_id = $1 AND source = 'waitlist'`, ev.ID); n != 0 {
+		t.Fatalf("%d offers survived the dead worker", n)
+	}
+	if n := count(t, a1, `SELECT count(*) FROM waitlist_work WHERE event_id = $1`, ev.ID); n == 0 {
+		t.Fatal("the dead worker's work was lost")
+	}
+	a1.Core.SetOfferHook(nil)
+	if n := offers(t, a2); n != 1 {
+		t.Fatalf("the other process made %d offers, want 1", n)
+	}
+	assertOffered(t, a2, buyer(tn.Buyers[1]), ev.ID, es[0], 1)
+
+	// Both processes on the same freed seats at once.
+	for _, h := range res.Holds[1:] {
+		if _, err := a1.Core.Release(ctx, holder, h.ID, ""); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var wg sync.WaitGroup
+	for _, a := range []*app.App{a1, a2, a1, a2} {
+		wg.Go(func() {
+			if _, err := a.Core.OfferRound(ctx); err != nil {
+				t.Errorf("offer round: %v", err)
+			}
+		})
+	}
+	wg.Wait()
+	offers(t, a1) // whatever a round skipped while another held the event
+	for i, e := range es {
+		assertOffered(t, a1, buyer(tn.Buyers[i+1]), ev.ID, e, 1)
+	}
+	if n := count(t, a1, `SELECT count(*) FROM seat_holds WHERE event_id = $1 AND source = 'waitlist'`, ev.ID); n != 3 {
+		t.Fatalf("%d waitlist holds, want 3 (one per entry, once)", n)
+	}
+	assertSeatInvariants(t, a1, ev.ID)
+}
+
+// TestWaitlistOfferRacesHoldsAndExpiry: offers, the reaper and a buyer
+// clicking the seat race on one seat whose holds keep expiring; the seat
+// never has two holds and no entry is offered twice.
+func TestWaitlistOfferRacesHoldsAndExpiry(t *testing.T) {
+	a := testenv.App(t, func(c *config.Config) {
+		c.HoldTTL = 50 * time.Millisecond
+		c.WaitlistOfferTTL = 50 * time.Millisecond
+	})
+	tn := testenv.NewTenant(t, a, 6)
+	ev := testenv.NewEvent(t, a, tn.Org.ID, 1, 1, 1)
+	seats := testenv.SeatIDs(t, a, tn.Org.ID, ev.ID)
+	ctx := context.Background()
+	clicker := buyer(tn.Buyers[0])
+	if _, err := a.Core.Hold(ctx, clicker, ev.ID, seats, hold.SourceWeb); err != nil {
+		t.Fatal(err)
+	}
+	for _, u := range tn.Buyers[1:] {
+		join(t, a, buyer(u), ev.ID, 1, "", "")
+	}
+	stop := time.Now().Add(2 * time.Second)
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		for time.Now().Before(stop) {
+			if _, err := a.Core.Reap(ctx); err != nil {
+				t.Errorf("reap: %v", err)
+			}
+		}
+	})
+	wg.Go(func() {
+		for time.Now().Before(stop) {
+			if _, err := a.Core.OfferRound(ctx); err != nil {
+				t.Errorf("offer round: %v", err)
+			}
+		}
+	})
+	wg.Go(func() {
+		for time.Now().Before(stop) {
+			_, _ = a.Core.Hold(ctx, clicker, ev.ID, seats, hold.SourceWeb)
+		}
+	})
+	wg.Wait()
+	assertSeatInvariants(t, a, ev.ID)
+	if n := count(t, a, `SELECT count(*) FROM (SELECT 1 FROM audit_log WHERE event_id = $1 AND action = 'waitlist.offered'
+		GROUP BY entity_id HAVING count(*) > 1) x`, ev.ID); n != 0 {
+		t.Fatalf("%d entries offered twice", n)
+	}
+	if n := count(t, a, `SELECT count(*) FROM waitlist_entries WHERE event_id = $1 AND status = 'offered' AND cardinality(hold_ids) <> 1`, ev.ID); n != 0 {
+		t.Fatalf("%d offers of the wrong size", n)
+	}
+}

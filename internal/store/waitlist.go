@@ -1,0 +1,359 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+
+	"seatd/internal/apperr"
+	"seatd/internal/pg"
+)
+
+// ActionWaitlistOffered is the audit action of seats held for a waiting
+// buyer (not a seat change: the offer's holds write their own rows).
+const ActionWaitlistOffered = "waitlist.offered"
+
+// SourceWaitlist is the source of an offer's holds.
+const SourceWaitlist = "waitlist"
+
+// Waitlist entry statuses.
+const (
+	WaitlistWaiting = "waiting"
+	WaitlistOffered = "offered"
+	WaitlistLeft    = "left"
+)
+
+// WaitlistEntry is a buyer's place in an event's line.
+type WaitlistEntry struct {
+	ID, Org, Event, User uuid.UUID
+	Seats                int
+	Category             string    // "" for any
+	Section              uuid.UUID // uuid.Nil for any
+	SectionLabel         string
+	Status               string
+	// Position is the place in line among waiting entries, from 1; 0 once
+	// offered or left.
+	Position   int
+	HoldIDs    []uuid.UUID
+	OfferUntil time.Time
+	CreatedAt  time.Time
+}
+
+// WaitlistRequest is what a buyer asks to wait for.
+type WaitlistRequest struct {
+	Org, Event, User uuid.UUID
+	Seats            int
+	Category         string
+	// Section is a section id or label of the event; "" for any.
+	Section string
+}
+
+// JoinWaitlist puts the buyer at the end of the event's line. The section
+// and category must be the event's (422 otherwise); a buyer already
+// waiting is refused (409). A work item is queued with the entry, so seats
+// that are free right now are offered too.
+func (s *Store) JoinWaitlist(ctx context.Context, r WaitlistRequest) (WaitlistEntry, error) {
+	fields := map[string]string{}
+	var section *uuid.UUID
+	if r.Section != "" {
+		var id uuid.UUID
+		err := s.db.QueryRow(ctx, `SELECT id FROM sections WHERE org_id = $1 AND event_id = $2 AND (id::text = $3 OR label = $3)`,
+			r.Org, r.Event, r.Section).Scan(&id)
+		switch {
+		case errors.Is(err, pgx.ErrNoRows):
+			fields["section"] = "no such section in this event"
+		case err != nil:
+			return WaitlistEntry{}, err
+		default:
+			section = &id
+		}
+	}
+	var category *string
+	if r.Category != "" {
+		var n int
+		if err := s.db.QueryRow(ctx, `SELECT count(*) FROM event_categories WHERE org_id = $1 AND event_id = $2 AND key = $3`,
+			r.Org, r.Event, r.Category).Scan(&n); err != nil {
+			return WaitlistEntry{}, err
+		}
+		if n == 0 {
+			fields["category"] = "no such category in this event"
+		}
+		category = &r.Category
+	}
+	if len(fields) > 0 {
+		return WaitlistEntry{}, &apperr.Error{Code: apperr.Invalid, Message: "the waitlist request names what the event does not have", Fields: fields}
+	}
+	var e WaitlistEntry
+	err := s.InTx(ctx, func(tx pgx.Tx) error {
+		err := tx.QueryRow(ctx, `
+			INSERT INTO waitlist_entries (org_id, event_id, user_id, seats, category, section_id)
+			VALUES ($1, $2, $3, $4, $5, $6) RETURNING id, created_at`,
+			r.Org, r.Event, r.User, r.Seats, category, section).Scan(&e.ID, &e.CreatedAt)
+		if err != nil {
+			return err
+		}
+		_, err = tx.Exec(ctx, `INSERT INTO waitlist_work (org_id, event_id) VALUES ($1, $2)`, r.Org, r.Event)
+		return err
+	})
+	if pg.IsUniqueViolation(err) {
+		return WaitlistEntry{}, apperr.E(apperr.Conflict, "you are already on the waitlist for this event")
+	}
+	if err != nil {
+		return WaitlistEntry{}, err
+	}
+	return s.WaitlistEntry(ctx, r.Org, e.ID)
+}
+
+const waitlistColumns = `
+	SELECT w.id, w.org_id, w.event_id, w.user_id, w.seats, coalesce(w.category, ''), coalesce(w.section_id, '00000000-0000-0000-0000-000000000000'),
+	       coalesce(sc.label, ''), w.status, coalesce(w.hold_ids, '{}'), coalesce(w.offer_until, 'epoch'), w.created_at,
+	       CASE WHEN w.status = 'waiting' THEN
+	           (SELECT count(*) FROM waitlist_entries o WHERE o.event_id = w.event_id AND o.status = 'waiting' AND o.seq <= w.seq)
+	       ELSE 0 END
+	FROM waitlist_entries w LEFT JOIN sections sc ON sc.id = w.section_id`
+
+func scanWaitlist(r pgx.CollectableRow) (WaitlistEntry, error) {
+	var e WaitlistEntry
+	err := r.Scan(&e.ID, &e.Org, &e.Event, &e.User, &e.Seats, &e.Category, &e.Section, &e.SectionLabel, &e.Status,
+		&e.HoldIDs, &e.OfferUntil, &e.CreatedAt, &e.Position)
+	e.OfferUntil, e.CreatedAt = e.OfferUntil.UTC(), e.CreatedAt.UTC()
+	if e.Status != WaitlistOffered {
+		e.OfferUntil = time.Time{}
+	}
+	return e, err
+}
+
+// WaitlistEntry returns one entry of org.
+func (s *Store) WaitlistEntry(ctx context.Context, org, id uuid.UUID) (WaitlistEntry, error) {
+	rows, err := s.db.Query(ctx, waitlistColumns+` WHERE w.org_id = $1 AND w.id = $2`, org, id)
+	if err != nil {
+		return WaitlistEntry{}, err
+	}
+	e, err := pgx.CollectExactlyOneRow(rows, scanWaitlist)
+	return e, notFoundIfNoRows(err, "waitlist entry")
+}
+
+// MyWaitlist lists the buyer's waiting and offered entries for an event,
+// newest first.
+func (s *Store) MyWaitlist(ctx context.Context, org, event, user uuid.UUID) ([]WaitlistEntry, error) {
+	rows, err := s.db.Query(ctx, waitlistColumns+`
+		WHERE w.org_id = $1 AND w.event_id = $2 AND w.user_id = $3 AND w.status <> 'left' ORDER BY w.seq DESC`, org, event, user)
+	if err != nil {
+		return nil, err
+	}
+	return pgx.CollectRows(rows, scanWaitlist)
+}
+
+// EventWaitlist returns how many buyers wait for an event and the first
+// limit of them in line.
+func (s *Store) EventWaitlist(ctx context.Context, org, event uuid.UUID, limit int) (int, []WaitlistEntry, error) {
+	var n int
+	if err := s.db.QueryRow(ctx, `SELECT count(*) FROM waitlist_entries WHERE org_id = $1 AND event_id = $2 AND status = 'waiting'`,
+		org, event).Scan(&n); err != nil {
+		return 0, nil, err
+	}
+	rows, err := s.db.Query(ctx, waitlistColumns+`
+		WHERE w.org_id = $1 AND w.event_id = $2 AND w.status = 'waiting' ORDER BY w.seq LIMIT $3`, org, event, limit)
+	if err != nil {
+		return 0, nil, err
+	}
+	first, err := pgx.CollectRows(rows, scanWaitlist)
+	return n, first, err
+}
+
+// LeaveWaitlist takes a waiting entry out of line. Only its buyer may, or
+// staff of the org; an offered entry has nothing left to leave (its holds
+// are released like any other).
+func (s *Store) LeaveWaitlist(ctx context.Context, org, id, actor uuid.UUID, staff bool) error {
+	tag, err := s.db.Exec(ctx, `
+		UPDATE waitlist_entries SET status = 'left'
+		WHERE org_id = $1 AND id = $2 AND status = 'waiting' AND ($4 OR user_id = $3)`, org, id, actor, staff)
+	if err != nil || tag.RowsAffected() == 1 {
+		return err
+	}
+	cur, err := s.WaitlistEntry(ctx, org, id)
+	switch {
+	case err != nil:
+		return err
+	case !staff && cur.User != actor:
+		// Another buyer's entry is none of this buyer's business.
+		return apperr.E(apperr.NotFound, "waitlist entry not found")
+	default:
+		return apperr.E(apperr.Conflict, "this waitlist entry is %s, not waiting", cur.Status)
+	}
+}
+
+// Offer is seats held for a waiting buyer.
+type Offer struct {
+	Entry WaitlistEntry
+	Holds []Hold
+}
+
+// OfferParams tune one offer round.
+type OfferParams struct {
+	TTL time.Duration
+	// BeforeCommit, when set, runs after the offers are written and before
+	// their transaction commits; an error rolls everything back (a test
+	// uses it to stand for a process dying there).
+	BeforeCommit func(ctx context.Context) error
+}
+
+// OfferWaitlist does one unit of waitlist work: it claims the queued work
+// of one event (FOR UPDATE SKIP LOCKED, so every process's worker can run
+// at once), offers the event's free seats to its waiting entries in line
+// order, and deletes the claimed work — all in one transaction, so a
+// worker dying anywhere before the commit leaves the work for another,
+// and the offers are made exactly once. It returns whether there was work
+// and the offers made.
+//
+// Rules: entries are served in line order; an entry is offered seats only
+// when all it asked for are free (count, category, section), otherwise the
+// next entry whose request fits is served (the freed seats go to the first
+// in line they match). The offer's holds go through the hold statement:
+// one active hold per seat, only while the event is on sale.
+func (s *Store) OfferWaitlist(ctx context.Context, p OfferParams) (bool, []Offer, error) {
+	var offers []Offer
+	found := false
+	err := s.InTx(ctx, func(tx pgx.Tx) error {
+		var org, event uuid.UUID
+		err := tx.QueryRow(ctx, `SELECT org_id, event_id FROM waitlist_work ORDER BY id LIMIT 1 FOR UPDATE SKIP LOCKED`).Scan(&org, &event)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		// One worker per event at a time keeps the line in order; another
+		// worker leaves this event's work for its next round rather than
+		// spin on it (found stays false).
+		var mine bool
+		if err := tx.QueryRow(ctx, `SELECT pg_try_advisory_xact_lock(hashtextextended('waitlist:' || $1::text, 0))`, event).Scan(&mine); err != nil || !mine {
+			return err
+		}
+		found = true
+		rows, err := tx.Query(ctx, `SELECT id FROM waitlist_work WHERE event_id = $1 FOR UPDATE SKIP LOCKED`, event)
+		if err != nil {
+			return err
+		}
+		work, err := pgx.CollectRows(rows, pgx.RowTo[int64])
+		if err != nil {
+			return err
+		}
+		offers, err = offerEvent(ctx, tx, org, event, p.TTL)
+		if err != nil {
+			return err
+		}
+		if _, err := tx.Exec(ctx, `DELETE FROM waitlist_work WHERE id = ANY($1::bigint[])`, work); err != nil {
+			return err
+		}
+		if p.BeforeCommit != nil {
+			return p.BeforeCommit(ctx)
+		}
+		return nil
+	})
+	if err != nil {
+		return found, nil, err
+	}
+	return found, offers, nil
+}
+
+// offerEvent offers an event's free seats to its line, in order.
+func offerEvent(ctx context.Context, tx pgx.Tx, org, event uuid.UUID, ttl time.Duration) ([]Offer, error) {
+	rows, err := tx.Query(ctx, waitlistColumns+`
+		WHERE w.org_id = $1 AND w.event_id = $2 AND w.status = 'waiting' ORDER BY w.seq FOR UPDATE OF w`, org, event)
+	if err != nil {
+		return nil, err
+	}
+	line, err := pgx.CollectRows(rows, scanWaitlist)
+	if err != nil {
+		return nil, err
+	}
+	var offers []Offer
+	for _, e := range line {
+		o, ok, err := offerOne(ctx, tx, e, ttl)
+		if err != nil {
+			return nil, err
+		}
+		if ok {
+			offers = append(offers, o)
+		}
+	}
+	return offers, nil
+}
+
+// offerOne holds the seats one entry asked for, if all are free, and
+// marks the entry offered.
+func offerOne(ctx context.Context, tx pgx.Tx, e WaitlistEntry, ttl time.Duration) (Offer, bool, error) {
+	var cat *string
+	if e.Category != "" {
+		cat = &e.Category
+	}
+	var sec *uuid.UUID
+	if e.Section != uuid.Nil {
+		sec = &e.Section
+	}
+	// Seats being held right now by someone else are skipped, not waited
+	// for: whoever locked them is about to take them.
+	rows, err := tx.Query(ctx, `
+		SELECT s.id, s.fence FROM seats s JOIN sections sc ON sc.id = s.section_id
+		WHERE s.org_id = $1 AND s.event_id = $2 AND s.status = 'available'
+		  AND ($3::text IS NULL OR s.category = $3) AND ($4::uuid IS NULL OR s.section_id = $4) AND sc.kind = 'seated'
+		ORDER BY sc.position, s.section_id, s.idx LIMIT $5
+		FOR UPDATE OF s SKIP LOCKED`, e.Org, e.Event, cat, sec, e.Seats)
+	if err != nil {
+		return Offer{}, false, err
+	}
+	var reqs []HoldRequest
+	var id uuid.UUID
+	var fence int64
+	if _, err := pgx.ForEachRow(rows, []any{&id, &fence}, func() error {
+		reqs = append(reqs, HoldRequest{SeatID: id, HoldID: uuid.New(), Fence: fence + 1})
+		return nil
+	}); err != nil {
+		return Offer{}, false, err
+	}
+	if len(reqs) < e.Seats {
+		return Offer{}, false, nil
+	}
+	now := time.Now().UTC().Truncate(time.Millisecond)
+	hp := HoldParams{Org: e.Org, Event: e.Event, User: e.User, Seats: reqs, Now: now, HeldUntil: now.Add(ttl), Source: SourceWaitlist}
+	// All or none: a savepoint undoes a partial write (the event closed
+	// since the seats were read).
+	sp, err := tx.Begin(ctx)
+	if err != nil {
+		return Offer{}, false, err
+	}
+	created, err := insertHolds(ctx, sp, hp, reqs)
+	if err != nil {
+		_ = sp.Rollback(ctx)
+		return Offer{}, false, err
+	}
+	if len(created) != len(reqs) {
+		return Offer{}, false, sp.Rollback(ctx)
+	}
+	if err := sp.Commit(ctx); err != nil {
+		return Offer{}, false, err
+	}
+	ids := make([]uuid.UUID, len(created))
+	seats := make([]uuid.UUID, len(created))
+	for i, h := range created {
+		ids[i], seats[i] = h.ID, h.SeatID
+	}
+	if _, err := tx.Exec(ctx, `
+		UPDATE waitlist_entries SET status = 'offered', hold_ids = $2, offered_at = $3, offer_until = $4 WHERE id = $1`,
+		e.ID, ids, now, hp.HeldUntil); err != nil {
+		return Offer{}, false, err
+	}
+	if _, err := tx.Exec(ctx, `
+		INSERT INTO audit_log (org_id, event_id, actor_id, action, entity, entity_id, data)
+		VALUES ($1, $2, $3, $4, 'waitlist_entry', $5, jsonb_build_object('seats', $6::uuid[], 'holds', $7::uuid[], 'held_until', $8::timestamptz))`,
+		e.Org, e.Event, e.User, ActionWaitlistOffered, e.ID, seats, ids, hp.HeldUntil); err != nil {
+		return Offer{}, false, fmt.Errorf("audit offer: %w", err)
+	}
+	e.Status, e.HoldIDs, e.OfferUntil, e.Position = WaitlistOffered, ids, hp.HeldUntil, 0
+	return Offer{Entry: e, Holds: created}, true, nil
+}

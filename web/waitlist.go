@@ -1,0 +1,199 @@
+package web
+
+import (
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"seatd/internal/apperr"
+	"seatd/internal/hold"
+	"seatd/internal/store"
+	"seatd/views"
+)
+
+// waitlistInput is a request to wait for seats (DESIGN §11 "Waitlist").
+type waitlistInput struct {
+	Count    int    `json:"count" validate:"required,min=1,max=100"`
+	Category string `json:"category" validate:"max=40"`
+	Section  string `json:"section" validate:"max=100"`
+}
+
+type waitlistJSON struct {
+	ID         string     `json:"id"`
+	EventID    string     `json:"event_id"`
+	Count      int        `json:"count"`
+	Category   string     `json:"category,omitempty"`
+	SectionID  string     `json:"section_id,omitempty"`
+	Section    string     `json:"section,omitempty"`
+	Status     string     `json:"status"`
+	Position   int        `json:"position"`
+	HoldIDs    []string   `json:"hold_ids,omitempty"`
+	OfferUntil *time.Time `json:"offer_until,omitempty"`
+	CreatedAt  time.Time  `json:"created_at"`
+}
+
+func waitlistView(e store.WaitlistEntry) waitlistJSON {
+	v := waitlistJSON{ID: e.ID.String(), EventID: e.Event.String(), Count: e.Seats, Category: e.Category,
+		Section: e.SectionLabel, Status: e.Status, Position: e.Position, CreatedAt: e.CreatedAt}
+	if e.SectionLabel != "" {
+		v.SectionID = e.Section.String()
+	}
+	for _, id := range e.HoldIDs {
+		v.HoldIDs = append(v.HoldIDs, id.String())
+	}
+	if !e.OfferUntil.IsZero() {
+		v.OfferUntil = &e.OfferUntil
+	}
+	return v
+}
+
+// joinWaitlist puts the buyer in line: 201 {id, position, ...}.
+func (s *Server) joinWaitlist(w http.ResponseWriter, r *http.Request, a hold.Actor) error {
+	event, err := pathID(r, "event")
+	if err != nil {
+		return err
+	}
+	var in waitlistInput
+	if err := s.dec.json(w, r, &in); err != nil {
+		return err
+	}
+	e, err := s.deps.Core.JoinWaitlist(r.Context(), a, event, in.Count, strings.TrimSpace(in.Category), strings.TrimSpace(in.Section))
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusCreated, waitlistView(e))
+	return nil
+}
+
+// myWaitlist lists the buyer's entries for the event (waiting, offered).
+func (s *Server) myWaitlist(w http.ResponseWriter, r *http.Request, a hold.Actor) error {
+	event, err := pathID(r, "event")
+	if err != nil {
+		return err
+	}
+	es, err := s.deps.Core.MyWaitlist(r.Context(), a, event)
+	if err != nil {
+		return err
+	}
+	out := make([]waitlistJSON, len(es))
+	for i, e := range es {
+		out[i] = waitlistView(e)
+	}
+	writeJSON(w, http.StatusOK, map[string][]waitlistJSON{"entries": out})
+	return nil
+}
+
+// eventWaitlist is the staff's view: how many wait, and the first in line.
+func (s *Server) eventWaitlist(w http.ResponseWriter, r *http.Request, a hold.Actor) error {
+	event, err := pathID(r, "event")
+	if err != nil {
+		return err
+	}
+	n, first, err := s.deps.Core.EventWaitlist(r.Context(), a, event, 20)
+	if err != nil {
+		return err
+	}
+	out := make([]waitlistJSON, len(first))
+	for i, e := range first {
+		out[i] = waitlistView(e)
+		out[i].HoldIDs = nil
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"waiting": n, "first": out})
+	return nil
+}
+
+// leaveWaitlist takes an entry out of line: 204.
+func (s *Server) leaveWaitlist(w http.ResponseWriter, r *http.Request, a hold.Actor) error {
+	id, err := pathID(r, "entry")
+	if err != nil {
+		return err
+	}
+	if err := s.deps.Core.LeaveWaitlist(r.Context(), a, id); err != nil {
+		return err
+	}
+	w.WriteHeader(http.StatusNoContent)
+	return nil
+}
+
+// waitlistStatus renders the buyer's waitlist panel with an optional
+// message. Lapsed offers are history, not shown.
+func (s *Server) waitlistStatus(w http.ResponseWriter, r *http.Request, a hold.Actor, msg string) error {
+	event, err := pathID(r, "event")
+	if err != nil {
+		return err
+	}
+	es, err := s.deps.Core.MyWaitlist(r.Context(), a, event)
+	if err != nil {
+		return err
+	}
+	vm := views.Waitlist{EventID: event.String(), Message: msg}
+	now := time.Now()
+	for _, e := range es {
+		if e.Status == store.WaitlistOffered && e.OfferUntil.Before(now) {
+			continue
+		}
+		vm.Entries = append(vm.Entries, views.WaitEntry{ID: e.ID.String(), Seats: e.Seats, Category: e.Category,
+			Section: e.SectionLabel, Status: e.Status, Position: e.Position, OfferUntil: e.OfferUntil})
+	}
+	s.render(w, r, http.StatusOK, views.WaitlistStatus(vm))
+	return nil
+}
+
+func (s *Server) waitlistFragment(w http.ResponseWriter, r *http.Request, a hold.Actor) error {
+	return s.waitlistStatus(w, r, a, "")
+}
+
+// joinWaitlistForm is the page's join: refusals are shown in the panel.
+func (s *Server) joinWaitlistForm(w http.ResponseWriter, r *http.Request, a hold.Actor) error {
+	event, err := pathID(r, "event")
+	if err != nil {
+		return err
+	}
+	vs, err := form(w, r)
+	if err != nil {
+		return err
+	}
+	n, err := strconv.Atoi(strings.TrimSpace(vs.Get("count")))
+	if err != nil {
+		return s.waitlistStatus(w, r, a, "Say how many seats you want.")
+	}
+	_, err = s.deps.Core.JoinWaitlist(r.Context(), a, event, n, strings.TrimSpace(vs.Get("category")), strings.TrimSpace(vs.Get("section")))
+	if e, ok := apperr.As(err); ok && e.Code != apperr.Internal && e.Code != apperr.NotFound {
+		return s.waitlistStatus(w, r, a, e.Message)
+	}
+	if err != nil {
+		return err
+	}
+	return s.waitlistStatus(w, r, a, "")
+}
+
+func (s *Server) leaveWaitlistForm(w http.ResponseWriter, r *http.Request, a hold.Actor) error {
+	id, err := pathID(r, "entry")
+	if err != nil {
+		return err
+	}
+	if err := s.deps.Core.LeaveWaitlist(r.Context(), a, id); err != nil && apperr.CodeOf(err) != apperr.Conflict {
+		return err
+	}
+	return s.waitlistStatus(w, r, a, "")
+}
+
+// staffWaitlistFragment is the dashboard's waitlist panel.
+func (p *staffPages) staffWaitlistFragment(w http.ResponseWriter, r *http.Request, a hold.Actor) error {
+	event, err := pathID(r, "event")
+	if err != nil {
+		return err
+	}
+	n, first, err := p.deps.Core.EventWaitlist(r.Context(), a, event, 10)
+	if err != nil {
+		return err
+	}
+	vm := views.StaffWaitlist{EventID: event.String(), Waiting: n}
+	for _, e := range first {
+		vm.First = append(vm.First, views.WaitEntry{ID: e.ID.String(), Seats: e.Seats, Category: e.Category,
+			Section: e.SectionLabel, Status: e.Status, Position: e.Position})
+	}
+	p.render(w, r, http.StatusOK, views.StaffWaitlistPanel(vm))
+	return nil
+}
