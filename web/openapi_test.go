@@ -189,10 +189,15 @@ func (r *recordingTB) Errorf(format string, args ...any) {
 type fixedAnswer struct {
 	status int
 	body   string
+	ctype  string // JSON when empty
 }
 
 func (f fixedAnswer) RoundTrip(req *http.Request) (*http.Response, error) {
-	return &http.Response{StatusCode: f.status, Header: http.Header{"Content-Type": {"application/json; charset=utf-8"}},
+	ctype := f.ctype
+	if ctype == "" {
+		ctype = "application/json; charset=utf-8"
+	}
+	return &http.Response{StatusCode: f.status, Header: http.Header{"Content-Type": {ctype}},
 		Body: io.NopCloser(strings.NewReader(f.body)), Request: req}, nil
 }
 
@@ -200,6 +205,17 @@ func (f fixedAnswer) RoundTrip(req *http.Request) (*http.Response, error) {
 // the document does not allow, and passes one it does.
 func TestOpenAPICheckCatches(t *testing.T) {
 	t.Parallel()
+	const uid = "6f1c3a52-5d7e-4a53-9f5f-0c1e1c3f1a10"
+	event := `{"id":"` + uid + `","name":"Gala","venue":"Hall","starts_at":"2026-05-01T17:30:00Z","time_zone":"Europe/Paris",` +
+		`"status":"draft","on_sale_at":null,"sales_end_at":null,"chart_version_id":"` + uid + `","hold_ttl":null,` +
+		`"max_holds_per_buyer":null,"orphan_rule":"off","accessible_release_at":null,` +
+		`"prices":[{"category":"std","name":"Standard","color":"#4f46e5","price_minor":2500,"currency":"EUR"}],"seats":10}`
+	booking := `{"id":"` + uid + `","event_id":"` + uid + `","status":"confirmed","reference":"ABCD-1234","channel":"box_office",` +
+		`"payment_method":"cash","customer":{"name":"Ada","email":"ada@example.com"},"created_at":"2026-05-01T17:30:00Z",` +
+		`"tickets":[{"id":"` + uid + `","seat_id":"` + uid + `","seat":"A-1-1","status":"valid","price_minor":2500,"currency":"EUR"}]}`
+	occupancy := `{"available":1,"held":0,"sold":0,"blocked":0,"total":1,"percent_available":100,"percent_held":0,` +
+		`"percent_sold":0,"percent_blocked":0,"sections":[],"categories":[{"category":"std","name":"Standard",` +
+		`"price_minor":2500,"currency":"EUR","available":1,"held":0,"sold":0,"blocked":0,"total":1}]}`
 	cases := []struct {
 		name   string
 		method string
@@ -207,11 +223,23 @@ func TestOpenAPICheckCatches(t *testing.T) {
 		ans    fixedAnswer
 		bad    bool
 	}{
-		{"good account", "GET", "/api/v1/me", fixedAnswer{200, `{"user":{"id":"6f1c3a52-5d7e-4a53-9f5f-0c1e1c3f1a10","email":"a@b.c","role":"buyer"},"org":{"id":"6f1c3a52-5d7e-4a53-9f5f-0c1e1c3f1a10","slug":"x","name":"X"}}`}, false},
-		{"missing field", "GET", "/api/v1/me", fixedAnswer{200, `{"user":{"id":"6f1c3a52-5d7e-4a53-9f5f-0c1e1c3f1a10","role":"buyer"},"org":{}}`}, true},
-		{"unknown role", "GET", "/api/v1/me", fixedAnswer{200, `{"user":{"id":"6f1c3a52-5d7e-4a53-9f5f-0c1e1c3f1a10","email":"a@b.c","role":"admin"},"org":{"id":"6f1c3a52-5d7e-4a53-9f5f-0c1e1c3f1a10","slug":"x","name":"X"}}`}, true},
-		{"error shape", "GET", "/api/v1/events", fixedAnswer{404, `{"error":"not_found","message":"no"}`}, true},
-		{"good error", "GET", "/api/v1/events", fixedAnswer{404, `{"error":"not_found","message":"no","fields":{}}`}, false},
+		{"good account", "GET", "/api/v1/me", fixedAnswer{200, `{"user":{"id":"6f1c3a52-5d7e-4a53-9f5f-0c1e1c3f1a10","email":"a@b.c","role":"buyer"},"org":{"id":"6f1c3a52-5d7e-4a53-9f5f-0c1e1c3f1a10","slug":"x","name":"X"}}`, ""}, false},
+		{"missing field", "GET", "/api/v1/me", fixedAnswer{200, `{"user":{"id":"6f1c3a52-5d7e-4a53-9f5f-0c1e1c3f1a10","role":"buyer"},"org":{}}`, ""}, true},
+		{"unknown role", "GET", "/api/v1/me", fixedAnswer{200, `{"user":{"id":"6f1c3a52-5d7e-4a53-9f5f-0c1e1c3f1a10","email":"a@b.c","role":"admin"},"org":{"id":"6f1c3a52-5d7e-4a53-9f5f-0c1e1c3f1a10","slug":"x","name":"X"}}`, ""}, true},
+		{"error shape", "GET", "/api/v1/events", fixedAnswer{404, `{"error":"not_found","message":"no"}`, ""}, true},
+		{"good error", "GET", "/api/v1/events", fixedAnswer{404, `{"error":"not_found","message":"no","fields":{}}`, ""}, false},
+		{"unknown error code", "GET", "/api/v1/events", fixedAnswer{409, `{"error":"nope","message":"no","fields":{}}`, ""}, true},
+		{"sold out", "POST", "/api/v1/events/" + uid + "/holds", fixedAnswer{409, `{"error":"sold_out","message":"only 1 place left","fields":{}}`, ""}, false},
+		{"orphan seat", "POST", "/api/v1/events/" + uid + "/holds", fixedAnswer{409, `{"error":"orphan_seat","message":"a seat would be left alone","fields":{},"seats":["` + uid + `"]}`, ""}, false},
+		{"good event", "GET", "/api/v1/events/" + uid, fixedAnswer{200, event, ""}, false},
+		{"event without status", "GET", "/api/v1/events/" + uid, fixedAnswer{200, strings.Replace(event, `"status":"draft",`, "", 1), ""}, true},
+		{"event with a field not documented", "GET", "/api/v1/events/" + uid, fixedAnswer{200, strings.Replace(event, `{`, `{"secret":1,`, 1), ""}, true},
+		{"good booking", "GET", "/api/v1/bookings/" + uid, fixedAnswer{200, booking, ""}, false},
+		{"booking of unknown status", "GET", "/api/v1/bookings/" + uid, fixedAnswer{200, strings.Replace(booking, "confirmed", "pending", 1), ""}, true},
+		{"occupancy category without revenue", "GET", "/api/v1/events/" + uid + "/occupancy", fixedAnswer{200, occupancy, ""}, true},
+		{"chart without sections", "GET", "/api/v1/charts/" + uid, fixedAnswer{200, `{"id":"` + uid + `","version":1,"name":"Hall","categories":[]}`, ""}, true},
+		{"good export", "GET", "/api/v1/events/" + uid + "/exports/audit.csv", fixedAnswer{200, "id,at,action,entity,entity_id,seat_id,actor_email,data\n", "text/csv; charset=utf-8"}, false},
+		{"export as JSON", "GET", "/api/v1/events/" + uid + "/exports/audit.csv", fixedAnswer{200, `{}`, ""}, true},
 	}
 	for _, c := range cases {
 		rec := &recordingTB{TB: t}
