@@ -20,6 +20,15 @@ import (
 // has 100 places.
 func gaChartEvent(t *testing.T, a *app.App, tn testenv.Tenant) uuid.UUID {
 	t.Helper()
+	ev := gaDraftEvent(t, a, tn)
+	publishEvent(t, a, tn, ev)
+	return ev
+}
+
+// gaDraftEvent makes the event of gaChartEvent, still a draft: nothing has
+// loaded it yet (publishing warms it into the cache).
+func gaDraftEvent(t *testing.T, a *app.App, tn testenv.Tenant) uuid.UUID {
+	t.Helper()
 	v := testenv.NewChart(t, a, tn.Org.ID, 2, 10)
 	now := time.Now().UTC()
 	s := func(x string) *string { return &x }
@@ -31,10 +40,17 @@ func gaChartEvent(t *testing.T, a *app.App, tn testenv.Tenant) uuid.UUID {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := a.Core.UpdateEvent(context.Background(), org, e.ID, hold.EventInput{Status: s("on_sale")}); err != nil {
+	return e.ID
+}
+
+// publishEvent puts an event on sale.
+func publishEvent(t *testing.T, a *app.App, tn testenv.Tenant, ev uuid.UUID) {
+	t.Helper()
+	onSale := "on_sale"
+	org := hold.Actor{Org: tn.Org.ID, User: tn.Organizer.ID, Role: hold.RoleOrganizer}
+	if _, err := a.Core.UpdateEvent(context.Background(), org, ev, hold.EventInput{Status: &onSale}); err != nil {
 		t.Fatal(err)
 	}
-	return e.ID
 }
 
 // TestGAHoldAPI: {"ga": {section, count}} answers 201 with one hold per
@@ -46,12 +62,14 @@ func TestGAHoldAPI(t *testing.T) {
 	s := newTestServer(t, nil)
 	a := s.app
 	tn, other := testenv.NewTenant(t, a, 1), testenv.NewTenant(t, a, 1)
-	ev := gaChartEvent(t, a, tn)
-	// Only 3 places are left: the rest are blocked before anything reads the event.
+	ev := gaDraftEvent(t, a, tn)
+	// Only 3 places are left: the rest are blocked behind the feed's back,
+	// so before anything loads the event (publishing does).
 	if _, err := a.Pool.Exec(context.Background(), `UPDATE seats SET status = 'blocked' FROM sections c
 		WHERE c.id = seats.section_id AND c.kind = 'ga' AND seats.event_id = $1 AND seats.number > 3`, ev); err != nil {
 		t.Fatal(err)
 	}
+	publishEvent(t, a, tn, ev)
 	b := s.as(tn.Org, tn.Buyers[0])
 	path := "/api/v1/events/" + ev.String() + "/holds"
 
