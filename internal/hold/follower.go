@@ -287,6 +287,8 @@ func kindOf(action string) string {
 	switch action {
 	case "hold.created":
 		return KindHeld
+	case store.ActionWaitlistOffered:
+		return KindOffered
 	case "hold.released":
 		return KindReleased
 	case "hold.expired":

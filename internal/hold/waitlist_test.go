@@ -436,3 +436,50 @@ func TestWaitlistOfferRacesHoldsAndExpiry(t *testing.T) {
 		t.Fatalf("%d offers of the wrong size", n)
 	}
 }
+
+// TestWaitlistOfferThroughFeed: a process that hears no message of the
+// offer (here: on another key prefix, so on no shared channel) learns of
+// it from the change feed as an offer, not as a plain hold, so the
+// waiting buyer's cart says what it is wherever they are connected.
+func TestWaitlistOfferThroughFeed(t *testing.T) {
+	a1 := testenv.App(t, nil)
+	a2 := testenv.App(t, func(c *config.Config) { c.KeyPrefix = "seatd-feed-" + uuid.NewString()[:8] })
+	testenv.Background(t, a2)
+	tn := testenv.NewTenant(t, a1, 2)
+	ev := testenv.NewEvent(t, a1, tn.Org.ID, 1, 1, 1)
+	seat := testenv.SeatIDs(t, a1, tn.Org.ID, ev.ID)[0]
+	ctx := context.Background()
+	holder := buyer(tn.Buyers[0])
+	res, err := a1.Core.Hold(ctx, holder, ev.ID, []uuid.UUID{seat}, hold.SourceWeb)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := join(t, a1, buyer(tn.Buyers[1]), ev.ID, 1, "", "")
+	var mu sync.Mutex
+	var kinds []string
+	stop, err := a2.Core.Watch(ctx, buyer(tn.Buyers[1]), ev.ID, func(ds []hold.Delta) {
+		mu.Lock()
+		defer mu.Unlock()
+		for _, d := range ds {
+			if d.Seat == seat {
+				kinds = append(kinds, d.Kind)
+			}
+		}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stop()
+	if _, err := a1.Core.Release(ctx, holder, res.Holds[0].ID, ""); err != nil {
+		t.Fatal(err)
+	}
+	if n := offers(t, a1); n != 1 {
+		t.Fatalf("%d offers, want 1", n)
+	}
+	assertOffered(t, a1, buyer(tn.Buyers[1]), ev.ID, e, 1)
+	testenv.Eventually(t, 5*time.Second, "the other process's last change of the seat is an offer", func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(kinds) > 0 && kinds[len(kinds)-1] == hold.KindOffered
+	})
+}

@@ -20,7 +20,7 @@ type Cursor string
 // and the last change that brought it there.
 type Change struct {
 	Seat   Seat
-	Action string // the audit action: hold.created, hold.released, hold.expired, hold.extended, seat.sold, seat.blocked, seat.unblocked
+	Action string // the audit action: hold.created, hold.released, hold.expired, hold.extended, seat.sold, seat.blocked, seat.unblocked; waitlist.offered for a hold made as a waitlist offer
 	// Hold is the hold the change was about (created, ended, extended or
 	// sold); Holder is its buyer.
 	Hold   uuid.UUID
@@ -120,12 +120,16 @@ WITH q AS (
     ORDER BY a.seat_id, a.id DESC
 )
 SELECT ch.i, s.id, s.section_id, s.row_label, s.number, s.idx, s.x, s.y, s.status, s.version, s.fence,
-       h.id, h.user_id, h.held_until, ch.action, ch.hold_ref, eh.user_id, ch.actor_id
+       h.id, h.user_id, h.held_until,
+       -- A waitlist offer is written as a hold; its buyer's cart says it
+       -- is an offer, so the feed names it as one too.
+       CASE WHEN ch.action = 'hold.created' AND eh.source = 'waitlist' THEN 'waitlist.offered' ELSE ch.action END,
+       ch.hold_ref, eh.user_id, ch.actor_id
 FROM ch
 CROSS JOIN LATERAL (SELECT * FROM seats s WHERE s.id = ch.seat_id AND s.org_id = ch.org_id LIMIT 1) s
 LEFT JOIN LATERAL (SELECT id, user_id, held_until FROM seat_holds h
                    WHERE h.id = s.hold_id AND h.status = 'active' LIMIT 1) h ON true
-LEFT JOIN LATERAL (SELECT user_id FROM seat_holds eh WHERE eh.org_id = ch.org_id AND eh.id = ch.hold_ref LIMIT 1) eh ON true`
+LEFT JOIN LATERAL (SELECT user_id, source FROM seat_holds eh WHERE eh.org_id = ch.org_id AND eh.id = ch.hold_ref LIMIT 1) eh ON true`
 
 // Changes reads the feed of several events in one statement and returns
 // each one's changes (in the order of reads) and the cursor every one of
