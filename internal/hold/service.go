@@ -108,9 +108,6 @@ type Service struct {
 	unsynced atomic.Int64
 	// kick asks the follower for a round now (buffered, never blocks).
 	kick chan struct{}
-	// offerKick asks this process's waitlist worker for a round now: a
-	// seat this process freed is offered without waiting for the poll.
-	offerKick chan struct{}
 	// offerHook, set by tests only, runs before an offer round's
 	// transaction commits (store.OfferParams.BeforeCommit).
 	offerHook func(context.Context) error
@@ -134,7 +131,7 @@ func New(st *store.Store, locks *seatlock.Locks, bus Bus, opt Options, log *slog
 	}
 	self := uuid.New()
 	s := &Service{store: st, locks: locks, bus: bus, opt: opt, log: log, m: m, now: now, self: self, own: ownPrefix(self),
-		kick: make(chan struct{}, 1), offerKick: make(chan struct{}, 1), events: map[[2]uuid.UUID]*eventState{},
+		kick: make(chan struct{}, 1), events: map[[2]uuid.UUID]*eventState{},
 		pinned: map[[2]uuid.UUID]*pin{}}
 	// While Redis was out of reach, locks may have been taken or dropped
 	// there without this process seeing it: no event's locks are trusted
@@ -301,12 +298,6 @@ func (s *Service) commit(ctx context.Context, org, event uuid.UUID, ds []Delta) 
 	if ev := s.cached(org, event); ev != nil {
 		ev.notify(ev.apply(ds))
 		from = s.self
-	}
-	if slices.ContainsFunc(ds, func(d Delta) bool { return d.Status == store.Available }) {
-		select {
-		case s.offerKick <- struct{}{}:
-		default:
-		}
 	}
 	// Chunk so every message fits the Postgres NOTIFY fallback.
 	for len(ds) > 0 {
