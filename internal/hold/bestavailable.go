@@ -102,12 +102,22 @@ func (s *Service) HoldBest(ctx context.Context, a Actor, event uuid.UUID, b Best
 	crowd := int(ev.bestInFlight.Add(1))
 	defer ev.bestInFlight.Add(-1)
 	avoid := map[uuid.UUID]bool{}
+	looked := false
 	var last error
 	for attempt := range bestAttempts {
 		// Capped: scanning the rows for more blocks than this costs more
 		// than the retries it saves.
 		want := min(crowd, 64) << attempt
 		blocks := s.bestBlocks(ev, a, b, avoid, want)
+		if len(blocks) == 0 && len(avoid) > 0 && !looked {
+			// A refused block's seats are all avoided, but only some of
+			// them were taken (or none: an orphan refusal): the rest may
+			// be needed for a block now. Look once more with none avoided;
+			// the cache has the holds that refused us by now.
+			looked = true
+			clear(avoid)
+			blocks = s.bestBlocks(ev, a, b, avoid, want)
+		}
 		if len(blocks) == 0 {
 			break
 		}
