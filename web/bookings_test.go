@@ -142,3 +142,97 @@ func TestBuyerSeesCancel(t *testing.T) {
 		t.Fatalf("page after cancel: %s", r.body)
 	}
 }
+
+// TestCustomerBestAPI: staff ask the hold route for the best seats for a
+// named customer (best_available with customer and held_until): the seats
+// are side by side, the holds carry the customer and the time staff chose
+// (in the answer and in the staff hold list). Refused: a buyer naming a
+// customer (403), staff without one (403), a bad count or a missing
+// held_until (422 naming the field), seats named as well (422), another
+// organization's event (404), each with nothing written.
+func TestCustomerBestAPI(t *testing.T) {
+	t.Parallel()
+	s := newTestServer(t, nil)
+	a := s.app
+	tn := testenv.NewTenant(t, a, 1)
+	other := testenv.NewTenant(t, a, 0)
+	ev := testenv.NewEvent(t, a, tn.Org.ID, 1, 2, 6)
+	seats := testenv.SeatIDs(t, a, tn.Org.ID, ev.ID) // row 1: 0–5, row 2: 6–11
+	holds := "/api/v1/events/" + ev.ID.String() + "/holds"
+	box := s.as(tn.Org, tn.BoxOffice)
+	cust := map[string]string{"name": "Ada Lovelace", "email": "ada@example.com"}
+	until := time.Now().Add(48 * time.Hour).UTC().Truncate(time.Second)
+	best := func(n any) map[string]any { return map[string]any{"count": n} }
+
+	before := orgState(t, a, tn.Org.ID)
+	s.as(tn.Org, tn.Buyers[0]).do("POST", holds, map[string]any{"best_available": best(3), "customer": cust, "held_until": until}).
+		wantErr(t, 403, "forbidden")
+	box.do("POST", holds, map[string]any{"best_available": best(3)}).wantErr(t, 403, "forbidden")
+	for _, c := range []struct {
+		name  string
+		body  map[string]any
+		field string
+	}{
+		{"count 0", map[string]any{"best_available": best(0), "customer": cust, "held_until": until}, "best_available.count"},
+		{"count 101", map[string]any{"best_available": best(101), "customer": cust, "held_until": until}, "best_available.count"},
+		{"count not a number", map[string]any{"best_available": best("three"), "customer": cust, "held_until": until}, "best_available.count"},
+		{"no held_until", map[string]any{"best_available": best(3), "customer": cust}, "held_until"},
+		{"held_until too far", map[string]any{"best_available": best(3), "customer": cust,
+			"held_until": time.Now().Add(15 * 24 * time.Hour)}, "held_until"},
+		{"bad email", map[string]any{"best_available": best(3), "customer": map[string]string{"name": "X", "email": "nope"},
+			"held_until": until}, "customer.email"},
+		{"seats named too", map[string]any{"best_available": best(3), "customer": cust, "held_until": until,
+			"seat_ids": []string{seats[0].String()}}, "best_available"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			e := box.do("POST", holds, c.body).wantErr(t, 422, "invalid")
+			if _, ok := e.Fields[c.field]; !ok {
+				t.Errorf("fields %v, want %s", e.Fields, c.field)
+			}
+		})
+	}
+	s.as(other.Org, other.BoxOffice).do("POST", holds, map[string]any{"best_available": best(3), "customer": cust, "held_until": until}).
+		wantErr(t, 404, "not_found")
+	if after := orgState(t, a, tn.Org.ID); after != before {
+		t.Fatalf("refused requests wrote: %s -> %s", before, after)
+	}
+
+	var got struct {
+		Holds []holdJSON `json:"holds"`
+	}
+	box.do("POST", holds, map[string]any{"best_available": best(3), "customer": cust, "held_until": until}).
+		want(t, 201).json(t, &got)
+	// The front row's centre: 2–4 and 3–5 are as central; the first wins.
+	want := map[uuid.UUID]bool{seats[1]: true, seats[2]: true, seats[3]: true}
+	if len(got.Holds) != 3 {
+		t.Fatalf("holds %+v, want 3", got.Holds)
+	}
+	for _, h := range got.Holds {
+		if !want[h.SeatID] || h.Customer == nil || h.Customer.Name != "Ada Lovelace" || !h.HeldUntil.Equal(until) {
+			t.Errorf("hold %+v, want one of front row 2–4 for Ada Lovelace until %v", h, until)
+		}
+	}
+	var list struct {
+		Holds []holdJSON `json:"holds"`
+	}
+	box.do("GET", holds, nil).want(t, 200).json(t, &list)
+	for _, h := range list.Holds {
+		if h.Customer == nil || h.Customer.Email != "ada@example.com" || h.UserID == nil || *h.UserID != tn.BoxOffice.ID {
+			t.Errorf("staff hold list: %+v", h)
+		}
+	}
+	if len(list.Holds) != 3 {
+		t.Fatalf("staff hold list has %d holds, want 3", len(list.Holds))
+	}
+	// The box office's table shows the customer.
+	page := box.do("GET", "/box-office/events/"+ev.ID.String(), nil).want(t, 200)
+	if n := strings.Count(string(page.body), "Ada Lovelace &lt;ada@example.com&gt;"); n != 3 {
+		t.Errorf("box office page names the customer %d times, want 3", n)
+	}
+	// An organizer too; the seats left are asked for with a section.
+	box = s.as(tn.Org, tn.Organizer)
+	box.do("POST", holds, map[string]any{"best_available": map[string]any{"count": 2, "section": "Z"}, "customer": cust,
+		"held_until": until}).wantErr(t, 422, "invalid")
+	box.do("POST", holds, map[string]any{"best_available": best(10), "customer": cust, "held_until": until}).
+		wantErr(t, 409, "not_enough_seats")
+}
