@@ -486,6 +486,8 @@ type BoxOffice struct {
 	// Organizer shows the links only organizers may follow.
 	Organizer bool
 	House     []HouseRow
+	// Categories are the event's, for choosing the best seats of one.
+	Categories []Category
 }
 
 // HouseRow is a house-seats allocation.

@@ -2,6 +2,7 @@ package web
 
 import (
 	"net/http"
+	"net/url"
 	"strings"
 	"testing"
 	"time"
@@ -235,4 +236,60 @@ func TestCustomerBestAPI(t *testing.T) {
 		"held_until": until}).wantErr(t, 422, "invalid")
 	box.do("POST", holds, map[string]any{"best_available": best(10), "customer": cust, "held_until": until}).
 		wantErr(t, 409, "not_enough_seats")
+}
+
+// TestBoxOfficeBestForm: the box office's "best seats" form holds for the
+// customer it names; refusals (no count, too many, an unknown section, a
+// bad email) come back as the page's message with nothing written; a
+// buyer is refused (403) and another organization gets 404.
+func TestBoxOfficeBestForm(t *testing.T) {
+	t.Parallel()
+	s := newTestServer(t, nil)
+	a := s.app
+	tn := testenv.NewTenant(t, a, 1)
+	other := testenv.NewTenant(t, a, 0)
+	ev := testenv.NewEvent(t, a, tn.Org.ID, 1, 2, 6)
+	base := "/box-office/events/" + ev.ID.String()
+	box := s.as(tn.Org, tn.BoxOffice)
+	post := func(c *client, v url.Values) response {
+		return c.do("POST", base+"/customer-best", formBody(v))
+	}
+	fields := func(count, section, email string) url.Values {
+		return url.Values{"name": {"Ada Lovelace"}, "email": {email}, "hours": {"24"}, "count": {count}, "section": {section}}
+	}
+	flash := func() string {
+		return box.do("GET", base, nil).want(t, 200).doc(t).Find("main > p[role=status]").Text()
+	}
+
+	before := orgState(t, a, tn.Org.ID)
+	for _, c := range []struct {
+		name string
+		v    url.Values
+		want string
+	}{
+		{"no count", fields("", "", "ada@example.com"), "Say how many seats to choose."},
+		{"too many", fields("11", "", "ada@example.com"), "ask for between 1 and 10 seats (best_available.count must be 1 to 10)"},
+		{"unknown section", fields("2", "Z", "ada@example.com"), "this event has no such section (best_available.section is not a section of this event)"},
+		{"bad email", fields("2", "", "nope"), "the customer needs a name and an email address (customer.email must be an email address)"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			post(box, c.v).want(t, http.StatusSeeOther)
+			if got := flash(); got != c.want {
+				t.Errorf("flash %q, want %q", got, c.want)
+			}
+		})
+	}
+	post(s.as(tn.Org, tn.Buyers[0]), fields("2", "", "ada@example.com")).want(t, http.StatusForbidden)
+	post(s.as(other.Org, other.Organizer), fields("2", "", "ada@example.com")).want(t, http.StatusNotFound)
+	if after := orgState(t, a, tn.Org.ID); after != before {
+		t.Fatalf("refused forms wrote: %s -> %s", before, after)
+	}
+
+	post(box, fields("2", "A", "ada@example.com")).want(t, http.StatusSeeOther)
+	if got := flash(); !strings.HasPrefix(got, "Held A-A-3, A-A-4 for Ada Lovelace until ") {
+		t.Errorf("flash %q", got)
+	}
+	if n := orgRows(t, a, "seat_holds", tn.Org.ID); n != 2 {
+		t.Errorf("%d holds, want 2", n)
+	}
 }

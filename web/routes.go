@@ -141,6 +141,7 @@ func (s *Server) routes() {
 	s.mux.HandleFunc("POST /box-office/events/{event}/seats/{seat}/block", s.page(staff, p.boxBlock))
 	s.mux.HandleFunc("POST /box-office/events/{event}/seats/{seat}/unblock", s.page(staff, p.boxUnblock))
 	s.mux.HandleFunc("POST /box-office/events/{event}/customer-holds", s.page(staff, p.customerHold))
+	s.mux.HandleFunc("POST /box-office/events/{event}/customer-best", s.page(staff, p.customerBest))
 	s.mux.HandleFunc("POST /box-office/events/{event}/sell", s.page(staff, p.sellHolds))
 	s.mux.HandleFunc("POST /box-office/events/{event}/house-seats", s.page(staff, p.createHouse))
 	s.mux.HandleFunc("POST /box-office/house-seats/{allocation}/release", s.page(staff, p.releaseHouse))
