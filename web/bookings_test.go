@@ -3,12 +3,14 @@ package web
 import (
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/google/uuid"
 
+	"seatd/internal/store"
 	"seatd/internal/testenv"
 )
 
@@ -291,5 +293,89 @@ func TestBoxOfficeBestForm(t *testing.T) {
 	}
 	if n := orgRows(t, a, "seat_holds", tn.Org.ID); n != 2 {
 		t.Errorf("%d holds, want 2", n)
+	}
+}
+
+// TestFindBookingsAPI: staff find bookings by reference (as typed: any
+// case, with or without the dash) or by email (the box-office customer's,
+// the buying account's); another organization finds nothing of them; a
+// buyer is refused; a query that is neither, both or malformed is 422
+// naming the field.
+func TestFindBookingsAPI(t *testing.T) {
+	t.Parallel()
+	s := newTestServer(t, nil)
+	a := s.app
+	tn := testenv.NewTenant(t, a, 1)
+	other := testenv.NewTenant(t, a, 0)
+	ev := testenv.NewEvent(t, a, tn.Org.ID, 1, 1, 10)
+	seats := testenv.SeatIDs(t, a, tn.Org.ID, ev.ID)
+	sold := sale(t, a, tn.BoxOffice, ev.ID, seats[0], seats[1])
+	hs := coreHold(t, a, tn.Buyers[0], ev.ID, seats[5])
+	online, err := a.Core.Purchase(t.Context(), actor(tn.Buyers[0]), ev.ID, "k", []uuid.UUID{hs[0].ID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	type found struct {
+		Bookings []bookingJSON `json:"bookings"`
+	}
+	find := func(c *client, q url.Values) found {
+		t.Helper()
+		var f found
+		c.do("GET", "/api/v1/bookings?"+q.Encode(), nil).want(t, 200).json(t, &f)
+		return f
+	}
+	ids := func(f found) []uuid.UUID {
+		var out []uuid.UUID
+		for _, b := range f.Bookings {
+			out = append(out, b.ID)
+		}
+		return out
+	}
+	ref := sold.Reference // stored form, XXXXXXXX
+	for _, c := range []struct {
+		name string
+		q    url.Values
+		want []uuid.UUID
+	}{
+		{"reference as printed", url.Values{"reference": {store.FormatReference(ref)}}, []uuid.UUID{sold.ID}},
+		{"reference typed", url.Values{"reference": {" " + strings.ToLower(ref) + " "}}, []uuid.UUID{sold.ID}},
+		{"customer email", url.Values{"email": {"ADA@example.com"}}, []uuid.UUID{sold.ID}},
+		{"buyer email", url.Values{"email": {tn.Buyers[0].Email}}, []uuid.UUID{online.ID}},
+		{"unknown reference", url.Values{"reference": {"ZZZZ-ZZZZ"}}, nil},
+		{"unknown email", url.Values{"email": {"nobody@example.com"}}, nil},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			for _, staff := range []store.User{tn.BoxOffice, tn.Organizer} {
+				if got := ids(find(s.as(tn.Org, staff), c.q)); !slices.Equal(got, c.want) {
+					t.Errorf("%s found %v, want %v", staff.Role, got, c.want)
+				}
+			}
+			if got := find(s.as(other.Org, other.BoxOffice), c.q); len(got.Bookings) != 0 {
+				t.Errorf("another organization found %v", ids(got))
+			}
+		})
+	}
+	got := find(s.as(tn.Org, tn.BoxOffice), url.Values{"reference": {ref}})
+	if b := got.Bookings[0]; b.Customer == nil || b.Customer.Name != "Ada Lovelace" || len(b.Tickets) != 2 || b.Channel != "box_office" {
+		t.Errorf("booking found: %+v", b)
+	}
+
+	s.as(tn.Org, tn.Buyers[0]).do("GET", "/api/v1/bookings?email="+url.QueryEscape(tn.Buyers[0].Email), nil).wantErr(t, 403, "forbidden")
+	s.client().do("GET", "/api/v1/bookings?reference="+ref, nil).want(t, 401)
+	box := s.as(tn.Org, tn.BoxOffice)
+	for _, c := range []struct {
+		q, field string
+	}{
+		{"", "reference"},
+		{"reference=" + ref + "&email=ada%40example.com", "reference"},
+		{"reference=ABCD-1234", "reference"}, // 1 is not in the alphabet
+		{"reference=" + strings.Repeat("A", 300), "reference"},
+		{"email=ada", "email"},
+		{"email=" + strings.Repeat("a", 250) + "%40example.com", "email"},
+	} {
+		e := box.do("GET", "/api/v1/bookings?"+c.q, nil).wantErr(t, 422, "invalid")
+		if _, ok := e.Fields[c.field]; !ok {
+			t.Errorf("%q: fields %v, want %s", c.q, e.Fields, c.field)
+		}
 	}
 }

@@ -58,6 +58,7 @@ func (s *Server) routes() {
 	s.mux.HandleFunc("POST /api/v1/events/{event}/seats/{seat}/block", s.authed(staff, s.blockSeat))
 	s.mux.HandleFunc("POST /api/v1/events/{event}/seats/{seat}/unblock", s.authed(staff, s.unblockSeat))
 	s.mux.HandleFunc("POST /api/v1/events/{event}/sales", s.authed(staff, s.sell))
+	s.mux.HandleFunc("GET /api/v1/bookings", s.authed(staff, s.findBookings))
 	s.mux.HandleFunc("GET /api/v1/bookings/{booking}", s.authed(anyRole, s.getBooking))
 	s.mux.HandleFunc("POST /api/v1/bookings/{booking}/cancel", s.authed(staff, s.cancelBooking))
 	s.mux.HandleFunc("GET /api/v1/events/{event}/house-seats", s.authed(staff, s.listHouseSeats))
