@@ -8,8 +8,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/PuerkitoBio/goquery"
 	"github.com/google/uuid"
 
+	"seatd/internal/hold"
 	"seatd/internal/store"
 	"seatd/internal/testenv"
 )
@@ -377,5 +379,79 @@ func TestFindBookingsAPI(t *testing.T) {
 		if _, ok := e.Fields[c.field]; !ok {
 			t.Errorf("%q: fields %v, want %s", c.q, e.Fields, c.field)
 		}
+	}
+}
+
+// TestConfirmationPrices: the printable confirmation shows each ticket's
+// price as sold and the total with its currency, none of it hidden from
+// print; a later price change does not alter it; a cancelled ticket
+// leaves the total; a complimentary sale says the total is face value.
+func TestConfirmationPrices(t *testing.T) {
+	t.Parallel()
+	s := newTestServer(t, nil)
+	a := s.app
+	tn := testenv.NewTenant(t, a, 0)
+	ev := gaChartEvent(t, a, tn) // row A front at 40.00 EUR, row B back at 15.00 EUR
+	all, err := a.Store.EventSeats(t.Context(), tn.Org.ID, ev)
+	if err != nil {
+		t.Fatal(err)
+	}
+	seat := func(row string, n int) uuid.UUID {
+		for _, st := range all {
+			if st.Row == row && st.Number == n {
+				return st.ID
+			}
+		}
+		t.Fatalf("no seat %s %d", row, n)
+		return uuid.Nil
+	}
+	b := sale(t, a, tn.BoxOffice, ev, seat("A", 5), seat("A", 6), seat("B", 5))
+	org := hold.Actor{Org: tn.Org.ID, User: tn.Organizer.ID, Role: hold.RoleOrganizer}
+	if _, err := a.Core.UpdateEvent(t.Context(), org, ev, hold.EventInput{
+		Prices: []store.Price{{Category: "front", PriceMinor: 9900, Currency: "EUR"}, {Category: "back", PriceMinor: 100, Currency: "EUR"}}}); err != nil {
+		t.Fatal(err)
+	}
+	box := s.as(tn.Org, tn.BoxOffice)
+	page := "/box-office/bookings/" + b.ID.String()
+	check := func(wantPrices []string, total string) {
+		t.Helper()
+		d := box.do("GET", page, nil).want(t, 200).doc(t)
+		var prices []string
+		d.Find(`[data-testid=ticket-price]`).Each(func(_ int, c *goquery.Selection) { prices = append(prices, c.Text()) })
+		if !slices.Equal(prices, wantPrices) {
+			t.Errorf("ticket prices %q, want %q", prices, wantPrices)
+		}
+		if got := d.Find(`[data-testid=total]`).Text(); got != total {
+			t.Errorf("total %q, want %q", got, total)
+		}
+		// Printed, the prices and the total stay: no cell of theirs, nor
+		// anything around them, is hidden from print.
+		for _, sel := range []string{`[data-testid=ticket-price]`, `[data-testid=total]`, `tfoot th`} {
+			d.Find(sel).Each(func(_ int, c *goquery.Selection) {
+				if c.Is(`[class*="print:hidden"]`) || c.ParentsFiltered(`[class*="print:hidden"]`).Length() > 0 {
+					t.Errorf("%s is hidden from print", sel)
+				}
+			})
+		}
+	}
+	check([]string{"40.00 EUR", "40.00 EUR", "15.00 EUR"}, "95.00 EUR")
+
+	i := slices.IndexFunc(b.Tickets, func(x store.Ticket) bool { return x.SeatID == seat("A", 5) })
+	box.do("POST", "/api/v1/bookings/"+b.ID.String()+"/cancel", map[string]any{"reason": "one less",
+		"ticket_ids": []string{b.Tickets[i].ID.String()}}).want(t, 200)
+	check([]string{"40.00 EUR", "40.00 EUR", "15.00 EUR"}, "55.00 EUR")
+	d := box.do("GET", page, nil).want(t, 200).doc(t)
+	if d.Find(`tr[data-ticket="S-A-5"] [data-testid=ticket-price].line-through`).Length() != 1 {
+		t.Errorf("the cancelled ticket's price is not struck through: %s", d.Find(`tbody`).Text())
+	}
+
+	hs := customerHold(t, a, tn.BoxOffice, ev, seat("B", 8))
+	comp, err := a.Core.Sell(t.Context(), actor(tn.BoxOffice), ev, "comp-1", []uuid.UUID{hs[0].ID}, "comp")
+	if err != nil {
+		t.Fatal(err)
+	}
+	d = box.do("GET", "/box-office/bookings/"+comp.ID.String(), nil).want(t, 200).doc(t)
+	if got := d.Find(`[data-testid=total]`).Text(); got != "1.00 EUR" || !strings.Contains(d.Find(`tfoot th`).Text(), "complimentary") {
+		t.Errorf("comp sale: total %q, %q", got, d.Find(`tfoot th`).Text())
 	}
 }

@@ -175,9 +175,17 @@ func (s *staffPages) confirmationPage(w http.ResponseWriter, r *http.Request, a 
 		// An online booking: the buyer's account is the customer.
 		c.Customer, c.Email, c.Seller = b.UserEmail, b.UserEmail, "online"
 	}
+	// The prices are those the tickets were sold at, whatever the event
+	// charges now; cancelled tickets are not in the total.
+	var total sum
 	for _, t := range b.Tickets {
-		c.Tickets = append(c.Tickets, views.ConfirmationTicket{ID: t.ID.String(), Seat: t.Seat, Cancelled: t.Cancelled()})
+		c.Tickets = append(c.Tickets, views.ConfirmationTicket{ID: t.ID.String(), Seat: t.Seat, Cancelled: t.Cancelled(),
+			Price: formatPrice(t.PriceMinor, t.Currency)})
+		if !t.Cancelled() && t.Currency != "" {
+			total.add(t.PriceMinor, t.Currency)
+		}
 	}
+	c.Total = total.String()
 	s.renderStaff(w, r, ev, views.ConfirmationPage(s.pageMeta(r, "Booking "+c.Reference), c))
 	return nil
 }
