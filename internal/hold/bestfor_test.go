@@ -105,6 +105,25 @@ func TestHoldBestForCustomer(t *testing.T) {
 			t.Errorf("seat %s-%d (%s) for a front-category request", s.Row, s.Number, s.Category)
 		}
 	}
+	// The front row now has 7–10 and the held-back 1–2 left: 4 take
+	// 7–10; then 2 more are there only for a customer who needs
+	// accessible seating.
+	grace := store.Customer{Name: "Grace Hopper", Email: "grace@example.com"}
+	front := hold.Best{Count: 4, Category: "front"}
+	if res, err = a.Core.HoldBestFor(ctx, box, e.ID, front, grace, until); err != nil || len(res.Holds) != 4 {
+		t.Fatalf("4 front seats: %+v %v", res, err)
+	}
+	front.Count = 2
+	if _, err := a.Core.HoldBestFor(ctx, box, e.ID, front, grace, until); apperr.CodeOf(err) != apperr.NotEnoughSeats {
+		t.Fatalf("2 front seats with only the held-back ones left: %v, want not_enough_seats", err)
+	}
+	front.Accessible = true
+	if res, err = a.Core.HoldBestFor(ctx, box, e.ID, front, grace, until); err != nil {
+		t.Fatalf("2 accessible front seats: %v", err)
+	}
+	if got := []uuid.UUID{res.Holds[0].SeatID, res.Holds[1].SeatID}; !sameSeats(got, []uuid.UUID{pos["A/01"], pos["A/02"]}) {
+		t.Errorf("accessible request got %v, want A 1–2", got)
+	}
 	assertSeatInvariants(t, a, e.ID)
 	assertNoOrphans(t, a, e.ID)
 }
