@@ -486,6 +486,8 @@ type BoxOffice struct {
 	// Organizer shows the links only organizers may follow.
 	Organizer bool
 	House     []HouseRow
+	// Categories are the event's, for choosing the best seats of one.
+	Categories []Category
 }
 
 // HouseRow is a house-seats allocation.
@@ -513,9 +515,11 @@ type Confirmation struct {
 	Channel      string
 	CreatedAt    time.Time
 	CancelReason string
-	// Tickets are in map order. Prices join them once events carry them:
-	// a Price field here and one column in the table.
+	// Tickets are in map order.
 	Tickets []ConfirmationTicket
+	// Total is what the valid tickets were sold for ("90.00 EUR"; one
+	// sum per currency), "" when none had a price.
+	Total string
 }
 
 // ConfirmationTicket is one seat of a booking.
@@ -523,6 +527,7 @@ type ConfirmationTicket struct {
 	ID        string
 	Seat      string
 	Cancelled bool
+	Price     string // as sold ("45.00 EUR"); "" for an unpriced seat
 }
 
 // Live reports whether any ticket of the booking is still valid.

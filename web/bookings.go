@@ -2,10 +2,13 @@ package web
 
 import (
 	"net/http"
+	"net/mail"
+	"strings"
 	"time"
 
 	"github.com/google/uuid"
 
+	"seatd/internal/apperr"
 	"seatd/internal/hold"
 	"seatd/internal/store"
 )
@@ -109,6 +112,41 @@ func (s *Server) getBooking(w http.ResponseWriter, r *http.Request, a hold.Actor
 		return err
 	}
 	writeJSON(w, http.StatusOK, bookingView(b))
+	return nil
+}
+
+// findBookings finds the organization's bookings by reference (as people
+// type it: "abcd-2345") or by email (the box-office customer's, or the
+// buying account's): {bookings}, newest first, at most 50. Staff only.
+func (s *Server) findBookings(w http.ResponseWriter, r *http.Request, a hold.Actor) error {
+	q := r.URL.Query()
+	ref, email := strings.TrimSpace(q.Get("reference")), strings.TrimSpace(q.Get("email"))
+	var query string
+	switch {
+	case (ref == "") == (email == ""):
+		return &apperr.Error{Code: apperr.Invalid, Message: "look bookings up by reference or by email, one of them",
+			Fields: map[string]string{"reference": "give reference or email, not both"}}
+	case ref != "":
+		if query = store.NormalizeReference(ref); query == "" {
+			return &apperr.Error{Code: apperr.Invalid, Message: "a booking reference is 8 letters and digits, XXXX-XXXX",
+				Fields: map[string]string{"reference": "must be a booking reference"}}
+		}
+	default:
+		if addr, err := mail.ParseAddress(email); err != nil || addr.Address != email || len(email) > 254 {
+			return &apperr.Error{Code: apperr.Invalid, Message: "email must be an email address",
+				Fields: map[string]string{"email": "must be an email address"}}
+		}
+		query = email
+	}
+	bs, err := s.deps.Core.FindBookings(r.Context(), a, query)
+	if err != nil {
+		return err
+	}
+	out := make([]bookingJSON, len(bs))
+	for i, b := range bs {
+		out[i] = bookingView(b)
+	}
+	writeJSON(w, http.StatusOK, map[string][]bookingJSON{"bookings": out})
 	return nil
 }
 

@@ -57,6 +57,9 @@ func (s *staffPages) boxOfficeWith(w http.ResponseWriter, r *http.Request, a hol
 	}
 	ctx := r.Context()
 	b := views.BoxOffice{EventID: ev.ID.String(), EventName: ev.Name, Mode: s.mode(), Organizer: a.Role == hold.RoleOrganizer}
+	for _, c := range ev.Categories {
+		b.Categories = append(b.Categories, views.Category{Key: c.Key, Name: c.Name})
+	}
 	occ, err := s.deps.Core.Occupancy(ctx, a, ev.ID)
 	if err != nil {
 		return err

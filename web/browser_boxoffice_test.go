@@ -126,6 +126,67 @@ func TestBrowserBoxOfficeSale(t *testing.T) {
 	problems.check(t, "box office sale")
 }
 
+// TestBrowserBoxOfficeBest: staff ask for the 3 best seats for a named
+// customer with the box office's "best seats" control; the front row's
+// centre is held for the customer (the flash and the hold table say so),
+// and a buyer's map in another browser shows the seats held without a
+// reload. Screenshot: testoutput/browser/box-office-best.png.
+func TestBrowserBoxOfficeBest(t *testing.T) {
+	newTab := browser(t)
+	a := testenv.App(t, nil)
+	testenv.Background(t, a)
+	srv := httptest.NewServer(New(depsOf(a)))
+	t.Cleanup(srv.Close)
+	tn := testenv.NewTenant(t, a, 1)
+	ev := testenv.NewEvent(t, a, tn.Org.ID, 1, 2, 6)
+	seats := testenv.SeatIDs(t, a, tn.Org.ID, ev.ID)[1:4] // row A, seats 2–4
+
+	buyer, cancelB := context.WithTimeout(newTab(), 90*time.Second)
+	defer cancelB()
+	box, cancel := context.WithTimeout(newTab(), 90*time.Second)
+	defer cancel()
+	mapURL := srv.URL + "/e/" + ev.ID.String()
+	if err := chromedp.Do(buyer, append(signIn(srv.URL, tn.Org.Slug, tn.Buyers[0].Email), chromedp.Navigate(mapURL),
+		chromedp.WaitVisible(css(`#seat-`+seats[0].String()+`[data-status=available]`)),
+		chromedp.WaitVisible(css(`body[data-live=connected]`)))...); err != nil {
+		diagnose(t, buyer, "best-buyer-map")
+		t.Fatalf("open the buyer's map: %v", err)
+	}
+	problems := watchProblems(t, box)
+	if err := chromedp.Do(box, append(signIn(srv.URL, tn.Org.Slug, tn.BoxOffice.Email),
+		chromedp.Navigate(srv.URL+"/box-office/events/"+ev.ID.String()),
+		chromedp.WaitVisible(css(`[data-testid=customer-best]`)),
+		chromedp.WaitVisible(css(`body[data-live=connected]`)))...); err != nil {
+		t.Fatalf("open box office: %v", err)
+	}
+	if err := chromedp.Do(box,
+		chromedp.SendKeys(css(`input[name=name]`), "Ada Lovelace"),
+		chromedp.SendKeys(css(`input[name=email]`), "ada@example.com"),
+		setField(`input[name=count]`, "3"),
+		chromedp.Click(css(`[data-testid=customer-best]`)),
+		chromedp.WaitVisible(css(`main > p[role=status]`)),
+	); err != nil {
+		diagnose(t, box, "best-hold")
+		t.Fatalf("hold the best seats: %v", err)
+	}
+	flash, err := chromedp.Run(box, chromedp.Text(css(`main > p[role=status]`)))
+	if err != nil || !regexp.MustCompile(`^Held A-A-2, A-A-3, A-A-4 for Ada Lovelace until `).MatchString(flash) {
+		t.Fatalf("flash %q (%v)", flash, err)
+	}
+	for _, id := range seats {
+		if err := chromedp.Do(box, textIs(`#hold-`+id.String()+` [data-testid=hold-customer]`, "Ada Lovelace <ada@example.com>"),
+			chromedp.WaitVisible(css(`#bo-seat-`+id.String()+`[data-status=held]`))); err != nil {
+			t.Fatalf("box office shows seat %v: %v", id, err)
+		}
+		if err := chromedp.Do(buyer, chromedp.WaitVisible(css(`#seat-`+id.String()+`[data-status=held]:not([data-mine])`))); err != nil {
+			diagnose(t, buyer, "best-buyer-sees")
+			t.Fatalf("the buyer's map does not show seat %v held: %v", id, err)
+		}
+	}
+	screenshot(t, box, "box-office-best.png")
+	problems.check(t, "box office best seats")
+}
+
 // media emulates a CSS media type ("print"; "" for the screen again).
 func media(m string) chromedp.Action[chromedp.Void] {
 	return func(ctx context.Context, t *chromedp.Target) (chromedp.Void, error) {

@@ -3,6 +3,7 @@ package web
 import (
 	"fmt"
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 	"time"
@@ -54,12 +55,54 @@ func (s *staffPages) customerHold(w http.ResponseWriter, r *http.Request, a hold
 	if len(ids) == 0 {
 		return s.backWith(w, r, back, "Select the seats on the map first (choose “selects it” above the map).")
 	}
-	hours, err := strconv.Atoi(v.Get("hours"))
-	if err != nil || hours < 1 || hours > 14*24 {
+	c, until, ok := customerForm(v)
+	if !ok {
 		return s.backWith(w, r, back, "Choose how long to hold the seats: at most 14 days.")
 	}
+	res, err := s.deps.Core.HoldFor(r.Context(), a, ev.ID, ids, c, until)
+	return s.customerHeld(w, r, a, ev.ID, c, res, err)
+}
+
+// customerBest holds the best seats (as many as asked, of a category or
+// section if chosen) for the customer named in the form.
+func (s *staffPages) customerBest(w http.ResponseWriter, r *http.Request, a hold.Actor) error {
+	ev, err := s.staffEvent(r, a)
+	if err != nil {
+		return err
+	}
+	v, err := form(w, r)
+	if err != nil {
+		return err
+	}
+	back := "/box-office/events/" + ev.ID.String()
+	n, err := strconv.Atoi(v.Get("count"))
+	if err != nil || n < 1 {
+		return s.backWith(w, r, back, "Say how many seats to choose.")
+	}
+	c, until, ok := customerForm(v)
+	if !ok {
+		return s.backWith(w, r, back, "Choose how long to hold the seats: at most 14 days.")
+	}
+	b := hold.Best{Count: n, Category: v.Get("category"), Section: v.Get("section")}
+	res, err := s.deps.Core.HoldBestFor(r.Context(), a, ev.ID, b, c, until)
+	return s.customerHeld(w, r, a, ev.ID, c, res, err)
+}
+
+// customerForm reads the customer and the hours to hold for; false when
+// the hours are not 1 to 14 days.
+func customerForm(v url.Values) (store.Customer, time.Time, bool) {
 	c := store.Customer{Name: v.Get("name"), Email: v.Get("email"), Note: v.Get("note")}
-	res, err := s.deps.Core.HoldFor(r.Context(), a, ev.ID, ids, c, time.Now().Add(time.Duration(hours)*time.Hour))
+	hours, err := strconv.Atoi(v.Get("hours"))
+	if err != nil || hours < 1 || hours > 14*24 {
+		return c, time.Time{}, false
+	}
+	return c, time.Now().Add(time.Duration(hours) * time.Hour), true
+}
+
+// customerHeld goes back to the box office saying which seats were held
+// for the customer, or why none were.
+func (s *staffPages) customerHeld(w http.ResponseWriter, r *http.Request, a hold.Actor, event uuid.UUID, c store.Customer, res hold.Result, err error) error {
+	back := "/box-office/events/" + event.String()
 	if err != nil {
 		msg, err := counterRefusal(err)
 		if err != nil {
@@ -69,7 +112,7 @@ func (s *staffPages) customerHold(w http.ResponseWriter, r *http.Request, a hold
 	}
 	labels := make([]string, len(res.Holds))
 	for i, h := range res.Holds {
-		labels[i] = s.deps.Core.SeatLabel(r.Context(), a, ev.ID, h.SeatID)
+		labels[i] = s.deps.Core.SeatLabel(r.Context(), a, event, h.SeatID)
 	}
 	return s.backWith(w, r, back, fmt.Sprintf("Held %s for %s until %s.", strings.Join(labels, ", "),
 		strings.TrimSpace(c.Name), res.Holds[0].HeldUntil.UTC().Format("Mon 2 Jan 15:04 MST")))
@@ -132,9 +175,17 @@ func (s *staffPages) confirmationPage(w http.ResponseWriter, r *http.Request, a 
 		// An online booking: the buyer's account is the customer.
 		c.Customer, c.Email, c.Seller = b.UserEmail, b.UserEmail, "online"
 	}
+	// The prices are those the tickets were sold at, whatever the event
+	// charges now; cancelled tickets are not in the total.
+	var total sum
 	for _, t := range b.Tickets {
-		c.Tickets = append(c.Tickets, views.ConfirmationTicket{ID: t.ID.String(), Seat: t.Seat, Cancelled: t.Cancelled()})
+		c.Tickets = append(c.Tickets, views.ConfirmationTicket{ID: t.ID.String(), Seat: t.Seat, Cancelled: t.Cancelled(),
+			Price: formatPrice(t.PriceMinor, t.Currency)})
+		if !t.Cancelled() && t.Currency != "" {
+			total.add(t.PriceMinor, t.Currency)
+		}
 	}
+	c.Total = total.String()
 	s.renderStaff(w, r, ev, views.ConfirmationPage(s.pageMeta(r, "Booking "+c.Reference), c))
 	return nil
 }

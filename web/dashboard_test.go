@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -84,7 +85,14 @@ func TestDashboardNamesExportedMetrics(t *testing.T) {
 	})
 	names := map[string]bool{}
 	for k := range samples {
-		names[strings.SplitN(k, "{", 2)[0]] = true
+		n := strings.SplitN(k, "{", 2)[0]
+		names[n] = true
+		// A histogram is named without its series' suffixes too.
+		for _, suffix := range []string{"_bucket", "_sum", "_count"} {
+			if base, ok := strings.CutSuffix(n, suffix); ok {
+				names[base] = true
+			}
+		}
 	}
 
 	b, err := os.ReadFile("../deploy/grafana/seatd.json")
@@ -144,6 +152,21 @@ func TestDashboardNamesExportedMetrics(t *testing.T) {
 	}
 	if panels < 10 {
 		t.Fatalf("only %d panels in the dashboard", panels)
+	}
+	// The alert rules too: a renamed metric would leave an alert that can
+	// never fire (promtool's tests feed it the old name).
+	rules, err := os.ReadFile("../deploy/prometheus/alerts.yml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	named := 0
+	for i, line := range strings.Split(string(rules), "\n") {
+		if !strings.HasPrefix(strings.TrimSpace(line), "#") {
+			named += check(fmt.Sprintf("deploy/prometheus/alerts.yml:%d", i+1), line)
+		}
+	}
+	if named < 10 {
+		t.Fatalf("only %d metric names in the alert rules", named)
 	}
 	t.Logf("%d panels, %d queries: every metric they name is exported (%d metric names scraped)", panels, queries, len(names))
 }

@@ -87,6 +87,19 @@ type customerInput struct {
 	Note  string `json:"note" validate:"max=1000"`
 }
 
+func (c customerInput) customer() store.Customer {
+	return store.Customer{Name: c.Name, Email: c.Email, Note: c.Note}
+}
+
+// heldUntil is a customer hold's end, which staff must give.
+func (in holdInput) heldUntil() (time.Time, error) {
+	if in.HeldUntil == nil {
+		return time.Time{}, &apperr.Error{Code: apperr.Invalid, Message: "say until when the seats are held for the customer",
+			Fields: map[string]string{"held_until": "is required"}}
+	}
+	return *in.HeldUntil, nil
+}
+
 // seats returns the requested seat ids and whether one seat was asked for
 // with seat_id (answered with a hold object rather than a list).
 func (in holdInput) seats() (ids []uuid.UUID, single bool, err error) {
@@ -135,12 +148,21 @@ func (s *Server) createHold(w http.ResponseWriter, r *http.Request, a hold.Actor
 	}
 	var res hold.Result
 	if in.Best != nil {
-		if in.SeatID != "" || in.SeatIDs != nil || in.Customer != nil || in.WithCompanion {
+		if in.SeatID != "" || in.SeatIDs != nil || in.WithCompanion {
 			return &apperr.Error{Code: apperr.Invalid, Message: "best_available chooses the seats: name none",
-				Fields: map[string]string{"best_available": "must not be given with seat_id, seat_ids, customer or with_companion"}}
+				Fields: map[string]string{"best_available": "must not be given with seat_id, seat_ids or with_companion"}}
 		}
-		res, err = s.deps.Core.HoldBest(r.Context(), a, event, hold.Best{Count: in.Best.Count, Category: in.Best.Category,
-			Section: in.Best.Section, Choice: hold.Choice{Accessible: in.Accessible}}, hold.SourceAPI)
+		b := hold.Best{Count: in.Best.Count, Category: in.Best.Category, Section: in.Best.Section,
+			Choice: hold.Choice{Accessible: in.Accessible}}
+		if in.Customer != nil {
+			var until time.Time
+			if until, err = in.heldUntil(); err != nil {
+				return err
+			}
+			res, err = s.deps.Core.HoldBestFor(r.Context(), a, event, b, in.Customer.customer(), until)
+		} else {
+			res, err = s.deps.Core.HoldBest(r.Context(), a, event, b, hold.SourceAPI)
+		}
 		if err != nil {
 			return err
 		}
@@ -152,12 +174,11 @@ func (s *Server) createHold(w http.ResponseWriter, r *http.Request, a hold.Actor
 		return err
 	}
 	if in.Customer != nil {
-		if in.HeldUntil == nil {
-			return &apperr.Error{Code: apperr.Invalid, Message: "say until when the seats are held for the customer",
-				Fields: map[string]string{"held_until": "is required"}}
+		var until time.Time
+		if until, err = in.heldUntil(); err != nil {
+			return err
 		}
-		c := store.Customer{Name: in.Customer.Name, Email: in.Customer.Email, Note: in.Customer.Note}
-		res, err = s.deps.Core.HoldFor(r.Context(), a, event, ids, c, *in.HeldUntil)
+		res, err = s.deps.Core.HoldFor(r.Context(), a, event, ids, in.Customer.customer(), until)
 	} else {
 		res, err = s.deps.Core.HoldChosen(r.Context(), a, event, ids, hold.SourceAPI,
 			hold.Choice{Accessible: in.Accessible, WithCompanion: in.WithCompanion})

@@ -2,6 +2,7 @@ package hold
 
 import (
 	"context"
+	"fmt"
 	"net/mail"
 	"slices"
 	"strings"
@@ -26,23 +27,94 @@ const MaxCustomerHold = 14 * 24 * time.Hour
 // before their time; staff holding a seat again for the same customer get
 // the same hold back.
 func (s *Service) HoldFor(ctx context.Context, a Actor, event uuid.UUID, seatIDs []uuid.UUID, c store.Customer, until time.Time) (Result, error) {
+	o, err := s.customerHold(a, c, until)
+	if err != nil {
+		return Result{}, err
+	}
+	return s.observedHold(ctx, a, event, seatIDs, SourceBoxOffice, o)
+}
+
+// customerHold checks a hold for a named customer: staff only, a valid
+// customer, until at least a minute and at most MaxCustomerHold ahead.
+func (s *Service) customerHold(a Actor, c store.Customer, until time.Time) (holdOpts, error) {
 	if !a.Staff() {
-		return Result{}, apperr.E(apperr.Forbidden, "only box-office staff can hold seats for a customer")
+		return holdOpts{}, apperr.E(apperr.Forbidden, "only box-office staff can hold seats for a customer")
 	}
 	c, err := checkCustomer(c)
 	if err != nil {
-		return Result{}, err
+		return holdOpts{}, err
 	}
 	now := s.now()
 	switch {
 	case !until.After(now.Add(time.Minute)):
-		return Result{}, &apperr.Error{Code: apperr.Invalid, Message: "a customer's hold must last at least a minute",
+		return holdOpts{}, &apperr.Error{Code: apperr.Invalid, Message: "a customer's hold must last at least a minute",
 			Fields: map[string]string{"held_until": "must be in the future"}}
 	case until.After(now.Add(MaxCustomerHold)):
-		return Result{}, &apperr.Error{Code: apperr.Invalid, Message: "a customer's hold can last at most 14 days",
+		return holdOpts{}, &apperr.Error{Code: apperr.Invalid, Message: "a customer's hold can last at most 14 days",
 			Fields: map[string]string{"held_until": "must be at most 14 days ahead"}}
 	}
-	return s.observedHold(ctx, a, event, seatIDs, SourceBoxOffice, holdOpts{customer: &c, until: until})
+	return holdOpts{customer: &c, until: until}, nil
+}
+
+// HoldBestFor holds the best Count seats for a named customer until the
+// time staff chose: the seats best available picks for a buyer (so no
+// seat is left alone under the strict orphan rule, and accessible seats
+// held back stay back unless b.Accessible), held as HoldFor holds them.
+// Staff ask one at a time, so unlike HoldBest it takes the best block
+// rather than spreading a crowd, and moves on to the next when another
+// buyer takes it first.
+func (s *Service) HoldBestFor(ctx context.Context, a Actor, event uuid.UUID, b Best, c store.Customer, until time.Time) (Result, error) {
+	o, err := s.customerHold(a, c, until)
+	if err != nil {
+		return Result{}, err
+	}
+	if b.Count < 1 || b.Count > s.opt.MaxSeatsPerRequest {
+		return Result{}, &apperr.Error{Code: apperr.Invalid,
+			Message: fmt.Sprintf("ask for between 1 and %d seats", s.opt.MaxSeatsPerRequest),
+			Fields:  map[string]string{"best_available.count": fmt.Sprintf("must be 1 to %d", s.opt.MaxSeatsPerRequest)}}
+	}
+	ev, err := s.event(ctx, a.Org, event)
+	if err != nil {
+		return Result{}, err
+	}
+	if err := s.bestFilterKnown(ev, b); err != nil {
+		return Result{}, err
+	}
+	// bestBlocks lifts the orphan rule and the accessible hold-back for
+	// staff, who may place any seat by hand; seats chosen for them are
+	// chosen by the buyer's rules.
+	chooser := a
+	chooser.Role = RoleBuyer
+	avoid := map[uuid.UUID]bool{}
+	looked := false
+	var last error
+	for range bestAttempts {
+		blocks := s.bestBlocks(ev, chooser, b, avoid, 1)
+		if len(blocks) == 0 && len(avoid) > 0 && !looked {
+			// As in HoldBest: a refused block's other seats may be free.
+			looked = true
+			clear(avoid)
+			blocks = s.bestBlocks(ev, chooser, b, avoid, 1)
+		}
+		if len(blocks) == 0 {
+			break
+		}
+		res, err := s.observedHold(ctx, a, event, blocks[0], SourceBoxOffice, o)
+		switch apperr.CodeOf(err) {
+		case apperr.SeatTaken, apperr.OrphanSeat:
+			for _, id := range blocks[0] {
+				avoid[id] = true
+			}
+			last = err
+			continue
+		}
+		return res, err
+	}
+	e := &apperr.Error{Code: apperr.NotEnoughSeats, Message: fmt.Sprintf("there are not %d seats available together", b.Count)}
+	if last != nil {
+		e.Message = fmt.Sprintf("the %d best seats were taken by others as we tried; try again", b.Count)
+	}
+	return Result{}, e
 }
 
 // checkCustomer validates and normalizes a customer (email lower case).

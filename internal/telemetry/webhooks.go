@@ -28,6 +28,12 @@ func NewWebhooks(reg prometheus.Registerer, depth func() float64) *Webhooks {
 			Name: "seatd_webhook_attempt_duration_seconds", Help: "Time a receiver took to answer a delivery attempt.",
 			Buckets: []float64{.005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10}}),
 	}
+	// Every outcome is exported from the start, at 0: the first delivery
+	// given up is then an increase Prometheus sees (SeatdWebhookGivenUp),
+	// not a new series whose first sample is already 1.
+	for _, o := range []string{"delivered", "retry", "failed"} {
+		m.Attempts.WithLabelValues(o)
+	}
 	reg.MustRegister(m.Attempts, m.Latency, m.AttemptDuration,
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "seatd_webhook_outbox_depth",
 			Help: "Webhook deliveries waiting to be sent (pending)."}, depth))
