@@ -94,7 +94,7 @@ func (s *Service) HoldGA(ctx context.Context, a Actor, event uuid.UUID, section 
 		if len(ids) < count {
 			return Result{}, soldOut(section, len(ids))
 		}
-		res, err := s.observedHold(ctx, a, event, ids, source, holdOpts{})
+		res, err := s.observedHold(ctx, a, event, ids, source, holdOpts{ga: true})
 		var e *apperr.Error
 		if apperr.CodeOf(err) != apperr.SeatTaken || !errors.As(err, &e) {
 			return res, err
