@@ -2,6 +2,8 @@ package hold_test
 
 import (
 	"context"
+	"fmt"
+	"slices"
 	"testing"
 	"time"
 
@@ -101,6 +103,116 @@ func TestChoosingRulesFromPostgres(t *testing.T) {
 				t.Errorf("process %d, rule turned off behind its back: %v", i, err)
 			}
 			assertSeatInvariants(t, a, e.ID)
+		}
+	})
+}
+
+// keepFree blocks, straight in SQL, every seated seat of the event but the
+// ones named ("B/05"), so an offer round has only those to choose from.
+func keepFree(t *testing.T, a *app.App, event uuid.UUID, byPos map[string]uuid.UUID, free ...string) {
+	t.Helper()
+	ids := make([]uuid.UUID, len(free))
+	for i, p := range free {
+		ids[i] = byPos[p]
+	}
+	if _, err := a.Pool.Exec(context.Background(), `
+		UPDATE seats s SET status = 'blocked' FROM sections sc
+		WHERE sc.id = s.section_id AND sc.kind = 'seated' AND s.event_id = $1 AND s.id <> ALL($2::uuid[])`, event, ids); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// offeredSeats returns the positions ("B/05") of the seats offered to an
+// entry, sorted; nil while it waits.
+func offeredSeats(t *testing.T, a *app.App, org uuid.UUID, e store.WaitlistEntry, byID map[uuid.UUID]store.Seat) []string {
+	t.Helper()
+	got := entry(t, a, org, e.ID)
+	if got.Status != store.WaitlistOffered {
+		return nil
+	}
+	var out []string
+	for _, id := range got.HoldIDs {
+		h, err := a.Store.HoldByID(context.Background(), org, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s := byID[h.SeatID]
+		out = append(out, fmt.Sprintf("%s/%02d", s.Row, s.Number))
+	}
+	slices.Sort(out)
+	return out
+}
+
+// TestWaitlistOffersKeepTheRules: an offer never hands out an accessible
+// or companion seat before the event's release time (entries cannot ask
+// for accessible seating), nor leaves a seat alone in its row on a strict
+// event; it prefers seats side by side in one row to the first free ones.
+func TestWaitlistOffersKeepTheRules(t *testing.T) {
+	a := testenv.App(t, nil)
+	tn := testenv.NewTenant(t, a, 4)
+	ctx := context.Background()
+
+	t.Run("accessible seats wait for their release", func(t *testing.T) {
+		e := onSale(t, a, tn, 3, func(in *hold.EventInput) { in.AccessibleReleaseAt = rfc(time.Now().Add(time.Hour)) })
+		byID, byPos := seatMap(t, a, tn.Org.ID, e.ID)
+		keepFree(t, a, e.ID, byPos, "A/01", "A/02")
+		w := join(t, a, buyer(tn.Buyers[0]), e.ID, 1, "", "")
+		offers(t, a)
+		if got := offeredSeats(t, a, tn.Org.ID, w, byID); got != nil {
+			t.Fatalf("offered %v before the accessible release time", got)
+		}
+		if _, err := a.Core.UpdateEvent(ctx, organizer(tn), e.ID, hold.EventInput{AccessibleReleaseAt: rfc(time.Now().Add(-time.Minute))}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := a.Pool.Exec(ctx, `INSERT INTO waitlist_work (org_id, event_id) VALUES ($1, $2)`, tn.Org.ID, e.ID); err != nil {
+			t.Fatal(err)
+		}
+		offers(t, a)
+		if got := offeredSeats(t, a, tn.Org.ID, w, byID); len(got) != 1 || (got[0] != "A/01" && got[0] != "A/02") {
+			t.Fatalf("offered %v after the release time, want A/01 or A/02", got)
+		}
+		assertSeatInvariants(t, a, e.ID)
+	})
+
+	t.Run("strict: no seat left alone", func(t *testing.T) {
+		e := onSale(t, a, tn, 3, func(in *hold.EventInput) { in.OrphanRule = ptr("strict") })
+		byID, byPos := seatMap(t, a, tn.Org.ID, e.ID)
+		// Two seats out of B-1..B-3 always leave one of them alone; B-5
+		// and B-6 leave nobody.
+		keepFree(t, a, e.ID, byPos, "B/01", "B/02", "B/03", "B/05", "B/06")
+		first := join(t, a, buyer(tn.Buyers[0]), e.ID, 2, "", "")
+		second := join(t, a, buyer(tn.Buyers[1]), e.ID, 2, "", "")
+		offers(t, a)
+		if got := offeredSeats(t, a, tn.Org.ID, first, byID); !slices.Equal(got, []string{"B/05", "B/06"}) {
+			t.Errorf("first in line offered %v, want [B/05 B/06]", got)
+		}
+		if got := offeredSeats(t, a, tn.Org.ID, second, byID); got != nil {
+			t.Errorf("second in line offered %v, which leaves a seat alone", got)
+		}
+		// Three side by side leave nobody: the second gets them all once
+		// it waits for three.
+		third := join(t, a, buyer(tn.Buyers[2]), e.ID, 3, "", "")
+		offers(t, a)
+		if got := offeredSeats(t, a, tn.Org.ID, third, byID); !slices.Equal(got, []string{"B/01", "B/02", "B/03"}) {
+			t.Errorf("third in line offered %v, want [B/01 B/02 B/03]", got)
+		}
+		assertSeatInvariants(t, a, e.ID)
+	})
+
+	t.Run("side by side first", func(t *testing.T) {
+		e := onSale(t, a, tn, 3, nil)
+		byID, byPos := seatMap(t, a, tn.Org.ID, e.ID)
+		keepFree(t, a, e.ID, byPos, "B/01", "B/03", "B/05", "C/07", "C/08")
+		w := join(t, a, buyer(tn.Buyers[3]), e.ID, 2, "", "")
+		offers(t, a)
+		if got := offeredSeats(t, a, tn.Org.ID, w, byID); !slices.Equal(got, []string{"C/07", "C/08"}) {
+			t.Errorf("offered %v, want the pair C/07 C/08", got)
+		}
+		// Without a pair, the first free seats in order.
+		w2 := join(t, a, buyer(tn.Buyers[0]), e.ID, 2, "", "")
+		offers(t, a)
+		if got := offeredSeats(t, a, tn.Org.ID, w2, byID); !slices.Equal(got, []string{"B/01", "B/03"}) {
+			t.Errorf("offered %v, want B/01 B/03", got)
 		}
 	})
 }
