@@ -21,7 +21,27 @@ RETURNS boolean LANGUAGE sql IMMUTABLE AS $$
     SELECT staff OR checked OR rule <> 'strict'
 $$;
 
+-- Idempotency keys of hold requests that choose their places themselves
+-- (general admission): a repeated request with the same key answers the
+-- holds the first one made instead of holding more. The row is claimed
+-- before the hold (hold_ids NULL) and filled in after it; a failed hold
+-- deletes its claim, so the key can be used again.
+CREATE TABLE hold_requests (
+    org_id          uuid NOT NULL,
+    user_id         uuid NOT NULL,
+    idempotency_key text NOT NULL CHECK (length(idempotency_key) BETWEEN 1 AND 200),
+    event_id        uuid NOT NULL,
+    request_hash    text NOT NULL,
+    hold_ids        uuid[],
+    claimed_at      timestamptz NOT NULL DEFAULT now(),
+    PRIMARY KEY (org_id, user_id, idempotency_key),
+    FOREIGN KEY (org_id, user_id) REFERENCES users (org_id, id),
+    FOREIGN KEY (org_id, event_id) REFERENCES events (org_id, id)
+);
+
 ---- create above / drop below ----
+
+DROP TABLE hold_requests;
 
 DROP FUNCTION orphan_rule_met(text, boolean, boolean);
 DROP FUNCTION accessible_open(boolean, boolean, timestamptz, boolean, timestamptz);
