@@ -343,4 +343,17 @@ func TestGAHoldIdempotent(t *testing.T) {
 	if n := count(t, a, `SELECT count(*) FROM seat_holds WHERE event_id = $1`, ev.ID); n != 4 {
 		t.Fatalf("%d holds written, want 4", n)
 	}
+	// Both processes' registries count the section's 4 held places in
+	// every tier.
+	for _, core := range []*hold.Service{a.Core, b.Core} {
+		var reg hold.Registry
+		testenv.Eventually(t, 10*time.Second, "the GA count in every tier", func() bool {
+			var err error
+			reg, err = core.RegistryStatus(ctx, organizer(tn), ev.ID)
+			return err == nil && reg.Consistent
+		})
+		if len(reg.GA) != 1 || reg.GA[0] != (hold.RegistryGA{Section: "G", Capacity: 100, HotCache: 4, Redis: 4, Postgres: 4}) {
+			t.Errorf("registry GA %+v, want section G with 4 places held in every tier", reg.GA)
+		}
+	}
 }
