@@ -60,7 +60,10 @@ type HoldParams struct {
 	// statement decides it from the event row (accessible_open).
 	Accessible bool
 	// GA says the seats are general-admission places, which no orphan
-	// rule binds (they have no neighbours a buyer chooses between).
+	// rule binds (they have no neighbours a buyer chooses between). A
+	// place the buyer holds already counts as taken, not as theirs: the
+	// request asked for that many more places, and picked this one from
+	// a cache that had not seen the buyer's hold yet.
 	GA bool
 
 	// orphansChecked: this request checked the orphan rule in the
@@ -396,7 +399,7 @@ func checkSeats(ctx context.Context, db pg.DBTX, p HoldParams, lock string) (Hol
 		}
 		req := p.Seats[slices.IndexFunc(p.Seats, func(r HoldRequest) bool { return r.SeatID == id })]
 		switch {
-		case status == Held && h.user != nil && *h.user == p.User && h.until.After(p.Now):
+		case status == Held && h.user != nil && *h.user == p.User && h.until.After(p.Now) && !p.GA:
 			out.Existing = append(out.Existing, Hold{ID: *h.id, OrgID: p.Org, EventID: p.Event, SeatID: id, UserID: p.User,
 				Status: HoldActive, HeldUntil: h.until.UTC(), CreatedAt: h.created.UTC(), Extensions: *h.ext,
 				Fence: *h.fence, Source: *h.source, SeatVersion: version})
