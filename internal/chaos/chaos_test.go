@@ -216,11 +216,11 @@ type timing struct {
 func TestChaos(t *testing.T) {
 	tm := timing{warm: 500 * time.Millisecond, fault: 2 * time.Second, after: 1500 * time.Millisecond,
 		converge: time.Second, buyers: 24, hot: 6, watchersPerNode: 1, sections: 4, rows: 10, perRow: 25, ttl: 6 * time.Second,
-		bestBuyers: 4, gaBuyers: 4, gaCapacity: 40}
+		bestBuyers: 4, gaBuyers: 4, gaCapacity: 60}
 	if *fullRun {
 		tm = timing{warm: 3 * time.Second, fault: 8 * time.Second, after: 5 * time.Second,
 			converge: time.Second, buyers: 48, hot: 8, watchersPerNode: 2, sections: 8, rows: 10, perRow: 25, ttl: 15 * time.Second,
-			bestBuyers: 8, gaBuyers: 8, gaCapacity: 120}
+			bestBuyers: 8, gaBuyers: 8, gaCapacity: 150}
 	}
 	e := &chaosEnv{t: t, reported: map[string]bool{}}
 	opt := clusterOptions{nodes: 3, holdTTL: tm.ttl, sections: tm.sections, rows: tm.rows, perRow: tm.perRow, gaCapacity: tm.gaCapacity}

@@ -435,7 +435,9 @@ func (l *load) step(ctx context.Context, cl *client) {
 			// Ask again: the same hold must come back. (A GA place is not
 			// asked for by id.)
 			l.hold(ctx, n, cl, h.seat, h.hot)
-		case r < 0.20 && !h.hot:
+		case r < 0.20 && !h.hot && (h.via != viaGA || r < 0.17):
+			// GA places are bought less often, so the section does not
+			// sell out early in the run and its places keep changing hands.
 			cl.holds = slices.Delete(cl.holds, i, i+1)
 			l.purchase(ctx, cl, h)
 		default:
