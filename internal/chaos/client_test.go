@@ -39,6 +39,9 @@ type client struct {
 	holds []heldSeat
 	sold  map[uuid.UUID]bool
 	own   []uuid.UUID
+	// got is every hold a choosing request granted this buyer, kept or
+	// walked away from.
+	got map[uuid.UUID]bool
 }
 
 // chooser names how a buyer who does not click seats asks for them.
@@ -567,15 +570,18 @@ func (l *load) holdChosen(ctx context.Context, cl *client) {
 	seen := map[uuid.UUID]bool{}
 	bad := json.Unmarshal(resp, &got) != nil || len(got.Holds) != want
 	mine := map[uuid.UUID]bool{} // seats the answer names that this buyer held already, under the same hold
+	if cl.got == nil {
+		cl.got = map[uuid.UUID]bool{}
+	}
 	for _, h := range got.Holds {
 		i := slices.IndexFunc(cl.holds, func(x heldSeat) bool { return x.seat == h.SeatID })
 		switch {
-		case i >= 0 && cl.holds[i].hold == h.ID && cl.chooser == viaBest:
-			// Best available may pick a seat this buyer holds already
-			// (a process whose cache lags sees it free); Postgres answers
-			// it as the buyer's own hold.
+		case cl.got[h.ID] && cl.chooser == viaBest:
+			// Best available may pick a seat this buyer holds already,
+			// kept or walked away from (a process whose cache lags sees
+			// it free); Postgres answers it as the buyer's own hold.
 			mine[h.SeatID] = true
-		case i >= 0:
+		case i >= 0 || cl.got[h.ID]:
 			bad = true
 		}
 		bad = bad || seen[h.SeatID]
@@ -599,7 +605,8 @@ func (l *load) holdChosen(ctx context.Context, cl *client) {
 		x.Seat, x.Hold, x.Until, x.Result = h.SeatID, h.ID, h.HeldUntil, resCreated
 		if mine[h.SeatID] {
 			x.Result = resExisting
-		} else {
+		} else if !slices.ContainsFunc(cl.holds, func(y heldSeat) bool { return y.hold == h.ID }) {
+			cl.got[h.ID] = true
 			cl.holds = append(cl.holds, heldSeat{seat: h.SeatID, hold: h.ID, via: cl.chooser})
 		}
 		l.rec.add(x)
