@@ -49,7 +49,7 @@ type chooser string
 
 const (
 	viaBest chooser = "best" // {"best_available":{"count":2}}
-	viaGA   chooser = "ga"   // {"ga":{"section":"G","count":1 or 2}} with an Idempotency-Key
+	viaGA   chooser = "ga"   // {"ga":{"section":"GA","count":1 or 2}} with an Idempotency-Key
 )
 
 type heldSeat struct {

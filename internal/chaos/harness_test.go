@@ -270,7 +270,7 @@ type clusterOptions struct {
 	env map[string]string
 	// event grid
 	sections, rows, perRow int
-	// gaCapacity, when set, adds a general-admission section "G" of that
+	// gaCapacity, when set, adds a general-admission section "GA" of that
 	// many places to the event.
 	gaCapacity int
 }
@@ -294,7 +294,7 @@ type cluster struct {
 }
 
 // gaSection is the label of the chaos event's GA section.
-const gaSection = "G"
+const gaSection = "GA"
 
 // addGASection adds a GA section of capacity places to the event, stored
 // as seats do it (one place row per place, row store.GARow), and returns
