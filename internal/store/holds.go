@@ -142,20 +142,6 @@ func (s *Store) CreateHolds(ctx context.Context, p HoldParams) (HoldOutcome, err
 	}
 }
 
-// strictRule reads, in tx, whether the event's orphan rule binds p: strict
-// and not staff. Staff skip the read.
-func strictRule(ctx context.Context, tx pgx.Tx, p HoldParams) (bool, error) {
-	if p.Staff {
-		return false, nil
-	}
-	var strict bool
-	err := tx.QueryRow(ctx, `SELECT orphan_rule = 'strict' FROM events WHERE org_id = $1 AND id = $2`, p.Org, p.Event).Scan(&strict)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return false, nil // the seats are reported missing
-	}
-	return strict, err
-}
-
 // createHoldsTx is CreateHolds in a transaction of its own.
 func (s *Store) createHoldsTx(ctx context.Context, p HoldParams) (HoldOutcome, error) {
 	var out HoldOutcome
@@ -163,16 +149,11 @@ func (s *Store) createHoldsTx(ctx context.Context, p HoldParams) (HoldOutcome, e
 		p := p
 		check := false // this transaction applies the orphan rule
 		if p.Strict && !p.orphansChecked {
-			strict, err := strictRule(ctx, tx, p)
-			if err != nil {
+			var err error
+			if check, err = lockRows(ctx, tx, p); err != nil {
 				return err
 			}
-			if strict {
-				if err := lockRows(ctx, tx, p); err != nil {
-					return err
-				}
-				check, p.orphansChecked = true, true
-			}
+			p.orphansChecked = check
 		}
 		var err error
 		out, err = lockAndCheck(ctx, tx, p)
