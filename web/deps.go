@@ -47,6 +47,7 @@ type Core interface {
 
 	Hold(ctx context.Context, a hold.Actor, event uuid.UUID, seatIDs []uuid.UUID, source string) (hold.Result, error)
 	HoldGA(ctx context.Context, a hold.Actor, event uuid.UUID, section string, count int, source string) (hold.Result, error)
+	HoldGAOnce(ctx context.Context, a hold.Actor, event uuid.UUID, section string, count int, source, key string) (hold.Result, error)
 	GASections(ctx context.Context, a hold.Actor, event uuid.UUID) ([]hold.GASection, error)
 	HoldChosen(ctx context.Context, a hold.Actor, event uuid.UUID, seatIDs []uuid.UUID, source string, c hold.Choice) (hold.Result, error)
 	HoldBest(ctx context.Context, a hold.Actor, event uuid.UUID, b hold.Best, source string) (hold.Result, error)

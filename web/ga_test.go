@@ -153,3 +153,38 @@ func TestGALive(t *testing.T) {
 		}
 	}
 }
+
+// TestGAHoldIdempotencyKey: a GA hold repeated with its Idempotency-Key
+// answers 200 with the first request's holds and holds nothing more; the
+// key with another request is 422 idempotency_mismatch, a malformed key
+// 422 naming the header, each with nothing written.
+func TestGAHoldIdempotencyKey(t *testing.T) {
+	t.Parallel()
+	s := newTestServer(t, nil)
+	a := s.app
+	tn := testenv.NewTenant(t, a, 1)
+	ev := gaChartEvent(t, a, tn)
+	b := s.as(tn.Org, tn.Buyers[0])
+	path := "/api/v1/events/" + ev.String() + "/holds"
+	body := map[string]any{"ga": map[string]any{"section": "G", "count": 2}}
+	type holds struct {
+		Holds []struct {
+			ID uuid.UUID `json:"id"`
+		} `json:"holds"`
+	}
+	var first, again holds
+	b.do("POST", path, body, "Idempotency-Key", "ga-1").want(t, http.StatusCreated).json(t, &first)
+	b.do("POST", path, body, "Idempotency-Key", "ga-1").want(t, http.StatusOK).json(t, &again)
+	if len(first.Holds) != 2 || len(again.Holds) != 2 || first.Holds[0].ID != again.Holds[0].ID || first.Holds[1].ID != again.Holds[1].ID {
+		t.Fatalf("first %+v, repeat %+v: want the same two holds", first, again)
+	}
+	b.do("POST", path, map[string]any{"ga": map[string]any{"section": "G", "count": 1}}, "Idempotency-Key", "ga-1").
+		wantErr(t, http.StatusUnprocessableEntity, "idempotency_mismatch")
+	e := b.do("POST", path, body, "Idempotency-Key", strings.Repeat("k", 201)).wantErr(t, http.StatusUnprocessableEntity, "invalid")
+	if _, ok := e.Fields["Idempotency-Key"]; !ok {
+		t.Errorf("fields %v, want Idempotency-Key", e.Fields)
+	}
+	if n := orgRows(t, a, "seat_holds", tn.Org.ID); n != 2 {
+		t.Fatalf("%d holds written, want 2", n)
+	}
+}

@@ -200,16 +200,30 @@ func (s *Server) createHold(w http.ResponseWriter, r *http.Request, a hold.Actor
 
 // holdGA holds places of a GA section for the buyer: 201 {holds}, one
 // hold per place (so a place is released, bought and expires like a seat).
+// Places are picked for the buyer, so a repeated request would hold more:
+// with an Idempotency-Key header, a repeat answers 200 with the holds the
+// first request made (422 when the key was used for another request).
 func (s *Server) holdGA(w http.ResponseWriter, r *http.Request, a hold.Actor, event uuid.UUID, in holdInput) error {
 	if in.SeatID != "" || in.SeatIDs != nil || in.Best != nil {
 		return &apperr.Error{Code: apperr.Invalid, Message: "give ga or seats, not both",
 			Fields: map[string]string{"ga": "must not be given with seat_id, seat_ids or best_available"}}
 	}
-	res, err := s.deps.Core.HoldGA(r.Context(), a, event, in.GA.Section, in.GA.Count, hold.SourceAPI)
+	key := ""
+	if _, ok := r.Header["Idempotency-Key"]; ok {
+		var err error
+		if key, err = idempotencyKey(r); err != nil {
+			return err
+		}
+	}
+	res, err := s.deps.Core.HoldGAOnce(r.Context(), a, event, in.GA.Section, in.GA.Count, hold.SourceAPI, key)
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusCreated, holdsView(res.Holds, false))
+	status := http.StatusCreated
+	if !res.Created {
+		status = http.StatusOK
+	}
+	writeJSON(w, status, holdsView(res.Holds, false))
 	return nil
 }
 

@@ -199,6 +199,9 @@ type timing struct {
 	buyers, hot, watchersPerNode int
 	sections, rows, perRow       int
 	ttl                          time.Duration
+	// bestBuyers ask for the two best available seats, gaBuyers for
+	// places of a GA section of gaCapacity places.
+	bestBuyers, gaBuyers, gaCapacity int
 }
 
 // TestChaos runs every fault in turn against three seatd processes under
@@ -212,13 +215,15 @@ type timing struct {
 // (see known_test.go).
 func TestChaos(t *testing.T) {
 	tm := timing{warm: 500 * time.Millisecond, fault: 2 * time.Second, after: 1500 * time.Millisecond,
-		converge: time.Second, buyers: 24, hot: 6, watchersPerNode: 1, sections: 4, rows: 10, perRow: 25, ttl: 6 * time.Second}
+		converge: time.Second, buyers: 24, hot: 6, watchersPerNode: 1, sections: 4, rows: 10, perRow: 25, ttl: 6 * time.Second,
+		bestBuyers: 4, gaBuyers: 4, gaCapacity: 60}
 	if *fullRun {
 		tm = timing{warm: 3 * time.Second, fault: 8 * time.Second, after: 5 * time.Second,
-			converge: time.Second, buyers: 48, hot: 8, watchersPerNode: 2, sections: 8, rows: 10, perRow: 25, ttl: 15 * time.Second}
+			converge: time.Second, buyers: 48, hot: 8, watchersPerNode: 2, sections: 8, rows: 10, perRow: 25, ttl: 15 * time.Second,
+			bestBuyers: 8, gaBuyers: 8, gaCapacity: 150}
 	}
 	e := &chaosEnv{t: t, reported: map[string]bool{}}
-	opt := clusterOptions{nodes: 3, holdTTL: tm.ttl, sections: tm.sections, rows: tm.rows, perRow: tm.perRow}
+	opt := clusterOptions{nodes: 3, holdTTL: tm.ttl, sections: tm.sections, rows: tm.rows, perRow: tm.perRow, gaCapacity: tm.gaCapacity}
 	if *fullRun {
 		if pg, reason := startPrivatePG(t); pg != nil {
 			e.pg = pg
@@ -231,6 +236,8 @@ func TestChaos(t *testing.T) {
 	e.c = newCluster(t, opt)
 	tr := newTransport()
 	e.l = newLoad(t, e.c, tr, tm.buyers, tm.hot)
+	e.l.addChoosers(t, tr, viaBest, tm.bestBuyers)
+	e.l.addChoosers(t, tr, viaGA, tm.gaBuyers)
 	watchUsers := testenv.AddBuyers(t, e.c.admin, e.c.tenant.Org.ID, tm.watchersPerNode*len(e.c.nodes))
 	watchClients := loginAll(t, e.c, tr, watchUsers)
 	e.reader = watchClients[0]
@@ -241,8 +248,9 @@ func TestChaos(t *testing.T) {
 	if !live {
 		t.Logf("the processes have no live socket route yet: watchers skipped, maps checked over HTTP only")
 	}
-	t.Logf("setup %s: %d processes, %d seats (%d hot), %d buyers, %d watchers, hold TTL %s, strict %v",
-		time.Since(start).Round(time.Millisecond), len(e.c.nodes), len(e.c.seats), tm.hot, tm.buyers, len(ws), tm.ttl, strict())
+	t.Logf("setup %s: %d processes, %d seats (%d hot), %d buyers (+%d best available, +%d GA on %d places), %d watchers, hold TTL %s, strict %v",
+		time.Since(start).Round(time.Millisecond), len(e.c.nodes), len(e.c.seats), tm.hot, tm.buyers, tm.bestBuyers, tm.gaBuyers,
+		len(e.c.gaPlaces), len(ws), tm.ttl, strict())
 
 	only, err := regexp.Compile(*onlyFault)
 	if err != nil {
@@ -301,6 +309,12 @@ func (e *chaosEnv) finish(rows []*row, start time.Time, live bool) {
 	t.Logf("chaos table (%s, %s total):\n%s", map[bool]string{true: "full", false: "short"}[*fullRun],
 		time.Since(start).Round(time.Second), table(rows))
 	t.Logf("operations: %s", summarize(ops))
+	if s := e.l.chosenSummary(); s != "" {
+		t.Logf("requests choosing no seat (granted seats are in the operations above): %s", s)
+	}
+	for _, o := range e.l.bad {
+		t.Errorf("%s request at %s via %s: %s", o.Via, o.Call.Format("15:04:05.000"), o.Node, o.Err)
+	}
 	t.Logf("linearizability (porcupine, one seat = one object, expiry modelled): %d seats, %d operations (%d unknown outcomes settled from postgres, %d known stale 200s set aside): %d not linearizable, %d undecided; %d seats with stale refusals (strict model, not a failure)",
 		rep.Seats, rep.Ops, rep.Resolved, stale, len(rep.Illegal), rep.Unknown, rep.StaleRefusals)
 	if live {

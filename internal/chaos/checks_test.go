@@ -25,6 +25,11 @@ var sqlInvariants = []struct{ name, sql string }{
 	{"ticket whose hold was not converted", `SELECT count(*) FROM tickets t JOIN seat_holds h ON h.id = t.hold_id WHERE t.event_id = $1 AND h.status <> 'converted'`},
 	{"booking without tickets", `SELECT count(*) FROM bookings b WHERE b.event_id = $1 AND NOT EXISTS (SELECT 1 FROM tickets t WHERE t.booking_id = b.id)`},
 	{"hold expired before its time", `SELECT count(*) FROM seat_holds WHERE event_id = $1 AND status = 'expired' AND ended_at < held_until`},
+	// General admission never oversells: a GA section's active holds and
+	// live tickets together stay within its capacity.
+	{"GA section oversold", `SELECT count(*) FROM sections sc WHERE sc.event_id = $1 AND sc.kind = 'ga' AND
+		(SELECT count(*) FROM seat_holds h JOIN seats s ON s.id = h.seat_id WHERE s.section_id = sc.id AND h.status = 'active') +
+		(SELECT count(*) FROM tickets t JOIN seats s ON s.id = t.seat_id WHERE s.section_id = sc.id AND t.cancelled_at IS NULL) > sc.capacity`},
 }
 
 // checkSQL runs the invariants and returns the broken ones.
@@ -320,6 +325,15 @@ type registry struct {
 	Consistent bool     `json:"consistent"`
 	Breaker    string   `json:"breaker"`
 	Mismatches []string `json:"mismatches"`
+	// GA: each GA section's held places in each tier; Consistent covers
+	// them too.
+	GA []struct {
+		Section  string `json:"section"`
+		Capacity int    `json:"capacity"`
+		HotCache int    `json:"hot_cache"`
+		Redis    int    `json:"redis"`
+		Postgres int    `json:"postgres"`
+	} `json:"ga"`
 }
 
 func (c *cluster) registry(ctx context.Context, org *client, n *node) (registry, error) {
@@ -354,7 +368,11 @@ func (c *cluster) registryNote(ctx context.Context, org *client) string {
 		case err != nil:
 			parts = append(parts, n.name+" "+err.Error())
 		case r.Consistent:
-			parts = append(parts, fmt.Sprintf("%s consistent (%d)", n.name, r.Postgres))
+			part := fmt.Sprintf("%s consistent (%d", n.name, r.Postgres)
+			for _, g := range r.GA {
+				part += fmt.Sprintf(", %s %d/%d", g.Section, g.Postgres, g.Capacity)
+			}
+			parts = append(parts, part+")")
 		default:
 			parts = append(parts, fmt.Sprintf("%s INCONSISTENT hot %d redis %d pg %d %q", n.name, r.HotCache, r.Redis, r.Postgres, r.Mismatches))
 		}

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"math/rand/v2"
 	"net/http"
 	"net/http/cookiejar"
@@ -30,15 +31,31 @@ type client struct {
 	jar  http.CookieJar
 	hc   *http.Client
 
+	// chooser, when set, makes this a buyer who lets the server choose:
+	// best available seats or general-admission places.
+	chooser chooser
+
 	// Only the client's own load goroutine touches these.
 	holds []heldSeat
 	sold  map[uuid.UUID]bool
 	own   []uuid.UUID
+	// got is every hold a choosing request granted this buyer, kept or
+	// walked away from.
+	got map[uuid.UUID]bool
 }
+
+// chooser names how a buyer who does not click seats asks for them.
+type chooser string
+
+const (
+	viaBest chooser = "best" // {"best_available":{"count":2}}
+	viaGA   chooser = "ga"   // {"ga":{"section":"GA","count":1 or 2}} with an Idempotency-Key
+)
 
 type heldSeat struct {
 	seat, hold uuid.UUID
 	hot        bool
+	via        chooser
 }
 
 // newTransport is shared by every client of a test.
@@ -194,6 +211,10 @@ type op struct {
 	// same Idempotency-Key), and Tried the processes they went to.
 	Attempts int
 	Tried    []string
+	// Via: a seat the server chose (best available, a GA place); the
+	// request named none, so only its granted seats are recorded, one
+	// operation each with the request's call and return.
+	Via chooser
 }
 
 func (o op) String() string {
@@ -241,14 +262,15 @@ func (r *recorder) stats(from, to time.Time) windowStats {
 			continue
 		}
 		s.Holds++
-		if !o.Hot {
+		own := !o.Hot && o.Via == ""
+		if own {
 			s.OwnHolds++
 		}
 		switch o.Result {
 		case resCreated, resExisting:
 			s.Granted++
 			s.Answered++
-			if !o.Hot {
+			if own {
 				s.OwnGranted++
 			}
 		case resTaken, resRefused:
@@ -300,6 +322,48 @@ type load struct {
 	mu     sync.Mutex
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
+
+	// chosen counts the answers to requests that named no seat, by
+	// chooser and result ("best/created"), for the log.
+	chosenMu sync.Mutex
+	chosen   map[string]int
+	bad      []op
+}
+
+// addChoosers signs in n more buyers who let the server choose (via).
+func (l *load) addChoosers(t testing.TB, tr http.RoundTripper, via chooser, n int) {
+	t.Helper()
+	users := testenv.AddBuyers(t, l.c.admin, l.c.tenant.Org.ID, n)
+	base := len(l.clients)
+	for i, cl := range loginAll(t, l.c, tr, users) {
+		cl.idx, cl.chooser = base+i, via
+		l.clients = append(l.clients, cl)
+	}
+}
+
+// countChosen counts an answer; a refusal by its error code.
+func (l *load) countChosen(via chooser, r result, code ...string) {
+	l.chosenMu.Lock()
+	defer l.chosenMu.Unlock()
+	if l.chosen == nil {
+		l.chosen = map[string]int{}
+	}
+	k := string(via) + "/" + r.String()
+	if r == resRefused && len(code) > 0 && code[0] != "" {
+		k += "(" + code[0] + ")"
+	}
+	l.chosen[k]++
+}
+
+// chosenSummary describes the answers to the choosing buyers' requests.
+func (l *load) chosenSummary() string {
+	l.chosenMu.Lock()
+	defer l.chosenMu.Unlock()
+	var b strings.Builder
+	for _, k := range slices.Sorted(maps.Keys(l.chosen)) {
+		fmt.Fprintf(&b, "%s=%d ", k, l.chosen[k])
+	}
+	return strings.TrimSpace(b.String())
 }
 
 // newLoad signs in buyers; seats are split into hot ones and a private
@@ -370,16 +434,23 @@ func (l *load) step(ctx context.Context, cl *client) {
 		case r < 0.08:
 			// Walk away: the reaper expires it.
 			cl.holds = slices.Delete(cl.holds, i, i+1)
-		case r < 0.16:
-			// Ask again: the same hold must come back.
+		case r < 0.16 && h.via != viaGA:
+			// Ask again: the same hold must come back. (A GA place is not
+			// asked for by id.)
 			l.hold(ctx, n, cl, h.seat, h.hot)
-		case r < 0.20 && !h.hot:
+		case r < 0.20 && !h.hot && (h.via != viaGA || r < 0.17):
+			// GA places are bought less often, so the section does not
+			// sell out early in the run and its places keep changing hands.
 			cl.holds = slices.Delete(cl.holds, i, i+1)
 			l.purchase(ctx, cl, h)
 		default:
 			cl.holds = slices.Delete(cl.holds, i, i+1)
 			l.release(ctx, n, cl, h)
 		}
+		return
+	}
+	if cl.chooser != "" {
+		l.holdChosen(ctx, cl)
 		return
 	}
 	if rand.Float64() < l.hotShare || len(cl.own) == 0 {
@@ -445,6 +516,109 @@ func (l *load) hold(ctx context.Context, n *node, cl *client, seat uuid.UUID, ho
 		}
 	}
 	l.rec.add(o)
+}
+
+// holdChosen asks for seats the server chooses: the two best available,
+// or 1 or 2 places of the GA section under an Idempotency-Key, retried
+// like a purchase when its outcome is unknown (a repeat must answer the
+// same holds, never more). Each seat granted is recorded as a hold of that
+// seat from the first call to the last answer; a refusal or an outcome
+// never learned names no seat, so it is only counted. The answer must
+// name as many holds as asked, of different seats, none already this
+// buyer's.
+func (l *load) holdChosen(ctx context.Context, cl *client) {
+	body := map[string]any{"best_available": map[string]int{"count": 2}}
+	want := 2
+	var hdr http.Header
+	if cl.chooser == viaGA {
+		want = 1 + rand.IntN(2)
+		body = map[string]any{"ga": map[string]any{"section": gaSection, "count": want}}
+		hdr = http.Header{"Idempotency-Key": {uuid.NewString()}}
+	}
+	o := op{Client: cl.idx, User: cl.user.ID, Kind: opHold, Via: cl.chooser, Call: time.Now()}
+	var status int
+	var resp []byte
+	for attempt := 0; attempt < 4; attempt++ {
+		n := l.pick()
+		if n == nil {
+			time.Sleep(100 * time.Millisecond)
+			continue
+		}
+		o.Node = n.name
+		rctx, cancel := context.WithTimeout(ctx, l.timeout)
+		var err error
+		status, resp, err = cl.call(rctx, n, http.MethodPost, "/api/v1/events/"+l.c.event.ID.String()+"/holds", body, hdr)
+		cancel()
+		o.Return, o.Status = time.Now(), status
+		o.Result, o.Err = classify(status, resp, err)
+		if o.Result != resUnknown || hdr == nil {
+			break // a best-available request has no key to repeat it under
+		}
+		time.Sleep(time.Duration(50*(attempt+1)) * time.Millisecond)
+	}
+	if o.Result != resOK {
+		l.countChosen(cl.chooser, o.Result, o.Err)
+		return
+	}
+	var got struct {
+		Holds []struct {
+			ID        uuid.UUID `json:"id"`
+			SeatID    uuid.UUID `json:"seat_id"`
+			HeldUntil time.Time `json:"held_until"`
+		} `json:"holds"`
+	}
+	seen := map[uuid.UUID]bool{}
+	bad := json.Unmarshal(resp, &got) != nil || len(got.Holds) != want
+	mine := map[uuid.UUID]bool{} // seats the answer names that this buyer held already, under the same hold
+	if cl.got == nil {
+		cl.got = map[uuid.UUID]bool{}
+	}
+	for _, h := range got.Holds {
+		i := slices.IndexFunc(cl.holds, func(x heldSeat) bool { return x.seat == h.SeatID })
+		switch {
+		case cl.got[h.ID] && cl.chooser == viaBest:
+			// Best available may pick a seat this buyer holds already,
+			// kept or walked away from (a process whose cache lags sees
+			// it free); Postgres answers it as the buyer's own hold.
+			mine[h.SeatID] = true
+		case i >= 0 || cl.got[h.ID]:
+			bad = true
+		}
+		bad = bad || seen[h.SeatID]
+		seen[h.SeatID] = true
+	}
+	if bad {
+		// Recorded against no seat: checkAcks names it.
+		o.Result, o.Err = resUnknown, fmt.Sprintf("bad %s answer %q", cl.chooser, resp)
+		l.countChosen(cl.chooser, resUnknown)
+		l.badChosen(o)
+		return
+	}
+	l.countChosen(cl.chooser, resCreated)
+	if len(mine) > 0 {
+		l.countChosen(cl.chooser, resExisting)
+	}
+	for _, h := range got.Holds {
+		x := o
+		// A 200 is a repeat's answer naming the holds its first request
+		// made: within this one logical request, they were created.
+		x.Seat, x.Hold, x.Until, x.Result = h.SeatID, h.ID, h.HeldUntil, resCreated
+		if mine[h.SeatID] {
+			x.Result = resExisting
+		} else if !slices.ContainsFunc(cl.holds, func(y heldSeat) bool { return y.hold == h.ID }) {
+			cl.got[h.ID] = true
+			cl.holds = append(cl.holds, heldSeat{seat: h.SeatID, hold: h.ID, via: cl.chooser})
+		}
+		l.rec.add(x)
+	}
+}
+
+// badChosen keeps a malformed answer to a choosing request, for the
+// checks to report.
+func (l *load) badChosen(o op) {
+	l.chosenMu.Lock()
+	defer l.chosenMu.Unlock()
+	l.bad = append(l.bad, o)
 }
 
 func (l *load) release(ctx context.Context, n *node, cl *client, h heldSeat) {

@@ -270,6 +270,9 @@ type clusterOptions struct {
 	env map[string]string
 	// event grid
 	sections, rows, perRow int
+	// gaCapacity, when set, adds a general-admission section "GA" of that
+	// many places to the event.
+	gaCapacity int
 }
 
 // cluster is seatd processes, each reaching Postgres and Redis through
@@ -284,8 +287,44 @@ type cluster struct {
 	nodes  []*node
 	tenant testenv.Tenant
 	event  store.Event
-	seats  []uuid.UUID
-	dir    string
+	seats  []uuid.UUID // the seated seats (GA places are not among them)
+	// gaPlaces are the places of the GA section (opt.gaCapacity).
+	gaPlaces []uuid.UUID
+	dir      string
+}
+
+// gaSection is the label of the chaos event's GA section.
+const gaSection = "GA"
+
+// addGASection adds a GA section of capacity places to the event, stored
+// as seats do it (one place row per place, row store.GARow), and returns
+// the places.
+func (c *cluster) addGASection(t testing.TB, capacity int) []uuid.UUID {
+	t.Helper()
+	ctx := context.Background()
+	var ids []uuid.UUID
+	err := c.admin.Store.InTx(ctx, func(tx pgx.Tx) error {
+		sec := uuid.New()
+		if _, err := tx.Exec(ctx, `
+			INSERT INTO sections (id, org_id, event_id, label, name, position, kind, capacity)
+			VALUES ($1, $2, $3, $4, 'Standing', (SELECT count(*) FROM sections WHERE event_id = $3), 'ga', $5)`,
+			sec, c.tenant.Org.ID, c.event.ID, gaSection, capacity); err != nil {
+			return err
+		}
+		rows, err := tx.Query(ctx, `
+			INSERT INTO seats (id, org_id, event_id, section_id, row_label, number, idx, x, y)
+			SELECT gen_random_uuid(), $1, $2, $3, $4, n, (SELECT max(idx) FROM seats WHERE event_id = $2) + n, 0, 0
+			FROM generate_series(1, $5) n RETURNING id`, c.tenant.Org.ID, c.event.ID, sec, store.GARow, capacity)
+		if err != nil {
+			return err
+		}
+		ids, err = pgx.CollectRows(rows, pgx.RowTo[uuid.UUID])
+		return err
+	})
+	if err != nil {
+		t.Fatalf("GA section: %v", err)
+	}
+	return ids
 }
 
 func newCluster(t testing.TB, opt clusterOptions) *cluster {
@@ -324,6 +363,9 @@ func newCluster(t testing.TB, opt clusterOptions) *cluster {
 	c.tenant = testenv.NewTenant(t, c.admin, 0)
 	c.event = testenv.NewEvent(t, c.admin, c.tenant.Org.ID, opt.sections, opt.rows, opt.perRow)
 	c.seats = testenv.SeatIDs(t, c.admin, c.tenant.Org.ID, c.event.ID)
+	if opt.gaCapacity > 0 {
+		c.gaPlaces = c.addGASection(t, opt.gaCapacity)
+	}
 
 	env := map[string]string{
 		"PATH":                        os.Getenv("PATH"),
@@ -475,7 +517,8 @@ func (c *cluster) pgSeats(ctx context.Context) (map[uuid.UUID]seatState, error) 
 // since (the processes and this test share the machine's clock).
 func (c *cluster) pgSeatsSince(ctx context.Context, since time.Time) (map[uuid.UUID]seatState, map[uuid.UUID]bool, error) {
 	rows, err := c.admin.Pool.Query(ctx, `
-		SELECT id, status, version, updated_at > $3 FROM seats WHERE org_id = $1 AND event_id = $2`,
+		SELECT s.id, s.status, s.version, s.updated_at > $3 FROM seats s JOIN sections sc ON sc.id = s.section_id
+		WHERE s.org_id = $1 AND s.event_id = $2 AND sc.kind = 'seated'`,
 		c.tenant.Org.ID, c.event.ID, since)
 	if err != nil {
 		return nil, nil, err

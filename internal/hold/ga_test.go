@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -287,6 +288,72 @@ func TestGARedisKilledDuringSale(t *testing.T) {
 	for place, h := range kept {
 		if held[place] != h {
 			t.Fatalf("place %s: buyer told hold %s, Postgres has %s", place, h, held[place])
+		}
+	}
+}
+
+// TestGAHoldIdempotent: one GA request with an Idempotency-Key sent 20
+// times at once through two processes holds one set of places: every
+// answer names the same holds, and Postgres has no others. The key with
+// another count is refused; a request that held nothing frees its key.
+func TestGAHoldIdempotent(t *testing.T) {
+	a := testenv.App(t, nil)
+	b := testenv.App(t, nil)
+	tn := testenv.NewTenant(t, a, 1)
+	ev := onSale(t, a, tn, 2, nil)
+	ctx := context.Background()
+	u := buyer(tn.Buyers[0])
+	answers := make([][]uuid.UUID, 20)
+	errs := make([]error, 20)
+	var wg sync.WaitGroup
+	for i := range answers {
+		core := []*hold.Service{a.Core, b.Core}[i%2]
+		wg.Go(func() {
+			res, err := core.HoldGAOnce(ctx, u, ev.ID, "G", 3, hold.SourceAPI, "order-1")
+			errs[i] = err
+			for _, h := range res.Holds {
+				answers[i] = append(answers[i], h.ID)
+			}
+		})
+	}
+	wg.Wait()
+	for i := range answers {
+		if errs[i] != nil {
+			t.Fatalf("request %d: %v", i, errs[i])
+		}
+		if len(answers[i]) != 3 || !slices.Equal(answers[i], answers[0]) {
+			t.Fatalf("request %d answered holds %v, the first %v", i, answers[i], answers[0])
+		}
+	}
+	if n := count(t, a, `SELECT count(*) FROM seat_holds WHERE event_id = $1`, ev.ID); n != 3 {
+		t.Fatalf("%d holds written, want 3", n)
+	}
+	if _, err := a.Core.HoldGAOnce(ctx, u, ev.ID, "G", 2, hold.SourceAPI, "order-1"); apperr.CodeOf(err) != apperr.IdempotencyMismatch {
+		t.Errorf("same key, another count: %v, want idempotency_mismatch", err)
+	}
+	// Refused (more than one request may ask): nothing held, the key is
+	// free again, for any request.
+	if _, err := a.Core.HoldGAOnce(ctx, u, ev.ID, "G", 11, hold.SourceAPI, "order-2"); apperr.CodeOf(err) != apperr.Invalid {
+		t.Fatalf("11 places: %v, want invalid", err)
+	}
+	res, err := b.Core.HoldGAOnce(ctx, u, ev.ID, "G", 1, hold.SourceAPI, "order-2")
+	if err != nil || !res.Created || len(res.Holds) != 1 {
+		t.Fatalf("the freed key again: %+v, %v", res, err)
+	}
+	if n := count(t, a, `SELECT count(*) FROM seat_holds WHERE event_id = $1`, ev.ID); n != 4 {
+		t.Fatalf("%d holds written, want 4", n)
+	}
+	// Both processes' registries count the section's 4 held places in
+	// every tier.
+	for _, core := range []*hold.Service{a.Core, b.Core} {
+		var reg hold.Registry
+		testenv.Eventually(t, 10*time.Second, "the GA count in every tier", func() bool {
+			var err error
+			reg, err = core.RegistryStatus(ctx, organizer(tn), ev.ID)
+			return err == nil && reg.Consistent
+		})
+		if len(reg.GA) != 1 || reg.GA[0] != (hold.RegistryGA{Section: "G", Capacity: 100, HotCache: 4, Redis: 4, Postgres: 4}) {
+			t.Errorf("registry GA %+v, want section G with 4 places held in every tier", reg.GA)
 		}
 	}
 }

@@ -75,6 +75,8 @@ type holdOpts struct {
 	// accessible: the buyer asks for accessible seating, so seats held
 	// back for it are theirs to hold (see accessibleGate).
 	accessible bool
+	// ga: the seats are general-admission places (no orphan rule).
+	ga bool
 }
 
 func (s *Service) hold(ctx context.Context, a Actor, event uuid.UUID, seatIDs []uuid.UUID, source string, o holdOpts) (Result, string, error) {
@@ -164,8 +166,8 @@ func (s *Service) hold(ctx context.Context, a Actor, event uuid.UUID, seatIDs []
 		until = o.until.Truncate(time.Millisecond)
 	}
 	p := store.HoldParams{Org: a.Org, Event: event, User: a.User, Now: now, HeldUntil: until,
-		Source: source, Cap: cap, Customer: o.customer, Staff: a.Staff(),
-		Strict: set.OrphanRule == "strict" && !a.Staff()}
+		Source: source, Cap: cap, Customer: o.customer, Staff: a.Staff(), Accessible: o.accessible, GA: o.ga,
+		Strict: set.OrphanRule == "strict" && !a.Staff() && !o.ga}
 	if s.fast(ev) {
 		res, err := s.holdFast(ctx, ev, seats, p, label)
 		if !errors.Is(err, errRedisDown) {
@@ -290,6 +292,11 @@ func (s *Service) holdFast(ctx context.Context, ev *eventState, seats []store.Se
 		if out.NotOnSale {
 			return Result{}, errNotOnSale
 		}
+		if len(out.HeldBack) > 0 && len(out.Taken)+len(out.Stale) == 0 {
+			s.m.HoldConflict.WithLabelValues("postgres").Inc()
+			s.wake() // the cached release time lags
+			return Result{}, heldBackErr(out.HeldBack[0], out.ReleaseAt, label)
+		}
 		if len(out.Orphans) > 0 {
 			s.m.HoldConflict.WithLabelValues("postgres").Inc()
 			return Result{}, orphanSeat(out.Orphans, label)
@@ -407,7 +414,7 @@ func unanswered(reqs []store.HoldRequest, out store.HoldOutcome) []int {
 	for _, h := range out.Existing {
 		seen[h.SeatID] = true
 	}
-	for _, id := range append(out.Taken, out.Missing...) {
+	for _, id := range slices.Concat(out.Taken, out.Missing, out.HeldBack) {
 		seen[id] = true
 	}
 	for _, st := range out.Stale {
@@ -473,6 +480,10 @@ func (s *Service) finish(ctx context.Context, ev *eventState, seats []store.Seat
 		return Result{}, errNotOnSale
 	case len(out.Missing) > 0:
 		return Result{}, apperr.E(apperr.NotFound, "seat not found in this event")
+	case len(out.HeldBack) > 0 && len(out.Taken)+len(out.Stale) == 0:
+		s.m.HoldConflict.WithLabelValues("postgres").Inc()
+		s.wake() // the cached release time lags
+		return Result{}, heldBackErr(out.HeldBack[0], out.ReleaseAt, label)
 	case len(out.Orphans) > 0 && len(out.Taken)+len(out.Stale) == 0:
 		s.m.HoldConflict.WithLabelValues("postgres").Inc()
 		return Result{}, orphanSeat(out.Orphans, label)

@@ -36,18 +36,25 @@ func heldBack(set *store.Event, now time.Time) bool {
 
 // accessibleGate refuses a buyer who did not ask for accessible seating a
 // seat held back for those who did. Staff are not bound. The gate reads
-// the cached event settings: a changed release time reaches them through
-// the follower, like the sales window's.
+// the cached event settings, as the cheap early refusal: the hold
+// statement decides from the event row (accessible_open), so a release
+// time moved behind this process's back is enforced all the same.
 func accessibleGate(set *store.Event, a Actor, asked bool, seats []store.Seat, now time.Time, label func(uuid.UUID) string) error {
 	if a.Staff() || asked || !heldBack(set, now) {
 		return nil
 	}
 	for _, st := range seats {
 		if st.Accessible || st.Companion {
-			return &apperr.Error{Code: apperr.AccessibleReserved, Seats: []string{st.ID.String()},
-				Message: fmt.Sprintf("seat %s is kept for buyers who need accessible seating until %s; tick \"I need accessible seating\" if you do",
-					label(st.ID), set.AccessibleReleaseAt.UTC().Format(time.RFC3339))}
+			return heldBackErr(st.ID, *set.AccessibleReleaseAt, label)
 		}
 	}
 	return nil
+}
+
+// heldBackErr is the refusal of an accessible or companion seat kept for
+// buyers who ask for accessible seating until release.
+func heldBackErr(id uuid.UUID, release time.Time, label func(uuid.UUID) string) error {
+	return &apperr.Error{Code: apperr.AccessibleReserved, Seats: []string{id.String()},
+		Message: fmt.Sprintf("seat %s is kept for buyers who need accessible seating until %s; tick \"I need accessible seating\" if you do",
+			label(id), release.UTC().Format(time.RFC3339))}
 }

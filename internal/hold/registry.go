@@ -8,6 +8,7 @@ import (
 	"github.com/google/uuid"
 
 	"seatd/internal/apperr"
+	"seatd/internal/chart"
 	"seatd/internal/store"
 )
 
@@ -106,6 +107,18 @@ type Registry struct {
 	RedisError string `json:"redis_error,omitempty"`
 	// Mismatches names a few seats the tiers disagree on, and how.
 	Mismatches []string `json:"mismatches,omitempty"`
+	// GA counts each general-admission section's held places in each
+	// tier: places are interchangeable, so what a buyer sees is the count.
+	GA []RegistryGA `json:"ga,omitempty"`
+}
+
+// RegistryGA is one GA section's held places in each tier.
+type RegistryGA struct {
+	Section  string `json:"section"`
+	Capacity int    `json:"capacity"`
+	HotCache int    `json:"hot_cache"`
+	Redis    int    `json:"redis"`
+	Postgres int    `json:"postgres"`
 }
 
 // mismatch records a disagreement, keeping only the first few.
@@ -133,6 +146,25 @@ func (s *Service) RegistryStatus(ctx context.Context, a Actor, event uuid.UUID) 
 		return Registry{}, err
 	}
 	r.Postgres = len(active)
+	secs, counts := ev.occupancy()
+	gaAt := map[uuid.UUID]int{} // GA section id -> index in r.GA
+	for i, sec := range secs {
+		if sec.Kind == chart.GA {
+			gaAt[sec.ID] = len(r.GA)
+			r.GA = append(r.GA, RegistryGA{Section: sec.Label, Capacity: sec.Capacity, HotCache: counts[i].Held})
+		}
+	}
+	// gaCount adds a held place to a tier's count of its GA section.
+	gaCount := func(seat uuid.UUID, tier func(*RegistryGA) *int) {
+		if st, ok := ev.seat(seat); ok {
+			if i, ok := gaAt[st.SectionID]; ok {
+				*tier(&r.GA[i])++
+			}
+		}
+	}
+	for _, h := range active {
+		gaCount(h.SeatID, func(g *RegistryGA) *int { return &g.Postgres })
+	}
 	members, err := s.locks.HeldSeats(ctx, a.Org, event)
 	if err != nil {
 		r.RedisError = "Redis is unavailable"
@@ -148,13 +180,14 @@ func (s *Service) RegistryStatus(ctx context.Context, a Actor, event uuid.UUID) 
 	now := s.now()
 	for _, m := range members {
 		inRedis[m] = true
-		if inPG[m] {
-			continue
-		}
 		id, err := uuid.Parse(m)
 		if err != nil {
 			same = false
 			r.mismatch("redis lists %q", m)
+			continue
+		}
+		if inPG[m] {
+			gaCount(id, func(g *RegistryGA) *int { return &g.Redis })
 			continue
 		}
 		lk, ok, err := s.locks.Get(ctx, a.Org, event, id)
@@ -164,6 +197,7 @@ func (s *Service) RegistryStatus(ctx context.Context, a Actor, event uuid.UUID) 
 			r.mismatch("seat %s: listed in redis without a lock (%v)", id, err)
 		case now.Sub(lk.AcquiredAt) >= s.opt.StaleLockAge:
 			same = false
+			gaCount(id, func(g *RegistryGA) *int { return &g.Redis })
 			h, herr := s.store.HoldByID(ctx, a.Org, lk.HoldID)
 			st, _ := ev.seat(id)
 			r.mismatch("seat %s: redis lock of hold %s (fence %d, taken %s ago) not active in postgres (hold %s %v created %s until %s; seat %s v%d fence %d)",
@@ -181,6 +215,12 @@ func (s *Service) RegistryStatus(ctx context.Context, a Actor, event uuid.UUID) 
 	}
 	if r.HotCache != r.Postgres {
 		r.mismatch("hot cache has %d held seats, postgres %d", r.HotCache, r.Postgres)
+	}
+	for _, g := range r.GA {
+		if g.HotCache != g.Postgres || g.Redis != g.Postgres {
+			same = false
+			r.mismatch("GA section %s: hot cache holds %d places, redis %d, postgres %d", g.Section, g.HotCache, g.Redis, g.Postgres)
+		}
 	}
 	r.Consistent = same && r.HotCache == r.Postgres
 	return r, nil

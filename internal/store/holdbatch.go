@@ -25,15 +25,22 @@ import (
 // a buyer, not closed for staff), read from the event row in the
 // statement's own snapshot: a change of status or window that committed
 // before the statement began is always seen, so Postgres alone decides
-// here too, whatever a process's cache says. A buyer's cap is the event's
+// here too, whatever a process's cache says. The same snapshot decides
+// the choosing rules (DESIGN §11): an accessible or companion seat before
+// the event's accessible_release_at only for a row that asked for one or
+// is staff's (accessible_open), and on an event whose orphan rule is
+// strict only rows whose request checked the rule in its transaction, or
+// staff's (orphan_rule_met). A buyer's cap is the event's
 // own when it has one. Each buyer's count of active holds rises in
 // the same statement; a row lifting it above the buyer's cap fails the
 // statement (buyer_holds_cap) and nothing of it is written.
 const holdsSQL = `
 WITH r AS (
     SELECT * FROM unnest($1::uuid[], $2::uuid[], $3::uuid[], $4::uuid[], $5::bigint[], $6::uuid[],
-                         $7::timestamptz[], $8::timestamptz[], $9::text[], $10::int[], $11::bool[])
-        AS r(org_id, event_id, seat_id, hold_id, fence, user_id, created, held_until, source, cap, staff)
+                         $7::timestamptz[], $8::timestamptz[], $9::text[], $10::int[], $11::bool[], $12::bool[],
+                         $13::bool[])
+        AS r(org_id, event_id, seat_id, hold_id, fence, user_id, created, held_until, source, cap, staff, accessible,
+             orphans_checked)
 ), upd AS (
     UPDATE seats s
     SET status = 'held', hold_id = r.hold_id, version = s.version + 1, fence = r.fence, updated_at = r.created
@@ -41,6 +48,8 @@ WITH r AS (
     WHERE s.org_id = r.org_id AND s.event_id = r.event_id AND s.id = r.seat_id
       AND s.status = 'available' AND s.fence < r.fence
       AND event_open(e.status, e.on_sale_at, e.sales_end_at, r.staff, r.created)
+      AND accessible_open(s.accessible, s.companion, e.accessible_release_at, r.staff OR r.accessible, r.created)
+      AND orphan_rule_met(e.orphan_rule, r.staff, r.orphans_checked)
     RETURNING s.id, s.version, r.hold_id, r.fence, r.org_id, r.event_id, r.user_id, r.created, r.held_until, r.source,
               CASE WHEN r.cap = 2147483647 THEN r.cap ELSE coalesce(e.max_holds_per_buyer, r.cap) END AS cap
 ), ins AS (
@@ -88,17 +97,18 @@ func runHoldStatement(ctx context.Context, db pg.DBTX, rows []holdRow) (map[uuid
 	nows, untils := make([]time.Time, n), make([]time.Time, n)
 	sources := make([]string, n)
 	caps := make([]int32, n)
-	staff := make([]bool, n)
+	staff, accessible, checked := make([]bool, n), make([]bool, n), make([]bool, n)
 	for i, r := range rows {
 		p, st := r.p, r.req
 		orgs[i], events[i], seats[i], holds[i], users[i] = p.Org, p.Event, st.SeatID, st.HoldID, p.User
 		fences[i], nows[i], untils[i], sources[i] = st.Fence, p.Now, p.HeldUntil, p.Source
-		caps[i], staff[i] = noCap, p.Staff
+		caps[i], staff[i], accessible[i], checked[i] = noCap, p.Staff, p.Accessible, p.orphansChecked
 		if p.Cap > 0 && p.Cap < noCap {
 			caps[i] = int32(p.Cap) // #nosec G115 -- bounded just above
 		}
 	}
-	res, err := db.Query(ctx, holdsSQL, orgs, events, seats, holds, fences, users, nows, untils, sources, caps, staff)
+	res, err := db.Query(ctx, holdsSQL, orgs, events, seats, holds, fences, users, nows, untils, sources, caps, staff,
+		accessible, checked)
 	if err != nil {
 		return nil, err
 	}

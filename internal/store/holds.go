@@ -46,10 +46,29 @@ type HoldParams struct {
 	// transaction, and a seat the user holds already for someone else is
 	// taken, not theirs.
 	Customer *Customer
-	// Strict applies the event's orphan rule (DESIGN §11): the hold is
-	// refused when it would leave a seat alone in its row. Checked in the
-	// transaction that takes the holds, with the rows locked.
+	// Strict says the caller's cached settings have the event's orphan
+	// rule strict (DESIGN §11), so the hold goes straight to a
+	// transaction that reads the rule from the event row and, when it is
+	// strict, refuses a hold that would leave a seat alone in its row,
+	// with the rows locked. Postgres decides either way: the hold
+	// statement refuses a hold that did not check a strict event's rule
+	// (orphan_rule_met), and CreateHolds then checks it.
 	Strict bool
+	// Accessible says the buyer asked for accessible seating: accessible
+	// and companion seats held back until the event's
+	// accessible_release_at may be theirs (staff always may). The hold
+	// statement decides it from the event row (accessible_open).
+	Accessible bool
+	// GA says the seats are general-admission places, which no orphan
+	// rule binds (they have no neighbours a buyer chooses between). A
+	// place the buyer holds already counts as taken, not as theirs: the
+	// request asked for that many more places, and picked this one from
+	// a cache that had not seen the buyer's hold yet.
+	GA bool
+
+	// orphansChecked: this request checked the orphan rule in the
+	// transaction of its hold statement (with the rows locked).
+	orphansChecked bool
 }
 
 // hold is the hold a committed request row became.
@@ -66,9 +85,22 @@ type HoldOutcome struct {
 	Missing  []uuid.UUID  // seats not in this event of this org
 	Stale    []StaleFence // seats whose fence is newer than ours
 	Orphans  []uuid.UUID  // seats the hold would leave alone (Strict)
+	// HeldBack lists accessible and companion seats kept for buyers who
+	// ask for them until ReleaseAt (see accessible_open).
+	HeldBack  []uuid.UUID
+	ReleaseAt time.Time
 	// NotOnSale says the event does not take this actor's holds now (see
 	// event_open); nothing was written.
 	NotOnSale bool
+
+	// strictUnchecked: the event's orphan rule is strict and this request
+	// did not check it, so the hold statement refused it (and only that).
+	strictUnchecked bool
+}
+
+// refused reports whether the outcome names a seat that cannot be held.
+func (o *HoldOutcome) refused() bool {
+	return o.NotOnSale || len(o.Taken)+len(o.Missing)+len(o.Stale)+len(o.HeldBack) > 0
 }
 
 // StaleFence names a seat whose stored fence is at or above the token a
@@ -86,25 +118,52 @@ var errHoldCap = &apperr.Error{Code: apperr.HoldLimit, Message: "the buyer holds
 // never deadlock. The returned error is nil when the outcome explains a
 // refusal (Taken, Missing, Stale); it is an error only when Postgres failed.
 func (s *Store) CreateHolds(ctx context.Context, p HoldParams) (HoldOutcome, error) {
+	p.orphansChecked = p.GA
+	p.Strict = p.Strict && !p.GA
 	if len(p.Seats) == 1 && p.Locked && p.Customer == nil && !p.Strict {
-		return s.createOneHold(ctx, p)
+		out, err := s.createOneHold(ctx, p)
+		if err != nil || !out.strictUnchecked {
+			return out, err
+		}
+		// Postgres has the event strict, the caller's cache did not.
+		p.Strict = true
 	}
+	// A strict event whose rule changes between the transaction's read of
+	// it and its hold statement is met by a new attempt; the rule is not
+	// changed that often.
+	for attempt := 0; ; attempt++ {
+		out, err := s.createHoldsTx(ctx, p)
+		if err == nil && out.strictUnchecked && attempt < 3 {
+			p.Strict = true
+			continue
+		}
+		out.strictUnchecked = false
+		return out, err
+	}
+}
+
+// createHoldsTx is CreateHolds in a transaction of its own.
+func (s *Store) createHoldsTx(ctx context.Context, p HoldParams) (HoldOutcome, error) {
 	var out HoldOutcome
 	err := s.InTx(ctx, func(tx pgx.Tx) error {
-		if p.Strict {
-			if err := lockRows(ctx, tx, p); err != nil {
+		p := p
+		check := false // this transaction applies the orphan rule
+		if p.Strict && !p.orphansChecked {
+			var err error
+			if check, err = lockRows(ctx, tx, p); err != nil {
 				return err
 			}
+			p.orphansChecked = check
 		}
 		var err error
 		out, err = lockAndCheck(ctx, tx, p)
 		if err == nil {
 			err = sameCustomer(ctx, tx, p, &out)
 		}
-		if err != nil || out.NotOnSale || len(out.Taken)+len(out.Missing)+len(out.Stale) > 0 {
+		if err != nil || out.refused() || out.strictUnchecked {
 			return err
 		}
-		if p.Strict && len(out.Existing) < len(p.Seats) {
+		if check && len(out.Existing) < len(p.Seats) {
 			if out.Orphans, err = orphansOf(ctx, tx, p); err != nil || len(out.Orphans) > 0 {
 				return err
 			}
@@ -122,8 +181,9 @@ func (s *Store) CreateHolds(ctx context.Context, p HoldParams) (HoldOutcome, err
 		if len(created) != len(fresh) {
 			// The event may have closed (or its window ended) between the
 			// check and the write: the statement reads the event anew.
-			if again, err := checkSeats(ctx, tx, p, ""); err == nil && again.NotOnSale {
-				return errClosedMeanwhile
+			if again, err := checkSeats(ctx, tx, p, ""); err == nil && (again.refused() || again.strictUnchecked) {
+				out = again
+				return errChangedMeanwhile
 			}
 			// The rows are locked by us and were checked just above, so this
 			// means a bug, not a race. Refuse rather than commit part of it.
@@ -144,8 +204,9 @@ func (s *Store) CreateHolds(ctx context.Context, p HoldParams) (HoldOutcome, err
 		out.Created = created
 		return nil
 	})
-	if errors.Is(err, errClosedMeanwhile) {
-		return HoldOutcome{NotOnSale: true}, nil
+	if errors.Is(err, errChangedMeanwhile) {
+		out.Existing, out.Created = nil, nil
+		return out, nil
 	}
 	if pg.IsLockNotAvailable(err) {
 		// Somebody else is mid-transaction on one of these seats right now.
@@ -162,15 +223,16 @@ func (s *Store) CreateHolds(ctx context.Context, p HoldParams) (HoldOutcome, err
 	if err != nil {
 		return HoldOutcome{}, err
 	}
-	if out.NotOnSale || len(out.Taken)+len(out.Missing)+len(out.Stale)+len(out.Orphans) > 0 {
+	if out.refused() || out.strictUnchecked || len(out.Orphans) > 0 {
 		out.Created = nil
 	}
 	return out, nil
 }
 
-// errClosedMeanwhile rolls back a hold whose event stopped taking holds
-// between its check and its write.
-var errClosedMeanwhile = errors.New("event closed during the hold")
+// errChangedMeanwhile rolls back a hold whose event changed between its
+// check and its write (closed, its window or choosing rules changed): the
+// statement reads the event anew.
+var errChangedMeanwhile = errors.New("event changed during the hold")
 
 // createOneHold is the fast path: one statement, autocommitted, because a
 // single-seat statement cannot be partially applied.
@@ -279,11 +341,13 @@ func lockAndCheck(ctx context.Context, tx pgx.Tx, p HoldParams) (HoldOutcome, er
 func checkSeats(ctx context.Context, db pg.DBTX, p HoldParams, lock string) (HoldOutcome, error) {
 	rows, err := db.Query(ctx, `
 		SELECT s.id, s.status, s.fence, h.id, h.user_id, h.held_until, h.created_at, h.extensions, h.fence, h.source, s.version,
-		       event_open(e.status, e.on_sale_at, e.sales_end_at, $4, $5)
+		       event_open(e.status, e.on_sale_at, e.sales_end_at, $4, $5),
+		       accessible_open(s.accessible, s.companion, e.accessible_release_at, $4 OR $6, $5),
+		       orphan_rule_met(e.orphan_rule, $4, $7), coalesce(e.accessible_release_at, 'epoch')
 		FROM seats s JOIN events e ON e.org_id = s.org_id AND e.id = s.event_id
 		LEFT JOIN seat_holds h ON h.id = s.hold_id
 		WHERE s.org_id = $1 AND s.event_id = $2 AND s.id = ANY($3::uuid[])
-		ORDER BY s.id `+lock, p.Org, p.Event, seatIDs(p.Seats), p.Staff, p.Now)
+		ORDER BY s.id `+lock, p.Org, p.Event, seatIDs(p.Seats), p.Staff, p.Now, p.Accessible, p.orphansChecked)
 	if err != nil {
 		return HoldOutcome{}, err
 	}
@@ -302,22 +366,28 @@ func checkSeats(ctx context.Context, db pg.DBTX, p HoldParams, lock string) (Hol
 			source         *string
 		}
 		var version int64
-		var open bool
-		if err := rows.Scan(&id, &status, &fence, &h.id, &h.user, &h.until, &h.created, &h.ext, &h.fence, &h.source, &version, &open); err != nil {
+		var open, released, ruleMet bool
+		if err := rows.Scan(&id, &status, &fence, &h.id, &h.user, &h.until, &h.created, &h.ext, &h.fence, &h.source, &version,
+			&open, &released, &ruleMet, &out.ReleaseAt); err != nil {
 			return HoldOutcome{}, err
 		}
 		seen[id] = true
 		if !open {
 			out.NotOnSale = true
 		}
+		if !ruleMet {
+			out.strictUnchecked = true
+		}
 		req := p.Seats[slices.IndexFunc(p.Seats, func(r HoldRequest) bool { return r.SeatID == id })]
 		switch {
-		case status == Held && h.user != nil && *h.user == p.User && h.until.After(p.Now):
+		case status == Held && h.user != nil && *h.user == p.User && h.until.After(p.Now) && !p.GA:
 			out.Existing = append(out.Existing, Hold{ID: *h.id, OrgID: p.Org, EventID: p.Event, SeatID: id, UserID: p.User,
 				Status: HoldActive, HeldUntil: h.until.UTC(), CreatedAt: h.created.UTC(), Extensions: *h.ext,
 				Fence: *h.fence, Source: *h.source, SeatVersion: version})
 		case status != Available:
 			out.Taken = append(out.Taken, id)
+		case !released:
+			out.HeldBack = append(out.HeldBack, id)
 		case fence >= req.Fence:
 			out.Stale = append(out.Stale, StaleFence{SeatID: id, Fence: fence})
 		}
@@ -330,6 +400,9 @@ func checkSeats(ctx context.Context, db pg.DBTX, p HoldParams, lock string) (Hol
 			out.Missing = append(out.Missing, r.SeatID)
 		}
 	}
+	out.ReleaseAt = out.ReleaseAt.UTC()
+	// The rule matters only to a hold nothing else refuses.
+	out.strictUnchecked = out.strictUnchecked && !out.refused() && len(out.Existing) < len(p.Seats)
 	return out, nil
 }
 

@@ -42,25 +42,30 @@ func NewOrphans(row []RowSeat, take map[uuid.UUID]bool) []uuid.UUID {
 // alone but together leave one seat alone must be checked one after the
 // other. Rows are locked in a fixed order (so two multi-row holds cannot
 // deadlock), before any seat row lock, and transaction-scoped advisory
-// locks leave plain holds and releases unaffected.
-func lockRows(ctx context.Context, tx pgx.Tx, p HoldParams) error {
+// locks leave plain holds and releases unaffected. The same read says
+// whether the rule binds the request at all, from the event row inside
+// the transaction (its orphan_rule is strict and the actor is not staff):
+// when it does not, nothing is locked and it returns false.
+func lockRows(ctx context.Context, tx pgx.Tx, p HoldParams) (bool, error) {
 	rows, err := tx.Query(ctx, `
-		SELECT DISTINCT hashtextextended(event_id::text || '/' || section_id::text || '/' || row_label, 0) AS k
-		FROM seats WHERE org_id = $1 AND event_id = $2 AND id = ANY($3::uuid[]) ORDER BY k`,
-		p.Org, p.Event, seatIDs(p.Seats))
+		SELECT DISTINCT hashtextextended(s.event_id::text || '/' || s.section_id::text || '/' || s.row_label, 0) AS k
+		FROM seats s JOIN events e ON e.org_id = s.org_id AND e.id = s.event_id
+		WHERE s.org_id = $1 AND s.event_id = $2 AND s.id = ANY($3::uuid[]) AND e.orphan_rule = 'strict' AND NOT $4
+		ORDER BY k`,
+		p.Org, p.Event, seatIDs(p.Seats), p.Staff)
 	if err != nil {
-		return err
+		return false, err
 	}
 	keys, err := pgx.CollectRows(rows, pgx.RowTo[int64])
 	if err != nil {
-		return err
+		return false, err
 	}
 	for _, k := range keys {
 		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1)`, k); err != nil {
-			return err
+			return false, err
 		}
 	}
-	return nil
+	return len(keys) > 0, nil
 }
 
 // orphansOf reads the rows of the requested seats (inside the

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/google/uuid"
@@ -261,7 +262,13 @@ func (s *Store) OfferWaitlist(ctx context.Context, p OfferParams) (bool, []Offer
 	return found, offers, nil
 }
 
-// offerEvent offers an event's free seats to its line, in order.
+// offerEvent offers an event's free seats to its line, in order, under
+// the event's choosing rules (DESIGN §11), read from its row in this
+// transaction: no accessible or companion seat before the event's
+// accessible_release_at (an entry cannot ask for accessible seating), and
+// on a strict event no offer that leaves a seat alone in its row, checked
+// with every row of the event locked against strict holds (the advisory
+// locks of lockRows, taken in their order before any seat lock).
 func offerEvent(ctx context.Context, tx pgx.Tx, org, event uuid.UUID, ttl time.Duration) ([]Offer, error) {
 	rows, err := tx.Query(ctx, waitlistColumns+`
 		WHERE w.org_id = $1 AND w.event_id = $2 AND w.status = 'waiting' ORDER BY w.seq FOR UPDATE OF w`, org, event)
@@ -269,12 +276,30 @@ func offerEvent(ctx context.Context, tx pgx.Tx, org, event uuid.UUID, ttl time.D
 		return nil, err
 	}
 	line, err := pgx.CollectRows(rows, scanWaitlist)
+	if err != nil || len(line) == 0 {
+		return nil, err
+	}
+	var strict bool
+	if err := tx.QueryRow(ctx, `SELECT orphan_rule = 'strict' FROM events WHERE org_id = $1 AND id = $2`, org, event).Scan(&strict); err != nil {
+		return nil, err
+	}
+	if strict {
+		if _, err := tx.Exec(ctx, `
+			SELECT count(pg_advisory_xact_lock(k)) FROM (
+				SELECT DISTINCT hashtextextended(s.event_id::text || '/' || s.section_id::text || '/' || s.row_label, 0) AS k
+				FROM seats s JOIN sections sc ON sc.id = s.section_id
+				WHERE s.org_id = $1 AND s.event_id = $2 AND sc.kind = 'seated' ORDER BY k) x`, org, event); err != nil {
+			return nil, err
+		}
+	}
+	now := time.Now().UTC().Truncate(time.Millisecond)
+	seats, err := offerSeats(ctx, tx, org, event, now)
 	if err != nil {
 		return nil, err
 	}
 	var offers []Offer
 	for _, e := range line {
-		o, ok, err := offerOne(ctx, tx, e, ttl)
+		o, ok, err := offerOne(ctx, tx, e, seats, strict, now, ttl)
 		if err != nil {
 			return nil, err
 		}
@@ -285,42 +310,165 @@ func offerEvent(ctx context.Context, tx pgx.Tx, org, event uuid.UUID, ttl time.D
 	return offers, nil
 }
 
-// offerOne holds the seats one entry asked for, if all are free, and
-// marks the entry offered.
-func offerOne(ctx context.Context, tx pgx.Tx, e WaitlistEntry, ttl time.Duration) (Offer, bool, error) {
-	var cat *string
-	if e.Category != "" {
-		cat = &e.Category
-	}
-	var sec *uuid.UUID
-	if e.Section != uuid.Nil {
-		sec = &e.Section
-	}
-	// Seats being held right now by someone else are skipped, not waited
-	// for: whoever locked them is about to take them.
+// offerSeat is a seat of a seated section as an offer round sees it.
+type offerSeat struct {
+	RowSeat
+	section  uuid.UUID
+	category string
+	// heldBack: an accessible or companion seat before the event's
+	// accessible_release_at.
+	heldBack bool
+}
+
+// offerSeats reads the event's seated seats, row by row in the order
+// best available uses (section position, then seat order), each row's
+// seats by number. Nothing is locked: the seats an offer picks are locked
+// and read again before they are held.
+func offerSeats(ctx context.Context, tx pgx.Tx, org, event uuid.UUID, now time.Time) ([][]*offerSeat, error) {
 	rows, err := tx.Query(ctx, `
-		SELECT s.id, s.fence FROM seats s JOIN sections sc ON sc.id = s.section_id
-		WHERE s.org_id = $1 AND s.event_id = $2 AND s.status = 'available'
-		  AND ($3::text IS NULL OR s.category = $3) AND ($4::uuid IS NULL OR s.section_id = $4) AND sc.kind = 'seated'
-		ORDER BY sc.position, s.section_id, s.idx LIMIT $5
-		FOR UPDATE OF s SKIP LOCKED`, e.Org, e.Event, cat, sec, e.Seats)
+		SELECT s.id, s.number, s.status = 'available', s.section_id, s.row_label, coalesce(s.category, ''),
+		       NOT accessible_open(s.accessible, s.companion, e.accessible_release_at, false, $3)
+		FROM seats s JOIN sections sc ON sc.id = s.section_id JOIN events e ON e.id = s.event_id
+		WHERE s.org_id = $1 AND s.event_id = $2 AND sc.kind = 'seated'
+		ORDER BY sc.position, s.section_id, s.idx`, org, event, now)
 	if err != nil {
-		return Offer{}, false, err
+		return nil, err
 	}
-	var reqs []HoldRequest
-	var id uuid.UUID
-	var fence int64
-	if _, err := pgx.ForEachRow(rows, []any{&id, &fence}, func() error {
-		reqs = append(reqs, HoldRequest{SeatID: id, HoldID: uuid.New(), Fence: fence + 1})
+	type key struct {
+		sec uuid.UUID
+		row string
+	}
+	at := map[key]int{}
+	var out [][]*offerSeat
+	var row string
+	var x offerSeat
+	if _, err := pgx.ForEachRow(rows, []any{&x.ID, &x.Number, &x.Free, &x.section, &row, &x.category, &x.heldBack}, func() error {
+		k := key{x.section, row}
+		i, ok := at[k]
+		if !ok {
+			i = len(out)
+			at[k] = i
+			out = append(out, nil)
+		}
+		st := x
+		out[i] = append(out[i], &st)
 		return nil
 	}); err != nil {
-		return Offer{}, false, err
+		return nil, err
 	}
-	if len(reqs) < e.Seats {
-		return Offer{}, false, nil
+	for _, r := range out {
+		slices.SortFunc(r, func(a, b *offerSeat) int { return a.Number - b.Number })
 	}
-	now := time.Now().UTC().Truncate(time.Millisecond)
-	hp := HoldParams{Org: e.Org, Event: e.Event, User: e.User, Seats: reqs, Now: now, HeldUntil: now.Add(ttl), Source: SourceWaitlist}
+	return out, nil
+}
+
+// pickOffer chooses n free seats that ok accepts: the first block of n
+// side by side in one row (consecutive numbers), else the first n in
+// order. Under the strict rule a choice that would leave a seat alone in
+// its row is passed over, and nil is returned when every choice would.
+func pickOffer(rows [][]*offerSeat, n int, ok func(*offerSeat) bool, strict bool) []*offerSeat {
+	fits := func(pick []*offerSeat) bool {
+		if !strict {
+			return true
+		}
+		take := map[uuid.UUID]bool{}
+		for _, st := range pick {
+			take[st.ID] = true
+		}
+		for _, r := range rows {
+			if !slices.ContainsFunc(r, func(st *offerSeat) bool { return take[st.ID] }) {
+				continue
+			}
+			plain := make([]RowSeat, len(r))
+			for i, st := range r {
+				plain[i] = st.RowSeat
+			}
+			if len(NewOrphans(plain, take)) > 0 {
+				return false
+			}
+		}
+		return true
+	}
+	for _, r := range rows {
+		for i := 0; i+n <= len(r); i++ {
+			block := r[i : i+n]
+			good := true
+			for j, st := range block {
+				if !st.Free || !ok(st) || st.Number != block[0].Number+j {
+					good = false
+					break
+				}
+			}
+			if good && fits(block) {
+				return slices.Clone(block)
+			}
+		}
+	}
+	var pick []*offerSeat
+	for _, r := range rows {
+		for _, st := range r {
+			if len(pick) < n && st.Free && ok(st) {
+				pick = append(pick, st)
+			}
+		}
+	}
+	if len(pick) < n || !fits(pick) {
+		return nil
+	}
+	return pick
+}
+
+// offerAttempts bounds how often one entry's offer picks again after
+// seats it picked were taken (or locked) meanwhile.
+const offerAttempts = 3
+
+// offerOne holds the seats one entry asked for, if all are free, and
+// marks the entry offered; view is the round's view of the event, which
+// the seats offered (or found taken) leave.
+func offerOne(ctx context.Context, tx pgx.Tx, e WaitlistEntry, view [][]*offerSeat, strict bool, now time.Time, ttl time.Duration) (Offer, bool, error) {
+	ok := func(st *offerSeat) bool {
+		return !st.heldBack && (e.Category == "" || st.category == e.Category) && (e.Section == uuid.Nil || st.section == e.Section)
+	}
+	var reqs []HoldRequest
+	var picked []*offerSeat
+	for attempt := 0; len(reqs) < e.Seats; attempt++ {
+		picked = pickOffer(view, e.Seats, ok, strict)
+		if picked == nil || attempt == offerAttempts {
+			return Offer{}, false, nil
+		}
+		ids := make([]uuid.UUID, len(picked))
+		for i, st := range picked {
+			ids[i] = st.ID
+		}
+		// Seats being held right now by someone else are skipped, not
+		// waited for: whoever locked them is about to take them.
+		rows, err := tx.Query(ctx, `
+			SELECT id, fence FROM seats WHERE org_id = $1 AND event_id = $2 AND id = ANY($3::uuid[]) AND status = 'available'
+			ORDER BY id FOR UPDATE SKIP LOCKED`, e.Org, e.Event, ids)
+		if err != nil {
+			return Offer{}, false, err
+		}
+		reqs = reqs[:0]
+		got := map[uuid.UUID]bool{}
+		var id uuid.UUID
+		var fence int64
+		if _, err := pgx.ForEachRow(rows, []any{&id, &fence}, func() error {
+			reqs = append(reqs, HoldRequest{SeatID: id, HoldID: uuid.New(), Fence: fence + 1})
+			got[id] = true
+			return nil
+		}); err != nil {
+			return Offer{}, false, err
+		}
+		for _, st := range picked {
+			if !got[st.ID] {
+				st.Free = false
+			}
+		}
+	}
+	// On a strict event the rule was checked just above, with the rows
+	// locked; the hold statement still reads the rest of the rules.
+	hp := HoldParams{Org: e.Org, Event: e.Event, User: e.User, Seats: reqs, Now: now, HeldUntil: now.Add(ttl), Source: SourceWaitlist,
+		orphansChecked: strict}
 	// All or none: a savepoint undoes a partial write (the event closed
 	// since the seats were read).
 	sp, err := tx.Begin(ctx)
@@ -337,6 +485,9 @@ func offerOne(ctx context.Context, tx pgx.Tx, e WaitlistEntry, ttl time.Duration
 	}
 	if err := sp.Commit(ctx); err != nil {
 		return Offer{}, false, err
+	}
+	for _, st := range picked {
+		st.Free = false
 	}
 	ids := make([]uuid.UUID, len(created))
 	seats := make([]uuid.UUID, len(created))
