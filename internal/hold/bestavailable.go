@@ -10,7 +10,6 @@ import (
 	"github.com/google/uuid"
 
 	"seatd/internal/apperr"
-	"seatd/internal/chart"
 	"seatd/internal/store"
 )
 
@@ -94,11 +93,13 @@ func (s *Service) HoldBest(ctx context.Context, a Actor, event uuid.UUID, b Best
 	if err := s.bestFilterKnown(ev, b); err != nil {
 		return Result{}, err
 	}
-	// A crowd asking at once would all pick the one best block and all
-	// but one retry: each picks at random among as many of the best
-	// non-overlapping blocks as there are requests in flight here (up to
-	// 64; twice as many on each retry), so best is exact for a lone buyer
-	// and the crowd spreads over the next best blocks.
+	// A crowd asking at once would all pick the one best block. On this
+	// process it does not: a pick is claimed until its hold returns, and
+	// claimed seats are taken to the picks after it. Across processes,
+	// each picks at random among as many of the best blocks as there are
+	// requests in flight here (up to 64; twice as many on each retry), so
+	// best is exact for a lone buyer and crowds on several processes
+	// spread over the next best blocks instead of colliding.
 	crowd := int(ev.bestInFlight.Add(1))
 	defer ev.bestInFlight.Add(-1)
 	avoid := map[uuid.UUID]bool{}
@@ -108,21 +109,14 @@ func (s *Service) HoldBest(ctx context.Context, a Actor, event uuid.UUID, b Best
 		// Capped: scanning the rows for more blocks than this costs more
 		// than the retries it saves.
 		want := min(crowd, 64) << attempt
-		blocks := s.bestBlocks(ev, a, b, avoid, want)
-		if len(blocks) == 0 && len(avoid) > 0 && !looked {
-			// A refused block's seats are all avoided, but only some of
-			// them were taken (or none: an orphan refusal): the rest may
-			// be needed for a block now. Look once more with none avoided;
-			// the cache has the holds that refused us by now.
-			looked = true
-			clear(avoid)
-			blocks = s.bestBlocks(ev, a, b, avoid, want)
-		}
-		if len(blocks) == 0 {
+		pick := s.claimBest(ev, a, b, avoid, want, &looked)
+		if pick == nil {
 			break
 		}
-		pick := blocks[rand.IntN(min(len(blocks), want))] // #nosec G404 -- spreading load, not security
 		res, err := s.observedHold(ctx, a, event, pick, source, holdOpts{accessible: b.Accessible})
+		// The cache has the hold by now (or the refusal's cause is
+		// avoided below): the claim has done its work.
+		ev.unclaim(pick)
 		switch apperr.CodeOf(err) {
 		case apperr.SeatTaken, apperr.OrphanSeat:
 			for _, id := range pick {
@@ -138,6 +132,41 @@ func (s *Service) HoldBest(ctx context.Context, a Actor, event uuid.UUID, b Best
 		e.Message = fmt.Sprintf("the %d best seats were taken by others as we tried; try again", b.Count)
 	}
 	return Result{}, e
+}
+
+// claimBest picks a block among the want best ones not avoided nor
+// claimed by another request of this process, and claims it. It returns
+// nil when there is none.
+func (s *Service) claimBest(ev *eventState, a Actor, b Best, avoid map[uuid.UUID]bool, want int, looked *bool) []uuid.UUID {
+	ev.claimMu.Lock()
+	defer ev.claimMu.Unlock()
+	blocks := s.bestBlocks(ev, a, b, avoid, want)
+	if len(blocks) == 0 && len(avoid) > 0 && !*looked {
+		// A refused block's seats are all avoided, but only some of them
+		// were taken (or none: an orphan refusal): the rest may be needed
+		// for a block now. Look once more with none avoided; the cache has
+		// the holds that refused us by now.
+		*looked = true
+		clear(avoid)
+		blocks = s.bestBlocks(ev, a, b, avoid, want)
+	}
+	if len(blocks) == 0 {
+		return nil
+	}
+	pick := blocks[rand.IntN(min(len(blocks), want))] // #nosec G404 -- spreading load, not security
+	for _, id := range pick {
+		ev.claimed[id] = true
+	}
+	return pick
+}
+
+// unclaim ends a best-available request's claim on its pick.
+func (e *eventState) unclaim(ids []uuid.UUID) {
+	e.claimMu.Lock()
+	defer e.claimMu.Unlock()
+	for _, id := range ids {
+		delete(e.claimed, id)
+	}
 }
 
 // bestFilterKnown refuses a category or section the event does not have.
@@ -160,7 +189,9 @@ func (s *Service) bestFilterKnown(ev *eventState, b Best) error {
 
 // bestBlocks lists candidate seat sets, best first, from the hot cache:
 // at least want of them when there are (rows are scanned front to back
-// only until want blocks are found, so a big venue costs little).
+// only until want blocks are found, so a big venue costs little). Seats
+// claimed by other requests of this process count as taken. The caller
+// holds ev.claimMu.
 func (s *Service) bestBlocks(ev *eventState, a Actor, b Best, avoid map[uuid.UUID]bool, want int) [][]uuid.UUID {
 	set := ev.settings.Load()
 	now := s.now()
@@ -168,53 +199,43 @@ func (s *Service) bestBlocks(ev *eventState, a Actor, b Best, avoid map[uuid.UUI
 	back := heldBack(set, now) && !a.Staff() && !b.Accessible
 
 	// The cache stays read-locked while rows are scanned, front to back,
-	// only until enough blocks are found: copying the whole event for
+	// only until enough blocks are found, in place: copying rows for
 	// every request of a crowd costs more CPU than the holds themselves.
-	// Seats are stored row by row in idx order (charts and grids both).
 	ev.mu.RLock()
 	defer ev.mu.RUnlock()
-	var rows [][]store.Seat
-	nextRow := func(from int) (row []store.Seat, next int) {
-		// General-admission places are seats too, but not in rows a buyer
-		// chooses from.
-		skip := func(st store.Seat) bool {
-			sec := ev.sections[ev.sectionOf[st.SectionID]]
-			return sec.Kind == chart.GA || (b.Section != "" && sec.Label != b.Section)
-		}
-		for from < len(ev.all) && skip(ev.all[from]) {
-			from++
-		}
-		if from == len(ev.all) {
-			return nil, from
-		}
-		first := ev.all[from]
-		next = from
-		for next < len(ev.all) && ev.all[next].SectionID == first.SectionID && ev.all[next].Row == first.Row {
-			row = append(row, ev.all[next])
-			next++
-		}
-		return row, next
-	}
-
-	// Free as Postgres sees it: a lapsed hold not yet reaped still counts.
-	free := func(st store.Seat) bool { return st.Status == store.Available }
-	eligible := func(st store.Seat) bool {
-		return free(st) && !avoid[st.ID] && (b.Category == "" || st.Category == b.Category) &&
+	all := ev.all
+	// Free as Postgres sees it (a lapsed hold not yet reaped still
+	// counts), and not about to be held by a request of this process.
+	free := func(p int32) bool { return all[p].Status == store.Available && !ev.claimed[all[p].ID] }
+	eligible := func(p int32) bool {
+		st := &all[p]
+		return free(p) && !avoid[st.ID] && (b.Category == "" || st.Category == b.Category) &&
 			!(back && (st.Accessible || st.Companion))
 	}
-	orphanFree := func(row []store.Seat, take []uuid.UUID) bool {
+	orphanFree := func(row []int32, take []uuid.UUID) bool {
 		if !strict {
 			return true
 		}
 		rs := make([]store.RowSeat, len(row))
-		for i, st := range row {
-			rs[i] = store.RowSeat{ID: st.ID, Number: st.Number, Free: free(st)}
+		for i, p := range row {
+			rs[i] = store.RowSeat{ID: all[p].ID, Number: all[p].Number, Free: free(p)}
 		}
 		t := map[uuid.UUID]bool{}
 		for _, id := range take {
 			t[id] = true
 		}
 		return len(store.NewOrphans(rs, t)) == 0
+	}
+	num := func(row []int32, i int) int { return all[row[i]].Number }
+	// alone reports whether the seat at i of row (free, beside a block
+	// being taken) would have no free neighbour left: its other neighbour,
+	// at i+dir, is missing, not next in number, or not free.
+	alone := func(row []int32, i, dir int) bool {
+		if i < 0 || i >= len(row) || !free(row[i]) {
+			return false
+		}
+		o := i + dir
+		return o < 0 || o >= len(row) || num(row, o) != num(row, i)+dir || !free(row[o])
 	}
 
 	type block struct {
@@ -224,37 +245,32 @@ func (s *Service) bestBlocks(ev *eventState, a Actor, b Best, avoid map[uuid.UUI
 	}
 	var blocks []block
 	type run struct {
-		row  int
-		from int // index into rows[order[row]]
+		row  int // index into rows
+		from int // index into rows[row]
 		n    int
 	}
 	var runs []run
-	// alone reports whether the seat at i of row (free, beside a block
-	// being taken) would have no free neighbour left: its other neighbour,
-	// at i+dir, is missing, not next in number, or not free.
-	alone := func(row []store.Seat, i, dir int) bool {
-		if i < 0 || i >= len(row) || !free(row[i]) {
-			return false
-		}
-		o := i + dir
-		return o < 0 || o >= len(row) || row[o].Number != row[i].Number+dir || !free(row[o])
+	var rows [][]int32 // the rows scanned, in order
+	type cand struct {
+		from   int
+		offset float64
 	}
-	for r, at := 0, 0; len(blocks) < want; r++ {
-		var row []store.Seat
-		if row, at = nextRow(at); row == nil {
+	var cands []cand
+	var taken []bool
+	for _, row := range ev.rows {
+		if len(blocks) >= want {
 			break
 		}
-		rows = append(rows, row)
-		slices.SortFunc(row, func(x, y store.Seat) int { return cmp.Compare(x.Number, y.Number) })
-		centre := float64(row[0].Number+row[len(row)-1].Number) / 2
-		type cand struct {
-			from   int
-			offset float64
+		if b.Section != "" && ev.sections[ev.sectionOf[all[row[0]].SectionID]].Label != b.Section {
+			continue
 		}
-		var cands []cand
+		r := len(rows)
+		rows = append(rows, row)
+		centre := float64(num(row, 0)+num(row, len(row)-1)) / 2
+		cands = cands[:0]
 		for i := 0; i < len(row); {
 			j := i
-			for j < len(row) && eligible(row[j]) && (j == i || row[j].Number == row[j-1].Number+1) {
+			for j < len(row) && eligible(row[j]) && (j == i || num(row, j) == num(row, j-1)+1) {
 				j++
 			}
 			if j == i {
@@ -264,26 +280,29 @@ func (s *Service) bestBlocks(ev *eventState, a Actor, b Best, avoid map[uuid.UUI
 			runs = append(runs, run{row: r, from: i, n: j - i})
 			for st := i; st+b.Count <= j; st++ {
 				end := st + b.Count - 1
-				if strict && ((st > 0 && row[st-1].Number == row[st].Number-1 && alone(row, st-1, -1)) ||
-					(end+1 < len(row) && row[end+1].Number == row[end].Number+1 && alone(row, end+1, +1))) {
+				if strict && ((st > 0 && num(row, st-1) == num(row, st)-1 && alone(row, st-1, -1)) ||
+					(end+1 < len(row) && num(row, end+1) == num(row, end)+1 && alone(row, end+1, +1))) {
 					continue
 				}
-				cands = append(cands, cand{from: st, offset: abs(float64(row[st].Number+row[end].Number)/2 - centre)})
+				cands = append(cands, cand{from: st, offset: abs(float64(num(row, st)+num(row, end))/2 - centre)})
 			}
 			i = j
+		}
+		if len(cands) == 0 {
+			continue
 		}
 		// The row's blocks nearest its centre first, keeping only blocks
 		// that do not overlap a better one: the candidates a crowd spreads
 		// over must not collide with each other.
 		slices.SortStableFunc(cands, func(x, y cand) int { return cmp.Compare(x.offset, y.offset) })
-		taken := make([]bool, len(row))
+		taken = append(taken[:0], make([]bool, len(row))...)
 		for _, c := range cands {
 			if slices.Contains(taken[c.from:c.from+b.Count], true) {
 				continue
 			}
 			ids := make([]uuid.UUID, b.Count)
 			for x := range ids {
-				ids[x] = row[c.from+x].ID
+				ids[x] = all[row[c.from+x]].ID
 				taken[c.from+x] = true
 			}
 			blocks = append(blocks, block{ids: ids, rank: r, offset: c.offset})
@@ -315,7 +334,7 @@ func (s *Service) bestBlocks(ev *eventState, a Actor, b Best, avoid map[uuid.UUI
 		for _, from := range []int{ru.from, ru.from + ru.n - k} {
 			cand := make([]uuid.UUID, k)
 			for x := range cand {
-				cand[x] = row[from+x].ID
+				cand[x] = all[row[from+x]].ID
 			}
 			if orphanFree(row, cand) {
 				part = cand

@@ -1,12 +1,15 @@
 package hold
 
 import (
+	"cmp"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/google/uuid"
 
+	"seatd/internal/chart"
 	"seatd/internal/store"
 )
 
@@ -33,6 +36,12 @@ type eventState struct {
 	settings atomic.Pointer[store.Event]
 	// bestInFlight counts best-available requests under way (see HoldBest).
 	bestInFlight atomic.Int64
+	// claimMu makes a best-available pick and its claim one step; claimed
+	// are the seats picked by requests of this process whose holds have
+	// not returned yet. Other requests here see them as taken, so a crowd
+	// on one process never picks the same block twice (see HoldBest).
+	claimMu sync.Mutex
+	claimed map[uuid.UUID]bool
 
 	mu      sync.RWMutex
 	ready   bool
@@ -56,6 +65,10 @@ type eventState struct {
 	catCounts map[string]store.Counts     // per seat category ("" for none)
 	userHolds map[uuid.UUID]int           // active holds per user
 	places    map[uuid.UUID][]*store.Seat // a GA section's places, by section id
+	// rows are the seated rows in idx order, each its seats' positions in
+	// all by seat number: best available scans them without copying or
+	// sorting a row per request (the layout is fixed once loaded).
+	rows      [][]int32
 	maxFence  int64
 	watchers  map[int]func([]Delta)
 	nextWatch int
@@ -69,7 +82,7 @@ type doubtfulLock struct {
 }
 
 func newEventState(org, id uuid.UUID) *eventState {
-	return &eventState{org: org, id: id, watchers: map[int]func([]Delta){}}
+	return &eventState{org: org, id: id, watchers: map[int]func([]Delta){}, claimed: map[uuid.UUID]bool{}}
 }
 
 // fill sets the state from a load and returns the deltas that arrived
@@ -88,6 +101,7 @@ func (e *eventState) fill(sections []store.Section, seats []store.Seat) []Delta 
 	e.catCounts = map[string]store.Counts{}
 	e.userHolds = map[uuid.UUID]int{}
 	e.places = gaPlaces(sections, seats)
+	e.rows = seatedRows(sections, e.sectionOf, seats)
 	var changed []Delta
 	for i := range seats {
 		s := &seats[i]
@@ -108,6 +122,28 @@ func (e *eventState) fill(sections []store.Section, seats []store.Seat) []Delta 
 		}
 	}
 	return changed
+}
+
+// seatedRows groups the seats of seated sections into rows, in idx order
+// (a row's seats are stored together), each row by seat number.
+func seatedRows(sections []store.Section, sectionOf map[uuid.UUID]int, seats []store.Seat) [][]int32 {
+	var rows [][]int32
+	for i := 0; i < len(seats); {
+		j := i + 1
+		for j < len(seats) && seats[j].SectionID == seats[i].SectionID && seats[j].Row == seats[i].Row {
+			j++
+		}
+		if sections[sectionOf[seats[i].SectionID]].Kind != chart.GA {
+			row := make([]int32, 0, j-i)
+			for k := i; k < j; k++ {
+				row = append(row, int32(k)) // #nosec G115 -- an event has far fewer than 2^31 seats
+			}
+			slices.SortStableFunc(row, func(x, y int32) int { return cmp.Compare(seats[x].Number, seats[y].Number) })
+			rows = append(rows, row)
+		}
+		i = j
+	}
+	return rows
 }
 
 // lookup finds a cached seat by id; the caller holds mu.
