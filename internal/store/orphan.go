@@ -44,24 +44,16 @@ func NewOrphans(row []RowSeat, take map[uuid.UUID]bool) []uuid.UUID {
 // deadlock), before any seat row lock, and transaction-scoped advisory
 // locks leave plain holds and releases unaffected.
 func lockRows(ctx context.Context, tx pgx.Tx, p HoldParams) error {
-	rows, err := tx.Query(ctx, `
-		SELECT DISTINCT hashtextextended(event_id::text || '/' || section_id::text || '/' || row_label, 0) AS k
-		FROM seats WHERE org_id = $1 AND event_id = $2 AND id = ANY($3::uuid[]) ORDER BY k`,
-		p.Org, p.Event, seatIDs(p.Seats))
-	if err != nil {
-		return err
-	}
-	keys, err := pgx.CollectRows(rows, pgx.RowTo[int64])
-	if err != nil {
-		return err
-	}
-	for _, k := range keys {
-		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1)`, k); err != nil {
-			return err
-		}
-	}
-	return nil
+	// One statement: the sorted keys are locked in their order.
+	_, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(k) FROM (`+rowKeysSQL+`) x`, p.Org, p.Event, seatIDs(p.Seats))
+	return err
 }
+
+// rowKeysSQL lists the advisory lock keys of the rows of seats $3 of
+// event $2 of org $1, sorted.
+const rowKeysSQL = `
+	SELECT DISTINCT hashtextextended(event_id::text || '/' || section_id::text || '/' || row_label, 0) AS k
+	FROM seats WHERE org_id = $1 AND event_id = $2 AND id = ANY($3::uuid[]) ORDER BY k`
 
 // orphansOf reads the rows of the requested seats (inside the
 // transaction that locked them with lockRows) and returns the seats the
