@@ -72,7 +72,7 @@ func (s *Store) HoldBest(ctx context.Context, p BestParams) (BestOutcome, error)
 		for try := range p.Tries {
 			block, err := pickBest(ctx, tx, p, &seats, &final, avoid, try)
 			if err != nil {
-				return err
+				return fmt.Errorf("read seats: %w", err)
 			}
 			if block == nil {
 				out.None = true
@@ -80,7 +80,7 @@ func (s *Store) HoldBest(ctx context.Context, p BestParams) (BestOutcome, error)
 			}
 			ok, err := lockBest(ctx, tx, &p, block, &rowLocked)
 			if err != nil {
-				return err
+				return fmt.Errorf("lock seats: %w", err)
 			}
 			if !ok {
 				out.Skipped++
@@ -91,7 +91,7 @@ func (s *Store) HoldBest(ctx context.Context, p BestParams) (BestOutcome, error)
 			}
 			created, err := insertHolds(ctx, tx, p.HoldParams, p.Seats)
 			if err != nil {
-				return err
+				return fmt.Errorf("hold: %w", err)
 			}
 			if len(created) != len(block) {
 				if again, err := checkSeats(ctx, tx, p.HoldParams, ""); err == nil && again.NotOnSale {
@@ -177,11 +177,12 @@ func lockBest(ctx context.Context, tx pgx.Tx, p *BestParams, block []uuid.UUID, 
 	if err == nil && ok {
 		return true, nil
 	}
-	if err != nil && !pg.IsLockNotAvailable(err) {
+	if err != nil && !pg.IsLockNotAvailable(err) && !pg.IsStatementTimeout(err) {
 		return false, err
 	}
-	// Another transaction has a seat or the row: release what this try
-	// locked and give the block up.
+	// Another transaction has a seat or the row (or the lock or the
+	// rule's check could not be had in time, on a machine short of CPU):
+	// release what this try locked and give the block up.
 	if _, err := tx.Exec(ctx, `ROLLBACK TO SAVEPOINT best_pick`); err != nil {
 		return false, err
 	}
