@@ -175,8 +175,11 @@ func (e *eventState) unclaim(ids []uuid.UUID) {
 }
 
 // maxRowWait bounds how long a best-available request waits for a row
-// nobody here is holding in before it queues in Postgres after all.
-const maxRowWait = 2 * time.Second
+// nobody here is holding in before it queues in Postgres after all. The
+// claims it waits for end within a transaction's time (statement
+// timeouts bound it), so this is only a backstop: queueing in Postgres
+// sooner, under load, turns into lock timeouts and blocks given up.
+const maxRowWait = 30 * time.Second
 
 // waitRow waits until a claim of this process ends (or ctx ends, or
 // until deadline), for a request whose blocks are all in rows held in

@@ -91,13 +91,13 @@ func (s *Store) CreateHolds(ctx context.Context, p HoldParams) (HoldOutcome, err
 	}
 	var out HoldOutcome
 	err := s.InTx(ctx, func(tx pgx.Tx) error {
-		if p.Strict {
-			if err := lockRows(ctx, tx, p); err != nil {
-				return err
-			}
-		}
+		var orphans []uuid.UUID
 		var err error
-		out, err = lockAndCheck(ctx, tx, p)
+		if p.Strict {
+			out, orphans, err = strictCheck(ctx, tx, p)
+		} else {
+			out, err = lockAndCheck(ctx, tx, p)
+		}
 		if err == nil {
 			err = sameCustomer(ctx, tx, p, &out)
 		}
@@ -105,8 +105,8 @@ func (s *Store) CreateHolds(ctx context.Context, p HoldParams) (HoldOutcome, err
 			return err
 		}
 		if p.Strict && len(out.Existing) < len(p.Seats) {
-			if out.Orphans, err = orphansOf(ctx, tx, p); err != nil || len(out.Orphans) > 0 {
-				return err
+			if out.Orphans = orphans; len(out.Orphans) > 0 {
+				return nil
 			}
 		}
 		fresh := slices.DeleteFunc(slices.Clone(p.Seats), func(r HoldRequest) bool {
@@ -277,16 +277,29 @@ func lockAndCheck(ctx context.Context, tx pgx.Tx, p HoldParams) (HoldOutcome, er
 // checkSeats reads (and with lock, locks in id order) the requested seats
 // and sorts them into the outcome's buckets.
 func checkSeats(ctx context.Context, db pg.DBTX, p HoldParams, lock string) (HoldOutcome, error) {
-	rows, err := db.Query(ctx, `
+	rows, err := db.Query(ctx, checkSeatsSQL+lock, checkSeatsArgs(p)...)
+	if err != nil {
+		return HoldOutcome{}, err
+	}
+	return scanCheck(rows, p)
+}
+
+// checkSeatsSQL reads the requested seats with their holds, in id
+// order; a lock clause may follow.
+const checkSeatsSQL = `
 		SELECT s.id, s.status, s.fence, h.id, h.user_id, h.held_until, h.created_at, h.extensions, h.fence, h.source, s.version,
 		       event_open(e.status, e.on_sale_at, e.sales_end_at, $4, $5)
 		FROM seats s JOIN events e ON e.org_id = s.org_id AND e.id = s.event_id
 		LEFT JOIN seat_holds h ON h.id = s.hold_id
 		WHERE s.org_id = $1 AND s.event_id = $2 AND s.id = ANY($3::uuid[])
-		ORDER BY s.id `+lock, p.Org, p.Event, seatIDs(p.Seats), p.Staff, p.Now)
-	if err != nil {
-		return HoldOutcome{}, err
-	}
+		ORDER BY s.id `
+
+func checkSeatsArgs(p HoldParams) []any {
+	return []any{p.Org, p.Event, seatIDs(p.Seats), p.Staff, p.Now}
+}
+
+// scanCheck sorts the rows of checkSeatsSQL into the outcome's buckets.
+func scanCheck(rows pgx.Rows, p HoldParams) (HoldOutcome, error) {
 	defer rows.Close()
 	var out HoldOutcome
 	seen := map[uuid.UUID]bool{}

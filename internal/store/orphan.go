@@ -55,19 +55,64 @@ const rowKeysSQL = `
 	SELECT DISTINCT hashtextextended(event_id::text || '/' || section_id::text || '/' || row_label, 0) AS k
 	FROM seats WHERE org_id = $1 AND event_id = $2 AND id = ANY($3::uuid[]) ORDER BY k`
 
+// strictCheck is a strict-rule hold's checks in one round trip: the row
+// locks (lockRows), then the seats locked and checked (lockAndCheck), then
+// the rows read for the rule (orphansOf), in that order in the
+// transaction.
+func strictCheck(ctx context.Context, tx pgx.Tx, p HoldParams) (HoldOutcome, []uuid.UUID, error) {
+	lock := "FOR UPDATE OF s"
+	if p.NoWait {
+		lock += " NOWAIT"
+	}
+	var b pgx.Batch
+	b.Queue(`SELECT pg_advisory_xact_lock(k) FROM (`+rowKeysSQL+`) x`, p.Org, p.Event, seatIDs(p.Seats))
+	b.Queue(checkSeatsSQL+lock, checkSeatsArgs(p)...)
+	b.Queue(orphansSQL, p.Org, p.Event, seatIDs(p.Seats))
+	br := tx.SendBatch(ctx, &b)
+	defer func() { _ = br.Close() }()
+	if _, err := br.Exec(); err != nil {
+		return HoldOutcome{}, nil, err
+	}
+	rows, err := br.Query()
+	if err != nil {
+		return HoldOutcome{}, nil, err
+	}
+	out, err := scanCheck(rows, p)
+	if err != nil {
+		return HoldOutcome{}, nil, err
+	}
+	if rows, err = br.Query(); err != nil {
+		return HoldOutcome{}, nil, err
+	}
+	orphans, err := scanOrphans(rows, p)
+	if err != nil {
+		return HoldOutcome{}, nil, err
+	}
+	return out, orphans, br.Close()
+}
+
 // orphansOf reads the rows of the requested seats (inside the
 // transaction that locked them with lockRows) and returns the seats the
 // hold would leave alone.
 func orphansOf(ctx context.Context, tx pgx.Tx, p HoldParams) ([]uuid.UUID, error) {
-	rows, err := tx.Query(ctx, `
+	rows, err := tx.Query(ctx, orphansSQL, p.Org, p.Event, seatIDs(p.Seats))
+	if err != nil {
+		return nil, err
+	}
+	return scanOrphans(rows, p)
+}
+
+// orphansSQL reads every seat of the rows of seats $3, row by row.
+const orphansSQL = `
 		SELECT s.id, s.section_id, s.row_label, s.number, s.status = 'available'
 		FROM seats s
 		WHERE s.org_id = $1 AND s.event_id = $2 AND (s.section_id, s.row_label) IN (
 			SELECT section_id, row_label FROM seats WHERE org_id = $1 AND event_id = $2 AND id = ANY($3::uuid[]))
-		ORDER BY s.section_id, s.row_label, s.number`, p.Org, p.Event, seatIDs(p.Seats))
-	if err != nil {
-		return nil, err
-	}
+		ORDER BY s.section_id, s.row_label, s.number`
+
+// scanOrphans returns the seats that taking p's seats would leave alone
+// in the rows of orphansSQL.
+func scanOrphans(rows pgx.Rows, p HoldParams) ([]uuid.UUID, error) {
 	type key struct {
 		sec uuid.UUID
 		row string
