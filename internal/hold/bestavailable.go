@@ -6,11 +6,12 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"slices"
+	"sync"
+	"time"
 
 	"github.com/google/uuid"
 
 	"seatd/internal/apperr"
-	"seatd/internal/chart"
 	"seatd/internal/store"
 )
 
@@ -94,35 +95,53 @@ func (s *Service) HoldBest(ctx context.Context, a Actor, event uuid.UUID, b Best
 	if err := s.bestFilterKnown(ev, b); err != nil {
 		return Result{}, err
 	}
-	// A crowd asking at once would all pick the one best block and all
-	// but one retry: each picks at random among as many of the best
-	// non-overlapping blocks as there are requests in flight here (up to
-	// 64; twice as many on each retry), so best is exact for a lone buyer
-	// and the crowd spreads over the next best blocks.
 	crowd := int(ev.bestInFlight.Add(1))
 	defer ev.bestInFlight.Add(-1)
+	if !s.fast(ev) {
+		return s.observe(a, event, func() (Result, string, error) {
+			res, err := s.holdBestPostgres(ctx, ev, a, b, source, crowd)
+			return res, "fallback", err
+		})
+	}
+	// A crowd asking at once would all pick the one best block. On this
+	// process it does not: a pick is claimed until its hold returns, and
+	// claimed seats are taken to the picks after it. Across processes,
+	// each picks at random among as many of the best blocks as there are
+	// requests in flight here (up to 64; twice as many on each retry), so
+	// best is exact for a lone buyer and crowds on several processes
+	// spread over the next best blocks instead of colliding.
+	return s.pickAndHold(ctx, ev, a, b, crowd, func(pick []uuid.UUID) (Result, error) {
+		return s.observedHold(ctx, a, event, pick, source, holdOpts{accessible: b.Accessible})
+	})
+}
+
+// pickAndHold picks blocks for chooser (whose rules they keep), claimed
+// on this process while hold holds them, until one is held; a block
+// another buyer took first, or that would now leave a seat alone, is left
+// out and the next tried, bestAttempts times at most.
+func (s *Service) pickAndHold(ctx context.Context, ev *eventState, chooser Actor, b Best, crowd int, hold func(pick []uuid.UUID) (Result, error)) (Result, error) {
 	avoid := map[uuid.UUID]bool{}
 	looked := false
 	var last error
-	for attempt := range bestAttempts {
+	deadline := s.now().Add(maxRowWait)
+	busy := false
+	for attempt := 0; attempt < bestAttempts; {
 		// Capped: scanning the rows for more blocks than this costs more
 		// than the retries it saves.
 		want := min(crowd, 64) << attempt
-		blocks := s.bestBlocks(ev, a, b, avoid, want)
-		if len(blocks) == 0 && len(avoid) > 0 && !looked {
-			// A refused block's seats are all avoided, but only some of
-			// them were taken (or none: an orphan refusal): the rest may
-			// be needed for a block now. Look once more with none avoided;
-			// the cache has the holds that refused us by now.
-			looked = true
-			clear(avoid)
-			blocks = s.bestBlocks(ev, a, b, avoid, want)
+		pick, wait := s.claimBest(ev, chooser, b, avoid, want, &looked, busy)
+		if wait {
+			busy = !ev.waitRow(ctx, deadline)
+			continue
 		}
-		if len(blocks) == 0 {
+		if pick == nil {
 			break
 		}
-		pick := blocks[rand.IntN(min(len(blocks), want))] // #nosec G404 -- spreading load, not security
-		res, err := s.observedHold(ctx, a, event, pick, source, holdOpts{accessible: b.Accessible})
+		attempt++
+		res, err := hold(pick)
+		// The cache has the hold by now (or the refusal's cause is
+		// avoided below): the claim has done its work.
+		ev.unclaim(pick)
 		switch apperr.CodeOf(err) {
 		case apperr.SeatTaken, apperr.OrphanSeat:
 			for _, id := range pick {
@@ -133,11 +152,137 @@ func (s *Service) HoldBest(ctx context.Context, a Actor, event uuid.UUID, b Best
 		}
 		return res, err
 	}
-	e := &apperr.Error{Code: apperr.NotEnoughSeats, Message: fmt.Sprintf("there are not %d seats available together", b.Count)}
-	if last != nil {
-		e.Message = fmt.Sprintf("the %d best seats were taken by others as we tried; try again", b.Count)
+	return Result{}, notEnough(b.Count, last != nil)
+}
+
+// notEnough is the refusal of a best-available request without a block;
+// contended says others took the blocks it tried.
+func notEnough(count int, contended bool) error {
+	e := &apperr.Error{Code: apperr.NotEnoughSeats, Message: fmt.Sprintf("there are not %d seats available together", count)}
+	if contended {
+		e.Message = fmt.Sprintf("the %d best seats were taken by others as we tried; try again", count)
 	}
-	return Result{}, e
+	return e
+}
+
+// holdBestPostgres is best available while Redis cannot be used: the
+// pick, its row locks and the hold in one Postgres transaction
+// (store.HoldBest), so a crowd passes over blocks others are taking
+// (SKIP LOCKED) instead of being refused and asking again. Picks are
+// claimed on this process as on the fast path, so its own crowd does not
+// even meet in Postgres.
+func (s *Service) holdBestPostgres(ctx context.Context, ev *eventState, a Actor, b Best, source string, crowd int) (Result, error) {
+	if err := canHold(a); err != nil {
+		return Result{}, err
+	}
+	now := s.now().Truncate(time.Millisecond)
+	set := ev.settings.Load()
+	if !OpenTo(set, a.Staff(), now) {
+		s.m.HoldConflict.WithLabelValues("hot").Inc()
+		return Result{}, notOnSale(set, now)
+	}
+	ttl, cap := s.ttlCap(set, a)
+	if cap > 0 && ev.holdsOf(a.User)+b.Count > cap {
+		return Result{}, holdLimit(cap)
+	}
+	s.m.RedisFallback.Inc()
+	// Claims end once the cache has the holds, not after they are
+	// published: without Redis a publish waits for a Postgres connection.
+	var claims []uuid.UUID
+	unclaim := sync.OnceFunc(func() { ev.unclaim(claims) })
+	defer unclaim()
+	var wait, busy bool
+	p := store.BestParams{
+		HoldParams: store.HoldParams{Org: a.Org, Event: ev.id, User: a.User, Now: now, HeldUntil: now.Add(ttl),
+			Source: source, Cap: cap, Staff: a.Staff(), Strict: set.OrphanRule == "strict" && !a.Staff()},
+		Fence: ev.fence() + 1, Section: b.Section, Tries: bestAttempts,
+		Pick: func(seats []store.Seat, avoid map[uuid.UUID]bool, final bool, try int) ([]uuid.UUID, bool) {
+			want := min(crowd, 64) << try
+			ev.claimMu.Lock()
+			defer ev.claimMu.Unlock()
+			// The rows were read before others of this process committed
+			// holds and ended their claims: the cache has those holds.
+			ev.mu.RLock()
+			defer ev.mu.RUnlock()
+			taken := func(id uuid.UUID) bool {
+				st, ok := ev.lookup(id)
+				return ok && st.Status != store.Available
+			}
+			blocks, w := s.finder(ev, a, b, seats, rowsOf(seats, nil), avoid, taken).findFree(ev, b, want, final, busy)
+			if len(blocks) < want && !final {
+				return nil, true
+			}
+			if len(blocks) == 0 {
+				// Blocks only in rows held in here now: the transaction
+				// ends, to wait for one without a connection.
+				wait = w
+				return nil, false
+			}
+			pick := blocks[rand.IntN(min(len(blocks), want))] // #nosec G404 -- spreading load, not security
+			ev.claim(pick)
+			claims = append(claims, pick...)
+			return pick, false
+		}}
+	deadline := s.now().Add(maxRowWait)
+	var out store.BestOutcome
+	for {
+		wait = false
+		s.m.PGHoldWrites.Inc()
+		var err error
+		out, err = s.store.HoldBest(context.WithoutCancel(ctx), p)
+		if err != nil {
+			return Result{}, s.refusal(ev, fmt.Errorf("best available (postgres): %w", err), cap, now)
+		}
+		if !wait || len(out.Created) > 0 {
+			break
+		}
+		busy = !ev.waitRow(ctx, deadline)
+	}
+	s.m.HoldConflict.WithLabelValues("postgres").Add(float64(out.Skipped))
+	switch {
+	case out.NotOnSale:
+		return Result{}, s.refusal(ev, errNotOnSale, cap, now)
+	case out.None:
+		return Result{}, notEnough(b.Count, out.Skipped > 0)
+	}
+	seats := make([]store.Seat, len(out.Seats))
+	for i, id := range out.Seats {
+		seats[i].ID = id
+	}
+	for _, h := range out.Created {
+		ev.bumpFence(h.Fence)
+	}
+	return s.finishThen(ctx, ev, seats, out.HoldOutcome, a.User, func(id uuid.UUID) string { return s.seatLabel(ev, id) }, unclaim)
+}
+
+// claimBest picks a block among the want best ones not avoided nor
+// claimed by another request of this process, and claims it. It returns
+// nil when there is none, and wait when there is none yet in a row no
+// claim here is in (see findFree); busy lifts that rule.
+func (s *Service) claimBest(ev *eventState, a Actor, b Best, avoid map[uuid.UUID]bool, want int, looked *bool, busy bool) (pick []uuid.UUID, wait bool) {
+	ev.claimMu.Lock()
+	defer ev.claimMu.Unlock()
+	// The cache stays read-locked while rows are scanned, in place:
+	// copying rows for every request of a crowd costs more CPU than the
+	// holds themselves.
+	ev.mu.RLock()
+	defer ev.mu.RUnlock()
+	blocks, wait := s.bestBlocks(ev, a, b, avoid, want, busy)
+	if len(blocks) == 0 && !wait && len(avoid) > 0 && !*looked {
+		// A refused block's seats are all avoided, but only some of them
+		// were taken (or none: an orphan refusal): the rest may be needed
+		// for a block now. Look once more with none avoided; the cache has
+		// the holds that refused us by now.
+		*looked = true
+		clear(avoid)
+		blocks, wait = s.bestBlocks(ev, a, b, avoid, want, busy)
+	}
+	if len(blocks) == 0 {
+		return nil, wait
+	}
+	pick = blocks[rand.IntN(min(len(blocks), want))] // #nosec G404 -- spreading load, not security
+	ev.claim(pick)
+	return pick, false
 }
 
 // bestFilterKnown refuses a category or section the event does not have.
@@ -160,61 +305,104 @@ func (s *Service) bestFilterKnown(ev *eventState, b Best) error {
 
 // bestBlocks lists candidate seat sets, best first, from the hot cache:
 // at least want of them when there are (rows are scanned front to back
-// only until want blocks are found, so a big venue costs little).
-func (s *Service) bestBlocks(ev *eventState, a Actor, b Best, avoid map[uuid.UUID]bool, want int) [][]uuid.UUID {
+// only until want blocks are found, so a big venue costs little). Seats
+// claimed by other requests of this process count as taken. The caller
+// holds ev.claimMu and ev.mu (read). wait: see findFree.
+func (s *Service) bestBlocks(ev *eventState, a Actor, b Best, avoid map[uuid.UUID]bool, want int, busy bool) ([][]uuid.UUID, bool) {
+	f := s.finder(ev, a, b, ev.all, ev.rows, avoid, nil)
+	return f.findFree(ev, b, want, true, busy)
+}
+
+// findFree is find in the rows of section b.Section if set. Under the
+// strict rule, it looks only in rows no claim of this process is in
+// unless busy is set; it reports wait when only such rows have blocks
+// (and busy is not set): waiting here for one of them costs less than
+// queueing for it in Postgres with a connection held. The caller holds
+// ev.claimMu.
+func (f blockFinder) findFree(ev *eventState, b Best, want int, split, busy bool) (blocks [][]uuid.UUID, wait bool) {
+	inSection := func(row []int32) bool {
+		return b.Section == "" || ev.sections[ev.sectionOf[f.all[row[0]].SectionID]].Label == b.Section
+	}
+	f.rowOK = inSection
+	if busy || !f.strict || len(ev.busyRows) == 0 {
+		return f.find(want, split), false
+	}
+	g := f
+	g.rowOK = func(row []int32) bool { return inSection(row) && ev.busyRows[rowOf(&f.all[row[0]])] == 0 }
+	if blocks := g.find(want, false); len(blocks) > 0 {
+		return blocks, false
+	}
+	blocks = f.find(want, false)
+	if len(blocks) > 0 {
+		return nil, true
+	}
+	return f.find(want, split), false
+}
+
+// finder is a blockFinder for a request over seats laid out in rows: free
+// means available (as Postgres sees it: a lapsed hold not yet reaped
+// still counts), not claimed by another request of this process, and
+// not taken as far as taken says (nil: nothing more). The caller holds
+// ev.claimMu.
+func (s *Service) finder(ev *eventState, a Actor, b Best, all []store.Seat, rows [][]int32, avoid map[uuid.UUID]bool,
+	taken func(uuid.UUID) bool) blockFinder {
 	set := ev.settings.Load()
-	now := s.now()
-	strict := set.OrphanRule == "strict" && !a.Staff()
-	back := heldBack(set, now) && !a.Staff() && !b.Accessible
-
-	// The cache stays read-locked while rows are scanned, front to back,
-	// only until enough blocks are found: copying the whole event for
-	// every request of a crowd costs more CPU than the holds themselves.
-	// Seats are stored row by row in idx order (charts and grids both).
-	ev.mu.RLock()
-	defer ev.mu.RUnlock()
-	var rows [][]store.Seat
-	nextRow := func(from int) (row []store.Seat, next int) {
-		// General-admission places are seats too, but not in rows a buyer
-		// chooses from.
-		skip := func(st store.Seat) bool {
-			sec := ev.sections[ev.sectionOf[st.SectionID]]
-			return sec.Kind == chart.GA || (b.Section != "" && sec.Label != b.Section)
-		}
-		for from < len(ev.all) && skip(ev.all[from]) {
-			from++
-		}
-		if from == len(ev.all) {
-			return nil, from
-		}
-		first := ev.all[from]
-		next = from
-		for next < len(ev.all) && ev.all[next].SectionID == first.SectionID && ev.all[next].Row == first.Row {
-			row = append(row, ev.all[next])
-			next++
-		}
-		return row, next
+	back := heldBack(set, s.now()) && !a.Staff() && !b.Accessible
+	free := func(p int32) bool {
+		return all[p].Status == store.Available && !ev.claimed[all[p].ID] && (taken == nil || !taken(all[p].ID))
 	}
+	return blockFinder{all: all, rows: rows, count: b.Count, strict: set.OrphanRule == "strict" && !a.Staff(), free: free,
+		eligible: func(p int32) bool {
+			st := &all[p]
+			return free(p) && !avoid[st.ID] && (b.Category == "" || st.Category == b.Category) &&
+				!(back && (st.Accessible || st.Companion))
+		}}
+}
 
-	// Free as Postgres sees it: a lapsed hold not yet reaped still counts.
-	free := func(st store.Seat) bool { return st.Status == store.Available }
-	eligible := func(st store.Seat) bool {
-		return free(st) && !avoid[st.ID] && (b.Category == "" || st.Category == b.Category) &&
-			!(back && (st.Accessible || st.Companion))
-	}
-	orphanFree := func(row []store.Seat, take []uuid.UUID) bool {
-		if !strict {
+// blockFinder finds best-available blocks among seats laid out in rows
+// (positions into all, each row by seat number, rows front to back).
+type blockFinder struct {
+	all      []store.Seat
+	rows     [][]int32
+	count    int
+	strict   bool                   // the orphan rule applies
+	free     func(p int32) bool     // free to anyone
+	eligible func(p int32) bool     // free and fit for this request
+	rowOK    func(row []int32) bool // nil: every row
+}
+
+// find lists candidate seat sets, best first: at least want of them when
+// there are. Best means Count seats side by side in one row — the
+// frontmost such row, then the block nearest the row's centre, blocks of
+// a row not overlapping —; else, when split is set, the fewest rows,
+// longest runs first. Under the strict orphan rule no block that would
+// leave a seat alone is offered.
+func (f blockFinder) find(want int, split bool) [][]uuid.UUID {
+	all, free, eligible := f.all, f.free, f.eligible
+	orphanFree := func(row []int32, take []uuid.UUID) bool {
+		if !f.strict {
 			return true
 		}
 		rs := make([]store.RowSeat, len(row))
-		for i, st := range row {
-			rs[i] = store.RowSeat{ID: st.ID, Number: st.Number, Free: free(st)}
+		for i, p := range row {
+			rs[i] = store.RowSeat{ID: all[p].ID, Number: all[p].Number, Free: free(p)}
 		}
 		t := map[uuid.UUID]bool{}
 		for _, id := range take {
 			t[id] = true
 		}
 		return len(store.NewOrphans(rs, t)) == 0
+	}
+	num := func(row []int32, i int) int { return all[row[i]].Number }
+	// alone reports whether the seat at i of row (free, beside a block
+	// being taken) would have no free neighbour left: its other neighbour,
+	// at i+dir, is missing, not next in number, or not free.
+	alone := func(row []int32, i, dir int) bool {
+		if i < 0 || i >= len(row) || !free(row[i]) {
+			return false
+		}
+		o := i + dir
+		return o < 0 || o >= len(row) || num(row, o) != num(row, i)+dir || !free(row[o])
 	}
 
 	type block struct {
@@ -224,37 +412,32 @@ func (s *Service) bestBlocks(ev *eventState, a Actor, b Best, avoid map[uuid.UUI
 	}
 	var blocks []block
 	type run struct {
-		row  int
-		from int // index into rows[order[row]]
+		row  int // index into rows
+		from int // index into rows[row]
 		n    int
 	}
 	var runs []run
-	// alone reports whether the seat at i of row (free, beside a block
-	// being taken) would have no free neighbour left: its other neighbour,
-	// at i+dir, is missing, not next in number, or not free.
-	alone := func(row []store.Seat, i, dir int) bool {
-		if i < 0 || i >= len(row) || !free(row[i]) {
-			return false
-		}
-		o := i + dir
-		return o < 0 || o >= len(row) || row[o].Number != row[i].Number+dir || !free(row[o])
+	var rows [][]int32 // the rows scanned, in order
+	type cand struct {
+		from   int
+		offset float64
 	}
-	for r, at := 0, 0; len(blocks) < want; r++ {
-		var row []store.Seat
-		if row, at = nextRow(at); row == nil {
+	var cands []cand
+	var taken []bool
+	for _, row := range f.rows {
+		if len(blocks) >= want {
 			break
 		}
-		rows = append(rows, row)
-		slices.SortFunc(row, func(x, y store.Seat) int { return cmp.Compare(x.Number, y.Number) })
-		centre := float64(row[0].Number+row[len(row)-1].Number) / 2
-		type cand struct {
-			from   int
-			offset float64
+		if f.rowOK != nil && !f.rowOK(row) {
+			continue
 		}
-		var cands []cand
+		r := len(rows)
+		rows = append(rows, row)
+		centre := float64(num(row, 0)+num(row, len(row)-1)) / 2
+		cands = cands[:0]
 		for i := 0; i < len(row); {
 			j := i
-			for j < len(row) && eligible(row[j]) && (j == i || row[j].Number == row[j-1].Number+1) {
+			for j < len(row) && eligible(row[j]) && (j == i || num(row, j) == num(row, j-1)+1) {
 				j++
 			}
 			if j == i {
@@ -262,28 +445,31 @@ func (s *Service) bestBlocks(ev *eventState, a Actor, b Best, avoid map[uuid.UUI
 				continue
 			}
 			runs = append(runs, run{row: r, from: i, n: j - i})
-			for st := i; st+b.Count <= j; st++ {
-				end := st + b.Count - 1
-				if strict && ((st > 0 && row[st-1].Number == row[st].Number-1 && alone(row, st-1, -1)) ||
-					(end+1 < len(row) && row[end+1].Number == row[end].Number+1 && alone(row, end+1, +1))) {
+			for st := i; st+f.count <= j; st++ {
+				end := st + f.count - 1
+				if f.strict && ((st > 0 && num(row, st-1) == num(row, st)-1 && alone(row, st-1, -1)) ||
+					(end+1 < len(row) && num(row, end+1) == num(row, end)+1 && alone(row, end+1, +1))) {
 					continue
 				}
-				cands = append(cands, cand{from: st, offset: abs(float64(row[st].Number+row[end].Number)/2 - centre)})
+				cands = append(cands, cand{from: st, offset: abs(float64(num(row, st)+num(row, end))/2 - centre)})
 			}
 			i = j
+		}
+		if len(cands) == 0 {
+			continue
 		}
 		// The row's blocks nearest its centre first, keeping only blocks
 		// that do not overlap a better one: the candidates a crowd spreads
 		// over must not collide with each other.
 		slices.SortStableFunc(cands, func(x, y cand) int { return cmp.Compare(x.offset, y.offset) })
-		taken := make([]bool, len(row))
+		taken = append(taken[:0], make([]bool, len(row))...)
 		for _, c := range cands {
-			if slices.Contains(taken[c.from:c.from+b.Count], true) {
+			if slices.Contains(taken[c.from:c.from+f.count], true) {
 				continue
 			}
-			ids := make([]uuid.UUID, b.Count)
+			ids := make([]uuid.UUID, f.count)
 			for x := range ids {
-				ids[x] = row[c.from+x].ID
+				ids[x] = all[row[c.from+x]].ID
 				taken[c.from+x] = true
 			}
 			blocks = append(blocks, block{ids: ids, rank: r, offset: c.offset})
@@ -299,13 +485,16 @@ func (s *Service) bestBlocks(ev *eventState, a Actor, b Best, avoid map[uuid.UUI
 		}
 		return out
 	}
+	if !split {
+		return nil
+	}
 	// No row has them side by side: the fewest rows, longest runs first,
 	// each run taken from its start (or its end, if the start would leave
 	// a seat alone).
 	slices.SortStableFunc(runs, func(x, y run) int { return cmp.Or(cmp.Compare(y.n, x.n), cmp.Compare(x.row, y.row)) })
 	var ids []uuid.UUID
 	for _, ru := range runs {
-		need := b.Count - len(ids)
+		need := f.count - len(ids)
 		if need == 0 {
 			break
 		}
@@ -315,7 +504,7 @@ func (s *Service) bestBlocks(ev *eventState, a Actor, b Best, avoid map[uuid.UUI
 		for _, from := range []int{ru.from, ru.from + ru.n - k} {
 			cand := make([]uuid.UUID, k)
 			for x := range cand {
-				cand[x] = row[from+x].ID
+				cand[x] = all[row[from+x]].ID
 			}
 			if orphanFree(row, cand) {
 				part = cand
@@ -324,7 +513,7 @@ func (s *Service) bestBlocks(ev *eventState, a Actor, b Best, avoid map[uuid.UUI
 		}
 		ids = append(ids, part...)
 	}
-	if len(ids) < b.Count {
+	if len(ids) < f.count {
 		return nil
 	}
 	return [][]uuid.UUID{ids}

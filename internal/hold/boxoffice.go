@@ -62,7 +62,7 @@ func (s *Service) customerHold(a Actor, c store.Customer, until time.Time) (hold
 // held back stay back unless b.Accessible), held as HoldFor holds them.
 // Staff ask one at a time, so unlike HoldBest it takes the best block
 // rather than spreading a crowd, and moves on to the next when another
-// buyer takes it first.
+// buyer takes it first (pickAndHold, as HoldBest does).
 func (s *Service) HoldBestFor(ctx context.Context, a Actor, event uuid.UUID, b Best, c store.Customer, until time.Time) (Result, error) {
 	o, err := s.customerHold(a, c, until)
 	if err != nil {
@@ -85,36 +85,9 @@ func (s *Service) HoldBestFor(ctx context.Context, a Actor, event uuid.UUID, b B
 	// chosen by the buyer's rules.
 	chooser := a
 	chooser.Role = RoleBuyer
-	avoid := map[uuid.UUID]bool{}
-	looked := false
-	var last error
-	for range bestAttempts {
-		blocks := s.bestBlocks(ev, chooser, b, avoid, 1)
-		if len(blocks) == 0 && len(avoid) > 0 && !looked {
-			// As in HoldBest: a refused block's other seats may be free.
-			looked = true
-			clear(avoid)
-			blocks = s.bestBlocks(ev, chooser, b, avoid, 1)
-		}
-		if len(blocks) == 0 {
-			break
-		}
-		res, err := s.observedHold(ctx, a, event, blocks[0], SourceBoxOffice, o)
-		switch apperr.CodeOf(err) {
-		case apperr.SeatTaken, apperr.OrphanSeat:
-			for _, id := range blocks[0] {
-				avoid[id] = true
-			}
-			last = err
-			continue
-		}
-		return res, err
-	}
-	e := &apperr.Error{Code: apperr.NotEnoughSeats, Message: fmt.Sprintf("there are not %d seats available together", b.Count)}
-	if last != nil {
-		e.Message = fmt.Sprintf("the %d best seats were taken by others as we tried; try again", b.Count)
-	}
-	return Result{}, e
+	return s.pickAndHold(ctx, ev, chooser, b, 1, func(pick []uuid.UUID) (Result, error) {
+		return s.observedHold(ctx, a, event, pick, SourceBoxOffice, o)
+	})
 }
 
 // checkCustomer validates and normalizes a customer (email lower case).

@@ -1,12 +1,16 @@
 package hold
 
 import (
+	"cmp"
+	"context"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/google/uuid"
 
+	"seatd/internal/chart"
 	"seatd/internal/store"
 )
 
@@ -33,6 +37,20 @@ type eventState struct {
 	settings atomic.Pointer[store.Event]
 	// bestInFlight counts best-available requests under way (see HoldBest).
 	bestInFlight atomic.Int64
+	// claimMu makes a best-available pick and its claim one step; claimed
+	// are the seats picked by requests of this process whose holds have
+	// not returned yet. Other requests here see them as taken, so a crowd
+	// on one process never picks the same block twice (see HoldBest).
+	claimMu sync.Mutex
+	claimed map[uuid.UUID]bool
+	// busyRows counts, per row, the claims in it: under the strict orphan
+	// rule, holds in one row are decided one at a time in Postgres (see
+	// store.lockRows), so picks go to rows nobody here is holding in
+	// while there are such rows, rather than queue there.
+	busyRows map[rowKey]int
+	// rowFreed is closed (and cleared) when a claim ends: requests
+	// waiting for a row to be free here wait on it (see waitRow).
+	rowFreed chan struct{}
 
 	mu      sync.RWMutex
 	ready   bool
@@ -56,6 +74,10 @@ type eventState struct {
 	catCounts map[string]store.Counts     // per seat category ("" for none)
 	userHolds map[uuid.UUID]int           // active holds per user
 	places    map[uuid.UUID][]*store.Seat // a GA section's places, by section id
+	// rows are the seated rows in idx order, each its seats' positions in
+	// all by seat number: best available scans them without copying or
+	// sorting a row per request (the layout is fixed once loaded).
+	rows      [][]int32
 	maxFence  int64
 	watchers  map[int]func([]Delta)
 	nextWatch int
@@ -69,7 +91,8 @@ type doubtfulLock struct {
 }
 
 func newEventState(org, id uuid.UUID) *eventState {
-	return &eventState{org: org, id: id, watchers: map[int]func([]Delta){}}
+	return &eventState{org: org, id: id, watchers: map[int]func([]Delta){}, claimed: map[uuid.UUID]bool{},
+		busyRows: map[rowKey]int{}}
 }
 
 // fill sets the state from a load and returns the deltas that arrived
@@ -88,6 +111,7 @@ func (e *eventState) fill(sections []store.Section, seats []store.Seat) []Delta 
 	e.catCounts = map[string]store.Counts{}
 	e.userHolds = map[uuid.UUID]int{}
 	e.places = gaPlaces(sections, seats)
+	e.rows = seatedRows(sections, e.sectionOf, seats)
 	var changed []Delta
 	for i := range seats {
 		s := &seats[i]
@@ -108,6 +132,107 @@ func (e *eventState) fill(sections []store.Section, seats []store.Seat) []Delta 
 		}
 	}
 	return changed
+}
+
+// rowKey names a row of an event.
+type rowKey struct {
+	section uuid.UUID
+	row     string
+}
+
+func rowOf(st *store.Seat) rowKey { return rowKey{st.SectionID, st.Row} }
+
+// claim marks a pick's seats claimed and their rows busy; the caller
+// holds claimMu and mu (read).
+func (e *eventState) claim(ids []uuid.UUID) {
+	for _, id := range ids {
+		e.claimed[id] = true
+		if st, ok := e.lookup(id); ok {
+			e.busyRows[rowOf(st)]++
+		}
+	}
+}
+
+// unclaim ends a best-available request's claim on its pick.
+func (e *eventState) unclaim(ids []uuid.UUID) {
+	e.claimMu.Lock()
+	defer e.claimMu.Unlock()
+	e.mu.RLock()
+	defer e.mu.RUnlock()
+	for _, id := range ids {
+		delete(e.claimed, id)
+		if st, ok := e.lookup(id); ok {
+			k := rowOf(st)
+			if e.busyRows[k]--; e.busyRows[k] <= 0 {
+				delete(e.busyRows, k)
+			}
+		}
+	}
+	if e.rowFreed != nil {
+		close(e.rowFreed)
+		e.rowFreed = nil
+	}
+}
+
+// maxRowWait bounds how long a best-available request waits for a row
+// nobody here is holding in before it queues in Postgres after all. The
+// claims it waits for end within a transaction's time (statement
+// timeouts bound it), so this is only a backstop: queueing in Postgres
+// sooner, under load, turns into lock timeouts and blocks given up.
+const maxRowWait = 30 * time.Second
+
+// waitRow waits until a claim of this process ends (or ctx ends, or
+// until deadline), for a request whose blocks are all in rows held in
+// here now. It reports false once the deadline has passed.
+func (e *eventState) waitRow(ctx context.Context, deadline time.Time) bool {
+	left := time.Until(deadline)
+	if left <= 0 {
+		return false
+	}
+	e.claimMu.Lock()
+	if e.rowFreed == nil {
+		e.rowFreed = make(chan struct{})
+	}
+	ch := e.rowFreed
+	e.claimMu.Unlock()
+	t := time.NewTimer(left)
+	defer t.Stop()
+	select {
+	case <-ch:
+		return true
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return false
+	}
+}
+
+// seatedRows groups the seats of seated sections into rows (see rowsOf).
+func seatedRows(sections []store.Section, sectionOf map[uuid.UUID]int, seats []store.Seat) [][]int32 {
+	return rowsOf(seats, func(st *store.Seat) bool { return sections[sectionOf[st.SectionID]].Kind != chart.GA })
+}
+
+// rowsOf groups seats in idx order (a row's seats are stored together)
+// into rows of positions, each row by seat number, keeping the rows whose
+// first seat keep accepts (nil: every row).
+func rowsOf(seats []store.Seat, keep func(*store.Seat) bool) [][]int32 {
+	var rows [][]int32
+	for i := 0; i < len(seats); {
+		j := i + 1
+		for j < len(seats) && seats[j].SectionID == seats[i].SectionID && seats[j].Row == seats[i].Row {
+			j++
+		}
+		if keep == nil || keep(&seats[i]) {
+			row := make([]int32, 0, j-i)
+			for k := i; k < j; k++ {
+				row = append(row, int32(k)) // #nosec G115 -- an event has far fewer than 2^31 seats
+			}
+			slices.SortStableFunc(row, func(x, y int32) int { return cmp.Compare(seats[x].Number, seats[y].Number) })
+			rows = append(rows, row)
+		}
+		i = j
+	}
+	return rows
 }
 
 // lookup finds a cached seat by id; the caller holds mu.

@@ -47,9 +47,15 @@ func (s *Service) Hold(ctx context.Context, a Actor, event uuid.UUID, seatIDs []
 
 // observedHold is a hold with its metrics and, for a failure, its log line.
 func (s *Service) observedHold(ctx context.Context, a Actor, event uuid.UUID, seatIDs []uuid.UUID, source string, o holdOpts) (Result, error) {
+	return s.observe(a, event, func() (Result, string, error) { return s.hold(ctx, a, event, seatIDs, source, o) })
+}
+
+// observe runs a hold with its metrics and, for a failure, its log line;
+// f returns the path it took.
+func (s *Service) observe(a Actor, event uuid.UUID, f func() (Result, string, error)) (Result, error) {
 	start := s.now()
 	s.m.HoldAttempt.Inc()
-	res, path, err := s.hold(ctx, a, event, seatIDs, source, o)
+	res, path, err := f()
 	outcome := "ok"
 	switch {
 	case err == nil && res.Created:
@@ -80,8 +86,8 @@ type holdOpts struct {
 }
 
 func (s *Service) hold(ctx context.Context, a Actor, event uuid.UUID, seatIDs []uuid.UUID, source string, o holdOpts) (Result, string, error) {
-	if a.Role != RoleBuyer && a.Role != RoleBoxOffice && a.Role != RoleOrganizer {
-		return Result{}, "hot", apperr.E(apperr.Forbidden, "this account cannot hold seats")
+	if err := canHold(a); err != nil {
+		return Result{}, "hot", err
 	}
 	if o.customer != nil && !a.Staff() {
 		return Result{}, "hot", apperr.E(apperr.Forbidden, "only box-office staff can hold seats for a customer")
@@ -144,18 +150,9 @@ func (s *Service) hold(ctx context.Context, a Actor, event uuid.UUID, seatIDs []
 	// The cheap early refusal; the cap itself is enforced in the step that
 	// takes the holds, by Redis and by Postgres.
 	// The event's own TTL and cap replace the defaults.
-	ttl, cap := s.opt.HoldTTL, 0
-	if set.HoldTTL > 0 {
-		ttl = set.HoldTTL
-	}
-	if a.Role == RoleBuyer {
-		cap = s.opt.MaxHoldsPerBuyer
-		if set.MaxHoldsPerBuyer > 0 {
-			cap = set.MaxHoldsPerBuyer
-		}
-		if ev.holdsOf(a.User)+len(seats)-mine > cap {
-			return Result{}, "hot", holdLimit(cap)
-		}
+	ttl, cap := s.ttlCap(set, a)
+	if cap > 0 && ev.holdsOf(a.User)+len(seats)-mine > cap {
+		return Result{}, "hot", holdLimit(cap)
 	}
 
 	// A customer's hold keeps the time staff chose: in Postgres (so the
@@ -178,6 +175,30 @@ func (s *Service) hold(ctx context.Context, a Actor, event uuid.UUID, seatIDs []
 	s.m.RedisFallback.Inc()
 	res, err := s.holdFallback(ctx, ev, seats, p, label)
 	return res, "fallback", s.refusal(ev, err, cap, now)
+}
+
+// ttlCap is how long the actor's holds last and how many the actor may
+// have for the event (0: no cap): the event's own, else the defaults.
+func (s *Service) ttlCap(set *store.Event, a Actor) (time.Duration, int) {
+	ttl, cap := s.opt.HoldTTL, 0
+	if set.HoldTTL > 0 {
+		ttl = set.HoldTTL
+	}
+	if a.Role == RoleBuyer {
+		cap = s.opt.MaxHoldsPerBuyer
+		if set.MaxHoldsPerBuyer > 0 {
+			cap = set.MaxHoldsPerBuyer
+		}
+	}
+	return ttl, cap
+}
+
+// canHold refuses an account whose role takes no holds.
+func canHold(a Actor) error {
+	if a.Role != RoleBuyer && a.Role != RoleBoxOffice && a.Role != RoleOrganizer {
+		return apperr.E(apperr.Forbidden, "this account cannot hold seats")
+	}
+	return nil
 }
 
 // holdLimit is the refusal of a buyer at the cap.
@@ -475,6 +496,13 @@ func (s *Service) holdFallback(ctx context.Context, ev *eventState, seats []stor
 // publishes the change.
 func (s *Service) finish(ctx context.Context, ev *eventState, seats []store.Seat, out store.HoldOutcome,
 	user uuid.UUID, label func(uuid.UUID) string) (Result, error) {
+	return s.finishThen(ctx, ev, seats, out, user, label, nil)
+}
+
+// finishThen is finish calling applied (if set) once the cache has the
+// new holds, before they are published (see commitThen).
+func (s *Service) finishThen(ctx context.Context, ev *eventState, seats []store.Seat, out store.HoldOutcome,
+	user uuid.UUID, label func(uuid.UUID) string, applied func()) (Result, error) {
 	switch {
 	case out.NotOnSale:
 		return Result{}, errNotOnSale
@@ -505,7 +533,7 @@ func (s *Service) finish(ctx context.Context, ev *eventState, seats []store.Seat
 	for _, h := range out.Existing {
 		byID[h.SeatID] = h
 	}
-	s.commit(ctx, ev.org, ev.id, ds)
+	s.commitThen(ctx, ev.org, ev.id, ds, applied)
 	res := Result{Created: len(out.Created) > 0, Holds: make([]store.Hold, len(seats))}
 	for i, st := range seats {
 		res.Holds[i] = byID[st.ID]

@@ -287,6 +287,19 @@ func (s *Service) receive(ev *eventState, b []byte) {
 // delta that does not arrive (this process dies, a message is dropped)
 // reaches them through the feed.
 func (s *Service) commit(ctx context.Context, org, event uuid.UUID, ds []Delta) {
+	s.commitThen(ctx, org, event, ds, nil)
+}
+
+// commitThen is commit calling applied (if set) once this process's
+// cache has the change, before it is published.
+func (s *Service) commitThen(ctx context.Context, org, event uuid.UUID, ds []Delta, applied func()) {
+	if applied != nil {
+		defer func() {
+			if applied != nil {
+				applied()
+			}
+		}()
+	}
 	if len(ds) == 0 {
 		return
 	}
@@ -298,6 +311,10 @@ func (s *Service) commit(ctx context.Context, org, event uuid.UUID, ds []Delta) 
 	if ev := s.cached(org, event); ev != nil {
 		ev.notify(ev.apply(ds))
 		from = s.self
+	}
+	if applied != nil {
+		applied()
+		applied = nil
 	}
 	// Chunk so every message fits the Postgres NOTIFY fallback.
 	for len(ds) > 0 {

@@ -134,6 +134,10 @@ func IsUniqueViolationOf(err error, constraint string) bool {
 // transaction is working on the row right now.
 func IsLockNotAvailable(err error) bool { return code(err) == pgerrcode.LockNotAvailable }
 
+// IsStatementTimeout reports 57014: the statement ran past
+// statement_timeout (or was cancelled).
+func IsStatementTimeout(err error) bool { return code(err) == pgerrcode.QueryCanceled }
+
 // IsCheckViolation reports a 23514 of the named constraint.
 func IsCheckViolation(err error, constraint string) bool {
 	var pgErr *pgconn.PgError

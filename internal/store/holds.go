@@ -147,16 +147,15 @@ func (s *Store) createHoldsTx(ctx context.Context, p HoldParams) (HoldOutcome, e
 	var out HoldOutcome
 	err := s.InTx(ctx, func(tx pgx.Tx) error {
 		p := p
+		var orphans []uuid.UUID
 		check := false // this transaction applies the orphan rule
-		if p.Strict && !p.orphansChecked {
-			var err error
-			if check, err = lockRows(ctx, tx, p); err != nil {
-				return err
-			}
-			p.orphansChecked = check
-		}
 		var err error
-		out, err = lockAndCheck(ctx, tx, p)
+		if p.Strict && !p.orphansChecked {
+			out, orphans, check, err = strictCheck(ctx, tx, p)
+			p.orphansChecked = check
+		} else {
+			out, err = lockAndCheck(ctx, tx, p)
+		}
 		if err == nil {
 			err = sameCustomer(ctx, tx, p, &out)
 		}
@@ -164,8 +163,8 @@ func (s *Store) createHoldsTx(ctx context.Context, p HoldParams) (HoldOutcome, e
 			return err
 		}
 		if check && len(out.Existing) < len(p.Seats) {
-			if out.Orphans, err = orphansOf(ctx, tx, p); err != nil || len(out.Orphans) > 0 {
-				return err
+			if out.Orphans = orphans; len(out.Orphans) > 0 {
+				return nil
 			}
 		}
 		fresh := slices.DeleteFunc(slices.Clone(p.Seats), func(r HoldRequest) bool {
@@ -339,7 +338,16 @@ func lockAndCheck(ctx context.Context, tx pgx.Tx, p HoldParams) (HoldOutcome, er
 // checkSeats reads (and with lock, locks in id order) the requested seats
 // and sorts them into the outcome's buckets.
 func checkSeats(ctx context.Context, db pg.DBTX, p HoldParams, lock string) (HoldOutcome, error) {
-	rows, err := db.Query(ctx, `
+	rows, err := db.Query(ctx, checkSeatsSQL+lock, checkSeatsArgs(p)...)
+	if err != nil {
+		return HoldOutcome{}, err
+	}
+	return scanCheck(rows, p)
+}
+
+// checkSeatsSQL reads the requested seats with their holds, in id
+// order; a lock clause may follow.
+const checkSeatsSQL = `
 		SELECT s.id, s.status, s.fence, h.id, h.user_id, h.held_until, h.created_at, h.extensions, h.fence, h.source, s.version,
 		       event_open(e.status, e.on_sale_at, e.sales_end_at, $4, $5),
 		       accessible_open(s.accessible, s.companion, e.accessible_release_at, $4 OR $6, $5),
@@ -347,10 +355,14 @@ func checkSeats(ctx context.Context, db pg.DBTX, p HoldParams, lock string) (Hol
 		FROM seats s JOIN events e ON e.org_id = s.org_id AND e.id = s.event_id
 		LEFT JOIN seat_holds h ON h.id = s.hold_id
 		WHERE s.org_id = $1 AND s.event_id = $2 AND s.id = ANY($3::uuid[])
-		ORDER BY s.id `+lock, p.Org, p.Event, seatIDs(p.Seats), p.Staff, p.Now, p.Accessible, p.orphansChecked)
-	if err != nil {
-		return HoldOutcome{}, err
-	}
+		ORDER BY s.id `
+
+func checkSeatsArgs(p HoldParams) []any {
+	return []any{p.Org, p.Event, seatIDs(p.Seats), p.Staff, p.Now, p.Accessible, p.orphansChecked}
+}
+
+// scanCheck sorts the rows of checkSeatsSQL into the outcome's buckets.
+func scanCheck(rows pgx.Rows, p HoldParams) (HoldOutcome, error) {
 	defer rows.Close()
 	var out HoldOutcome
 	seen := map[uuid.UUID]bool{}
