@@ -54,8 +54,11 @@ const (
 
 type heldSeat struct {
 	seat, hold uuid.UUID
-	hot        bool
-	via        chooser
+	// until is the hold's held_until as answered: past it the reaper may
+	// end the hold and the seat be held again, by this buyer too.
+	until time.Time
+	hot   bool
+	via   chooser
 }
 
 // newTransport is shared by every client of a test.
@@ -355,6 +358,16 @@ func (l *load) countChosen(via chooser, r result, code ...string) {
 	l.chosen[k]++
 }
 
+// noteChosen counts a case of the choosing buyers' answers by name.
+func (l *load) noteChosen(via chooser, what string) {
+	l.chosenMu.Lock()
+	defer l.chosenMu.Unlock()
+	if l.chosen == nil {
+		l.chosen = map[string]int{}
+	}
+	l.chosen[string(via)+"/"+what]++
+}
+
 // chosenSummary describes the answers to the choosing buyers' requests.
 func (l *load) chosenSummary() string {
 	l.chosenMu.Lock()
@@ -511,7 +524,7 @@ func (l *load) hold(ctx context.Context, n *node, cl *client, seat uuid.UUID, ho
 				o.Result = resCreated
 			}
 			if !slices.ContainsFunc(cl.holds, func(x heldSeat) bool { return x.hold == h.ID }) {
-				cl.holds = append(cl.holds, heldSeat{seat: seat, hold: h.ID, hot: hot})
+				cl.holds = append(cl.holds, heldSeat{seat: seat, hold: h.ID, until: h.HeldUntil, hot: hot})
 			}
 		}
 	}
@@ -574,7 +587,13 @@ func (l *load) holdChosen(ctx context.Context, cl *client) {
 		cl.got = map[uuid.UUID]bool{}
 	}
 	for _, h := range got.Holds {
-		i := slices.IndexFunc(cl.holds, func(x heldSeat) bool { return x.seat == h.SeatID })
+		// A seat this buyer holds under another hold that was still live
+		// when the request was made must not be answered as a new hold;
+		// one whose hold had lapsed may be (expired, reaped, held again).
+		i := slices.IndexFunc(cl.holds, func(x heldSeat) bool { return x.seat == h.SeatID && !x.until.Before(o.Call) })
+		if i < 0 && !cl.got[h.ID] && slices.ContainsFunc(cl.holds, func(x heldSeat) bool { return x.seat == h.SeatID }) {
+			l.noteChosen(cl.chooser, "held_again_after_lapse")
+		}
 		switch {
 		case cl.got[h.ID] && cl.chooser == viaBest:
 			// Best available may pick a seat this buyer holds already,
@@ -607,7 +626,7 @@ func (l *load) holdChosen(ctx context.Context, cl *client) {
 			x.Result = resExisting
 		} else if !slices.ContainsFunc(cl.holds, func(y heldSeat) bool { return y.hold == h.ID }) {
 			cl.got[h.ID] = true
-			cl.holds = append(cl.holds, heldSeat{seat: h.SeatID, hold: h.ID, via: cl.chooser})
+			cl.holds = append(cl.holds, heldSeat{seat: h.SeatID, hold: h.ID, until: h.HeldUntil, via: cl.chooser})
 		}
 		l.rec.add(x)
 	}
