@@ -83,16 +83,8 @@ const bestAttempts = 8
 // more of the best blocks each time so a crowd spreads out instead of all
 // retrying the same block.
 func (s *Service) HoldBest(ctx context.Context, a Actor, event uuid.UUID, b Best, source string) (Result, error) {
-	if b.Count < 1 || b.Count > s.opt.MaxSeatsPerRequest {
-		return Result{}, &apperr.Error{Code: apperr.Invalid,
-			Message: fmt.Sprintf("ask for between 1 and %d seats", s.opt.MaxSeatsPerRequest),
-			Fields:  map[string]string{"best_available.count": fmt.Sprintf("must be 1 to %d", s.opt.MaxSeatsPerRequest)}}
-	}
-	ev, err := s.event(ctx, a.Org, event)
+	ev, err := s.bestEvent(ctx, a, event, b)
 	if err != nil {
-		return Result{}, err
-	}
-	if err := s.bestFilterKnown(ev, b); err != nil {
 		return Result{}, err
 	}
 	crowd := int(ev.bestInFlight.Add(1))
@@ -283,6 +275,21 @@ func (s *Service) claimBest(ev *eventState, a Actor, b Best, avoid map[uuid.UUID
 	pick = blocks[rand.IntN(min(len(blocks), want))] // #nosec G404 -- spreading load, not security
 	ev.claim(pick)
 	return pick, false
+}
+
+// bestEvent checks a best-available request's count and filters and
+// returns its event.
+func (s *Service) bestEvent(ctx context.Context, a Actor, event uuid.UUID, b Best) (*eventState, error) {
+	if b.Count < 1 || b.Count > s.opt.MaxSeatsPerRequest {
+		return nil, &apperr.Error{Code: apperr.Invalid,
+			Message: fmt.Sprintf("ask for between 1 and %d seats", s.opt.MaxSeatsPerRequest),
+			Fields:  map[string]string{"best_available.count": fmt.Sprintf("must be 1 to %d", s.opt.MaxSeatsPerRequest)}}
+	}
+	ev, err := s.event(ctx, a.Org, event)
+	if err != nil {
+		return nil, err
+	}
+	return ev, s.bestFilterKnown(ev, b)
 }
 
 // bestFilterKnown refuses a category or section the event does not have.

@@ -2,7 +2,6 @@ package hold
 
 import (
 	"context"
-	"fmt"
 	"net/mail"
 	"slices"
 	"strings"
@@ -68,16 +67,8 @@ func (s *Service) HoldBestFor(ctx context.Context, a Actor, event uuid.UUID, b B
 	if err != nil {
 		return Result{}, err
 	}
-	if b.Count < 1 || b.Count > s.opt.MaxSeatsPerRequest {
-		return Result{}, &apperr.Error{Code: apperr.Invalid,
-			Message: fmt.Sprintf("ask for between 1 and %d seats", s.opt.MaxSeatsPerRequest),
-			Fields:  map[string]string{"best_available.count": fmt.Sprintf("must be 1 to %d", s.opt.MaxSeatsPerRequest)}}
-	}
-	ev, err := s.event(ctx, a.Org, event)
+	ev, err := s.bestEvent(ctx, a, event, b)
 	if err != nil {
-		return Result{}, err
-	}
-	if err := s.bestFilterKnown(ev, b); err != nil {
 		return Result{}, err
 	}
 	// bestBlocks lifts the orphan rule and the accessible hold-back for
