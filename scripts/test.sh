@@ -3,7 +3,8 @@
 #   1. start the test-profile Postgres + Redis (scripts/services.sh up test)
 #   2. make lint
 #   3. promtool checks and unit-tests the alert rules (deploy/prometheus)
-#   4. go test -race over all packages, with DATABASE_URL, REDIS_URL,
+#   4. go test -race over all packages but internal/chaos, then the short
+#      chaos run alone (see below), with DATABASE_URL, REDIS_URL,
 #      SEATD_CHROMIUM and SEATD_PROMETHEUS exported (Prometheus is installed
 #      when missing: the alert test starts one)
 #   5. a short fuzz run for each entry of FUZZ_TARGETS ("pkg/path:FuzzName ...")
@@ -48,7 +49,14 @@ svc_env=$(scripts/services.sh up test)
 	scripts/prometheus.sh test-rules
 
 	log "go test (DATABASE_URL=$DATABASE_URL REDIS_URL=$REDIS_URL)"
-	go test -race -count=1 -timeout 12m ./...
+	# The short chaos run goes last and alone: it measures convergence
+	# (maps within 1 s, registries within 2 s) with three seatd processes,
+	# proxies and its load on the machine's cores, as make chaos does.
+	# Beside the browser tests of another package, CPU starvation made the
+	# caches lag Postgres for expiries beyond those bounds.
+	go test -race -count=1 -timeout 12m $(go list ./... | grep -v '/internal/chaos$')
+	log "short chaos run"
+	go test -race -count=1 -timeout 8m ./internal/chaos/
 
 	for target in $FUZZ_TARGETS; do
 		pkg=${target%%:*}
