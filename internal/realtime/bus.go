@@ -58,7 +58,15 @@ type channel struct {
 	handlers map[int]Handler
 	resync   map[int]func()
 	done     chan struct{}
+	// ready is closed once Redis has confirmed the subscription, or
+	// subscribeWait has passed without it.
+	ready chan struct{}
 }
+
+// subscribeWait bounds how long Subscribe waits for Redis to confirm a new
+// subscription (when Redis is down, go-redis subscribes once it is back and
+// the resync callbacks run then).
+const subscribeWait = time.Second
 
 // New returns a bus. redisHealthy reports whether Redis should be used to
 // publish (the breaker is closed); when false, Publish goes through
@@ -139,11 +147,20 @@ func (b *Bus) sendQueued(ctx context.Context) {
 // subscription was re-established after a disconnect: messages may have
 // been missed, so the subscriber should reload its state.
 func (b *Bus) Subscribe(name string, h func(payload []byte), resync func()) (unsubscribe func()) {
+	unsubscribe, ready := b.subscribe(name, h, resync)
+	// Callers subscribe before reading the state the messages keep
+	// current (a hot cache's load): a message published after Subscribe
+	// returns must reach h, so wait until Redis has the subscription.
+	<-ready
+	return unsubscribe
+}
+
+func (b *Bus) subscribe(name string, h func(payload []byte), resync func()) (unsubscribe func(), ready <-chan struct{}) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	c, ok := b.subs[name]
 	if !ok {
-		c = &channel{handlers: map[int]Handler{}, resync: map[int]func(){}, done: make(chan struct{})}
+		c = &channel{handlers: map[int]Handler{}, resync: map[int]func(){}, done: make(chan struct{}), ready: make(chan struct{})}
 		// The subscription runs in the background on its own connection;
 		// go-redis reconnects and resubscribes on its own.
 		c.ps = b.rdb.SSubscribe(context.Background(), name)
@@ -165,7 +182,7 @@ func (b *Bus) Subscribe(name string, h func(payload []byte), resync func()) (uns
 			delete(b.subs, name)
 			_ = c.ps.Close()
 		}
-	}
+	}, c.ready
 }
 
 // Subscribed reports whether this process has a subscription on name.
@@ -177,20 +194,24 @@ func (b *Bus) Subscribed(name string) bool {
 }
 
 func (b *Bus) receive(name string, c *channel) {
-	first := true
+	// The first reply is the subscription's confirmation. Past it (or
+	// past the wait, Redis being away), every confirmation is a
+	// resubscribe, which may have missed messages: the resync callbacks
+	// run (at worst one extra for a confirmation merely late).
+	ctx, cancel := context.WithTimeout(context.Background(), subscribeWait)
+	_, _ = c.ps.Receive(ctx)
+	cancel()
+	close(c.ready)
 	for msg := range c.ps.ChannelWithSubscriptions(redis.WithChannelSize(1024)) {
 		switch m := msg.(type) {
 		case *redis.Subscription:
 			if m.Kind != "ssubscribe" {
 				continue
 			}
-			if !first {
-				b.log.Info("live channel resubscribed", "channel", name)
-				for _, f := range b.resyncers(name) {
-					f()
-				}
+			b.log.Info("live channel resubscribed", "channel", name)
+			for _, f := range b.resyncers(name) {
+				f()
 			}
-			first = false
 		case *redis.Message:
 			b.dispatch(name, []byte(m.Payload))
 		}
