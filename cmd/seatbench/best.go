@@ -18,6 +18,12 @@ type Best struct {
 	Refusal string  `json:"first_refusal,omitempty"`
 	WallMS  float64 `json:"wall_ms"`
 	Latency Latency `json:"latency"`
+	// Floor is the same buyers asking GET /api/v1/me at the same
+	// instant, just before: what a burst of this many requests costs the
+	// machine (HTTP, sessions, the load generator) with no hold at all.
+	Floor Latency `json:"floor_latency"`
+	// CPU is what each part used during the burst: where its time goes.
+	CPU CPU `json:"cpu"`
 	// Checked in SQL afterwards: seats with more than one active hold,
 	// granted blocks that are not 4 seats side by side in one row, and
 	// available seats left alone between taken ones.
@@ -52,28 +58,20 @@ func (b *bench) phaseBest(ctx context.Context) error {
 	wg.Wait()
 	path := "/api/v1/events/" + ev + "/holds"
 	body := []byte(`{"best_available":{"count":4}}`)
-	codes := make([]int, n)
-	bodies := make([][]byte, n)
-	lats := make([]float64, n)
-	ends := make([]time.Time, n)
-	gate := make(chan struct{})
-	var ready sync.WaitGroup
-	ready.Add(n)
-	for i, s := range b.fx.buyers[:n] {
-		wg.Go(func() {
-			ready.Done()
-			<-gate
-			t0 := time.Now()
-			codes[i], bodies[i], _ = main.call(ctx, s, http.MethodPost, path, body)
-			ends[i] = time.Now()
-			lats[i] = ms(ends[i].Sub(t0))
-		})
-	}
-	ready.Wait()
-	start := time.Now()
-	close(gate)
-	wg.Wait()
-	r := &Best{Buyers: n, Seats: seats, Latency: latencyOf(lats)}
+	buyers := b.fx.buyers[:n]
+	_, _, floor, _ := burst(buyers, func(s *session) (int, []byte) {
+		code, resp, _ := main.call(ctx, s, http.MethodGet, "/api/v1/me", nil)
+		return code, resp
+	})
+	cpu0 := b.sampleCPU([]*server{main})
+	codes, bodies, lats, ends := burst(buyers, func(s *session) (int, []byte) {
+		code, resp, _ := main.call(ctx, s, http.MethodPost, path, body)
+		return code, resp
+	})
+	cpu := cpu0.to(b.sampleCPU([]*server{main}))
+	start := ends[len(ends)-1]
+	ends = ends[:n]
+	r := &Best{Buyers: n, Seats: seats, Latency: latencyOf(lats), Floor: latencyOf(floor), CPU: cpu}
 	var last time.Time
 	for i, c := range codes {
 		switch c {
@@ -108,10 +106,38 @@ func (b *bench) phaseBest(ctx context.Context) error {
 		return err
 	}
 	b.rep.Best = r
-	b.log.printf("best available: %d granted, %d refused, %d other in %.0f ms; p50/p99 %.1f/%.1f ms; seats twice %d, blocks apart %d, orphans %d",
-		r.Granted, r.Refused, r.Other, r.WallMS, r.Latency.P50, r.Latency.P99, r.SeatsTwice, r.NotTogether, r.Orphans)
+	b.log.printf("best available: %d granted, %d refused, %d other in %.0f ms; p50/p99 %.1f/%.1f ms (the same burst of GET /api/v1/me: %.1f/%.1f ms); seats twice %d, blocks apart %d, orphans %d",
+		r.Granted, r.Refused, r.Other, r.WallMS, r.Latency.P50, r.Latency.P99, r.Floor.P50, r.Floor.P99, r.SeatsTwice, r.NotTogether, r.Orphans)
+	b.log.printf("best available: CPU during the burst (%.0f ms): seatd %.0f ms, postgres %.0f ms, redis %.0f ms, load generator %.0f ms, others %.0f ms, idle %.0f ms",
+		cpu.Wall*1000, cpu.Seatd*1000, cpu.Postgres*1000, cpu.Redis*1000, cpu.Client*1000, cpu.Other*1000, cpu.Idle*1000)
 	if r.Refusal != "" {
 		b.log.printf("best available: first refusal %s", r.Refusal)
 	}
 	return nil
+}
+
+// burst sends one request per session at the same instant (each on its
+// own goroutine, released together) and returns each one's status, body,
+// latency in ms and end time; the start of the burst is appended to ends.
+func burst(ss []*session, call func(*session) (int, []byte)) (codes []int, bodies [][]byte, lats []float64, ends []time.Time) {
+	n := len(ss)
+	codes, bodies, lats, ends = make([]int, n), make([][]byte, n), make([]float64, n), make([]time.Time, n+1)
+	gate := make(chan struct{})
+	var ready, wg sync.WaitGroup
+	ready.Add(n)
+	for i, s := range ss {
+		wg.Go(func() {
+			ready.Done()
+			<-gate
+			t0 := time.Now()
+			codes[i], bodies[i] = call(s)
+			ends[i] = time.Now()
+			lats[i] = ms(ends[i].Sub(t0))
+		})
+	}
+	ready.Wait()
+	ends[n] = time.Now()
+	close(gate)
+	wg.Wait()
+	return codes, bodies, lats, ends
 }

@@ -336,7 +336,8 @@ func (r *Report) printTable(w io.Writer) {
 	if x := r.Best; x != nil {
 		name := fmt.Sprintf("best available, %d buyers × 4 seats", x.Buyers)
 		row(name+": granted / refused / other", fmt.Sprintf("%d / %d / %d", x.Granted, x.Refused, x.Other), "", "", "all granted")
-		row(name+": p50/p95/p99, wall", lat(x.Latency)+fmt.Sprintf(", %.0f ms", x.WallMS), "", "", "p99 < 100 ms")
+		row(name+": p50/p95/p99, wall", lat(x.Latency)+fmt.Sprintf(", %.0f ms", x.WallMS),
+			"same burst of GET /api/v1/me: "+lat(x.Floor), fmt.Sprintf("%.2f", ratio2(x.Latency.P99, x.Floor.P99)), "p99 < 100 ms")
 		row(name+": seats twice / blocks apart / orphans", fmt.Sprintf("%d / %d / %d", x.SeatsTwice, x.NotTogether, x.Orphans), "", "", "0 / 0 / 0")
 	}
 	if o := r.Occupancy; o != nil {

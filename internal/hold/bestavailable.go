@@ -73,6 +73,10 @@ type Best struct {
 // them first.
 const bestAttempts = 8
 
+// bestSpread is how many of the best blocks a request picks among at its
+// first try (when as many requests are in flight here).
+const bestSpread = 4
+
 // HoldBest holds the best Count seats available, all or none, through the
 // same path as clicked seats. Best means: Count seats side by side in one
 // row if any row has them — the frontmost such row (the chart lists rows
@@ -99,11 +103,12 @@ func (s *Service) HoldBest(ctx context.Context, a Actor, event uuid.UUID, b Best
 	// process it does not: a pick is claimed until its hold returns, and
 	// claimed seats are taken to the picks after it. Across processes,
 	// each picks at random among as many of the best blocks as there are
-	// requests in flight here (up to 64; twice as many on each retry), so
+	// requests in flight here (up to bestSpread; twice as many on each
+	// retry), so
 	// best is exact for a lone buyer and crowds on several processes
 	// spread over the next best blocks instead of colliding.
-	return s.pickAndHold(ctx, ev, a, b, crowd, func(pick []uuid.UUID) (Result, error) {
-		return s.observedHold(ctx, a, event, pick, source, holdOpts{accessible: b.Accessible})
+	return s.pickAndHold(ev, a, b, crowd, func(pick []uuid.UUID) (Result, error) {
+		return s.observedHold(ctx, a, event, pick, source, holdOpts{accessible: b.Accessible, fresh: true})
 	})
 }
 
@@ -111,25 +116,19 @@ func (s *Service) HoldBest(ctx context.Context, a Actor, event uuid.UUID, b Best
 // on this process while hold holds them, until one is held; a block
 // another buyer took first, or that would now leave a seat alone, is left
 // out and the next tried, bestAttempts times at most.
-func (s *Service) pickAndHold(ctx context.Context, ev *eventState, chooser Actor, b Best, crowd int, hold func(pick []uuid.UUID) (Result, error)) (Result, error) {
+func (s *Service) pickAndHold(ev *eventState, chooser Actor, b Best, crowd int, hold func(pick []uuid.UUID) (Result, error)) (Result, error) {
 	avoid := map[uuid.UUID]bool{}
 	looked := false
 	var last error
-	deadline := s.now().Add(maxRowWait)
-	busy := false
-	for attempt := 0; attempt < bestAttempts; {
-		// Capped: scanning the rows for more blocks than this costs more
-		// than the retries it saves.
-		want := min(crowd, 64) << attempt
-		pick, wait := s.claimBest(ev, chooser, b, avoid, want, &looked, busy)
-		if wait {
-			busy = !ev.waitRow(ctx, deadline)
-			continue
-		}
+	for attempt := 0; attempt < bestAttempts; attempt++ {
+		// A few of the best blocks at first, twice as many on each retry:
+		// picks on this process never collide (claims), so the spread is
+		// only for crowds on other processes.
+		want := min(crowd, bestSpread) << attempt
+		pick := s.claimBest(ev, chooser, b, avoid, want, &looked)
 		if pick == nil {
 			break
 		}
-		attempt++
 		res, err := hold(pick)
 		// The cache has the hold by now (or the refusal's cause is
 		// avoided below): the claim has done its work.
@@ -249,9 +248,8 @@ func (s *Service) holdBestPostgres(ctx context.Context, ev *eventState, a Actor,
 
 // claimBest picks a block among the want best ones not avoided nor
 // claimed by another request of this process, and claims it. It returns
-// nil when there is none, and wait when there is none yet in a row no
-// claim here is in (see findFree); busy lifts that rule.
-func (s *Service) claimBest(ev *eventState, a Actor, b Best, avoid map[uuid.UUID]bool, want int, looked *bool, busy bool) (pick []uuid.UUID, wait bool) {
+// nil when there is none.
+func (s *Service) claimBest(ev *eventState, a Actor, b Best, avoid map[uuid.UUID]bool, want int, looked *bool) []uuid.UUID {
 	ev.claimMu.Lock()
 	defer ev.claimMu.Unlock()
 	// The cache stays read-locked while rows are scanned, in place:
@@ -259,22 +257,22 @@ func (s *Service) claimBest(ev *eventState, a Actor, b Best, avoid map[uuid.UUID
 	// holds themselves.
 	ev.mu.RLock()
 	defer ev.mu.RUnlock()
-	blocks, wait := s.bestBlocks(ev, a, b, avoid, want, busy)
-	if len(blocks) == 0 && !wait && len(avoid) > 0 && !*looked {
+	blocks := s.bestBlocks(ev, a, b, avoid, want)
+	if len(blocks) == 0 && len(avoid) > 0 && !*looked {
 		// A refused block's seats are all avoided, but only some of them
 		// were taken (or none: an orphan refusal): the rest may be needed
 		// for a block now. Look once more with none avoided; the cache has
 		// the holds that refused us by now.
 		*looked = true
 		clear(avoid)
-		blocks, wait = s.bestBlocks(ev, a, b, avoid, want, busy)
+		blocks = s.bestBlocks(ev, a, b, avoid, want)
 	}
 	if len(blocks) == 0 {
-		return nil, wait
+		return nil
 	}
-	pick = blocks[rand.IntN(min(len(blocks), want))] // #nosec G404 -- spreading load, not security
+	pick := blocks[rand.IntN(min(len(blocks), want))] // #nosec G404 -- spreading load, not security
 	ev.claim(pick)
-	return pick, false
+	return pick
 }
 
 // bestEvent checks a best-available request's count and filters and
@@ -313,15 +311,19 @@ func (s *Service) bestFilterKnown(ev *eventState, b Best) error {
 // bestBlocks lists candidate seat sets, best first, from the hot cache:
 // at least want of them when there are (rows are scanned front to back
 // only until want blocks are found, so a big venue costs little). Seats
-// claimed by other requests of this process count as taken. The caller
-// holds ev.claimMu and ev.mu (read). wait: see findFree.
-func (s *Service) bestBlocks(ev *eventState, a Actor, b Best, avoid map[uuid.UUID]bool, want int, busy bool) ([][]uuid.UUID, bool) {
-	f := s.finder(ev, a, b, ev.all, ev.rows, avoid, nil)
-	return f.findFree(ev, b, want, true, busy)
+// claimed by other requests of this process count as taken, and holds in
+// one row go together: on the fast path, this process's holds share one
+// transaction (store.CreateHolds), which decides them in order. The
+// caller holds ev.claimMu and ev.mu (read).
+func (s *Service) bestBlocks(ev *eventState, a Actor, b Best, avoid map[uuid.UUID]bool, want int) [][]uuid.UUID {
+	blocks, _ := s.finder(ev, a, b, ev.all, ev.rows, avoid, nil).findFree(ev, b, want, true, true)
+	return blocks
 }
 
 // findFree is find in the rows of section b.Section if set. Under the
-// strict rule, it looks only in rows no claim of this process is in
+// strict rule, on the Postgres-only path (where each request is a
+// transaction of its own, and holds in one row are decided one at a time
+// in Postgres), it looks only in rows no claim of this process is in
 // unless busy is set; it reports wait when only such rows have blocks
 // (and busy is not set): waiting here for one of them costs less than
 // queueing for it in Postgres with a connection held. The caller holds

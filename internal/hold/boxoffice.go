@@ -67,6 +67,7 @@ func (s *Service) HoldBestFor(ctx context.Context, a Actor, event uuid.UUID, b B
 	if err != nil {
 		return Result{}, err
 	}
+	o.fresh = true
 	ev, err := s.bestEvent(ctx, a, event, b)
 	if err != nil {
 		return Result{}, err
@@ -76,7 +77,7 @@ func (s *Service) HoldBestFor(ctx context.Context, a Actor, event uuid.UUID, b B
 	// chosen by the buyer's rules.
 	chooser := a
 	chooser.Role = RoleBuyer
-	return s.pickAndHold(ctx, ev, chooser, b, 1, func(pick []uuid.UUID) (Result, error) {
+	return s.pickAndHold(ev, chooser, b, 1, func(pick []uuid.UUID) (Result, error) {
 		return s.observedHold(ctx, a, event, pick, SourceBoxOffice, o)
 	})
 }

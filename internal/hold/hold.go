@@ -83,6 +83,8 @@ type holdOpts struct {
 	accessible bool
 	// ga: the seats are general-admission places (no orphan rule).
 	ga bool
+	// fresh: every seat must be newly held (see store.HoldParams.Fresh).
+	fresh bool
 }
 
 func (s *Service) hold(ctx context.Context, a Actor, event uuid.UUID, seatIDs []uuid.UUID, source string, o holdOpts) (Result, string, error) {
@@ -163,7 +165,7 @@ func (s *Service) hold(ctx context.Context, a Actor, event uuid.UUID, seatIDs []
 		until = o.until.Truncate(time.Millisecond)
 	}
 	p := store.HoldParams{Org: a.Org, Event: event, User: a.User, Now: now, HeldUntil: until,
-		Source: source, Cap: cap, Customer: o.customer, Staff: a.Staff(), Accessible: o.accessible, GA: o.ga,
+		Source: source, Cap: cap, Customer: o.customer, Staff: a.Staff(), Accessible: o.accessible, GA: o.ga, Fresh: o.fresh,
 		Strict: set.OrphanRule == "strict" && !a.Staff() && !o.ga}
 	if s.fast(ev) {
 		res, err := s.holdFast(ctx, ev, seats, p, label)

@@ -202,13 +202,49 @@ func (s *Service) Reap(ctx context.Context) (int, error) {
 	}
 }
 
-// RunReaper reaps every interval until ctx ends.
+// RunReaper reaps every interval until ctx ends, and prunes keyed hold
+// requests once an hour.
 func (s *Service) RunReaper(ctx context.Context, interval time.Duration) {
+	var pruned time.Time
 	loop(ctx, interval, nil, func(ctx context.Context) {
 		if n, err := s.Reap(ctx); err != nil && ctx.Err() == nil {
+			s.m.BackgroundErrors.WithLabelValues("reaper").Inc()
 			s.log.Error("reaper", "err", err)
 		} else if n > 0 {
 			s.log.Info("reaper expired holds", "count", n)
 		}
+		if now := s.now(); now.Sub(pruned) >= time.Hour {
+			pruned = now
+			s.pruneHoldRequests(ctx, now)
+		}
 	})
+}
+
+// holdRequestKeep is how long a keyed hold request is remembered: a
+// repeat with its Idempotency-Key within it answers the first request's
+// holds; after it, the key is free again.
+const holdRequestKeep = 24 * time.Hour
+
+// pruneHoldRequests deletes keyed hold requests older than
+// holdRequestKeep, a batch at a time (every process may; the deletes do
+// not conflict).
+func (s *Service) pruneHoldRequests(ctx context.Context, now time.Time) {
+	total := int64(0)
+	for {
+		n, err := s.store.PruneHoldRequests(ctx, now.Add(-holdRequestKeep), 10_000)
+		total += n
+		if err != nil {
+			if ctx.Err() == nil {
+				s.m.BackgroundErrors.WithLabelValues("prune_hold_requests").Inc()
+				s.log.Warn("prune keyed hold requests", "err", err)
+			}
+			return
+		}
+		if n < 10_000 {
+			break
+		}
+	}
+	if total > 0 {
+		s.log.Info("pruned keyed hold requests", "count", total)
+	}
 }

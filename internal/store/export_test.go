@@ -1,20 +1,28 @@
 package store
 
-// BlockHoldBatches takes every statement slot of the hold batcher, so
+// BlockHoldBatches takes every statement slot of both hold batchers, so
 // holds queue until unblock is called; queued says how many wait.
 func (s *Store) BlockHoldBatches() (queued func() int, unblock func()) {
-	b := s.batch
-	for range cap(b.slots) {
-		b.slots <- struct{}{}
+	bs := []*holdBatcher{s.batch, s.together}
+	for _, b := range bs {
+		for range cap(b.slots) {
+			b.slots <- struct{}{}
+		}
 	}
 	queued = func() int {
-		b.mu.Lock()
-		defer b.mu.Unlock()
-		return len(b.queue)
+		n := 0
+		for _, b := range bs {
+			b.mu.Lock()
+			n += len(b.queue)
+			b.mu.Unlock()
+		}
+		return n
 	}
 	unblock = func() {
-		for range cap(b.slots) {
-			<-b.slots
+		for _, b := range bs {
+			for range cap(b.slots) {
+				<-b.slots
+			}
 		}
 	}
 	return queued, unblock

@@ -125,22 +125,26 @@ func runHoldStatement(ctx context.Context, db pg.DBTX, rows []holdRow) (map[uuid
 	return got, err
 }
 
-// holdBatcher coalesces concurrent single-seat fast-path holds into one
-// autocommitted statement: one round trip, one commit and one WAL flush
-// for many holds. It adds no delay: a request that finds a statement slot
-// free goes at once, alone; only while every slot is busy do requests
-// queue, and the next free slot takes up to max of them together. So the
-// batch size follows the load.
+// holdBatcher coalesces concurrent fast-path holds: one round trip, one
+// commit and one WAL flush for many holds. It adds no delay: a request
+// that finds a statement slot free goes at once, alone; only while every
+// slot is busy do requests queue, and the next free slot takes up to max
+// of them together. So the batch size follows the load. A store has two:
+// single-seat holds share one autocommitted statement (runStatement);
+// holds of several seats, or under the orphan rule, share one
+// transaction (runTogether).
 //
-// Outcomes stay per seat: a request whose row came back was committed; a
-// request whose row did not is answered "not created" and its caller reads
-// the seat to say why, exactly as after a single statement. If the batch
-// statement fails (a unique violation of one row fails them all), every
-// request of it is retried on its own with the single-seat statement.
+// Outcomes stay per request: a single-seat request whose row came back
+// was committed; one whose row did not is answered "not created" and its
+// caller reads the seat to say why, exactly as after a single statement.
+// If the batch statement fails (a unique violation of one row fails them
+// all), every request of it is retried on its own.
 type holdBatcher struct {
 	store *Store
 	max   int
 	slots chan struct{}
+	// run sends one batch and answers each of its requests.
+	run func(ctx context.Context, batch []*batchedHold)
 
 	mu    sync.Mutex
 	queue []*batchedHold
@@ -155,32 +159,35 @@ type batchedHold struct {
 }
 
 type batchResult struct {
-	hold    Hold
-	created bool
-	err     error
+	out HoldOutcome
+	err error
 }
 
-// BatchHolds turns on coalescing of single-seat locked holds: at most
-// slots statements at once, each with at most max holds. max < 2 leaves
-// it off.
+// BatchHolds turns on coalescing of locked holds: at most slots
+// statements (and as many transactions) at once, each with at most max
+// holds. max < 2 leaves it off.
 func (s *Store) BatchHolds(slots, max int) {
 	if max < 2 || slots < 1 {
-		s.batch = nil
+		s.batch, s.together = nil, nil
 		return
 	}
 	s.batch = &holdBatcher{store: s, max: max, slots: make(chan struct{}, slots)}
+	s.batch.run = s.batch.runStatement
+	s.together = &holdBatcher{store: s, max: max, slots: make(chan struct{}, slots)}
+	s.together.run = s.together.runTogether
 }
 
-// HoldBatchStats reports how many statements the hold batcher sent and
-// how many holds they carried (zero when batching is off).
+// HoldBatchStats reports how many statements and transactions the hold
+// batchers sent and how many hold requests they carried (zero when
+// batching is off).
 func (s *Store) HoldBatchStats() (statements, rows int64) {
 	if s.batch == nil {
 		return 0, 0
 	}
-	return s.batch.statements.Load(), s.batch.rows.Load()
+	return s.batch.statements.Load() + s.together.statements.Load(), s.batch.rows.Load() + s.together.rows.Load()
 }
 
-// do holds p's one seat, batched with whatever else is waiting.
+// do holds p's seats, batched with whatever else is waiting.
 func (b *holdBatcher) do(ctx context.Context, p HoldParams) (batchResult, error) {
 	req := &batchedHold{p: p, done: make(chan batchResult, 1)}
 	b.mu.Lock()
@@ -240,10 +247,10 @@ func (b *holdBatcher) withdraw(req *batchedHold) bool {
 	return false
 }
 
-// run sends one statement for the batch and answers every request. The
-// statement does not inherit the flusher's cancellation: it carries other
-// buyers' holds.
-func (b *holdBatcher) run(ctx context.Context, batch []*batchedHold) {
+// runStatement sends one statement for a batch of single-seat holds and
+// answers every request. The statement does not inherit the flusher's
+// cancellation: it carries other buyers' holds.
+func (b *holdBatcher) runStatement(ctx context.Context, batch []*batchedHold) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 	defer cancel()
 	b.statements.Add(1)
@@ -310,16 +317,12 @@ func (b *holdBatcher) run(ctx context.Context, batch []*batchedHold) {
 			r.done <- batchResult{}
 			continue
 		}
-		r.done <- batchResult{created: true, hold: p.hold(st, x.version)}
+		r.done <- batchResult{out: HoldOutcome{Created: []Hold{p.hold(st, x.version)}}}
 	}
 }
 
 // runAlone sends one hold in the single-seat statement of its own.
 func (b *holdBatcher) runAlone(ctx context.Context, r *batchedHold) {
 	created, err := insertHolds(ctx, b.store.db, r.p, r.p.Seats)
-	res := batchResult{err: err}
-	if len(created) == 1 {
-		res.hold, res.created = created[0], true
-	}
-	r.done <- res
+	r.done <- batchResult{out: HoldOutcome{Created: created}, err: err}
 }

@@ -77,6 +77,17 @@ func (s *Store) DropHoldRequest(ctx context.Context, k HoldKey) error {
 	return err
 }
 
+// PruneHoldRequests deletes up to limit keyed hold requests claimed
+// before before and reports how many went: a repeat of one is then a new
+// request. A claim still running that long ago has a dead process.
+func (s *Store) PruneHoldRequests(ctx context.Context, before time.Time, limit int) (int64, error) {
+	tag, err := s.db.Exec(ctx, `
+		DELETE FROM hold_requests WHERE (org_id, user_id, idempotency_key) IN (
+		    SELECT org_id, user_id, idempotency_key FROM hold_requests WHERE claimed_at < $1 ORDER BY claimed_at LIMIT $2)`,
+		before, limit)
+	return tag.RowsAffected(), err
+}
+
 // HoldsByID returns holds of org by id, whatever their status, in the
 // order of ids (a missing one is left out).
 func (s *Store) HoldsByID(ctx context.Context, org uuid.UUID, ids []uuid.UUID) ([]Hold, error) {

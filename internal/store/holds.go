@@ -60,11 +60,14 @@ type HoldParams struct {
 	// statement decides it from the event row (accessible_open).
 	Accessible bool
 	// GA says the seats are general-admission places, which no orphan
-	// rule binds (they have no neighbours a buyer chooses between). A
-	// place the buyer holds already counts as taken, not as theirs: the
-	// request asked for that many more places, and picked this one from
-	// a cache that had not seen the buyer's hold yet.
+	// rule binds (they have no neighbours a buyer chooses between). GA
+	// holds are Fresh.
 	GA bool
+	// Fresh says every seat must be newly held: one the buyer holds
+	// already counts as taken, not as theirs. The request (GA places,
+	// best available) asked for that many more seats, and picked this one
+	// from a cache that had not seen the buyer's hold yet.
+	Fresh bool
 
 	// orphansChecked: this request checked the orphan rule in the
 	// transaction of its hold statement (with the rows locked).
@@ -120,7 +123,11 @@ var errHoldCap = &apperr.Error{Code: apperr.HoldLimit, Message: "the buyer holds
 func (s *Store) CreateHolds(ctx context.Context, p HoldParams) (HoldOutcome, error) {
 	p.orphansChecked = p.GA
 	p.Strict = p.Strict && !p.GA
-	if len(p.Seats) == 1 && p.Locked && p.Customer == nil && !p.Strict {
+	p.Fresh = p.Fresh || p.GA
+	// Seats locked in Redis are ours unless Redis lost them, so these
+	// holds may share a statement, or a transaction, with other buyers'.
+	shared := p.Locked && p.Customer == nil && !p.NoWait
+	if shared && len(p.Seats) == 1 && !p.Strict {
 		out, err := s.createOneHold(ctx, p)
 		if err != nil || !out.strictUnchecked {
 			return out, err
@@ -128,9 +135,20 @@ func (s *Store) CreateHolds(ctx context.Context, p HoldParams) (HoldOutcome, err
 		// Postgres has the event strict, the caller's cache did not.
 		p.Strict = true
 	}
-	// A strict event whose rule changes between the transaction's read of
-	// it and its hold statement is met by a new attempt; the rule is not
-	// changed that often.
+	if shared && !p.GA && s.together != nil {
+		r, err := s.together.do(ctx, p)
+		if err == nil {
+			err = r.err
+		}
+		return r.out, err
+	}
+	return s.holdsInTx(ctx, p)
+}
+
+// holdsInTx is CreateHolds in a transaction of its own. A strict event
+// whose rule changes between the transaction's read of it and its hold
+// statement is met by a new attempt; the rule is not changed that often.
+func (s *Store) holdsInTx(ctx context.Context, p HoldParams) (HoldOutcome, error) {
 	for attempt := 0; ; attempt++ {
 		out, err := s.createHoldsTx(ctx, p)
 		if err == nil && out.strictUnchecked && attempt < 3 {
@@ -244,9 +262,7 @@ func (s *Store) createOneHold(ctx context.Context, p HoldParams) (HoldOutcome, e
 		if r, err = s.batch.do(ctx, p); err == nil {
 			err = r.err
 		}
-		if r.created {
-			created = []Hold{r.hold}
-		}
+		created = r.out.Created
 	} else {
 		created, err = insertHolds(ctx, s.db, p, p.Seats)
 	}
@@ -363,59 +379,77 @@ func checkSeatsArgs(p HoldParams) []any {
 
 // scanCheck sorts the rows of checkSeatsSQL into the outcome's buckets.
 func scanCheck(rows pgx.Rows, p HoldParams) (HoldOutcome, error) {
-	defer rows.Close()
 	var out HoldOutcome
+	var c checkRow
 	seen := map[uuid.UUID]bool{}
-	for rows.Next() {
-		var id uuid.UUID
-		var status SeatStatus
-		var fence int64
-		var h struct {
-			id, user       *uuid.UUID
-			until, created *time.Time
-			ext            *int
-			fence          *int64
-			source         *string
-		}
-		var version int64
-		var open, released, ruleMet bool
-		if err := rows.Scan(&id, &status, &fence, &h.id, &h.user, &h.until, &h.created, &h.ext, &h.fence, &h.source, &version,
-			&open, &released, &ruleMet, &out.ReleaseAt); err != nil {
-			return HoldOutcome{}, err
-		}
-		seen[id] = true
-		if !open {
-			out.NotOnSale = true
-		}
-		if !ruleMet {
-			out.strictUnchecked = true
-		}
-		req := p.Seats[slices.IndexFunc(p.Seats, func(r HoldRequest) bool { return r.SeatID == id })]
-		switch {
-		case status == Held && h.user != nil && *h.user == p.User && h.until.After(p.Now) && !p.GA:
-			out.Existing = append(out.Existing, Hold{ID: *h.id, OrgID: p.Org, EventID: p.Event, SeatID: id, UserID: p.User,
-				Status: HoldActive, HeldUntil: h.until.UTC(), CreatedAt: h.created.UTC(), Extensions: *h.ext,
-				Fence: *h.fence, Source: *h.source, SeatVersion: version})
-		case status != Available:
-			out.Taken = append(out.Taken, id)
-		case !released:
-			out.HeldBack = append(out.HeldBack, id)
-		case fence >= req.Fence:
-			out.Stale = append(out.Stale, StaleFence{SeatID: id, Fence: fence})
-		}
-	}
-	if err := rows.Err(); err != nil {
+	if _, err := pgx.ForEachRow(rows, c.dest(), func() error {
+		seen[c.id] = true
+		out.add(&c, p)
+		return nil
+	}); err != nil {
 		return HoldOutcome{}, err
 	}
+	out.settle(p, seen)
+	return out, nil
+}
+
+// checkRow is one seat as checkSeatsSQL reads it.
+type checkRow struct {
+	id     uuid.UUID
+	status SeatStatus
+	fence  int64
+	hold   struct {
+		id, user       *uuid.UUID
+		until, created *time.Time
+		ext            *int
+		fence          *int64
+		source         *string
+	}
+	version                 int64
+	open, released, ruleMet bool
+	releaseAt               time.Time
+}
+
+func (c *checkRow) dest() []any {
+	h := &c.hold
+	return []any{&c.id, &c.status, &c.fence, &h.id, &h.user, &h.until, &h.created, &h.ext, &h.fence, &h.source, &c.version,
+		&c.open, &c.released, &c.ruleMet, &c.releaseAt}
+}
+
+// add sorts one requested seat of p into the outcome's buckets.
+func (o *HoldOutcome) add(c *checkRow, p HoldParams) {
+	if !c.open {
+		o.NotOnSale = true
+	}
+	if !c.ruleMet {
+		o.strictUnchecked = true
+	}
+	o.ReleaseAt = c.releaseAt.UTC()
+	req := p.Seats[slices.IndexFunc(p.Seats, func(r HoldRequest) bool { return r.SeatID == c.id })]
+	h := &c.hold
+	switch {
+	case c.status == Held && h.user != nil && *h.user == p.User && h.until.After(p.Now) && !p.Fresh:
+		o.Existing = append(o.Existing, Hold{ID: *h.id, OrgID: p.Org, EventID: p.Event, SeatID: c.id, UserID: p.User,
+			Status: HoldActive, HeldUntil: h.until.UTC(), CreatedAt: h.created.UTC(), Extensions: *h.ext,
+			Fence: *h.fence, Source: *h.source, SeatVersion: c.version})
+	case c.status != Available:
+		o.Taken = append(o.Taken, c.id)
+	case !c.released:
+		o.HeldBack = append(o.HeldBack, c.id)
+	case c.fence >= req.Fence:
+		o.Stale = append(o.Stale, StaleFence{SeatID: c.id, Fence: c.fence})
+	}
+}
+
+// settle ends an outcome once every row is added: the seats not seen
+// are missing, and the rule matters only to a hold nothing else refuses.
+func (o *HoldOutcome) settle(p HoldParams, seen map[uuid.UUID]bool) {
 	for _, r := range p.Seats {
 		if !seen[r.SeatID] {
-			out.Missing = append(out.Missing, r.SeatID)
+			o.Missing = append(o.Missing, r.SeatID)
 		}
 	}
-	out.ReleaseAt = out.ReleaseAt.UTC()
-	// The rule matters only to a hold nothing else refuses.
-	out.strictUnchecked = out.strictUnchecked && !out.refused() && len(out.Existing) < len(p.Seats)
-	return out, nil
+	o.strictUnchecked = o.strictUnchecked && !o.refused() && len(o.Existing) < len(p.Seats)
 }
 
 func seatIDs(reqs []HoldRequest) []uuid.UUID {

@@ -18,8 +18,9 @@ import (
 
 // Store runs queries against a pool.
 type Store struct {
-	db    *pgxpool.Pool
-	batch *holdBatcher // nil: every hold has its own statement
+	db       *pgxpool.Pool
+	batch    *holdBatcher // nil: every hold has its own statement
+	together *holdBatcher // nil: every hold of several seats has its own transaction
 }
 
 // New returns a Store on pool.

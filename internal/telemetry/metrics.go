@@ -118,7 +118,7 @@ func New(reg prometheus.Registerer) *Metrics {
 		RedisSyncs: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "seatd_redis_syncs_total", Help: "Syncs of Redis locks from Postgres, by kind (full, incremental)."}, []string{"kind"}),
 		BackgroundErrors: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "seatd_background_errors_total", Help: "Errors of background work, by task (feed, redis_sync, publish, waitlist)."},
+			Name: "seatd_background_errors_total", Help: "Errors of background work, by task (feed, redis_sync, publish, warm, waitlist, reaper, prune_hold_requests)."},
 			// Not "job": Prometheus's target label would rename it.
 			[]string{"task"}),
 	}
@@ -141,7 +141,7 @@ func New(reg prometheus.Registerer) *Metrics {
 	for _, kind := range []string{"full", "incremental"} {
 		m.RedisSyncs.WithLabelValues(kind)
 	}
-	for _, task := range []string{"feed", "redis_sync", "publish", "warm", "waitlist"} {
+	for _, task := range []string{"feed", "redis_sync", "publish", "warm", "waitlist", "reaper", "prune_hold_requests"} {
 		m.BackgroundErrors.WithLabelValues(task)
 	}
 	return m

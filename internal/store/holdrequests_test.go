@@ -1,0 +1,69 @@
+package store_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+
+	"seatd/internal/store"
+	"seatd/internal/testenv"
+)
+
+// TestPruneHoldRequests claims three keys, ages two of them, and prunes
+// with a limit of one, then again: the aged keys go one batch at a time,
+// the fresh one stays, and a pruned key can be claimed anew.
+func TestPruneHoldRequests(t *testing.T) {
+	t.Parallel()
+	a := testenv.App(t, nil)
+	ctx := context.Background()
+	tn := testenv.NewTenant(t, a, 1)
+	ev := testenv.NewEvent(t, a, tn.Org.ID, 1, 1, 2)
+	key := func(k string) store.HoldKey {
+		return store.HoldKey{Org: tn.Org.ID, User: tn.Buyers[0].ID, Event: ev.ID, Key: k, Hash: "h"}
+	}
+	for _, k := range []string{"old-1", "old-2", "new"} {
+		c, err := a.Store.ClaimHoldRequest(ctx, key(k), time.Minute)
+		if err != nil || !c.Mine {
+			t.Fatalf("claim %s: %+v %v", k, c, err)
+		}
+		if err := a.Store.FinishHoldRequest(ctx, key(k), []uuid.UUID{uuid.New()}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := a.Pool.Exec(ctx, `UPDATE hold_requests SET claimed_at = now() - interval '25 hours'
+		WHERE org_id = $1 AND idempotency_key LIKE 'old-%'`, tn.Org.ID); err != nil {
+		t.Fatal(err)
+	}
+	left := func() int {
+		var n int
+		if err := a.Pool.QueryRow(ctx, `SELECT count(*) FROM hold_requests WHERE org_id = $1`, tn.Org.ID).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	before := time.Now().Add(-24 * time.Hour)
+	// Other tests' rows may be older too: prune until this org's are gone,
+	// one at a time, and count only this org's.
+	for i := 0; left() > 1; i++ {
+		if i > 1000 {
+			t.Fatalf("%d keys left after %d prunes", left(), i)
+		}
+		n, err := a.Store.PruneHoldRequests(ctx, before, 1)
+		if err != nil || n != 1 {
+			t.Fatalf("prune: %d, %v; want 1", n, err)
+		}
+	}
+	if left() != 1 {
+		t.Fatalf("%d keys left, want the fresh one", left())
+	}
+	c, err := a.Store.ClaimHoldRequest(ctx, key("old-1"), time.Minute)
+	if err != nil || !c.Mine || c.Done {
+		t.Fatalf("claim a pruned key: %+v %v; want a new claim", c, err)
+	}
+	c, err = a.Store.ClaimHoldRequest(ctx, key("new"), time.Minute)
+	if err != nil || c.Mine || !c.Done {
+		t.Fatalf("claim the kept key: %+v %v; want its first request's holds", c, err)
+	}
+}

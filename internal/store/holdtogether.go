@@ -1,0 +1,297 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+
+	"seatd/internal/pg"
+)
+
+// runTogether decides a batch of locked holds of several seats, or under
+// the orphan rule, in one transaction (holdsTogether). A request that
+// shares a seat with one before it, or that holdsTogether leaves
+// undecided, gets a transaction of its own afterwards, as does every
+// request of a batch Postgres refused (a cap or unique violation fails
+// and rolls back the whole transaction).
+func (b *holdBatcher) runTogether(ctx context.Context, batch []*batchedHold) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+	defer cancel()
+	b.statements.Add(1)
+	b.rows.Add(int64(len(batch)))
+	var together, alone []*batchedHold
+	seen := map[uuid.UUID]bool{}
+	for _, r := range batch {
+		if slices.ContainsFunc(r.p.Seats, func(x HoldRequest) bool { return seen[x.SeatID] }) {
+			alone = append(alone, r)
+			continue
+		}
+		for _, x := range r.p.Seats {
+			seen[x.SeatID] = true
+		}
+		together = append(together, r)
+	}
+	outs, again, err := b.store.holdsTogether(ctx, together)
+	switch {
+	case errors.Is(err, errHoldCap), errors.Is(err, errTogetherAgain), pg.Refused(err):
+		alone = append(together, alone...)
+	case err != nil:
+		// Postgres did not answer: the commit may have happened. Each
+		// caller gets the error (an unknown outcome); the change feed
+		// tells what happened.
+		for _, r := range together {
+			r.done <- batchResult{err: err}
+		}
+	default:
+		for i, r := range together {
+			if again[i] {
+				alone = append(alone, r)
+			} else {
+				r.done <- batchResult{out: outs[i]}
+			}
+		}
+	}
+	for _, r := range alone {
+		out, err := b.store.holdsInTx(ctx, r.p)
+		r.done <- batchResult{out: out, err: err}
+	}
+}
+
+// errTogetherAgain rolls back a shared transaction whose hold statement
+// did not write every hold it was given: an event changed between the
+// check and the write. Each request is then decided on its own.
+var errTogetherAgain = errors.New("hold batch changed during its transaction")
+
+// holdsTogether decides requests in one transaction as if they had come
+// one after the other in batch order, with createHoldsTx's checks: the
+// rows of every request the orphan rule binds locked (lockRows), every
+// seat locked and checked, the rows read once; then each request is
+// refused or accepted on its own — the orphan rule applied over the
+// holds accepted before it — and one hold statement writes every
+// accepted request's holds. again marks requests it could not decide
+// (the rule binds one whose rows were not locked or read, because it
+// changed meanwhile or the caller's cache had it otherwise).
+func (s *Store) holdsTogether(ctx context.Context, reqs []*batchedHold) (outs []HoldOutcome, again []bool, err error) {
+	var g []int32
+	var orgs, events, seats []uuid.UUID
+	var staff, accessible []bool
+	var nows []time.Time
+	var ruleOrgs, ruleEvents, ruleSeats []uuid.UUID
+	for i, r := range reqs {
+		for _, x := range r.p.Seats {
+			g = append(g, int32(i)) // #nosec G115 -- a batch is small
+			orgs, events, seats = append(orgs, r.p.Org), append(events, r.p.Event), append(seats, x.SeatID)
+			staff, accessible, nows = append(staff, r.p.Staff), append(accessible, r.p.Accessible), append(nows, r.p.Now)
+			if r.p.Strict {
+				ruleOrgs, ruleEvents, ruleSeats = append(ruleOrgs, r.p.Org), append(ruleEvents, r.p.Event), append(ruleSeats, x.SeatID)
+			}
+		}
+	}
+	outs, again = make([]HoldOutcome, len(reqs)), make([]bool, len(reqs))
+	err = s.InTx(ctx, func(tx pgx.Tx) error {
+		var bt pgx.Batch
+		bt.Queue(lockRowsTogetherSQL, orgs, events, seats, staff)
+		bt.Queue(checkTogetherSQL, g, orgs, events, seats, staff, nows, accessible)
+		bt.Queue(rowsTogetherSQL, ruleOrgs, ruleEvents, ruleSeats)
+		br := tx.SendBatch(ctx, &bt)
+		defer func() { _ = br.Close() }()
+
+		locked := map[int64]bool{}
+		var key int64
+		rows, err := br.Query()
+		if err != nil {
+			return err
+		}
+		if _, err := pgx.ForEachRow(rows, []any{&key, nil}, func() error { locked[key] = true; return nil }); err != nil {
+			return err
+		}
+
+		type bind struct{ binds, unlocked bool }
+		binds := make([]bind, len(reqs))
+		found := make([]map[uuid.UUID]bool, len(reqs))
+		var c checkRow
+		var gi int32
+		var binding bool
+		if rows, err = br.Query(); err != nil {
+			return err
+		}
+		if _, err := pgx.ForEachRow(rows, append([]any{&gi}, append(c.dest(), &binding, &key)...), func() error {
+			if found[gi] == nil {
+				found[gi] = map[uuid.UUID]bool{}
+			}
+			found[gi][c.id] = true
+			outs[gi].add(&c, reqs[gi].p)
+			if binding {
+				binds[gi].binds = true
+				binds[gi].unlocked = binds[gi].unlocked || !locked[key]
+			}
+			return nil
+		}); err != nil {
+			return err
+		}
+
+		if rows, err = br.Query(); err != nil {
+			return err
+		}
+		byRow, rowOf, err := scanRowsTogether(rows)
+		if err != nil {
+			return err
+		}
+		if err := br.Close(); err != nil {
+			return err
+		}
+
+		// The holds accepted so far, and their requests' parameters as
+		// the hold statement must see them: the rule checked here.
+		taken := map[uuid.UUID]bool{}
+		ps := make([]HoldParams, len(reqs))
+		var write []holdRow
+		var of []int // the request of each row of write
+		for i, r := range reqs {
+			out := &outs[i]
+			out.settle(r.p, found[i])
+			out.strictUnchecked = false
+			if err := sameCustomer(ctx, tx, r.p, out); err != nil {
+				return err
+			}
+			if out.refused() || len(out.Existing) == len(r.p.Seats) {
+				continue
+			}
+			fresh := slices.DeleteFunc(slices.Clone(r.p.Seats), func(x HoldRequest) bool {
+				return slices.ContainsFunc(out.Existing, func(h Hold) bool { return h.SeatID == x.SeatID })
+			})
+			if binds[i].binds {
+				if binds[i].unlocked || !r.p.Strict {
+					again[i] = true
+					continue
+				}
+				if out.Orphans = orphansAfter(byRow, rowOf, taken, r.p.Seats); len(out.Orphans) > 0 {
+					continue
+				}
+			}
+			ps[i] = r.p
+			ps[i].orphansChecked = true
+			for _, x := range fresh {
+				taken[x.SeatID] = true
+				write = append(write, holdRow{p: &ps[i], req: x})
+				of = append(of, i)
+			}
+		}
+		if len(write) == 0 {
+			return nil
+		}
+		got, err := runHoldStatement(ctx, tx, write)
+		if err != nil {
+			return err
+		}
+		if len(got) != len(write) {
+			return errTogetherAgain
+		}
+		for j, w := range write {
+			outs[of[j]].Created = append(outs[of[j]].Created, w.p.hold(w.req, got[w.req.HoldID].version))
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	return outs, again, nil
+}
+
+// orphansAfter returns the seats of the rows of seats that taking them
+// would leave alone, once taken (accepted before them) is taken too:
+// only those it newly leaves alone, so a seat left alone by a hold the
+// rule does not bind (staff's) is not blamed on this one.
+func orphansAfter(byRow map[rowKey][]RowSeat, rowOf map[uuid.UUID]rowKey, taken map[uuid.UUID]bool, seats []HoldRequest) []uuid.UUID {
+	with := map[uuid.UUID]bool{}
+	for id := range taken {
+		with[id] = true
+	}
+	var keys []rowKey
+	for _, x := range seats {
+		with[x.SeatID] = true
+		if k, ok := rowOf[x.SeatID]; ok && !slices.Contains(keys, k) {
+			keys = append(keys, k)
+		}
+	}
+	var out []uuid.UUID
+	for _, k := range keys {
+		before := NewOrphans(byRow[k], taken)
+		for _, id := range NewOrphans(byRow[k], with) {
+			if !slices.Contains(before, id) {
+				out = append(out, id)
+			}
+		}
+	}
+	slices.SortFunc(out, func(a, b uuid.UUID) int { return slices.Compare(a[:], b[:]) })
+	return out
+}
+
+// rowKey names one row of one event's seats.
+type rowKey struct {
+	event, section uuid.UUID
+	row            string
+}
+
+// scanRowsTogether reads rowsTogetherSQL: every row's seats, and the row
+// of every seat.
+func scanRowsTogether(rows pgx.Rows) (map[rowKey][]RowSeat, map[uuid.UUID]rowKey, error) {
+	byRow := map[rowKey][]RowSeat{}
+	rowOf := map[uuid.UUID]rowKey{}
+	var s RowSeat
+	var k rowKey
+	_, err := pgx.ForEachRow(rows, []any{&s.ID, &k.event, &k.section, &k.row, &s.Number, &s.Free}, func() error {
+		byRow[k] = append(byRow[k], s)
+		rowOf[s.ID] = k
+		return nil
+	})
+	return byRow, rowOf, err
+}
+
+// rowKeyExpr is a row's advisory lock key, as lockRows takes it.
+const rowKeyExpr = `hashtextextended(s.event_id::text || '/' || s.section_id::text || '/' || s.row_label, 0)`
+
+// lockRowsTogetherSQL is lockRowsSQL for the seats of several requests
+// (one array element a seat: org, event, seat, staff's request): the
+// keys of the rows the orphan rule binds, locked in their order, one row
+// each.
+const lockRowsTogetherSQL = `
+	SELECT k, pg_advisory_xact_lock(k) FROM (
+		SELECT DISTINCT ` + rowKeyExpr + ` AS k
+		FROM unnest($1::uuid[], $2::uuid[], $3::uuid[], $4::bool[]) AS r(org_id, event_id, seat_id, staff)
+		JOIN seats s ON s.org_id = r.org_id AND s.event_id = r.event_id AND s.id = r.seat_id
+		JOIN events e ON e.org_id = s.org_id AND e.id = s.event_id
+		WHERE e.orphan_rule = 'strict' AND NOT r.staff
+		ORDER BY k) x`
+
+// checkTogetherSQL is checkSeatsSQL, locking, for the seats of several
+// requests (request index, org, event, seat, staff's, now, accessible),
+// read as checked for the rule: each row also says whether the rule
+// binds it and its row's lock key.
+const checkTogetherSQL = `
+	SELECT r.g, s.id, s.status, s.fence, h.id, h.user_id, h.held_until, h.created_at, h.extensions, h.fence, h.source, s.version,
+	       event_open(e.status, e.on_sale_at, e.sales_end_at, r.staff, r.now),
+	       accessible_open(s.accessible, s.companion, e.accessible_release_at, r.staff OR r.accessible, r.now),
+	       true, coalesce(e.accessible_release_at, 'epoch'),
+	       e.orphan_rule = 'strict' AND NOT r.staff, ` + rowKeyExpr + `
+	FROM unnest($1::int[], $2::uuid[], $3::uuid[], $4::uuid[], $5::bool[], $6::timestamptz[], $7::bool[])
+	     AS r(g, org_id, event_id, seat_id, staff, now, accessible)
+	JOIN seats s ON s.org_id = r.org_id AND s.event_id = r.event_id AND s.id = r.seat_id
+	JOIN events e ON e.org_id = s.org_id AND e.id = s.event_id
+	LEFT JOIN seat_holds h ON h.id = s.hold_id
+	ORDER BY s.id
+	FOR UPDATE OF s`
+
+// rowsTogetherSQL reads every seat of the rows of the given seats (org,
+// event, seat), for the orphan rule.
+const rowsTogetherSQL = `
+	SELECT s.id, s.event_id, s.section_id, s.row_label, s.number, s.status = 'available'
+	FROM seats s
+	WHERE (s.org_id, s.event_id, s.section_id, s.row_label) IN (
+		SELECT x.org_id, x.event_id, x.section_id, x.row_label
+		FROM unnest($1::uuid[], $2::uuid[], $3::uuid[]) AS r(org_id, event_id, seat_id)
+		JOIN seats x ON x.org_id = r.org_id AND x.event_id = r.event_id AND x.id = r.seat_id)`

@@ -1,0 +1,183 @@
+package store_test
+
+import (
+	"context"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+
+	"seatd/internal/store"
+	"seatd/internal/testenv"
+)
+
+// TestHoldsTogetherDecideInOrder queues holds of several seats on a
+// strict event so that they share one transaction, including pairs that
+// are fine alone but together leave a seat alone, and checks each is
+// decided as if they had come one after the other: the second of such a
+// pair is refused naming the seat, a request sharing a seat with an
+// earlier one is decided after it, a taken seat refuses its request
+// whole, and a seat staff left alone is not blamed on a buyer. Nothing of
+// a refused request is written.
+func TestHoldsTogetherDecideInOrder(t *testing.T) {
+	t.Parallel()
+	a := testenv.App(t, nil)
+	ctx := context.Background()
+	st := a.Store
+	tn := testenv.NewTenant(t, a, 6)
+	staff := tn.BoxOffice
+	ev := testenv.NewEvent(t, a, tn.Org.ID, 1, 2, 10)
+	if _, err := a.Pool.Exec(ctx, `UPDATE events SET orphan_rule = 'strict' WHERE id = $1`, ev.ID); err != nil {
+		t.Fatal(err)
+	}
+	all, err := st.EventSeats(ctx, tn.Org.ID, ev.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	seat := func(row string, n int) uuid.UUID {
+		i := slices.IndexFunc(all, func(s store.Seat) bool { return s.Row == row && s.Number == n })
+		if i < 0 {
+			t.Fatalf("no seat %s%d", row, n)
+		}
+		return all[i].ID
+	}
+	rows := []string{all[0].Row, all[len(all)-1].Row}
+	A, B := rows[0], rows[1]
+	now := time.Now().UTC().Truncate(time.Millisecond)
+	params := func(user uuid.UUID, staff bool, seats ...uuid.UUID) store.HoldParams {
+		p := store.HoldParams{Org: tn.Org.ID, Event: ev.ID, User: user, Now: now, HeldUntil: now.Add(time.Minute),
+			Source: "api", Locked: true, Strict: !staff, Staff: staff}
+		for _, s := range seats {
+			p.Seats = append(p.Seats, store.HoldRequest{SeatID: s, HoldID: uuid.New(), Fence: 1})
+		}
+		return p
+	}
+	u := tn.Buyers
+	// B2 is held (by staff, who may leave a seat alone) before: B1 is
+	// alone from the start.
+	if out, err := st.CreateHolds(ctx, params(u[5].ID, true, seat(B, 2))); err != nil || len(out.Created) != 1 {
+		t.Fatalf("setup: %+v %v", out, err)
+	}
+
+	type call struct {
+		name string
+		p    store.HoldParams
+		out  store.HoldOutcome
+		err  error
+	}
+	calls := []*call{
+		{name: "A1-A2", p: params(u[0].ID, false, seat(A, 1), seat(A, 2))},
+		{name: "A4-A5 after A1-A2 leaves A3 alone", p: params(u[1].ID, false, seat(A, 4), seat(A, 5))},
+		{name: "A5-A6 shares A5, decided after", p: params(u[2].ID, false, seat(A, 5), seat(A, 6))},
+		{name: "B1-B2, B2 taken", p: params(u[3].ID, false, seat(B, 1), seat(B, 2))},
+		{name: "staff B8-B9 leaves B10 alone", p: params(staff.ID, true, seat(B, 8), seat(B, 9))},
+		{name: "B6-B7 after staff's", p: params(u[4].ID, false, seat(B, 6), seat(B, 7))},
+	}
+	queued, unblock := st.BlockHoldBatches()
+	var wg sync.WaitGroup
+	for i, c := range calls {
+		// In order: the batch keeps the order requests queued in.
+		wg.Go(func() { c.out, c.err = st.CreateHolds(ctx, c.p) })
+		testenv.Eventually(t, 10*time.Second, "hold queued", func() bool { return queued() == i+1 })
+	}
+	stmts, _ := st.HoldBatchStats()
+	unblock()
+	wg.Wait()
+	for _, c := range calls {
+		if c.err != nil {
+			t.Fatalf("%s: %v", c.name, c.err)
+		}
+	}
+	want := map[string]struct {
+		created int
+		orphans []uuid.UUID
+		taken   []uuid.UUID
+	}{
+		"A1-A2":                             {created: 2},
+		"A4-A5 after A1-A2 leaves A3 alone": {orphans: []uuid.UUID{seat(A, 3)}},
+		"A5-A6 shares A5, decided after":    {created: 2},
+		"B1-B2, B2 taken":                   {taken: []uuid.UUID{seat(B, 2)}},
+		"staff B8-B9 leaves B10 alone":      {created: 2},
+		"B6-B7 after staff's":               {created: 2},
+	}
+	for _, c := range calls {
+		w := want[c.name]
+		if len(c.out.Created) != w.created || !slices.Equal(c.out.Orphans, w.orphans) || !slices.Equal(c.out.Taken, w.taken) {
+			t.Errorf("%s: created %d, orphans %v, taken %v; want %d, %v, %v", c.name, len(c.out.Created), c.out.Orphans,
+				c.out.Taken, w.created, w.orphans, w.taken)
+		}
+	}
+	// One batch: the request decided after it shares its transaction slot.
+	if after, _ := st.HoldBatchStats(); after-stmts != 1 {
+		t.Errorf("%d batches, want the six requests in one", after-stmts)
+	}
+	var held []string
+	dbRows, err := a.Pool.Query(ctx, `SELECT s.row_label || s.number FROM seats s JOIN seat_holds h ON h.id = s.hold_id
+		WHERE s.event_id = $1 AND h.status = 'active' ORDER BY 1`, ev.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for dbRows.Next() {
+		var s string
+		if err := dbRows.Scan(&s); err != nil {
+			t.Fatal(err)
+		}
+		held = append(held, s)
+	}
+	if err := dbRows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	wantHeld := []string{A + "1", A + "2", A + "5", A + "6", B + "2", B + "6", B + "7", B + "8", B + "9"}
+	slices.Sort(wantHeld)
+	if !slices.Equal(held, wantHeld) {
+		t.Fatalf("held %v, want %v", held, wantHeld)
+	}
+	var counted int
+	if err := a.Pool.QueryRow(ctx, `SELECT coalesce(sum(active), 0) FROM buyer_holds WHERE event_id = $1`, ev.ID).Scan(&counted); err != nil {
+		t.Fatal(err)
+	}
+	if counted != len(wantHeld) {
+		t.Fatalf("buyer counters sum to %d, want %d", counted, len(wantHeld))
+	}
+}
+
+// TestFreshHoldRefusesOwnSeat: a request that must hold every seat anew
+// (best available) finds one of its seats held by the same buyer
+// already, picked from a cache that had not seen that hold. The seat is
+// taken, not the buyer's, and nothing is held — in a shared transaction
+// and in one of its own.
+func TestFreshHoldRefusesOwnSeat(t *testing.T) {
+	t.Parallel()
+	a := testenv.App(t, nil)
+	ctx := context.Background()
+	tn := testenv.NewTenant(t, a, 1)
+	ev := testenv.NewEvent(t, a, tn.Org.ID, 1, 1, 6)
+	seats := testenv.SeatIDs(t, a, tn.Org.ID, ev.ID)
+	now := time.Now().UTC().Truncate(time.Millisecond)
+	params := func(locked bool, ids ...uuid.UUID) store.HoldParams {
+		p := store.HoldParams{Org: tn.Org.ID, Event: ev.ID, User: tn.Buyers[0].ID, Now: now, HeldUntil: now.Add(time.Minute),
+			Source: "api", Locked: locked, Fresh: true}
+		for _, id := range ids {
+			p.Seats = append(p.Seats, store.HoldRequest{SeatID: id, HoldID: uuid.New(), Fence: 1})
+		}
+		return p
+	}
+	if out, err := a.Store.CreateHolds(ctx, params(true, seats[0])); err != nil || len(out.Created) != 1 {
+		t.Fatalf("setup: %+v %v", out, err)
+	}
+	for _, locked := range []bool{true, false} {
+		out, err := a.Store.CreateHolds(ctx, params(locked, seats[0], seats[1]))
+		if err != nil || len(out.Created)+len(out.Existing) != 0 || !slices.Equal(out.Taken, []uuid.UUID{seats[0]}) {
+			t.Fatalf("locked %v: %+v %v; want seat 0 taken, nothing held", locked, out, err)
+		}
+	}
+	var active int
+	if err := a.Pool.QueryRow(ctx, `SELECT count(*) FROM seat_holds WHERE event_id = $1 AND status = 'active'`, ev.ID).Scan(&active); err != nil {
+		t.Fatal(err)
+	}
+	if active != 1 {
+		t.Fatalf("%d active holds, want the first one only", active)
+	}
+}
