@@ -17,8 +17,7 @@
 //   - importing a 100 000-seat venue chart as JSON and as CSV;
 //   - hold throughput spread over two and three processes;
 //   - a freed seat to the offer in the next waiting buyer's cart;
-//   - with -only bigmap (not in the default run): the seat map of a
-//     100 000-seat event in headless Chromium.
+//   - the seat map of a 100 000-seat event in headless Chromium.
 //
 // It prints one table on stdout, progress on stderr, and writes the
 // figures as JSON to bench/results/<timestamp>.json and latest.json. Every
@@ -97,9 +96,6 @@ type config struct {
 
 // phases, in the order they run.
 var allPhases = []string{"opening", "holds", "hotseat", "best", "occupancy", "charts", "multi", "fallback", "live", "expiry", "webhooks", "ga", "waitlist", "bigmap"}
-
-// optIn phases run only when -only names them: bigmap needs Chromium.
-var optIn = []string{"bigmap"}
 
 func parseConfig(args []string, stderr io.Writer) (config, error) {
 	quick := false
@@ -213,12 +209,7 @@ func parseConfig(args []string, stderr io.Writer) (config, error) {
 	return c, nil
 }
 
-func (c config) runs(phase string) bool {
-	if len(c.only) == 0 {
-		return !contains(optIn, phase)
-	}
-	return c.only[phase]
-}
+func (c config) runs(phase string) bool { return len(c.only) == 0 || c.only[phase] }
 
 // buyersNeeded is how many buyer accounts (and sessions) the run needs.
 func (c config) buyersNeeded() int {
