@@ -48,8 +48,11 @@ type BigMap struct {
 	ResponseEndMS float64 `json:"response_end_ms"`
 	DOMContentMS  float64 `json:"dom_content_loaded_ms"`
 	DOMNodes      int     `json:"dom_nodes"`
-	HeapUsedMB    float64 `json:"js_heap_used_mb"`
-	HeapAfterGCMB float64 `json:"js_heap_used_after_gc_mb"`
+	// SectionsInView counts the overview's sections whose outline is
+	// wholly inside the 1 400 × 1 000 window at first sight.
+	SectionsInView int     `json:"sections_in_view"`
+	HeapUsedMB     float64 `json:"js_heap_used_mb"`
+	HeapAfterGCMB  float64 `json:"js_heap_used_after_gc_mb"`
 	// Frames: each held seat's frame timed in the page from the socket
 	// message to its fragments swapped and the model updated
 	// (htmx:wsBeforeMessage → htmx:wsAfterMessage), and to a forced style
@@ -214,12 +217,17 @@ func (b *bench) phaseBigMap(ctx context.Context) error {
 	}
 	nav, err := chromedp.Run(tab, chromedp.Evaluate[[]float64](`(function () {
 		var n = performance.getEntriesByType("navigation")[0];
-		return [n.responseEnd, n.domContentLoadedEventEnd, n.decodedBodySize, document.getElementsByTagName("*").length];
+		var inView = Array.from(document.querySelectorAll("a[data-section-key]")).filter(function (a) {
+			var r = a.getBoundingClientRect();
+			return r.width > 0 && r.left >= 0 && r.top >= 0 && r.right <= window.innerWidth && r.bottom <= window.innerHeight;
+		}).length;
+		return [n.responseEnd, n.domContentLoadedEventEnd, n.decodedBodySize, document.getElementsByTagName("*").length, inView];
 	})()`))
-	if err != nil || len(nav) != 4 {
+	if err != nil || len(nav) != 5 {
 		return fmt.Errorf("navigation timing: %v", err)
 	}
 	r.ResponseEndMS, r.DOMContentMS, r.PageRawBytes, r.DOMNodes = round3(nav[0]), round3(nav[1]), int64(nav[2]), int(nav[3])
+	r.SectionsInView = int(nav[4])
 
 	// Warm: the same map again, CSS and scripts from the cache.
 	if r.UsableWarmMS, err = usable(); err != nil {
@@ -293,8 +301,8 @@ func (b *bench) phaseBigMap(ctx context.Context) error {
 		}
 	}
 	b.rep.BigMap = r
-	b.log.printf("big map, %d seats: %.0f KB transferred (page %.0f KB, %.0f KB decoded) in %d requests; usable in %.0f ms (cached %.0f ms); %d DOM nodes; heap %.1f MB (%.1f after GC); frame applied p50/max %.2f/%.2f ms (with layout %.2f/%.2f); hold → shown p50/max %.0f/%.0f ms",
-		seats, float64(r.Bytes)/1e3, float64(r.PageBytes)/1e3, float64(r.PageRawBytes)/1e3, r.Requests, r.UsableMS, r.UsableWarmMS, r.DOMNodes,
+	b.log.printf("big map, %d seats: %.0f KB transferred (page %.0f KB, %.0f KB decoded) in %d requests; usable in %.0f ms (cached %.0f ms); %d of %d sections in view; %d DOM nodes; heap %.1f MB (%.1f after GC); frame applied p50/max %.2f/%.2f ms (with layout %.2f/%.2f); hold → shown p50/max %.0f/%.0f ms",
+		seats, float64(r.Bytes)/1e3, float64(r.PageBytes)/1e3, float64(r.PageRawBytes)/1e3, r.Requests, r.UsableMS, r.UsableWarmMS, r.SectionsInView, sections, r.DOMNodes,
 		r.HeapUsedMB, r.HeapAfterGCMB, r.FrameApply.P50, r.FrameApply.Max, r.FrameLayout.P50, r.FrameLayout.Max, r.FrameVisible.P50, r.FrameVisible.Max)
 	return nil
 }

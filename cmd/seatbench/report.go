@@ -175,6 +175,8 @@ func (r *Report) evaluateBigMap() {
 	r.target(name+": one live frame applied", "< 16 ms", m.Frames > 0 && m.FrameApply.Max < 16,
 		"max %.2f ms of %d frames (with layout max %.2f ms)", m.FrameApply.Max, m.Frames, m.FrameLayout.Max)
 	r.target(name+": JS heap", "< 100 MB", m.HeapUsedMB < 100, "%.1f MB (%.1f after GC)", m.HeapUsedMB, m.HeapAfterGCMB)
+	r.target(name+": the whole venue at first sight", "every section in the window", m.SectionsInView == m.Sections,
+		"%d of %d sections", m.SectionsInView, m.Sections)
 }
 
 // write saves the report as <timestamp>.json and latest.json in dir.
@@ -400,6 +402,7 @@ func (r *Report) printTable(w io.Writer) {
 		row(name+": navigation → usable map", fmt.Sprintf("%.0f ms", m.UsableMS),
 			fmt.Sprintf("cached CSS/JS %.0f ms; response end %.0f, DOMContentLoaded %.0f ms", m.UsableWarmMS, m.ResponseEndMS, m.DOMContentMS), "", "< 1.5 s")
 		row(name+": JS heap used", fmt.Sprintf("%.1f MB", m.HeapUsedMB), fmt.Sprintf("%.1f MB after GC; %d DOM nodes", m.HeapAfterGCMB, m.DOMNodes), "", "< 100 MB")
+		row(name+": sections wholly in the 1 400 × 1 000 window", fmt.Sprintf("%d of %d", m.SectionsInView, m.Sections), "", "", "all")
 		row(name+": frame applied p50/p99/max", fmt.Sprintf("%.2f / %.2f / %.2f ms", m.FrameApply.P50, m.FrameApply.P99, m.FrameApply.Max),
 			fmt.Sprintf("with layout max %.2f ms; hold → shown p50 %.0f ms", m.FrameLayout.Max, m.FrameVisible.P50), "", "< 16 ms")
 	}
