@@ -101,7 +101,8 @@ func sectionSeats(t *testing.T, a *app.App, ev uuid.UUID, label string) []uuid.U
 // with touch, every section of the demo venue is on screen at first sight
 // with its free seats; tapping one opens its seats, and on the desktop
 // the keyboard does the same (Enter on a section; the focus lands on the
-// section's heading, before its seats). Screenshots:
+// section's heading, before its seats), and Back returns to the section
+// first shown, still live. Screenshots:
 // testoutput/browser/map-desktop.png and map-phone.png.
 func TestBrowserMapWholeVenue(t *testing.T) {
 	newTab := browser(t)
@@ -178,6 +179,19 @@ func TestBrowserMapWholeVenue(t *testing.T) {
 			}
 			if size.mobile {
 				return
+			}
+			// Back leaves section D for the map as first opened (A).
+			if err := chromedp.Do(tab, poll(`location.search === "?section=D"`), chromedp.Evaluate[chromedp.Void](`history.back()`),
+				poll(`location.search === "" && !!document.querySelector('a[data-section-key="A"][aria-current="true"]') &&
+					!!document.querySelector("#venue .seat")`), settled(), freeIs("B", 750-6, 750)); err != nil {
+				diagnose(t, tab, "back")
+				t.Fatalf("back from section D: %v", err)
+			}
+			// ... and stays live.
+			coreHold(t, a, tn.Buyers[0], e.ID, sectionSeats(t, a, e.ID, "C")[0])
+			if err := chromedp.Do(tab, freeIs("C", 749, 750)); err != nil {
+				diagnose(t, tab, "back-live")
+				t.Fatalf("the map is not live after Back: %v", err)
 			}
 			// The keyboard: Enter on section C opens it and puts the
 			// focus on its heading, from where Tab reaches its seats.
