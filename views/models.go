@@ -54,6 +54,9 @@ type Seat struct {
 	Cat int
 	// Flag is "accessible" (wheelchair space), "companion" or "".
 	Flag string
+	// Idx is the seat's position in the event: its place in the page's
+	// model of the venue (SeatMap.Overview), which frames keep current.
+	Idx int
 }
 
 // CategoryClass is the map class of a category slot: four border cues
@@ -93,7 +96,7 @@ func (s Seat) Name() string {
 // Label is the short seat name: "B-4-12".
 func (s Seat) Label() string { return s.Section + "-" + s.Row + "-" + strconv.Itoa(s.Number) }
 
-// Label is a text placed on the venue grid (section names, row letters).
+// Label is a text placed on a section's grid (its row letters).
 type Label struct {
 	Text    string
 	Col     int
@@ -109,13 +112,91 @@ type SeatMap struct {
 	// NotOnSale says why buyers cannot hold now ("Sales open ..."); "" when
 	// they can.
 	NotOnSale string
-	Seats     []Seat
-	Sections  []Label
-	Rows      []Label
-	GA        []GASection // general-admission sections (their places are not drawn)
+	// Overview is every seated section's outline and free seats; Section
+	// is the one whose seats are shown (its label), Seats and Rows its
+	// seats and row letters, placed on the section's own grid.
+	Overview Overview
+	Section  string
+	Seats    []Seat
+	Rows     []Label
+	GA       []GASection // general-admission sections (their places are not drawn)
 	// Choose is the "best seats" and accessible-seating control.
 	Choose Choose
 }
+
+// Overview is the whole venue at a glance, in venue coordinates (one unit
+// a seat): the stage above every seated section with its free seats.
+type Overview struct {
+	MinX, MinY, W, H int
+	// StageH is the stage's depth, about a fortieth of the venue's size,
+	// so it reads at any scale.
+	StageH   int
+	Sections []SectionBox
+	// States has one letter per seat in idx order (a available, h held,
+	// s sold, b blocked, - no drawn seat), Versions the seats' versions
+	// run-length encoded ("v" or "v*n", comma-separated) and Runs the
+	// section of each idx range ("start:count:section", space-separated,
+	// section an index into Sections). It is the page script's model of
+	// the venue: frames for seats of sections not shown update it and
+	// their section's count, and the versions let a map rendered later
+	// merge with frames that arrived meanwhile, newest per seat winning.
+	States   string
+	Versions string
+	Runs     string
+}
+
+// SectionBox is one section on the overview.
+type SectionBox struct {
+	Label            string
+	X, Y, W, H       int
+	Available, Total int
+	Selected         bool
+	FontSize         int // of the label; FreeSize of the count below it
+	FreeSize         int
+	TextX, TextY     int // the label's middle and baseline
+	FreeY            int // the count's baseline
+}
+
+// Level buckets a section's share of free seats into 0..4 for its shade
+// (0 only when none is free).
+func (b SectionBox) Level() string {
+	if b.Total == 0 || b.Available <= 0 {
+		return "0"
+	}
+	return strconv.Itoa((b.Available*4 + b.Total - 1) / b.Total)
+}
+
+// Name is the section's accessible name on the overview.
+func (b SectionBox) Name() string {
+	return "Section " + b.Label + ", " + itoa(b.Available) + " of " + itoa(b.Total) + " seats free"
+}
+
+// overviewScale is the overview's largest size in pixels per venue unit (a
+// seat): a small venue is drawn at about its seats' size, a large one
+// shrinks to the screen (CSS: never wider than it, nor taller than 45 %).
+const overviewScale = 12
+
+// ViewBox is the overview's SVG viewBox: the sections with the stage above.
+func (o Overview) ViewBox() string {
+	return itoa(o.MinX-1) + " " + itoa(o.StageY()-1) + " " + itoa(o.W+2) + " " + itoa(o.H+o.StageH+4)
+}
+
+// Width is the overview's largest width in pixels.
+func (o Overview) Width() string { return itoa((o.W + 2) * overviewScale) }
+
+// Height is the overview's largest height in pixels.
+func (o Overview) Height() string { return itoa((o.H + o.StageH + 4) * overviewScale) }
+
+// StageY is the top of the stage, two units in front of the sections.
+func (o Overview) StageY() int { return o.MinY - 2 - o.StageH }
+
+// StageMid is the middle of the stage's depth, for its label.
+func (o Overview) StageMid() string {
+	return strconv.FormatFloat(float64(o.StageY())+float64(o.StageH)/2, 'f', 1, 64)
+}
+
+// StageFont is the size of the stage's label.
+func (o Overview) StageFont() string { return strconv.FormatFloat(float64(o.StageH)*0.7, 'f', 1, 64) }
 
 // Choose is what the seat-choosing control beside the map needs.
 type Choose struct {

@@ -120,7 +120,7 @@ func TestBrowserStaffPages(t *testing.T) {
 	}
 
 	seat := seats[73] // section B, row A, seat 2
-	mapURL := srv.URL + "/e/" + ev.ID.String()
+	mapURL := srv.URL + "/e/" + ev.ID.String() + "?section=B"
 	steps = append(signIn(srv.URL, tn.Org.Slug, tn.Buyers[0].Email), chromedp.Navigate(mapURL),
 		chromedp.WaitVisible(css(`#seat-`+seat.String())), chromedp.WaitVisible(css(`body[data-live=connected]`)))
 	if err := chromedp.Do(buyerCtx, steps...); err != nil {

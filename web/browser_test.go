@@ -129,15 +129,28 @@ func TestBrowserSeatMapLive(t *testing.T) {
 	tctxB, cancelB := context.WithTimeout(ctxB, 60*time.Second)
 	defer cancelB()
 	mapURL := srv.URL + "/e/" + ev.ID.String()
+	// The map opens on section A: A opens section B from the overview, B
+	// follows a link to it.
 	for _, c := range []struct {
 		ctx   context.Context
 		email string
-	}{{tctxA, tn.Buyers[0].Email}, {tctxB, tn.Buyers[1].Email}} {
-		steps := append(signIn(srv.URL, tn.Org.Slug, c.email), chromedp.Navigate(mapURL),
-			chromedp.WaitVisible(css(seatSel)), chromedp.WaitVisible(css(`body[data-live=connected]`)))
+		url   string
+	}{{tctxA, tn.Buyers[0].Email, mapURL}, {tctxB, tn.Buyers[1].Email, mapURL + "?section=B"}} {
+		steps := append(signIn(srv.URL, tn.Org.Slug, c.email), chromedp.Navigate(c.url),
+			chromedp.WaitVisible(css(`body[data-live=connected]`)), settled())
 		if err := chromedp.Do(c.ctx, steps...); err != nil {
 			diagnose(t, c.ctx, "open-map")
 			t.Fatalf("open map as %s: %v", c.email, err)
+		}
+		if c.ctx == tctxA {
+			if err := openSection(c.ctx, "B", false); err != nil {
+				diagnose(t, c.ctx, "open-section")
+				t.Fatalf("A opens section B: %v", err)
+			}
+		}
+		if err := chromedp.Do(c.ctx, chromedp.WaitVisible(css(seatSel))); err != nil {
+			diagnose(t, c.ctx, "open-map")
+			t.Fatalf("section B's seats as %s: %v", c.email, err)
 		}
 	}
 	label, err := chromedp.Run(tctxA, chromedp.AttributeValue(css(seatSel), "aria-label"))

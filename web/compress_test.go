@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/klauspost/compress/zstd"
 
@@ -92,4 +93,59 @@ func TestCompression(t *testing.T) {
 	}
 	t.Logf("%d-seat map page: %d bytes plain, %d gzip (%.1fx), %d zstd; CSS %d -> %d gzip",
 		400, len(plain.body), len(gz.body), float64(len(plain.body))/float64(len(gz.body)), len(zs.body), len(cp.body), len(cg.body))
+}
+
+// TestCompressionJSONAndSocket: a JSON answer asked for with gzip comes
+// gzip-encoded and decodes to the plain answer, and the seat map's socket,
+// dialled with the Accept-Encoding browsers send on the upgrade too, is
+// upgraded untouched by the compressor and carries a live frame.
+func TestCompressionJSONAndSocket(t *testing.T) {
+	t.Parallel()
+	s := newTestServer(t, nil)
+	testenv.Background(t, s.app)
+	tn := testenv.NewTenant(t, s.app, 2)
+	ev := testenv.NewEvent(t, s.app, tn.Org.ID, 2, 5, 10)
+	buyer := s.as(tn.Org, tn.Buyers[0])
+	path := "/api/v1/events/" + ev.ID.String() + "/seats"
+
+	plain := buyer.do("GET", path, nil, "Accept-Encoding", "identity").want(t, http.StatusOK)
+	gz := buyer.do("GET", path, nil, "Accept-Encoding", "gzip").want(t, http.StatusOK)
+	if ce := gz.header.Get("Content-Encoding"); ce != "gzip" {
+		t.Fatalf("JSON with gzip asked: Content-Encoding %q", ce)
+	}
+	if ct := gz.header.Get("Content-Type"); !strings.HasPrefix(ct, "application/json") {
+		t.Errorf("compressed JSON: Content-Type %q", ct)
+	}
+	zr, err := gzip.NewReader(bytes.NewReader(gz.body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dec, err := io.ReadAll(zr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(dec, plain.body) {
+		t.Fatalf("gzip JSON decodes to %d bytes, the plain answer is %d and differs", len(dec), len(plain.body))
+	}
+
+	conn, resp, err := s.dialAs(t, buyer, ev.ID, "Accept-Encoding", "gzip, deflate, br, zstd")
+	if err != nil {
+		t.Fatalf("socket through the compressor: %v", err)
+	}
+	if ce := resp.Header.Get("Content-Encoding"); ce != "" {
+		t.Fatalf("upgrade answered with Content-Encoding %q", ce)
+	}
+	seat := testenv.SeatIDs(t, s.app, tn.Org.ID, ev.ID)[7]
+	coreHold(t, s.app, tn.Buyers[1], ev.ID, seat)
+	_ = conn.SetReadDeadline(time.Now().Add(10 * time.Second))
+	for {
+		_, msg, err := conn.ReadMessage()
+		if err != nil {
+			t.Fatalf("no frame for the held seat: %v", err)
+		}
+		if bytes.Contains(msg, []byte(`id="seat-`+seat.String()+`"`)) && bytes.Contains(msg, []byte(`data-status="held"`)) {
+			t.Logf("JSON %d bytes plain, %d gzip; frame %d bytes", len(plain.body), len(gz.body), len(msg))
+			return
+		}
+	}
 }

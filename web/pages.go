@@ -1,9 +1,12 @@
 package web
 
 import (
+	"bytes"
 	"context"
+	"fmt"
 	"net/http"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -132,8 +135,11 @@ func eventsVM(evs []store.Event) []views.Event {
 	return out
 }
 
-// seatMap builds the venue view of an event for the actor.
-func (s *Server) seatMap(ctx context.Context, a hold.Actor, event uuid.UUID) (views.SeatMap, error) {
+// seatMap builds the venue view of an event for the actor: the overview
+// of every seated section and the seats of one (section; the first when
+// empty or unknown). Only that section's seats become elements, so the
+// page grows with the largest section, not with the venue.
+func (s *Server) seatMap(ctx context.Context, a hold.Actor, event uuid.UUID, section string) (views.SeatMap, error) {
 	ev, err := s.deps.Store.Event(ctx, a.Org, event)
 	if err != nil {
 		return views.SeatMap{}, err
@@ -146,7 +152,7 @@ func (s *Server) seatMap(ctx context.Context, a hold.Actor, event uuid.UUID) (vi
 	if err != nil {
 		return views.SeatMap{}, err
 	}
-	m := views.SeatMap{EventID: event.String(), EventName: ev.Name, Seats: make([]views.Seat, len(seats)), GA: ga}
+	m := views.SeatMap{EventID: event.String(), EventName: ev.Name, GA: ga}
 	for i, c := range ev.Categories {
 		m.Categories = append(m.Categories, views.Category{Cat: i + 1, Key: c.Key, Name: c.Name, Color: c.Color,
 			Price: formatPrice(c.PriceMinor, c.Currency)})
@@ -154,55 +160,149 @@ func (s *Server) seatMap(ctx context.Context, a hold.Actor, event uuid.UUID) (vi
 	if err := hold.NotOnSale(ev, time.Now()); err != nil && a.Role == hold.RoleBuyer {
 		m.NotOnSale = apperrMessage(err) + "."
 	}
-	type bounds struct{ minX, minY int }
-	secs := map[string]*bounds{}
-	var order []string
-	rows := map[[2]string]views.Label{}
 	m.Choose = views.Choose{EventID: m.EventID, Categories: m.Categories, Strict: ev.OrphanRule == "strict"}
 	if ev.AccessibleReleaseAt != nil && time.Now().Before(*ev.AccessibleReleaseAt) {
 		m.Choose.ReleaseAt = ev.AccessibleReleaseAt.UTC().Format(time.RFC3339)
 	}
-	for i, st := range seats {
-		m.Seats[i] = seatVM(event, st, a.User)
-		m.Choose.HasAccessible = m.Choose.HasAccessible || st.Accessible
-		if !slices.Contains(m.Choose.Sections, st.Section) {
-			m.Choose.Sections = append(m.Choose.Sections, st.Section)
-		}
-		b, ok := secs[st.Section]
-		if !ok {
-			b = &bounds{st.X, st.Y}
-			secs[st.Section] = b
-			order = append(order, st.Section)
-		}
-		b.minX, b.minY = min(b.minX, st.X), min(b.minY, st.Y)
+	m.Overview = overview(seats)
+	for _, b := range m.Overview.Sections {
+		m.Choose.Sections = append(m.Choose.Sections, b.Label)
 	}
+	if len(m.Choose.Sections) > 0 {
+		m.Section = m.Choose.Sections[0]
+		if slices.Contains(m.Choose.Sections, section) {
+			m.Section = section
+		}
+	}
+	var box views.SectionBox
+	for i := range m.Overview.Sections {
+		if b := &m.Overview.Sections[i]; b.Label == m.Section {
+			b.Selected, box = true, *b
+		}
+	}
+	// Seats sit on the section's own grid: column 1 holds the row letters.
+	rows := map[string]bool{}
 	for _, st := range seats {
-		k := [2]string{st.Section, st.Row}
-		if _, ok := rows[k]; !ok {
-			rows[k] = views.Label{Text: st.Row, Col: secs[st.Section].minX + gridOffset - 1, GridRow: st.Y + gridOffset}
+		m.Choose.HasAccessible = m.Choose.HasAccessible || st.Accessible
+		if st.Section != m.Section {
+			continue
 		}
-	}
-	for _, sec := range order {
-		b := secs[sec]
-		m.Sections = append(m.Sections, views.Label{Text: "Section " + sec, Col: b.minX + gridOffset, GridRow: b.minY + gridOffset - 1})
-	}
-	for _, st := range seats { // keep row labels in seat order
-		k := [2]string{st.Section, st.Row}
-		if l, ok := rows[k]; ok {
-			m.Rows = append(m.Rows, l)
-			delete(rows, k)
+		vm := seatVM(event, st, a.User)
+		vm.Col, vm.GridRow = st.X-box.X+2, st.Y-box.Y+1
+		m.Seats = append(m.Seats, vm)
+		if !rows[st.Row] {
+			rows[st.Row] = true
+			m.Rows = append(m.Rows, views.Label{Text: st.Row, Col: 1, GridRow: vm.GridRow})
 		}
 	}
 	return m, nil
 }
 
-// gridOffset shifts venue coordinates right and down on the grid, leaving
-// room for section names above and row letters to the left.
-const gridOffset = 3
+// overview outlines every section in venue coordinates with its free
+// seats, and encodes every seat's state and version for the page
+// script's model of the venue.
+func overview(seats []hold.SeatView) views.Overview {
+	var o views.Overview
+	if len(seats) == 0 {
+		return o
+	}
+	type acc struct{ minX, minY, maxX, maxY, free, total int }
+	byLabel := map[string]*acc{}
+	var order []string
+	n := 0
+	minX, minY, maxX, maxY := seats[0].X, seats[0].Y, seats[0].X, seats[0].Y
+	for _, st := range seats {
+		b, ok := byLabel[st.Section]
+		if !ok {
+			b = &acc{minX: st.X, minY: st.Y, maxX: st.X, maxY: st.Y}
+			byLabel[st.Section] = b
+			order = append(order, st.Section)
+		}
+		b.minX, b.minY, b.maxX, b.maxY = min(b.minX, st.X), min(b.minY, st.Y), max(b.maxX, st.X), max(b.maxY, st.Y)
+		b.total++
+		if st.Status == store.Available {
+			b.free++
+		}
+		minX, minY, maxX, maxY = min(minX, st.X), min(minY, st.Y), max(maxX, st.X), max(maxY, st.Y)
+		n = max(n, st.Idx+1)
+	}
+	o.MinX, o.MinY, o.W, o.H = minX, minY, maxX-minX+1, maxY-minY+1
+	o.StageH = max(2, (o.W+o.H)/40)
+	secOf := make(map[string]int, len(order))
+	for i, l := range order {
+		b := byLabel[l]
+		w, h := b.maxX-b.minX+1, b.maxY-b.minY+1
+		// The label and the count below it, centred: up to half a
+		// shallow section's depth, a fifth of a narrow one's width.
+		fs := max(1, min(w/5, h/3))
+		free := max(1, fs*2/3)
+		top := b.minY + (h-fs-free)/2
+		o.Sections = append(o.Sections, views.SectionBox{Label: l, X: b.minX, Y: b.minY, W: w, H: h,
+			Available: b.free, Total: b.total, FontSize: fs, FreeSize: free, TextX: b.minX + w/2, TextY: top + fs, FreeY: top + fs + free})
+		secOf[l] = i
+	}
+	states := bytes.Repeat([]byte{'-'}, n)
+	versions := make([]int64, n)
+	secs := make([]int, n)
+	for _, st := range seats {
+		states[st.Idx] = stateLetter(st.Status)
+		versions[st.Idx] = st.Version
+		secs[st.Idx] = secOf[st.Section]
+	}
+	o.States = string(states)
+	var b strings.Builder
+	for i := 0; i < n; {
+		j := i
+		for j < n && versions[j] == versions[i] {
+			j++
+		}
+		if b.Len() > 0 {
+			b.WriteByte(',')
+		}
+		b.WriteString(strconv.FormatInt(versions[i], 10))
+		if j-i > 1 {
+			b.WriteByte('*')
+			b.WriteString(strconv.Itoa(j - i))
+		}
+		i = j
+	}
+	o.Versions = b.String()
+	b.Reset()
+	for i := 0; i < n; {
+		j := i
+		for j < n && secs[j] == secs[i] {
+			j++
+		}
+		if b.Len() > 0 {
+			b.WriteByte(' ')
+		}
+		fmt.Fprintf(&b, "%d:%d:%d", i, j-i, secs[i])
+		i = j
+	}
+	o.Runs = b.String()
+	return o
+}
 
+// stateLetter is a seat's status in the overview's state string.
+func stateLetter(st store.SeatStatus) byte {
+	switch st {
+	case store.Available:
+		return 'a'
+	case store.Held:
+		return 'h'
+	case store.Sold:
+		return 's'
+	default:
+		return 'b'
+	}
+}
+
+// seatVM is a seat without a place on the grid: live frames and click
+// answers replace a shown seat, which keeps its place (the page script
+// carries it over), and the map places the seats it renders.
 func seatVM(event uuid.UUID, st hold.SeatView, viewer uuid.UUID) views.Seat {
 	return views.Seat{ID: st.ID.String(), EventID: event.String(), Section: st.Section, Row: st.Row, Number: st.Number,
-		Col: st.X + gridOffset, GridRow: st.Y + gridOffset, Status: string(st.Status), Version: st.Version,
+		Status: string(st.Status), Version: st.Version, Idx: st.Idx,
 		Mine: st.Status == store.Held && st.HolderID == viewer && viewer != uuid.Nil, Cat: st.Cat, Flag: seatFlag(st.Seat)}
 }
 
@@ -222,7 +322,7 @@ func (s *Server) seatMapPage(w http.ResponseWriter, r *http.Request, a hold.Acto
 	if err != nil {
 		return err
 	}
-	m, err := s.seatMap(r.Context(), a, event)
+	m, err := s.seatMap(r.Context(), a, event, r.URL.Query().Get("section"))
 	if err != nil {
 		return err
 	}
@@ -239,7 +339,7 @@ func (s *Server) venueFragment(w http.ResponseWriter, r *http.Request, a hold.Ac
 	if err != nil {
 		return err
 	}
-	m, err := s.seatMap(r.Context(), a, event)
+	m, err := s.seatMap(r.Context(), a, event, r.URL.Query().Get("section"))
 	if err != nil {
 		return err
 	}
@@ -505,7 +605,7 @@ func (lr liveRenderer) Render(d hold.Delta, mine bool) []byte {
 	// or, on another goroutine, older).
 	st.Status, st.Version = d.Status, d.Version
 	vm := views.Seat{ID: d.Seat.String(), EventID: d.Event.String(), Section: st.Section, Row: st.Row, Number: st.Number,
-		Col: st.X + gridOffset, GridRow: st.Y + gridOffset, Status: string(d.Status), Version: d.Version,
+		Status: string(d.Status), Version: d.Version, Idx: st.Idx,
 		Mine: mine && d.Status == store.Held, Cat: st.Cat, Flag: seatFlag(st.Seat)}
 	var item *views.CartHold
 	if vm.Mine {

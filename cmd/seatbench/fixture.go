@@ -127,7 +127,15 @@ func (b *bench) createFixture(ctx context.Context, main *server) (*fixture, erro
 func (b *bench) genEvent(ctx context.Context, name string, n int, mixed bool) (string, []string, error) {
 	const perRow = 50
 	sections := min(10, max(1, n/perRow))
+	return b.genEventLayout(ctx, name, n, sections, sections, mixed)
+}
+
+// genEventLayout is genEvent with the number of sections chosen, laid out
+// cols to a line (front to back), each line of sections behind the last.
+func (b *bench) genEventLayout(ctx context.Context, name string, n, sections, cols int, mixed bool) (string, []string, error) {
+	const perRow = 50
 	perSection := (n + sections - 1) / sections
+	depth := (perSection + perRow - 1) / perRow // rows of a section
 	ev := uuid.NewString()
 	tx, err := b.db.Begin(ctx)
 	if err != nil {
@@ -148,11 +156,11 @@ func (b *bench) genEvent(ctx context.Context, name string, n int, mixed bool) (s
 	if _, err := tx.Exec(ctx, `
 		INSERT INTO seats (org_id, event_id, section_id, row_label, number, idx, x, y, status)
 		SELECT $1, $2, sec.id, 'R' || ((i % $3) / $4), (i % $4) + 1, i,
-		       (i % $4) + sec.position * ($4 + 2), (i % $3) / $4,
+		       (i % $4) + (sec.position % $7) * ($4 + 2), (i % $3) / $4 + (sec.position / $7) * ($8 + 2),
 		       CASE WHEN $6 AND i % 10 = 3 THEN 'sold' WHEN $6 AND i % 40 = 7 THEN 'blocked' ELSE 'available' END
 		FROM generate_series(0, $5 - 1) i
 		JOIN sections sec ON sec.event_id = $2 AND sec.position = i / $3`,
-		b.fx.orgID, ev, perSection, perRow, n, mixed); err != nil {
+		b.fx.orgID, ev, perSection, perRow, n, mixed, cols, depth); err != nil {
 		return "", nil, fmt.Errorf("generate seats: %w", err)
 	}
 	if err := tx.Commit(ctx); err != nil {

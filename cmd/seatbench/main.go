@@ -16,7 +16,8 @@
 //   - occupancy of a 100 000-seat event, served and recomputed;
 //   - importing a 100 000-seat venue chart as JSON and as CSV;
 //   - hold throughput spread over two and three processes;
-//   - a freed seat to the offer in the next waiting buyer's cart.
+//   - a freed seat to the offer in the next waiting buyer's cart;
+//   - the seat map of a 100 000-seat event in headless Chromium.
 //
 // It prints one table on stdout, progress on stderr, and writes the
 // figures as JSON to bench/results/<timestamp>.json and latest.json. Every
@@ -94,7 +95,7 @@ type config struct {
 }
 
 // phases, in the order they run.
-var allPhases = []string{"opening", "holds", "hotseat", "best", "occupancy", "charts", "multi", "fallback", "live", "expiry", "webhooks", "ga", "waitlist"}
+var allPhases = []string{"opening", "holds", "hotseat", "best", "occupancy", "charts", "multi", "fallback", "live", "expiry", "webhooks", "ga", "waitlist", "bigmap"}
 
 func parseConfig(args []string, stderr io.Writer) (config, error) {
 	quick := false
@@ -234,6 +235,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	phases := map[string]func(context.Context) error{
 		"opening": b.phaseOpening, "holds": b.phaseHolds, "hotseat": b.phaseHotSeat, "best": b.phaseBest, "occupancy": b.phaseOccupancy, "charts": b.phaseCharts, "multi": b.phaseMulti,
 		"fallback": b.phaseFallback, "live": b.phaseLive, "expiry": b.phaseExpiry, "webhooks": b.phaseWebhooks, "ga": b.phaseGA, "waitlist": b.phaseWaitlist,
+		"bigmap": b.phaseBigMap,
 	}
 	for _, p := range allPhases {
 		if !cfg.runs(p) {

@@ -35,6 +35,7 @@ type Report struct {
 	GA         *GAFlash     `json:"ga_flash_sale,omitempty"`
 	Waitlist   *Waitlist    `json:"waitlist,omitempty"`
 	Expiry     *Expiry      `json:"expiry,omitempty"`
+	BigMap     *BigMap      `json:"big_map,omitempty"`
 	Profiles   []string     `json:"profiles,omitempty"`
 	Targets    []Target     `json:"targets"`
 	Errors     []PhaseError `json:"errors,omitempty"`
@@ -160,6 +161,22 @@ func (r *Report) evaluate() {
 		r.target(fmt.Sprintf("occupancy of a %d-seat event, recomputed", o.Seats), "< 200 ms",
 			o.Recomputed.P99 < 200, "p99 %.1f ms (vacuumed; %.1f ms just after the bulk insert)", o.Recomputed.P99, o.RecomputedFresh.P99)
 	}
+	r.evaluateBigMap()
+}
+
+func (r *Report) evaluateBigMap() {
+	m := r.BigMap
+	if m == nil {
+		return
+	}
+	name := fmt.Sprintf("a %d-seat map in Chromium", m.Seats)
+	r.target(name+": first usable map", "< 1.5 s", m.UsableMS < 1500, "%.0f ms (cached %.0f ms)", m.UsableMS, m.UsableWarmMS)
+	r.target(name+": bytes transferred", "< 1.5 MB", m.Bytes < 1_500_000, "%.2f MB", float64(m.Bytes)/1e6)
+	r.target(name+": one live frame applied", "< 16 ms", m.Frames > 0 && m.FrameApply.Max < 16,
+		"max %.2f ms of %d frames (with layout max %.2f ms)", m.FrameApply.Max, m.Frames, m.FrameLayout.Max)
+	r.target(name+": JS heap", "< 100 MB", m.HeapUsedMB < 100, "%.1f MB (%.1f after GC)", m.HeapUsedMB, m.HeapAfterGCMB)
+	r.target(name+": the whole venue at first sight", "every section in the window", m.SectionsInView == m.Sections,
+		"%d of %d sections", m.SectionsInView, m.Sections)
 }
 
 // write saves the report as <timestamp>.json and latest.json in dir.
@@ -377,6 +394,18 @@ func (r *Report) printTable(w io.Writer) {
 		row(name+": free → offer frame p50/p99/max", fmt.Sprintf("%.0f / %.0f / %.0f ms", wl.Latency.P50, wl.Latency.P99, wl.Latency.Max),
 			"the offer worker polls every 200 ms", "", "< 2 s")
 		row(name+": missed", fmt.Sprintf("%d", wl.Missed), "", "", "0")
+	}
+	if m := r.BigMap; m != nil {
+		name := fmt.Sprintf("seat map, %d seats in %d sections, Chromium", m.Seats, m.Sections)
+		row(name+": first map transferred", fmt.Sprintf("%.2f MB in %d requests", float64(m.Bytes)/1e6, m.Requests),
+			fmt.Sprintf("page %.0f KB (%.0f KB decoded), refetch on socket open %.0f KB", float64(m.PageBytes)/1e3, float64(m.PageRawBytes)/1e3,
+				float64(m.ResyncBytes)/1e3), "", "< 1.5 MB")
+		row(name+": navigation → usable map", fmt.Sprintf("%.0f ms", m.UsableMS),
+			fmt.Sprintf("cached CSS/JS %.0f ms; response end %.0f, DOMContentLoaded %.0f ms", m.UsableWarmMS, m.ResponseEndMS, m.DOMContentMS), "", "< 1.5 s")
+		row(name+": JS heap used", fmt.Sprintf("%.1f MB", m.HeapUsedMB), fmt.Sprintf("%.1f MB after GC; %d DOM nodes", m.HeapAfterGCMB, m.DOMNodes), "", "< 100 MB")
+		row(name+": sections wholly in the 1 400 × 1 000 window", fmt.Sprintf("%d of %d", m.SectionsInView, m.Sections), "", "", "all")
+		row(name+": frame applied p50/p99/max", fmt.Sprintf("%.2f / %.2f / %.2f ms", m.FrameApply.P50, m.FrameApply.P99, m.FrameApply.Max),
+			fmt.Sprintf("with layout max %.2f ms; hold → shown p50 %.0f ms", m.FrameLayout.Max, m.FrameVisible.P50), "", "< 16 ms")
 	}
 	_ = tw.Flush()
 	if len(r.Targets) > 0 {

@@ -1,10 +1,117 @@
-// seatd live seat map. The server renders every seat; this file only
-// (1) drops live fragments older than what the page shows, (2) runs the
-// hold countdowns from held_until, and (3) asks for a fresh map after the
-// socket reconnects, since changes may have been missed meanwhile.
-// Nothing here polls the server.
+// seatd live seat map. The server renders the venue's overview and the
+// open section's seats; this file only (1) keeps a model of every seat
+// (state and version, from #venue's data-states/data-versions/data-runs)
+// that live frames update, with each section's free count on the
+// overview, (2) drops live fragments older than what the page shows,
+// (3) runs the hold countdowns from held_until, and (4) asks for a fresh
+// map after the socket reconnects, since changes may have been missed
+// meanwhile. Nothing here polls the server.
 (function () {
   "use strict";
+
+  var A = 97; // "a": available
+  // model: n seats in idx order; st the state letter's code, ver the
+  // version, sec the section (index of the overview's boxes); free the
+  // free seats per section. Only the open section's seats are elements,
+  // so a frame for any other seat costs a few array writes.
+  var model = null;
+  // recent keeps the newest element received for a seat (a frame or a
+  // click's answer), so a map rendered before that change but swapped in
+  // after it (a reconnect, a section opened) can be brought forward.
+  // Bounded: past it, such a seat is fetched again with its section.
+  var recent = new Map();
+  var RECENT_MAX = 4096;
+
+  function parseModel(v) {
+    var states = v.getAttribute("data-states") || "";
+    var n = states.length;
+    var m = { n: n, st: new Uint8Array(n), ver: new Float64Array(n), sec: new Uint16Array(n), boxes: [], free: [] };
+    for (var i = 0; i < n; i++) m.st[i] = states.charCodeAt(i);
+    var at = 0;
+    (v.getAttribute("data-versions") || "").split(",").forEach(function (t) {
+      if (!t) return;
+      var p = t.split("*"), ver = +p[0], k = p.length > 1 ? +p[1] : 1;
+      for (var j = 0; j < k && at < n; j++) m.ver[at++] = ver;
+    });
+    (v.getAttribute("data-runs") || "").split(" ").forEach(function (r) {
+      if (!r) return;
+      var p = r.split(":"), from = +p[0], k = +p[1], s = +p[2];
+      for (var j = from; j < from + k && j < n; j++) m.sec[j] = s;
+    });
+    v.querySelectorAll("a[data-sec]").forEach(function (b) { m.boxes[+b.getAttribute("data-sec")] = b; });
+    return m;
+  }
+
+  function showFree(k, free) {
+    model.free[k] = free;
+    var box = model.boxes[k];
+    if (!box) return;
+    var total = +box.getAttribute("data-total");
+    box.setAttribute("data-available", String(free));
+    box.setAttribute("data-level", free <= 0 || total === 0 ? "0" : String(Math.ceil(free * 4 / total)));
+    box.setAttribute("aria-label", "Section " + box.getAttribute("data-section-key") + ", " + free + " of " + total + " seats free");
+    var t = box.querySelector("[data-free]");
+    if (t) t.textContent = free + " free";
+  }
+
+  // loadModel reads the venue the server rendered and merges the model
+  // the page had: per seat the newer version wins, so a change that
+  // reached the page while that venue was on its way is not lost. Then
+  // every section's count is computed from the merged states, and shown
+  // seats older than the model are brought forward.
+  function loadModel() {
+    var v = document.getElementById("venue");
+    if (!v || !v.hasAttribute("data-states")) { model = null; return; }
+    var m = parseModel(v), old = model, i;
+    recent.forEach(function (el, idx) { if (idx >= m.n || +el.getAttribute("data-version") <= m.ver[idx]) recent.delete(idx); });
+    if (old && old.n === m.n) {
+      for (i = 0; i < m.n; i++) {
+        if (old.ver[i] > m.ver[i]) { m.st[i] = old.st[i]; m.ver[i] = old.ver[i]; }
+      }
+    }
+    var free = m.boxes.map(function () { return 0; });
+    for (i = 0; i < m.n; i++) if (m.st[i] === A) free[m.sec[i]]++;
+    model = m;
+    free.forEach(function (f, k) { if (+model.boxes[k].getAttribute("data-available") !== f) showFree(k, f); else model.free[k] = f; });
+    var stale = false;
+    v.querySelectorAll(".seat[data-idx]").forEach(function (el) {
+      var idx = +el.getAttribute("data-idx");
+      if (!(idx < m.n) || +el.getAttribute("data-version") >= m.ver[idx]) return;
+      var r = recent.get(idx);
+      if (!r || +r.getAttribute("data-version") !== m.ver[idx]) { stale = true; return; }
+      var c = r.cloneNode(true);
+      c.className = place(el);
+      el.replaceWith(c);
+      if (window.htmx) htmx.process(c);
+    });
+    if (stale && window.htmx) htmx.trigger(v, "resync");
+  }
+
+  // place is a shown seat's classes for the element replacing it: its
+  // grid place and category, without htmx's transient ones (a clicked
+  // seat is htmx-request until its answer is swapped in).
+  function place(el) {
+    return el.className.split(/\s+/).filter(function (c) { return c && c.indexOf("htmx-") !== 0; }).join(" ");
+  }
+
+  // note records a seat element that arrived (a frame or an answer);
+  // false when it is older than what the model has.
+  function note(el) {
+    if (!model || !el.hasAttribute("data-idx")) return true;
+    var idx = +el.getAttribute("data-idx"), ver = +el.getAttribute("data-version");
+    if (!(idx < model.n)) return true;
+    if (ver < model.ver[idx]) return false;
+    recent.delete(idx);
+    recent.set(idx, el.cloneNode(true));
+    if (recent.size > RECENT_MAX) recent.delete(recent.keys().next().value);
+    if (ver === model.ver[idx]) return true;
+    var was = model.st[idx], now = (el.getAttribute("data-status") || "b").charCodeAt(0), k = model.sec[idx];
+    model.ver[idx] = ver;
+    model.st[idx] = now;
+    if (was === A && now !== A) showFree(k, model.free[k] - 1);
+    else if (was !== A && now === A) showFree(k, model.free[k] + 1);
+    return true;
+  }
 
   document.addEventListener("htmx:oobBeforeSwap", function (evt) {
     var target = evt.detail.target;
@@ -13,8 +120,45 @@
     if (!target || !incoming || !target.hasAttribute("data-version")) return;
     var shown = parseInt(target.getAttribute("data-version"), 10);
     var next = parseInt(incoming.getAttribute("data-version"), 10);
-    if (!isNaN(shown) && !isNaN(next) && next < shown) {
+    if ((!isNaN(shown) && !isNaN(next) && next < shown) || !note(incoming)) {
       evt.preventDefault();
+      return;
+    }
+    // Frames carry no grid place: the seat keeps the one it is shown at.
+    if (target.id.indexOf("seat-") === 0) incoming.className = place(target);
+  });
+  // A seat of a section not shown: only the model and its count change.
+  document.addEventListener("htmx:oobErrorNoTarget", function (evt) {
+    var el = evt.detail.content;
+    if (el && el.nodeType === 1 && el.classList.contains("seat")) note(el);
+  });
+  document.addEventListener("DOMContentLoaded", loadModel);
+  document.addEventListener("htmx:historyRestore", loadModel);
+  var opened = false; // a section link asked for the venue
+  document.addEventListener("htmx:afterSwap", function (evt) {
+    var v = evt.detail.elt;
+    if (!v || v.id !== "venue") return;
+    loadModel();
+    if (opened) {
+      opened = false;
+      // Keyboard and screen reader: the heading of the opened section,
+      // just before its seats, takes the focus.
+      var h = document.getElementById("section-title");
+      if (h) { h.focus({ preventScroll: true }); h.scrollIntoView({ block: "nearest" }); }
+    }
+  });
+  // A section on the overview is an SVG link: htmx swaps the venue in
+  // place, so the browser must not also follow the link.
+  document.addEventListener("click", function (evt) {
+    var a = evt.target.closest && evt.target.closest("a[data-section-key]");
+    if (a && window.htmx) { evt.preventDefault(); opened = true; }
+  });
+  // Keyboard: Enter or Space on a focused section opens it.
+  document.addEventListener("keydown", function (evt) {
+    var a = evt.target.closest && evt.target.closest("a[data-section-key]");
+    if (a && (evt.key === "Enter" || evt.key === " ")) {
+      evt.preventDefault();
+      a.dispatchEvent(new MouseEvent("click", { bubbles: true, cancelable: true }));
     }
   });
 
