@@ -42,11 +42,7 @@ func TestCompression(t *testing.T) {
 	if got := gz.header.Get("Cache-Control"); got != "no-store" {
 		t.Errorf("compressed page: Cache-Control %q, want no-store", got)
 	}
-	zr, err := gzip.NewReader(bytes.NewReader(gz.body))
-	if err != nil {
-		t.Fatal(err)
-	}
-	dec, err := io.ReadAll(zr)
+	dec, err := gunzip(gz.body)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -80,11 +76,7 @@ func TestCompression(t *testing.T) {
 	if got := cg.header.Get("Cache-Control"); got != "public, max-age=31536000, immutable" {
 		t.Errorf("compressed CSS: Cache-Control %q, want the immutable cache", got)
 	}
-	cr, err := gzip.NewReader(bytes.NewReader(cg.body))
-	if err != nil {
-		t.Fatal(err)
-	}
-	cdec, err := io.ReadAll(cr)
+	cdec, err := gunzip(cg.body)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -116,11 +108,7 @@ func TestCompressionJSONAndSocket(t *testing.T) {
 	if ct := gz.header.Get("Content-Type"); !strings.HasPrefix(ct, "application/json") {
 		t.Errorf("compressed JSON: Content-Type %q", ct)
 	}
-	zr, err := gzip.NewReader(bytes.NewReader(gz.body))
-	if err != nil {
-		t.Fatal(err)
-	}
-	dec, err := io.ReadAll(zr)
+	dec, err := gunzip(gz.body)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -148,4 +136,13 @@ func TestCompressionJSONAndSocket(t *testing.T) {
 			return
 		}
 	}
+}
+
+// gunzip decodes a gzip body.
+func gunzip(b []byte) ([]byte, error) {
+	zr, err := gzip.NewReader(bytes.NewReader(b))
+	if err != nil {
+		return nil, err
+	}
+	return io.ReadAll(zr)
 }

@@ -2,7 +2,6 @@ package web
 
 import (
 	"bytes"
-	"compress/gzip"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -153,11 +152,7 @@ func (c openAPICheck) RoundTrip(req *http.Request) (*http.Response, error) {
 	check.Body = io.NopCloser(bytes.NewReader(body))
 	if res.Header.Get("Content-Encoding") == "gzip" {
 		// The document describes the content, as the client decodes it.
-		zr, err := gzip.NewReader(bytes.NewReader(body))
-		if err != nil {
-			return nil, err
-		}
-		plain, err := io.ReadAll(zr)
+		plain, err := gunzip(body)
 		if err != nil {
 			return nil, err
 		}

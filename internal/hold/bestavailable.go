@@ -104,9 +104,8 @@ func (s *Service) HoldBest(ctx context.Context, a Actor, event uuid.UUID, b Best
 	// claimed seats are taken to the picks after it. Across processes,
 	// each picks at random among as many of the best blocks as there are
 	// requests in flight here (up to bestSpread; twice as many on each
-	// retry), so
-	// best is exact for a lone buyer and crowds on several processes
-	// spread over the next best blocks instead of colliding.
+	// retry), so best is exact for a lone buyer and crowds on several
+	// processes spread over the next best blocks instead of colliding.
 	return s.pickAndHold(ev, a, b, crowd, func(pick []uuid.UUID) (Result, error) {
 		return s.observedHold(ctx, a, event, pick, source, holdOpts{accessible: b.Accessible, fresh: true})
 	})
