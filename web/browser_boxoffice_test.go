@@ -2,7 +2,6 @@ package web
 
 import (
 	"context"
-	"net/http/httptest"
 	"regexp"
 	"testing"
 	"time"
@@ -22,11 +21,7 @@ import (
 // Screenshots: testoutput/browser/box-office-customer-hold.png,
 // confirmation.png.
 func TestBrowserBoxOfficeSale(t *testing.T) {
-	newTab := browser(t)
-	a := testenv.App(t, nil)
-	testenv.Background(t, a)
-	srv := httptest.NewServer(New(depsOf(a)))
-	t.Cleanup(srv.Close)
+	newTab, a, srv := browserApp(t)
 	tn := testenv.NewTenant(t, a, 0)
 	ev := testenv.NewEvent(t, a, tn.Org.ID, 1, 4, 10)
 	seats := testenv.SeatIDs(t, a, tn.Org.ID, ev.ID)
@@ -132,11 +127,7 @@ func TestBrowserBoxOfficeSale(t *testing.T) {
 // and a buyer's map in another browser shows the seats held without a
 // reload. Screenshot: testoutput/browser/box-office-best.png.
 func TestBrowserBoxOfficeBest(t *testing.T) {
-	newTab := browser(t)
-	a := testenv.App(t, nil)
-	testenv.Background(t, a)
-	srv := httptest.NewServer(New(depsOf(a)))
-	t.Cleanup(srv.Close)
+	newTab, a, srv := browserApp(t)
 	tn := testenv.NewTenant(t, a, 1)
 	ev := testenv.NewEvent(t, a, tn.Org.ID, 1, 2, 6)
 	seats := testenv.SeatIDs(t, a, tn.Org.ID, ev.ID)[1:4] // row A, seats 2–4

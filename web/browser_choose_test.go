@@ -2,7 +2,6 @@ package web
 
 import (
 	"context"
-	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -20,11 +19,7 @@ import (
 // holds 3 seats side by side, and when the release time comes the open
 // map lifts the hold-back without a reload.
 func TestBrowserChooseSeats(t *testing.T) {
-	newTab := browser(t)
-	a := testenv.App(t, nil)
-	testenv.Background(t, a)
-	srv := httptest.NewServer(New(depsOf(a)))
-	t.Cleanup(srv.Close)
+	newTab, a, srv := browserApp(t)
 	tn := testenv.NewTenant(t, a, 1)
 	ctx := context.Background()
 	v := testenv.NewChart(t, a, tn.Org.ID, 4, 10)

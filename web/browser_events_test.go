@@ -2,7 +2,6 @@ package web
 
 import (
 	"context"
-	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -18,11 +17,7 @@ import (
 // sale until it is published, then shows the price, the cart a total, and
 // the booking what was paid.
 func TestBrowserEventFromChart(t *testing.T) {
-	newTab := browser(t)
-	a := testenv.App(t, nil)
-	testenv.Background(t, a)
-	srv := httptest.NewServer(New(depsOf(a)))
-	t.Cleanup(srv.Close)
+	newTab, a, srv := browserApp(t)
 	tn := testenv.NewTenant(t, a, 1)
 
 	org, cancelOrg := context.WithTimeout(newTab(), 240*time.Second)

@@ -2,7 +2,6 @@ package web
 
 import (
 	"context"
-	"net/http/httptest"
 	"testing"
 	"time"
 
@@ -16,11 +15,7 @@ import (
 // 97 places left, and the holder's cart lists the places. Screenshot:
 // testoutput/browser/ga.png (the holder's map).
 func TestBrowserGA(t *testing.T) {
-	newTab := browser(t)
-	a := testenv.App(t, nil)
-	testenv.Background(t, a)
-	srv := httptest.NewServer(New(depsOf(a)))
-	t.Cleanup(srv.Close)
+	newTab, a, srv := browserApp(t)
 	tn := testenv.NewTenant(t, a, 2)
 	ev := gaChartEvent(t, a, tn)
 	mapURL := srv.URL + "/e/" + ev.String()

@@ -3,7 +3,6 @@ package web
 import (
 	"context"
 	"fmt"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -105,11 +104,7 @@ func sectionSeats(t *testing.T, a *app.App, ev uuid.UUID, label string) []uuid.U
 // first shown, still live. Screenshots:
 // testoutput/browser/map-desktop.png and map-phone.png.
 func TestBrowserMapWholeVenue(t *testing.T) {
-	newTab := browser(t)
-	a := testenv.App(t, nil)
-	testenv.Background(t, a)
-	srv := httptest.NewServer(New(depsOf(a)))
-	t.Cleanup(srv.Close)
+	newTab, a, srv := browserApp(t)
 	tn := testenv.NewTenant(t, a, 1)
 	ctx := context.Background()
 	v, err := a.Store.SaveChart(ctx, tn.Org.ID, uuid.Nil, seed.DemoChart("Main Hall"))
@@ -287,11 +282,7 @@ func olderVenue(t *testing.T, tab context.Context, change func()) {
 // when the socket opens, racing a change) does not take the page back:
 // neither the section's count nor the open section's seat.
 func TestBrowserMapLiveCounts(t *testing.T) {
-	newTab := browser(t)
-	a := testenv.App(t, nil)
-	testenv.Background(t, a)
-	srv := httptest.NewServer(New(depsOf(a)))
-	t.Cleanup(srv.Close)
+	newTab, a, srv := browserApp(t)
 	tn := testenv.NewTenant(t, a, 2)
 	ev := testenv.NewEvent(t, a, tn.Org.ID, 3, 4, 8) // A, B, C of 32 seats
 	seats := testenv.SeatIDs(t, a, tn.Org.ID, ev.ID)
@@ -353,11 +344,7 @@ func heldOf(t *testing.T, a *app.App, seat uuid.UUID) uuid.UUID {
 // map without reload, and the overview's counts follow holds in sections
 // not shown.
 func TestBrowserMapLargeEventLive(t *testing.T) {
-	newTab := browser(t)
-	a := testenv.App(t, nil)
-	testenv.Background(t, a)
-	srv := httptest.NewServer(New(depsOf(a)))
-	t.Cleanup(srv.Close)
+	newTab, a, srv := browserApp(t)
 	tn := testenv.NewTenant(t, a, 2)
 	ev := testenv.NewEvent(t, a, tn.Org.ID, 8, 50, 50) // 20 000 seats, 2 500 a section
 	seats := testenv.SeatIDs(t, a, tn.Org.ID, ev.ID)

@@ -3,7 +3,6 @@ package web
 import (
 	"context"
 	"fmt"
-	"net/http/httptest"
 	"strings"
 	"sync"
 	"testing"
@@ -68,11 +67,7 @@ func (p *pageProblems) check(t *testing.T, page string) {
 // live in its table, releases it with a reason, and the buyer's cart says
 // so. Screenshots: testoutput/browser/dashboard.png, box-office.png.
 func TestBrowserStaffPages(t *testing.T) {
-	newTab := browser(t)
-	a := testenv.App(t, nil)
-	testenv.Background(t, a)
-	srv := httptest.NewServer(New(depsOf(a)))
-	t.Cleanup(srv.Close)
+	newTab, a, srv := browserApp(t)
 	tn := testenv.NewTenant(t, a, 2)
 	ev := testenv.NewEvent(t, a, tn.Org.ID, 2, 6, 12)
 	seats := testenv.SeatIDs(t, a, tn.Org.ID, ev.ID)

@@ -11,6 +11,7 @@ import (
 
 	"github.com/chromedp/chromedp"
 
+	"seatd/internal/app"
 	"seatd/internal/testenv"
 )
 
@@ -69,6 +70,17 @@ func browser(t *testing.T) func() context.Context {
 	}
 }
 
+// browserApp is a browser test's setup: a Chromium tab maker, the app
+// with its background loops, and a server for it.
+func browserApp(t *testing.T) (func() context.Context, *app.App, *httptest.Server) {
+	newTab := browser(t)
+	a := testenv.App(t, nil)
+	testenv.Background(t, a)
+	srv := httptest.NewServer(New(depsOf(a)))
+	t.Cleanup(srv.Close)
+	return newTab, a, srv
+}
+
 func signIn(base, org, email string) []chromedp.Action[chromedp.Void] {
 	return []chromedp.Action[chromedp.Void]{
 		chromedp.Navigate(base + "/login"),
@@ -113,11 +125,7 @@ func diagnose(t *testing.T, ctx context.Context, name string) {
 // the same event. A clicks a seat: A sees it as theirs with a countdown, B
 // sees it held without reloading. A checks out and pays: B sees it sold.
 func TestBrowserSeatMapLive(t *testing.T) {
-	newTab := browser(t)
-	a := testenv.App(t, nil)
-	testenv.Background(t, a)
-	srv := httptest.NewServer(New(depsOf(a)))
-	t.Cleanup(srv.Close)
+	newTab, a, srv := browserApp(t)
 	tn := testenv.NewTenant(t, a, 2)
 	ev := testenv.NewEvent(t, a, tn.Org.ID, 2, 6, 12)
 	seat := testenv.SeatIDs(t, a, tn.Org.ID, ev.ID)[73] // section B, row A, seat 2

@@ -2,7 +2,6 @@ package web
 
 import (
 	"context"
-	"net/http/httptest"
 	"testing"
 	"time"
 
@@ -17,11 +16,7 @@ import (
 // up it appears in their cart, live, marked as an offer from the
 // waitlist. Screenshot: testoutput/browser/waitlist.png.
 func TestBrowserWaitlist(t *testing.T) {
-	newTab := browser(t)
-	a := testenv.App(t, nil)
-	testenv.Background(t, a)
-	srv := httptest.NewServer(New(depsOf(a)))
-	t.Cleanup(srv.Close)
+	newTab, a, srv := browserApp(t)
 	tn := testenv.NewTenant(t, a, 3)
 	ev := testenv.NewEvent(t, a, tn.Org.ID, 1, 2, 4)
 	seats := testenv.SeatIDs(t, a, tn.Org.ID, ev.ID)
