@@ -16,9 +16,6 @@ func BenchmarkColdLoad(b *testing.B) {
 	a := testenv.App(b, nil)
 	tn := testenv.NewTenant(b, a, 1)
 	ev := testenv.NewEvent(b, a, tn.Org.ID, 10, 100, 100)
-	if _, err := a.Pool.Exec(context.Background(), `ANALYZE seats`); err != nil {
-		b.Fatal(err)
-	}
 	ctx := context.Background()
 	var total time.Duration
 	for b.Loop() {

@@ -49,12 +49,29 @@ func (s *Store) CreateEvent(ctx context.Context, org uuid.UUID, name, venue stri
 			}
 		}
 		e.Seats = idx
-		_, err := tx.CopyFrom(ctx, pgx.Identifier{"seats"},
+		if _, err := tx.CopyFrom(ctx, pgx.Identifier{"seats"},
 			[]string{"id", "org_id", "event_id", "section_id", "row_label", "number", "idx", "x", "y"},
-			pgx.CopyFromRows(rows))
-		return err
+			pgx.CopyFromRows(rows)); err != nil {
+			return err
+		}
+		return analyzeSeats(ctx, tx)
 	})
 	return e, err
+}
+
+// analyzeSeats brings the planner's statistics of seats up to date after
+// an event's seats are written in bulk, in the same transaction (its own
+// rows count). Without it a new event is unknown to them — while the
+// table holds few events every one is a most common value, so a new one
+// is estimated at a row or two — and Postgres plans the event's queries
+// for a handful of rows: under a crowd the strict rule's row read became
+// a nested loop over the whole event, 1 to 2 s a statement instead of
+// about a millisecond, until autovacuum analyzed the table (it waits for
+// a tenth of the table to change, which one event on a large table
+// never is).
+func analyzeSeats(ctx context.Context, tx pgx.Tx) error {
+	_, err := tx.Exec(ctx, `ANALYZE seats`)
+	return err
 }
 
 // GridSection lays out a rectangular section: rows labelled A, B, ... (AA

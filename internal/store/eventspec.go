@@ -85,10 +85,12 @@ func (s *Store) createEventFromLayout(ctx context.Context, org, actor, versionID
 			org, e.ID, actorOrNil(actor), versionID); err != nil {
 			return err
 		}
-		_, err := tx.CopyFrom(ctx, pgx.Identifier{"seats"},
+		if _, err := tx.CopyFrom(ctx, pgx.Identifier{"seats"},
 			[]string{"id", "org_id", "event_id", "section_id", "row_label", "number", "idx", "x", "y", "category", "accessible", "companion"},
-			pgx.CopyFromRows(rows))
-		return err
+			pgx.CopyFromRows(rows)); err != nil {
+			return err
+		}
+		return analyzeSeats(ctx, tx)
 	})
 	if err != nil {
 		return Event{}, fmt.Errorf("create event from chart: %w", err)

@@ -1,0 +1,48 @@
+package store_test
+
+import (
+	"context"
+	"encoding/json"
+	"testing"
+
+	"seatd/internal/testenv"
+)
+
+// TestNewEventPlannedForItsSize: right after an event is created, the
+// planner knows how many seats it has: as many as a fresh ANALYZE would
+// tell it. When it did not (statistics from before the event, in which
+// its id is absent), the event's queries were planned for a row or two
+// and the strict rule's row read became a nested loop over the whole
+// event: 1 to 2 s a statement under a crowd.
+func TestNewEventPlannedForItsSize(t *testing.T) {
+	t.Parallel()
+	a := testenv.App(t, nil)
+	ctx := context.Background()
+	tn := testenv.NewTenant(t, a, 0)
+	ev := testenv.NewEvent(t, a, tn.Org.ID, 3, 20, 50) // 3 000 seats
+	expected := func() float64 {
+		var raw []byte
+		if err := a.Pool.QueryRow(ctx, `EXPLAIN (FORMAT JSON) SELECT id FROM seats WHERE org_id = $1 AND event_id = $2`,
+			tn.Org.ID, ev.ID).Scan(&raw); err != nil {
+			t.Fatal(err)
+		}
+		var plan []struct {
+			Plan struct {
+				Rows float64 `json:"Plan Rows"`
+			} `json:"Plan"`
+		}
+		if err := json.Unmarshal(raw, &plan); err != nil || len(plan) != 1 {
+			t.Fatalf("plan %s: %v", raw, err)
+		}
+		return plan[0].Plan.Rows
+	}
+	got := expected()
+	if _, err := a.Pool.Exec(ctx, `ANALYZE seats`); err != nil {
+		t.Fatal(err)
+	}
+	fresh := expected()
+	t.Logf("planner expects %v seats after creation, %v after ANALYZE", got, fresh)
+	if got < fresh*3/4 || got > fresh*4/3 {
+		t.Fatalf("planner expects %v seats in a 3 000-seat event just created, %v once analyzed", got, fresh)
+	}
+}
