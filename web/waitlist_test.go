@@ -57,8 +57,19 @@ func TestWaitlistAPI(t *testing.T) {
 	s.as(other.Org, other.Buyers[0]).do("POST", path, map[string]any{"count": 1}).wantErr(t, http.StatusNotFound, "not_found")
 	s.as(tn.Org, tn.BoxOffice).do("POST", path, map[string]any{"count": 1}).want(t, http.StatusForbidden)
 
+	// The map's place-in-line panel polls only for a buyer in line.
+	status := "/e/" + ev.ID.String() + "/waitlist"
+	polls := func() bool {
+		return strings.Contains(string(first.do("GET", status, nil).want(t, http.StatusOK).body), `hx-trigger="every 2s"`)
+	}
+	if polls() {
+		t.Fatal("the waitlist panel polls for a buyer not in line")
+	}
 	var e1, e2 waitlistOf
 	first.do("POST", path, map[string]any{"count": 1, "section": "A"}).want(t, http.StatusCreated).json(t, &e1)
+	if !polls() {
+		t.Fatal("the waitlist panel does not refresh the place in line")
+	}
 	second.do("POST", path, map[string]any{"count": 1}).want(t, http.StatusCreated).json(t, &e2)
 	if e1.Position != 1 || e2.Position != 2 || e1.Section != "A" {
 		t.Fatalf("entries %+v %+v, want positions 1 and 2", e1, e2)
