@@ -4,25 +4,14 @@ package store
 // holds queue until unblock is called; queued says how many wait.
 func (s *Store) BlockHoldBatches() (queued func() int, unblock func()) {
 	bs := []*holdBatcher{s.batch, s.together}
+	var resume []func()
 	for _, b := range bs {
-		for range cap(b.slots) {
-			b.slots <- struct{}{}
-		}
+		resume = append(resume, b.Pause())
 	}
-	queued = func() int {
-		n := 0
-		for _, b := range bs {
-			b.mu.Lock()
-			n += len(b.queue)
-			b.mu.Unlock()
-		}
-		return n
-	}
+	queued = func() int { return s.batch.Queued() + s.together.Queued() }
 	unblock = func() {
-		for _, b := range bs {
-			for range cap(b.slots) {
-				<-b.slots
-			}
+		for _, r := range resume {
+			r()
 		}
 	}
 	return queued, unblock

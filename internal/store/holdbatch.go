@@ -5,13 +5,13 @@ import (
 	"context"
 	"errors"
 	"slices"
-	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 
+	"seatd/internal/coalesce"
 	"seatd/internal/pg"
 )
 
@@ -125,14 +125,11 @@ func runHoldStatement(ctx context.Context, db pg.DBTX, rows []holdRow) (map[uuid
 	return got, err
 }
 
-// holdBatcher coalesces concurrent fast-path holds: one round trip, one
-// commit and one WAL flush for many holds. It adds no delay: a request
-// that finds a statement slot free goes at once, alone; only while every
-// slot is busy do requests queue, and the next free slot takes up to max
-// of them together. So the batch size follows the load. A store has two:
-// single-seat holds share one autocommitted statement (runStatement);
-// holds of several seats, or under the orphan rule, share one
-// transaction (runTogether).
+// holdBatcher coalesces concurrent fast-path holds (see coalesce): one
+// round trip, one commit and one WAL flush for many holds. A store has
+// two: single-seat holds share one autocommitted statement
+// (runStatement); holds of several seats, or under the orphan rule, share
+// one transaction (runTogether).
 //
 // Outcomes stay per request: a single-seat request whose row came back
 // was committed; one whose row did not is answered "not created" and its
@@ -141,22 +138,12 @@ func runHoldStatement(ctx context.Context, db pg.DBTX, rows []holdRow) (map[uuid
 // all), every request of it is retried on its own.
 type holdBatcher struct {
 	store *Store
-	max   int
-	slots chan struct{}
-	// run sends one batch and answers each of its requests.
-	run func(ctx context.Context, batch []*batchedHold)
-
-	mu    sync.Mutex
-	queue []*batchedHold
+	*coalesce.Batcher[HoldParams, batchResult]
 
 	statements, rows atomic.Int64 // for metrics
 }
 
-type batchedHold struct {
-	p     HoldParams
-	done  chan batchResult // buffered: the flusher never waits
-	taken bool             // in a statement already; guarded by holdBatcher.mu
-}
+type batchedHold = coalesce.Call[HoldParams, batchResult]
 
 type batchResult struct {
 	out HoldOutcome
@@ -171,10 +158,10 @@ func (s *Store) BatchHolds(slots, max int) {
 		s.batch, s.together = nil, nil
 		return
 	}
-	s.batch = &holdBatcher{store: s, max: max, slots: make(chan struct{}, slots)}
-	s.batch.run = s.batch.runStatement
-	s.together = &holdBatcher{store: s, max: max, slots: make(chan struct{}, slots)}
-	s.together.run = s.together.runTogether
+	s.batch = &holdBatcher{store: s}
+	s.batch.Batcher = coalesce.New(slots, max, s.batch.runStatement)
+	s.together = &holdBatcher{store: s}
+	s.together.Batcher = coalesce.New(slots, max, s.together.runTogether)
 }
 
 // HoldBatchStats reports how many statements and transactions the hold
@@ -185,66 +172,6 @@ func (s *Store) HoldBatchStats() (statements, rows int64) {
 		return 0, 0
 	}
 	return s.batch.statements.Load() + s.together.statements.Load(), s.batch.rows.Load() + s.together.rows.Load()
-}
-
-// do holds p's seats, batched with whatever else is waiting.
-func (b *holdBatcher) do(ctx context.Context, p HoldParams) (batchResult, error) {
-	req := &batchedHold{p: p, done: make(chan batchResult, 1)}
-	b.mu.Lock()
-	b.queue = append(b.queue, req)
-	b.mu.Unlock()
-	for {
-		select {
-		case r := <-req.done:
-			return r, nil
-		case b.slots <- struct{}{}:
-			// This goroutine flushes what is queued: its own request, unless
-			// another flusher took it already, and others'.
-			batch := b.take()
-			if len(batch) > 0 {
-				b.run(ctx, batch)
-			}
-			<-b.slots
-			b.mu.Lock()
-			taken := req.taken
-			b.mu.Unlock()
-			if taken {
-				// In this batch or another one: only its answer is left.
-				return <-req.done, nil
-			}
-		case <-ctx.Done():
-			if b.withdraw(req) {
-				return batchResult{}, ctx.Err()
-			}
-			// Already in a statement: its outcome must be known, whatever the
-			// caller's deadline, or a committed hold would look failed.
-			return <-req.done, nil
-		}
-	}
-}
-
-func (b *holdBatcher) take() []*batchedHold {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	n := min(len(b.queue), b.max)
-	batch := b.queue[:n:n]
-	for _, r := range batch {
-		r.taken = true
-	}
-	b.queue = append([]*batchedHold(nil), b.queue[n:]...)
-	return batch
-}
-
-func (b *holdBatcher) withdraw(req *batchedHold) bool {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	for i, q := range b.queue {
-		if q == req {
-			b.queue = append(b.queue[:i], b.queue[i+1:]...)
-			return true
-		}
-	}
-	return false
 }
 
 // runStatement sends one statement for a batch of single-seat holds and
@@ -266,7 +193,7 @@ func (b *holdBatcher) runStatement(ctx context.Context, batch []*batchedHold) {
 	seen := make(map[uuid.UUID]bool, len(batch))
 	uniq := batch[:0:0]
 	for _, r := range batch {
-		if id := r.p.Seats[0].SeatID; seen[id] {
+		if id := r.Req.Seats[0].SeatID; seen[id] {
 			dup = append(dup, r)
 		} else {
 			seen[id] = true
@@ -275,19 +202,19 @@ func (b *holdBatcher) runStatement(ctx context.Context, batch []*batchedHold) {
 	}
 	defer func() {
 		for _, r := range dup {
-			r.done <- batchResult{}
+			r.Answer(batchResult{})
 		}
 	}()
 	// Seats in one order in every statement, so two statements that meet
 	// on a seat (a repeat racing its first request) wait rather than
 	// deadlock.
 	slices.SortFunc(uniq, func(x, y *batchedHold) int {
-		return bytes.Compare(x.p.Seats[0].SeatID[:], y.p.Seats[0].SeatID[:])
+		return bytes.Compare(x.Req.Seats[0].SeatID[:], y.Req.Seats[0].SeatID[:])
 	})
 	batch = uniq
 	rows := make([]holdRow, len(batch))
 	for i, r := range batch {
-		rows[i] = holdRow{p: &r.p, req: r.p.Seats[0]}
+		rows[i] = holdRow{p: &r.Req, req: r.Req.Seats[0]}
 	}
 	got, err := runHoldStatement(ctx, b.store.db, rows)
 	if err != nil && !errors.Is(err, errHoldCap) && !pg.Refused(err) {
@@ -298,7 +225,7 @@ func (b *holdBatcher) runStatement(ctx context.Context, batch []*batchedHold) {
 		// Each caller gets the error (an unknown outcome when it may have
 		// committed); the change feed tells what happened.
 		for _, r := range batch {
-			r.done <- batchResult{err: err}
+			r.Answer(batchResult{err: err})
 		}
 		return
 	}
@@ -311,18 +238,18 @@ func (b *holdBatcher) runStatement(ctx context.Context, batch []*batchedHold) {
 		return
 	}
 	for _, r := range batch {
-		p, st := r.p, r.p.Seats[0]
+		p, st := r.Req, r.Req.Seats[0]
 		x, ok := got[st.HoldID]
 		if !ok || x.seat != st.SeatID {
-			r.done <- batchResult{}
+			r.Answer(batchResult{})
 			continue
 		}
-		r.done <- batchResult{out: HoldOutcome{Created: []Hold{p.hold(st, x.version)}}}
+		r.Answer(batchResult{out: HoldOutcome{Created: []Hold{p.hold(st, x.version)}}})
 	}
 }
 
 // runAlone sends one hold in the single-seat statement of its own.
 func (b *holdBatcher) runAlone(ctx context.Context, r *batchedHold) {
-	created, err := insertHolds(ctx, b.store.db, r.p, r.p.Seats)
-	r.done <- batchResult{out: HoldOutcome{Created: created}, err: err}
+	created, err := insertHolds(ctx, b.store.db, r.Req, r.Req.Seats)
+	r.Answer(batchResult{out: HoldOutcome{Created: created}, err: err})
 }

@@ -136,7 +136,7 @@ func (s *Store) CreateHolds(ctx context.Context, p HoldParams) (HoldOutcome, err
 		p.Strict = true
 	}
 	if shared && !p.GA && s.together != nil {
-		r, err := s.together.do(ctx, p)
+		r, err := s.together.Do(ctx, p)
 		if err == nil {
 			err = r.err
 		}
@@ -259,7 +259,7 @@ func (s *Store) createOneHold(ctx context.Context, p HoldParams) (HoldOutcome, e
 	if s.batch != nil {
 		// Shared with concurrent holds (see holdBatcher).
 		var r batchResult
-		if r, err = s.batch.do(ctx, p); err == nil {
+		if r, err = s.batch.Do(ctx, p); err == nil {
 			err = r.err
 		}
 		created = r.out.Created

@@ -26,11 +26,11 @@ func (b *holdBatcher) runTogether(ctx context.Context, batch []*batchedHold) {
 	var together, alone []*batchedHold
 	seen := map[uuid.UUID]bool{}
 	for _, r := range batch {
-		if slices.ContainsFunc(r.p.Seats, func(x HoldRequest) bool { return seen[x.SeatID] }) {
+		if slices.ContainsFunc(r.Req.Seats, func(x HoldRequest) bool { return seen[x.SeatID] }) {
 			alone = append(alone, r)
 			continue
 		}
-		for _, x := range r.p.Seats {
+		for _, x := range r.Req.Seats {
 			seen[x.SeatID] = true
 		}
 		together = append(together, r)
@@ -44,20 +44,20 @@ func (b *holdBatcher) runTogether(ctx context.Context, batch []*batchedHold) {
 		// caller gets the error (an unknown outcome); the change feed
 		// tells what happened.
 		for _, r := range together {
-			r.done <- batchResult{err: err}
+			r.Answer(batchResult{err: err})
 		}
 	default:
 		for i, r := range together {
 			if again[i] {
 				alone = append(alone, r)
 			} else {
-				r.done <- batchResult{out: outs[i]}
+				r.Answer(batchResult{out: outs[i]})
 			}
 		}
 	}
 	for _, r := range alone {
-		out, err := b.store.holdsInTx(ctx, r.p)
-		r.done <- batchResult{out: out, err: err}
+		out, err := b.store.holdsInTx(ctx, r.Req)
+		r.Answer(batchResult{out: out, err: err})
 	}
 }
 
@@ -82,12 +82,12 @@ func (s *Store) holdsTogether(ctx context.Context, reqs []*batchedHold) (outs []
 	var nows []time.Time
 	var ruleOrgs, ruleEvents, ruleSeats []uuid.UUID
 	for i, r := range reqs {
-		for _, x := range r.p.Seats {
+		for _, x := range r.Req.Seats {
 			g = append(g, int32(i)) // #nosec G115 -- a batch is small
-			orgs, events, seats = append(orgs, r.p.Org), append(events, r.p.Event), append(seats, x.SeatID)
-			staff, accessible, nows = append(staff, r.p.Staff), append(accessible, r.p.Accessible), append(nows, r.p.Now)
-			if r.p.Strict {
-				ruleOrgs, ruleEvents, ruleSeats = append(ruleOrgs, r.p.Org), append(ruleEvents, r.p.Event), append(ruleSeats, x.SeatID)
+			orgs, events, seats = append(orgs, r.Req.Org), append(events, r.Req.Event), append(seats, x.SeatID)
+			staff, accessible, nows = append(staff, r.Req.Staff), append(accessible, r.Req.Accessible), append(nows, r.Req.Now)
+			if r.Req.Strict {
+				ruleOrgs, ruleEvents, ruleSeats = append(ruleOrgs, r.Req.Org), append(ruleEvents, r.Req.Event), append(ruleSeats, x.SeatID)
 			}
 		}
 	}
@@ -124,7 +124,7 @@ func (s *Store) holdsTogether(ctx context.Context, reqs []*batchedHold) (outs []
 				found[gi] = map[uuid.UUID]bool{}
 			}
 			found[gi][c.id] = true
-			outs[gi].add(&c, reqs[gi].p)
+			outs[gi].add(&c, reqs[gi].Req)
 			if binding {
 				binds[gi].binds = true
 				binds[gi].unlocked = binds[gi].unlocked || !locked[key]
@@ -153,27 +153,27 @@ func (s *Store) holdsTogether(ctx context.Context, reqs []*batchedHold) (outs []
 		var of []int // the request of each row of write
 		for i, r := range reqs {
 			out := &outs[i]
-			out.settle(r.p, found[i])
+			out.settle(r.Req, found[i])
 			out.strictUnchecked = false
-			if err := sameCustomer(ctx, tx, r.p, out); err != nil {
+			if err := sameCustomer(ctx, tx, r.Req, out); err != nil {
 				return err
 			}
-			if out.refused() || len(out.Existing) == len(r.p.Seats) {
+			if out.refused() || len(out.Existing) == len(r.Req.Seats) {
 				continue
 			}
-			fresh := slices.DeleteFunc(slices.Clone(r.p.Seats), func(x HoldRequest) bool {
+			fresh := slices.DeleteFunc(slices.Clone(r.Req.Seats), func(x HoldRequest) bool {
 				return slices.ContainsFunc(out.Existing, func(h Hold) bool { return h.SeatID == x.SeatID })
 			})
 			if binds[i].binds {
-				if binds[i].unlocked || !r.p.Strict {
+				if binds[i].unlocked || !r.Req.Strict {
 					again[i] = true
 					continue
 				}
-				if out.Orphans = orphansAfter(byRow, rowOf, taken, r.p.Seats); len(out.Orphans) > 0 {
+				if out.Orphans = orphansAfter(byRow, rowOf, taken, r.Req.Seats); len(out.Orphans) > 0 {
 					continue
 				}
 			}
-			ps[i] = r.p
+			ps[i] = r.Req
 			ps[i].orphansChecked = true
 			for _, x := range fresh {
 				taken[x.SeatID] = true
