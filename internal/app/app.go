@@ -86,6 +86,7 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger) (*App, error)
 			Help: "Events in this process's hot cache (idle ones leave after SEATD_CACHE_IDLE)."},
 			func() float64 { return float64(a.Core.CachedEvents()) }))
 	a.Locks = seatlock.New(rdb, cfg.KeyPrefix, cfg.LockMargin)
+	a.Locks.Coalesce(cfg.HoldBatchSlots, cfg.HoldBatchMax)
 	var core *hold.Service
 	a.Bus = realtime.New(rdb, pool, log, func() bool { return core == nil || core.FastPath() })
 	core = hold.New(a.Store, a.Locks, a.Bus, hold.Options{

@@ -44,8 +44,8 @@ type Config struct {
 	BreakerOpenFor   time.Duration // SEATD_BREAKER_OPEN_FOR: how long it stays open before probing
 
 	PGMaxConns         int           // SEATD_PG_MAX_CONNS
-	HoldBatchMax       int           // SEATD_HOLD_BATCH_MAX: hold requests coalesced into one statement (single seats) or one transaction (several seats, or the orphan rule) at most (1 turns coalescing off)
-	HoldBatchSlots     int           // SEATD_HOLD_BATCH_SLOTS: coalesced hold statements, and as many transactions, running at once (2: one may wait on a row lock while the other goes on; 1 was ~8 % faster and 4 ~15 % slower at 50 buyers; 4 transactions were no faster than 2 for 500 best-available requests)
+	HoldBatchMax       int           // SEATD_HOLD_BATCH_MAX: hold requests coalesced into one statement (single seats) or one transaction (several seats, or the orphan rule), and Redis lock scripts into one pipeline, at most (1 turns coalescing off)
+	HoldBatchSlots     int           // SEATD_HOLD_BATCH_SLOTS: coalesced hold statements, as many transactions and as many Redis pipelines, running at once (2: one may wait on a row lock while the other goes on; 1 was ~8 % faster and 4 ~15 % slower at 50 buyers; 4 transactions were no faster than 2 for 500 best-available requests)
 	PGLockTimeout      time.Duration // SEATD_PG_LOCK_TIMEOUT
 	PGStatementTimeout time.Duration // SEATD_PG_STATEMENT_TIMEOUT
 

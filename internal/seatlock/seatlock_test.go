@@ -1,0 +1,90 @@
+package seatlock_test
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+
+	"seatd/internal/seatlock"
+	"seatd/internal/testenv"
+)
+
+// TestCoalescedAcquires: 400 buyers at once on 50 seats, their acquire
+// scripts sent in shared pipelines: every seat goes to exactly one buyer,
+// every other buyer is told it is taken, nobody gets an error. Then Redis
+// forgets its scripts (SCRIPT FLUSH, as after a restart) and a crowd's
+// pipelined acquires still run (the script is loaded again).
+func TestCoalescedAcquires(t *testing.T) {
+	a := testenv.App(t, nil)
+	l := a.Locks
+	ctx := context.Background()
+	org := uuid.New()
+	now := time.Now().Truncate(time.Millisecond)
+	newEvent := func(n int) (uuid.UUID, []uuid.UUID) {
+		event := uuid.New()
+		seats := make([]uuid.UUID, n)
+		states := make([]seatlock.SeatState, n)
+		for i := range seats {
+			seats[i] = uuid.New()
+			states[i] = seatlock.SeatState{ID: seats[i], Version: 1}
+		}
+		if _, err := l.Sync(ctx, org, event, states, 0, now, 10*time.Second, true); err != nil {
+			t.Fatal(err)
+		}
+		return event, seats
+	}
+	crowd := func(event uuid.UUID, seats []uuid.UUID, buyers int) map[uuid.UUID]int {
+		var mu sync.Mutex
+		granted := map[uuid.UUID]int{}
+		var wg sync.WaitGroup
+		for i := range buyers {
+			wg.Go(func() {
+				seat := seats[i%len(seats)]
+				res, err := l.Acquire(ctx, org, event, seatlock.AcquireRequest{User: uuid.New(), Seats: []uuid.UUID{seat},
+					HoldIDs: []uuid.UUID{uuid.New()}, Now: time.Now().Truncate(time.Millisecond),
+					HeldUntil: now.Add(time.Minute), MaxDelay: time.Minute})
+				if err != nil {
+					t.Errorf("buyer %d: %v", i, err)
+					return
+				}
+				if !res.OK && (len(res.Taken) != 1 || res.Taken[0] != 0) {
+					t.Errorf("buyer %d refused with %+v", i, res)
+				}
+				if res.OK {
+					mu.Lock()
+					granted[seat]++
+					mu.Unlock()
+				}
+			})
+		}
+		wg.Wait()
+		return granted
+	}
+
+	event, seats := newEvent(50)
+	granted := crowd(event, seats, 400)
+	for _, s := range seats {
+		if granted[s] != 1 {
+			t.Errorf("seat %v granted %d times", s, granted[s])
+		}
+	}
+
+	// The flushed script meets a pipeline: all 100 acquires queue behind
+	// paused slots, so they go in pipelines of 64 and 36 whose EVALSHA
+	// Redis answers NOSCRIPT.
+	if err := a.Redis.ScriptFlush(ctx).Err(); err != nil {
+		t.Fatal(err)
+	}
+	event, seats = newEvent(100)
+	queued, resume := l.PauseAcquires()
+	result := make(chan map[uuid.UUID]int)
+	go func() { result <- crowd(event, seats, 100) }()
+	testenv.Eventually(t, 5*time.Second, "100 acquires queued", func() bool { return queued() == 100 })
+	resume()
+	if granted := <-result; len(granted) != 100 {
+		t.Fatalf("after SCRIPT FLUSH %d of 100 seats granted", len(granted))
+	}
+}
