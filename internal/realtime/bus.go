@@ -14,6 +14,8 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/redis/go-redis/v9"
+
+	"seatd/internal/coalesce"
 )
 
 // notifyChannel is the single Postgres channel of the fallback path; the
@@ -38,16 +40,13 @@ type Bus struct {
 	subs map[string]*channel
 	next int
 
-	// Publishes waiting for the publisher in flight (see Publish).
-	pmu        sync.Mutex
-	publishing bool
-	queue      []*publication
+	// publishes share Redis round trips (see spublish).
+	publishes *coalesce.Batcher[publication, error]
 }
 
 type publication struct {
 	channel string
 	payload []byte
-	done    chan error // buffered
 }
 
 // maxPipeline bounds the messages sent in one Redis round trip.
@@ -72,7 +71,9 @@ const subscribeWait = time.Second
 // publish (the breaker is closed); when false, Publish goes through
 // Postgres.
 func New(rdb redis.UniversalClient, pool *pgxpool.Pool, log *slog.Logger, redisHealthy func() bool) *Bus {
-	return &Bus{rdb: rdb, pool: pool, log: log, redisHealthy: redisHealthy, subs: map[string]*channel{}}
+	b := &Bus{rdb: rdb, pool: pool, log: log, redisHealthy: redisHealthy, subs: map[string]*channel{}}
+	b.publishes = coalesce.New(1, maxPipeline, b.sendPipeline)
+	return b
 }
 
 // ErrTooLarge is returned for payloads over MaxPayload.
@@ -95,50 +96,32 @@ func (b *Bus) Publish(ctx context.Context, channel string, payload []byte) error
 }
 
 // spublish sends one message with SPUBLISH. Concurrent calls share round
-// trips: while one pipeline is in flight, other callers queue, and when it
-// returns everything queued goes in the next pipeline. Alone, a call costs
+// trips (coalesce): while one pipeline is in flight, other callers queue,
+// and the next pipeline carries everything queued. Alone, a call costs
 // one round trip as before; under load, a round trip carries many
 // messages. Each caller still returns only after Redis accepted its own
 // message, so publish-after-commit holds.
 func (b *Bus) spublish(ctx context.Context, channel string, payload []byte) error {
-	p := &publication{channel: channel, payload: payload, done: make(chan error, 1)}
-	b.pmu.Lock()
-	b.queue = append(b.queue, p)
-	lead := !b.publishing
-	b.publishing = true
-	b.pmu.Unlock()
-	if lead {
-		// The pipeline carries other callers' messages: not ours to cancel.
-		b.sendQueued(context.WithoutCancel(ctx))
+	res, err := b.publishes.Do(ctx, publication{channel: channel, payload: payload})
+	if err != nil {
+		return err
 	}
-	return <-p.done
+	return res
 }
 
-// sendQueued sends one pipeline of queued messages. If more queued up
-// meanwhile, a new goroutine carries on, so the caller that led is
-// answered after its own round trip rather than after everyone's.
-func (b *Bus) sendQueued(ctx context.Context) {
-	b.pmu.Lock()
-	n := min(len(b.queue), maxPipeline)
-	batch := b.queue[:n:n]
-	b.queue = append([]*publication(nil), b.queue[n:]...)
-	b.pmu.Unlock()
-	cmds := make([]*redis.IntCmd, n)
+// sendPipeline sends one pipeline of messages and answers each. The
+// pipeline carries other callers' messages: not ours to cancel.
+func (b *Bus) sendPipeline(ctx context.Context, batch []*coalesce.Call[publication, error]) {
+	ctx = context.WithoutCancel(ctx)
+	cmds := make([]*redis.IntCmd, len(batch))
 	_, _ = b.rdb.Pipelined(ctx, func(pl redis.Pipeliner) error {
 		for i, x := range batch {
-			cmds[i] = pl.SPublish(ctx, x.channel, x.payload)
+			cmds[i] = pl.SPublish(ctx, x.Req.channel, x.Req.payload)
 		}
 		return nil
 	})
 	for i, x := range batch {
-		x.done <- cmds[i].Err()
-	}
-	b.pmu.Lock()
-	more := len(b.queue) > 0
-	b.publishing = more
-	b.pmu.Unlock()
-	if more {
-		go b.sendQueued(ctx)
+		x.Answer(cmds[i].Err())
 	}
 }
 
