@@ -95,10 +95,10 @@ func TestBrowserEventFromChart(t *testing.T) {
 		t.Errorf("starts_at shown as %q, typed %q (%v)", startsShown, local(72*time.Hour), err)
 	}
 
-	// Not on sale yet: the buyer's map says so.
+	// A draft is not public: the buyer's link to its map is not found.
 	mapURL := srv.URL + "/e/" + id
 	if err := chromedp.Do(buyer, append(signIn(srv.URL, tn.Org.Slug, tn.Buyers[0].Email),
-		chromedp.Navigate(mapURL), chromedp.WaitVisible(css(`[data-testid=not-on-sale]`)))...); err != nil {
+		chromedp.Navigate(mapURL), waitText(`[data-testid=error-status]`, "404"))...); err != nil {
 		diagnose(t, buyer, "draft-map")
 		t.Fatalf("buyer on the draft: %v", err)
 	}

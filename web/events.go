@@ -1,11 +1,14 @@
 package web
 
 import (
+	"context"
 	"net/http"
+	"slices"
 	"time"
 
 	"github.com/google/uuid"
 
+	"seatd/internal/apperr"
 	"seatd/internal/hold"
 	"seatd/internal/store"
 )
@@ -62,6 +65,7 @@ func (s *Server) listEvents(w http.ResponseWriter, r *http.Request, a hold.Actor
 	if err != nil {
 		return err
 	}
+	evs = visibleEvents(a, evs)
 	out := make([]eventJSON, len(evs))
 	for i, e := range evs {
 		out[i] = eventView(e)
@@ -75,12 +79,34 @@ func (s *Server) getEvent(w http.ResponseWriter, r *http.Request, a hold.Actor) 
 	if err != nil {
 		return err
 	}
-	e, err := s.deps.Store.Event(r.Context(), a.Org, id)
+	e, err := s.eventFor(r.Context(), a, id)
 	if err != nil {
 		return err
 	}
 	writeJSON(w, http.StatusOK, eventView(e))
 	return nil
+}
+
+// eventFor reads an event the actor may see. A draft is its organizers'
+// until it is published: to a buyer it does not exist.
+func (s *Server) eventFor(ctx context.Context, a hold.Actor, id uuid.UUID) (store.Event, error) {
+	e, err := s.deps.Store.Event(ctx, a.Org, id)
+	if err == nil && hidden(a, e) {
+		return store.Event{}, errNoEvent
+	}
+	return e, err
+}
+
+var errNoEvent = apperr.E(apperr.NotFound, "event not found")
+
+func hidden(a hold.Actor, e store.Event) bool { return !a.Staff() && e.Status == store.EventDraft }
+
+// visibleEvents leaves out the drafts a buyer may not see (eventFor).
+func visibleEvents(a hold.Actor, evs []store.Event) []store.Event {
+	if a.Staff() {
+		return evs
+	}
+	return slices.DeleteFunc(evs, func(e store.Event) bool { return hidden(a, e) })
 }
 
 // eventInput is the body of POST and PATCH /api/v1/events: every field is
@@ -169,6 +195,11 @@ func (s *Server) listSeats(w http.ResponseWriter, r *http.Request, a hold.Actor)
 	event, err := pathID(r, "event")
 	if err != nil {
 		return err
+	}
+	if e, err := s.deps.Core.Settings(r.Context(), a, event); err != nil {
+		return err
+	} else if hidden(a, e) {
+		return errNoEvent
 	}
 	secs, seats, err := s.deps.Core.Seats(r.Context(), a, event)
 	if err != nil {

@@ -5,6 +5,7 @@ import (
 	"encoding/csv"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -97,7 +98,24 @@ func TestEventsAPI(t *testing.T) {
 			Accessible bool      `json:"accessible"`
 		} `json:"seats"`
 	}
-	buyer.do("GET", path+"/seats", nil).want(t, http.StatusOK).json(t, &seats)
+	// A draft is its organizers' until it is published: to a buyer it
+	// does not exist.
+	buyer.do("GET", path, nil).wantErr(t, http.StatusNotFound, "not_found")
+	buyer.do("GET", path+"/seats", nil).wantErr(t, http.StatusNotFound, "not_found")
+	if r := buyer.do("GET", "/e/"+ev.ID.String(), nil); r.status != http.StatusNotFound {
+		t.Fatalf("a draft's map page to a buyer: %d", r.status)
+	}
+	type listed struct {
+		ID uuid.UUID `json:"id"`
+	}
+	var list struct {
+		Events []listed `json:"events"`
+	}
+	buyer.do("GET", "/api/v1/events", nil).want(t, http.StatusOK).json(t, &list)
+	if slices.ContainsFunc(list.Events, func(e listed) bool { return e.ID == ev.ID }) {
+		t.Fatal("a draft listed to a buyer")
+	}
+	org.do("GET", path+"/seats", nil).want(t, http.StatusOK).json(t, &seats)
 	if st := seats.Seats[0]; st.Category != "front" || st.PriceMinor != 4000 || st.Currency != "USD" || !st.Accessible {
 		t.Fatalf("first seat %+v", st)
 	}

@@ -118,11 +118,7 @@ func (s *Server) eventsPage(w http.ResponseWriter, r *http.Request, a hold.Actor
 	if err != nil {
 		return err
 	}
-	if !a.Staff() {
-		// A draft is the organizer's until it is published.
-		evs = slices.DeleteFunc(evs, func(e store.Event) bool { return e.Status == store.EventDraft })
-	}
-	s.render(w, r, http.StatusOK, views.Events(s.pageMeta(r, "Events"), eventsVM(evs)))
+	s.render(w, r, http.StatusOK, views.Events(s.pageMeta(r, "Events"), eventsVM(visibleEvents(a, evs))))
 	return nil
 }
 
@@ -140,7 +136,7 @@ func eventsVM(evs []store.Event) []views.Event {
 // empty or unknown). Only that section's seats become elements, so the
 // page grows with the largest section, not with the venue.
 func (s *Server) seatMap(ctx context.Context, a hold.Actor, event uuid.UUID, section string) (views.SeatMap, error) {
-	ev, err := s.deps.Store.Event(ctx, a.Org, event)
+	ev, err := s.eventFor(ctx, a, event)
 	if err != nil {
 		return views.SeatMap{}, err
 	}
