@@ -100,19 +100,19 @@ func (b *Bus) Publish(ctx context.Context, channel string, payload []byte) error
 // and the next pipeline carries everything queued. Alone, a call costs
 // one round trip as before; under load, a round trip carries many
 // messages. Each caller still returns only after Redis accepted its own
-// message, so publish-after-commit holds.
+// message, so publish-after-commit holds. A message is never withdrawn
+// for its caller's cancellation (a change made must be told), and the
+// pipeline carrying it carries other callers' messages too.
 func (b *Bus) spublish(ctx context.Context, channel string, payload []byte) error {
-	res, err := b.publishes.Do(ctx, publication{channel: channel, payload: payload})
+	res, err := b.publishes.Do(context.WithoutCancel(ctx), publication{channel: channel, payload: payload})
 	if err != nil {
 		return err
 	}
 	return res
 }
 
-// sendPipeline sends one pipeline of messages and answers each. The
-// pipeline carries other callers' messages: not ours to cancel.
+// sendPipeline sends one pipeline of messages and answers each.
 func (b *Bus) sendPipeline(ctx context.Context, batch []*coalesce.Call[publication, error]) {
-	ctx = context.WithoutCancel(ctx)
 	cmds := make([]*redis.IntCmd, len(batch))
 	_, _ = b.rdb.Pipelined(ctx, func(pl redis.Pipeliner) error {
 		for i, x := range batch {

@@ -145,16 +145,11 @@ func (l *Locks) Coalesce(slots, size int) {
 }
 
 // runAcquires sends a batch of acquire scripts in one pipeline and
-// answers each with its own reply. The pipeline does not inherit the
-// sender's cancellation: it carries other buyers' acquires.
+// answers each with its own reply (a batch of one costs one round trip,
+// as a lone script run does). The pipeline does not inherit the sender's
+// cancellation: it carries other buyers' acquires.
 func (l *Locks) runAcquires(ctx context.Context, batch []*coalesce.Call[scriptCall, scriptReply]) {
 	ctx = context.WithoutCancel(ctx)
-	if len(batch) == 1 {
-		c := batch[0]
-		res, err := acquireScript.Run(ctx, l.rdb, c.Req.keys, c.Req.args...).Slice()
-		c.Answer(scriptReply{res, err})
-		return
-	}
 	cmds := make([]*redis.Cmd, len(batch))
 	// Each command's own error is read below; the pipeline's is the first
 	// of them.
