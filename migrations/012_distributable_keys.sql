@@ -2,9 +2,9 @@
 -- enforce: a worker checks a primary key or unique index only within its
 -- own shards, so each one must contain the distribution column, and a
 -- foreign key between two distributed tables must pair org_id with org_id.
--- Every primary key and unique index of a table with org_id now leads with
+-- Every primary key and unique index of a table with org_id now includes
 -- it; the UNIQUE (org_id, id) constraints the foreign keys used become the
--- primary keys they duplicated. The unique (org_id, event_id, id) of seats
+-- primary keys they duplicated, and the other keys gain org_id at the end. The unique (org_id, event_id, id) of seats
 -- and sections stay: foreign keys use them, and so does the hold
 -- statement's lookup (org_id, event_id, id = ANY). Ids stay random uuids
 -- and sequence numbers, unique in practice whatever the key says.
@@ -64,46 +64,61 @@ ALTER TABLE waitlist_entries DROP CONSTRAINT waitlist_entries_pkey, DROP CONSTRA
 ALTER TABLE event_categories DROP CONSTRAINT event_categories_pkey, DROP CONSTRAINT event_categories_org_id_event_id_key_key,
     ADD CONSTRAINT event_categories_pkey PRIMARY KEY (org_id, event_id, key);
 
--- Keys that gain org_id in front.
+-- Keys that gain org_id at the end: their leading columns stay what they
+-- were, so every lookup is planned as before whatever the statistics say.
+-- (With org_id in front, a lookup by id on a table that had grown from
+-- empty faster than autovacuum analyzes it could be planned on another
+-- index that also leads with org_id, e.g. a buyer's active holds, and read
+-- every active hold of the organization for each row.)
 ALTER TABLE sections DROP CONSTRAINT sections_pkey, DROP CONSTRAINT sections_event_id_label_key,
-    ADD CONSTRAINT sections_pkey PRIMARY KEY (org_id, id),
-    ADD CONSTRAINT sections_org_id_event_id_label_key UNIQUE (org_id, event_id, label);
+    ADD CONSTRAINT sections_pkey PRIMARY KEY (id, org_id),
+    ADD CONSTRAINT sections_org_id_event_id_label_key UNIQUE (event_id, label, org_id);
 ALTER TABLE seats DROP CONSTRAINT seats_pkey, DROP CONSTRAINT seats_event_id_idx_key,
     DROP CONSTRAINT seats_event_id_section_id_row_label_number_key,
-    ADD CONSTRAINT seats_pkey PRIMARY KEY (org_id, id),
-    ADD CONSTRAINT seats_org_id_event_id_idx_key UNIQUE (org_id, event_id, idx),
-    ADD CONSTRAINT seats_org_id_event_id_section_id_row_label_number_key UNIQUE (org_id, event_id, section_id, row_label, number);
-ALTER TABLE seat_holds DROP CONSTRAINT seat_holds_pkey, ADD CONSTRAINT seat_holds_pkey PRIMARY KEY (org_id, id);
+    ADD CONSTRAINT seats_pkey PRIMARY KEY (id, org_id),
+    ADD CONSTRAINT seats_org_id_event_id_idx_key UNIQUE (event_id, idx, org_id),
+    ADD CONSTRAINT seats_org_id_event_id_section_id_row_label_number_key UNIQUE (event_id, section_id, row_label, number, org_id);
+ALTER TABLE seat_holds DROP CONSTRAINT seat_holds_pkey, ADD CONSTRAINT seat_holds_pkey PRIMARY KEY (id, org_id);
 DROP INDEX seat_holds_one_active;
-CREATE UNIQUE INDEX seat_holds_one_active ON seat_holds (org_id, seat_id) WHERE status = 'active';
+CREATE UNIQUE INDEX seat_holds_one_active ON seat_holds (seat_id, org_id) WHERE status = 'active';
+-- A hold is looked up by its id with its seat's org_id (h.org_id =
+-- s.org_id, as a distributed join needs), which the planner carries over
+-- as org_id = the constant: an active-holds index led by org_id would
+-- then qualify on org_id alone and, with statistics that lag a table's
+-- growth, win over the key. Led by the event or the buyer they serve
+-- the same queries and never qualify for a lookup by id.
+DROP INDEX seat_holds_event_active_idx;
+CREATE INDEX seat_holds_event_active_idx ON seat_holds (event_id, held_until, org_id) WHERE status = 'active';
+DROP INDEX seat_holds_user_active_idx;
+CREATE INDEX seat_holds_user_active_idx ON seat_holds (user_id, event_id, org_id) WHERE status = 'active';
 ALTER TABLE tickets DROP CONSTRAINT tickets_pkey, DROP CONSTRAINT tickets_hold_id_key,
-    ADD CONSTRAINT tickets_pkey PRIMARY KEY (org_id, id),
-    ADD CONSTRAINT tickets_hold_id_key UNIQUE (org_id, hold_id);
+    ADD CONSTRAINT tickets_pkey PRIMARY KEY (id, org_id),
+    ADD CONSTRAINT tickets_hold_id_key UNIQUE (hold_id, org_id);
 DROP INDEX tickets_one_live_per_seat;
-CREATE UNIQUE INDEX tickets_one_live_per_seat ON tickets (org_id, seat_id) WHERE cancelled_at IS NULL;
-ALTER TABLE audit_log DROP CONSTRAINT audit_log_pkey, ADD CONSTRAINT audit_log_pkey PRIMARY KEY (org_id, id);
+CREATE UNIQUE INDEX tickets_one_live_per_seat ON tickets (seat_id, org_id) WHERE cancelled_at IS NULL;
+ALTER TABLE audit_log DROP CONSTRAINT audit_log_pkey, ADD CONSTRAINT audit_log_pkey PRIMARY KEY (id, org_id);
 ALTER TABLE occupancy_snapshots DROP CONSTRAINT occupancy_snapshots_pkey,
-    ADD CONSTRAINT occupancy_snapshots_pkey PRIMARY KEY (org_id, event_id, at);
-ALTER TABLE hold_customers DROP CONSTRAINT hold_customers_pkey, ADD CONSTRAINT hold_customers_pkey PRIMARY KEY (org_id, hold_id);
+    ADD CONSTRAINT occupancy_snapshots_pkey PRIMARY KEY (event_id, at, org_id);
+ALTER TABLE hold_customers DROP CONSTRAINT hold_customers_pkey, ADD CONSTRAINT hold_customers_pkey PRIMARY KEY (hold_id, org_id);
 ALTER TABLE house_allocation_seats DROP CONSTRAINT house_allocation_seats_pkey,
-    ADD CONSTRAINT house_allocation_seats_pkey PRIMARY KEY (org_id, allocation_id, seat_id);
+    ADD CONSTRAINT house_allocation_seats_pkey PRIMARY KEY (allocation_id, seat_id, org_id);
 -- The name stays: store.CreateHouseSeats recognizes its violation by it.
 DROP INDEX house_allocation_seats_live;
-CREATE UNIQUE INDEX house_allocation_seats_live ON house_allocation_seats (org_id, seat_id) WHERE live;
-ALTER TABLE waitlist_work DROP CONSTRAINT waitlist_work_pkey, ADD CONSTRAINT waitlist_work_pkey PRIMARY KEY (org_id, id);
+CREATE UNIQUE INDEX house_allocation_seats_live ON house_allocation_seats (seat_id, org_id) WHERE live;
+ALTER TABLE waitlist_work DROP CONSTRAINT waitlist_work_pkey, ADD CONSTRAINT waitlist_work_pkey PRIMARY KEY (id, org_id);
 -- A delivery's public id is looked up with its organization (Redeliver).
 ALTER TABLE webhook_deliveries DROP CONSTRAINT webhook_deliveries_pkey, DROP CONSTRAINT webhook_deliveries_public_id_key,
-    ADD CONSTRAINT webhook_deliveries_pkey PRIMARY KEY (org_id, id),
-    ADD CONSTRAINT webhook_deliveries_org_id_public_id_key UNIQUE (org_id, public_id);
+    ADD CONSTRAINT webhook_deliveries_pkey PRIMARY KEY (id, org_id),
+    ADD CONSTRAINT webhook_deliveries_org_id_public_id_key UNIQUE (public_id, org_id);
 
 -- An attempt lives with its delivery: it gets the delivery's org_id.
 ALTER TABLE webhook_attempts ADD COLUMN org_id uuid;
 UPDATE webhook_attempts a SET org_id = d.org_id FROM webhook_deliveries d WHERE d.id = a.delivery_id;
 ALTER TABLE webhook_attempts ALTER COLUMN org_id SET NOT NULL,
-    DROP CONSTRAINT webhook_attempts_pkey, ADD CONSTRAINT webhook_attempts_pkey PRIMARY KEY (org_id, id);
+    DROP CONSTRAINT webhook_attempts_pkey, ADD CONSTRAINT webhook_attempts_pkey PRIMARY KEY (id, org_id);
 -- Also what the cascade from a pruned delivery finds its attempts by.
 DROP INDEX webhook_attempts_delivery_idx;
-CREATE INDEX webhook_attempts_delivery_idx ON webhook_attempts (org_id, delivery_id, id);
+CREATE INDEX webhook_attempts_delivery_idx ON webhook_attempts (delivery_id, id, org_id);
 
 -- The foreign keys again, on the new keys.
 ALTER TABLE events ADD CONSTRAINT events_org_id_chart_version_id_fkey
@@ -192,6 +207,10 @@ DROP INDEX tickets_one_live_per_seat;
 CREATE UNIQUE INDEX tickets_one_live_per_seat ON tickets (seat_id) WHERE cancelled_at IS NULL;
 ALTER TABLE tickets DROP CONSTRAINT tickets_pkey, DROP CONSTRAINT tickets_hold_id_key,
     ADD CONSTRAINT tickets_pkey PRIMARY KEY (id), ADD CONSTRAINT tickets_hold_id_key UNIQUE (hold_id);
+DROP INDEX seat_holds_user_active_idx;
+CREATE INDEX seat_holds_user_active_idx ON seat_holds (org_id, user_id, event_id) WHERE status = 'active';
+DROP INDEX seat_holds_event_active_idx;
+CREATE INDEX seat_holds_event_active_idx ON seat_holds (org_id, event_id, held_until) WHERE status = 'active';
 DROP INDEX seat_holds_one_active;
 CREATE UNIQUE INDEX seat_holds_one_active ON seat_holds (seat_id) WHERE status = 'active';
 ALTER TABLE seat_holds DROP CONSTRAINT seat_holds_pkey, ADD CONSTRAINT seat_holds_pkey PRIMARY KEY (id);
