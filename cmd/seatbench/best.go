@@ -45,7 +45,7 @@ func (b *bench) phaseBest(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if _, err := b.db.Exec(ctx, `UPDATE events SET orphan_rule = 'strict', status = 'on_sale' WHERE id = $1`, ev); err != nil {
+	if _, err := b.db.Exec(ctx, `UPDATE events SET orphan_rule = 'strict', status = 'on_sale' WHERE org_id = $1 AND id = $2`, b.fx.orgID, ev); err != nil {
 		return err
 	}
 	if err := b.warmEvent(ctx, []*server{main}, ev); err != nil {
@@ -91,17 +91,17 @@ func (b *bench) phaseBest(ctx context.Context) error {
 	}
 	r.WallMS = round3(ms(last.Sub(start)))
 	if err := b.db.QueryRow(ctx, `
-		SELECT (SELECT count(*) FROM (SELECT seat_id FROM seat_holds WHERE event_id = $1 AND status = 'active'
+		SELECT (SELECT count(*) FROM (SELECT seat_id FROM seat_holds WHERE org_id = $2 AND event_id = $1 AND status = 'active'
 		                              GROUP BY seat_id HAVING count(*) > 1) x),
-		       (SELECT count(*) FROM (SELECT h.user_id FROM seat_holds h JOIN seats s ON s.id = h.seat_id
-		                              WHERE h.event_id = $1 AND h.status = 'active' GROUP BY h.user_id
+		       (SELECT count(*) FROM (SELECT h.user_id FROM seat_holds h JOIN seats s ON s.org_id = h.org_id AND s.id = h.seat_id
+		                              WHERE h.org_id = $2 AND h.event_id = $1 AND h.status = 'active' GROUP BY h.user_id
 		                              HAVING count(*) <> 4 OR count(DISTINCT (s.section_id, s.row_label)) <> 1
 		                                  OR max(s.number) - min(s.number) <> 3) y),
-		       (SELECT count(*) FROM seats s WHERE s.event_id = $1 AND s.status = 'available'
-		          AND NOT EXISTS (SELECT 1 FROM seats o WHERE o.event_id = $1 AND o.section_id = s.section_id
+		       (SELECT count(*) FROM seats s WHERE s.org_id = $2 AND s.event_id = $1 AND s.status = 'available'
+		          AND NOT EXISTS (SELECT 1 FROM seats o WHERE o.org_id = $2 AND o.event_id = $1 AND o.section_id = s.section_id
 		                          AND o.row_label = s.row_label AND abs(o.number - s.number) = 1 AND o.status = 'available')
-		          AND EXISTS (SELECT 1 FROM seats o WHERE o.event_id = $1 AND o.section_id = s.section_id
-		                      AND o.row_label = s.row_label AND abs(o.number - s.number) = 1))`, ev).
+		          AND EXISTS (SELECT 1 FROM seats o WHERE o.org_id = $2 AND o.event_id = $1 AND o.section_id = s.section_id
+		                      AND o.row_label = s.row_label AND abs(o.number - s.number) = 1))`, ev, b.fx.orgID).
 		Scan(&r.SeatsTwice, &r.NotTogether, &r.Orphans); err != nil {
 		return err
 	}

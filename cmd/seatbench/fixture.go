@@ -175,7 +175,7 @@ func (b *bench) genEventLayout(ctx context.Context, name string, n, sections, co
 			return "", nil, err
 		}
 	}
-	rows, err := b.db.Query(ctx, `SELECT id::text FROM seats WHERE event_id = $1 ORDER BY idx`, ev)
+	rows, err := b.db.Query(ctx, `SELECT id::text FROM seats WHERE org_id = $1 AND event_id = $2 ORDER BY idx`, b.fx.orgID, ev)
 	if err != nil {
 		return "", nil, err
 	}

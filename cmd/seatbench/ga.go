@@ -95,7 +95,7 @@ func (b *bench) phaseGA(ctx context.Context) error {
 	g.Granted, g.Retries, g.SoldOut, g.Other = int(granted.Load()), int(retries.Load()), int(soldOut.Load()), int(other.Load())
 	g.WallMS, g.PerSec = round3(ms(wall)), round3(float64(g.Granted)/wall.Seconds())
 	g.Latency = latencyOf(lats)
-	if err := b.db.QueryRow(ctx, `SELECT count(*) FROM seats WHERE event_id = $1 AND status = 'held'`, ga).Scan(&g.Held); err != nil {
+	if err := b.db.QueryRow(ctx, `SELECT count(*) FROM seats WHERE org_id = $1 AND event_id = $2 AND status = 'held'`, b.fx.orgID, ga).Scan(&g.Held); err != nil {
 		return err
 	}
 
@@ -176,7 +176,7 @@ func (b *bench) genGAEvent(ctx context.Context, n int, ga bool) (string, error) 
 }
 
 func (b *bench) seatIDs(ctx context.Context, event string) ([]string, error) {
-	rows, err := b.db.Query(ctx, `SELECT id::text FROM seats WHERE event_id = $1 ORDER BY idx`, event)
+	rows, err := b.db.Query(ctx, `SELECT id::text FROM seats WHERE org_id = $1 AND event_id = $2 ORDER BY idx`, b.fx.orgID, event)
 	if err != nil {
 		return nil, err
 	}

@@ -113,9 +113,9 @@ func (b *bench) phaseHotSeat(ctx context.Context) error {
 		h.ByTier[tier] = int(m1[k] - m0[k])
 	}
 	if err := b.db.QueryRow(ctx, `
-		SELECT (SELECT count(*) FROM seat_holds WHERE seat_id = $1),
-		       (SELECT count(*) FROM audit_log WHERE seat_id = $1),
-		       (SELECT version FROM seats WHERE id = $1)`, seat).Scan(&h.HoldRows, &h.AuditRows, &h.SeatVersion); err != nil {
+		SELECT (SELECT count(*) FROM seat_holds WHERE org_id = $2 AND seat_id = $1),
+		       (SELECT count(*) FROM audit_log WHERE org_id = $2 AND seat_id = $1),
+		       (SELECT version FROM seats WHERE org_id = $2 AND id = $1)`, seat, b.fx.orgID).Scan(&h.HoldRows, &h.AuditRows, &h.SeatVersion); err != nil {
 		return err
 	}
 	b.rep.HotSeat = h

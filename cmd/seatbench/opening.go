@@ -47,7 +47,7 @@ func (b *bench) phaseOpening(ctx context.Context) error {
 		return err
 	}
 	// The soonest event: the one a startup warms first.
-	if _, err := b.db.Exec(ctx, `UPDATE events SET starts_at = now() + interval '1 day' WHERE id = $1`, ev); err != nil {
+	if _, err := b.db.Exec(ctx, `UPDATE events SET starts_at = now() + interval '1 day' WHERE org_id = $1 AND id = $2`, b.fx.orgID, ev); err != nil {
 		return err
 	}
 	op := &Opening{Seats: b.cfg.openingSeats, Buyers: n}
@@ -65,7 +65,7 @@ func (b *bench) phaseOpening(ctx context.Context) error {
 	b.log.printf("opening, steady with %d open connections: %s", n, op.Steady.summary())
 	b.stopNamed("opening-cold")
 	// Seats the steady run held are gone: the warmed run takes free ones.
-	rows, err := b.db.Query(ctx, `SELECT id::text FROM seats WHERE event_id = $1 AND status = 'available' ORDER BY idx LIMIT $2`, ev, n)
+	rows, err := b.db.Query(ctx, `SELECT id::text FROM seats WHERE org_id = $1 AND event_id = $2 AND status = 'available' ORDER BY idx LIMIT $3`, b.fx.orgID, ev, n)
 	if err != nil {
 		return err
 	}

@@ -39,7 +39,7 @@ func (b *bench) phaseWaitlist(ctx context.Context) error {
 		return err
 	}
 	// Generated events are drafts (the events' default): this one sells.
-	if _, err := b.db.Exec(ctx, `UPDATE events SET status = 'on_sale' WHERE id = $1`, ev); err != nil {
+	if _, err := b.db.Exec(ctx, `UPDATE events SET status = 'on_sale' WHERE org_id = $1 AND id = $2`, b.fx.orgID, ev); err != nil {
 		return err
 	}
 	if err := b.warmEvent(ctx, []*server{s}, ev); err != nil {

@@ -119,13 +119,13 @@ func (k *APIKeys) Authenticate(ctx context.Context, secret string) (store.APIKey
 		k.entries[h] = e
 		k.mu.Unlock()
 	}
-	k.touch(ctx, e.key.ID, now)
+	k.touch(ctx, e.key.OrgID, e.key.ID, now)
 	return e.key, nil
 }
 
 // touch writes a key's last use at most once per keyTouchEvery per
 // process. A failed write is only logged: the request goes on.
-func (k *APIKeys) touch(ctx context.Context, id uuid.UUID, now time.Time) {
+func (k *APIKeys) touch(ctx context.Context, org, id uuid.UUID, now time.Time) {
 	k.mu.Lock()
 	due := now.Sub(k.touched[id]) >= keyTouchEvery
 	if due {
@@ -138,7 +138,7 @@ func (k *APIKeys) touch(ctx context.Context, id uuid.UUID, now time.Time) {
 	if !due {
 		return
 	}
-	if err := k.store.TouchAPIKey(context.WithoutCancel(ctx), id, now); err != nil {
+	if err := k.store.TouchAPIKey(context.WithoutCancel(ctx), org, id, now); err != nil {
 		k.log.WarnContext(ctx, "record API key use", "key", id, "err", err)
 	}
 }

@@ -75,8 +75,9 @@ func (s *Store) RevokeAPIKey(ctx context.Context, org, id uuid.UUID) (APIKey, er
 	return k, notFoundIfNoRows(err, "API key")
 }
 
-// TouchAPIKey records that a key was used at at.
-func (s *Store) TouchAPIKey(ctx context.Context, id uuid.UUID, at time.Time) error {
-	_, err := s.db.Exec(ctx, `UPDATE api_keys SET last_used_at = greatest(last_used_at, $2) WHERE id = $1`, id, at)
+// TouchAPIKey records that a key of org was used at at.
+func (s *Store) TouchAPIKey(ctx context.Context, org, id uuid.UUID, at time.Time) error {
+	_, err := s.db.Exec(ctx, `UPDATE api_keys SET last_used_at = greatest(last_used_at, $3) WHERE org_id = $1 AND id = $2`,
+		org, id, at)
 	return err
 }

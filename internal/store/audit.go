@@ -77,7 +77,7 @@ func (s *Store) AuditLog(ctx context.Context, org, event uuid.UUID, f AuditFilte
 		SELECT a.id, a.at, a.action,
 		       coalesce((SELECT u.email FROM users u WHERE u.id = a.actor_id AND u.org_id = a.org_id), ''),
 		       coalesce((SELECT sec.label || '-' || s.row_label || '-' || s.number
-		                 FROM seats s JOIN sections sec ON sec.id = s.section_id
+		                 FROM seats s JOIN sections sec ON sec.org_id = s.org_id AND sec.id = s.section_id
 		                 WHERE s.id = a.seat_id AND s.org_id = a.org_id), ''),
 		       coalesce((SELECT u.email FROM users u WHERE u.org_id = a.org_id AND u.id = CASE
 		                 WHEN a.data->>'holder' ~ '^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$'
@@ -189,7 +189,7 @@ func (s *Store) ActiveHolds(ctx context.Context, org, event uuid.UUID, f HoldFil
 		JOIN users u ON u.id = h.user_id AND u.org_id = h.org_id
 		JOIN seats s ON s.id = h.seat_id AND s.org_id = h.org_id
 		JOIN sections sec ON sec.id = s.section_id AND sec.org_id = s.org_id
-		LEFT JOIN hold_customers hc ON hc.hold_id = h.id
+		LEFT JOIN hold_customers hc ON hc.org_id = h.org_id AND hc.hold_id = h.id
 		WHERE h.org_id = $1 AND h.event_id = $2 AND h.status = 'active'`)
 	if f.Section != "" {
 		q.WriteString(" AND sec.label = " + arg(f.Section))

@@ -200,7 +200,7 @@ func (s *Store) convertOnce(ctx context.Context, c conversion) (Booking, error) 
 		// of the org (a colleague may have taken it).
 		rows, err := tx.Query(ctx, `
 			SELECT h.id, h.seat_id, h.status, h.held_until > now(), c.name, c.email, c.note
-			FROM seat_holds h LEFT JOIN hold_customers c ON c.hold_id = h.id
+			FROM seat_holds h LEFT JOIN hold_customers c ON c.org_id = h.org_id AND c.hold_id = h.id
 			WHERE h.org_id = $1 AND h.event_id = $2 AND h.id = ANY($4::uuid[]) AND ($5 OR h.user_id = $3)
 			ORDER BY h.seat_id FOR UPDATE OF h`, c.org, c.event, c.user, c.holds, c.sale())
 		if err != nil {

@@ -58,7 +58,7 @@ func (s *Store) LoadEvent(ctx context.Context, org, event uuid.UUID) ([]Section,
 			return err
 		}
 		// Seats are numbered 0..n-1 (CreateEvent), so the top of the
-		// (event_id, idx) index sizes the slice without a count.
+		// (org_id, event_id, idx) index sizes the slice without a count.
 		var n int
 		if err := tx.QueryRow(ctx, `SELECT coalesce(max(idx) + 1, 0) FROM seats WHERE event_id = $2 AND org_id = $1`,
 			org, event).Scan(&n); err != nil {
@@ -128,7 +128,7 @@ SELECT ch.i, s.id, s.section_id, s.row_label, s.number, s.idx, s.x, s.y, s.statu
 FROM ch
 CROSS JOIN LATERAL (SELECT * FROM seats s WHERE s.id = ch.seat_id AND s.org_id = ch.org_id LIMIT 1) s
 LEFT JOIN LATERAL (SELECT id, user_id, held_until FROM seat_holds h
-                   WHERE h.id = s.hold_id AND h.status = 'active' LIMIT 1) h ON true
+                   WHERE h.org_id = s.org_id AND h.id = s.hold_id AND h.status = 'active' LIMIT 1) h ON true
 LEFT JOIN LATERAL (SELECT user_id, source FROM seat_holds eh WHERE eh.org_id = ch.org_id AND eh.id = ch.hold_ref LIMIT 1) eh ON true`
 
 // Changes reads the feed of several events in one statement and returns

@@ -56,7 +56,7 @@ func (s *Store) ActiveHoldsPage(ctx context.Context, org, event uuid.UUID, f Hol
 		JOIN users u ON u.id = h.user_id AND u.org_id = h.org_id
 		JOIN seats s ON s.id = h.seat_id AND s.org_id = h.org_id
 		JOIN sections sec ON sec.id = s.section_id AND sec.org_id = s.org_id
-		LEFT JOIN hold_customers hc ON hc.hold_id = h.id
+		LEFT JOIN hold_customers hc ON hc.org_id = h.org_id AND hc.hold_id = h.id
 		WHERE `
 	count := "0"
 	if total {

@@ -369,7 +369,7 @@ const checkSeatsSQL = `
 		       accessible_open(s.accessible, s.companion, e.accessible_release_at, $4 OR $6, $5),
 		       orphan_rule_met(e.orphan_rule, $4, $7), coalesce(e.accessible_release_at, 'epoch')
 		FROM seats s JOIN events e ON e.org_id = s.org_id AND e.id = s.event_id
-		LEFT JOIN seat_holds h ON h.id = s.hold_id
+		LEFT JOIN seat_holds h ON h.org_id = s.org_id AND h.id = s.hold_id
 		WHERE s.org_id = $1 AND s.event_id = $2 AND s.id = ANY($3::uuid[])
 		ORDER BY s.id `
 
@@ -512,7 +512,7 @@ func (s *Store) EventHolds(ctx context.Context, org, event uuid.UUID) ([]Hold, e
 	rows, err := s.db.Query(ctx, `
 		SELECT h.id, h.org_id, h.event_id, h.seat_id, h.user_id, h.status, h.held_until, h.created_at, h.extensions, h.fence,
 		       h.source, c.name, c.email, c.note
-		FROM seat_holds h LEFT JOIN hold_customers c ON c.hold_id = h.id
+		FROM seat_holds h LEFT JOIN hold_customers c ON c.org_id = h.org_id AND c.hold_id = h.id
 		WHERE h.org_id = $1 AND h.event_id = $2 AND h.status = 'active' ORDER BY h.held_until, h.seat_id`, org, event)
 	if err != nil {
 		return nil, err
@@ -636,8 +636,8 @@ func (s *Store) ReapExpired(ctx context.Context, limit int) ([]Hold, error) {
 	rows, err := s.db.Query(ctx, `
 		WITH exp AS (
 		    UPDATE seat_holds h SET status = 'expired', ended_at = now()
-		    WHERE h.status = 'active' AND h.id IN (
-		        SELECT id FROM seat_holds WHERE status = 'active' AND held_until < now()
+		    WHERE h.status = 'active' AND (h.org_id, h.id) IN (
+		        SELECT org_id, id FROM seat_holds WHERE status = 'active' AND held_until < now()
 		        ORDER BY held_until LIMIT $1 FOR UPDATE SKIP LOCKED)
 		    RETURNING h.id, h.org_id, h.event_id, h.seat_id, h.user_id, h.status, h.held_until, h.created_at, h.extensions, h.fence, h.source
 		), st AS (

@@ -282,7 +282,7 @@ const checkTogetherSQL = `
 	     AS r(g, org_id, event_id, seat_id, staff, now, accessible)
 	JOIN seats s ON s.org_id = r.org_id AND s.event_id = r.event_id AND s.id = r.seat_id
 	JOIN events e ON e.org_id = s.org_id AND e.id = s.event_id
-	LEFT JOIN seat_holds h ON h.id = s.hold_id
+	LEFT JOIN seat_holds h ON h.org_id = s.org_id AND h.id = s.hold_id
 	ORDER BY s.id
 	FOR UPDATE OF s`
 

@@ -105,7 +105,7 @@ func scanHouse(r pgx.CollectableRow) (HouseAllocation, error) {
 
 // HouseAllocation returns one allocation of org.
 func (s *Store) HouseAllocation(ctx context.Context, org, id uuid.UUID) (HouseAllocation, error) {
-	rows, err := s.db.Query(ctx, houseColumns+` WHERE a.org_id = $1 AND a.id = $2 GROUP BY a.id`, org, id)
+	rows, err := s.db.Query(ctx, houseColumns+` WHERE a.org_id = $1 AND a.id = $2 GROUP BY a.org_id, a.id`, org, id)
 	if err != nil {
 		return HouseAllocation{}, err
 	}
@@ -115,7 +115,7 @@ func (s *Store) HouseAllocation(ctx context.Context, org, id uuid.UUID) (HouseAl
 
 // HouseSeats lists an event's allocations, those held back first.
 func (s *Store) HouseSeats(ctx context.Context, org, event uuid.UUID) ([]HouseAllocation, error) {
-	rows, err := s.db.Query(ctx, houseColumns+` WHERE a.org_id = $1 AND a.event_id = $2 GROUP BY a.id
+	rows, err := s.db.Query(ctx, houseColumns+` WHERE a.org_id = $1 AND a.event_id = $2 GROUP BY a.org_id, a.id
 		ORDER BY a.released_at IS NOT NULL, a.created_at DESC`, org, event)
 	if err != nil {
 		return nil, err

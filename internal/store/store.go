@@ -333,11 +333,11 @@ type SaleEvent struct {
 // sale has not ended at now, soonest end first, at most limit. A sale ends
 // at sales_end_at, or when the event starts if it has none.
 func (s *Store) EventsOnSale(ctx context.Context, now time.Time, limit int) ([]SaleEvent, error) {
-	// Seats are numbered 0..n-1: the top of the (event_id, idx) index
-	// counts them without scanning.
+	// Seats are numbered 0..n-1: the top of the (org_id, event_id, idx)
+	// index counts them without scanning.
 	rows, err := s.db.Query(ctx, `
 		SELECT e.org_id, e.id, coalesce(e.sales_end_at, e.starts_at),
-		       coalesce((SELECT max(s.idx) + 1 FROM seats s WHERE s.event_id = e.id), 0)
+		       coalesce((SELECT max(s.idx) + 1 FROM seats s WHERE s.org_id = e.org_id AND s.event_id = e.id), 0)
 		FROM events e WHERE e.status = 'on_sale' AND coalesce(e.sales_end_at, e.starts_at) > $1
 		ORDER BY coalesce(e.sales_end_at, e.starts_at), e.id LIMIT $2`, now, limit)
 	if err != nil {
@@ -386,7 +386,7 @@ func sections(ctx context.Context, db pg.DBTX, org, event uuid.UUID) ([]Section,
 const seatColumns = `
 		SELECT s.id, s.section_id, s.row_label, s.number, s.idx, s.x, s.y, s.status, s.version, s.fence,
 		       h.id, h.user_id, h.held_until, coalesce(s.category, ''), s.accessible, s.companion
-		FROM seats s LEFT JOIN seat_holds h ON h.id = s.hold_id AND h.status = 'active'`
+		FROM seats s LEFT JOIN seat_holds h ON h.org_id = s.org_id AND h.id = s.hold_id AND h.status = 'active'`
 
 // EventSeats loads every seat of an event with its current hold, in idx
 // order.

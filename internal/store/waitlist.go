@@ -115,7 +115,7 @@ const waitlistColumns = `
 	       CASE WHEN w.status = 'waiting' THEN
 	           (SELECT count(*) FROM waitlist_entries o WHERE o.event_id = w.event_id AND o.status = 'waiting' AND o.seq <= w.seq)
 	       ELSE 0 END
-	FROM waitlist_entries w LEFT JOIN sections sc ON sc.id = w.section_id`
+	FROM waitlist_entries w LEFT JOIN sections sc ON sc.org_id = w.org_id AND sc.id = w.section_id`
 
 func scanWaitlist(r pgx.CollectableRow) (WaitlistEntry, error) {
 	var e WaitlistEntry
@@ -236,7 +236,7 @@ func (s *Store) OfferWaitlist(ctx context.Context, p OfferParams) (bool, []Offer
 			return err
 		}
 		found = true
-		rows, err := tx.Query(ctx, `SELECT id FROM waitlist_work WHERE event_id = $1 FOR UPDATE SKIP LOCKED`, event)
+		rows, err := tx.Query(ctx, `SELECT id FROM waitlist_work WHERE org_id = $1 AND event_id = $2 FOR UPDATE SKIP LOCKED`, org, event)
 		if err != nil {
 			return err
 		}
@@ -248,7 +248,7 @@ func (s *Store) OfferWaitlist(ctx context.Context, p OfferParams) (bool, []Offer
 		if err != nil {
 			return err
 		}
-		if _, err := tx.Exec(ctx, `DELETE FROM waitlist_work WHERE id = ANY($1::bigint[])`, work); err != nil {
+		if _, err := tx.Exec(ctx, `DELETE FROM waitlist_work WHERE org_id = $1 AND id = ANY($2::bigint[])`, org, work); err != nil {
 			return err
 		}
 		if p.BeforeCommit != nil {
@@ -287,7 +287,7 @@ func offerEvent(ctx context.Context, tx pgx.Tx, org, event uuid.UUID, ttl time.D
 		if _, err := tx.Exec(ctx, `
 			SELECT count(pg_advisory_xact_lock(k)) FROM (
 				SELECT DISTINCT hashtextextended(s.event_id::text || '/' || s.section_id::text || '/' || s.row_label, 0) AS k
-				FROM seats s JOIN sections sc ON sc.id = s.section_id
+				FROM seats s JOIN sections sc ON sc.org_id = s.org_id AND sc.id = s.section_id
 				WHERE s.org_id = $1 AND s.event_id = $2 AND sc.kind = 'seated' ORDER BY k) x`, org, event); err != nil {
 			return nil, err
 		}
@@ -328,7 +328,8 @@ func offerSeats(ctx context.Context, tx pgx.Tx, org, event uuid.UUID, now time.T
 	rows, err := tx.Query(ctx, `
 		SELECT s.id, s.number, s.status = 'available', s.section_id, s.row_label, coalesce(s.category, ''),
 		       NOT accessible_open(s.accessible, s.companion, e.accessible_release_at, false, $3)
-		FROM seats s JOIN sections sc ON sc.id = s.section_id JOIN events e ON e.id = s.event_id
+		FROM seats s JOIN sections sc ON sc.org_id = s.org_id AND sc.id = s.section_id
+		JOIN events e ON e.org_id = s.org_id AND e.id = s.event_id
 		WHERE s.org_id = $1 AND s.event_id = $2 AND sc.kind = 'seated'
 		ORDER BY sc.position, s.section_id, s.idx`, org, event, now)
 	if err != nil {
@@ -495,8 +496,9 @@ func offerOne(ctx context.Context, tx pgx.Tx, e WaitlistEntry, view [][]*offerSe
 		ids[i], seats[i] = h.ID, h.SeatID
 	}
 	if _, err := tx.Exec(ctx, `
-		UPDATE waitlist_entries SET status = 'offered', hold_ids = $2, offered_at = $3, offer_until = $4 WHERE id = $1`,
-		e.ID, ids, now, hp.HeldUntil); err != nil {
+		UPDATE waitlist_entries SET status = 'offered', hold_ids = $3, offered_at = $4, offer_until = $5
+		WHERE org_id = $1 AND id = $2`,
+		e.Org, e.ID, ids, now, hp.HeldUntil); err != nil {
 		return Offer{}, false, err
 	}
 	if _, err := tx.Exec(ctx, `

@@ -130,6 +130,7 @@ func (s *Store) Redeliver(ctx context.Context, org, endpoint uuid.UUID, id uuid.
 // Claimed is a delivery a worker took to send, with where and how.
 type Claimed struct {
 	Delivery
+	OrgID  uuid.UUID
 	URL    string
 	Secret string
 }
@@ -143,11 +144,11 @@ type Claimed struct {
 func (s *Store) ClaimDeliveries(ctx context.Context, limit int, lease time.Duration) ([]Claimed, error) {
 	rows, err := s.db.Query(ctx, `
 		WITH c AS (
-		    SELECT d.id FROM webhook_deliveries d
+		    SELECT d.org_id, d.id FROM webhook_deliveries d
 		    WHERE d.state = 'pending' AND d.next_at <= now()
 		      AND (d.locked_until IS NULL OR d.locked_until < now())
 		      AND NOT EXISTS (SELECT 1 FROM webhook_deliveries p
-		                      WHERE p.state = 'pending' AND p.endpoint_id = d.endpoint_id
+		                      WHERE p.state = 'pending' AND p.org_id = d.org_id AND p.endpoint_id = d.endpoint_id
 		                        AND p.seat_id = d.seat_id AND p.id < d.id)
 		    ORDER BY d.next_at, d.id
 		    LIMIT $1
@@ -155,9 +156,9 @@ func (s *Store) ClaimDeliveries(ctx context.Context, limit int, lease time.Durat
 		)
 		UPDATE webhook_deliveries d SET locked_until = now() + $2::interval, attempts = d.attempts + 1
 		FROM c, webhook_endpoints e
-		WHERE d.id = c.id AND e.org_id = d.org_id AND e.id = d.endpoint_id
+		WHERE d.org_id = c.org_id AND d.id = c.id AND e.org_id = d.org_id AND e.id = d.endpoint_id
 		RETURNING d.id, d.public_id, d.endpoint_id, d.type, d.event_id, d.seat_id, d.data, d.created_at, d.state,
-		          d.attempts, d.next_at, d.last_status, d.last_error, d.delivered_at, e.url, e.secret`, limit, lease)
+		          d.attempts, d.next_at, d.last_status, d.last_error, d.delivered_at, d.org_id, e.url, e.secret`, limit, lease)
 	if err != nil {
 		return nil, err
 	}
@@ -165,13 +166,14 @@ func (s *Store) ClaimDeliveries(ctx context.Context, limit int, lease time.Durat
 		var c Claimed
 		d := &c.Delivery
 		err := r.Scan(&d.ID, &d.PublicID, &d.EndpointID, &d.Type, &d.EventID, &d.SeatID, &d.Data, &d.CreatedAt, &d.State,
-			&d.Attempts, &d.NextAt, &d.LastStatus, &d.LastError, &d.DeliveredAt, &c.URL, &c.Secret)
+			&d.Attempts, &d.NextAt, &d.LastStatus, &d.LastError, &d.DeliveredAt, &c.OrgID, &c.URL, &c.Secret)
 		return c, err
 	})
 }
 
 // Attempt is the outcome of sending a claimed delivery once.
 type Attempt struct {
+	Org      uuid.UUID // the delivery's organization
 	Delivery int64
 	At       time.Time
 	Status   int    // HTTP status; 0 when no answer
@@ -192,10 +194,10 @@ func (s *Store) FinishDeliveries(ctx context.Context, as []Attempt) error {
 		return nil
 	}
 	n := len(as)
-	ids, ats, statuses, errs, durs, states, nexts := make([]int64, n), make([]time.Time, n), make([]*int32, n),
-		make([]*string, n), make([]int32, n), make([]string, n), make([]time.Time, n)
+	orgs, ids, ats, statuses, errs, durs, states, nexts := make([]uuid.UUID, n), make([]int64, n), make([]time.Time, n),
+		make([]*int32, n), make([]*string, n), make([]int32, n), make([]string, n), make([]time.Time, n)
 	for i, a := range as {
-		ids[i], ats[i], durs[i], states[i], nexts[i] = a.Delivery, a.At, int32(min(a.Duration.Milliseconds(), 1<<31-1)), a.State, a.NextAt // #nosec G115 -- clamped
+		orgs[i], ids[i], ats[i], durs[i], states[i], nexts[i] = a.Org, a.Delivery, a.At, int32(min(a.Duration.Milliseconds(), 1<<31-1)), a.State, a.NextAt // #nosec G115 -- clamped
 		if a.Status != 0 {
 			st := int32(a.Status) // #nosec G115 -- an HTTP status
 			statuses[i] = &st
@@ -207,23 +209,24 @@ func (s *Store) FinishDeliveries(ctx context.Context, as []Attempt) error {
 	}
 	_, err := s.db.Exec(ctx, `
 		WITH a AS (
-		    SELECT * FROM unnest($1::bigint[], $2::timestamptz[], $3::int[], $4::text[], $5::int[], $6::text[], $7::timestamptz[])
-		             AS a(id, at, status, error, duration_ms, state, next_at)
+		    SELECT * FROM unnest($1::uuid[], $2::bigint[], $3::timestamptz[], $4::int[], $5::text[], $6::int[], $7::text[],
+		                         $8::timestamptz[])
+		             AS a(org_id, id, at, status, error, duration_ms, state, next_at)
 		), att AS (
-		    INSERT INTO webhook_attempts (delivery_id, at, status, error, duration_ms)
-		    SELECT id, at, status, error, duration_ms FROM a
+		    INSERT INTO webhook_attempts (org_id, delivery_id, at, status, error, duration_ms)
+		    SELECT org_id, id, at, status, error, duration_ms FROM a
 		), upd AS (
 		    UPDATE webhook_deliveries d
 		    SET state = a.state, next_at = a.next_at, locked_until = NULL, last_status = a.status, last_error = a.error,
 		        delivered_at = CASE WHEN a.state = 'delivered' THEN a.at END
-		    FROM a WHERE d.id = a.id
-		    RETURNING d.id, d.endpoint_id, d.seat_id, d.state, d.next_at
+		    FROM a WHERE d.org_id = a.org_id AND d.id = a.id
+		    RETURNING d.org_id, d.id, d.endpoint_id, d.seat_id, d.state, d.next_at
 		)
 		UPDATE webhook_deliveries l SET next_at = upd.next_at
 		FROM upd
-		WHERE upd.state = 'pending' AND upd.seat_id IS NOT NULL AND l.state = 'pending'
+		WHERE upd.state = 'pending' AND upd.seat_id IS NOT NULL AND l.state = 'pending' AND l.org_id = upd.org_id
 		  AND l.endpoint_id = upd.endpoint_id AND l.seat_id = upd.seat_id AND l.id > upd.id AND l.next_at < upd.next_at`,
-		ids, ats, statuses, errs, durs, states, nexts)
+		orgs, ids, ats, statuses, errs, durs, states, nexts)
 	return err
 }
 
@@ -231,8 +234,8 @@ func (s *Store) FinishDeliveries(ctx context.Context, as []Attempt) error {
 func (s *Store) DeliveryAttempts(ctx context.Context, org uuid.UUID, delivery int64) ([]Attempt, error) {
 	rows, err := s.db.Query(ctx, `
 		SELECT a.delivery_id, a.at, coalesce(a.status, 0), coalesce(a.error, ''), a.duration_ms
-		FROM webhook_attempts a JOIN webhook_deliveries d ON d.id = a.delivery_id
-		WHERE d.org_id = $1 AND a.delivery_id = $2 ORDER BY a.id`, org, delivery)
+		FROM webhook_attempts a
+		WHERE a.org_id = $1 AND a.delivery_id = $2 ORDER BY a.id`, org, delivery)
 	if err != nil {
 		return nil, err
 	}
@@ -257,7 +260,7 @@ func (s *Store) OutboxDepth(ctx context.Context) (int64, error) {
 // deleted.
 func (s *Store) PruneDeliveries(ctx context.Context, before time.Time, limit int) (int64, error) {
 	tag, err := s.db.Exec(ctx, `
-		DELETE FROM webhook_deliveries WHERE id IN (
-		    SELECT id FROM webhook_deliveries WHERE state <> 'pending' AND created_at < $1 ORDER BY id LIMIT $2)`, before, limit)
+		DELETE FROM webhook_deliveries WHERE (org_id, id) IN (
+		    SELECT org_id, id FROM webhook_deliveries WHERE state <> 'pending' AND created_at < $1 ORDER BY id LIMIT $2)`, before, limit)
 	return tag.RowsAffected(), err
 }

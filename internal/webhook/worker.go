@@ -160,7 +160,7 @@ type Body struct {
 // send makes one attempt and decides what follows it.
 func (w *Worker) send(ctx context.Context, d store.Claimed) store.Attempt {
 	start := w.now()
-	a := store.Attempt{Delivery: d.ID, At: start}
+	a := store.Attempt{Org: d.OrgID, Delivery: d.ID, At: start}
 	body, err := json.Marshal(Body{ID: d.PublicID, Type: d.Type, CreatedAt: d.CreatedAt.UTC(), EventID: d.EventID, Data: d.Data})
 	if err == nil {
 		a.Status, err = w.post(ctx, d, body, start)
