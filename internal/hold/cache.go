@@ -393,7 +393,7 @@ func (e *eventState) due(now time.Time) []doubtfulLock {
 func (e *eventState) watched() bool {
 	e.mu.RLock()
 	defer e.mu.RUnlock()
-	return len(e.watchers) > 0
+	return len(e.watchers)+len(e.lineWatchers) > 0
 }
 
 func (e *eventState) heldCount() int {
