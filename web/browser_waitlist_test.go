@@ -12,9 +12,11 @@ import (
 )
 
 // TestBrowserWaitlist: on a sold-out map a buyer joins the waitlist for
-// one seat in section A and sees their place in line; when the seat frees
-// up it appears in their cart, live, marked as an offer from the
-// waitlist. Screenshot: testoutput/browser/waitlist.png.
+// one seat in section A behind another buyer and sees their place in
+// line, #2; when the one ahead leaves, the place moves to #1 without a
+// reload or a poll (pushed on the live socket); when the seat frees up it
+// appears in their cart, live, marked as an offer from the waitlist.
+// Screenshot: testoutput/browser/waitlist.png.
 func TestBrowserWaitlist(t *testing.T) {
 	newTab, a, srv := browserApp(t)
 	tn := testenv.NewTenant(t, a, 3)
@@ -24,6 +26,10 @@ func TestBrowserWaitlist(t *testing.T) {
 	var held []store.Hold
 	held = append(held, coreHold(t, a, tn.Buyers[0], ev.ID, seats[:4]...)...)
 	held = append(held, coreHold(t, a, tn.Buyers[2], ev.ID, seats[4:]...)...)
+	ahead, err := a.Core.JoinWaitlist(context.Background(), actor(tn.Buyers[0]), ev.ID, 1, "", "")
+	if err != nil {
+		t.Fatal(err)
+	}
 	ctx, cancel := context.WithTimeout(newTab(), 120*time.Second)
 	defer cancel()
 	if err := chromedp.Do(ctx, append(signIn(srv.URL, tn.Org.Slug, tn.Buyers[1].Email),
@@ -32,11 +38,18 @@ func TestBrowserWaitlist(t *testing.T) {
 		setField(`[data-testid=waitlist-form] [name=count]`, "1"),
 		setField(`[data-testid=waitlist-form] [name=section]`, "A"),
 		chromedp.Click(css(`[data-testid=waitlist-form] button[type=submit]`)),
-		waitText(`[data-testid=waitlist-position]`, "#1"),
+		waitText(`[data-testid=waitlist-position]`, "#2"),
 		chromedp.WaitVisible(css(`body[data-live=connected]`)),
 	)...); err != nil {
 		diagnose(t, ctx, "waitlist-join")
 		t.Fatalf("join the waitlist: %v", err)
+	}
+	if err := a.Core.LeaveWaitlist(context.Background(), actor(tn.Buyers[0]), ahead.ID); err != nil {
+		t.Fatal(err)
+	}
+	if err := chromedp.Do(ctx, waitText(`[data-testid=waitlist-position]`, "#1")); err != nil {
+		diagnose(t, ctx, "waitlist-place")
+		t.Fatalf("the place in line after the one ahead left: %v", err)
 	}
 	if _, err := a.Core.Release(context.Background(), actor(tn.Buyers[2]), held[5].ID, ""); err != nil {
 		t.Fatal(err)

@@ -43,6 +43,7 @@ type Deps struct {
 // hold core; *hold.Service satisfies it.
 type Core interface {
 	live.Source
+	live.WaitlistSource
 	registryCore
 
 	Hold(ctx context.Context, a hold.Actor, event uuid.UUID, seatIDs []uuid.UUID, source string) (hold.Result, error)

@@ -1,10 +1,13 @@
 package web
 
 import (
+	"context"
 	"net/http"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/google/uuid"
 
 	"seatd/internal/apperr"
 	"seatd/internal/hold"
@@ -127,17 +130,67 @@ func (s *Server) waitlistStatus(w http.ResponseWriter, r *http.Request, a hold.A
 	if err != nil {
 		return err
 	}
+	s.render(w, r, http.StatusOK, views.WaitlistStatus(waitlistVM(event, es, time.Now(), msg)))
+	return nil
+}
+
+// waitlistVM is a buyer's panel of their entries (newest first). Lapsed
+// offers are history, not shown.
+func waitlistVM(event uuid.UUID, es []store.WaitlistEntry, now time.Time, msg string) views.Waitlist {
 	vm := views.Waitlist{EventID: event.String(), Message: msg}
-	now := time.Now()
 	for _, e := range es {
-		if e.Status == store.WaitlistOffered && e.OfferUntil.Before(now) {
-			continue
+		if e.Status == store.WaitlistOffered {
+			if !e.OfferUntil.After(now) {
+				continue
+			}
+			if in := e.OfferUntil.Sub(now); vm.LapseIn == 0 || in < vm.LapseIn {
+				vm.LapseIn = in
+			}
 		}
 		vm.Entries = append(vm.Entries, views.WaitEntry{ID: e.ID.String(), Seats: e.Seats, Category: e.Category,
 			Section: e.SectionLabel, Status: e.Status, Position: e.Position, OfferUntil: e.OfferUntil})
 	}
-	s.render(w, r, http.StatusOK, views.WaitlistStatus(vm))
-	return nil
+	return vm
+}
+
+// livePanels renders buyers' waitlist panels for the live hub
+// (live.WaitlistRenderer). The hub checked that the event belongs to org
+// and asks only for buyers with a socket on it.
+type livePanels struct {
+	store *store.Store
+}
+
+func (lp livePanels) RenderWaitlists(ctx context.Context, org, event uuid.UUID, users []uuid.UUID) (map[uuid.UUID][]byte, []byte, error) {
+	es, err := lp.store.WaitlistsOf(ctx, org, event, users)
+	if err != nil {
+		return nil, nil, err
+	}
+	now := time.Now()
+	panels := map[uuid.UUID][]byte{}
+	// The entries come grouped by buyer.
+	for len(es) > 0 {
+		n := 1
+		for n < len(es) && es[n].User == es[0].User {
+			n++
+		}
+		vm := waitlistVM(event, es[:n], now, "")
+		user := es[0].User
+		es = es[n:]
+		if len(vm.Entries) == 0 {
+			continue
+		}
+		vm.Live = true
+		b, err := renderBytes(ctx, views.WaitlistStatus(vm))
+		if err != nil {
+			return nil, nil, err
+		}
+		panels[user] = b
+	}
+	cleared, err := renderBytes(ctx, views.WaitlistStatus(views.Waitlist{EventID: event.String(), Live: true}))
+	if err != nil {
+		return nil, nil, err
+	}
+	return panels, cleared, nil
 }
 
 func (s *Server) waitlistFragment(w http.ResponseWriter, r *http.Request, a hold.Actor) error {

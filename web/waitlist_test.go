@@ -3,12 +3,15 @@ package web
 import (
 	"context"
 	"net/http"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/gorilla/websocket"
 
+	"seatd/internal/config"
 	"seatd/internal/testenv"
 )
 
@@ -57,18 +60,24 @@ func TestWaitlistAPI(t *testing.T) {
 	s.as(other.Org, other.Buyers[0]).do("POST", path, map[string]any{"count": 1}).wantErr(t, http.StatusNotFound, "not_found")
 	s.as(tn.Org, tn.BoxOffice).do("POST", path, map[string]any{"count": 1}).want(t, http.StatusForbidden)
 
-	// The map's place-in-line panel polls only for a buyer in line.
+	// The map's place-in-line panel never polls (places are pushed on the
+	// live socket); a buyer in line fetches it again after a reconnect.
 	status := "/e/" + ev.ID.String() + "/waitlist"
-	polls := func() bool {
-		return strings.Contains(string(first.do("GET", status, nil).want(t, http.StatusOK).body), `hx-trigger="every 2s"`)
+	panel := func(c *client) string {
+		t.Helper()
+		p := string(c.do("GET", status, nil).want(t, http.StatusOK).body)
+		if strings.Contains(p, "every ") || strings.Count(p, "hx-trigger=") != 1 {
+			t.Fatalf("the waitlist panel polls: %s", p)
+		}
+		return p
 	}
-	if polls() {
-		t.Fatal("the waitlist panel polls for a buyer not in line")
+	if p := panel(first); strings.Contains(p, "data-resync") || !strings.Contains(p, `hx-trigger="resync"`) {
+		t.Fatalf("panel of a buyer not in line: %s", p)
 	}
 	var e1, e2 waitlistOf
 	first.do("POST", path, map[string]any{"count": 1, "section": "A"}).want(t, http.StatusCreated).json(t, &e1)
-	if !polls() {
-		t.Fatal("the waitlist panel does not refresh the place in line")
+	if p := panel(first); !strings.Contains(p, "data-resync") || !strings.Contains(p, `hx-trigger="resync"`) {
+		t.Fatalf("panel of a buyer in line is not fetched again after a reconnect: %s", p)
 	}
 	second.do("POST", path, map[string]any{"count": 1}).want(t, http.StatusCreated).json(t, &e2)
 	if e1.Position != 1 || e2.Position != 2 || e1.Section != "A" {
@@ -107,6 +116,10 @@ func TestWaitlistAPI(t *testing.T) {
 			break
 		}
 	}
+	// The offer's panel fetches itself once more, when the offer lapses.
+	if p := panel(first); !regexp.MustCompile(`hx-trigger="resync, load delay:(\d+)s"`).MatchString(p) {
+		t.Fatalf("panel with an offer: %s", p)
+	}
 	var mine struct {
 		Entries []waitlistOf `json:"entries"`
 	}
@@ -122,5 +135,131 @@ func TestWaitlistAPI(t *testing.T) {
 	second.do("GET", path+"/mine", nil).want(t, http.StatusOK).json(t, &mine)
 	if len(mine.Entries) != 0 {
 		t.Fatalf("entries after leaving: %+v", mine)
+	}
+}
+
+// waitPanel reads frames until one carries a waitlist panel for which ok
+// holds, and returns it. No panel it reads may name the entry foreign
+// (another buyer's).
+func waitPanel(t *testing.T, conn *websocket.Conn, what string, ok func(string) bool, foreign uuid.UUID) string {
+	t.Helper()
+	_ = conn.SetReadDeadline(time.Now().Add(10 * time.Second))
+	for {
+		_, msg, err := conn.ReadMessage()
+		if err != nil {
+			t.Fatalf("waiting for a panel %s: %v", what, err)
+		}
+		p := string(msg)
+		if !strings.Contains(p, `id="waitlist-status"`) {
+			continue
+		}
+		if strings.Contains(p, foreign.String()) {
+			t.Fatalf("a panel with another buyer's entry: %s", p)
+		}
+		if ok(p) {
+			return p
+		}
+	}
+}
+
+// TestWaitlistPushedPlace: the place in line is pushed, never asked for.
+// Two buyers wait; when the first leaves, or is offered seats, the
+// second's sockets — on the process that made the change and on another —
+// get their panel showing #1, and the first's socket gets theirs (empty,
+// or the offer); a buyer with no entry gets no panel. On Redis, and with
+// Redis down on the Postgres NOTIFY path.
+func TestWaitlistPushedPlace(t *testing.T) {
+	for _, bus := range []struct {
+		name      string
+		redisDown bool
+	}{{"redis", false}, {"postgres only", true}} {
+		for _, change := range []string{"leave", "offer"} {
+			t.Run(bus.name+"/"+change, func(t *testing.T) {
+				r := testenv.StartRedis(t)
+				mod := func(c *config.Config) {
+					c.RedisURL = r.URL()
+					c.BreakerOpenFor = 200 * time.Millisecond
+					c.RedisTimeout = 100 * time.Millisecond
+					c.RedisDialTimeout = 100 * time.Millisecond
+				}
+				pa, pb := newTestServer(t, mod), newTestServer(t, mod)
+				testenv.Background(t, pa.app)
+				testenv.Background(t, pb.app)
+				tn := testenv.NewTenant(t, pa.app, 4)
+				ev := testenv.NewEvent(t, pa.app, tn.Org.ID, 1, 1, 2)
+				seats := testenv.SeatIDs(t, pa.app, tn.Org.ID, ev.ID)
+				// Sold out: nothing to offer until the change.
+				held := coreHold(t, pa.app, tn.Buyers[0], ev.ID, seats...)
+				api := "/api/v1/events/" + ev.ID.String() + "/waitlist"
+				first := pa.as(tn.Org, tn.Buyers[1])
+				var e1, e2 waitlistOf
+				first.do("POST", api, map[string]any{"count": 1}).want(t, http.StatusCreated).json(t, &e1)
+				pa.as(tn.Org, tn.Buyers[2]).do("POST", api, map[string]any{"count": 1}).want(t, http.StatusCreated).json(t, &e2)
+				if e1.Position != 1 || e2.Position != 2 {
+					t.Fatalf("positions %d, %d", e1.Position, e2.Position)
+				}
+				open := func(s *testServer, c *client) *websocket.Conn {
+					t.Helper()
+					conn, _, err := s.socket(t, c, ev.ID, s.ts.URL)
+					if err != nil {
+						t.Fatal(err)
+					}
+					return conn
+				}
+				firstA := open(pa, first)
+				secondA := open(pa, pa.as(tn.Org, tn.Buyers[2]))
+				secondB := open(pb, pb.as(tn.Org, tn.Buyers[2]))
+				thirdB := open(pb, pb.as(tn.Org, tn.Buyers[3]))
+				if bus.redisDown {
+					// Process B's Redis subscription is gone with Redis: the
+					// change can reach it only through Postgres NOTIFY, which
+					// process A publishes to when its breaker is open or its
+					// Redis publish fails.
+					r.Stop()
+				}
+
+				ctx := context.Background()
+				switch change {
+				case "leave":
+					first.do("DELETE", "/api/v1/waitlist/"+e1.ID.String(), nil).want(t, http.StatusNoContent)
+				case "offer":
+					// The offer worker (either process's) offers the freed seat.
+					if _, err := pa.app.Core.Release(ctx, actor(tn.Buyers[0]), held[0].ID, ""); err != nil {
+						t.Fatal(err)
+					}
+				}
+				for _, conn := range []*websocket.Conn{secondB, secondA} {
+					waitPanel(t, conn, "at #1", func(p string) bool {
+						return strings.Contains(p, `data-testid="waitlist-position">#1<`) && strings.Contains(p, e2.ID.String())
+					}, e1.ID)
+				}
+				waitPanel(t, firstA, "for the first buyer's change", func(p string) bool {
+					if change == "leave" {
+						return !strings.Contains(p, "waitlist-entry")
+					}
+					return strings.Contains(p, `data-status="offered"`)
+				}, e2.ID)
+
+				// The third buyer's socket, on the process where the second
+				// got their panel, gets no panel: it reads up to a seat change
+				// made after that panel was sent (frames keep their order).
+				if _, err := pa.app.Core.Checkout(ctx, actor(tn.Buyers[0]), ev.ID); err != nil {
+					t.Fatal(err)
+				}
+				_ = thirdB.SetReadDeadline(time.Now().Add(10 * time.Second))
+				for {
+					_, msg, err := thirdB.ReadMessage()
+					if err != nil {
+						t.Fatalf("waiting for the seat change on the third buyer's socket: %v", err)
+					}
+					if strings.Contains(string(msg), "waitlist-status") {
+						t.Fatalf("a buyer with no entry got a waitlist panel: %s", msg)
+					}
+					if strings.Contains(string(msg), `id="seat-`+seats[1].String()+`"`) {
+						break
+					}
+				}
+			})
+		}
 	}
 }

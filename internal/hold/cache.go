@@ -77,11 +77,14 @@ type eventState struct {
 	// rows are the seated rows in idx order, each its seats' positions in
 	// all by seat number: best available scans them without copying or
 	// sorting a row per request (the layout is fixed once loaded).
-	rows      [][]int32
-	maxFence  int64
-	watchers  map[int]func([]Delta)
-	nextWatch int
-	unsub     func()
+	rows     [][]int32
+	maxFence int64
+	watchers map[int]func([]Delta)
+	// lineWatchers are told of the event's waitlist changes; their ids
+	// come from nextWatch too.
+	lineWatchers map[int]func(WaitlistChange)
+	nextWatch    int
+	unsub        func()
 }
 
 // doubtfulLock is a lock to check against Postgres from notBefore on.
@@ -91,8 +94,8 @@ type doubtfulLock struct {
 }
 
 func newEventState(org, id uuid.UUID) *eventState {
-	return &eventState{org: org, id: id, watchers: map[int]func([]Delta){}, claimed: map[uuid.UUID]bool{},
-		busyRows: map[rowKey]int{}}
+	return &eventState{org: org, id: id, watchers: map[int]func([]Delta){}, lineWatchers: map[int]func(WaitlistChange){},
+		claimed: map[uuid.UUID]bool{}, busyRows: map[rowKey]int{}}
 }
 
 // fill sets the state from a load and returns the deltas that arrived
@@ -390,7 +393,7 @@ func (e *eventState) due(now time.Time) []doubtfulLock {
 func (e *eventState) watched() bool {
 	e.mu.RLock()
 	defer e.mu.RUnlock()
-	return len(e.watchers) > 0
+	return len(e.watchers)+len(e.lineWatchers) > 0
 }
 
 func (e *eventState) heldCount() int {
@@ -428,6 +431,27 @@ func (e *eventState) unwatch(id int) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	delete(e.watchers, id)
+	delete(e.lineWatchers, id)
+}
+
+func (e *eventState) watchLine(f func(WaitlistChange)) int {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.nextWatch++
+	e.lineWatchers[e.nextWatch] = f
+	return e.nextWatch
+}
+
+func (e *eventState) notifyLine(c WaitlistChange) {
+	e.mu.RLock()
+	fs := make([]func(WaitlistChange), 0, len(e.lineWatchers))
+	for _, f := range e.lineWatchers {
+		fs = append(fs, f)
+	}
+	e.mu.RUnlock()
+	for _, f := range fs {
+		f(c)
+	}
 }
 
 func (e *eventState) notify(ds []Delta) {

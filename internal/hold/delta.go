@@ -63,6 +63,20 @@ type message struct {
 	// Settings says the event's settings (status, sales window, hold TTL
 	// and cap) changed: every process reloads them.
 	Settings bool `json:"settings,omitempty"`
+	// Waitlist says the event's waitlist changed (see WaitlistChange).
+	Waitlist *WaitlistChange `json:"waitlist,omitempty"`
+}
+
+// WaitlistChange is a committed change of an event's waitlist, told to
+// live views so buyers see their place in line move.
+type WaitlistChange struct {
+	// Users are the buyers whose own entries changed (joined, left,
+	// offered).
+	Users []uuid.UUID `json:"users,omitempty"`
+	// Line says places in line may have moved for everyone behind the
+	// change (an entry left the line or was offered); a join moves no one
+	// else.
+	Line bool `json:"line,omitempty"`
 }
 
 // ownPrefix is how every message process id sends begins.

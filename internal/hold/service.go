@@ -221,8 +221,12 @@ func (s *Service) event(ctx context.Context, org, id uuid.UUID) (*eventState, er
 		ev.setSettings(e)
 		// Subscribe before loading so no delta committed during the load
 		// is missed; deltas that arrive early are queued and replayed. A
-		// resubscribe may have lost deltas: the follower reads the feed.
-		ev.unsub = s.bus.Subscribe(s.locks.Keys(org, id).Live(), func(b []byte) { s.receive(ev, b) }, s.wake)
+		// resubscribe may have lost deltas: the follower reads the feed;
+		// and waitlist changes, which have no feed: line watchers reread.
+		ev.unsub = s.bus.Subscribe(s.locks.Keys(org, id).Live(), func(b []byte) { s.receive(ev, b) }, func() {
+			s.wake()
+			ev.notifyLine(WaitlistChange{Line: true})
+		})
 		secs, seats, at, err := s.store.LoadEvent(ctx, org, id)
 		if err != nil {
 			ev.unsub()
@@ -275,6 +279,9 @@ func (s *Service) receive(ev *eventState, b []byte) {
 	if msg.Settings {
 		// The follower's round reads every cached event's settings.
 		s.wake()
+	}
+	if msg.Waitlist != nil {
+		ev.notifyLine(*msg.Waitlist)
 	}
 	// Never let a message touch another tenant's or event's cache.
 	ds := slices.DeleteFunc(msg.Deltas, func(d Delta) bool { return d.Org != ev.org || d.Event != ev.id })
@@ -342,6 +349,46 @@ func (s *Service) Watch(ctx context.Context, a Actor, event uuid.UUID, f func([]
 	}
 	id := ev.watch(f)
 	return func() { ev.unwatch(id) }, nil
+}
+
+// WatchWaitlist calls f with every change of an event's waitlist (this
+// process's and other processes') until the returned function is called,
+// and with a change of the whole line when messages may have been lost.
+// The event must belong to the actor's organization. f must not block.
+func (s *Service) WatchWaitlist(ctx context.Context, a Actor, event uuid.UUID, f func(WaitlistChange)) (func(), error) {
+	ev, err := s.event(ctx, a.Org, event)
+	if err != nil {
+		return nil, err
+	}
+	id := ev.watchLine(f)
+	return func() { ev.unwatch(id) }, nil
+}
+
+// publishWaitlist tells this process's line watchers and the other
+// processes of a committed waitlist change, like commit does for seats.
+func (s *Service) publishWaitlist(ctx context.Context, org, event uuid.UUID, c WaitlistChange) {
+	from := uuid.Nil
+	if ev := s.cached(org, event); ev != nil {
+		ev.notifyLine(c)
+		from = s.self
+	}
+	// Users are bounded by one offer round's offers; keep each message
+	// under the NOTIFY fallback's limit all the same.
+	for {
+		n := min(len(c.Users), 100)
+		part := WaitlistChange{Users: c.Users[:n], Line: c.Line}
+		b, err := encodeMessage(message{From: from, Waitlist: &part})
+		if err == nil {
+			err = s.bus.Publish(context.WithoutCancel(ctx), s.locks.Keys(org, event).Live(), b)
+		}
+		if err != nil {
+			s.log.Error("publish waitlist change", "org", org, "event", event, "err", err)
+			s.m.BackgroundErrors.WithLabelValues("publish").Inc()
+		}
+		if c.Users = c.Users[n:]; len(c.Users) == 0 {
+			return
+		}
+	}
 }
 
 // Seats returns every seat of an event in idx order, from the hot cache.

@@ -29,8 +29,14 @@ func (s *Service) JoinWaitlist(ctx context.Context, a Actor, event uuid.UUID, co
 	if _, err := s.event(ctx, a.Org, event); err != nil {
 		return store.WaitlistEntry{}, err
 	}
-	return s.store.JoinWaitlist(ctx, store.WaitlistRequest{Org: a.Org, Event: event, User: a.User, Seats: count,
+	e, err := s.store.JoinWaitlist(ctx, store.WaitlistRequest{Org: a.Org, Event: event, User: a.User, Seats: count,
 		Category: category, Section: section})
+	if err != nil {
+		return e, err
+	}
+	// A newcomer is last: only their own panels change.
+	s.publishWaitlist(ctx, a.Org, event, WaitlistChange{Users: []uuid.UUID{a.User}})
+	return e, nil
 }
 
 // MyWaitlist lists the actor's entries (waiting or offered) for an event.
@@ -56,7 +62,12 @@ func (s *Service) EventWaitlist(ctx context.Context, a Actor, event uuid.UUID, l
 // LeaveWaitlist takes the actor's waiting entry (or, for staff, anyone's)
 // out of line.
 func (s *Service) LeaveWaitlist(ctx context.Context, a Actor, id uuid.UUID) error {
-	return s.store.LeaveWaitlist(ctx, a.Org, id, a.User, a.Staff())
+	event, user, err := s.store.LeaveWaitlist(ctx, a.Org, id, a.User, a.Staff())
+	if err != nil {
+		return err
+	}
+	s.publishWaitlist(ctx, a.Org, event, WaitlistChange{Users: []uuid.UUID{user}, Line: true})
+	return nil
 }
 
 // OfferRound does waitlist work until none is left (or ctx ends) and
@@ -90,7 +101,17 @@ func (s *Service) offerTTL() time.Duration {
 
 func (s *Service) publishOffers(ctx context.Context, offers []store.Offer) {
 	now := s.now()
+	// The offered buyers' entries changed and left the line, so everyone
+	// behind them moved up: told once per event, after its seats.
+	type eventKey struct{ org, event uuid.UUID }
+	offered := map[eventKey][]uuid.UUID{}
+	var events []eventKey
 	for _, o := range offers {
+		k := eventKey{o.Entry.Org, o.Entry.Event}
+		if _, ok := offered[k]; !ok {
+			events = append(events, k)
+		}
+		offered[k] = append(offered[k], o.Entry.User)
 		s.m.WaitlistOffers.Inc()
 		ds := make([]Delta, len(o.Holds))
 		for i, h := range o.Holds {
@@ -99,6 +120,9 @@ func (s *Service) publishOffers(ctx context.Context, offers []store.Offer) {
 		s.commit(ctx, o.Entry.Org, o.Entry.Event, ds)
 		s.log.Info("waitlist offer", "org", o.Entry.Org, "event", o.Entry.Event, "entry", o.Entry.ID,
 			"user", o.Entry.User, "seats", len(o.Holds))
+	}
+	for _, k := range events {
+		s.publishWaitlist(ctx, k.org, k.event, WaitlistChange{Users: offered[k], Line: true})
 	}
 }
 

@@ -3,6 +3,7 @@ package hold_test
 import (
 	"context"
 	"errors"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -482,4 +483,76 @@ func TestWaitlistOfferThroughFeed(t *testing.T) {
 		defer mu.Unlock()
 		return len(kinds) > 0 && kinds[len(kinds)-1] == hold.KindOffered
 	})
+}
+
+// TestWaitlistChangesAreTold: joins, leaves and offers are told to the
+// line watchers of the process that made them and of another process,
+// after they commit: whose entries changed, and whether the line moved
+// (a join moves no one else).
+func TestWaitlistChangesAreTold(t *testing.T) {
+	a1 := testenv.App(t, nil)
+	a2 := testenv.App(t, nil)
+	testenv.Background(t, a1)
+	tn := testenv.NewTenant(t, a1, 3)
+	ev := testenv.NewEvent(t, a1, tn.Org.ID, 1, 1, 1)
+	seat := testenv.SeatIDs(t, a1, tn.Org.ID, ev.ID)[0]
+	ctx := context.Background()
+	holder, first, second := buyer(tn.Buyers[0]), buyer(tn.Buyers[1]), buyer(tn.Buyers[2])
+	res, err := a1.Core.Hold(ctx, holder, ev.ID, []uuid.UUID{seat}, hold.SourceWeb)
+	if err != nil {
+		t.Fatal(err)
+	}
+	type seen struct {
+		mu      sync.Mutex
+		changes []hold.WaitlistChange
+	}
+	watch := func(a *app.App) *seen {
+		s := &seen{}
+		stop, err := a.Core.WatchWaitlist(ctx, second, ev.ID, func(c hold.WaitlistChange) {
+			s.mu.Lock()
+			defer s.mu.Unlock()
+			s.changes = append(s.changes, c)
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(stop)
+		return s
+	}
+	own, other := watch(a1), watch(a2)
+	expect := func(what string, want hold.WaitlistChange) {
+		t.Helper()
+		for name, s := range map[string]*seen{"own process": own, "other process": other} {
+			testenv.Eventually(t, 5*time.Second, what+" told to the "+name, func() bool {
+				s.mu.Lock()
+				defer s.mu.Unlock()
+				for _, c := range s.changes {
+					if c.Line == want.Line && slices.Equal(c.Users, want.Users) {
+						return true
+					}
+				}
+				return false
+			})
+		}
+		for _, s := range []*seen{own, other} {
+			s.mu.Lock()
+			s.changes = nil
+			s.mu.Unlock()
+		}
+	}
+
+	e1 := join(t, a1, first, ev.ID, 1, "", "")
+	expect("a join", hold.WaitlistChange{Users: []uuid.UUID{first.User}})
+	e2 := join(t, a1, second, ev.ID, 1, "", "")
+	expect("a join", hold.WaitlistChange{Users: []uuid.UUID{second.User}})
+	if err := a1.Core.LeaveWaitlist(ctx, staff(tn.Organizer), e1.ID); err != nil {
+		t.Fatal(err)
+	}
+	// Staff took the entry out: the change names its buyer, not staff.
+	expect("a leave", hold.WaitlistChange{Users: []uuid.UUID{first.User}, Line: true})
+	if _, err := a1.Core.Release(ctx, holder, res.Holds[0].ID, ""); err != nil {
+		t.Fatal(err)
+	}
+	expect("an offer", hold.WaitlistChange{Users: []uuid.UUID{second.User}, Line: true})
+	assertOffered(t, a1, second, ev.ID, e2, 1)
 }

@@ -57,7 +57,8 @@ type Hub struct {
 
 	mu       sync.Mutex // guards the fields below; taken before topic.mu
 	closed   bool
-	staff    *StaffOptions // nil until EnableStaff
+	staff    *StaffOptions    // nil until EnableStaff
+	waitlist *WaitlistOptions // nil until EnableWaitlist
 	topics   map[topicKey]*topic
 	sessions map[string]map[*client]struct{}
 	users    map[userKey]map[*client]struct{}
@@ -103,6 +104,20 @@ func (h *Hub) EnableStaff(o StaffOptions) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	h.staff = &o
+}
+
+// EnableWaitlist turns on live waitlist panels on seat-map sockets: on
+// every change of an event's line, each buyer connected here with entries
+// in it is sent their own panel. Call it once, before the first Serve;
+// events already watched keep their old settings.
+func (h *Hub) EnableWaitlist(o WaitlistOptions) {
+	if o.Source == nil || o.Renderer == nil {
+		panic("live: EnableWaitlist without a Source or Renderer")
+	}
+	o = o.withDefaults()
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.waitlist = &o
 }
 
 // Serve upgrades the request to a WebSocket and streams the changes of
@@ -220,7 +235,7 @@ func (h *Hub) join(c *client) error {
 	h.clients++
 	t, ok := h.topics[key]
 	if !ok {
-		t = newTopic(key, h.staff)
+		t = newTopic(key, h.staff, h.waitlist)
 		h.topics[key] = t
 	}
 	c.topic = t
@@ -251,6 +266,18 @@ func (h *Hub) join(c *client) error {
 	// join returns. The hub's context, not the request's, bounds the load:
 	// the watch serves every later client too.
 	cancel, err := h.src.Watch(h.ctx, c.v.Actor, c.v.Event, t.push)
+	if err == nil && t.wl != nil {
+		var stopLine func()
+		if stopLine, err = t.wl.Source.WatchWaitlist(h.ctx, c.v.Actor, c.v.Event, t.pushLine); err != nil {
+			cancel()
+		} else {
+			stopSeats := cancel
+			cancel = func() {
+				stopSeats()
+				stopLine()
+			}
+		}
+	}
 	if err != nil {
 		t.start(nil, err)
 		// Forget the failed topic so the next client tries again.
@@ -269,6 +296,9 @@ func (h *Hub) join(c *client) error {
 	h.wg.Go(func() { h.pump(t) })
 	if t.staff != nil {
 		h.wg.Go(func() { h.staffPump(t) })
+	}
+	if t.wl != nil {
+		h.wg.Go(func() { h.linePump(t) })
 	}
 	return nil
 }

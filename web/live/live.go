@@ -4,6 +4,11 @@
 // (id="seat-<uuid>", data-status, data-version, data-mine) and sent to every
 // open page of the event, where it replaces the seat element.
 //
+// A buyer's waitlist panel rides on the seat-map socket too (see
+// EnableWaitlist): when the event's line changes, the hub renders the
+// panels of the buyers connected here with one query per event and burst
+// of changes, and sends each buyer only their own.
+//
 // Staff pages (the organizer's dashboard, the box office) open staff
 // streams instead (see Stream and EnableStaff): per batch of changes the
 // hub renders one staff frame per stream, not per client, on a goroutine of
@@ -161,6 +166,50 @@ func (o StaffOptions) withDefaults() StaffOptions {
 	}
 	if o.RenderTimeout <= 0 {
 		o.RenderTimeout = 5 * time.Second
+	}
+	return o
+}
+
+// WaitlistSource tells of changes to events' waitlists; *hold.Service
+// satisfies it. WatchWaitlist must call f with every committed change of
+// the event's waitlist (and with a change of the whole line when some may
+// have been missed) until the returned function is called; f never
+// blocks.
+type WaitlistSource interface {
+	WatchWaitlist(ctx context.Context, a hold.Actor, event uuid.UUID, f func(hold.WaitlistChange)) (func(), error)
+}
+
+// WaitlistRenderer renders buyers' waitlist panels. The hub calls it at
+// most once at a time per event, for the buyers with a seat-map socket
+// here whose panel may have changed, however many changes came meanwhile.
+type WaitlistRenderer interface {
+	// RenderWaitlists renders, with one query for all of them, the panel
+	// (an out-of-band fragment) of each of users who has entries in the
+	// event; users with none are left out of panels. cleared is the panel
+	// of a buyer with no entries, sent only to buyers whose own entries
+	// changed (they left the line from another page). The bytes are
+	// shared by the sockets and must not be changed afterwards.
+	RenderWaitlists(ctx context.Context, org, event uuid.UUID, users []uuid.UUID) (panels map[uuid.UUID][]byte, cleared []byte, err error)
+}
+
+// WaitlistOptions enable live waitlist panels; see (*Hub).EnableWaitlist.
+type WaitlistOptions struct {
+	// Source and Renderer are required.
+	Source   WaitlistSource
+	Renderer WaitlistRenderer
+	// RenderTimeout bounds one RenderWaitlists call (5s).
+	RenderTimeout time.Duration
+	// Retry is how long after a failed render the panels are rendered
+	// again (1s); changes meanwhile join that render.
+	Retry time.Duration
+}
+
+func (o WaitlistOptions) withDefaults() WaitlistOptions {
+	if o.RenderTimeout <= 0 {
+		o.RenderTimeout = 5 * time.Second
+	}
+	if o.Retry <= 0 {
+		o.Retry = time.Second
 	}
 	return o
 }

@@ -196,6 +196,7 @@ type envOptions struct {
 	pad        int
 	watchDelay time.Duration
 	listener   func(net.Listener) net.Listener
+	waitlist   *live.WaitlistOptions // live waitlist panels on, if set
 }
 
 // newEnv starts a hub behind a test server whose route takes the viewer
@@ -207,6 +208,9 @@ func newEnv(t *testing.T, o envOptions) *env {
 	e := &env{t: t, org: uuid.New(), src: newFakeSource(), rend: newFakeRenderer(o.pad)}
 	e.src.delay = o.watchDelay
 	e.hub = live.New(e.src, e.rend, nil, o.opts)
+	if o.waitlist != nil {
+		e.hub.EnableWaitlist(*o.waitlist)
+	}
 	e.srv = httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		q := r.URL.Query()
 		e.hub.Serve(w, r, live.Viewer{

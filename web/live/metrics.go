@@ -19,6 +19,9 @@ var propagationBuckets = []float64{.005, .01, .025, .05, .075, .1, .15, .25, .5,
 type hubMetrics struct {
 	sent    [numStreams]prometheus.Counter
 	dropped [numStreams]prometheus.Counter
+	// lineRenders and lineErrors count the waitlist panels' renders (one
+	// query each) and those that failed.
+	lineRenders, lineErrors prometheus.Counter
 
 	sockets, watches, slow, refused *prometheus.Desc
 	eventSockets, pending, queued   *prometheus.Desc
@@ -39,6 +42,10 @@ func newHubMetrics() *hubMetrics {
 		queued: prometheus.NewDesc("seatd_live_queue_frames_max",
 			"Frames waiting in the fullest send queue of an event's sockets; a full queue drops the socket.", []string{"org", "event"}, nil),
 	}
+	m.lineRenders = prometheus.NewCounter(prometheus.CounterOpts{Name: "seatd_live_waitlist_renders_total",
+		Help: "Renders of buyers' waitlist panels after changes of an event's line (one query each, for every buyer connected here whose panel may have changed)."})
+	m.lineErrors = prometheus.NewCounter(prometheus.CounterOpts{Name: "seatd_live_waitlist_render_errors_total",
+		Help: "Waitlist panel renders that failed (tried again after a second)."})
 	for s := StreamSeats; s < numStreams; s++ {
 		l := prometheus.Labels{"stream": s.String()}
 		m.sent[s] = prometheus.NewCounter(prometheus.CounterOpts{Name: "seatd_live_frames_sent_total",
@@ -74,6 +81,8 @@ func (h *Hub) Collect(ch chan<- prometheus.Metric) {
 		ch <- m.sent[s]
 		ch <- m.dropped[s]
 	}
+	ch <- m.lineRenders
+	ch <- m.lineErrors
 	ch <- prometheus.MustNewConstMetric(m.slow, prometheus.CounterValue, float64(h.dropped.Load()))
 	ch <- prometheus.MustNewConstMetric(m.refused, prometheus.CounterValue, float64(h.refused.Load()))
 	ch <- prometheus.MustNewConstMetric(m.watches, prometheus.GaugeValue, float64(h.watches.Load()))

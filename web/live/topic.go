@@ -36,6 +36,9 @@ type topic struct {
 	// staff is the hub's staff settings when the topic started (nil: no
 	// staff streams).
 	staff *StaffOptions
+	// wl is the hub's waitlist settings when the topic started (nil: no
+	// live waitlist panels).
+	wl *WaitlistOptions
 
 	mu      sync.Mutex // guards clients, users and streams
 	clients map[*client]struct{}
@@ -62,6 +65,12 @@ type topic struct {
 	staffLatest  newestBySeat
 	swake        chan struct{} // capacity 1: the staff pump has work
 
+	// The waitlist changes not yet rendered, also guarded by pmu: whether
+	// the whole line moved, and whose own entries changed.
+	lineAll   bool
+	lineUsers map[uuid.UUID]struct{}
+	lwake     chan struct{} // capacity 1: the line pump has work
+
 	// seen is the newest version sent per seat, so a delta that lost a
 	// race to a newer one is not sent at all. Only the pump touches it.
 	seen map[uuid.UUID]int64
@@ -76,13 +85,16 @@ type topic struct {
 	latency prometheus.Histogram
 }
 
-func newTopic(key topicKey, staff *StaffOptions) *topic {
+func newTopic(key topicKey, staff *StaffOptions, wl *WaitlistOptions) *topic {
 	return &topic{
 		key:       key,
 		staff:     staff,
+		wl:        wl,
 		ready:     make(chan struct{}),
 		wake:      make(chan struct{}, 1),
 		swake:     make(chan struct{}, 1),
+		lwake:     make(chan struct{}, 1),
+		lineUsers: map[uuid.UUID]struct{}{},
 		quit:      make(chan struct{}),
 		clients:   map[*client]struct{}{},
 		users:     map[uuid.UUID]int{},
@@ -109,6 +121,7 @@ func (t *topic) stop() {
 	t.stopped = true
 	t.pending, t.staffLatest = newestBySeat{}, newestBySeat{}
 	t.staffFeed = nil
+	t.lineAll, t.lineUsers = false, nil
 	t.pmu.Unlock()
 	close(t.quit)
 	if t.cancelWatch != nil {
