@@ -202,7 +202,7 @@ func (s *Store) WaitlistsOf(ctx context.Context, org, event uuid.UUID, users []u
 		SELECT w.id, w.org_id, w.event_id, w.user_id, w.seats, coalesce(w.category, ''),
 		       coalesce(w.section_id, '00000000-0000-0000-0000-000000000000'), coalesce(sc.label, ''), w.status,
 		       coalesce(w.hold_ids, '{}'), coalesce(w.offer_until, 'epoch'), w.created_at, coalesce(l.position, 0)
-		FROM waitlist_entries w LEFT JOIN sections sc ON sc.id = w.section_id LEFT JOIN line l ON l.id = w.id
+		FROM waitlist_entries w LEFT JOIN sections sc ON sc.org_id = w.org_id AND sc.id = w.section_id LEFT JOIN line l ON l.id = w.id
 		WHERE w.org_id = $1 AND w.event_id = $2 AND w.user_id = ANY($3::uuid[]) AND w.status <> 'left'
 		ORDER BY w.user_id, w.seq DESC`, org, event, users)
 	if err != nil {
