@@ -105,6 +105,25 @@ func TestEventsAPI(t *testing.T) {
 	if r := buyer.do("GET", "/e/"+ev.ID.String(), nil); r.status != http.StatusNotFound {
 		t.Fatalf("a draft's map page to a buyer: %d", r.status)
 	}
+	// Nor its cart, waitlist or live socket, and joining its line writes
+	// nothing.
+	for _, p := range []string{"/e/" + ev.ID.String() + "/cart", "/e/" + ev.ID.String() + "/waitlist"} {
+		if r := buyer.do("GET", p, nil); r.status != http.StatusNotFound {
+			t.Fatalf("GET %s of a draft to a buyer: %d", p, r.status)
+		}
+	}
+	if _, code := s.dialPath(t, buyer, "/live/events/"+ev.ID.String(), s.ts.URL); code != http.StatusNotFound {
+		t.Fatalf("a draft's live socket to a buyer: %d", code)
+	}
+	if _, code := s.dialPath(t, org, "/live/events/"+ev.ID.String(), s.ts.URL); code != http.StatusSwitchingProtocols {
+		t.Fatalf("a draft's live socket to its organizer: %d", code)
+	}
+	buyer.do("GET", path+"/waitlist/mine", nil).wantErr(t, http.StatusNotFound, "not_found")
+	buyer.do("POST", path+"/waitlist", map[string]any{"count": 2}).wantErr(t, http.StatusNotFound, "not_found")
+	var lined int
+	if err := a.Pool.QueryRow(context.Background(), `SELECT count(*) FROM waitlist_entries WHERE event_id = $1`, ev.ID).Scan(&lined); err != nil || lined != 0 {
+		t.Fatalf("waitlist entries of a draft: %d (%v)", lined, err)
+	}
 	type listed struct {
 		ID uuid.UUID `json:"id"`
 	}

@@ -574,7 +574,8 @@ func (s *Server) liveSocket(stream live.Stream) apiHandler {
 		if err != nil {
 			return err
 		}
-		if _, err := s.deps.Store.Event(r.Context(), a.Org, event); err != nil {
+		// A draft's live view is its organizers' (eventFor).
+		if _, err := s.eventFor(r.Context(), a, event); err != nil {
 			return err
 		}
 		s.hub.Serve(w, r, live.Viewer{Actor: a, Event: event, SessionToken: storedToken(s.sessions.Token(r.Context())),

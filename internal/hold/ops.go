@@ -56,7 +56,7 @@ func (s *Service) Checkout(ctx context.Context, a Actor, event uuid.UUID) ([]sto
 
 // Holds lists the actor's own active holds for an event.
 func (s *Service) Holds(ctx context.Context, a Actor, event uuid.UUID) ([]store.Hold, error) {
-	if _, err := s.event(ctx, a.Org, event); err != nil {
+	if _, err := s.buyerEvent(ctx, a, event); err != nil {
 		return nil, err
 	}
 	return s.store.UserHolds(ctx, a.Org, event, a.User)

@@ -19,6 +19,7 @@ import (
 	"github.com/sony/gobreaker/v2"
 	"golang.org/x/sync/singleflight"
 
+	"seatd/internal/apperr"
 	"seatd/internal/seatlock"
 	"seatd/internal/store"
 	"seatd/internal/telemetry"
@@ -189,6 +190,17 @@ func (s *Service) wake() {
 	case s.kick <- struct{}{}:
 	default:
 	}
+}
+
+// buyerEvent is event for what a buyer reads or joins of an event (their
+// cart, the waitlist): a draft is its organizers' until it is published,
+// so to anyone but staff it is not found, as in the lists and pages.
+func (s *Service) buyerEvent(ctx context.Context, a Actor, id uuid.UUID) (*eventState, error) {
+	ev, err := s.event(ctx, a.Org, id)
+	if err == nil && !a.Staff() && ev.settings.Load().Status == store.EventDraft {
+		return nil, apperr.E(apperr.NotFound, "event not found")
+	}
+	return ev, err
 }
 
 // event returns the hot cache of an event, loading it on first use; it is

@@ -26,7 +26,7 @@ func (s *Service) JoinWaitlist(ctx context.Context, a Actor, event uuid.UUID, co
 			Message: fmt.Sprintf("wait for between 1 and %d seats", s.opt.MaxSeatsPerRequest),
 			Fields:  map[string]string{"count": fmt.Sprintf("must be 1 to %d", s.opt.MaxSeatsPerRequest)}}
 	}
-	if _, err := s.event(ctx, a.Org, event); err != nil {
+	if _, err := s.buyerEvent(ctx, a, event); err != nil {
 		return store.WaitlistEntry{}, err
 	}
 	e, err := s.store.JoinWaitlist(ctx, store.WaitlistRequest{Org: a.Org, Event: event, User: a.User, Seats: count,
@@ -41,7 +41,7 @@ func (s *Service) JoinWaitlist(ctx context.Context, a Actor, event uuid.UUID, co
 
 // MyWaitlist lists the actor's entries (waiting or offered) for an event.
 func (s *Service) MyWaitlist(ctx context.Context, a Actor, event uuid.UUID) ([]store.WaitlistEntry, error) {
-	if _, err := s.event(ctx, a.Org, event); err != nil {
+	if _, err := s.buyerEvent(ctx, a, event); err != nil {
 		return nil, err
 	}
 	return s.store.MyWaitlist(ctx, a.Org, event, a.User)
