@@ -83,7 +83,10 @@ func (s *staffPages) customerBest(w http.ResponseWriter, r *http.Request, a hold
 	if !ok {
 		return s.backWith(w, r, back, "Choose how long to hold the seats: at most 14 days.")
 	}
-	b := hold.Best{Count: n, Category: v.Get("category"), Section: v.Get("section")}
+	// The customer is chosen for as a buyer is: seats held back for
+	// accessible seating only when the customer needs it.
+	b := hold.Best{Count: n, Category: v.Get("category"), Section: v.Get("section"),
+		Choice: hold.Choice{Accessible: v.Get("accessible") == "on"}}
 	res, err := s.deps.Core.HoldBestFor(r.Context(), a, ev.ID, b, c, until)
 	return s.customerHeld(w, r, a, ev.ID, c, res, err)
 }
