@@ -16,3 +16,6 @@ func (s *Store) BlockHoldBatches() (queued func() int, unblock func()) {
 	}
 	return queued, unblock
 }
+
+// ChangesSQL is the change feed's read, for plan tests.
+const ChangesSQL = changesSQL
