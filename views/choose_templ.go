@@ -60,7 +60,7 @@ func ChooseSeats(p Page, c Choose) templ.Component {
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}
-		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 3, "\" hx-target=\"#cart\" hx-swap=\"outerHTML\" hx-include=\"#choose-flags\" aria-label=\"Best seats\"><label class=\"flex flex-col\"><span class=\"text-gray-700\">Seats</span> <input type=\"number\" name=\"count\" min=\"1\" max=\"10\" value=\"2\" required class=\"w-20 rounded border border-gray-300 px-2 py-1\" data-testid=\"best-count\"></label> ")
+		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 3, "\" hx-target=\"#cart\" hx-swap=\"outerHTML\" hx-sync=\"#cart:replace\" hx-include=\"#choose-flags\" aria-label=\"Best seats\"><label class=\"flex flex-col\"><span class=\"text-gray-700\">Seats</span> <input type=\"number\" name=\"count\" min=\"1\" max=\"10\" value=\"2\" required class=\"w-20 rounded border border-gray-300 px-2 py-1\" data-testid=\"best-count\"></label> ")
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}
