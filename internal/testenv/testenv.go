@@ -125,11 +125,19 @@ func App(t testing.TB, mod func(*config.Config)) *app.App {
 		t.Fatalf("app: %v", err)
 	}
 	t.Cleanup(a.Close)
-	if err := a.Migrate(ctx); err != nil {
+	// One migration at a time in a test binary: parallel tests on a
+	// fresh database otherwise queue for the migrator's locks in Postgres,
+	// where lock_timeout ends the wait on a loaded machine.
+	migrateMu.Lock()
+	err = a.Migrate(ctx)
+	migrateMu.Unlock()
+	if err != nil {
 		t.Fatalf("migrate: %v", err)
 	}
 	return a
 }
+
+var migrateMu sync.Mutex
 
 // Background runs the app's background loops until the test ends.
 func Background(t testing.TB, a *app.App) {
