@@ -455,3 +455,27 @@ func TestHoldWhilePostgresRefuses(t *testing.T) {
 	}
 	assertSeatInvariants(t, a, ev.ID)
 }
+
+// TestIdleProcessNoticesRedisDown: a process with a synced event and no
+// requests notices Redis going away by itself (its follower probes Redis
+// when a round made no Redis call), so its next hold goes straight to
+// the Postgres-only path instead of waiting on a dead Redis first.
+func TestIdleProcessNoticesRedisDown(t *testing.T) {
+	r := testenv.StartRedis(t)
+	a := testenv.App(t, func(c *config.Config) {
+		c.RedisURL = r.URL()
+		c.BreakerOpenFor = 200 * time.Millisecond
+		c.RedisTimeout = 100 * time.Millisecond
+		c.RedisDialTimeout = 100 * time.Millisecond
+	})
+	testenv.Background(t, a)
+	tn := testenv.NewTenant(t, a, 1)
+	ev := testenv.NewEvent(t, a, tn.Org.ID, 1, 2, 10)
+	seats := testenv.SeatIDs(t, a, tn.Org.ID, ev.ID)
+	if _, err := a.Core.Hold(context.Background(), buyer(tn.Buyers[0]), ev.ID, seats[:1], hold.SourceAPI); err != nil {
+		t.Fatal(err)
+	}
+	testenv.Eventually(t, 5*time.Second, "fast path", func() bool { return a.Core.FastPath() })
+	r.Stop()
+	testenv.Eventually(t, 5*time.Second, "the idle process off the fast path", func() bool { return !a.Core.FastPath() })
+}

@@ -116,7 +116,9 @@ func (s *Service) probeRedis(ctx context.Context) {
 // not (just loaded, or Redis failed or lost it since), then the doubtful
 // locks that are due. Reports whether it called Redis.
 func (s *Service) syncRedis(ctx context.Context, ev *eventState, cs []store.Change) bool {
+	called := false
 	if !ev.synced.Load() {
+		called = true
 		if err := s.fullSync(ctx, ev); err != nil {
 			if ctx.Err() == nil {
 				s.log.Warn("sync redis from postgres", "org", ev.org, "event", ev.id, "err", err)
@@ -125,6 +127,7 @@ func (s *Service) syncRedis(ctx context.Context, ev *eventState, cs []store.Chan
 			return true
 		}
 	} else if len(cs) > 0 {
+		called = true
 		seats := make([]store.Seat, len(cs))
 		for i := range cs {
 			seats[i] = cs[i].Seat
@@ -133,23 +136,24 @@ func (s *Service) syncRedis(ctx context.Context, ev *eventState, cs []store.Chan
 			return true
 		}
 	}
-	s.syncRecheck(ctx, ev)
-	s.dropDoubtful(ctx, ev)
-	return true
+	called = s.syncRecheck(ctx, ev) || called
+	return s.dropDoubtful(ctx, ev) || called
 }
 
-// syncRecheck syncs the seats found to disagree with Postgres.
-func (s *Service) syncRecheck(ctx context.Context, ev *eventState) {
+// syncRecheck syncs the seats found to disagree with Postgres, and
+// reports whether it called Redis.
+func (s *Service) syncRecheck(ctx context.Context, ev *eventState) bool {
 	ids := ev.takeRecheck()
 	if len(ids) == 0 || !ev.synced.Load() {
-		return // a full sync covers them
+		return false // a full sync covers them
 	}
 	seats, err := s.store.SeatsByID(ctx, ev.org, ev.id, ids)
 	if err != nil {
 		ev.markRecheck(ids...)
-		return
+		return false
 	}
 	s.syncSeats(ctx, ev, seats)
+	return true
 }
 
 // syncSeats makes Redis agree with these seats as Postgres has them, and
@@ -248,10 +252,10 @@ func (s *Service) fullSyncFrom(ctx context.Context, ev *eventState, held []store
 // dropDoubtful drops the due doubtful locks whose hold Postgres does not
 // have as active. A hold that commits after all (its reply was lost, and
 // Postgres finished it later) comes back through the feed.
-func (s *Service) dropDoubtful(ctx context.Context, ev *eventState) {
+func (s *Service) dropDoubtful(ctx context.Context, ev *eventState) bool {
 	due := ev.due(s.now())
 	if len(due) == 0 {
-		return
+		return false
 	}
 	ids := make([]uuid.UUID, len(due))
 	for i, d := range due {
@@ -260,7 +264,7 @@ func (s *Service) dropDoubtful(ctx context.Context, ev *eventState) {
 	active, err := s.store.ActiveHoldIDs(ctx, ev.org, ids)
 	if err != nil {
 		ev.doubt(due...)
-		return
+		return false
 	}
 	var rs []seatlock.Released
 	for _, d := range due {
@@ -271,6 +275,7 @@ func (s *Service) dropDoubtful(ctx context.Context, ev *eventState) {
 	if _, err := call(s.redis, func() (int, error) { return s.locks.Release(ctx, ev.org, ev.id, rs) }); err != nil {
 		ev.doubt(due...)
 	}
+	return true
 }
 
 // changeDelta is the delta of a change read from the feed.
