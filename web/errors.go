@@ -105,6 +105,10 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	writeJSON(w, status, body)
 }
 
+// jsonHeaders are the fixed headers of every JSON answer (see setFixed);
+// never modified.
+var jsonHeaders = http.Header{"Content-Type": {"application/json; charset=utf-8"}, "Cache-Control": {"no-store"}}
+
 // writeJSON answers v as JSON. It encodes before writing the header, so a
 // value that cannot be encoded (a bug) still gets a clean 500.
 func writeJSON(w http.ResponseWriter, status int, v any) {
@@ -113,9 +117,7 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 		status = http.StatusInternalServerError
 		b = []byte(`{"error":"internal","message":"` + internalMessage + `","fields":{}}`)
 	}
-	h := w.Header()
-	h.Set("Content-Type", "application/json; charset=utf-8")
-	h.Set("Cache-Control", "no-store")
+	setFixed(w.Header(), jsonHeaders)
 	w.WriteHeader(status)
 	_, _ = w.Write(append(b, '\n'))
 }

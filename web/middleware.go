@@ -185,23 +185,35 @@ const contentSecurityPolicy = "default-src 'self'; script-src 'self'; style-src 
 
 // securityHeaders sets the headers every response carries.
 func (s *Server) securityHeaders(next http.Handler) http.Handler {
-	secure := s.deps.Cfg.CookieSecure
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		h := w.Header()
-		h.Set("Content-Security-Policy", contentSecurityPolicy)
-		h.Set("X-Content-Type-Options", "nosniff")
-		h.Set("Referrer-Policy", "same-origin")
-		h.Set("X-Frame-Options", "DENY")
-		h.Set("Cross-Origin-Opener-Policy", "same-origin")
+	fixed := http.Header{
+		"Content-Security-Policy":    {contentSecurityPolicy},
+		"X-Content-Type-Options":     {"nosniff"},
+		"Referrer-Policy":            {"same-origin"},
+		"X-Frame-Options":            {"DENY"},
+		"Cross-Origin-Opener-Policy": {"same-origin"},
 		// Pages and answers carry tenants' data (holders' emails,
 		// bookings): no browser history or shared cache keeps them. The
 		// checksummed static assets set their own long cache over this.
-		h.Set("Cache-Control", "no-store")
-		if secure {
-			h.Set("Strict-Transport-Security", "max-age=31536000; includeSubDomains")
-		}
+		"Cache-Control": {"no-store"},
+	}
+	if s.deps.Cfg.CookieSecure {
+		fixed["Strict-Transport-Security"] = []string{"max-age=31536000; includeSubDomains"}
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		setFixed(w.Header(), fixed)
 		next.ServeHTTP(w, r)
 	})
+}
+
+// setFixed sets headers whose names are canonical and whose values never
+// change, sharing their value slices rather than allocating one per
+// header and request as Header.Set does (every answer carries them).
+// Sharing is safe: Set and Del replace a slice, Add appends to a full one
+// (which copies it), and nothing writes into a header's values in place.
+func setFixed(h, fixed http.Header) {
+	for k, v := range fixed {
+		h[k] = v[:len(v):len(v)]
+	}
 }
 
 // crossOrigin refuses cross-site state-changing browser requests. Requests

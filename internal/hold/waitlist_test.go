@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
 
 	"seatd/internal/app"
 	"seatd/internal/apperr"
@@ -444,7 +445,12 @@ func TestWaitlistOfferRacesHoldsAndExpiry(t *testing.T) {
 // waiting buyer's cart says what it is wherever they are connected.
 func TestWaitlistOfferThroughFeed(t *testing.T) {
 	a1 := testenv.App(t, nil)
-	a2 := testenv.App(t, func(c *config.Config) { c.KeyPrefix = "seatd-feed-" + uuid.NewString()[:8] })
+	// a2 follows the feed but makes no offer itself: its offer worker
+	// (which would otherwise race a1's round for the work) waits an hour.
+	a2 := testenv.App(t, func(c *config.Config) {
+		c.KeyPrefix = "seatd-feed-" + uuid.NewString()[:8]
+		c.WaitlistInterval = time.Hour
+	})
 	testenv.Background(t, a2)
 	tn := testenv.NewTenant(t, a1, 2)
 	ev := testenv.NewEvent(t, a1, tn.Org.ID, 1, 1, 1)
@@ -555,4 +561,83 @@ func TestWaitlistChangesAreTold(t *testing.T) {
 	}
 	expect("an offer", hold.WaitlistChange{Users: []uuid.UUID{second.User}, Line: true})
 	assertOffered(t, a1, second, ev.ID, e2, 1)
+}
+
+// TestWaitlistStandingPlaces: a buyer waiting for places of a standing
+// section is offered places as they are freed; a buyer who named no
+// section waits for seats, not places, while the event has seated
+// sections, and is offered the next seats freed.
+func TestWaitlistStandingPlaces(t *testing.T) {
+	a := testenv.App(t, nil)
+	tn := testenv.NewTenant(t, a, 3)
+	ev := gaEvent(t, a, tn, func(in *hold.EventInput) { in.MaxHoldsPerBuyer = ptr(200) })
+	ctx := context.Background()
+	holder, standing, anySeat := buyer(tn.Buyers[0]), buyer(tn.Buyers[1]), buyer(tn.Buyers[2])
+
+	// The holder takes every place and every seat.
+	var places []store.Hold
+	for len(places) < 100 {
+		res, err := a.Core.HoldGA(ctx, holder, ev.ID, "G", 10, hold.SourceAPI)
+		if err != nil {
+			t.Fatalf("hold places: %v", err)
+		}
+		places = append(places, res.Holds...)
+	}
+	rows, err := a.Pool.Query(ctx, `SELECT s.id FROM seats s JOIN sections c ON c.id = s.section_id
+		WHERE s.event_id = $1 AND c.kind = 'seated' ORDER BY s.idx`, ev.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	seated, err := pgx.CollectRows(rows, pgx.RowTo[uuid.UUID])
+	if err != nil || len(seated) != 20 {
+		t.Fatalf("seated seats %d, %v", len(seated), err)
+	}
+	var seats []store.Hold
+	for _, part := range [][]uuid.UUID{seated[:10], seated[10:]} {
+		res, err := a.Core.Hold(ctx, holder, ev.ID, part, hold.SourceWeb)
+		if err != nil {
+			t.Fatalf("hold seats: %v", err)
+		}
+		seats = append(seats, res.Holds...)
+	}
+
+	ePlaces := join(t, a, standing, ev.ID, 2, "", "G")
+	eAny := join(t, a, anySeat, ev.ID, 2, "", "")
+	release := func(hs ...store.Hold) {
+		t.Helper()
+		for _, h := range hs {
+			if _, err := a.Core.Release(ctx, holder, h.ID, ""); err != nil {
+				t.Fatal(err)
+			}
+		}
+		offers(t, a)
+	}
+	release(places[0], places[1])
+	for _, h := range assertOffered(t, a, standing, ev.ID, ePlaces, 2) {
+		if h.SeatID != places[0].SeatID && h.SeatID != places[1].SeatID {
+			t.Fatalf("offered %v, not a freed place", h.SeatID)
+		}
+	}
+	// Places freed again: not for a buyer waiting for seats.
+	release(places[2], places[3])
+	if got := entry(t, a, tn.Org.ID, eAny.ID); got.Status != store.WaitlistWaiting {
+		t.Fatalf("entry without a section offered standing places: %+v", got)
+	}
+	// Two seats side by side freed: they are.
+	var pair []store.Hold
+	for _, h := range seats {
+		if h.SeatID == seated[4] || h.SeatID == seated[5] {
+			pair = append(pair, h)
+		}
+	}
+	release(pair...)
+	for _, h := range assertOffered(t, a, anySeat, ev.ID, eAny, 2) {
+		if h.SeatID != seated[4] && h.SeatID != seated[5] {
+			t.Fatalf("offered %v, not a freed seat", h.SeatID)
+		}
+	}
+	if n := gaHeld(t, a, ev.ID); n != 98 {
+		t.Fatalf("%d places taken, want 98 (96 held by the holder, 2 offered)", n)
+	}
+	assertSeatInvariants(t, a, ev.ID)
 }

@@ -23,43 +23,38 @@ import (
 
 // Keys builds the key names of one event.
 type Keys struct {
-	prefix     string
-	org, event uuid.UUID
+	base string // "prefix:{org:event}:", built once: a hold names several keys
 }
 
 // EventKeys returns the key builder of an event under prefix.
 func EventKeys(prefix string, org, event uuid.UUID) Keys {
-	return Keys{prefix: prefix, org: org, event: event}
-}
-
-func (k Keys) base() string {
-	return k.prefix + ":{" + k.org.String() + ":" + k.event.String() + "}:"
+	return Keys{base: prefix + ":{" + org.String() + ":" + event.String() + "}:"}
 }
 
 // Seat is the lock key of one seat.
-func (k Keys) Seat(seat uuid.UUID) string { return k.base() + "seat:" + seat.String() }
+func (k Keys) Seat(seat uuid.UUID) string { return k.base + "seat:" + seat.String() }
 
 // Holds is the ZSET of held seats scored by expiry (ms).
-func (k Keys) Holds() string { return k.base() + "holds" }
+func (k Keys) Holds() string { return k.base + "holds" }
 
 // Holders is the ZSET (all scores 0, ordered by member) of "user|seat"
 // for every lock: a buyer's locks are one range of it, counted for the cap.
-func (k Keys) Holders() string { return k.base() + "holders" }
+func (k Keys) Holders() string { return k.base + "holders" }
 
 // Versions is the HASH of the Postgres seat version each seat's lock was
 // last synced to (see Sync).
-func (k Keys) Versions() string { return k.base() + "versions" }
+func (k Keys) Versions() string { return k.base + "versions" }
 
 // Synced exists while Redis holds the event's state as synced from
 // Postgres; a flushed or restarted Redis lacks it, and the fast path
 // stays off for the event until a full sync writes it again.
-func (k Keys) Synced() string { return k.base() + "synced" }
+func (k Keys) Synced() string { return k.base + "synced" }
 
 // Fence is the fencing-token counter.
-func (k Keys) Fence() string { return k.base() + "fence" }
+func (k Keys) Fence() string { return k.base + "fence" }
 
 // Live is the sharded pub/sub channel of the event.
-func (k Keys) Live() string { return k.base() + "live" }
+func (k Keys) Live() string { return k.base + "live" }
 
 // RateKey is a per-user, per-minute counter key of an organization.
 func RateKey(prefix string, org uuid.UUID, subject string, minute int64) string {
@@ -296,7 +291,7 @@ func (l *Locks) Acquire(ctx context.Context, org, event uuid.UUID, r AcquireRequ
 	args := make([]any, 0, 8+2*len(r.Seats))
 	ttl := r.HeldUntil.Sub(r.Now) + l.margin
 	args = append(args, r.User.String(), r.HeldUntil.UnixMilli(), ttl.Milliseconds(), r.Now.UnixMilli(), r.Floor, r.Cap,
-		k.base()+"seat:", r.MaxDelay.Milliseconds())
+		k.base+"seat:", r.MaxDelay.Milliseconds())
 	for i, s := range r.Seats {
 		keys = append(keys, k.Seat(s))
 		args = append(args, r.HoldIDs[i].String(), s.String())

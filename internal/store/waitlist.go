@@ -333,28 +333,30 @@ func offerEvent(ctx context.Context, tx pgx.Tx, org, event uuid.UUID, ttl time.D
 	return offers, nil
 }
 
-// offerSeat is a seat of a seated section as an offer round sees it.
+// offerSeat is a seat, or a standing place, as an offer round sees it.
 type offerSeat struct {
 	RowSeat
 	section  uuid.UUID
 	category string
+	ga       bool // a place of a general-admission section
 	// heldBack: an accessible or companion seat before the event's
 	// accessible_release_at.
 	heldBack bool
 }
 
-// offerSeats reads the event's seated seats, row by row in the order
-// best available uses (section position, then seat order), each row's
-// seats by number. Nothing is locked: the seats an offer picks are locked
-// and read again before they are held.
+// offerSeats reads the event's seats row by row in the order best
+// available uses (section position, then seat order), each row's seats by
+// number; a standing section's places are one row, after every seated
+// row. Nothing is locked: the seats an offer picks are locked and read
+// again before they are held.
 func offerSeats(ctx context.Context, tx pgx.Tx, org, event uuid.UUID, now time.Time) ([][]*offerSeat, error) {
 	rows, err := tx.Query(ctx, `
 		SELECT s.id, s.number, s.status = 'available', s.section_id, s.row_label, coalesce(s.category, ''),
-		       NOT accessible_open(s.accessible, s.companion, e.accessible_release_at, false, $3)
+		       NOT accessible_open(s.accessible, s.companion, e.accessible_release_at, false, $3), sc.kind = 'ga'
 		FROM seats s JOIN sections sc ON sc.org_id = s.org_id AND sc.id = s.section_id
 		JOIN events e ON e.org_id = s.org_id AND e.id = s.event_id
-		WHERE s.org_id = $1 AND s.event_id = $2 AND sc.kind = 'seated'
-		ORDER BY sc.position, s.section_id, s.idx`, org, event, now)
+		WHERE s.org_id = $1 AND s.event_id = $2
+		ORDER BY sc.kind = 'ga', sc.position, s.section_id, s.idx`, org, event, now)
 	if err != nil {
 		return nil, err
 	}
@@ -366,7 +368,7 @@ func offerSeats(ctx context.Context, tx pgx.Tx, org, event uuid.UUID, now time.T
 	var out [][]*offerSeat
 	var row string
 	var x offerSeat
-	if _, err := pgx.ForEachRow(rows, []any{&x.ID, &x.Number, &x.Free, &x.section, &row, &x.category, &x.heldBack}, func() error {
+	if _, err := pgx.ForEachRow(rows, []any{&x.ID, &x.Number, &x.Free, &x.section, &row, &x.category, &x.heldBack, &x.ga}, func() error {
 		k := key{x.section, row}
 		i, ok := at[k]
 		if !ok {
@@ -387,9 +389,10 @@ func offerSeats(ctx context.Context, tx pgx.Tx, org, event uuid.UUID, now time.T
 }
 
 // pickOffer chooses n free seats that ok accepts: the first block of n
-// side by side in one row (consecutive numbers), else the first n in
-// order. Under the strict rule a choice that would leave a seat alone in
-// its row is passed over, and nil is returned when every choice would.
+// side by side in one row (consecutive numbers; any n places of one
+// standing section), else the first n in order. Under the strict rule a
+// choice that would leave a seat alone in its row is passed over, and nil
+// is returned when every choice would; standing places have no neighbours.
 func pickOffer(rows [][]*offerSeat, n int, ok func(*offerSeat) bool, strict bool) []*offerSeat {
 	fits := func(pick []*offerSeat) bool {
 		if !strict {
@@ -400,7 +403,7 @@ func pickOffer(rows [][]*offerSeat, n int, ok func(*offerSeat) bool, strict bool
 			take[st.ID] = true
 		}
 		for _, r := range rows {
-			if !slices.ContainsFunc(r, func(st *offerSeat) bool { return take[st.ID] }) {
+			if r[0].ga || !slices.ContainsFunc(r, func(st *offerSeat) bool { return take[st.ID] }) {
 				continue
 			}
 			plain := make([]RowSeat, len(r))
@@ -414,6 +417,18 @@ func pickOffer(rows [][]*offerSeat, n int, ok func(*offerSeat) bool, strict bool
 		return true
 	}
 	for _, r := range rows {
+		if r[0].ga {
+			var places []*offerSeat
+			for _, st := range r {
+				if len(places) < n && st.Free && ok(st) {
+					places = append(places, st)
+				}
+			}
+			if len(places) == n {
+				return places
+			}
+			continue
+		}
 		for i := 0; i+n <= len(r); i++ {
 			block := r[i : i+n]
 			good := true
@@ -450,7 +465,13 @@ const offerAttempts = 3
 // marks the entry offered; view is the round's view of the event, which
 // the seats offered (or found taken) leave.
 func offerOne(ctx context.Context, tx pgx.Tx, e WaitlistEntry, view [][]*offerSeat, strict bool, now time.Time, ttl time.Duration) (Offer, bool, error) {
+	// An entry that names no section waits for seats, not standing
+	// places, unless the event has nothing but standing places.
+	standingOnly := !slices.ContainsFunc(view, func(r []*offerSeat) bool { return !r[0].ga })
 	ok := func(st *offerSeat) bool {
+		if e.Section == uuid.Nil && st.ga && !standingOnly {
+			return false
+		}
 		return !st.heldBack && (e.Category == "" || st.category == e.Category) && (e.Section == uuid.Nil || st.section == e.Section)
 	}
 	var reqs []HoldRequest
