@@ -15,9 +15,8 @@ type Occupancy struct {
 	ColdLoadMS float64 `json:"first_request_ms"` // loads the event into the hot cache
 	Served     Latency `json:"served"`
 	// RecomputedFresh is the aggregate right after the seats were
-	// written (visibility map not set yet: the index-only scan visits the
-	// heap); Recomputed is after VACUUM, the steady state autovacuum
-	// reaches.
+	// written (hint bits and visibility map not set yet); Recomputed is
+	// after VACUUM, the steady state autovacuum reaches.
 	RecomputedFresh Latency `json:"recomputed_fresh"`
 	Recomputed      Latency `json:"recomputed"`
 	Consistent      bool    `json:"served_equals_recomputed"`

@@ -33,8 +33,8 @@ func (c *Counts) Add(status SeatStatus, n int) {
 	}
 }
 
-// Occupancy aggregates an event's seats by section and status in SQL; the
-// (org_id, event_id, section_id, status) index makes it an index-only scan.
+// Occupancy aggregates an event's seats by section and status in SQL,
+// reading the event's rows (no index has status: see migration 013).
 func (s *Store) Occupancy(ctx context.Context, org, event uuid.UUID) (map[uuid.UUID]Counts, error) {
 	rows, err := s.db.Query(ctx, `
 		SELECT section_id, status, count(*) FROM seats
