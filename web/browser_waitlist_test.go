@@ -7,6 +7,7 @@ import (
 
 	"github.com/chromedp/chromedp"
 
+	"seatd/internal/hold"
 	"seatd/internal/store"
 	"seatd/internal/testenv"
 )
@@ -26,7 +27,7 @@ func TestBrowserWaitlist(t *testing.T) {
 	var held []store.Hold
 	held = append(held, coreHold(t, a, tn.Buyers[0], ev.ID, seats[:4]...)...)
 	held = append(held, coreHold(t, a, tn.Buyers[2], ev.ID, seats[4:]...)...)
-	ahead, err := a.Core.JoinWaitlist(context.Background(), actor(tn.Buyers[0]), ev.ID, 1, "", "")
+	ahead, err := a.Core.JoinWaitlist(context.Background(), actor(tn.Buyers[0]), ev.ID, hold.WaitFor{Count: 1})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -67,7 +67,7 @@ type Core interface {
 	HouseSeats(ctx context.Context, a hold.Actor, event uuid.UUID) ([]store.HouseAllocation, error)
 	CreateHouseSeats(ctx context.Context, a hold.Actor, event uuid.UUID, name string, seatIDs []uuid.UUID) (store.HouseAllocation, error)
 	ReleaseHouseSeats(ctx context.Context, a hold.Actor, id uuid.UUID) (store.HouseAllocation, error)
-	JoinWaitlist(ctx context.Context, a hold.Actor, event uuid.UUID, count int, category, section string) (store.WaitlistEntry, error)
+	JoinWaitlist(ctx context.Context, a hold.Actor, event uuid.UUID, w hold.WaitFor) (store.WaitlistEntry, error)
 	MyWaitlist(ctx context.Context, a hold.Actor, event uuid.UUID) ([]store.WaitlistEntry, error)
 	EventWaitlist(ctx context.Context, a hold.Actor, event uuid.UUID, limit int) (int, []store.WaitlistEntry, error)
 	LeaveWaitlist(ctx context.Context, a hold.Actor, id uuid.UUID) error

@@ -17,9 +17,10 @@ import (
 
 // waitlistInput is a request to wait for seats (DESIGN §11 "Waitlist").
 type waitlistInput struct {
-	Count    int    `json:"count" validate:"required,min=1,max=100"`
-	Category string `json:"category" validate:"max=40"`
-	Section  string `json:"section" validate:"max=100"`
+	Count      int    `json:"count" validate:"required,min=1,max=100"`
+	Category   string `json:"category" validate:"max=40"`
+	Section    string `json:"section" validate:"max=100"`
+	Accessible bool   `json:"accessible"`
 }
 
 type waitlistJSON struct {
@@ -29,6 +30,7 @@ type waitlistJSON struct {
 	Category   string     `json:"category,omitempty"`
 	SectionID  string     `json:"section_id,omitempty"`
 	Section    string     `json:"section,omitempty"`
+	Accessible bool       `json:"accessible"`
 	Status     string     `json:"status"`
 	Position   int        `json:"position"`
 	HoldIDs    []string   `json:"hold_ids,omitempty"`
@@ -38,7 +40,7 @@ type waitlistJSON struct {
 
 func waitlistView(e store.WaitlistEntry) waitlistJSON {
 	v := waitlistJSON{ID: e.ID.String(), EventID: e.Event.String(), Count: e.Seats, Category: e.Category,
-		Section: e.SectionLabel, Status: e.Status, Position: e.Position, CreatedAt: e.CreatedAt}
+		Section: e.SectionLabel, Accessible: e.Accessible, Status: e.Status, Position: e.Position, CreatedAt: e.CreatedAt}
 	if e.SectionLabel != "" {
 		v.SectionID = e.Section.String()
 	}
@@ -61,7 +63,8 @@ func (s *Server) joinWaitlist(w http.ResponseWriter, r *http.Request, a hold.Act
 	if err := s.dec.json(w, r, &in); err != nil {
 		return err
 	}
-	e, err := s.deps.Core.JoinWaitlist(r.Context(), a, event, in.Count, strings.TrimSpace(in.Category), strings.TrimSpace(in.Section))
+	e, err := s.deps.Core.JoinWaitlist(r.Context(), a, event, hold.WaitFor{Count: in.Count,
+		Category: strings.TrimSpace(in.Category), Section: strings.TrimSpace(in.Section), Accessible: in.Accessible})
 	if err != nil {
 		return err
 	}
@@ -148,7 +151,7 @@ func waitlistVM(event uuid.UUID, es []store.WaitlistEntry, now time.Time, msg st
 			}
 		}
 		vm.Entries = append(vm.Entries, views.WaitEntry{ID: e.ID.String(), Seats: e.Seats, Category: e.Category,
-			Section: e.SectionLabel, Status: e.Status, Position: e.Position, OfferUntil: e.OfferUntil})
+			Section: e.SectionLabel, Accessible: e.Accessible, Status: e.Status, Position: e.Position, OfferUntil: e.OfferUntil})
 	}
 	return vm
 }
@@ -211,7 +214,8 @@ func (s *Server) joinWaitlistForm(w http.ResponseWriter, r *http.Request, a hold
 	if err != nil {
 		return s.waitlistStatus(w, r, a, "Say how many seats you want.")
 	}
-	_, err = s.deps.Core.JoinWaitlist(r.Context(), a, event, n, strings.TrimSpace(vs.Get("category")), strings.TrimSpace(vs.Get("section")))
+	_, err = s.deps.Core.JoinWaitlist(r.Context(), a, event, hold.WaitFor{Count: n, Category: strings.TrimSpace(vs.Get("category")),
+		Section: strings.TrimSpace(vs.Get("section")), Accessible: vs.Get("accessible") == "on"})
 	if e, ok := apperr.As(err); ok && e.Code != apperr.Internal && e.Code != apperr.NotFound {
 		return s.waitlistStatus(w, r, a, e.Message)
 	}
@@ -245,7 +249,7 @@ func (p *staffPages) staffWaitlistFragment(w http.ResponseWriter, r *http.Reques
 	vm := views.StaffWaitlist{EventID: event.String(), Waiting: n}
 	for _, e := range first {
 		vm.First = append(vm.First, views.WaitEntry{ID: e.ID.String(), Seats: e.Seats, Category: e.Category,
-			Section: e.SectionLabel, Status: e.Status, Position: e.Position})
+			Section: e.SectionLabel, Accessible: e.Accessible, Status: e.Status, Position: e.Position})
 	}
 	p.render(w, r, http.StatusOK, views.StaffWaitlistPanel(vm))
 	return nil

@@ -16,11 +16,12 @@ import (
 )
 
 type waitlistOf struct {
-	ID       uuid.UUID `json:"id"`
-	Position int       `json:"position"`
-	Status   string    `json:"status"`
-	Section  string    `json:"section"`
-	HoldIDs  []string  `json:"hold_ids"`
+	ID         uuid.UUID `json:"id"`
+	Position   int       `json:"position"`
+	Status     string    `json:"status"`
+	Section    string    `json:"section"`
+	Accessible bool      `json:"accessible"`
+	HoldIDs    []string  `json:"hold_ids"`
 }
 
 // TestWaitlistAPI: join (201 with a position), list, a freed seat offered
@@ -48,6 +49,7 @@ func TestWaitlistAPI(t *testing.T) {
 		{map[string]any{"count": "two"}, "count"},
 		{map[string]any{"count": 1, "section": "Z"}, "section"},
 		{map[string]any{"count": 1, "category": "gold"}, "category"},
+		{map[string]any{"count": 1, "accessible": "yes"}, "accessible"},
 	} {
 		e := first.do("POST", path, c.body).wantErr(t, http.StatusUnprocessableEntity, "invalid")
 		if e.Fields[c.field] == "" {
@@ -79,9 +81,12 @@ func TestWaitlistAPI(t *testing.T) {
 	if p := panel(first); !strings.Contains(p, "data-resync") || !strings.Contains(p, `hx-trigger="resync"`) {
 		t.Fatalf("panel of a buyer in line is not fetched again after a reconnect: %s", p)
 	}
-	second.do("POST", path, map[string]any{"count": 1}).want(t, http.StatusCreated).json(t, &e2)
-	if e1.Position != 1 || e2.Position != 2 || e1.Section != "A" {
-		t.Fatalf("entries %+v %+v, want positions 1 and 2", e1, e2)
+	second.do("POST", path, map[string]any{"count": 1, "accessible": true}).want(t, http.StatusCreated).json(t, &e2)
+	if e1.Position != 1 || e2.Position != 2 || e1.Section != "A" || e1.Accessible || !e2.Accessible {
+		t.Fatalf("entries %+v %+v, want positions 1 and 2, the second asking for accessible seating", e1, e2)
+	}
+	if p := panel(second); !strings.Contains(p, "accessible seating") {
+		t.Fatalf("panel of a buyer waiting for accessible seating does not say so: %s", p)
 	}
 	first.do("POST", path, map[string]any{"count": 1}).wantErr(t, http.StatusConflict, "conflict")
 	s.as(other.Org, other.Buyers[0]).do("DELETE", "/api/v1/waitlist/"+e1.ID.String(), nil).wantErr(t, http.StatusNotFound, "not_found")

@@ -144,8 +144,8 @@ func offeredSeats(t *testing.T, a *app.App, org uuid.UUID, e store.WaitlistEntry
 }
 
 // TestWaitlistOffersKeepTheRules: an offer never hands out an accessible
-// or companion seat before the event's release time (entries cannot ask
-// for accessible seating), nor leaves a seat alone in its row on a strict
+// or companion seat before the event's release time, unless the entry
+// asked for accessible seating, nor leaves a seat alone in its row on a strict
 // event; it prefers seats side by side in one row to the first free ones.
 func TestWaitlistOffersKeepTheRules(t *testing.T) {
 	a := testenv.App(t, nil)
@@ -170,6 +170,25 @@ func TestWaitlistOffersKeepTheRules(t *testing.T) {
 		offers(t, a)
 		if got := offeredSeats(t, a, tn.Org.ID, w, byID); len(got) != 1 || (got[0] != "A/01" && got[0] != "A/02") {
 			t.Fatalf("offered %v after the release time, want A/01 or A/02", got)
+		}
+		assertSeatInvariants(t, a, e.ID)
+	})
+
+	t.Run("a buyer who needs accessible seating is offered it before the release", func(t *testing.T) {
+		e := onSale(t, a, tn, 3, func(in *hold.EventInput) { in.AccessibleReleaseAt = rfc(time.Now().Add(time.Hour)) })
+		byID, byPos := seatMap(t, a, tn.Org.ID, e.ID)
+		keepFree(t, a, e.ID, byPos, "A/01", "A/02")
+		plain := join(t, a, buyer(tn.Buyers[2]), e.ID, 1, "", "")
+		needs, err := a.Core.JoinWaitlist(ctx, buyer(tn.Buyers[1]), e.ID, hold.WaitFor{Count: 1, Accessible: true})
+		if err != nil || !needs.Accessible {
+			t.Fatalf("join asking for accessible seating: %+v, %v", needs, err)
+		}
+		offers(t, a)
+		if got := offeredSeats(t, a, tn.Org.ID, plain, byID); got != nil {
+			t.Fatalf("first in line, not asking, offered %v before the release time", got)
+		}
+		if got := offeredSeats(t, a, tn.Org.ID, needs, byID); len(got) != 1 || (got[0] != "A/01" && got[0] != "A/02") {
+			t.Fatalf("buyer asking for accessible seating offered %v, want A/01 or A/02", got)
 		}
 		assertSeatInvariants(t, a, e.ID)
 	})

@@ -15,9 +15,20 @@ import (
 // buyer when Options.OfferTTL is not set.
 const DefaultOfferTTL = 10 * time.Minute
 
+// WaitFor is what a buyer joins an event's line for: Count seats,
+// optionally of a Category and a Section (id or label), and Accessible
+// when they need accessible seating (their offers may then include the
+// seats kept back for it, as their holds may).
+type WaitFor struct {
+	Count             int
+	Category, Section string
+	Accessible        bool
+}
+
 // JoinWaitlist puts a buyer in line for seats of an event: count seats,
 // optionally of one category and/or section (id or label).
-func (s *Service) JoinWaitlist(ctx context.Context, a Actor, event uuid.UUID, count int, category, section string) (store.WaitlistEntry, error) {
+func (s *Service) JoinWaitlist(ctx context.Context, a Actor, event uuid.UUID, w WaitFor) (store.WaitlistEntry, error) {
+	count := w.Count
 	if a.Role != RoleBuyer {
 		return store.WaitlistEntry{}, apperr.E(apperr.Forbidden, "only buyers can join a waitlist")
 	}
@@ -30,7 +41,7 @@ func (s *Service) JoinWaitlist(ctx context.Context, a Actor, event uuid.UUID, co
 		return store.WaitlistEntry{}, err
 	}
 	e, err := s.store.JoinWaitlist(ctx, store.WaitlistRequest{Org: a.Org, Event: event, User: a.User, Seats: count,
-		Category: category, Section: section})
+		Category: w.Category, Section: w.Section, Accessible: w.Accessible})
 	if err != nil {
 		return e, err
 	}

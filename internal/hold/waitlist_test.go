@@ -21,7 +21,7 @@ import (
 
 func join(t testing.TB, a *app.App, who hold.Actor, event uuid.UUID, n int, category, section string) store.WaitlistEntry {
 	t.Helper()
-	e, err := a.Core.JoinWaitlist(context.Background(), who, event, n, category, section)
+	e, err := a.Core.JoinWaitlist(context.Background(), who, event, hold.WaitFor{Count: n, Category: category, Section: section})
 	if err != nil {
 		t.Fatalf("join waitlist: %v", err)
 	}
@@ -89,7 +89,7 @@ func TestWaitlistFirstComeFirstServed(t *testing.T) {
 	if e1.Position != 1 || e2.Position != 2 {
 		t.Fatalf("positions %d, %d, want 1, 2", e1.Position, e2.Position)
 	}
-	if _, err := a.Core.JoinWaitlist(ctx, first, ev.ID, 1, "", ""); apperr.CodeOf(err) != apperr.Conflict {
+	if _, err := a.Core.JoinWaitlist(ctx, first, ev.ID, hold.WaitFor{Count: 1}); apperr.CodeOf(err) != apperr.Conflict {
 		t.Fatalf("joining twice: %v, want conflict", err)
 	}
 	if n := offers(t, a); n != 0 {
@@ -276,7 +276,7 @@ func TestWaitlistRefusals(t *testing.T) {
 		field        string
 	}{{0, "", "", "count"}, {1000, "", "", "count"}, {1, "nope", "", "category"}, {1, "", "Z", "section"},
 		{1, "", uuid.NewString(), "section"}} {
-		_, err := a.Core.JoinWaitlist(ctx, b0, ev.ID, c.n, c.cat, c.section)
+		_, err := a.Core.JoinWaitlist(ctx, b0, ev.ID, hold.WaitFor{Count: c.n, Category: c.cat, Section: c.section})
 		var e *apperr.Error
 		if !errors.As(err, &e) || e.Code != apperr.Invalid || e.Fields[c.field] == "" {
 			t.Fatalf("join %+v: %v, want 422 on %s", c, err, c.field)
@@ -285,10 +285,10 @@ func TestWaitlistRefusals(t *testing.T) {
 	if n := count(t, a, `SELECT count(*) FROM waitlist_entries WHERE event_id = $1`, ev.ID); n != 0 {
 		t.Fatalf("%d entries written by refused requests", n)
 	}
-	if _, err := a.Core.JoinWaitlist(ctx, buyer(other.Buyers[0]), ev.ID, 1, "", ""); apperr.CodeOf(err) != apperr.NotFound {
+	if _, err := a.Core.JoinWaitlist(ctx, buyer(other.Buyers[0]), ev.ID, hold.WaitFor{Count: 1}); apperr.CodeOf(err) != apperr.NotFound {
 		t.Fatalf("other org joining: %v, want not found", err)
 	}
-	if _, err := a.Core.JoinWaitlist(ctx, staff(tn.BoxOffice), ev.ID, 1, "", ""); apperr.CodeOf(err) != apperr.Forbidden {
+	if _, err := a.Core.JoinWaitlist(ctx, staff(tn.BoxOffice), ev.ID, hold.WaitFor{Count: 1}); apperr.CodeOf(err) != apperr.Forbidden {
 		t.Fatalf("staff joining: %v, want forbidden", err)
 	}
 

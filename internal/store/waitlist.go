@@ -35,7 +35,10 @@ type WaitlistEntry struct {
 	Category             string    // "" for any
 	Section              uuid.UUID // uuid.Nil for any
 	SectionLabel         string
-	Status               string
+	// Accessible: the buyer needs accessible seating, so seats kept back
+	// for it until the event's accessible_release_at may be offered.
+	Accessible bool
+	Status     string
 	// Position is the place in line among waiting entries, from 1; 0 once
 	// offered or left.
 	Position   int
@@ -50,7 +53,8 @@ type WaitlistRequest struct {
 	Seats            int
 	Category         string
 	// Section is a section id or label of the event; "" for any.
-	Section string
+	Section    string
+	Accessible bool
 }
 
 // JoinWaitlist puts the buyer at the end of the event's line. The section
@@ -91,9 +95,9 @@ func (s *Store) JoinWaitlist(ctx context.Context, r WaitlistRequest) (WaitlistEn
 	var e WaitlistEntry
 	err := s.InTx(ctx, func(tx pgx.Tx) error {
 		err := tx.QueryRow(ctx, `
-			INSERT INTO waitlist_entries (org_id, event_id, user_id, seats, category, section_id)
-			VALUES ($1, $2, $3, $4, $5, $6) RETURNING id, created_at`,
-			r.Org, r.Event, r.User, r.Seats, category, section).Scan(&e.ID, &e.CreatedAt)
+			INSERT INTO waitlist_entries (org_id, event_id, user_id, seats, category, section_id, accessible)
+			VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING id, created_at`,
+			r.Org, r.Event, r.User, r.Seats, category, section, r.Accessible).Scan(&e.ID, &e.CreatedAt)
 		if err != nil {
 			return err
 		}
@@ -111,7 +115,7 @@ func (s *Store) JoinWaitlist(ctx context.Context, r WaitlistRequest) (WaitlistEn
 
 const waitlistColumns = `
 	SELECT w.id, w.org_id, w.event_id, w.user_id, w.seats, coalesce(w.category, ''), coalesce(w.section_id, '00000000-0000-0000-0000-000000000000'),
-	       coalesce(sc.label, ''), w.status, coalesce(w.hold_ids, '{}'), coalesce(w.offer_until, 'epoch'), w.created_at,
+	       coalesce(sc.label, ''), w.accessible, w.status, coalesce(w.hold_ids, '{}'), coalesce(w.offer_until, 'epoch'), w.created_at,
 	       CASE WHEN w.status = 'waiting' THEN
 	           (SELECT count(*) FROM waitlist_entries o WHERE o.event_id = w.event_id AND o.status = 'waiting' AND o.seq <= w.seq)
 	       ELSE 0 END
@@ -119,7 +123,7 @@ const waitlistColumns = `
 
 func scanWaitlist(r pgx.CollectableRow) (WaitlistEntry, error) {
 	var e WaitlistEntry
-	err := r.Scan(&e.ID, &e.Org, &e.Event, &e.User, &e.Seats, &e.Category, &e.Section, &e.SectionLabel, &e.Status,
+	err := r.Scan(&e.ID, &e.Org, &e.Event, &e.User, &e.Seats, &e.Category, &e.Section, &e.SectionLabel, &e.Accessible, &e.Status,
 		&e.HoldIDs, &e.OfferUntil, &e.CreatedAt, &e.Position)
 	e.OfferUntil, e.CreatedAt = e.OfferUntil.UTC(), e.CreatedAt.UTC()
 	if e.Status != WaitlistOffered {
@@ -200,7 +204,7 @@ func (s *Store) WaitlistsOf(ctx context.Context, org, event uuid.UUID, users []u
 			SELECT id, row_number() OVER (ORDER BY seq) AS position
 			FROM waitlist_entries WHERE org_id = $1 AND event_id = $2 AND status = 'waiting')
 		SELECT w.id, w.org_id, w.event_id, w.user_id, w.seats, coalesce(w.category, ''),
-		       coalesce(w.section_id, '00000000-0000-0000-0000-000000000000'), coalesce(sc.label, ''), w.status,
+		       coalesce(w.section_id, '00000000-0000-0000-0000-000000000000'), coalesce(sc.label, ''), w.accessible, w.status,
 		       coalesce(w.hold_ids, '{}'), coalesce(w.offer_until, 'epoch'), w.created_at, coalesce(l.position, 0)
 		FROM waitlist_entries w LEFT JOIN sections sc ON sc.org_id = w.org_id AND sc.id = w.section_id LEFT JOIN line l ON l.id = w.id
 		WHERE w.org_id = $1 AND w.event_id = $2 AND w.user_id = ANY($3::uuid[]) AND w.status <> 'left'
@@ -288,7 +292,7 @@ func (s *Store) OfferWaitlist(ctx context.Context, p OfferParams) (bool, []Offer
 // offerEvent offers an event's free seats to its line, in order, under
 // the event's choosing rules (DESIGN §11), read from its row in this
 // transaction: no accessible or companion seat before the event's
-// accessible_release_at (an entry cannot ask for accessible seating), and
+// accessible_release_at unless the entry asked for accessible seating, and
 // on a strict event no offer that leaves a seat alone in its row, checked
 // with every row of the event locked against strict holds (the advisory
 // locks of lockRows, taken in their order before any seat lock).
@@ -472,7 +476,7 @@ func offerOne(ctx context.Context, tx pgx.Tx, e WaitlistEntry, view [][]*offerSe
 		if e.Section == uuid.Nil && st.ga && !standingOnly {
 			return false
 		}
-		return !st.heldBack && (e.Category == "" || st.category == e.Category) && (e.Section == uuid.Nil || st.section == e.Section)
+		return (!st.heldBack || e.Accessible) && (e.Category == "" || st.category == e.Category) && (e.Section == uuid.Nil || st.section == e.Section)
 	}
 	var reqs []HoldRequest
 	var picked []*offerSeat
@@ -513,7 +517,7 @@ func offerOne(ctx context.Context, tx pgx.Tx, e WaitlistEntry, view [][]*offerSe
 	// On a strict event the rule was checked just above, with the rows
 	// locked; the hold statement still reads the rest of the rules.
 	hp := HoldParams{Org: e.Org, Event: e.Event, User: e.User, Seats: reqs, Now: now, HeldUntil: now.Add(ttl), Source: SourceWaitlist,
-		orphansChecked: strict}
+		Accessible: e.Accessible, orphansChecked: strict}
 	// All or none: a savepoint undoes a partial write (the event closed
 	// since the seats were read).
 	sp, err := tx.Begin(ctx)
