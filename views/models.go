@@ -211,6 +211,9 @@ type Choose struct {
 	ReleaseAt string
 	// HasAccessible: the event has accessible seats (shows the checkbox).
 	HasAccessible bool
+	// MaxSeats is how many seats or places one request may ask for
+	// (SEATD_MAX_SEATS_PER_REQUEST): the count fields' maximum.
+	MaxSeats int
 }
 
 // CartHold is one of the buyer's holds in the cart.

@@ -1071,7 +1071,7 @@ func SeatMapPage(p Page, m SeatMap, c Cart) templ.Component {
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
-			templ_7745c5c3_Err = GAPanel(m.EventID, m.GA).Render(ctx, templ_7745c5c3_Buffer)
+			templ_7745c5c3_Err = GAPanel(m.EventID, m.GA, m.Choose.MaxSeats).Render(ctx, templ_7745c5c3_Buffer)
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}

@@ -156,7 +156,8 @@ func (s *Server) seatMap(ctx context.Context, a hold.Actor, event uuid.UUID, sec
 	if err := hold.NotOnSale(ev, time.Now()); err != nil && a.Role == hold.RoleBuyer {
 		m.NotOnSale = apperrMessage(err) + "."
 	}
-	m.Choose = views.Choose{EventID: m.EventID, Categories: m.Categories, Strict: ev.OrphanRule == "strict"}
+	m.Choose = views.Choose{EventID: m.EventID, Categories: m.Categories, Strict: ev.OrphanRule == "strict",
+		MaxSeats: s.deps.Cfg.MaxSeatsPerRequest}
 	if ev.AccessibleReleaseAt != nil && time.Now().Before(*ev.AccessibleReleaseAt) {
 		m.Choose.ReleaseAt = ev.AccessibleReleaseAt.UTC().Format(time.RFC3339)
 	}

@@ -268,3 +268,21 @@ func TestWaitlistPushedPlace(t *testing.T) {
 		}
 	}
 }
+
+// TestCountFieldsFollowTheLimit: the map's count fields (best seats, the
+// waitlist) offer as many seats as one request may ask for, no more.
+func TestCountFieldsFollowTheLimit(t *testing.T) {
+	s := newTestServer(t, func(c *config.Config) { c.MaxSeatsPerRequest = 6 })
+	tn := testenv.NewTenant(t, s.app, 1)
+	ev := testenv.NewEvent(t, s.app, tn.Org.ID, 1, 2, 4)
+	page := string(s.as(tn.Org, tn.Buyers[0]).do("GET", "/e/"+ev.ID.String(), nil).want(t, http.StatusOK).body)
+	fields := regexp.MustCompile(`name="count" min="1" max="(\d+)"`).FindAllStringSubmatch(page, -1)
+	if len(fields) != 2 {
+		t.Fatalf("%d count fields on the map page, want 2 (best seats, waitlist)", len(fields))
+	}
+	for _, f := range fields {
+		if f[1] != "6" {
+			t.Fatalf("count field max %s, want the request limit 6", f[1])
+		}
+	}
+}
