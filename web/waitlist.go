@@ -242,15 +242,32 @@ func (p *staffPages) staffWaitlistFragment(w http.ResponseWriter, r *http.Reques
 	if err != nil {
 		return err
 	}
-	n, first, err := p.deps.Core.EventWaitlist(r.Context(), a, event, 10)
+	n, first, err := p.deps.Core.EventWaitlist(r.Context(), a, event, staffWaitlistFirst)
 	if err != nil {
 		return err
 	}
-	vm := views.StaffWaitlist{EventID: event.String(), Waiting: n}
+	p.render(w, r, http.StatusOK, views.StaffWaitlistPanel(staffWaitlistVM(event, n, first), false))
+	return nil
+}
+
+// staffWaitlistFirst is how many of the line the dashboard lists.
+const staffWaitlistFirst = 10
+
+func staffWaitlistVM(event uuid.UUID, waiting int, first []store.WaitlistEntry) views.StaffWaitlist {
+	vm := views.StaffWaitlist{EventID: event.String(), Waiting: waiting}
 	for _, e := range first {
 		vm.First = append(vm.First, views.WaitEntry{ID: e.ID.String(), Seats: e.Seats, Category: e.Category,
 			Section: e.SectionLabel, Accessible: e.Accessible, Status: e.Status, Position: e.Position})
 	}
-	p.render(w, r, http.StatusOK, views.StaffWaitlistPanel(vm))
-	return nil
+	return vm
+}
+
+// RenderStaffWaitlist renders the dashboard's waitlist panel, out of band
+// (live.WaitlistRenderer).
+func (lp livePanels) RenderStaffWaitlist(ctx context.Context, org, event uuid.UUID) ([]byte, error) {
+	n, first, err := lp.store.EventWaitlist(ctx, org, event, staffWaitlistFirst)
+	if err != nil {
+		return nil, err
+	}
+	return renderBytes(ctx, views.StaffWaitlistPanel(staffWaitlistVM(event, n, first), true))
 }

@@ -286,3 +286,34 @@ func TestCountFieldsFollowTheLimit(t *testing.T) {
 		}
 	}
 }
+
+// TestDashboardWaitlistLive: the dashboard's waitlist panel does not
+// poll; its socket brings the panel again after a buyer joins the line
+// and after one leaves, with the new count and the entry.
+func TestDashboardWaitlistLive(t *testing.T) {
+	s := newTestServer(t, nil)
+	a := s.app
+	tn := testenv.NewTenant(t, a, 1)
+	ev := testenv.NewEvent(t, a, tn.Org.ID, 1, 1, 2)
+	org := s.as(tn.Org, tn.Organizer)
+	if p := string(org.do("GET", "/admin/events/"+ev.ID.String()+"/waitlist", nil).want(t, http.StatusOK).body); strings.Contains(p, "every ") ||
+		!strings.Contains(p, `hx-trigger="resync"`) || !strings.Contains(p, "data-resync") {
+		t.Fatalf("the dashboard's waitlist panel polls or is not fetched again on reconnect: %s", p)
+	}
+	dconn, _ := s.dialPath(t, org, "/live/events/"+ev.ID.String()+"/dashboard", s.ts.URL)
+	if dconn == nil {
+		t.Fatal("the dashboard socket did not open")
+	}
+	dash := frames(t, dconn)
+	var e waitlistOf
+	buyer := s.as(tn.Org, tn.Buyers[0])
+	buyer.do("POST", "/api/v1/events/"+ev.ID.String()+"/waitlist", map[string]any{"count": 2, "section": "A"}).want(t, http.StatusCreated).json(t, &e)
+	waitFrame(t, dash, 10*time.Second, "the waitlist panel with one waiting", func(f string) bool {
+		return strings.Contains(f, `id="staff-waitlist"`) && strings.Contains(f, `hx-swap-oob="true"`) &&
+			strings.Contains(f, `data-testid="waitlist-waiting">1<`) && strings.Contains(f, "section A")
+	}, nil)
+	buyer.do("DELETE", "/api/v1/waitlist/"+e.ID.String(), nil).want(t, http.StatusNoContent)
+	waitFrame(t, dash, 10*time.Second, "the waitlist panel with nobody waiting", func(f string) bool {
+		return strings.Contains(f, `id="staff-waitlist"`) && strings.Contains(f, `data-testid="waitlist-waiting">0<`)
+	}, nil)
+}

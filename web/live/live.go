@@ -190,6 +190,10 @@ type WaitlistRenderer interface {
 	// changed (they left the line from another page). The bytes are
 	// shared by the sockets and must not be changed afterwards.
 	RenderWaitlists(ctx context.Context, org, event uuid.UUID, users []uuid.UUID) (panels map[uuid.UUID][]byte, cleared []byte, err error)
+	// RenderStaffWaitlist renders the dashboard's waitlist panel (an
+	// out-of-band fragment: how many wait, the first in line), sent to
+	// every dashboard socket of the event after a change of its line.
+	RenderStaffWaitlist(ctx context.Context, org, event uuid.UUID) ([]byte, error)
 }
 
 // WaitlistOptions enable live waitlist panels; see (*Hub).EnableWaitlist.

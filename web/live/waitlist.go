@@ -78,8 +78,9 @@ func (h *Hub) linePump(t *topic) {
 // changed and offers each of their seat-map sockets its own; a client
 // whose queue is full is dropped. Buyers with no entries get nothing,
 // unless their own entries changed (they left from another page): they
-// get the empty panel. It reports false when the render failed; the
-// changes are then kept for the next try.
+// get the empty panel. Dashboard sockets get the staff panel, rendered
+// once for all of them, after any change. It reports false when a render
+// failed; the changes are then kept for the next try.
 func (h *Hub) flushLine(t *topic) bool {
 	all, changed := t.takeLine()
 	t.mu.Lock()
@@ -96,14 +97,31 @@ func (h *Hub) flushLine(t *topic) bool {
 			}
 		}
 	}
+	dashboards := false
+	if all || len(changed) > 0 {
+		for c := range t.clients {
+			if c.v.Stream == StreamDashboard {
+				dashboards = true
+				break
+			}
+		}
+	}
 	t.mu.Unlock()
-	if len(users) == 0 {
+	if len(users) == 0 && !dashboards {
 		// Nobody here whose panel changed: no query at all.
 		return true
 	}
 
 	ctx, cancel := context.WithTimeout(h.ctx, t.wl.RenderTimeout)
-	panels, cleared, err := t.wl.Renderer.RenderWaitlists(ctx, t.key.org, t.key.event, users)
+	var panels map[uuid.UUID][]byte
+	var cleared, staff []byte
+	var err error
+	if len(users) > 0 {
+		panels, cleared, err = t.wl.Renderer.RenderWaitlists(ctx, t.key.org, t.key.event, users)
+	}
+	if err == nil && dashboards {
+		staff, err = t.wl.Renderer.RenderStaffWaitlist(ctx, t.key.org, t.key.event)
+	}
 	cancel()
 	h.metrics.lineRenders.Inc()
 	if err != nil {
@@ -123,13 +141,16 @@ func (h *Hub) flushLine(t *topic) bool {
 	var slow []*client
 	t.mu.Lock()
 	for c := range t.clients {
-		if c.v.Stream != StreamSeats {
-			continue
-		}
-		// Each socket gets its own buyer's panel and nobody else's.
-		p, ok := panels[c.v.Actor.User]
-		if !ok && own[c.v.Actor.User] {
-			p = cleared
+		var p []byte
+		switch c.v.Stream {
+		case StreamSeats:
+			// Each socket gets its own buyer's panel and nobody else's.
+			var ok bool
+			if p, ok = panels[c.v.Actor.User]; !ok && own[c.v.Actor.User] {
+				p = cleared
+			}
+		case StreamDashboard:
+			p = staff
 		}
 		if len(p) == 0 {
 			continue

@@ -32,6 +32,7 @@ type fakeLines struct {
 	next    int
 	started int
 	calls   [][]uuid.UUID // the users of each finished render
+	staff   int           // staff panels rendered
 }
 
 func newFakeLines() *fakeLines {
@@ -76,6 +77,19 @@ func (l *fakeLines) RenderWaitlists(ctx context.Context, _, event uuid.UUID, use
 		}
 	}
 	return out, []byte(`<div id="waitlist-status" data-cleared="` + event.String() + `"></div>`), nil
+}
+
+func (l *fakeLines) RenderStaffWaitlist(_ context.Context, _, event uuid.UUID) ([]byte, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.staff++
+	return []byte(`<section id="staff-waitlist" data-event="` + event.String() + `"></section>`), nil
+}
+
+func (l *fakeLines) staffRenders() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.staff
 }
 
 func panel(user uuid.UUID, place int) string {
@@ -211,6 +225,9 @@ func TestWaitlistPanelsGoOnlyToTheirBuyer(t *testing.T) {
 		t.Fatalf("renders after the joins %v, want one more, for c alone", rs[before:])
 	}
 	noPanel(t, e, event, bc)
+	if n := lines.staffRenders(); n != 0 {
+		t.Fatalf("%d staff panels rendered with no dashboard socket here", n)
+	}
 }
 
 // TestWaitlistRendersCoalesce: changes that come while a render runs are
