@@ -150,8 +150,7 @@ func waitlistVM(event uuid.UUID, es []store.WaitlistEntry, now time.Time, msg st
 				vm.LapseIn = in
 			}
 		}
-		vm.Entries = append(vm.Entries, views.WaitEntry{ID: e.ID.String(), Seats: e.Seats, Category: e.Category,
-			Section: e.SectionLabel, Accessible: e.Accessible, Status: e.Status, Position: e.Position, OfferUntil: e.OfferUntil})
+		vm.Entries = append(vm.Entries, waitEntry(e))
 	}
 	return vm
 }
@@ -256,10 +255,15 @@ const staffWaitlistFirst = 10
 func staffWaitlistVM(event uuid.UUID, waiting int, first []store.WaitlistEntry) views.StaffWaitlist {
 	vm := views.StaffWaitlist{EventID: event.String(), Waiting: waiting}
 	for _, e := range first {
-		vm.First = append(vm.First, views.WaitEntry{ID: e.ID.String(), Seats: e.Seats, Category: e.Category,
-			Section: e.SectionLabel, Accessible: e.Accessible, Status: e.Status, Position: e.Position})
+		vm.First = append(vm.First, waitEntry(e))
 	}
 	return vm
+}
+
+// waitEntry is an entry as the buyer's and the staff's panels show it.
+func waitEntry(e store.WaitlistEntry) views.WaitEntry {
+	return views.WaitEntry{ID: e.ID.String(), Seats: e.Seats, Category: e.Category, Section: e.SectionLabel,
+		Accessible: e.Accessible, Status: e.Status, Position: e.Position, OfferUntil: e.OfferUntil}
 }
 
 // RenderStaffWaitlist renders the dashboard's waitlist panel, out of band

@@ -12,7 +12,6 @@ import (
 
 	"seatd/internal/app"
 	"seatd/internal/apperr"
-	"seatd/internal/config"
 	"seatd/internal/hold"
 	"seatd/internal/store"
 	"seatd/internal/testenv"
@@ -66,12 +65,7 @@ func assertLockFollows(t *testing.T, a *app.App, org, event uuid.UUID, h store.H
 // expires it after.
 func TestCustomerHoldLivesItsTime(t *testing.T) {
 	r := testenv.StartRedis(t)
-	a := testenv.App(t, func(c *config.Config) {
-		c.RedisURL = r.URL()
-		c.BreakerOpenFor = 200 * time.Millisecond
-		c.RedisTimeout = 100 * time.Millisecond
-		c.RedisDialTimeout = 100 * time.Millisecond
-	})
+	a := testenv.App(t, onRedis(r, 200*time.Millisecond))
 	testenv.Background(t, a)
 	tn := testenv.NewTenant(t, a, 1)
 	ev := testenv.NewEvent(t, a, tn.Org.ID, 1, 2, 10)

@@ -33,10 +33,7 @@ import (
 func TestRedisKilledDuringHolds(t *testing.T) {
 	r := testenv.StartRedis(t)
 	mod := func(c *config.Config) {
-		c.RedisURL = r.URL()
-		c.BreakerOpenFor = 300 * time.Millisecond
-		c.RedisTimeout = 100 * time.Millisecond
-		c.RedisDialTimeout = 100 * time.Millisecond
+		onRedis(r, 300*time.Millisecond)(c)
 		// Short, so locks of transactions that failed during the outage
 		// stop counting as "in flight" soon after recovery.
 		c.PGStatementTimeout = 2 * time.Second
@@ -462,12 +459,7 @@ func TestHoldWhilePostgresRefuses(t *testing.T) {
 // the Postgres-only path instead of waiting on a dead Redis first.
 func TestIdleProcessNoticesRedisDown(t *testing.T) {
 	r := testenv.StartRedis(t)
-	a := testenv.App(t, func(c *config.Config) {
-		c.RedisURL = r.URL()
-		c.BreakerOpenFor = 200 * time.Millisecond
-		c.RedisTimeout = 100 * time.Millisecond
-		c.RedisDialTimeout = 100 * time.Millisecond
-	})
+	a := testenv.App(t, onRedis(r, 200*time.Millisecond))
 	testenv.Background(t, a)
 	tn := testenv.NewTenant(t, a, 1)
 	ev := testenv.NewEvent(t, a, tn.Org.ID, 1, 2, 10)

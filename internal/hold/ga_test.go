@@ -182,10 +182,7 @@ func TestGAHoldsFollowTheRules(t *testing.T) {
 func TestGARedisKilledDuringSale(t *testing.T) {
 	r := testenv.StartRedis(t)
 	mod := func(c *config.Config) {
-		c.RedisURL = r.URL()
-		c.BreakerOpenFor = 300 * time.Millisecond
-		c.RedisTimeout = 100 * time.Millisecond
-		c.RedisDialTimeout = 100 * time.Millisecond
+		onRedis(r, 300*time.Millisecond)(c)
 		c.PGStatementTimeout = 2 * time.Second
 	}
 	a1, a2 := testenv.App(t, mod), testenv.App(t, mod)

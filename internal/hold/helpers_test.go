@@ -3,14 +3,29 @@ package hold_test
 import (
 	"context"
 	"testing"
+	"time"
 
 	"github.com/google/uuid"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"seatd/internal/app"
+	"seatd/internal/config"
 	"seatd/internal/hold"
 	"seatd/internal/store"
+	"seatd/internal/testenv"
 )
+
+// onRedis points an app at a test's own Redis r (which the test may stop)
+// with short Redis timeouts, so a dead Redis is noticed within a few
+// hundred milliseconds; the breaker then stays open for openFor.
+func onRedis(r *testenv.Redis, openFor time.Duration) func(*config.Config) {
+	return func(c *config.Config) {
+		c.RedisURL = r.URL()
+		c.BreakerOpenFor = openFor
+		c.RedisTimeout = 100 * time.Millisecond
+		c.RedisDialTimeout = 100 * time.Millisecond
+	}
+}
 
 func buyer(u store.User) hold.Actor {
 	return hold.Actor{Org: u.OrgID, User: u.ID, Role: hold.RoleBuyer}

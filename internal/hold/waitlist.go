@@ -25,14 +25,12 @@ type WaitFor struct {
 	Accessible        bool
 }
 
-// JoinWaitlist puts a buyer in line for seats of an event: count seats,
-// optionally of one category and/or section (id or label).
+// JoinWaitlist puts a buyer in line for what w asks for.
 func (s *Service) JoinWaitlist(ctx context.Context, a Actor, event uuid.UUID, w WaitFor) (store.WaitlistEntry, error) {
-	count := w.Count
 	if a.Role != RoleBuyer {
 		return store.WaitlistEntry{}, apperr.E(apperr.Forbidden, "only buyers can join a waitlist")
 	}
-	if count < 1 || count > s.opt.MaxSeatsPerRequest {
+	if w.Count < 1 || w.Count > s.opt.MaxSeatsPerRequest {
 		return store.WaitlistEntry{}, &apperr.Error{Code: apperr.Invalid,
 			Message: fmt.Sprintf("wait for between 1 and %d seats", s.opt.MaxSeatsPerRequest),
 			Fields:  map[string]string{"count": fmt.Sprintf("must be 1 to %d", s.opt.MaxSeatsPerRequest)}}
@@ -40,7 +38,7 @@ func (s *Service) JoinWaitlist(ctx context.Context, a Actor, event uuid.UUID, w 
 	if _, err := s.buyerEvent(ctx, a, event); err != nil {
 		return store.WaitlistEntry{}, err
 	}
-	e, err := s.store.JoinWaitlist(ctx, store.WaitlistRequest{Org: a.Org, Event: event, User: a.User, Seats: count,
+	e, err := s.store.JoinWaitlist(ctx, store.WaitlistRequest{Org: a.Org, Event: event, User: a.User, Seats: w.Count,
 		Category: w.Category, Section: w.Section, Accessible: w.Accessible})
 	if err != nil {
 		return e, err

@@ -2,8 +2,6 @@ package store_test
 
 import (
 	"context"
-	"net/url"
-	"os"
 	"strings"
 	"testing"
 	"time"
@@ -25,37 +23,10 @@ import (
 func TestChangeFeedReadByIndex(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	base := os.Getenv("DATABASE_URL")
-	if base == "" {
-		t.Fatal("DATABASE_URL is not set: run the tests with make test, which starts Postgres and Redis")
-	}
-	admin, err := pgx.Connect(ctx, base)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer admin.Close(ctx)
-	const name = "seatd_test_feedplan"
-	for _, q := range []string{"DROP DATABASE IF EXISTS " + name + " WITH (FORCE)", "CREATE DATABASE " + name} {
-		if _, err := admin.Exec(ctx, q); err != nil {
-			t.Fatal(err)
-		}
-	}
-	u, err := url.Parse(base)
-	if err != nil {
-		t.Fatal(err)
-	}
-	u.Path = "/" + name
+	own := testenv.OwnDatabase(t, "feedplan")
 	a := testenv.App(t, func(c *config.Config) {
-		c.DatabaseURL = u.String()
+		c.DatabaseURL = own
 		c.PGStatementTimeout = time.Minute
-	})
-	t.Cleanup(func() {
-		a.Close()
-		c, err := pgx.Connect(context.Background(), base)
-		if err == nil {
-			_, _ = c.Exec(context.Background(), "DROP DATABASE IF EXISTS "+name+" WITH (FORCE)")
-			_ = c.Close(context.Background())
-		}
 	})
 
 	tn := testenv.NewTenant(t, a, 1)

@@ -69,12 +69,53 @@ var pkgDB struct {
 // packageDatabase creates (if missing) the database of this test binary,
 // seatd_test_<package>, next to the one base names, and returns its URL.
 func packageDatabase(base string) (string, error) {
-	name := "seatd_test_" + strings.Map(func(r rune) rune {
+	return createDatabase(base, dbName(strings.TrimSuffix(filepath.Base(os.Args[0]), ".test")))
+}
+
+// dbName is seatd_test_<name>, with anything but [a-z0-9] as '_'.
+func dbName(name string) string {
+	return "seatd_test_" + strings.Map(func(r rune) rune {
 		if (r >= 'a' && r <= 'z') || (r >= '0' && r <= '9') {
 			return r
 		}
 		return '_'
-	}, strings.ToLower(strings.TrimSuffix(filepath.Base(os.Args[0]), ".test")))
+	}, strings.ToLower(name))
+}
+
+// OwnDatabase gives a test a fresh, empty database of its own,
+// seatd_test_<name>, next to the package's (dropped first if a failed
+// run left it, and dropped again when the test ends), and returns its URL
+// for config.Config.DatabaseURL. For tests whose data must be the whole
+// database, or would slow the package's other tests down.
+func OwnDatabase(t testing.TB, name string) string {
+	t.Helper()
+	base := Config(t).DatabaseURL
+	name = dbName(name)
+	drop := func() error {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		conn, err := pgx.Connect(ctx, base)
+		if err != nil {
+			return err
+		}
+		defer conn.Close(ctx)
+		_, err = conn.Exec(ctx, "DROP DATABASE IF EXISTS "+name+" WITH (FORCE)")
+		return err
+	}
+	if err := drop(); err != nil {
+		t.Fatalf("drop database %s: %v", name, err)
+	}
+	u, err := createDatabase(base, name)
+	if err != nil {
+		t.Fatalf("create database %s: %v", name, err)
+	}
+	t.Cleanup(func() { _ = drop() })
+	return u
+}
+
+// createDatabase creates (if missing) the database name next to the one
+// base names, and returns its URL.
+func createDatabase(base, name string) (string, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	conn, err := pgx.Connect(ctx, base)

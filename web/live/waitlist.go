@@ -97,15 +97,7 @@ func (h *Hub) flushLine(t *topic) bool {
 			}
 		}
 	}
-	dashboards := false
-	if all || len(changed) > 0 {
-		for c := range t.clients {
-			if c.v.Stream == StreamDashboard {
-				dashboards = true
-				break
-			}
-		}
-	}
+	dashboards := (all || len(changed) > 0) && t.streams[StreamDashboard] > 0
 	t.mu.Unlock()
 	if len(users) == 0 && !dashboards {
 		// Nobody here whose panel changed: no query at all.
