@@ -8,6 +8,7 @@ package coalesce
 
 import (
 	"context"
+	"slices"
 	"sync"
 )
 
@@ -30,14 +31,29 @@ type Batcher[Req, Res any] struct {
 	// goroutine of one of the callers, which waits for it.
 	run func(ctx context.Context, batch []*Call[Req, Res])
 
+	// keys, when set (Apart), names what a request's batch will lock:
+	// batches in flight at once never share a key.
+	keys func(Req) []uint64
+
 	mu    sync.Mutex
 	queue []*Call[Req, Res]
+	busy  map[uint64]bool // keys of the batches in flight
+	freed chan struct{}   // closed (and replaced) when a batch in flight ends
 }
 
 // New returns a Batcher sending batches with run.
 func New[Req, Res any](slots, size int, run func(ctx context.Context, batch []*Call[Req, Res])) *Batcher[Req, Res] {
-	return &Batcher[Req, Res]{max: size, slots: make(chan struct{}, max(slots, 1)), run: run}
+	return &Batcher[Req, Res]{max: size, slots: make(chan struct{}, max(slots, 1)), run: run,
+		busy: map[uint64]bool{}, freed: make(chan struct{})}
 }
+
+// Apart keeps batches that would wait on each other out of flight
+// together: a request is taken only into a batch whose keys no other
+// batch in flight has (requests of one batch may share keys). Two
+// transactions that lock one row run one after the other anyway, each
+// holding its slot while it waits; kept apart, the second slot runs what
+// does not need that row instead. Call it before the first Do.
+func (b *Batcher[Req, Res]) Apart(keys func(Req) []uint64) { b.keys = keys }
 
 // Do sends req, batched with whatever else is waiting, and returns its
 // answer. It returns ctx's error only when req was withdrawn before any
@@ -55,8 +71,10 @@ func (b *Batcher[Req, Res]) Do(ctx context.Context, req Req) (Res, error) {
 		case b.slots <- struct{}{}:
 			// This goroutine sends what is queued: its own call, unless
 			// another sender took it already, and others'.
-			if batch := b.take(); len(batch) > 0 {
+			batch, keys, freed := b.take()
+			if len(batch) > 0 {
 				b.run(ctx, batch)
+				b.end(keys)
 			}
 			<-b.slots
 			b.mu.Lock()
@@ -65,6 +83,17 @@ func (b *Batcher[Req, Res]) Do(ctx context.Context, req Req) (Res, error) {
 			if taken {
 				// In this batch or another one: only its answer is left.
 				return <-c.done, nil
+			}
+			if len(batch) == 0 {
+				// Everything queued, this call too, shares a key with a
+				// batch in flight (Apart): trying again before one ends
+				// would only spin.
+				select {
+				case r := <-c.done:
+					return r, nil
+				case <-freed:
+				case <-ctx.Done():
+				}
 			}
 		case <-ctx.Done():
 			if b.withdraw(c) {
@@ -76,16 +105,56 @@ func (b *Batcher[Req, Res]) Do(ctx context.Context, req Req) (Res, error) {
 	}
 }
 
-func (b *Batcher[Req, Res]) take() []*Call[Req, Res] {
+func (b *Batcher[Req, Res]) take() (batch []*Call[Req, Res], keys []uint64, freed chan struct{}) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	n := min(len(b.queue), b.max)
-	batch := b.queue[:n:n]
+	if b.keys == nil {
+		n := min(len(b.queue), b.max)
+		batch = b.queue[:n:n]
+		b.queue = append([]*Call[Req, Res](nil), b.queue[n:]...)
+	} else {
+		// In queue order, each call whose keys no batch in flight has;
+		// the rest stay queued, in order, for a later batch.
+		mine := map[uint64]bool{}
+		rest := make([]*Call[Req, Res], 0, len(b.queue))
+		for _, c := range b.queue {
+			ks := b.keys(c.Req)
+			if len(batch) == b.max || slices.ContainsFunc(ks, func(k uint64) bool { return b.busy[k] && !mine[k] }) {
+				rest = append(rest, c)
+				continue
+			}
+			batch = append(batch, c)
+			for _, k := range ks {
+				if !mine[k] {
+					mine[k] = true
+					keys = append(keys, k)
+				}
+			}
+		}
+		b.queue = rest
+		for _, k := range keys {
+			b.busy[k] = true
+		}
+	}
 	for _, c := range batch {
 		c.taken = true
 	}
-	b.queue = append([]*Call[Req, Res](nil), b.queue[n:]...)
-	return batch
+	return batch, keys, b.freed
+}
+
+// end frees the keys of a batch that has run and wakes the callers
+// whose calls waited on them.
+func (b *Batcher[Req, Res]) end(keys []uint64) {
+	if b.keys == nil {
+		return
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for _, k := range keys {
+		delete(b.busy, k)
+	}
+	close(b.freed)
+	b.freed = make(chan struct{})
 }
 
 func (b *Batcher[Req, Res]) withdraw(c *Call[Req, Res]) bool {

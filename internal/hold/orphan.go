@@ -2,6 +2,8 @@ package hold
 
 import (
 	"fmt"
+	"hash/fnv"
+	"slices"
 	"time"
 
 	"github.com/google/uuid"
@@ -25,6 +27,22 @@ func orphanSeat(ids []uuid.UUID, label func(uuid.UUID) string) error {
 		e.Message = fmt.Sprintf("this would leave seats %v alone between taken seats; hold them too or choose other seats", names)
 	}
 	return e
+}
+
+// rowKeys names the rows of seats, each once, for store.HoldParams.Rows.
+func rowKeys(event uuid.UUID, seats []store.Seat) []uint64 {
+	keys := make([]uint64, 0, 1)
+	h := fnv.New64a()
+	for _, st := range seats {
+		h.Reset()
+		_, _ = h.Write(event[:])
+		_, _ = h.Write(st.SectionID[:])
+		_, _ = h.Write([]byte(st.Row))
+		if k := h.Sum64(); !slices.Contains(keys, k) {
+			keys = append(keys, k)
+		}
+	}
+	return keys
 }
 
 // heldBack reports whether accessible and companion seats of the event

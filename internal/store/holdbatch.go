@@ -162,6 +162,12 @@ func (s *Store) BatchHolds(slots, max int) {
 	s.batch.Batcher = coalesce.New(slots, max, s.batch.runStatement)
 	s.together = &holdBatcher{store: s}
 	s.together.Batcher = coalesce.New(slots, max, s.together.runTogether)
+	s.together.Apart(func(p HoldParams) []uint64 {
+		if !p.Strict {
+			return nil
+		}
+		return p.Rows
+	})
 }
 
 // HoldBatchStats reports how many statements and transactions the hold
