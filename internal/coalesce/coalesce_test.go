@@ -123,8 +123,7 @@ func TestApartBatchesShareNoKey(t *testing.T) {
 	var mu sync.Mutex
 	inFlight := map[uint64]int{} // key → batches in flight having it
 	var overlaps, together, running, batches int
-	var b *coalesce.Batcher[req, int]
-	b = coalesce.New(3, 8, func(_ context.Context, batch []*coalesce.Call[req, int]) {
+	b := coalesce.New(3, 8, func(_ context.Context, batch []*coalesce.Call[req, int]) {
 		keys := map[uint64]bool{}
 		for _, c := range batch {
 			for _, k := range c.Req.keys {
