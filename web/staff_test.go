@@ -482,7 +482,7 @@ func TestBoxOfficeRelease(t *testing.T) {
 	waitFrame(t, ch, 5*time.Second, "the buyer's own hold", func(f string) bool {
 		return strings.Contains(f, `id="seat-`+seat.String()+`"`) && strings.Contains(f, `data-mine="true"`)
 	}, nil)
-	h, err := a.Store.ActiveHold(t.Context(), tn.Org.ID, seat)
+	h, err := a.Store.ActiveHold(t.Context(), tn.Org.ID, ev.ID, seat)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -30,7 +30,7 @@ import (
 const pgbenchScript = `\set k :k + 1
 \set idx :k * :nclients + :client_id - :nclients
 WITH r AS (
-    SELECT s0.id AS seat_id, gen_random_uuid() AS hold_id, (:idx + 1)::bigint AS fence,
+    SELECT s0.id AS seat_id, ` + holdIDSQL + ` AS hold_id, (:idx + 1)::bigint AS fence,
            (SELECT user_id FROM bench_clients WHERE client_id = :client_id) AS user_id
     FROM seats s0 WHERE s0.org_id = :org AND s0.event_id = :event AND s0.idx = :idx
 ), upd AS (
@@ -56,6 +56,13 @@ WITH r AS (
 SELECT id, version, hold_id, fence FROM upd;
 `
 
+// holdIDSQL makes a hold id as seatd does (store.NewHoldID): a UUIDv7,
+// its first 48 bits the time in milliseconds, so ids of one moment sit
+// together in the primary key. Postgres 15 has no uuidv7().
+const holdIDSQL = `encode(set_byte(overlay(uuid_send(gen_random_uuid())
+        placing substring(int8send((extract(epoch FROM clock_timestamp()) * 1000)::bigint) FROM 3) FROM 1 FOR 6),
+        6, get_byte(uuid_send(gen_random_uuid()), 6) & 15 | 112), 'hex')::uuid`
+
 // sharedScript runs seatd's shared hold statement itself
 // (store.HoldStatement: everything after its input rows) for :batch seats
 // per statement, each row its own buyer, as seatd's hold batcher sends it
@@ -70,7 +77,7 @@ func sharedScript() (string, error) {
 	return `\set k :k + 1
 \set base (:k * :nclients + :client_id - :nclients) * :batch
 WITH r AS (
-    SELECT s0.org_id, s0.event_id, s0.id AS seat_id, gen_random_uuid() AS hold_id, (s0.idx + 1)::bigint AS fence,
+    SELECT s0.org_id, s0.event_id, s0.id AS seat_id, ` + holdIDSQL + ` AS hold_id, (s0.idx + 1)::bigint AS fence,
            (SELECT user_id FROM bench_clients WHERE client_id = :client_id::int * :batch::int + s0.idx - :base::int) AS user_id,
            now() AS created, now() + interval '15 minutes' AS held_until, 'api'::text AS source, 2147483647 AS cap,
            false AS staff, false AS accessible, false AS orphans_checked

@@ -356,13 +356,21 @@ func (s *Service) finder(ev *eventState, a Actor, b Best, all []store.Seat, rows
 	taken func(uuid.UUID) bool) blockFinder {
 	set := ev.settings.Load()
 	back := heldBack(set, s.now()) && !a.Staff() && !b.Accessible
+	claimed := func(p int32) bool { return ev.claimed[p] }
+	if len(all) != len(ev.all) || len(all) > 0 && &all[0] != &ev.all[0] {
+		// Seats read from Postgres: their positions are not the cache's.
+		claimed = func(p int32) bool {
+			i, ok := ev.pos[all[p].ID]
+			return ok && ev.claimed[i]
+		}
+	}
 	free := func(p int32) bool {
-		return all[p].Status == store.Available && !ev.claimed[all[p].ID] && (taken == nil || !taken(all[p].ID))
+		return all[p].Status == store.Available && !claimed(p) && (taken == nil || !taken(all[p].ID))
 	}
 	return blockFinder{all: all, rows: rows, count: b.Count, strict: set.OrphanRule == "strict" && !a.Staff(), free: free,
 		eligible: func(p int32) bool {
 			st := &all[p]
-			return free(p) && !avoid[st.ID] && (b.Category == "" || st.Category == b.Category) &&
+			return free(p) && (len(avoid) == 0 || !avoid[st.ID]) && (b.Category == "" || st.Category == b.Category) &&
 				!(back && (st.Accessible || st.Companion))
 		}}
 }

@@ -38,11 +38,13 @@ type eventState struct {
 	// bestInFlight counts best-available requests under way (see HoldBest).
 	bestInFlight atomic.Int64
 	// claimMu makes a best-available pick and its claim one step; claimed
-	// are the seats picked by requests of this process whose holds have
-	// not returned yet. Other requests here see them as taken, so a crowd
-	// on one process never picks the same block twice (see HoldBest).
+	// marks, by position in all, the seats picked by requests of this
+	// process whose holds have not returned yet. Other requests here see
+	// them as taken, so a crowd on one process never picks the same block
+	// twice (see HoldBest). A crowd's picks scan the same front rows over
+	// and over, so this is a slice, not a map by seat id.
 	claimMu sync.Mutex
-	claimed map[uuid.UUID]bool
+	claimed []bool
 	// busyRows counts, per row, the claims in it: under the strict orphan
 	// rule, holds in one row are decided one at a time in Postgres (see
 	// store.lockRows), so picks go to rows nobody here is holding in
@@ -95,7 +97,7 @@ type doubtfulLock struct {
 
 func newEventState(org, id uuid.UUID) *eventState {
 	return &eventState{org: org, id: id, watchers: map[int]func([]Delta){}, lineWatchers: map[int]func(WaitlistChange){},
-		claimed: map[uuid.UUID]bool{}, busyRows: map[rowKey]int{}}
+		busyRows: map[rowKey]int{}}
 }
 
 // fill sets the state from a load and returns the deltas that arrived
@@ -109,6 +111,11 @@ func (e *eventState) fill(sections []store.Section, seats []store.Seat) []Delta 
 		e.sectionOf[s.ID] = i
 	}
 	e.all = seats
+	// Claims in flight keep their places: a reload lists the same seats
+	// in the same (idx) order.
+	if len(e.claimed) != len(seats) {
+		e.claimed = make([]bool, len(seats))
+	}
 	e.pos = make(map[uuid.UUID]int32, len(seats))
 	e.counts = make([]store.Counts, len(sections))
 	e.catCounts = map[string]store.Counts{}
@@ -149,9 +156,9 @@ func rowOf(st *store.Seat) rowKey { return rowKey{st.SectionID, st.Row} }
 // holds claimMu and mu (read).
 func (e *eventState) claim(ids []uuid.UUID) {
 	for _, id := range ids {
-		e.claimed[id] = true
-		if st, ok := e.lookup(id); ok {
-			e.busyRows[rowOf(st)]++
+		if i, ok := e.pos[id]; ok {
+			e.claimed[i] = true
+			e.busyRows[rowOf(&e.all[i])]++
 		}
 	}
 }
@@ -163,9 +170,9 @@ func (e *eventState) unclaim(ids []uuid.UUID) {
 	e.mu.RLock()
 	defer e.mu.RUnlock()
 	for _, id := range ids {
-		delete(e.claimed, id)
-		if st, ok := e.lookup(id); ok {
-			k := rowOf(st)
+		if i, ok := e.pos[id]; ok {
+			e.claimed[i] = false
+			k := rowOf(&e.all[i])
 			if e.busyRows[k]--; e.busyRows[k] <= 0 {
 				delete(e.busyRows, k)
 			}

@@ -210,7 +210,7 @@ func TestSaleWindow(t *testing.T) {
 				if got := hold1(a.Core, box, seats[5]); got != "" {
 					t.Fatalf("%s, box office: %q, want a hold", tc.name, got)
 				}
-				if _, err := a.Core.Release(ctx, box, activeHoldOn(t, a, tn, seats[5]), "test"); err != nil {
+				if _, err := a.Core.Release(ctx, box, activeHoldOn(t, a, tn, e.ID, seats[5]), "test"); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -245,9 +245,9 @@ func TestSaleWindow(t *testing.T) {
 	}
 }
 
-func activeHoldOn(t *testing.T, a *app.App, tn testenv.Tenant, seat uuid.UUID) uuid.UUID {
+func activeHoldOn(t *testing.T, a *app.App, tn testenv.Tenant, event, seat uuid.UUID) uuid.UUID {
 	t.Helper()
-	h, err := a.Store.ActiveHold(context.Background(), tn.Org.ID, seat)
+	h, err := a.Store.ActiveHold(context.Background(), tn.Org.ID, event, seat)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -208,14 +208,20 @@ func (s *Store) holdsTogether(ctx context.Context, reqs []*batchedHold) (outs []
 // rule does not bind (staff's) is not blamed on this one.
 func orphansAfter(byRow map[rowKey][]RowSeat, rowOf map[uuid.UUID]rowKey, taken map[uuid.UUID]bool, seats []HoldRequest) []uuid.UUID {
 	with := map[uuid.UUID]bool{}
-	for id := range taken {
-		with[id] = true
-	}
 	var keys []rowKey
 	for _, x := range seats {
 		with[x.SeatID] = true
 		if k, ok := rowOf[x.SeatID]; ok && !slices.Contains(keys, k) {
 			keys = append(keys, k)
+		}
+	}
+	// Only these rows are looked at: taken's seats in them, not all of
+	// taken (a copy of it per request made a batch quadratic).
+	for _, k := range keys {
+		for _, s := range byRow[k] {
+			if taken[s.ID] {
+				with[s.ID] = true
+			}
 		}
 	}
 	var out []uuid.UUID
