@@ -478,7 +478,8 @@ func (f blockFinder) find(want int, split bool) [][]uuid.UUID {
 		// that do not overlap a better one: the candidates a crowd spreads
 		// over must not collide with each other.
 		slices.SortStableFunc(cands, func(x, y cand) int { return cmp.Compare(x.offset, y.offset) })
-		taken = append(taken[:0], make([]bool, len(row))...)
+		taken = slices.Grow(taken[:0], len(row))[:len(row)]
+		clear(taken)
 		for _, c := range cands {
 			if slices.Contains(taken[c.from:c.from+f.count], true) {
 				continue

@@ -21,16 +21,30 @@ type RowSeat struct {
 // row's end or an aisle), where they had one before. A seat already alone
 // is not blamed on this hold. row may be in any order.
 func NewOrphans(row []RowSeat, take map[uuid.UUID]bool) []uuid.UUID {
-	free := make(map[int]bool, len(row))
-	after := make(map[int]bool, len(row))
-	for _, s := range row {
-		free[s.Number] = s.Free
-		after[s.Number] = s.Free && !take[s.ID]
+	// By number, so a seat's neighbours are the entries beside it: no map
+	// per call (best available calls this for every candidate block).
+	byNumber := func(a, b RowSeat) int { return a.Number - b.Number }
+	if !slices.IsSortedFunc(row, byNumber) {
+		row = slices.Clone(row)
+		slices.SortFunc(row, byNumber)
+	}
+	after := func(i int) bool { return row[i].Free && !take[row[i].ID] }
+	// next is the seat numbered one off from i in direction dir, if any.
+	next := func(i, dir int) (int, bool) {
+		j := i + dir
+		return j, j >= 0 && j < len(row) && row[j].Number == row[i].Number+dir
 	}
 	var out []uuid.UUID
-	for _, s := range row {
-		n := s.Number
-		if after[n] && !after[n-1] && !after[n+1] && (free[n-1] || free[n+1]) {
+	for i, s := range row {
+		if !after(i) {
+			continue
+		}
+		l, hasL := next(i, -1)
+		r, hasR := next(i, +1)
+		if (hasL && after(l)) || (hasR && after(r)) {
+			continue
+		}
+		if (hasL && row[l].Free) || (hasR && row[r].Free) {
 			out = append(out, s.ID)
 		}
 	}
