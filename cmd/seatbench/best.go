@@ -1,23 +1,31 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"net/http"
+	"slices"
 	"sync"
 	"time"
 )
 
 // Best is many buyers asking for the 4 best seats at the same instant on
-// an event with the strict orphan rule.
+// an event with the strict orphan rule, several times (each burst on a
+// fresh event): one burst lasts about as long as a scheduler hiccup or a
+// background job of another process on the same two cores, so one burst
+// is one sample. The fields are the burst with the median p99, except the
+// checks (seats twice, blocks apart, orphans, other answers), which count
+// every burst; Bursts lists them all.
 type Best struct {
-	Buyers  int     `json:"buyers"`
-	Seats   int     `json:"event_seats"`
-	Granted int     `json:"granted"`
-	Refused int     `json:"refused"` // 409 not_enough_seats
-	Other   int     `json:"other"`
-	Refusal string  `json:"first_refusal,omitempty"`
-	WallMS  float64 `json:"wall_ms"`
-	Latency Latency `json:"latency"`
+	Bursts  []BestBurst `json:"bursts"`
+	Buyers  int         `json:"buyers"`
+	Seats   int         `json:"event_seats"`
+	Granted int         `json:"granted"`
+	Refused int         `json:"refused"` // 409 not_enough_seats
+	Other   int         `json:"other"`
+	Refusal string      `json:"first_refusal,omitempty"`
+	WallMS  float64     `json:"wall_ms"`
+	Latency Latency     `json:"latency"`
 	// Floor is the same buyers asking GET /api/v1/me at the same
 	// instant, just before: what a burst of this many requests costs the
 	// machine (HTTP, sessions, the load generator) with no hold at all.
@@ -32,24 +40,56 @@ type Best struct {
 	Orphans     int `json:"orphans"`
 }
 
-// phaseBest sends 500 buyers, each with its own session and an open
-// connection, for {"best_available":{"count":4}} at the same instant.
+// BestBurst is one burst's outcome.
+type BestBurst struct {
+	P50    float64 `json:"p50_ms"`
+	P99    float64 `json:"p99_ms"`
+	WallMS float64 `json:"wall_ms"`
+	CPU    CPU     `json:"cpu"`
+}
+
+// phaseBest runs -best-bursts bursts (bestBurst) and reports the median
+// one, with every burst's checks.
 func (b *bench) phaseBest(ctx context.Context) error {
 	main, err := b.mainServer(ctx)
 	if err != nil {
 		return err
 	}
+	var runs []*Best
+	for range b.cfg.bestBursts {
+		r, err := b.bestBurst(ctx, main)
+		if err != nil {
+			return err
+		}
+		runs = append(runs, r)
+	}
+	r := *slices.SortedFunc(slices.Values(runs), func(x, y *Best) int { return cmp.Compare(x.Latency.P99, y.Latency.P99) })[len(runs)/2]
+	r.SeatsTwice, r.NotTogether, r.Orphans, r.Other = 0, 0, 0, 0
+	for _, x := range runs {
+		r.Bursts = append(r.Bursts, BestBurst{P50: x.Latency.P50, P99: x.Latency.P99, WallMS: x.WallMS, CPU: x.CPU})
+		r.SeatsTwice, r.NotTogether, r.Orphans, r.Other = r.SeatsTwice+x.SeatsTwice, r.NotTogether+x.NotTogether, r.Orphans+x.Orphans, r.Other+x.Other
+	}
+	b.rep.Best = &r
+	b.log.printf("best available: %d bursts, p99 %s ms; median burst p50/p99 %.1f/%.1f ms; over all bursts: seats twice %d, blocks apart %d, orphans %d, other answers %d",
+		len(runs), burstP99s(r.Bursts), r.Latency.P50, r.Latency.P99, r.SeatsTwice, r.NotTogether, r.Orphans, r.Other)
+	return nil
+}
+
+// bestBurst sends 500 buyers, each with its own session and an open
+// connection, for {"best_available":{"count":4}} at the same instant, on
+// a fresh event.
+func (b *bench) bestBurst(ctx context.Context, main *server) (*Best, error) {
 	n := min(500, len(b.fx.buyers))
 	const seats = 4000
 	ev, _, err := b.genEvent(ctx, "best available", seats, false)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if _, err := b.db.Exec(ctx, `UPDATE events SET orphan_rule = 'strict', status = 'on_sale' WHERE org_id = $1 AND id = $2`, b.fx.orgID, ev); err != nil {
-		return err
+		return nil, err
 	}
 	if err := b.warmEvent(ctx, []*server{main}, ev); err != nil {
-		return err
+		return nil, err
 	}
 	var wg sync.WaitGroup
 	for _, s := range b.fx.buyers[:n] {
@@ -103,9 +143,8 @@ func (b *bench) phaseBest(ctx context.Context) error {
 		          AND EXISTS (SELECT 1 FROM seats o WHERE o.org_id = $2 AND o.event_id = $1 AND o.section_id = s.section_id
 		                      AND o.row_label = s.row_label AND abs(o.number - s.number) = 1))`, ev, b.fx.orgID).
 		Scan(&r.SeatsTwice, &r.NotTogether, &r.Orphans); err != nil {
-		return err
+		return nil, err
 	}
-	b.rep.Best = r
 	b.log.printf("best available: %d granted, %d refused, %d other in %.0f ms; p50/p99 %.1f/%.1f ms (the same burst of GET /api/v1/me: %.1f/%.1f ms); seats twice %d, blocks apart %d, orphans %d",
 		r.Granted, r.Refused, r.Other, r.WallMS, r.Latency.P50, r.Latency.P99, r.Floor.P50, r.Floor.P99, r.SeatsTwice, r.NotTogether, r.Orphans)
 	b.log.printf("best available: CPU during the burst (%.0f ms): seatd %.0f ms, postgres %.0f ms, redis %.0f ms, load generator %.0f ms, others %.0f ms, idle %.0f ms",
@@ -113,7 +152,7 @@ func (b *bench) phaseBest(ctx context.Context) error {
 	if r.Refusal != "" {
 		b.log.printf("best available: first refusal %s", r.Refusal)
 	}
-	return nil
+	return r, nil
 }
 
 // burst sends one request per session at the same instant (each on its

@@ -67,6 +67,7 @@ type config struct {
 	noRef         bool          // skip pgbench (for comparing seatd builds)
 	fallback      []int         // buyer counts for the Postgres-only path
 	hotBuyers     int
+	bestBursts    int // best-available bursts, each on a fresh event
 	gaBuyers      int
 	wsClients     int
 	wsHolds       int
@@ -108,7 +109,7 @@ func parseConfig(args []string, stderr io.Writer) (config, error) {
 		quick: quick, root: ".", outDir: "bench/results", timeout: 14 * time.Minute,
 		levels: []int{50, 200, 500}, duration: 15 * time.Second, warmup: 3 * time.Second,
 		eventSeats: 200_000, refSeats: 200_000, refMaxConns: 200,
-		fallback: []int{50, 200, 500}, hotBuyers: 1000, gaBuyers: 200,
+		fallback: []int{50, 200, 500}, hotBuyers: 1000, gaBuyers: 200, bestBursts: 5,
 		wsClients: 5000, wsHolds: 30, wsSessions: 100, expiryHolds: 40, waitlistFrees: 40,
 		occSeats: 100_000, occRequests: 1000, chartSeats: 100_000,
 		multiProcs: []int{2, 3}, multiBuyers: 200, pacedBuyers: 200,
@@ -123,6 +124,7 @@ func parseConfig(args []string, stderr io.Writer) (config, error) {
 		c.fallback = []int{200}
 		c.wsClients, c.wsHolds, c.wsSessions = 1000, 10, 20
 		c.expiryHolds = 10
+		c.bestBursts = 2
 		c.waitlistFrees = 10
 		c.occRequests = 300
 		c.openingSeats = 100_000
@@ -145,6 +147,7 @@ func parseConfig(args []string, stderr io.Writer) (config, error) {
 	fs.BoolVar(&c.noRef, "no-ref", false, "skip the pgbench references (for comparing seatd builds quickly)")
 	fallback := fs.String("fallback-levels", joinInts(c.fallback), "concurrent buyers of the Postgres-only runs")
 	fs.IntVar(&c.hotBuyers, "hot-buyers", c.hotBuyers, "buyers racing for one seat")
+	fs.IntVar(&c.bestBursts, "best-bursts", c.bestBursts, "best-available bursts, each on a fresh event (the median one is reported)")
 	fs.IntVar(&c.gaBuyers, "ga-buyers", c.gaBuyers, "buyers of the GA flash sale (10 000 places)")
 	fs.IntVar(&c.wsClients, "ws-clients", c.wsClients, "WebSocket clients watching one event")
 	fs.IntVar(&c.wsHolds, "ws-holds", c.wsHolds, "holds whose fan-out is timed")
@@ -203,7 +206,7 @@ func parseConfig(args []string, stderr io.Writer) (config, error) {
 		}
 		c.only[p] = true
 	}
-	if c.duration <= 0 || c.warmup < 0 || c.hotBuyers < 2 || c.wsClients < 1 || c.wsSessions < 1 {
+	if c.duration <= 0 || c.warmup < 0 || c.hotBuyers < 2 || c.bestBursts < 1 || c.wsClients < 1 || c.wsSessions < 1 {
 		return c, fmt.Errorf("sizes must be positive")
 	}
 	return c, nil
