@@ -32,8 +32,7 @@ STATS=${SEATD_CLUSTER_STATS_PORT:-8404}
 DIR=$ROOT/.data/cluster-run
 mkdir -p "$DIR"
 
-command -v haproxy >/dev/null || apt_install haproxy
-HAPROXY=$(command -v haproxy)
+HAPROXY=$("$SCRIPT_DIR/haproxy.sh")
 
 svc_env=$("$SCRIPT_DIR/services.sh" up dev)
 eval "$svc_env"

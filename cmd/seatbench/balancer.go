@@ -27,12 +27,14 @@ type balancer struct {
 }
 
 // startBalancer starts haproxy in front of servers on a free loopback
-// port. It does not install haproxy: make run-cluster does.
+// port; scripts/haproxy.sh installs the Debian package when it is missing,
+// as make run-cluster does.
 func (b *bench) startBalancer(ctx context.Context, servers []*server) (*balancer, error) {
-	bin, err := exec.LookPath("haproxy")
+	out, err := exec.CommandContext(ctx, b.root+"/scripts/haproxy.sh").Output()
 	if err != nil {
-		return nil, fmt.Errorf("haproxy is not installed (make run-cluster installs the Debian package)")
+		return nil, fmt.Errorf("scripts/haproxy.sh: %w", err)
 	}
+	bin := strings.TrimSpace(string(out))
 	port, err := freePort()
 	if err != nil {
 		return nil, err
