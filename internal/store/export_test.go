@@ -19,3 +19,6 @@ func (s *Store) BlockHoldBatches() (queued func() int, unblock func()) {
 
 // ChangesSQL is the change feed's read, for plan tests.
 const ChangesSQL = changesSQL
+
+// SeatColumns is the read of seats with their holds, for plan tests.
+const SeatColumns = seatColumns

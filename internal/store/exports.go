@@ -27,8 +27,8 @@ const (
 		FROM seats s
 		JOIN sections sec ON sec.org_id = s.org_id AND sec.id = s.section_id
 		LEFT JOIN event_categories c ON c.org_id = s.org_id AND c.event_id = s.event_id AND c.key = s.category
-		LEFT JOIN seat_holds h ON h.org_id = s.org_id AND h.id = s.hold_id AND h.status = 'active'
-		LEFT JOIN users u ON u.org_id = h.org_id AND u.id = h.user_id
+		LEFT JOIN LATERAL (` + seatHoldSQL + `) h ON h.status = 'active'
+		LEFT JOIN users u ON u.org_id = s.org_id AND u.id = h.user_id
 		WHERE s.org_id = $1 AND s.event_id = $2 ORDER BY s.idx`
 	bookingExportSQL = `
 		SELECT b.id::text, to_char(b.created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"'), u.email, b.status,
