@@ -134,8 +134,7 @@ SELECT ch.i, s.id, s.section_id, s.row_label, s.number, s.idx, s.x, s.y, s.statu
        ch.hold_ref, eh.user_id, ch.actor_id
 FROM ch
 CROSS JOIN LATERAL (SELECT * FROM seats s WHERE s.id = ch.seat_id AND s.org_id = ch.org_id LIMIT 1) s
-LEFT JOIN LATERAL (SELECT id, user_id, held_until FROM seat_holds h
-                   WHERE h.org_id = s.org_id AND h.id = s.hold_id AND h.status = 'active' LIMIT 1) h ON true
+LEFT JOIN LATERAL (` + seatHoldSQL + `) h ON h.status = 'active'
 LEFT JOIN LATERAL (SELECT user_id, source FROM seat_holds eh WHERE eh.org_id = ch.org_id AND eh.id = ch.hold_ref LIMIT 1) eh ON true`
 
 // Changes reads the feed of several events in one statement and returns
