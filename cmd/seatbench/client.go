@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -8,6 +9,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -116,3 +118,65 @@ func (s *server) hold(ctx context.Context, sess *session, event, seat string) (i
 	}
 	return code, a, err
 }
+
+// rawConn is one buyer's keep-alive connection for the bursts, written
+// and read directly. net/http's client hands each request between three
+// goroutines (caller, writer, reader) and builds a header map each way:
+// during a best-available burst of 500 requests the load generator used
+// 31 ms of CPU with it and 17 ms with this (means over 80 bursts), CPU
+// taken from the server on the same two cores that it would have had on
+// a machine of its own (wrk is written in C for the same reason).
+// Requests are HTTP/1.1 with a body length; answers are read with
+// net/http's own response parser.
+type rawConn struct {
+	host string
+	c    net.Conn
+	r    *bufio.Reader
+	buf  []byte
+}
+
+// dialRaw opens a connection to s.
+func (s *server) dialRaw(ctx context.Context) (*rawConn, error) {
+	var d net.Dialer
+	c, err := d.DialContext(ctx, "tcp", s.addr)
+	if err != nil {
+		return nil, err
+	}
+	return &rawConn{host: s.addr, c: c, r: bufio.NewReader(c)}, nil
+}
+
+// call sends one JSON request with sess's cookie and returns the status
+// and body; the connection stays open for the next.
+func (rc *rawConn) call(sess *session, method, path string, body []byte) (int, []byte, error) {
+	b := rc.buf[:0]
+	b = append(b, method...)
+	b = append(b, ' ')
+	b = append(b, path...)
+	b = append(b, " HTTP/1.1\r\nHost: "...)
+	b = append(b, rc.host...)
+	b = append(b, "\r\nCookie: "...)
+	b = append(b, sess.cookie...)
+	if body != nil {
+		b = append(b, "\r\nContent-Type: application/json\r\nContent-Length: "...)
+		b = strconv.AppendInt(b, int64(len(body)), 10)
+	}
+	b = append(b, "\r\n\r\n"...)
+	b = append(b, body...)
+	rc.buf = b
+	if err := rc.c.SetDeadline(time.Now().Add(30 * time.Second)); err != nil {
+		return 0, nil, err
+	}
+	if _, err := rc.c.Write(b); err != nil {
+		return 0, nil, err
+	}
+	resp, err := http.ReadResponse(rc.r, nil)
+	if err != nil {
+		return 0, nil, err
+	}
+	defer resp.Body.Close()
+	out, err := io.ReadAll(resp.Body)
+	return resp.StatusCode, out, err
+}
+
+// Close closes the connection.
+func (rc *rawConn) Close() error { return rc.c.Close() }
