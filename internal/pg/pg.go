@@ -14,7 +14,6 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/jackc/tern/v2/migrate"
-	pgxuuid "github.com/vgarvardt/pgx-google-uuid/v5"
 
 	"seatd/migrations"
 )
@@ -70,10 +69,10 @@ func Open(ctx context.Context, url string, o Options) (*pgxpool.Pool, error) {
 	if _, set := rp["jit"]; !set {
 		rp["jit"] = "off"
 	}
-	// uuid.UUID values otherwise go through database/sql's Valuer: a
-	// string per value, parsed again; this codec sends the 16 bytes.
+	// uuid.UUID values otherwise go through database/sql's Valuer and
+	// Scanner: a string per value, parsed again (RegisterUUID).
 	cfg.AfterConnect = func(_ context.Context, c *pgx.Conn) error {
-		pgxuuid.Register(c.TypeMap())
+		RegisterUUID(c.TypeMap())
 		return nil
 	}
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
