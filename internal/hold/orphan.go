@@ -2,7 +2,6 @@ package hold
 
 import (
 	"fmt"
-	"hash/fnv"
 	"slices"
 	"time"
 
@@ -29,16 +28,12 @@ func orphanSeat(ids []uuid.UUID, label func(uuid.UUID) string) error {
 	return e
 }
 
-// rowKeys names the rows of seats, each once, for store.HoldParams.Rows.
+// rowKeys names the rows of seats, each once, for store.HoldParams.Rows:
+// their advisory lock keys (store.RowKey).
 func rowKeys(event uuid.UUID, seats []store.Seat) []uint64 {
 	keys := make([]uint64, 0, 1)
-	h := fnv.New64a()
 	for _, st := range seats {
-		h.Reset()
-		_, _ = h.Write(event[:])
-		_, _ = h.Write(st.SectionID[:])
-		_, _ = h.Write([]byte(st.Row))
-		if k := h.Sum64(); !slices.Contains(keys, k) {
+		if k := uint64(store.RowKey(event, st.SectionID, st.Row)); !slices.Contains(keys, k) { // #nosec G115 -- a key's bits
 			keys = append(keys, k)
 		}
 	}

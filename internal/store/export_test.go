@@ -22,3 +22,7 @@ const ChangesSQL = changesSQL
 
 // SeatColumns is the read of seats with their holds, for plan tests.
 const SeatColumns = seatColumns
+
+// RowKeyExpr is a seat row's advisory lock key in SQL, for comparing
+// with RowKey.
+const RowKeyExpr = rowKeyExpr

@@ -60,10 +60,11 @@ type HoldParams struct {
 	// statement refuses a hold that did not check a strict event's rule
 	// (orphan_rule_met), and CreateHolds then checks it.
 	Strict bool
-	// Rows names the rows of Seats (any stable hash of event, section and
-	// row; see hold.rowKey), for a Strict request: shared transactions in
-	// flight at once are formed not to share one, as the rule's row locks
-	// would have them wait on each other (coalesce.Batcher.Apart).
+	// Rows names the rows of Seats by their advisory lock keys (RowKey),
+	// for a Strict request: the shared transaction locks them, and
+	// shared transactions in flight at once are formed not to share one,
+	// as the rule's row locks would have them wait on each other
+	// (coalesce.Batcher.Apart).
 	Rows []uint64
 	// Accessible says the buyer asked for accessible seating: accessible
 	// and companion seats held back until the event's

@@ -2,6 +2,8 @@ package store
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/binary"
 	"errors"
 	"slices"
 	"time"
@@ -81,6 +83,7 @@ func (s *Store) holdsTogether(ctx context.Context, reqs []*batchedHold) (outs []
 	var staff, accessible []bool
 	var nows []time.Time
 	var ruleOrgs, ruleEvents, ruleSeats []uuid.UUID
+	var keys []int64
 	for i, r := range reqs {
 		for _, x := range r.Req.Seats {
 			g = append(g, int32(i)) // #nosec G115 -- a batch is small
@@ -90,11 +93,16 @@ func (s *Store) holdsTogether(ctx context.Context, reqs []*batchedHold) (outs []
 				ruleOrgs, ruleEvents, ruleSeats = append(ruleOrgs, r.Req.Org), append(ruleEvents, r.Req.Event), append(ruleSeats, x.SeatID)
 			}
 		}
+		if r.Req.Strict {
+			for _, k := range r.Req.Rows {
+				keys = append(keys, int64(k)) // #nosec G115 -- RowKey's bits back
+			}
+		}
 	}
 	outs, again = make([]HoldOutcome, len(reqs)), make([]bool, len(reqs))
 	err = s.InTx(ctx, func(tx pgx.Tx) error {
 		var bt pgx.Batch
-		bt.Queue(lockRowsTogetherSQL, orgs, events, seats, staff)
+		bt.Queue(lockKeysSQL, keys)
 		bt.Queue(checkTogetherSQL, g, orgs, events, seats, staff, nows, accessible)
 		bt.Queue(rowsTogetherSQL, ruleOrgs, ruleEvents, ruleSeats)
 		br := tx.SendBatch(ctx, &bt)
@@ -258,21 +266,25 @@ func scanRowsTogether(rows pgx.Rows) (map[rowKey][]RowSeat, map[uuid.UUID]rowKey
 	return byRow, rowOf, err
 }
 
-// rowKeyExpr is a row's advisory lock key, as lockRows takes it.
-const rowKeyExpr = `hashtextextended(s.event_id::text || '/' || s.section_id::text || '/' || s.row_label, 0)`
+// rowKeyExpr is the advisory lock key of seat s's row (RowKey).
+const rowKeyExpr = `('x' || encode(substring(sha256(convert_to(
+	s.event_id::text || '/' || s.section_id::text || '/' || s.row_label, 'UTF8')) FROM 1 FOR 8), 'hex'))::bit(64)::bigint`
 
-// lockRowsTogetherSQL is lockRowsSQL for the seats of several requests
-// (one array element a seat: org, event, seat, staff's request): the
-// keys of the rows the orphan rule binds, locked in their order, one row
-// each.
-const lockRowsTogetherSQL = `
-	SELECT k, pg_advisory_xact_lock(k) FROM (
-		SELECT DISTINCT ` + rowKeyExpr + ` AS k
-		FROM unnest($1::uuid[], $2::uuid[], $3::uuid[], $4::bool[]) AS r(org_id, event_id, seat_id, staff)
-		JOIN seats s ON s.org_id = r.org_id AND s.event_id = r.event_id AND s.id = r.seat_id
-		JOIN events e ON e.org_id = s.org_id AND e.id = s.event_id
-		WHERE e.orphan_rule = 'strict' AND NOT r.staff
-		ORDER BY k) x`
+// RowKey is the advisory lock key of a row of seats under the strict
+// orphan rule: the first 8 bytes of the SHA-256 of "event/section/row",
+// as Postgres computes it (rowKeyExpr). A process names the keys of the
+// rows its requests hold in from its cache, so the shared transaction
+// locks them without reading a seat first (reading 256 seats for their
+// keys was half the statements before a batch's hold statement); the
+// check that follows reads each seat's key from the seat row itself, and
+// a request whose key was not locked is decided again on its own.
+func RowKey(event, section uuid.UUID, row string) int64 {
+	sum := sha256.Sum256([]byte(event.String() + "/" + section.String() + "/" + row))
+	return int64(binary.BigEndian.Uint64(sum[:8])) // #nosec G115 -- a key's bits, not a count
+}
+
+// lockKeysSQL locks the given row keys in their order, one row each.
+const lockKeysSQL = `SELECT k, pg_advisory_xact_lock(k) FROM (SELECT DISTINCT k FROM unnest($1::bigint[]) AS k ORDER BY k) x`
 
 // checkTogetherSQL is checkSeatsSQL, locking, for the seats of several
 // requests (request index, org, event, seat, staff's, now, accessible),

@@ -51,6 +51,11 @@ func TestHoldsTogetherDecideInOrder(t *testing.T) {
 			Source: "api", Locked: true, Strict: !staff, Staff: staff}
 		for _, s := range seats {
 			p.Seats = append(p.Seats, store.HoldRequest{SeatID: s, HoldID: uuid.New(), Fence: 1})
+			// The rows' lock keys, as a process names them from its cache.
+			st := all[slices.IndexFunc(all, func(x store.Seat) bool { return x.ID == s })]
+			if k := uint64(store.RowKey(ev.ID, st.SectionID, st.Row)); p.Strict && !slices.Contains(p.Rows, k) { // #nosec G115 -- a key's bits
+				p.Rows = append(p.Rows, k)
+			}
 		}
 		return p
 	}

@@ -73,7 +73,7 @@ func lockRows(ctx context.Context, tx pgx.Tx, p HoldParams) (bool, error) {
 // $3 of event $2 of org $1 when the event's orphan rule binds the request
 // ($4: staff's request, which it does not bind).
 const rowKeysSQL = `
-	SELECT DISTINCT hashtextextended(s.event_id::text || '/' || s.section_id::text || '/' || s.row_label, 0) AS k
+	SELECT DISTINCT ` + rowKeyExpr + ` AS k
 	FROM seats s JOIN events e ON e.org_id = s.org_id AND e.id = s.event_id
 	WHERE s.org_id = $1 AND s.event_id = $2 AND s.id = ANY($3::uuid[]) AND e.orphan_rule = 'strict' AND NOT $4
 	ORDER BY k`

@@ -313,7 +313,7 @@ func offerEvent(ctx context.Context, tx pgx.Tx, org, event uuid.UUID, ttl time.D
 	if strict {
 		if _, err := tx.Exec(ctx, `
 			SELECT count(pg_advisory_xact_lock(k)) FROM (
-				SELECT DISTINCT hashtextextended(s.event_id::text || '/' || s.section_id::text || '/' || s.row_label, 0) AS k
+				SELECT DISTINCT `+rowKeyExpr+` AS k
 				FROM seats s JOIN sections sc ON sc.org_id = s.org_id AND sc.id = s.section_id
 				WHERE s.org_id = $1 AND s.event_id = $2 AND sc.kind = 'seated' ORDER BY k) x`, org, event); err != nil {
 			return nil, err
