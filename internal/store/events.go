@@ -69,7 +69,16 @@ func (s *Store) CreateEvent(ctx context.Context, org uuid.UUID, name, venue stri
 // about a millisecond, until autovacuum analyzed the table (it waits for
 // a tenth of the table to change, which one event on a large table
 // never is).
+//
+// ANALYZE waits for another ANALYZE of seats to end: another event being
+// created commits, and autovacuum gives way to a waiter after
+// deadlock_timeout (1 s). The pool's lock timeout (500 ms, made for the
+// hold paths, which must fail fast) turned either into a failed event;
+// this wait has its own.
 func analyzeSeats(ctx context.Context, tx pgx.Tx) error {
+	if _, err := tx.Exec(ctx, `SET LOCAL lock_timeout = '10s'`); err != nil {
+		return err
+	}
 	_, err := tx.Exec(ctx, `ANALYZE seats`)
 	return err
 }

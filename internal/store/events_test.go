@@ -4,7 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"testing"
+	"time"
 
+	"seatd/internal/config"
+	"seatd/internal/store"
 	"seatd/internal/testenv"
 )
 
@@ -44,5 +47,43 @@ func TestNewEventPlannedForItsSize(t *testing.T) {
 	t.Logf("planner expects %v seats after creation, %v after ANALYZE", got, fresh)
 	if got < fresh*3/4 || got > fresh*4/3 {
 		t.Fatalf("planner expects %v seats in a 3 000-seat event just created, %v once analyzed", got, fresh)
+	}
+}
+
+// TestNewEventWaitsForAnotherAnalyze: an event is created while another
+// transaction holds ANALYZE's lock on seats for longer than the pool's
+// lock timeout (another event being created on a large table, or
+// autovacuum): the new event waits its turn instead of failing. It runs on
+// a database of its own, so the held lock delays no other test.
+func TestNewEventWaitsForAnotherAnalyze(t *testing.T) {
+	t.Parallel()
+	own := testenv.OwnDatabase(t, "analyzewait")
+	a := testenv.App(t, func(c *config.Config) { c.DatabaseURL = own })
+	ctx := context.Background()
+	tn := testenv.NewTenant(t, a, 0)
+	tx, err := a.Pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = tx.Rollback(ctx) }()
+	if _, err := tx.Exec(ctx, `ANALYZE seats`); err != nil {
+		t.Fatal(err)
+	}
+	created := make(chan error, 1)
+	go func() {
+		secs := []store.NewSection{store.GridSection("A", "Stalls", 2, 10, 0, 0)}
+		_, err := a.Store.CreateEvent(ctx, tn.Org.ID, "Waits", "Hall", time.Now().Add(24*time.Hour), secs)
+		created <- err
+	}()
+	select {
+	case err := <-created:
+		t.Fatalf("the event was decided while another ANALYZE held seats: %v", err)
+	case <-time.After(a.Cfg.PGLockTimeout + 500*time.Millisecond):
+	}
+	if err := tx.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-created; err != nil {
+		t.Fatalf("create event after the other ANALYZE: %v", err)
 	}
 }
