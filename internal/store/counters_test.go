@@ -19,10 +19,11 @@ import (
 // reapers of two processes) cannot deadlock on them. For each pair of
 // buyers, another transaction holds the lower counter; the statement
 // ending one hold of each then waits for it holding no other counter, so
-// the higher one can still be locked at once. In whatever order the
-// statement's join produced them, about one pair in two waited holding
-// the higher counter, and two reapers so deadlocked behind the lock
-// timeout. It runs on a database of its own.
+// the higher one can still be locked at once. Locked in whatever order
+// the statement's join produced them (before migration 017), the first
+// pair already waited holding the higher counter, which is how two
+// reapers deadlocked behind the lock timeout. It runs on a database of
+// its own.
 func TestEndedHoldsLockCountersInOrder(t *testing.T) {
 	t.Parallel()
 	own := testenv.OwnDatabase(t, "counters")
