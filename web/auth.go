@@ -9,7 +9,6 @@ import (
 	"github.com/google/uuid"
 
 	"seatd/internal/apperr"
-	"seatd/internal/auth"
 	"seatd/internal/hold"
 	"seatd/internal/store"
 	"seatd/views"
@@ -171,8 +170,9 @@ func (s *Server) signedIn(w http.ResponseWriter, r *http.Request, isForm bool, s
 }
 
 // logout destroys the session: its token is deleted from the store (and
-// this process's cache) and the cookie is expired; then every process is
-// told, so the session's sockets close everywhere.
+// this process's cache) and the cookie is expired. The delete announces
+// the end to every process (sessionEnds), so the session's sockets close
+// everywhere.
 func (s *Server) logout(w http.ResponseWriter, r *http.Request) error {
 	ctx := r.Context()
 	if token := s.sessions.Token(ctx); token != "" {
@@ -185,7 +185,6 @@ func (s *Server) logout(w http.ResponseWriter, r *http.Request) error {
 		if err := s.saveSession(w, r); err != nil {
 			return err
 		}
-		s.endSession(ctx, stored, auth.EndLogout)
 	}
 	if mediaType(r) == mediaForm {
 		http.Redirect(w, r, "/", http.StatusSeeOther)

@@ -22,8 +22,9 @@ import (
 type Deps struct {
 	Cfg config.Config
 	Log *slog.Logger
-	// Pool stores the session rows (pgxstore needs the pool itself) and
-	// answers the readiness probe.
+	// Pool stores the session rows (pgxstore needs the pool itself),
+	// listens for session ends on a connection of its own and answers the
+	// readiness probe.
 	Pool *pgxpool.Pool
 	// Redis keeps the rate-limit counters shared by processes and answers
 	// the readiness probe.
@@ -33,7 +34,7 @@ type Deps struct {
 	Store    *store.Store
 	Core     Core
 	Accounts Accounts
-	// Bus carries session ends between processes.
+	// Bus carries API key revocations between processes.
 	Bus auth.Bus
 	// Registry takes the HTTP metrics and is served on the ops listener.
 	Registry *prometheus.Registry

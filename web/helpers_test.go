@@ -52,6 +52,7 @@ func newTestServer(t testing.TB, mod func(*config.Config)) *testServer {
 func serveApp(t testing.TB, a *app.App, o options) *testServer {
 	t.Helper()
 	s := newServer(depsOf(a), o)
+	t.Cleanup(s.unlisten) // before the app's pool closes
 	ts := httptest.NewServer(s)
 	t.Cleanup(ts.Close)
 	return &testServer{t: t, app: a, srv: s, ts: ts}

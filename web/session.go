@@ -35,11 +35,15 @@ const (
 
 // Session cache settings.
 const (
-	// sessionFresh is how long a process trusts its cached copy of a
-	// session without asking Postgres again. It bounds how long another
-	// process keeps accepting a token after a logout elsewhere; the
-	// process that handled the logout refuses it at once.
+	// sessionFresh bounds how long another process keeps accepting a
+	// token after a logout elsewhere (the process that handled the logout
+	// refuses it at once). A process trusts its cached copy of a session
+	// for sessionFresh after reading it from Postgres, or for as long as
+	// it has heard every announced end (sessionEnds) within sessionFresh.
 	sessionFresh = time.Second
+	// sessionTrusted caps how long a copy is kept on announcements alone
+	// before Postgres is asked again.
+	sessionTrusted = time.Minute
 	// sessionTouchMax caps how far a session's stored expiry may lag behind
 	// its idle deadline before the refresh is written to Postgres.
 	sessionTouchMax = time.Minute
@@ -55,6 +59,7 @@ const (
 func newSessions(d Deps, cached bool) (*scs.SessionManager, *sessionStore) {
 	st := &sessionStore{
 		db:      pgxstore.NewWithCleanupInterval(d.Pool, 0), // cleanup runs from Commit, without a goroutine
+		find:    d.Store.FindSession,
 		cleanup: d.Store.DeleteExpiredSessions,
 		log:     d.Log.With("component", "sessions"),
 		now:     time.Now,
@@ -89,7 +94,8 @@ func newSessions(d Deps, cached bool) (*scs.SessionManager, *sessionStore) {
 // SELECT and, because of the idle timeout, an UPSERT of the session row.
 //
 //   - Find answers from the cache while the entry is younger than fresh,
-//     otherwise asks Postgres.
+//     or while it is told of every end (told), otherwise asks Postgres;
+//     never past the entry's stored expiry.
 //   - Commit skips the write when the data is unchanged and the new expiry
 //     is less than touch past the stored one: the idle timeout is then
 //     enforced to within touch (a session idle for IdleTimeout-touch may
@@ -97,7 +103,9 @@ func newSessions(d Deps, cached bool) (*scs.SessionManager, *sessionStore) {
 //   - Delete removes the entry here before Postgres, so the process that
 //     handles a logout refuses the token at once; others within fresh.
 type sessionStore struct {
-	db      scs.Store
+	db scs.Store // writes and deletes
+	// find reads a live session with its expiry.
+	find    func(ctx context.Context, token string) ([]byte, time.Time, bool, error)
 	cleanup func(context.Context) (int64, error)
 	log     *slog.Logger
 	now     func() time.Time
@@ -108,6 +116,14 @@ type sessionStore struct {
 	entries     map[string]*sessionEntry
 	lastSweep   time.Time
 	lastCleanup time.Time
+	// What sessionEnds has heard: while listening, every end committed
+	// since it began listening (since) and before heard has been applied
+	// here; ends counts the announcements applied, so a read that one
+	// raced is not trusted on announcements.
+	listening bool
+	since     time.Time
+	heard     time.Time
+	ends      uint64
 
 	// Round trips to Postgres, for tests and the benchmark.
 	dbFinds, dbCommits atomic.Int64
@@ -115,8 +131,11 @@ type sessionStore struct {
 
 type sessionEntry struct {
 	data    []byte
-	expiry  time.Time // as stored in Postgres; zero when unknown
-	checked time.Time // when Postgres last confirmed data
+	expiry  time.Time // as stored in Postgres
+	checked time.Time // when the read or write that confirmed data began
+	// announced: the listener was listening when that began, and no end
+	// was applied until it finished; so any end of it since is heard.
+	announced bool
 }
 
 var _ scs.Store = (*sessionStore)(nil)
@@ -124,18 +143,22 @@ var _ scs.Store = (*sessionStore)(nil)
 // Find returns a session's data.
 func (s *sessionStore) Find(token string) ([]byte, bool, error) {
 	now := s.now()
+	var ends uint64
 	if s.fresh > 0 {
 		s.mu.Lock()
 		e := s.entries[token]
-		if e != nil && now.Sub(e.checked) < s.fresh && (e.expiry.IsZero() || now.Before(e.expiry)) {
+		if e != nil && now.Before(e.expiry) && (now.Sub(e.checked) < s.fresh || s.told(e, now)) {
 			b := bytes.Clone(e.data)
 			s.mu.Unlock()
 			return b, true, nil
 		}
+		ends = s.ends
 		s.mu.Unlock()
 	}
 	s.dbFinds.Add(1)
-	b, found, err := s.db.Find(token)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	b, expiry, found, err := s.find(ctx, token)
 	if err != nil || s.fresh == 0 {
 		return b, found, err
 	}
@@ -145,13 +168,59 @@ func (s *sessionStore) Find(token string) ([]byte, bool, error) {
 		delete(s.entries, token)
 		return nil, false, nil
 	}
-	e := s.entries[token]
-	if e == nil || !bytes.Equal(e.data, b) {
-		e = &sessionEntry{data: bytes.Clone(b)}
-		s.put(token, e, now)
-	}
-	e.checked = now
+	s.put(token, &sessionEntry{data: bytes.Clone(b), expiry: expiry, checked: now, announced: s.announced(now, ends)}, now)
 	return b, true, nil
+}
+
+// told reports whether e may be trusted on announcements alone at now:
+// read while listening on the current connection, with no end racing
+// it, and every end committed up to sessionFresh ago heard. A logout
+// elsewhere is then refused here within sessionFresh, as after a read.
+// Called with mu held.
+func (s *sessionStore) told(e *sessionEntry, now time.Time) bool {
+	return s.listening && e.announced && !e.checked.Before(s.since) && now.Sub(s.heard) < s.fresh &&
+		now.Sub(e.checked) < sessionTrusted
+}
+
+// announced reports whether a read or write that began at start, when
+// ends announcements had been applied, will hear of any later end of its
+// session. Called with mu held.
+func (s *sessionStore) announced(start time.Time, ends uint64) bool {
+	return s.listening && !start.Before(s.since) && s.ends == ends
+}
+
+// listeningFrom records that the listener began listening at t.
+func (s *sessionStore) listeningFrom(t time.Time) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.listening, s.since, s.heard = true, t, t
+}
+
+// stopListening records that nobody listens: no copy is trusted on
+// announcements until the listener is back and the copy read again.
+func (s *sessionStore) stopListening() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.listening = false
+}
+
+// heardThrough records that every end committed before t was heard.
+func (s *sessionStore) heardThrough(t time.Time) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if t.After(s.heard) {
+		s.heard = t
+	}
+}
+
+// ended forgets the sessions stored under tokens (announced ends).
+func (s *sessionStore) ended(tokens []string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.ends++
+	for _, t := range tokens {
+		delete(s.entries, t)
+	}
 }
 
 // Commit stores a session's data until expiry.
@@ -160,7 +229,7 @@ func (s *sessionStore) Commit(token string, b []byte, expiry time.Time) error {
 	if s.fresh > 0 {
 		s.mu.Lock()
 		e := s.entries[token]
-		if e != nil && bytes.Equal(e.data, b) && !e.expiry.IsZero() {
+		if e != nil && bytes.Equal(e.data, b) {
 			ahead := expiry.Sub(e.expiry)
 			if ahead >= 0 && ahead < s.touch {
 				s.mu.Unlock()
@@ -169,6 +238,9 @@ func (s *sessionStore) Commit(token string, b []byte, expiry time.Time) error {
 		}
 		s.mu.Unlock()
 	}
+	s.mu.Lock()
+	ends := s.ends
+	s.mu.Unlock()
 	s.dbCommits.Add(1)
 	if err := s.db.Commit(token, b, expiry); err != nil {
 		return err
@@ -179,7 +251,7 @@ func (s *sessionStore) Commit(token string, b []byte, expiry time.Time) error {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.put(token, &sessionEntry{data: bytes.Clone(b), expiry: expiry, checked: now}, now)
+	s.put(token, &sessionEntry{data: bytes.Clone(b), expiry: expiry, checked: now, announced: s.announced(now, ends)}, now)
 	return nil
 }
 
@@ -193,7 +265,7 @@ func (s *sessionStore) current(token string, expiry time.Time) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	e := s.entries[token]
-	if e == nil || e.expiry.IsZero() {
+	if e == nil {
 		return false
 	}
 	ahead := expiry.Sub(e.expiry)
@@ -220,7 +292,7 @@ func (s *sessionStore) put(token string, e *sessionEntry, now time.Time) {
 			idle = s.fresh
 		}
 		for k, x := range s.entries {
-			if now.Sub(x.checked) >= idle || (!x.expiry.IsZero() && now.After(x.expiry)) {
+			if now.Sub(x.checked) >= idle || now.After(x.expiry) {
 				delete(s.entries, k)
 			}
 		}

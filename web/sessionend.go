@@ -1,51 +1,181 @@
 package web
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
+	"crypto/rand"
+	"encoding/hex"
+	"log/slog"
+	"strconv"
+	"strings"
+	"sync"
 	"time"
 
-	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5/pgxpool"
 
-	"seatd/internal/auth"
 	"seatd/web/live"
 )
 
-// Sessions end everywhere at once: a logout, a disabled account or a role
-// change is published on the bus (auth.SessionEnds), and every process
-// forgets its cached copy of the session and closes its sockets with
-// live.CodeSessionEnded. Expiry and idle timeouts need no message: every
-// socket carries its session's deadline and asks the store when it comes
-// (live.Options.SessionExpiry).
+// Sessions end everywhere at once. The statement that ends a session —
+// a logout, a disabled account, a role change (every session of the user
+// is deleted), the expiry cleanup — announces it on the seatd_sessions
+// channel in its own transaction (migration 018's trigger), so no end can
+// commit unannounced. Every process listens: it forgets its cached copy
+// and closes the session's sockets with live.CodeSessionEnded. Expiry and
+// idle timeouts need no message: every socket carries its session's
+// deadline and asks the store when it comes (live.Options.SessionExpiry).
+//
+// The listener also proves, four times a second, that it hears every end:
+// it announces a heartbeat of its own on the channel and notes when it
+// sent it. Postgres delivers notifications in commit order, so once the
+// heartbeat sent at t arrives, every end committed before t has arrived
+// too. While that proof is recent, the session cache keeps what it read
+// until an end is announced for it (sessionStore.told) instead of asking
+// Postgres again every second.
 
-// listenSessionEnds subscribes this server to the session-end channel.
-// When the subscription had to be re-established, messages may have been
-// lost, so every socket checks its session in the store.
+// sessionsChannel is the trigger's channel.
+const sessionsChannel = "seatd_sessions"
+
+// Heartbeat settings.
+const (
+	// heartbeatEvery is how often the listener proves it hears the
+	// channel; the cache trusts the proof for sessionFresh.
+	heartbeatEvery = 250 * time.Millisecond
+	// heartbeatsKept bounds the heartbeats in flight remembered.
+	heartbeatsKept = 64
+	// relistenAfter is the pause before listening again after a failure.
+	relistenAfter = 500 * time.Millisecond
+)
+
+// sessionEnds listens for announced session ends (see above).
+type sessionEnds struct {
+	pool  *pgxpool.Pool
+	store *sessionStore
+	hub   *live.Hub
+	log   *slog.Logger
+	// id tells this process's heartbeats from other processes'.
+	id string
+
+	mu   sync.Mutex
+	seq  uint64
+	sent map[uint64]time.Time // heartbeats sent and not heard yet
+}
+
+// listenSessionEnds starts listening for session ends; Shutdown stops it.
 func (s *Server) listenSessionEnds() {
-	s.ends = auth.NewSessionEnds(s.deps.Bus, s.deps.Cfg.KeyPrefix)
-	s.unlisten = s.ends.Subscribe(s.sessionEnded, s.hub.RecheckSessions)
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	l := &sessionEnds{pool: s.deps.Pool, store: s.sstore, hub: s.hub, log: s.log.With("component", "session_ends"),
+		id: hex.EncodeToString(b[:]), sent: map[uint64]time.Time{}}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		l.run(ctx)
+	}()
+	s.unlisten = func() {
+		cancel()
+		<-done
+	}
 }
 
-// sessionEnded applies a published session end in this process.
-func (s *Server) sessionEnded(e auth.SessionEnd) {
-	if e.Token != "" {
-		s.sstore.forget(e.Token)
-		s.hub.CloseSession(e.Token)
-	}
-	if e.User != uuid.Nil {
-		s.sstore.forgetUser(e.Org, e.User)
-		s.hub.CloseUser(e.Org, e.User)
+// run listens until ctx ends, listening again after failures. Ends
+// committed while nobody listened were not heard, so after each (re)start
+// every socket checks its session in the store, and the cache trusts only
+// what it reads from then on.
+func (l *sessionEnds) run(ctx context.Context) {
+	for ctx.Err() == nil {
+		err := l.listen(ctx)
+		l.store.stopListening()
+		if ctx.Err() != nil {
+			return
+		}
+		l.log.Warn("listening for session ends failed, retrying", "err", err)
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(relistenAfter):
+		}
 	}
 }
 
-// endSession announces that the session stored under token ended.
-// Failing to publish is logged, not returned: the session is gone from
-// Postgres already, so other processes refuse it within sessionFresh, and
-// its sockets there close at their next session check.
-func (s *Server) endSession(ctx context.Context, token, reason string) {
-	if err := s.ends.Publish(context.WithoutCancel(ctx), auth.SessionEnd{Token: token, Reason: reason}); err != nil {
-		s.log.WarnContext(ctx, "announce session end", "reason", reason, "err", err)
+func (l *sessionEnds) listen(ctx context.Context) error {
+	conn, err := l.pool.Acquire(ctx)
+	if err != nil {
+		return err
+	}
+	// A connection that LISTENed must not go back to the pool.
+	c := conn.Hijack()
+	defer func() { _ = c.Close(context.Background()) }()
+	if _, err := c.Exec(ctx, "LISTEN "+sessionsChannel); err != nil {
+		return err
+	}
+	l.store.listeningFrom(l.store.now())
+	l.hub.RecheckSessions()
+	bctx, stop := context.WithCancel(ctx)
+	defer stop()
+	go l.beat(bctx)
+	for {
+		n, err := c.WaitForNotification(ctx)
+		if err != nil {
+			return err
+		}
+		l.heard(n.Payload)
+	}
+}
+
+// beat sends a heartbeat every heartbeatEvery until ctx ends. A heartbeat
+// that fails is simply not heard: the proof ages, and past sessionFresh
+// the cache asks Postgres again.
+func (l *sessionEnds) beat(ctx context.Context) {
+	t := time.NewTicker(heartbeatEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		l.mu.Lock()
+		l.seq++
+		seq := l.seq
+		l.sent[seq] = l.store.now()
+		if len(l.sent) > heartbeatsKept {
+			delete(l.sent, seq-heartbeatsKept)
+		}
+		l.mu.Unlock()
+		hctx, cancel := context.WithTimeout(ctx, time.Second)
+		_, _ = l.pool.Exec(hctx, "SELECT pg_notify($1, $2)", sessionsChannel, "."+l.id+" "+strconv.FormatUint(seq, 10))
+		cancel()
+	}
+}
+
+// heard applies one notification: a heartbeat (".id seq"; tokens are
+// base64url and never start with a dot) or stored tokens of ended
+// sessions.
+func (l *sessionEnds) heard(payload string) {
+	if hb, ok := strings.CutPrefix(payload, "."); ok {
+		id, n, _ := strings.Cut(hb, " ")
+		seq, err := strconv.ParseUint(n, 10, 64)
+		if id != l.id || err != nil {
+			return // another process's
+		}
+		l.mu.Lock()
+		at, ok := l.sent[seq]
+		for k := range l.sent {
+			if k <= seq {
+				delete(l.sent, k)
+			}
+		}
+		l.mu.Unlock()
+		if ok {
+			l.store.heardThrough(at)
+		}
+		return
+	}
+	tokens := strings.Fields(payload)
+	l.store.ended(tokens)
+	for _, t := range tokens {
+		l.hub.CloseSession(t)
 	}
 }
 
@@ -78,36 +208,12 @@ func (s *Server) sessionDeadline(ctx context.Context) time.Time {
 	return d
 }
 
-// forget drops a session from this process's cache, so its next use asks
-// Postgres.
-func (s *sessionStore) forget(token string) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	delete(s.entries, token)
-}
-
-// forgetUser drops every cached session of a user.
-func (s *sessionStore) forgetUser(org, user uuid.UUID) {
-	o, u := org.String(), user.String()
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	for k, e := range s.entries {
-		if !bytes.Contains(e.data, []byte(u)) {
-			continue
-		}
-		var in sessionJSON
-		if json.Unmarshal(e.data, &in) == nil && in.Values[sessOrg] == o && in.Values[sessUser] == u {
-			delete(s.entries, k)
-		}
-	}
-}
-
 // storedExpiry is the expiry of a cached session as stored in Postgres.
 func (s *sessionStore) storedExpiry(token string) (time.Time, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	e := s.entries[token]
-	if e == nil || e.expiry.IsZero() {
+	if e == nil {
 		return time.Time{}, false
 	}
 	return e.expiry, true

@@ -9,7 +9,6 @@ import (
 
 	"github.com/gorilla/websocket"
 
-	"seatd/internal/auth"
 	"seatd/internal/config"
 	"seatd/internal/testenv"
 	"seatd/web/live"
@@ -51,7 +50,6 @@ func TestSessionEndClosesSocketsEverywhere(t *testing.T) {
 	}), options{})
 	tn := testenv.NewTenant(t, s1.app, 3)
 	ev := testenv.NewEvent(t, s1.app, tn.Org.ID, 1, 2, 4)
-	ends := auth.NewSessionEnds(s1.app.Bus, s1.app.Cfg.KeyPrefix)
 	ctx := context.Background()
 
 	// open signs c in on process 1 and opens a socket of its session on
@@ -97,7 +95,7 @@ func TestSessionEndClosesSocketsEverywhere(t *testing.T) {
 		a, b := open(t, c)
 		on2 := c.at(s2)
 		on2.do("GET", "/api/v1/me", nil).want(t, http.StatusOK) // cached on process 2 now
-		chg, err := s1.app.Accounts.Disable(ctx, ends, tn.Org.ID, u.Email)
+		chg, err := s1.app.Accounts.Disable(ctx, tn.Org.ID, u.Email)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -119,7 +117,7 @@ func TestSessionEndClosesSocketsEverywhere(t *testing.T) {
 		u := tn.BoxOffice
 		c := s1.as(tn.Org, u)
 		a, b := open(t, c)
-		if _, err := s2.app.Accounts.ChangeRole(ctx, auth.NewSessionEnds(s2.app.Bus, s2.app.Cfg.KeyPrefix), tn.Org.ID, u.Email, "buyer"); err != nil {
+		if _, err := s2.app.Accounts.ChangeRole(ctx, tn.Org.ID, u.Email, "buyer"); err != nil {
 			t.Fatal(err)
 		}
 		bothClosed(t, a, b)

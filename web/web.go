@@ -30,7 +30,6 @@ type Server struct {
 	sstore   *sessionStore
 	limits   *limiter
 	metrics  *httpMetrics
-	ends     *auth.SessionEnds
 	unlisten func() // stops listening for session ends
 	keys     *auth.APIKeys
 	unkeys   func() // stops listening for key revocations

@@ -8,13 +8,12 @@ import (
 	"io"
 
 	"seatd/internal/app"
-	"seatd/internal/auth"
 )
 
 // userChangeCmd runs `user disable` and `user role`: the change and the
-// deletion of the user's sessions commit together, then every seatd
-// process is told on the bus to close the user's sockets and forget its
-// cached sessions.
+// deletion of the user's sessions commit together, and the deletion tells
+// every seatd process to close the user's sockets and forget its cached
+// sessions.
 func userChangeCmd(ctx context.Context, a *app.App, args []string, stdout io.Writer) error {
 	sub := args[0]
 	fs := flag.NewFlagSet("user "+sub, flag.ContinueOnError)
@@ -37,16 +36,15 @@ func userChangeCmd(ctx context.Context, a *app.App, args []string, stdout io.Wri
 	if err != nil {
 		return fmt.Errorf("organization %q: %w", *org, err)
 	}
-	ends := auth.NewSessionEnds(a.Bus, a.Cfg.KeyPrefix)
 	if sub == "disable" {
-		c, err := a.Accounts.Disable(ctx, ends, o.ID, *email)
+		c, err := a.Accounts.Disable(ctx, o.ID, *email)
 		if err != nil {
 			return err
 		}
 		_, _ = fmt.Fprintf(stdout, "disabled %s in %s; ended %d sessions\n", c.User.Email, o.Slug, c.Sessions)
 		return nil
 	}
-	c, err := a.Accounts.ChangeRole(ctx, ends, o.ID, *email, *role)
+	c, err := a.Accounts.ChangeRole(ctx, o.ID, *email, *role)
 	if err != nil {
 		return err
 	}

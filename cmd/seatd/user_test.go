@@ -11,7 +11,7 @@ import (
 )
 
 // TestUserDisableAndRoleCommands: `seatd user role` and `seatd user
-// disable` change the account (the bus and sockets side is
+// disable` change the account (the sockets side is
 // TestSessionEndClosesSocketsEverywhere in package web, through the same
 // auth functions).
 func TestUserDisableAndRoleCommands(t *testing.T) {

@@ -35,6 +35,12 @@ const (
 	keyCacheMax = 10_000
 )
 
+// Bus is what APIKeys needs of the realtime bus.
+type Bus interface {
+	Publish(ctx context.Context, channel string, payload []byte) error
+	Subscribe(channel string, h func([]byte), resync func()) (unsubscribe func())
+}
+
 // APIKeys creates, checks and revokes API keys. A key acts with its
 // organization and role as the user who created it; only the SHA-256 of
 // the key is stored. The key carries 256 random bits, so nobody can guess

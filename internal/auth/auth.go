@@ -179,3 +179,30 @@ func (a *Accounts) Current(ctx context.Context, org, user uuid.UUID, role string
 	}
 	return !u.Disabled && u.Role == role, nil
 }
+
+// Disable disables a user of org (found by email) and deletes every
+// session of theirs, which announces their end to every process (see
+// web's sessionEnds): their next request is signed out and their sockets
+// close everywhere. A disabled user cannot sign in.
+func (a *Accounts) Disable(ctx context.Context, org uuid.UUID, email string) (store.UserChange, error) {
+	e, err := NormalizeEmail(email)
+	if err != nil {
+		return store.UserChange{}, err
+	}
+	return a.store.DisableUser(ctx, org, e)
+}
+
+// ChangeRole gives a user of org (found by email) a new role. Their
+// sessions end everywhere, as by Disable: a session keeps the role it was
+// signed in with, and ending it is simpler and safer than rewriting every
+// session and socket in flight. They sign in again with the new role.
+func (a *Accounts) ChangeRole(ctx context.Context, org uuid.UUID, email, role string) (store.UserChange, error) {
+	e, err := NormalizeEmail(email)
+	if err != nil {
+		return store.UserChange{}, err
+	}
+	if err := checkRole(role); err != nil {
+		return store.UserChange{}, err
+	}
+	return a.store.SetUserRole(ctx, org, e, role)
+}

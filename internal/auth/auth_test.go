@@ -44,7 +44,7 @@ func TestDisabledCannotSignIn(t *testing.T) {
 	tn := testenv.NewTenant(t, a, 1)
 	ctx := context.Background()
 	u := tn.Buyers[0]
-	if _, err := a.Accounts.Disable(ctx, auth.NewSessionEnds(a.Bus, a.Cfg.KeyPrefix), tn.Org.ID, u.Email); err != nil {
+	if _, err := a.Accounts.Disable(ctx, tn.Org.ID, u.Email); err != nil {
 		t.Fatal(err)
 	}
 	if _, _, err := a.Accounts.Authenticate(ctx, tn.Org.Slug, u.Email, testenv.Password); apperr.CodeOf(err) != apperr.Unauthorized {

@@ -1,6 +1,12 @@
 package store
 
-import "context"
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
 
 // DeleteExpiredSessions removes session rows past their expiry (the scs
 // layout of the sessions table) and reports how many went. Sessions are not
@@ -11,4 +17,20 @@ func (s *Store) DeleteExpiredSessions(ctx context.Context) (int64, error) {
 		return 0, err
 	}
 	return tag.RowsAffected(), nil
+}
+
+// FindSession returns the data and expiry of the live session stored under
+// token (hashed, as scs stores it), and false when there is none or it has
+// expired: what scs's Postgres store reads, with the expiry a cache needs
+// to enforce the idle timeout itself.
+func (s *Store) FindSession(ctx context.Context, token string) (data []byte, expiry time.Time, found bool, err error) {
+	err = s.db.QueryRow(ctx, `SELECT data, expiry FROM sessions WHERE token = $1 AND current_timestamp < expiry`, token).
+		Scan(&data, &expiry)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, time.Time{}, false, nil
+	}
+	if err != nil {
+		return nil, time.Time{}, false, err
+	}
+	return data, expiry, true, nil
 }

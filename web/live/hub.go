@@ -61,12 +61,8 @@ type Hub struct {
 	waitlist *WaitlistOptions // nil until EnableWaitlist
 	topics   map[topicKey]*topic
 	sessions map[string]map[*client]struct{}
-	users    map[userKey]map[*client]struct{}
 	clients  int // joined to a topic
 }
-
-// userKey is one user of one organization.
-type userKey struct{ org, user uuid.UUID }
 
 // New returns a hub that watches events on src and renders with r. log may
 // be nil.
@@ -88,7 +84,6 @@ func New(src Source, r Renderer, log *slog.Logger, opts Options) *Hub {
 		metrics:  newHubMetrics(),
 		topics:   map[topicKey]*topic{},
 		sessions: map[string]map[*client]struct{}{},
-		users:    map[userKey]map[*client]struct{}{},
 	}
 }
 
@@ -246,11 +241,6 @@ func (h *Hub) join(c *client) error {
 		}
 		h.sessions[tok][c] = struct{}{}
 	}
-	uk := userKey{c.v.Actor.Org, c.v.Actor.User}
-	if h.users[uk] == nil {
-		h.users[uk] = map[*client]struct{}{}
-	}
-	h.users[uk][c] = struct{}{}
 	h.mu.Unlock()
 
 	if ok {
@@ -320,11 +310,6 @@ func (h *Hub) leave(c *client) {
 				delete(h.sessions, tok)
 			}
 		}
-		uk := userKey{c.v.Actor.Org, c.v.Actor.User}
-		delete(h.users[uk], c)
-		if len(h.users[uk]) == 0 {
-			delete(h.users, uk)
-		}
 	}
 	if last && h.topics[t.key] == t {
 		delete(h.topics, t.key)
@@ -354,16 +339,6 @@ func (h *Hub) CloseSession(token string) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	for c := range h.sessions[token] {
-		c.cancel(&closeError{CodeSessionEnded, "session ended"})
-	}
-}
-
-// CloseUser closes every socket of a user of org, with CodeSessionEnded:
-// call it when the account was disabled or its role changed.
-func (h *Hub) CloseUser(org, user uuid.UUID) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	for c := range h.users[userKey{org, user}] {
 		c.cancel(&closeError{CodeSessionEnded, "session ended"})
 	}
 }
