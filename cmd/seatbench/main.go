@@ -109,7 +109,7 @@ func parseConfig(args []string, stderr io.Writer) (config, error) {
 		quick: quick, root: ".", outDir: "bench/results", timeout: 14 * time.Minute,
 		levels: []int{50, 200, 500}, duration: 15 * time.Second, warmup: 3 * time.Second,
 		eventSeats: 200_000, refSeats: 200_000, refMaxConns: 200,
-		fallback: []int{50, 200, 500}, hotBuyers: 1000, gaBuyers: 200, bestBursts: 5,
+		fallback: []int{50, 200, 500}, hotBuyers: 1000, gaBuyers: 200, bestBursts: 15,
 		wsClients: 5000, wsHolds: 30, wsSessions: 100, expiryHolds: 40, waitlistFrees: 40,
 		occSeats: 100_000, occRequests: 1000, chartSeats: 100_000,
 		multiProcs: []int{2, 3}, multiBuyers: 200, pacedBuyers: 200,
