@@ -42,7 +42,9 @@ func waitText(sel, want string) chromedp.Action[chromedp.Void] {
 func TestBrowserChartEditor(t *testing.T) {
 	newTab := browser(t)
 	a := testenv.App(t, nil)
-	srv := httptest.NewServer(New(depsOf(a)))
+	ws := New(depsOf(a))
+	t.Cleanup(ws.unlisten) // before the app's pool closes
+	srv := httptest.NewServer(ws)
 	t.Cleanup(srv.Close)
 	tn := testenv.NewTenant(t, a, 0)
 

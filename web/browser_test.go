@@ -76,7 +76,9 @@ func browserApp(t *testing.T) (func() context.Context, *app.App, *httptest.Serve
 	newTab := browser(t)
 	a := testenv.App(t, nil)
 	testenv.Background(t, a)
-	srv := httptest.NewServer(New(depsOf(a)))
+	ws := New(depsOf(a))
+	t.Cleanup(ws.unlisten) // before the app's pool closes
+	srv := httptest.NewServer(ws)
 	t.Cleanup(srv.Close)
 	return newTab, a, srv
 }

@@ -127,6 +127,9 @@ type sessionStore struct {
 
 	// Round trips to Postgres, for tests and the benchmark.
 	dbFinds, dbCommits atomic.Int64
+	// used is when Find last ran (Unix ns): the listener proves it hears
+	// every end only while the cache is in use (sessionEnds.beat).
+	used atomic.Int64
 }
 
 type sessionEntry struct {
@@ -143,6 +146,7 @@ var _ scs.Store = (*sessionStore)(nil)
 // Find returns a session's data.
 func (s *sessionStore) Find(token string) ([]byte, bool, error) {
 	now := s.now()
+	s.used.Store(now.UnixNano())
 	var ends uint64
 	if s.fresh > 0 {
 		s.mu.Lock()

@@ -24,9 +24,9 @@ import (
 // idle timeouts need no message: every socket carries its session's
 // deadline and asks the store when it comes (live.Options.SessionExpiry).
 //
-// The listener also proves, four times a second, that it hears every end:
-// it announces a heartbeat of its own on the channel and notes when it
-// sent it. Postgres delivers notifications in commit order, so once the
+// While the cache is in use, the listener also proves, four times a second,
+// that it hears every end: it announces a heartbeat of its own on the
+// channel and notes when it sent it. Postgres delivers notifications in commit order, so once the
 // heartbeat sent at t arrives, every end committed before t has arrived
 // too. While that proof is recent, the session cache keeps what it read
 // until an end is announced for it (sessionStore.told) instead of asking
@@ -123,9 +123,11 @@ func (l *sessionEnds) listen(ctx context.Context) error {
 	}
 }
 
-// beat sends a heartbeat every heartbeatEvery until ctx ends. A heartbeat
-// that fails is simply not heard: the proof ages, and past sessionFresh
-// the cache asks Postgres again.
+// beat sends a heartbeat every heartbeatEvery until ctx ends, while the
+// cache was used in the last two sessionFresh: every listener wakes for
+// every heartbeat, so idle processes send none. A heartbeat that fails is
+// simply not heard: the proof ages, and past sessionFresh the cache asks
+// Postgres again.
 func (l *sessionEnds) beat(ctx context.Context) {
 	t := time.NewTicker(heartbeatEvery)
 	defer t.Stop()
@@ -134,6 +136,9 @@ func (l *sessionEnds) beat(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case <-t.C:
+		}
+		if l.store.now().Sub(time.Unix(0, l.store.used.Load())) > 2*sessionFresh {
+			continue
 		}
 		l.mu.Lock()
 		l.seq++
