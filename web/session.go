@@ -243,7 +243,7 @@ func (s *sessionStore) Commit(token string, b []byte, expiry time.Time) error {
 		s.mu.Unlock()
 	}
 	s.mu.Lock()
-	ends := s.ends
+	ends := s.ends // an end applied while writing makes the copy untrusted
 	s.mu.Unlock()
 	s.dbCommits.Add(1)
 	if err := s.db.Commit(token, b, expiry); err != nil {

@@ -18,9 +18,11 @@ import (
 // Sessions end everywhere at once. The statement that ends a session —
 // a logout, a disabled account, a role change (every session of the user
 // is deleted), the expiry cleanup — announces it on the seatd_sessions
-// channel in its own transaction (migration 018's trigger), so no end can
-// commit unannounced. Every process listens: it forgets its cached copy
-// and closes the session's sockets with live.CodeSessionEnded. Expiry and
+// channel in its own transaction (migrations 018 and 019's trigger), so
+// no end can commit unannounced. Every process listens: it forgets its
+// cached copy and closes the session's sockets with
+// live.CodeSessionEnded. A change of a session's data (a flash message)
+// is announced too, apart: copies are forgotten, sockets stay open. Expiry and
 // idle timeouts need no message: every socket carries its session's
 // deadline and asks the store when it comes (live.Options.SessionExpiry).
 //
@@ -154,9 +156,10 @@ func (l *sessionEnds) beat(ctx context.Context) {
 	}
 }
 
-// heard applies one notification: a heartbeat (".id seq"; tokens are
-// base64url and never start with a dot) or stored tokens of ended
-// sessions.
+// heard applies one notification: a heartbeat (".id seq"), stored tokens
+// of sessions whose data changed ("~" and the tokens: cached copies are
+// dropped, sockets stay) or of ended sessions. Tokens are base64url and
+// never start with either mark.
 func (l *sessionEnds) heard(payload string) {
 	if hb, ok := strings.CutPrefix(payload, "."); ok {
 		id, n, _ := strings.Cut(hb, " ")
@@ -177,8 +180,12 @@ func (l *sessionEnds) heard(payload string) {
 		}
 		return
 	}
-	tokens := strings.Fields(payload)
+	changed, isChange := strings.CutPrefix(payload, "~")
+	tokens := strings.Fields(changed)
 	l.store.ended(tokens)
+	if isChange {
+		return
+	}
 	for _, t := range tokens {
 		l.hub.CloseSession(t)
 	}

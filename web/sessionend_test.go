@@ -2,6 +2,7 @@ package web
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"net/http"
 	"testing"
@@ -136,6 +137,54 @@ func TestSessionEndClosesSocketsEverywhere(t *testing.T) {
 	}
 	bystander.do("GET", "/api/v1/me", nil).want(t, http.StatusOK)
 	_ = bconn
+
+	t.Run("data changed elsewhere", func(t *testing.T) {
+		c := s1.as(tn.Org, tn.Organizer)
+		a, b := open(t, c)
+		on2 := c.at(s2)
+		on2.do("GET", "/api/v1/me", nil).want(t, http.StatusOK) // cached on process 2 now
+		tok := storedToken(c.cookie())
+		// What a flash message set on another process writes: the same
+		// session with one more value.
+		var data []byte
+		if err := s1.app.Pool.QueryRow(ctx, `SELECT data FROM sessions WHERE token = $1`, tok).Scan(&data); err != nil {
+			t.Fatal(err)
+		}
+		var in sessionJSON
+		if err := json.Unmarshal(data, &in); err != nil {
+			t.Fatal(err)
+		}
+		in.Values[sessFlash] = "Saved."
+		changed, err := json.Marshal(in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s1.app.Pool.Exec(ctx, `UPDATE sessions SET data = $2 WHERE token = $1`, tok, changed); err != nil {
+			t.Fatal(err)
+		}
+		testenv.Eventually(t, 2*time.Second, "process 2 drops its cached copy", func() bool {
+			st := s2.srv.sstore
+			st.mu.Lock()
+			defer st.mu.Unlock()
+			return st.entries[tok] == nil
+		})
+		// The session goes on: its sockets stay open on both processes.
+		for i, conn := range []*websocket.Conn{b, a} {
+			_ = conn.SetReadDeadline(time.Now().Add(time.Second))
+			for {
+				_, _, err := conn.ReadMessage()
+				var ce *websocket.CloseError
+				if errors.As(err, &ce) {
+					t.Fatalf("process %d socket closed with %d after a change of the session's data", 2-i, ce.Code)
+				}
+				if err != nil {
+					break // the deadline: still open
+				}
+			}
+			_ = conn.Close()
+		}
+		on2.do("GET", "/api/v1/me", nil).want(t, http.StatusOK)
+	})
 
 	t.Run("idle deadline", func(t *testing.T) {
 		const idle = 2 * time.Second
