@@ -56,12 +56,9 @@ WITH r AS (
 SELECT id, version, hold_id, fence FROM upd;
 `
 
-// holdIDSQL makes a hold id as seatd does (store.NewHoldID): a UUIDv7,
-// its first 48 bits the time in milliseconds, so ids of one moment sit
-// together in the primary key. Postgres 15 has no uuidv7().
-const holdIDSQL = `encode(set_byte(overlay(uuid_send(gen_random_uuid())
-        placing substring(int8send((extract(epoch FROM clock_timestamp()) * 1000)::bigint) FROM 3) FROM 1 FOR 6),
-        6, 112 + floor(random() * 16)::int), 'hex')::uuid`
+// holdIDSQL makes a hold id as seatd does (store.NewID): a UUIDv7, so
+// ids of one moment sit together in the primary key (migration 020).
+const holdIDSQL = `uuid_v7()`
 
 // sharedScript runs seatd's shared hold statement itself
 // (store.HoldStatement: everything after its input rows) for :batch seats

@@ -315,7 +315,9 @@ func (s *Service) bestFilterKnown(ev *eventState, b Best) error {
 // transaction (store.CreateHolds), which decides them in order. The
 // caller holds ev.claimMu and ev.mu (read).
 func (s *Service) bestBlocks(ev *eventState, a Actor, b Best, avoid map[uuid.UUID]bool, want int) [][]uuid.UUID {
-	blocks, _ := s.finder(ev, a, b, ev.all, ev.rows, avoid, nil).findFree(ev, b, want, true, true)
+	f := s.finder(ev, a, b, ev.all, ev.rows, avoid, nil)
+	f.rowFree = ev.rowFree
+	blocks, _ := f.findFree(ev, b, want, true, true)
 	return blocks
 }
 
@@ -385,6 +387,9 @@ type blockFinder struct {
 	free     func(p int32) bool     // free to anyone
 	eligible func(p int32) bool     // free and fit for this request
 	rowOK    func(row []int32) bool // nil: every row
+	// rowFree, when set, counts each row's free seats (at least): a row
+	// with fewer than count is passed over while looking for a block.
+	rowFree []int32
 }
 
 // find lists candidate seat sets, best first: at least want of them when
@@ -440,11 +445,16 @@ func (f blockFinder) find(want int, split bool) [][]uuid.UUID {
 	}
 	var cands []cand
 	var taken []bool
-	for _, row := range f.rows {
+	passed := false
+	for ri, row := range f.rows {
 		if len(blocks) >= want {
 			break
 		}
 		if f.rowOK != nil && !f.rowOK(row) {
+			continue
+		}
+		if f.rowFree != nil && int(f.rowFree[ri]) < f.count {
+			passed = true
 			continue
 		}
 		r := len(rows)
@@ -504,6 +514,12 @@ func (f blockFinder) find(want int, split bool) [][]uuid.UUID {
 	}
 	if !split {
 		return nil
+	}
+	if passed {
+		// A split takes runs of any length: look at every row.
+		g := f
+		g.rowFree = nil
+		return g.find(want, split)
 	}
 	// No row has them side by side: the fewest rows, longest runs first,
 	// each run taken from its start (or its end, if the start would leave

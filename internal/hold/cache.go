@@ -79,7 +79,12 @@ type eventState struct {
 	// rows are the seated rows in idx order, each its seats' positions in
 	// all by seat number: best available scans them without copying or
 	// sorting a row per request (the layout is fixed once loaded).
-	rows     [][]int32
+	rows [][]int32
+	// rowFree counts, per row of rows, its seats available and not
+	// claimed, and rowAt is each seat's row (-1: none): a crowd's picks
+	// pass over the rows it has filled without looking at their seats.
+	rowFree  []int32
+	rowAt    []int32
 	maxFence int64
 	watchers map[int]func([]Delta)
 	// lineWatchers are told of the event's waitlist changes; their ids
@@ -122,6 +127,19 @@ func (e *eventState) fill(sections []store.Section, seats []store.Seat) []Delta 
 	e.userHolds = map[uuid.UUID]int{}
 	e.places = gaPlaces(sections, seats)
 	e.rows = seatedRows(sections, e.sectionOf, seats)
+	e.rowAt = make([]int32, len(seats))
+	for i := range e.rowAt {
+		e.rowAt[i] = -1
+	}
+	e.rowFree = make([]int32, len(e.rows))
+	for r, row := range e.rows {
+		for _, p := range row {
+			e.rowAt[p] = int32(r) // #nosec G115 -- far fewer rows than 2^31
+			if e.freeAt(p) {
+				e.rowFree[r]++
+			}
+		}
+	}
 	var changed []Delta
 	for i := range seats {
 		s := &seats[i]
@@ -152,12 +170,31 @@ type rowKey struct {
 
 func rowOf(st *store.Seat) rowKey { return rowKey{st.SectionID, st.Row} }
 
+// freeAt says whether the seat at position p is available and not
+// claimed; the caller holds mu.
+func (e *eventState) freeAt(p int32) bool { return e.all[p].Status == store.Available && !e.claimed[p] }
+
+// recount updates rowFree for the seat at p, which was free (freeAt)
+// before the caller changed it; the caller holds mu, and claimMu or mu
+// for writing.
+func (e *eventState) recount(p int32, was bool) {
+	if r := e.rowAt[p]; r >= 0 && was != e.freeAt(p) {
+		if was {
+			e.rowFree[r]--
+		} else {
+			e.rowFree[r]++
+		}
+	}
+}
+
 // claim marks a pick's seats claimed and their rows busy; the caller
 // holds claimMu and mu (read).
 func (e *eventState) claim(ids []uuid.UUID) {
 	for _, id := range ids {
 		if i, ok := e.pos[id]; ok {
+			was := e.freeAt(i)
 			e.claimed[i] = true
+			e.recount(i, was)
 			e.busyRows[rowOf(&e.all[i])]++
 		}
 	}
@@ -171,7 +208,9 @@ func (e *eventState) unclaim(ids []uuid.UUID) {
 	defer e.mu.RUnlock()
 	for _, id := range ids {
 		if i, ok := e.pos[id]; ok {
+			was := e.freeAt(i)
 			e.claimed[i] = false
+			e.recount(i, was)
 			k := rowOf(&e.all[i])
 			if e.busyRows[k]--; e.busyRows[k] <= 0 {
 				delete(e.busyRows, k)
@@ -277,10 +316,15 @@ func (e *eventState) apply(ds []Delta) []Delta {
 }
 
 func (e *eventState) applyLocked(d Delta) bool {
-	s, ok := e.lookup(d.Seat)
-	if !ok || d.Version <= s.Version {
+	p, ok := e.pos[d.Seat]
+	if !ok {
 		return false
 	}
+	s := &e.all[p]
+	if d.Version <= s.Version {
+		return false
+	}
+	defer e.recount(p, e.freeAt(p))
 	ci := e.sectionOf[s.SectionID]
 	e.counts[ci].Add(s.Status, -1)
 	e.addCategory(s, -1)

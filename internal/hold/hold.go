@@ -466,7 +466,7 @@ func seatIDsOf(seats []store.Seat) []uuid.UUID {
 func newIDs(n int) []uuid.UUID {
 	ids := make([]uuid.UUID, n)
 	for i := range ids {
-		ids[i] = store.NewHoldID()
+		ids[i] = store.NewID()
 	}
 	return ids
 }
@@ -480,7 +480,7 @@ func (s *Service) holdFallback(ctx context.Context, ev *eventState, seats []stor
 		fence := ev.fence() + 1
 		p.Seats = make([]store.HoldRequest, len(seats))
 		for i, st := range seats {
-			p.Seats[i] = store.HoldRequest{SeatID: st.ID, HoldID: store.NewHoldID(), Fence: fence}
+			p.Seats[i] = store.HoldRequest{SeatID: st.ID, HoldID: store.NewID(), Fence: fence}
 		}
 		s.m.PGHoldWrites.Inc()
 		out, err := s.store.CreateHolds(context.WithoutCancel(ctx), p)

@@ -223,24 +223,38 @@ if cap > 0 and fresh > 0 then
     if held + fresh > cap then return {2, {}, {}} end
   end
 end
-local floor = tonumber(ARGV[5])
 local out = {}
+if fresh == 0 then
+  for i = 1, n do out[i] = existing[i] end
+  return {1, {}, out}
+end
+-- One counter step and one ZADD per key for all fresh seats: each call
+-- out of a script costs about as much as the work it does.
+local floor = tonumber(ARGV[5])
+local f = redis.call('INCRBY', KEYS[3], fresh) - fresh
+if f < floor then
+  f = floor
+  redis.call('SET', KEYS[3], floor + fresh)
+end
+local expiry, holders = {}, {}
 for i = 1, n do
   if existing[i] then
     out[i] = existing[i]
   else
-    local f = redis.call('INCR', KEYS[3])
-    if f <= floor then
-      f = floor + 1
-      redis.call('SET', KEYS[3], f)
-    end
+    f = f + 1
     local base = 8 + (i - 1) * 2
     local v = ARGV[base + 1] .. '|' .. user .. '|' .. f .. '|' .. ARGV[2] .. '|' .. ARGV[4]
     redis.call('SET', KEYS[4 + i], v, 'PX', ARGV[3])
-    redis.call('ZADD', KEYS[1], ARGV[2], ARGV[base + 2])
-    redis.call('ZADD', KEYS[2], 0, user .. '|' .. ARGV[base + 2])
+    expiry[#expiry + 1] = ARGV[2]
+    expiry[#expiry + 1] = ARGV[base + 2]
+    holders[#holders + 1] = 0
+    holders[#holders + 1] = user .. '|' .. ARGV[base + 2]
     out[i] = v
   end
+end
+-- In pieces: unpack is bounded by Lua's stack.
+for _, z in ipairs({{KEYS[1], expiry}, {KEYS[2], holders}}) do
+  for i = 1, #z[2], 1000 do redis.call('ZADD', z[1], unpack(z[2], i, math.min(i + 999, #z[2]))) end
 end
 return {1, {}, out}
 `)

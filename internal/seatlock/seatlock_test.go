@@ -88,3 +88,65 @@ func TestCoalescedAcquires(t *testing.T) {
 		t.Fatalf("after SCRIPT FLUSH %d of 100 seats granted", len(granted))
 	}
 }
+
+// TestAcquireFences: fences are drawn for the fresh seats of an acquire
+// only, each above the floor, distinct and rising in seat order; a lock
+// the buyer already has keeps its own. An acquire of more seats than one
+// ZADD of the script takes still lists every seat for expiry.
+func TestAcquireFences(t *testing.T) {
+	a := testenv.App(t, nil)
+	l := a.Locks
+	ctx := context.Background()
+	org, event, user := uuid.New(), uuid.New(), uuid.New()
+	now := time.Now().Truncate(time.Millisecond)
+	const n = 1500
+	seats := make([]uuid.UUID, n)
+	states := make([]seatlock.SeatState, n)
+	for i := range seats {
+		seats[i] = uuid.New()
+		states[i] = seatlock.SeatState{ID: seats[i], Version: 1}
+	}
+	if _, err := l.Sync(ctx, org, event, states, 0, now, 10*time.Second, true); err != nil {
+		t.Fatal(err)
+	}
+	acquire := func(ids []uuid.UUID, floor int64) []seatlock.Lock {
+		t.Helper()
+		holds := make([]uuid.UUID, len(ids))
+		for i := range holds {
+			holds[i] = uuid.New()
+		}
+		res, err := l.Acquire(ctx, org, event, seatlock.AcquireRequest{User: user, Seats: ids, HoldIDs: holds,
+			Now: now, HeldUntil: now.Add(time.Minute), Floor: floor, MaxDelay: time.Minute})
+		if err != nil || !res.OK || len(res.Locks) != len(ids) {
+			t.Fatalf("acquire %d seats: %+v, %v", len(ids), res, err)
+		}
+		return res.Locks
+	}
+
+	first := acquire(seats[:2], 0)
+	if first[0].Fence != 1 || first[1].Fence != 2 {
+		t.Fatalf("first fences %d, %d; want 1, 2", first[0].Fence, first[1].Fence)
+	}
+	// The counter is below the floor (it was lost): fresh fences start
+	// above the floor; the seat already the buyer's keeps its lock.
+	big := acquire(append([]uuid.UUID{seats[1]}, seats[2:]...), 500)
+	if big[0] != first[1] {
+		t.Errorf("own lock changed: %+v, was %+v", big[0], first[1])
+	}
+	for i, lk := range big[1:] {
+		if want := int64(501 + i); lk.Fence != want {
+			t.Fatalf("seat %d: fence %d, want %d", i+2, lk.Fence, want)
+		}
+	}
+	// The counter went on from the lifted floor.
+	if next := acquire([]uuid.UUID{uuid.New()}, 0); next[0].Fence != int64(500+n-1) {
+		t.Errorf("next fence %d, want %d", next[0].Fence, 500+n-1)
+	}
+	held, err := l.HeldSeats(ctx, org, event)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(held) != n+1 {
+		t.Errorf("%d seats listed for expiry, want %d", len(held), n+1)
+	}
+}

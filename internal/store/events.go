@@ -26,7 +26,7 @@ type NewSection struct {
 // transaction; seats get consecutive idx values (their bitmap positions).
 // Seats are copied in bulk so a 100 000-seat event takes seconds.
 func (s *Store) CreateEvent(ctx context.Context, org uuid.UUID, name, venue string, startsAt time.Time, sections []NewSection) (Event, error) {
-	e := Event{ID: uuid.New(), OrgID: org, EventSpec: EventSpec{Name: name, Venue: venue, StartsAt: startsAt, TimeZone: "UTC",
+	e := Event{ID: NewID(), OrgID: org, EventSpec: EventSpec{Name: name, Venue: venue, StartsAt: startsAt, TimeZone: "UTC",
 		OrphanRule: "off"}, Status: EventOnSale}
 	err := s.InTx(ctx, func(tx pgx.Tx) error {
 		// On sale with no window: the grid events of the tests and the
@@ -38,13 +38,13 @@ func (s *Store) CreateEvent(ctx context.Context, org uuid.UUID, name, venue stri
 		var rows [][]any
 		idx := 0
 		for pos, sec := range sections {
-			secID := uuid.New()
+			secID := NewID()
 			if _, err := tx.Exec(ctx, `INSERT INTO sections (id, org_id, event_id, label, name, position) VALUES ($1, $2, $3, $4, $5, $6)`,
 				secID, org, e.ID, sec.Label, sec.Name, pos); err != nil {
 				return err
 			}
 			for _, st := range sec.Seats {
-				rows = append(rows, []any{uuid.New(), org, e.ID, secID, st.Row, st.Number, idx, st.X, st.Y})
+				rows = append(rows, []any{NewID(), org, e.ID, secID, st.Row, st.Number, idx, st.X, st.Y})
 				idx++
 			}
 		}

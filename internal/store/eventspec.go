@@ -26,7 +26,7 @@ func (s *Store) createEventFromLayout(ctx context.Context, org, actor, versionID
 	for _, p := range prices {
 		priceOf[p.Category] = p
 	}
-	e := Event{ID: uuid.New(), OrgID: org, EventSpec: spec, Status: EventDraft, ChartVersionID: versionID}
+	e := Event{ID: NewID(), OrgID: org, EventSpec: spec, Status: EventDraft, ChartVersionID: versionID}
 	err := s.InTx(ctx, func(tx pgx.Tx) error {
 		if _, err := tx.Exec(ctx, `
 			INSERT INTO events (id, org_id, name, venue, starts_at, time_zone, on_sale_at, sales_end_at, hold_ttl_seconds,
@@ -51,7 +51,7 @@ func (s *Store) createEventFromLayout(ctx context.Context, org, actor, versionID
 		var rows [][]any
 		idx := 0
 		for pos, sec := range c.Sections {
-			secID := uuid.New()
+			secID := NewID()
 			kind := sec.Kind
 			if kind == "" {
 				kind = chart.Seated
@@ -72,7 +72,7 @@ func (s *Store) createEventFromLayout(ctx context.Context, org, actor, versionID
 					if st.Category != "" {
 						cat = &st.Category
 					}
-					rows = append(rows, []any{uuid.New(), org, e.ID, secID, r.Label, st.Number, idx, st.X, st.Y, cat,
+					rows = append(rows, []any{NewID(), org, e.ID, secID, r.Label, st.Number, idx, st.X, st.Y, cat,
 						st.Accessible, st.Companion})
 					idx++
 				}

@@ -1,5 +1,7 @@
 package store
 
+import "github.com/jackc/pgx/v5"
+
 // BlockHoldBatches takes every statement slot of both hold batchers, so
 // holds queue until unblock is called; queued says how many wait.
 func (s *Store) BlockHoldBatches() (queued func() int, unblock func()) {
@@ -26,3 +28,7 @@ const SeatColumns = seatColumns
 // RowKeyExpr is a seat row's advisory lock key in SQL, for comparing
 // with RowKey.
 const RowKeyExpr = rowKeyExpr
+
+// BinarySeatRows says whether rows would be read by the binary seat
+// decoder rather than the generic scan.
+func BinarySeatRows(rows pgx.Rows) bool { return binarySeatRows(rows) }

@@ -27,7 +27,7 @@ func gaPlaceRows(org, event, section uuid.UUID, sec chart.Section, idx int) [][]
 	}
 	rows := make([][]any, sec.Capacity)
 	for n := range sec.Capacity {
-		rows[n] = []any{uuid.New(), org, event, section, GARow, n + 1, idx + n, 0, 0, cat, false, false}
+		rows[n] = []any{NewID(), org, event, section, GARow, n + 1, idx + n, 0, 0, cat, false, false}
 	}
 	return rows
 }

@@ -242,7 +242,7 @@ func lockBestSeats(ctx context.Context, tx pgx.Tx, p *BestParams, block []uuid.U
 	}
 	p.Seats = make([]HoldRequest, len(block))
 	for i, id := range block {
-		p.Seats[i] = HoldRequest{SeatID: id, HoldID: NewHoldID(), Fence: fence}
+		p.Seats[i] = HoldRequest{SeatID: id, HoldID: NewID(), Fence: fence}
 	}
 	if !p.Strict {
 		return true, nil

@@ -22,11 +22,19 @@ type HoldRequest struct {
 	Fence  int64
 }
 
-// NewHoldID returns a new hold id. It is time-ordered (UUIDv7), so the
-// holds of a burst append to the right edge of seat_holds' primary key
-// instead of each landing on a page of its own: after a checkpoint, a
-// page of its own is a full-page image in the WAL for every hold.
-func NewHoldID() uuid.UUID { return uuid.Must(uuid.NewV7()) }
+// NewID returns a new id for an event, section, seat or hold. It is
+// time-ordered (UUIDv7), so rows made together sit together in every
+// index that starts with their id or their event's:
+//   - the holds of a burst append to the right edge of seat_holds'
+//     primary key instead of each landing on a page of its own (after a
+//     checkpoint, a page of its own is a full-page image in the WAL for
+//     every hold);
+//   - an event's seats, looked up by id in every hold, fill a few pages
+//     of seats' keys instead of one page each spread over the keys of
+//     every seat ever made: with random ids, a store holding 4.6 million
+//     seats made the seat reads of a best-available burst twice as slow
+//     as an empty one did.
+func NewID() uuid.UUID { return uuid.Must(uuid.NewV7()) }
 
 // HoldParams describes a hold attempt.
 type HoldParams struct {

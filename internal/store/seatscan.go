@@ -14,13 +14,16 @@ import (
 // straight into Seats. Loading an event reads every seat (300 000 for a
 // stadium) while its first buyers wait; pgx's generic Scan goes through
 // reflection and the sql.Scanner of uuid.UUID (text parsing) for each of
-// 13 columns, which was ~70% of a cold load's CPU. Row labels repeat (a
-// few dozen per event), so they are interned instead of allocated per seat.
+// 16 columns, which was ~70% of a cold load's CPU. Row labels and
+// categories repeat (a few dozen per event), so they are interned instead
+// of allocated per seat: a cache holding millions of seats then holds a
+// few hundred strings, not millions of objects for every collection to
+// mark.
 type seatDecoder struct {
-	rows map[string]string
+	strs map[string]string
 }
 
-func newSeatDecoder() *seatDecoder { return &seatDecoder{rows: map[string]string{}} }
+func newSeatDecoder() *seatDecoder { return &seatDecoder{strs: map[string]string{}} }
 
 // seatColumnOIDs are the types of seatColumns, in order; the decoder
 // insists on them and on binary format (but for text), or the caller scans
@@ -28,6 +31,7 @@ func newSeatDecoder() *seatDecoder { return &seatDecoder{rows: map[string]string
 var seatColumnOIDs = [...]uint32{
 	pgtype.UUIDOID, pgtype.UUIDOID, pgtype.TextOID, pgtype.Int4OID, pgtype.Int4OID, pgtype.Int4OID, pgtype.Int4OID,
 	pgtype.TextOID, pgtype.Int8OID, pgtype.Int8OID, pgtype.UUIDOID, pgtype.UUIDOID, pgtype.TimestamptzOID,
+	pgtype.TextOID, pgtype.BoolOID, pgtype.BoolOID,
 }
 
 // binarySeatRows reports whether rows carry seatColumns in binary format.
@@ -67,8 +71,8 @@ func collectSeats(rows pgx.Rows, sizeHint int) ([]Seat, error) {
 var pgEpoch = time.Date(2000, 1, 1, 0, 0, 0, 0, time.UTC)
 
 func (d *seatDecoder) decode(v [][]byte, s *Seat) error {
-	for i, b := range v[:10] {
-		if b == nil {
+	for i, b := range v {
+		if b == nil && (i < 10 || i > 12) {
 			return fmt.Errorf("seat column %d is NULL", i)
 		}
 	}
@@ -79,12 +83,7 @@ func (d *seatDecoder) decode(v [][]byte, s *Seat) error {
 	if s.SectionID, err = uuidOf(v[1]); err != nil {
 		return err
 	}
-	row, ok := d.rows[string(v[2])]
-	if !ok {
-		row = string(v[2])
-		d.rows[row] = row
-	}
-	s.Row = row
+	s.Row = d.intern(v[2])
 	ints := [4]*int{&s.Number, &s.Idx, &s.X, &s.Y}
 	for i, p := range ints {
 		if len(v[3+i]) != 4 {
@@ -126,7 +125,22 @@ func (d *seatDecoder) decode(v [][]byte, s *Seat) error {
 		us := int64(binary.BigEndian.Uint64(v[12])) // #nosec G115 -- Postgres timestamptz is 64 bits
 		s.HeldUntil = pgEpoch.Add(time.Duration(us) * time.Microsecond)
 	}
+	s.Category = d.intern(v[13])
+	if len(v[14]) != 1 || len(v[15]) != 1 {
+		return fmt.Errorf("accessible/companion: not a bool")
+	}
+	s.Accessible, s.Companion = v[14][0] != 0, v[15][0] != 0
 	return nil
+}
+
+// intern returns the one string of a row label or category.
+func (d *seatDecoder) intern(b []byte) string {
+	x, ok := d.strs[string(b)]
+	if !ok {
+		x = string(b)
+		d.strs[x] = x
+	}
+	return x
 }
 
 func uuidOf(b []byte) (uuid.UUID, error) {

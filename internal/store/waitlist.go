@@ -502,7 +502,7 @@ func offerOne(ctx context.Context, tx pgx.Tx, e WaitlistEntry, view [][]*offerSe
 		var id uuid.UUID
 		var fence int64
 		if _, err := pgx.ForEachRow(rows, []any{&id, &fence}, func() error {
-			reqs = append(reqs, HoldRequest{SeatID: id, HoldID: NewHoldID(), Fence: fence + 1})
+			reqs = append(reqs, HoldRequest{SeatID: id, HoldID: NewID(), Fence: fence + 1})
 			got[id] = true
 			return nil
 		}); err != nil {
