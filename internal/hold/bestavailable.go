@@ -308,7 +308,7 @@ func (s *Service) bestFilterKnown(ev *eventState, b Best) error {
 }
 
 // bestBlocks lists candidate seat sets, best first, from the hot cache:
-// at least want of them when there are (rows are scanned front to back
+// want of them when there are (rows are scanned front to back
 // only until want blocks are found, so a big venue costs little). Seats
 // claimed by other requests of this process count as taken, and holds in
 // one row go together: on the fast path, this process's holds share one
@@ -316,7 +316,8 @@ func (s *Service) bestFilterKnown(ev *eventState, b Best) error {
 // caller holds ev.claimMu and ev.mu (read).
 func (s *Service) bestBlocks(ev *eventState, a Actor, b Best, avoid map[uuid.UUID]bool, want int) [][]uuid.UUID {
 	f := s.finder(ev, a, b, ev.all, ev.rows, avoid, nil)
-	f.rowFree = ev.rowFree
+	f.hint = &ev.hint
+	f.plain = len(avoid) == 0 && b.Category == "" && (b.Accessible || a.Staff() || !heldBack(ev.settings.Load(), s.now()))
 	blocks, _ := f.findFree(ev, b, want, true, true)
 	return blocks
 }
@@ -387,13 +388,17 @@ type blockFinder struct {
 	free     func(p int32) bool     // free to anyone
 	eligible func(p int32) bool     // free and fit for this request
 	rowOK    func(row []int32) bool // nil: every row
-	// rowFree, when set, counts each row's free seats (at least): a row
-	// with fewer than count is passed over while looking for a block.
-	rowFree []int32
+	// hint, when set, describes rows (the cache's): a row with fewer free
+	// seats than count, or whose longest run of them as last found is
+	// shorter, is passed over while looking for a block. A plain
+	// finder's eligible is free, so the runs it finds are the rows' runs
+	// of free seats, and it notes the longest in the hint.
+	hint  *rowHint
+	plain bool
 }
 
-// find lists candidate seat sets, best first: at least want of them when
-// there are. Best means Count seats side by side in one row — the
+// find lists candidate seat sets, best first: want of them when there
+// are. Best means Count seats side by side in one row — the
 // frontmost such row, then the block nearest the row's centre, blocks of
 // a row not overlapping —; else, when split is set, the fewest rows,
 // longest runs first. Under the strict orphan rule no block that would
@@ -427,8 +432,8 @@ func (f blockFinder) find(want int, split bool) [][]uuid.UUID {
 	}
 
 	type block struct {
-		ids    []uuid.UUID
-		rank   int
+		rank   int // index into rows
+		from   int // index into rows[rank]
 		offset float64
 	}
 	var blocks []block
@@ -453,11 +458,12 @@ func (f blockFinder) find(want int, split bool) [][]uuid.UUID {
 		if f.rowOK != nil && !f.rowOK(row) {
 			continue
 		}
-		if f.rowFree != nil && int(f.rowFree[ri]) < f.count {
+		if h := f.hint; h != nil && (int(h.free[ri]) < f.count || h.runAt[ri] == h.ver[ri]+1 && int(h.run[ri]) < f.count) {
 			passed = true
 			continue
 		}
 		r := len(rows)
+		longest := 0
 		rows = append(rows, row)
 		centre := float64(num(row, 0)+num(row, len(row)-1)) / 2
 		cands = cands[:0]
@@ -471,6 +477,7 @@ func (f blockFinder) find(want int, split bool) [][]uuid.UUID {
 				continue
 			}
 			runs = append(runs, run{row: r, from: i, n: j - i})
+			longest = max(longest, j-i)
 			for st := i; st+f.count <= j; st++ {
 				end := st + f.count - 1
 				if f.strict && ((st > 0 && num(row, st-1) == num(row, st)-1 && alone(row, st-1, -1)) ||
@@ -480,6 +487,9 @@ func (f blockFinder) find(want int, split bool) [][]uuid.UUID {
 				cands = append(cands, cand{from: st, offset: abs(float64(num(row, st)+num(row, end))/2 - centre)})
 			}
 			i = j
+		}
+		if f.hint != nil && f.plain {
+			f.hint.run[ri], f.hint.runAt[ri] = int32(longest), f.hint.ver[ri]+1 // #nosec G115 -- a row's length
 		}
 		if len(cands) == 0 {
 			continue
@@ -494,21 +504,24 @@ func (f blockFinder) find(want int, split bool) [][]uuid.UUID {
 			if slices.Contains(taken[c.from:c.from+f.count], true) {
 				continue
 			}
-			ids := make([]uuid.UUID, f.count)
-			for x := range ids {
-				ids[x] = all[row[c.from+x]].ID
+			for x := range f.count {
 				taken[c.from+x] = true
 			}
-			blocks = append(blocks, block{ids: ids, rank: r, offset: c.offset})
+			blocks = append(blocks, block{rank: r, from: c.from, offset: c.offset})
 		}
 	}
 	if len(blocks) > 0 {
 		slices.SortStableFunc(blocks, func(x, y block) int {
 			return cmp.Or(cmp.Compare(x.rank, y.rank), cmp.Compare(x.offset, y.offset))
 		})
-		out := make([][]uuid.UUID, len(blocks))
-		for i, bl := range blocks {
-			out[i] = bl.ids
+		// Only the blocks asked for are spelled out: a crowd's picks each
+		// find a whole row's blocks, and take one of the first few.
+		out := make([][]uuid.UUID, min(len(blocks), max(want, 1)))
+		for i, bl := range blocks[:len(out)] {
+			out[i] = make([]uuid.UUID, f.count)
+			for x := range out[i] {
+				out[i][x] = all[rows[bl.rank][bl.from+x]].ID
+			}
 		}
 		return out
 	}
@@ -518,7 +531,7 @@ func (f blockFinder) find(want int, split bool) [][]uuid.UUID {
 	if passed {
 		// A split takes runs of any length: look at every row.
 		g := f
-		g.rowFree = nil
+		g.hint = nil
 		return g.find(want, split)
 	}
 	// No row has them side by side: the fewest rows, longest runs first,

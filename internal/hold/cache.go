@@ -80,10 +80,9 @@ type eventState struct {
 	// all by seat number: best available scans them without copying or
 	// sorting a row per request (the layout is fixed once loaded).
 	rows [][]int32
-	// rowFree counts, per row of rows, its seats available and not
-	// claimed, and rowAt is each seat's row (-1: none): a crowd's picks
-	// pass over the rows it has filled without looking at their seats.
-	rowFree  []int32
+	// rows' state for best available (see rowHint), and each seat's row
+	// (-1: none).
+	hint     rowHint
 	rowAt    []int32
 	maxFence int64
 	watchers map[int]func([]Delta)
@@ -131,12 +130,13 @@ func (e *eventState) fill(sections []store.Section, seats []store.Seat) []Delta 
 	for i := range e.rowAt {
 		e.rowAt[i] = -1
 	}
-	e.rowFree = make([]int32, len(e.rows))
+	e.hint = rowHint{free: make([]int32, len(e.rows)), ver: make([]uint32, len(e.rows)),
+		run: make([]int32, len(e.rows)), runAt: make([]uint32, len(e.rows))}
 	for r, row := range e.rows {
 		for _, p := range row {
 			e.rowAt[p] = int32(r) // #nosec G115 -- far fewer rows than 2^31
 			if e.freeAt(p) {
-				e.rowFree[r]++
+				e.hint.free[r]++
 			}
 		}
 	}
@@ -174,16 +174,30 @@ func rowOf(st *store.Seat) rowKey { return rowKey{st.SectionID, st.Row} }
 // claimed; the caller holds mu.
 func (e *eventState) freeAt(p int32) bool { return e.all[p].Status == store.Available && !e.claimed[p] }
 
-// recount updates rowFree for the seat at p, which was free (freeAt)
-// before the caller changed it; the caller holds mu, and claimMu or mu
-// for writing.
+// rowHint lets a crowd's best-available picks pass over rows without
+// looking at their seats: per row of eventState.rows, how many of its
+// seats are free (available and not claimed), a counter of changes to
+// that, and the longest run of free seats side by side as last found at
+// a value of the counter (runAt is that value plus one; 0: never).
+// Under the strict orphan rule a row fills up to a few seats that no
+// block can take, and every later pick would scan it again.
+type rowHint struct {
+	free       []int32
+	ver, runAt []uint32
+	run        []int32
+}
+
+// recount updates the row hint for the seat at p, which was free
+// (freeAt) before the caller changed it; the caller holds mu, and
+// claimMu or mu for writing.
 func (e *eventState) recount(p int32, was bool) {
 	if r := e.rowAt[p]; r >= 0 && was != e.freeAt(p) {
 		if was {
-			e.rowFree[r]--
+			e.hint.free[r]--
 		} else {
-			e.rowFree[r]++
+			e.hint.free[r]++
 		}
+		e.hint.ver[r]++
 	}
 }
 

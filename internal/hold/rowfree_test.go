@@ -12,12 +12,13 @@ import (
 	"seatd/internal/store"
 )
 
-// TestRowFreeCounts: the per-row count of free seats (available, not
-// claimed) stays equal to a recount through claims, ends of claims,
-// deltas and a reload with claims in flight; and best available finds
-// exactly the same blocks passing over rows by that count as scanning
-// every seat, for counts from 1 to 6, strict or not, split or not.
-func TestRowFreeCounts(t *testing.T) {
+// TestRowHint: the per-row count of free seats (available, not claimed)
+// stays equal to a recount through claims, ends of claims, deltas and a
+// reload with claims in flight; and best available finds exactly the
+// same blocks passing over rows by the hint (the count, and the longest
+// run noted by earlier plain picks) as scanning every seat, for counts
+// from 1 to 6, strict or not, split or not, plain or filtered.
+func TestRowHint(t *testing.T) {
 	rnd := rand.New(rand.NewPCG(1, 2)) // #nosec G404 -- a reproducible test sequence
 	seated, ga := uuid.New(), uuid.New()
 	sections := []store.Section{{ID: seated, Label: "A", Kind: chart.Seated}, {ID: ga, Label: "F", Kind: chart.GA, Capacity: 5}}
@@ -48,19 +49,28 @@ func TestRowFreeCounts(t *testing.T) {
 				}
 			}
 		}
-		if !slices.Equal(e.rowFree, want) {
-			t.Fatalf("step %d: rowFree %v, recounted %v", step, e.rowFree, want)
+		if !slices.Equal(e.hint.free, want) {
+			t.Fatalf("step %d: free per row %v, recounted %v", step, e.hint.free, want)
 		}
 		free := func(p int32) bool { return e.all[p].Status == store.Available && !e.claimed[p] }
+		odd := func(p int32) bool { return free(p) && e.all[p].Number%7 != 0 } // a filter: fewer eligible
 		for count := 1; count <= 6; count++ {
 			for _, strict := range []bool{false, true} {
 				for _, split := range []bool{false, true} {
-					f := blockFinder{all: e.all, rows: e.rows, count: count, strict: strict, free: free, eligible: free}
-					scanned := f.find(3, split)
-					f.rowFree = e.rowFree
-					if passed := f.find(3, split); !slices.EqualFunc(passed, scanned, slices.Equal) {
-						t.Fatalf("step %d, %d seats, strict %v, split %v: passing over rows found %v, scanning %v",
-							step, count, strict, split, passed, scanned)
+					for _, plain := range []bool{true, false} {
+						f := blockFinder{all: e.all, rows: e.rows, count: count, strict: strict, free: free, eligible: free}
+						if !plain {
+							f.eligible = odd
+						}
+						scanned := f.find(3, split)
+						f.hint, f.plain = &e.hint, plain
+						// Twice: the second pass also uses the runs the first noted.
+						for range 2 {
+							if passed := f.find(3, split); !slices.EqualFunc(passed, scanned, slices.Equal) {
+								t.Fatalf("step %d, %d seats, strict %v, split %v, plain %v: passing over rows found %v, scanning %v",
+									step, count, strict, split, plain, passed, scanned)
+							}
+						}
 					}
 				}
 			}
