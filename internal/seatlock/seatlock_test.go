@@ -23,19 +23,7 @@ func TestCoalescedAcquires(t *testing.T) {
 	ctx := context.Background()
 	org := uuid.New()
 	now := time.Now().Truncate(time.Millisecond)
-	newEvent := func(n int) (uuid.UUID, []uuid.UUID) {
-		event := uuid.New()
-		seats := make([]uuid.UUID, n)
-		states := make([]seatlock.SeatState, n)
-		for i := range seats {
-			seats[i] = uuid.New()
-			states[i] = seatlock.SeatState{ID: seats[i], Version: 1}
-		}
-		if _, err := l.Sync(ctx, org, event, states, 0, now, 10*time.Second, true); err != nil {
-			t.Fatal(err)
-		}
-		return event, seats
-	}
+	newEvent := func(n int) (uuid.UUID, []uuid.UUID) { return syncedEvent(t, l, org, n, now) }
 	crowd := func(event uuid.UUID, seats []uuid.UUID, buyers int) map[uuid.UUID]int {
 		var mu sync.Mutex
 		granted := map[uuid.UUID]int{}
@@ -97,18 +85,10 @@ func TestAcquireFences(t *testing.T) {
 	a := testenv.App(t, nil)
 	l := a.Locks
 	ctx := context.Background()
-	org, event, user := uuid.New(), uuid.New(), uuid.New()
+	org, user := uuid.New(), uuid.New()
 	now := time.Now().Truncate(time.Millisecond)
 	const n = 1500
-	seats := make([]uuid.UUID, n)
-	states := make([]seatlock.SeatState, n)
-	for i := range seats {
-		seats[i] = uuid.New()
-		states[i] = seatlock.SeatState{ID: seats[i], Version: 1}
-	}
-	if _, err := l.Sync(ctx, org, event, states, 0, now, 10*time.Second, true); err != nil {
-		t.Fatal(err)
-	}
+	event, seats := syncedEvent(t, l, org, n, now)
 	acquire := func(ids []uuid.UUID, floor int64) []seatlock.Lock {
 		t.Helper()
 		holds := make([]uuid.UUID, len(ids))
@@ -149,4 +129,21 @@ func TestAcquireFences(t *testing.T) {
 	if len(held) != n+1 {
 		t.Errorf("%d seats listed for expiry, want %d", len(held), n+1)
 	}
+}
+
+// syncedEvent makes an event of n available seats that Redis is synced
+// for, and returns it with its seats.
+func syncedEvent(t *testing.T, l *seatlock.Locks, org uuid.UUID, n int, now time.Time) (uuid.UUID, []uuid.UUID) {
+	t.Helper()
+	event := uuid.New()
+	seats := make([]uuid.UUID, n)
+	states := make([]seatlock.SeatState, n)
+	for i := range seats {
+		seats[i] = uuid.New()
+		states[i] = seatlock.SeatState{ID: seats[i], Version: 1}
+	}
+	if _, err := l.Sync(context.Background(), org, event, states, 0, now, 10*time.Second, true); err != nil {
+		t.Fatal(err)
+	}
+	return event, seats
 }
