@@ -317,7 +317,6 @@ func (s *Service) bestFilterKnown(ev *eventState, b Best) error {
 func (s *Service) bestBlocks(ev *eventState, a Actor, b Best, avoid map[uuid.UUID]bool, want int) [][]uuid.UUID {
 	f := s.finder(ev, a, b, ev.all, ev.rows, avoid, nil)
 	f.hint = &ev.hint
-	f.plain = len(avoid) == 0 && b.Category == "" && (b.Accessible || a.Staff() || !heldBack(ev.settings.Load(), s.now()))
 	blocks, _ := f.findFree(ev, b, want, true, true)
 	return blocks
 }
@@ -371,6 +370,7 @@ func (s *Service) finder(ev *eventState, a Actor, b Best, all []store.Seat, rows
 		return all[p].Status == store.Available && !claimed(p) && (taken == nil || !taken(all[p].ID))
 	}
 	return blockFinder{all: all, rows: rows, count: b.Count, strict: set.OrphanRule == "strict" && !a.Staff(), free: free,
+		plain: taken == nil && len(avoid) == 0 && b.Category == "" && !back,
 		eligible: func(p int32) bool {
 			st := &all[p]
 			return free(p) && (len(avoid) == 0 || !avoid[st.ID]) && (b.Category == "" || st.Category == b.Category) &&
@@ -391,8 +391,9 @@ type blockFinder struct {
 	// hint, when set, describes rows (the cache's): a row with fewer free
 	// seats than count, or whose longest run of them as last found is
 	// shorter, is passed over while looking for a block. A plain
-	// finder's eligible is free, so the runs it finds are the rows' runs
-	// of free seats, and it notes the longest in the hint.
+	// finder's eligible is free (no filter of the request narrows it),
+	// so the runs it finds are the rows' runs of free seats, and it
+	// notes the longest in the hint.
 	hint  *rowHint
 	plain bool
 }
