@@ -82,8 +82,6 @@ type WaitlistChange struct {
 // ownPrefix is how every message process id sends begins.
 func ownPrefix(id uuid.UUID) []byte { return []byte(`{"from":"` + id.String() + `"`) }
 
-func encodeMessage(m message) ([]byte, error) { return json.Marshal(m) }
-
 func decodeMessage(b []byte) (message, error) {
 	var m message
 	err := json.Unmarshal(b, &m)

@@ -20,6 +20,7 @@ import (
 	"golang.org/x/sync/singleflight"
 
 	"seatd/internal/apperr"
+	"seatd/internal/realtime"
 	"seatd/internal/seatlock"
 	"seatd/internal/store"
 	"seatd/internal/telemetry"
@@ -335,20 +336,21 @@ func (s *Service) commitThen(ctx context.Context, org, event uuid.UUID, ds []Del
 		applied()
 		applied = nil
 	}
-	// Chunk so every message fits the Postgres NOTIFY fallback.
-	for len(ds) > 0 {
-		n := min(len(ds), 20)
-		b, err := encodeMessage(message{From: from, Deltas: ds[:n]})
-		if err == nil {
-			err = s.bus.Publish(context.WithoutCancel(ctx), s.locks.Keys(org, event).Live(), b)
+	// Messages are split to fit the bus's bound, which the Postgres NOTIFY
+	// fallback sets (a fixed count of 20 deltas overran it for deltas
+	// naming their actor and hold).
+	channel := s.locks.Keys(org, event).Live()
+	ms, err := deltaMessages(from, ds, realtime.MaxPayload)
+	for _, b := range ms {
+		if perr := s.bus.Publish(context.WithoutCancel(ctx), channel, b); perr != nil {
+			err = perr
 		}
-		if err != nil {
-			s.log.Error("publish deltas", "org", org, "event", event, "err", err)
-			s.m.BackgroundErrors.WithLabelValues("publish").Inc()
-		}
-		s.m.DeltasOut.Add(float64(n))
-		ds = ds[n:]
 	}
+	if err != nil {
+		s.log.Error("publish deltas", "org", org, "event", event, "err", err)
+		s.m.BackgroundErrors.WithLabelValues("publish").Inc()
+	}
+	s.m.DeltasOut.Add(float64(len(ds)))
 }
 
 // Watch calls f with every change of an event seen by this process (its
