@@ -90,12 +90,8 @@ func appendDelta(b []byte, d *Delta) ([]byte, bool) {
 	}
 	b = append(b, `,"version":`...)
 	b = strconv.AppendInt(b, d.Version, 10)
-	if d.HoldID != uuid.Nil {
-		b = appendUUIDField(b, "hold_id", d.HoldID, true)
-	}
-	if d.UserID != uuid.Nil {
-		b = appendUUIDField(b, "user_id", d.UserID, true)
-	}
+	b = appendSetUUIDField(b, "hold_id", d.HoldID)
+	b = appendSetUUIDField(b, "user_id", d.UserID)
 	if !d.HeldUntil.IsZero() {
 		if b, ok = appendTimeField(b, "held_until", d.HeldUntil); !ok {
 			return b, false
@@ -105,12 +101,8 @@ func appendDelta(b []byte, d *Delta) ([]byte, bool) {
 		b = append(b, `,"fence":`...)
 		b = strconv.AppendInt(b, d.Fence, 10)
 	}
-	if d.Actor != uuid.Nil {
-		b = appendUUIDField(b, "actor", d.Actor, true)
-	}
-	if d.PrevUser != uuid.Nil {
-		b = appendUUIDField(b, "prev_user", d.PrevUser, true)
-	}
+	b = appendSetUUIDField(b, "actor", d.Actor)
+	b = appendSetUUIDField(b, "prev_user", d.PrevUser)
 	if b, ok = appendTimeField(b, "at", d.At); !ok {
 		return b, false
 	}
@@ -139,6 +131,14 @@ func appendUUIDField(b []byte, name string, id uuid.UUID, comma bool) []byte {
 	b = append(b, '-')
 	b = hex.AppendEncode(b, id[10:])
 	return append(b, '"')
+}
+
+// appendSetUUIDField writes a field tagged omitzero: nothing for the nil id.
+func appendSetUUIDField(b []byte, name string, id uuid.UUID) []byte {
+	if id == uuid.Nil {
+		return b
+	}
+	return appendUUIDField(b, name, id, true)
 }
 
 // appendStringField writes a string that needs no escaping; false for

@@ -56,16 +56,11 @@ func TestLargeCommitPublished(t *testing.T) {
 	if _, err := a.Core.Hold(ctx, buyer(u), ev.ID, seats, "web"); err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(5 * time.Second)
-	for {
+	testenv.Eventually(t, 5*time.Second, "a delta for every seat held", func() bool {
 		mu.Lock()
-		n := len(seen)
-		mu.Unlock()
-		if n == len(seats) || time.Now().After(deadline) {
-			break
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+		defer mu.Unlock()
+		return len(seen) == len(seats)
+	})
 	time.Sleep(50 * time.Millisecond) // a repeat would show by now
 	mu.Lock()
 	defer mu.Unlock()
