@@ -65,6 +65,12 @@ type eventState struct {
 	// Postgres (Redis let a hold through that Postgres then refused); the
 	// follower syncs them from Postgres.
 	recheck []uuid.UUID
+	// known are holds this process made on the fast path since the
+	// follower's last round: its cache and Redis have their state, so the
+	// feed leaves out the seats they are the last change of (see
+	// store.Changes). It has a lock of its own: every hold adds to it.
+	knownMu sync.Mutex
+	known   []uuid.UUID
 	// all is every seat in idx order (the slice the load returned, kept
 	// as it is: one allocation, no pointer per seat for the collector to
 	// trace); pos finds a seat in it by id.
@@ -430,6 +436,33 @@ func (e *eventState) markRecheck(ids ...uuid.UUID) {
 	}
 	e.mu.Unlock()
 }
+
+// addKnown records holds this process made on the fast path (see known);
+// past maxKnown, between two rounds of the follower, the feed reads the
+// rest as anyone else's.
+func (e *eventState) addKnown(ids ...uuid.UUID) {
+	e.knownMu.Lock()
+	if len(e.known)+len(ids) <= maxKnown {
+		e.known = append(e.known, ids...)
+	}
+	e.knownMu.Unlock()
+}
+
+// takeKnown takes the holds recorded so far, for a feed read; giveKnown
+// puts them back after a read that failed.
+func (e *eventState) takeKnown() []uuid.UUID {
+	e.knownMu.Lock()
+	defer e.knownMu.Unlock()
+	ids := e.known
+	e.known = nil
+	return ids
+}
+
+func (e *eventState) giveKnown(ids []uuid.UUID) { e.addKnown(ids...) }
+
+// maxKnown bounds the holds recorded between two rounds of the follower
+// (about 50 000 holds a second at the default round).
+const maxKnown = 12_500
 
 func (e *eventState) takeRecheck() []uuid.UUID {
 	e.mu.Lock()

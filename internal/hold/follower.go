@@ -17,7 +17,9 @@ import (
 // fast way to hear of a change, and whatever goes wrong with them (a
 // process killed between commit and publish, a message dropped, a
 // resubscribe, Redis cut off, a write whose reply was lost) the next round
-// reads every committed change since the cursor, once. A round runs every
+// reads every committed change since the cursor, once — except a seat
+// whose last change is a hold this process made on the fast path (its
+// cache and Redis have it: see eventState.known). A round runs every
 // interval, and at once when something asks for it (a resubscribe, a new
 // event, a reconcile, a hold that found Redis unsynced).
 func (s *Service) RunFollower(ctx context.Context, every time.Duration) {
@@ -62,13 +64,21 @@ func (s *Service) follow(ctx context.Context) {
 	s.reloadSettings(ctx, evs)
 	s.rewarm(ctx)
 	reads := make([]store.FeedRead, len(evs))
+	taken := make([][]uuid.UUID, len(evs))
+	var known []uuid.UUID
 	for i, ev := range evs {
 		reads[i] = store.FeedRead{Org: ev.org, Event: ev.id, From: ev.at}
+		// Taken before the read's snapshot, so each was committed before it.
+		taken[i] = ev.takeKnown()
+		known = append(known, taken[i]...)
 	}
 	rctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	changes, at, err := s.store.Changes(rctx, reads)
+	changes, at, err := s.store.Changes(rctx, reads, known)
 	cancel()
 	if err != nil {
+		for i, ev := range evs {
+			ev.giveKnown(taken[i])
+		}
 		if ctx.Err() == nil {
 			s.log.Warn("read change feed", "events", len(evs), "err", err)
 			s.m.BackgroundErrors.WithLabelValues("feed").Inc()

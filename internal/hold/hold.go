@@ -356,7 +356,21 @@ func (s *Service) holdFast(ctx context.Context, ev *eventState, seats []store.Se
 			}
 			return Result{}, seatTaken(taken, label)
 		}
-		return s.finish(ctx, ev, seats, out, p.User, label)
+		res, err := s.finish(ctx, ev, seats, out, p.User, label)
+		if err == nil {
+			// Holds under locks this call took: Redis has them as
+			// Postgres does, and finish put them in the cache. (A lock
+			// reused from an earlier request may name another held_until:
+			// the feed brings that one in line.)
+			known := make([]uuid.UUID, 0, len(out.Created))
+			for _, h := range out.Created {
+				if slices.ContainsFunc(ours, func(r seatlock.Released) bool { return r.HoldID == h.ID }) {
+					known = append(known, h.ID)
+				}
+			}
+			ev.addKnown(known...)
+		}
+		return res, err
 	}
 }
 

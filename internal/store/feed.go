@@ -125,6 +125,12 @@ WITH q AS (
         OFFSET 0
     ) a ON true
     ORDER BY a.seat_id, a.id DESC
+), ours AS (
+    -- The caller's own holds, written on its fast path: its cache and
+    -- Redis have the state they left, so a seat whose last change is one
+    -- of them needs neither the lookups below nor a sync.
+    SELECT * FROM ch
+    WHERE ch.hold_ref IS NULL OR ch.action <> 'hold.created' OR ch.hold_ref NOT IN (SELECT unnest($5::uuid[]))
 )
 SELECT ch.i, s.id, s.section_id, s.row_label, s.number, s.idx, s.x, s.y, s.status, s.version, s.fence,
        h.id, h.user_id, h.held_until,
@@ -132,15 +138,17 @@ SELECT ch.i, s.id, s.section_id, s.row_label, s.number, s.idx, s.x, s.y, s.statu
        -- is an offer, so the feed names it as one too.
        CASE WHEN ch.action = 'hold.created' AND eh.source = 'waitlist' THEN 'waitlist.offered' ELSE ch.action END,
        ch.hold_ref, eh.user_id, ch.actor_id
-FROM ch
+FROM ours ch
 CROSS JOIN LATERAL (SELECT * FROM seats s WHERE s.id = ch.seat_id AND s.org_id = ch.org_id LIMIT 1) s
 LEFT JOIN LATERAL (` + seatHoldSQL + `) h ON h.status = 'active'
 LEFT JOIN LATERAL (SELECT user_id, source FROM seat_holds eh WHERE eh.org_id = ch.org_id AND eh.id = ch.hold_ref LIMIT 1) eh ON true`
 
 // Changes reads the feed of several events in one statement and returns
 // each one's changes (in the order of reads) and the cursor every one of
-// them is now at.
-func (s *Store) Changes(ctx context.Context, reads []FeedRead) ([][]Change, Cursor, error) {
+// them is now at. A seat whose last change is the creation of a hold in
+// known is left out: known lists holds the caller made itself and whose
+// state it has (in its cache and in Redis), committed before this call.
+func (s *Store) Changes(ctx context.Context, reads []FeedRead, known []uuid.UUID) ([][]Change, Cursor, error) {
 	out := make([][]Change, len(reads))
 	at, err := s.readSnapshot(ctx, func(tx pgx.Tx) error {
 		if len(reads) == 0 {
@@ -152,7 +160,10 @@ func (s *Store) Changes(ctx context.Context, reads []FeedRead) ([][]Change, Curs
 		for i, r := range reads {
 			idx[i], orgs[i], events[i], snaps[i] = int32(i), r.Org, r.Event, string(r.From) // #nosec G115 -- a few events
 		}
-		rows, err := tx.Query(ctx, changesSQL, idx, orgs, events, snaps)
+		if known == nil {
+			known = []uuid.UUID{}
+		}
+		rows, err := tx.Query(ctx, changesSQL, idx, orgs, events, snaps, known)
 		if err != nil {
 			return err
 		}

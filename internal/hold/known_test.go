@@ -1,0 +1,90 @@
+package hold_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	"github.com/redis/go-redis/v9"
+
+	"seatd/internal/config"
+	"seatd/internal/store"
+	"seatd/internal/testenv"
+)
+
+// TestFeedLeavesOutOwnFastHolds: the follower does not read back, nor sync
+// into Redis again, the holds its own process made on the fast path
+// (Redis took their locks, the cache has them), while a hold written by
+// anyone else is read and synced by the same round. Redis's record of the
+// seat versions it was synced to shows which seats a round synced.
+func TestFeedLeavesOutOwnFastHolds(t *testing.T) {
+	// No round runs until the holds are made (the follower starts after
+	// them), so none can fall between a hold's commit and its record as
+	// known; then rounds run only when kicked (loading an event kicks).
+	a := testenv.App(t, func(c *config.Config) { c.FeedInterval = time.Hour })
+	ctx := context.Background()
+	tn := testenv.NewTenant(t, a, 0)
+	u := testenv.AddBuyers(t, a, tn.Org.ID, 1)[0]
+	ev := testenv.NewEvent(t, a, tn.Org.ID, 1, 1, 10)
+	seats := testenv.SeatIDs(t, a, tn.Org.ID, ev.ID)
+	if _, _, err := a.Core.Seats(ctx, buyer(u), ev.ID); err != nil {
+		t.Fatal(err)
+	}
+	if !a.Core.FastPath() {
+		t.Fatal("the loaded event is not synced into Redis")
+	}
+
+	fast := testutil.ToFloat64(a.Metrics.HoldSuccess.WithLabelValues("fast"))
+	res, err := a.Core.Hold(ctx, buyer(u), ev.ID, seats[:4], "web")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if testutil.ToFloat64(a.Metrics.HoldSuccess.WithLabelValues("fast")) != fast+1 {
+		t.Fatal("the hold did not take the fast path")
+	}
+	// Another process's hold, which only the feed tells this one of.
+	now := time.Now().UTC().Truncate(time.Millisecond)
+	other := uuid.New()
+	out, err := a.Store.CreateHolds(ctx, store.HoldParams{Org: tn.Org.ID, Event: ev.ID, User: u.ID, Now: now,
+		HeldUntil: now.Add(time.Minute), Source: "api", Locked: true,
+		Seats: []store.HoldRequest{{SeatID: seats[6], HoldID: other, Fence: 1 << 40}}})
+	if err != nil || len(out.Created) != 1 {
+		t.Fatalf("the other process's hold: %+v, %v", out, err)
+	}
+	// A round: the load of the event kicked one, which runs now.
+	testenv.Background(t, a)
+	versions := a.Locks.Keys(tn.Org.ID, ev.ID).Versions()
+	synced := func(seat uuid.UUID) int64 {
+		v, err := a.Redis.HGet(ctx, versions, seat.String()).Int64()
+		if err != nil && !errors.Is(err, redis.Nil) {
+			t.Fatal(err)
+		}
+		return v // 0: never synced one by one
+	}
+	testenv.Eventually(t, 5*time.Second, "the other process's hold read and synced", func() bool {
+		return synced(seats[6]) == out.Created[0].SeatVersion
+	})
+	for _, h := range res.Holds {
+		if v := synced(h.SeatID); v >= h.SeatVersion {
+			t.Errorf("seat %s synced again to version %d (the hold's is %d): the round read it back", h.SeatID, v, h.SeatVersion)
+		}
+		lk, ok, err := a.Locks.Get(ctx, tn.Org.ID, ev.ID, h.SeatID)
+		if err != nil || !ok || lk.HoldID != h.ID {
+			t.Errorf("seat %s: Redis lock %+v (found %v, %v), want hold %s", h.SeatID, lk, ok, err, h.ID)
+		}
+	}
+	// The cache has both, from the commit and from the feed.
+	_, view, err := a.Core.Seats(ctx, buyer(u), ev.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range view {
+		want := s.ID == seats[6] || s.Idx < 4
+		if (s.Status == store.Held) != want {
+			t.Errorf("seat %s (idx %d) is %s in the cache", s.ID, s.Idx, s.Status)
+		}
+	}
+}

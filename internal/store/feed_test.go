@@ -1,0 +1,84 @@
+package store_test
+
+import (
+	"context"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+
+	"seatd/internal/store"
+	"seatd/internal/testenv"
+)
+
+// TestChangesLeaveOutKnownHolds: a feed read leaves out a seat whose last
+// change is the creation of a hold the caller says it made (known), and
+// only such a seat: another buyer's hold and a known hold released since
+// come back, and so does every seat when nothing is known. One list
+// serves every event of a read.
+func TestChangesLeaveOutKnownHolds(t *testing.T) {
+	t.Parallel()
+	a := testenv.App(t, nil)
+	ctx := context.Background()
+	st := a.Store
+	tn := testenv.NewTenant(t, a, 2)
+	org, user, other := tn.Org.ID, tn.Buyers[0].ID, tn.Buyers[1].ID
+	ev := testenv.NewEvent(t, a, org, 1, 1, 6)
+	ev2 := testenv.NewEvent(t, a, org, 1, 1, 2)
+	seats, seats2 := testenv.SeatIDs(t, a, org, ev.ID), testenv.SeatIDs(t, a, org, ev2.ID)
+
+	// The cursor before any change.
+	_, from, err := st.Changes(ctx, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now().UTC().Truncate(time.Millisecond)
+	hold := func(event, u, seat uuid.UUID) uuid.UUID {
+		t.Helper()
+		id := uuid.New()
+		out, err := st.CreateHolds(ctx, store.HoldParams{Org: org, Event: event, User: u, Now: now,
+			HeldUntil: now.Add(time.Minute), Source: "api", Locked: true,
+			Seats: []store.HoldRequest{{SeatID: seat, HoldID: id, Fence: 1}}})
+		if err != nil || len(out.Created) != 1 {
+			t.Fatalf("hold: %+v, %v", out, err)
+		}
+		return id
+	}
+	mine0, mine1 := hold(ev.ID, user, seats[0]), hold(ev.ID, user, seats[1])
+	hold(ev.ID, other, seats[2]) // not known: another process's
+	released := hold(ev.ID, user, seats[3])
+	if _, err := st.Release(ctx, org, released, user, false, ""); err != nil {
+		t.Fatal(err)
+	}
+	elsewhere := hold(ev2.ID, user, seats2[0])
+	known := []uuid.UUID{mine0, mine1, released, elsewhere}
+
+	read := func(known []uuid.UUID) [][]uuid.UUID {
+		t.Helper()
+		cs, _, err := st.Changes(ctx, []store.FeedRead{{Org: org, Event: ev.ID, From: from}, {Org: org, Event: ev2.ID, From: from}}, known)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out := make([][]uuid.UUID, len(cs))
+		for i, c := range cs {
+			for _, x := range c {
+				out[i] = append(out[i], x.Seat.ID)
+			}
+			slices.SortFunc(out[i], func(a, b uuid.UUID) int { return slices.Compare(a[:], b[:]) })
+		}
+		return out
+	}
+	sorted := func(ids ...uuid.UUID) []uuid.UUID {
+		slices.SortFunc(ids, func(a, b uuid.UUID) int { return slices.Compare(a[:], b[:]) })
+		return ids
+	}
+	if got, want := read(nil), [][]uuid.UUID{sorted(seats[0], seats[1], seats[2], seats[3]), {seats2[0]}}; !slices.EqualFunc(got, want, slices.Equal) {
+		t.Fatalf("nothing known: read %v, want %v", got, want)
+	}
+	// The known hold of the other event is left out there too: hold ids
+	// are unique, so one list serves every event of a read.
+	if got, want := read(known), [][]uuid.UUID{sorted(seats[2], seats[3]), nil}; !slices.EqualFunc(got, want, slices.Equal) {
+		t.Fatalf("with known holds: read %v, want %v (another buyer's hold and the released seat)", got, want)
+	}
+}
