@@ -63,14 +63,14 @@ type eventState struct {
 	doubtful []doubtfulLock
 	// recheck are seats whose Redis state was found to disagree with
 	// Postgres (Redis let a hold through that Postgres then refused); the
-	// follower syncs them from Postgres.
-	recheck []uuid.UUID
+	// follower syncs them from Postgres. Past maxDoubtful, the full sync
+	// after an outage finds the rest.
+	recheck pendingList[uuid.UUID]
 	// known are holds this process made on the fast path since the
 	// follower's last round: its cache and Redis have their state, so the
 	// feed leaves out the seats they are the last change of (see
-	// store.Changes). It has a lock of its own: every hold adds to it.
-	knownMu sync.Mutex
-	known   []uuid.UUID
+	// store.Changes).
+	known pendingList[uuid.UUID]
 	// all is every seat in idx order (the slice the load returned, kept
 	// as it is: one allocation, no pointer per seat for the collector to
 	// trace); pos finds a seat in it by id.
@@ -107,7 +107,32 @@ type doubtfulLock struct {
 
 func newEventState(org, id uuid.UUID) *eventState {
 	return &eventState{org: org, id: id, watchers: map[int]func([]Delta){}, lineWatchers: map[int]func(WaitlistChange){},
-		busyRows: map[rowKey]int{}}
+		busyRows: map[rowKey]int{}, recheck: pendingList[uuid.UUID]{max: maxDoubtful}, known: pendingList[uuid.UUID]{max: maxKnown}}
+}
+
+// pendingList is a bounded list that requests add to and the follower
+// takes whole, with a lock of its own (every hold may add to one). Past
+// max, additions are dropped: each list says so of its dropped items.
+type pendingList[T any] struct {
+	mu    sync.Mutex
+	items []T
+	max   int
+}
+
+func (p *pendingList[T]) add(xs ...T) {
+	p.mu.Lock()
+	if len(p.items)+len(xs) <= p.max {
+		p.items = append(p.items, xs...)
+	}
+	p.mu.Unlock()
+}
+
+func (p *pendingList[T]) take() []T {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	xs := p.items
+	p.items = nil
+	return xs
 }
 
 // fill sets the state from a load and returns the deltas that arrived
@@ -429,48 +454,10 @@ func (e *eventState) doubt(ls ...doubtfulLock) {
 	e.mu.Unlock()
 }
 
-func (e *eventState) markRecheck(ids ...uuid.UUID) {
-	e.mu.Lock()
-	if len(e.recheck)+len(ids) <= maxDoubtful {
-		e.recheck = append(e.recheck, ids...)
-	}
-	e.mu.Unlock()
-}
-
-// addKnown records holds this process made on the fast path (see known);
-// past maxKnown, between two rounds of the follower, the feed reads the
-// rest as anyone else's.
-func (e *eventState) addKnown(ids ...uuid.UUID) {
-	e.knownMu.Lock()
-	if len(e.known)+len(ids) <= maxKnown {
-		e.known = append(e.known, ids...)
-	}
-	e.knownMu.Unlock()
-}
-
-// takeKnown takes the holds recorded so far, for a feed read; giveKnown
-// puts them back after a read that failed.
-func (e *eventState) takeKnown() []uuid.UUID {
-	e.knownMu.Lock()
-	defer e.knownMu.Unlock()
-	ids := e.known
-	e.known = nil
-	return ids
-}
-
-func (e *eventState) giveKnown(ids []uuid.UUID) { e.addKnown(ids...) }
-
 // maxKnown bounds the holds recorded between two rounds of the follower
-// (about 50 000 holds a second at the default round).
+// (about 50 000 holds a second at the default round); past it, the feed
+// reads the rest as anyone else's.
 const maxKnown = 12_500
-
-func (e *eventState) takeRecheck() []uuid.UUID {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	ids := e.recheck
-	e.recheck = nil
-	return ids
-}
 
 // due takes the doubtful locks whose time has come.
 func (e *eventState) due(now time.Time) []doubtfulLock {

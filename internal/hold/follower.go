@@ -69,7 +69,7 @@ func (s *Service) follow(ctx context.Context) {
 	for i, ev := range evs {
 		reads[i] = store.FeedRead{Org: ev.org, Event: ev.id, From: ev.at}
 		// Taken before the read's snapshot, so each was committed before it.
-		taken[i] = ev.takeKnown()
+		taken[i] = ev.known.take()
 		known = append(known, taken[i]...)
 	}
 	rctx, cancel := context.WithTimeout(ctx, 10*time.Second)
@@ -77,7 +77,7 @@ func (s *Service) follow(ctx context.Context) {
 	cancel()
 	if err != nil {
 		for i, ev := range evs {
-			ev.giveKnown(taken[i])
+			ev.known.add(taken[i]...)
 		}
 		if ctx.Err() == nil {
 			s.log.Warn("read change feed", "events", len(evs), "err", err)
@@ -153,13 +153,13 @@ func (s *Service) syncRedis(ctx context.Context, ev *eventState, cs []store.Chan
 // syncRecheck syncs the seats found to disagree with Postgres, and
 // reports whether it called Redis.
 func (s *Service) syncRecheck(ctx context.Context, ev *eventState) bool {
-	ids := ev.takeRecheck()
+	ids := ev.recheck.take()
 	if len(ids) == 0 || !ev.synced.Load() {
 		return false // a full sync covers them
 	}
 	seats, err := s.store.SeatsByID(ctx, ev.org, ev.id, ids)
 	if err != nil {
-		ev.markRecheck(ids...)
+		ev.recheck.add(ids...)
 		return false
 	}
 	s.syncSeats(ctx, ev, seats)

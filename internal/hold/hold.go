@@ -306,9 +306,9 @@ func (s *Service) holdFast(ctx context.Context, ev *eventState, seats []store.Se
 			s.dropLocks(ctx, ev, stray)
 			if err == nil {
 				for _, r := range stray {
-					ev.markRecheck(r.Seat)
+					ev.recheck.add(r.Seat)
 				}
-				ev.markRecheck(out.Taken...)
+				ev.recheck.add(out.Taken...)
 				s.wake()
 			}
 		}
@@ -368,7 +368,7 @@ func (s *Service) holdFast(ctx context.Context, ev *eventState, seats []store.Se
 					known = append(known, h.ID)
 				}
 			}
-			ev.addKnown(known...)
+			ev.known.add(known...)
 		}
 		return res, err
 	}
