@@ -125,10 +125,10 @@ WITH q AS (
         OFFSET 0
     ) a ON true
     ORDER BY a.seat_id, a.id DESC
-), ours AS (
-    -- The caller's own holds, written on its fast path: its cache and
-    -- Redis have the state they left, so a seat whose last change is one
-    -- of them needs neither the lookups below nor a sync.
+), rest AS (
+    -- Every change but the caller's own holds, written on its fast path:
+    -- its cache and Redis have the state they left, so a seat whose last
+    -- change is one of them needs neither the lookups below nor a sync.
     SELECT * FROM ch
     WHERE ch.hold_ref IS NULL OR ch.action <> 'hold.created' OR ch.hold_ref NOT IN (SELECT unnest($5::uuid[]))
 )
@@ -138,7 +138,7 @@ SELECT ch.i, s.id, s.section_id, s.row_label, s.number, s.idx, s.x, s.y, s.statu
        -- is an offer, so the feed names it as one too.
        CASE WHEN ch.action = 'hold.created' AND eh.source = 'waitlist' THEN 'waitlist.offered' ELSE ch.action END,
        ch.hold_ref, eh.user_id, ch.actor_id
-FROM ours ch
+FROM rest ch
 CROSS JOIN LATERAL (SELECT * FROM seats s WHERE s.id = ch.seat_id AND s.org_id = ch.org_id LIMIT 1) s
 LEFT JOIN LATERAL (` + seatHoldSQL + `) h ON h.status = 'active'
 LEFT JOIN LATERAL (SELECT user_id, source FROM seat_holds eh WHERE eh.org_id = ch.org_id AND eh.id = ch.hold_ref LIMIT 1) eh ON true`
@@ -159,9 +159,6 @@ func (s *Store) Changes(ctx context.Context, reads []FeedRead, known []uuid.UUID
 		snaps := make([]string, len(reads))
 		for i, r := range reads {
 			idx[i], orgs[i], events[i], snaps[i] = int32(i), r.Org, r.Event, string(r.From) // #nosec G115 -- a few events
-		}
-		if known == nil {
-			known = []uuid.UUID{}
 		}
 		rows, err := tx.Query(ctx, changesSQL, idx, orgs, events, snaps, known)
 		if err != nil {
