@@ -47,6 +47,8 @@ type App struct {
 	Metrics  *telemetry.Metrics
 	// Webhooks sends the outbox's deliveries (one worker per process).
 	Webhooks *webhook.Worker
+
+	holdPool *pgxpool.Pool // the shared hold statements' connections; nil when holds are not shared
 }
 
 // New connects to Postgres and Redis and builds the core. It does not
@@ -67,7 +69,18 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger) (*App, error)
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	m := telemetry.New(reg)
 	a := &App{Cfg: cfg, Log: log, Pool: pool, Redis: rdb, Store: store.New(pool), Registry: reg, Metrics: m}
-	a.Store.BatchHolds(cfg.HoldBatchSlots, cfg.HoldBatchMax)
+	if cfg.HoldBatchMax > 1 {
+		// The shared hold statements and transactions get connections of
+		// their own (see store.BatchHolds): one for each statement and
+		// each transaction that may run at once.
+		if a.holdPool, err = pg.Open(ctx, cfg.DatabaseURL, pg.Options{MaxConns: 2 * cfg.HoldBatchSlots,
+			LockTimeout: cfg.PGLockTimeout, StatementTimeout: cfg.PGStatementTimeout, AppName: "seatd-holds"}); err != nil {
+			pool.Close()
+			_ = rdb.Close()
+			return nil, err
+		}
+	}
+	a.Store.BatchHolds(cfg.HoldBatchSlots, cfg.HoldBatchMax, a.holdPool)
 	reg.MustRegister(
 		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "seatd_hold_batch_statements_total",
 			Help: "Coalesced hold statements sent to Postgres."},
@@ -306,5 +319,8 @@ func (a *App) Close() {
 	a.Core.Close()
 	a.Bus.Close()
 	_ = a.Redis.Close()
+	if a.holdPool != nil {
+		a.holdPool.Close()
+	}
 	a.Pool.Close()
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"seatd/internal/coalesce"
 	"seatd/internal/pg"
@@ -138,6 +139,7 @@ func runHoldStatement(ctx context.Context, db pg.DBTX, rows []holdRow) (map[uuid
 // all), every request of it is retried on its own.
 type holdBatcher struct {
 	store *Store
+	db    *pgxpool.Pool // the connections its statements and transactions run on
 	*coalesce.Batcher[HoldParams, batchResult]
 
 	statements, rows atomic.Int64 // for metrics
@@ -152,15 +154,25 @@ type batchResult struct {
 
 // BatchHolds turns on coalescing of locked holds: at most slots
 // statements (and as many transactions) at once, each with at most max
-// holds. max < 2 leaves it off.
-func (s *Store) BatchHolds(slots, max int) {
+// holds, on conns (nil: the store's pool). max < 2 leaves it off.
+//
+// conns is best a pool of their own, of 2*slots connections: the store's
+// pool hands out its idle connections in turn, so in a crowd's burst each
+// shared transaction met a backend that had not run its statements
+// lately, and Postgres planned them afresh (it plans a prepared statement
+// for each of its first five runs on a connection); on connections of
+// their own the statements run on cached plans in warm backends.
+func (s *Store) BatchHolds(slots, max int, conns *pgxpool.Pool) {
 	if max < 2 || slots < 1 {
 		s.batch, s.together = nil, nil
 		return
 	}
-	s.batch = &holdBatcher{store: s}
+	if conns == nil {
+		conns = s.db
+	}
+	s.batch = &holdBatcher{store: s, db: conns}
 	s.batch.Batcher = coalesce.New(slots, max, s.batch.runStatement)
-	s.together = &holdBatcher{store: s}
+	s.together = &holdBatcher{store: s, db: conns}
 	s.together.Batcher = coalesce.New(slots, max, s.together.runTogether)
 	s.together.Apart(func(p HoldParams) []uint64 {
 		if !p.Strict {
@@ -222,7 +234,7 @@ func (b *holdBatcher) runStatement(ctx context.Context, batch []*batchedHold) {
 	for i, r := range batch {
 		rows[i] = holdRow{p: &r.Req, req: r.Req.Seats[0]}
 	}
-	got, err := runHoldStatement(ctx, b.store.db, rows)
+	got, err := runHoldStatement(ctx, b.db, rows)
 	if err != nil && !errors.Is(err, errHoldCap) && !pg.Refused(err) {
 		// Postgres did not answer. If the statement was sent, it may have
 		// committed, so sending the holds again would answer "already
@@ -256,6 +268,6 @@ func (b *holdBatcher) runStatement(ctx context.Context, batch []*batchedHold) {
 
 // runAlone sends one hold in the single-seat statement of its own.
 func (b *holdBatcher) runAlone(ctx context.Context, r *batchedHold) {
-	created, err := insertHolds(ctx, b.store.db, r.Req, r.Req.Seats)
+	created, err := insertHolds(ctx, b.db, r.Req, r.Req.Seats)
 	r.Answer(batchResult{out: HoldOutcome{Created: created}, err: err})
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"seatd/internal/pg"
 	"seatd/internal/store"
 	"seatd/internal/testenv"
 )
@@ -184,5 +185,39 @@ func TestFreshHoldRefusesOwnSeat(t *testing.T) {
 	}
 	if active != 1 {
 		t.Fatalf("%d active holds, want the first one only", active)
+	}
+}
+
+// TestSharedHoldsOnOwnConnections: the shared hold statement and the
+// shared transaction run on the connections BatchHolds is given, not on
+// the store's pool, and hold as they do there.
+func TestSharedHoldsOnOwnConnections(t *testing.T) {
+	t.Parallel()
+	a := testenv.App(t, nil)
+	ctx := context.Background()
+	tn := testenv.NewTenant(t, a, 1)
+	ev := testenv.NewEvent(t, a, tn.Org.ID, 1, 1, 6)
+	seats := testenv.SeatIDs(t, a, tn.Org.ID, ev.ID)
+	conns, err := pg.Open(ctx, testenv.Config(t).DatabaseURL, pg.Options{MaxConns: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conns.Close()
+	st := store.New(a.Pool)
+	st.BatchHolds(1, 64, conns)
+	before := conns.Stat().AcquireCount()
+	now := time.Now().UTC().Truncate(time.Millisecond)
+	for _, ids := range [][]uuid.UUID{{seats[0]}, {seats[2], seats[3]}} { // one statement, one transaction
+		p := store.HoldParams{Org: tn.Org.ID, Event: ev.ID, User: tn.Buyers[0].ID, Now: now, HeldUntil: now.Add(time.Minute),
+			Source: "api", Locked: true}
+		for _, id := range ids {
+			p.Seats = append(p.Seats, store.HoldRequest{SeatID: id, HoldID: uuid.New(), Fence: 1})
+		}
+		if out, err := st.CreateHolds(ctx, p); err != nil || len(out.Created) != len(ids) {
+			t.Fatalf("hold %d seats: %+v %v", len(ids), out, err)
+		}
+	}
+	if n := conns.Stat().AcquireCount() - before; n != 2 {
+		t.Errorf("the given connections were taken %d times for a shared statement and a shared transaction, want 2", n)
 	}
 }

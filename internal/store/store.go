@@ -28,7 +28,12 @@ func New(db *pgxpool.Pool) *Store { return &Store{db: db} }
 
 // InTx runs fn in a transaction, committing when fn returns nil.
 func (s *Store) InTx(ctx context.Context, fn func(tx pgx.Tx) error) error {
-	tx, err := s.db.Begin(ctx)
+	return inTx(ctx, s.db, fn)
+}
+
+// inTx runs fn in a transaction on db, committing when fn returns nil.
+func inTx(ctx context.Context, db *pgxpool.Pool, fn func(tx pgx.Tx) error) error {
+	tx, err := db.Begin(ctx)
 	if err != nil {
 		return fmt.Errorf("begin: %w", err)
 	}
