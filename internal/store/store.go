@@ -48,7 +48,17 @@ func inTx(ctx context.Context, db *pgxpool.Pool, fn func(tx pgx.Tx) error) error
 }
 
 // Ping checks that Postgres answers.
-func (s *Store) Ping(ctx context.Context) error { return s.db.Ping(ctx) }
+func (s *Store) Ping(ctx context.Context) error {
+	err := s.db.Ping(ctx)
+	if s.batch != nil && s.batch.db != s.db {
+		// The shared holds' own connections too: a ping finds (and the
+		// pool drops) one that broke while Postgres was away, so the next
+		// batch dials afresh instead of sending on it and not knowing
+		// whether its holds were made.
+		err = errors.Join(err, s.batch.db.Ping(ctx))
+	}
+	return err
+}
 
 // SeatStatus is a seat's state, as stored in seats.status. pgx scans and
 // encodes it as text; JSON shows the plain string.
