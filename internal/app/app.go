@@ -48,7 +48,7 @@ type App struct {
 	// Webhooks sends the outbox's deliveries (one worker per process).
 	Webhooks *webhook.Worker
 
-	holdPool *pgxpool.Pool // the shared hold statements' connections; nil when holds are not shared
+	holdPools []*pgxpool.Pool // the shared hold statements' and transactions' connections, when holds are shared
 }
 
 // New connects to Postgres and Redis and builds the core. It does not
@@ -70,17 +70,21 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger) (*App, error)
 	m := telemetry.New(reg)
 	a := &App{Cfg: cfg, Log: log, Pool: pool, Redis: rdb, Store: store.New(pool), Registry: reg, Metrics: m}
 	if cfg.HoldBatchMax > 1 {
-		// The shared hold statements and transactions get connections of
-		// their own (see store.BatchHolds): one for each statement and
-		// each transaction that may run at once.
-		if a.holdPool, err = pg.Open(ctx, cfg.DatabaseURL, pg.Options{MaxConns: 2 * cfg.HoldBatchSlots,
-			LockTimeout: cfg.PGLockTimeout, StatementTimeout: cfg.PGStatementTimeout, AppName: "seatd-holds"}); err != nil {
-			pool.Close()
-			_ = rdb.Close()
-			return nil, err
+		// The shared hold statements and the shared transactions get
+		// connections of their own (see store.BatchHolds): one for each
+		// that may run at once.
+		for range 2 {
+			p, err := pg.Open(ctx, cfg.DatabaseURL, pg.Options{MaxConns: cfg.HoldBatchSlots,
+				LockTimeout: cfg.PGLockTimeout, StatementTimeout: cfg.PGStatementTimeout, AppName: "seatd-holds"})
+			if err != nil {
+				a.closePools()
+				_ = rdb.Close()
+				return nil, err
+			}
+			a.holdPools = append(a.holdPools, p)
 		}
+		a.Store.BatchHolds(cfg.HoldBatchSlots, cfg.HoldBatchMax, a.holdPools[0], a.holdPools[1])
 	}
-	a.Store.BatchHolds(cfg.HoldBatchSlots, cfg.HoldBatchMax, a.holdPool)
 	reg.MustRegister(
 		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "seatd_hold_batch_statements_total",
 			Help: "Coalesced hold statements sent to Postgres."},
@@ -319,8 +323,12 @@ func (a *App) Close() {
 	a.Core.Close()
 	a.Bus.Close()
 	_ = a.Redis.Close()
-	if a.holdPool != nil {
-		a.holdPool.Close()
+	a.closePools()
+}
+
+func (a *App) closePools() {
+	for _, p := range a.holdPools {
+		p.Close()
 	}
 	a.Pool.Close()
 }

@@ -2,6 +2,7 @@ package store
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"slices"
@@ -154,25 +155,25 @@ type batchResult struct {
 
 // BatchHolds turns on coalescing of locked holds: at most slots
 // statements (and as many transactions) at once, each with at most max
-// holds, on conns (nil: the store's pool). max < 2 leaves it off.
+// holds, the statements on statements and the transactions on
+// transactions (nil: the store's pool). max < 2 leaves it off.
 //
-// conns is best a pool of their own, of 2*slots connections: the store's
-// pool hands out its idle connections in turn, so in a crowd's burst each
+// Each is best a pool of its own, of slots connections: the store's pool
+// hands out its idle connections in turn, so in a crowd's burst each
 // shared transaction met a backend that had not run its statements
 // lately, and Postgres planned them afresh (it plans a prepared statement
 // for each of its first five runs on a connection); on connections of
-// their own the statements run on cached plans in warm backends.
-func (s *Store) BatchHolds(slots, max int, conns *pgxpool.Pool) {
+// their own the statements run on cached plans in warm backends, as few
+// as run at once, each planning again only when a table's statistics
+// change.
+func (s *Store) BatchHolds(slots, max int, statements, transactions *pgxpool.Pool) {
 	if max < 2 || slots < 1 {
 		s.batch, s.together = nil, nil
 		return
 	}
-	if conns == nil {
-		conns = s.db
-	}
-	s.batch = &holdBatcher{store: s, db: conns}
+	s.batch = &holdBatcher{store: s, db: cmp.Or(statements, s.db)}
 	s.batch.Batcher = coalesce.New(slots, max, s.batch.runStatement)
-	s.together = &holdBatcher{store: s, db: conns}
+	s.together = &holdBatcher{store: s, db: cmp.Or(transactions, s.db)}
 	s.together.Batcher = coalesce.New(slots, max, s.together.runTogether)
 	s.together.Apart(func(p HoldParams) []uint64 {
 		if !p.Strict {

@@ -247,7 +247,7 @@ func TestHoldBatchPostgresUnreachable(t *testing.T) {
 	}
 	t.Cleanup(pool.Close)
 	st := store.New(pool)
-	st.BatchHolds(1, 64, nil)
+	st.BatchHolds(1, 64, nil, nil)
 
 	queued, unblock := st.BlockHoldBatches()
 	now := time.Now().UTC().Truncate(time.Millisecond)

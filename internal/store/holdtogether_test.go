@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"seatd/internal/pg"
 	"seatd/internal/store"
@@ -189,8 +190,8 @@ func TestFreshHoldRefusesOwnSeat(t *testing.T) {
 }
 
 // TestSharedHoldsOnOwnConnections: the shared hold statement and the
-// shared transaction run on the connections BatchHolds is given, not on
-// the store's pool, and hold as they do there.
+// shared transaction each run on the connections BatchHolds is given for
+// them, not on the store's pool, and hold as they do there.
 func TestSharedHoldsOnOwnConnections(t *testing.T) {
 	t.Parallel()
 	a := testenv.App(t, nil)
@@ -198,14 +199,18 @@ func TestSharedHoldsOnOwnConnections(t *testing.T) {
 	tn := testenv.NewTenant(t, a, 1)
 	ev := testenv.NewEvent(t, a, tn.Org.ID, 1, 1, 6)
 	seats := testenv.SeatIDs(t, a, tn.Org.ID, ev.ID)
-	conns, err := pg.Open(ctx, testenv.Config(t).DatabaseURL, pg.Options{MaxConns: 1})
-	if err != nil {
-		t.Fatal(err)
+	open := func() *pgxpool.Pool {
+		p, err := pg.Open(ctx, testenv.Config(t).DatabaseURL, pg.Options{MaxConns: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(p.Close)
+		return p
 	}
-	defer conns.Close()
+	statements, transactions := open(), open()
 	st := store.New(a.Pool)
-	st.BatchHolds(1, 64, conns)
-	before := conns.Stat().AcquireCount()
+	st.BatchHolds(1, 64, statements, transactions)
+	s0, t0 := statements.Stat().AcquireCount(), transactions.Stat().AcquireCount()
 	now := time.Now().UTC().Truncate(time.Millisecond)
 	for _, ids := range [][]uuid.UUID{{seats[0]}, {seats[2], seats[3]}} { // one statement, one transaction
 		p := store.HoldParams{Org: tn.Org.ID, Event: ev.ID, User: tn.Buyers[0].ID, Now: now, HeldUntil: now.Add(time.Minute),
@@ -217,7 +222,7 @@ func TestSharedHoldsOnOwnConnections(t *testing.T) {
 			t.Fatalf("hold %d seats: %+v %v", len(ids), out, err)
 		}
 	}
-	if n := conns.Stat().AcquireCount() - before; n != 2 {
-		t.Errorf("the given connections were taken %d times for a shared statement and a shared transaction, want 2", n)
+	if s, tx := statements.Stat().AcquireCount()-s0, transactions.Stat().AcquireCount()-t0; s != 1 || tx != 1 {
+		t.Errorf("the statements' connections taken %d times, the transactions' %d; want once each", s, tx)
 	}
 }

@@ -50,12 +50,17 @@ func inTx(ctx context.Context, db *pgxpool.Pool, fn func(tx pgx.Tx) error) error
 // Ping checks that Postgres answers.
 func (s *Store) Ping(ctx context.Context) error {
 	err := s.db.Ping(ctx)
-	if s.batch != nil && s.batch.db != s.db {
-		// The shared holds' own connections too: a ping finds (and the
-		// pool drops) one that broke while Postgres was away, so the next
-		// batch dials afresh instead of sending on it and not knowing
-		// whether its holds were made.
-		err = errors.Join(err, s.batch.db.Ping(ctx))
+	if s.batch == nil {
+		return err
+	}
+	// The shared holds' own connections too: a ping finds (and the pool
+	// drops) one that broke while Postgres was away, so the next batch
+	// dials afresh instead of sending on it and not knowing whether its
+	// holds were made.
+	for _, db := range []*pgxpool.Pool{s.batch.db, s.together.db} {
+		if db != s.db {
+			err = errors.Join(err, db.Ping(ctx))
+		}
 	}
 	return err
 }
