@@ -289,13 +289,14 @@ func RowKey(event, section uuid.UUID, row string) int64 {
 }
 
 // genericPlansSQL makes the shared transaction's statements run on their
-// generic plans. Postgres plans a prepared statement afresh for each of
-// its first five runs on a connection; a connection of the pool runs these
-// statements a few times in a crowd's burst, so each run was planned, at
-// about 0.6 ms each for the check, the row read and the hold statement
-// (pg_stat_statements). Their generic plans are the custom ones'
-// (index scans by seat id, the rows' seats by their row's key), since
-// arrays of ids are all they take.
+// generic plans from their first run on a connection, and from the first
+// after a table's statistics change. Left to choose, Postgres plans a
+// prepared statement afresh for each of its first five runs on a
+// connection, about 0.6 ms each for the check, the row read and the hold
+// statement (pg_stat_statements), and keeps custom plans while it guesses
+// them cheaper. These statements take arrays of ids only, so their generic
+// plans are the custom ones (index scans by seat id, the rows' seats by
+// their row's key; EXPLAIN EXECUTE under this setting).
 const genericPlansSQL = `SET LOCAL plan_cache_mode = force_generic_plan`
 
 // lockKeysSQL locks the given row keys in their order, one row each.
