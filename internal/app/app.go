@@ -92,7 +92,7 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger) (*App, error)
 		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "seatd_hold_batch_rows_total",
 			Help: "Holds carried by coalesced hold statements."},
 			func() float64 { _, n := a.Store.HoldBatchStats(); return float64(n) }),
-		telemetry.NewPoolCollector(pool.Stat),
+		telemetry.NewPoolCollector("main", pool.Stat),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "seatd_reaper_interval_seconds",
 			Help: "How often the reaper runs (SEATD_REAPER_INTERVAL); alerts measure stalls against it."},
 			func() float64 { return cfg.ReaperInterval.Seconds() }),
@@ -102,6 +102,9 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger) (*App, error)
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "seatd_hot_cache_events",
 			Help: "Events in this process's hot cache (idle ones leave after SEATD_CACHE_IDLE)."},
 			func() float64 { return float64(a.Core.CachedEvents()) }))
+	for i, name := range []string{"hold_statements", "hold_transactions"}[:len(a.holdPools)] {
+		reg.MustRegister(telemetry.NewPoolCollector(name, a.holdPools[i].Stat))
+	}
 	a.Locks = seatlock.New(rdb, cfg.KeyPrefix, cfg.LockMargin)
 	a.Locks.Coalesce(cfg.HoldBatchSlots, cfg.HoldBatchMax)
 	var core *hold.Service

@@ -8,6 +8,10 @@ import (
 // PoolCollector exports a pgx pool's statistics, read at each scrape:
 // how full the pool is (acquired against max) and how often and how long
 // callers waited for a connection, which is what saturation looks like.
+// Each pool's series carry its name in the pool label: the store's pool
+// is "main"; the shared hold statements and transactions have pools of
+// their own, as many connections as may run at once, so "full" is their
+// normal state under load and only a wait says something is wrong.
 type PoolCollector struct {
 	stat func() *pgxpool.Stat
 
@@ -18,16 +22,17 @@ type PoolCollector struct {
 
 var _ prometheus.Collector = (*PoolCollector)(nil)
 
-// NewPoolCollector returns a collector over stat (pool.Stat).
-func NewPoolCollector(stat func() *pgxpool.Stat) *PoolCollector {
-	d := func(name, help string) *prometheus.Desc {
-		return prometheus.NewDesc("seatd_pg_pool_"+name, help, nil, nil)
+// NewPoolCollector returns a collector over stat (pool.Stat) of the pool
+// named name.
+func NewPoolCollector(name string, stat func() *pgxpool.Stat) *PoolCollector {
+	d := func(metric, help string) *prometheus.Desc {
+		return prometheus.NewDesc("seatd_pg_pool_"+metric, help, nil, prometheus.Labels{"pool": name})
 	}
 	return &PoolCollector{stat: stat,
 		acquired:      d("acquired_conns", "Postgres connections in use."),
 		idle:          d("idle_conns", "Idle Postgres connections in the pool."),
 		total:         d("total_conns", "Postgres connections in the pool (in use, idle and being opened)."),
-		max:           d("max_conns", "The pool's connection cap (SEATD_PG_MAX_CONNS)."),
+		max:           d("max_conns", "The pool's connection cap (SEATD_PG_MAX_CONNS for main, SEATD_HOLD_BATCH_SLOTS for the hold pools)."),
 		constructing:  d("constructing_conns", "Postgres connections being opened."),
 		acquires:      d("acquires_total", "Connections taken from the pool."),
 		emptyAcquires: d("empty_acquires_total", "Acquires that had to wait because no connection was idle."),
