@@ -35,12 +35,14 @@ type waitlistJSON struct {
 	Position   int        `json:"position"`
 	HoldIDs    []string   `json:"hold_ids,omitempty"`
 	OfferUntil *time.Time `json:"offer_until,omitempty"`
+	Offer      string     `json:"offer,omitempty"` // offered entries: held (in the cart), bought or ended
 	CreatedAt  time.Time  `json:"created_at"`
 }
 
 func waitlistView(e store.WaitlistEntry) waitlistJSON {
 	v := waitlistJSON{ID: e.ID.String(), EventID: e.Event.String(), Count: e.Seats, Category: e.Category,
-		Section: e.SectionLabel, Accessible: e.Accessible, Status: e.Status, Position: e.Position, CreatedAt: e.CreatedAt}
+		Section: e.SectionLabel, Accessible: e.Accessible, Status: e.Status, Position: e.Position, Offer: e.Offer,
+		CreatedAt: e.CreatedAt}
 	if e.SectionLabel != "" {
 		v.SectionID = e.Section.String()
 	}
@@ -137,20 +139,28 @@ func (s *Server) waitlistStatus(w http.ResponseWriter, r *http.Request, a hold.A
 	return nil
 }
 
-// waitlistVM is a buyer's panel of their entries (newest first). Lapsed
-// offers are history, not shown.
+// waitlistVM is a buyer's panel of their entries (newest first). An
+// offer shows while its seats are in the cart, and as bought once paid
+// for; one whose seats went back (released, or lapsed) is history, not
+// shown. While an offer is in the cart, the panel fetches itself again
+// when the offer's time is up.
 func waitlistVM(event uuid.UUID, es []store.WaitlistEntry, now time.Time, msg string) views.Waitlist {
 	vm := views.Waitlist{EventID: event.String(), Message: msg}
 	for _, e := range es {
+		we := waitEntry(e)
 		if e.Status == store.WaitlistOffered {
-			if !e.OfferUntil.After(now) {
+			switch e.Offer {
+			case store.OfferBought:
+				we.Status = views.WaitBought
+			case store.OfferHeld:
+				if in := e.OfferUntil.Sub(now); in > 0 && (vm.LapseIn == 0 || in < vm.LapseIn) {
+					vm.LapseIn = in
+				}
+			default:
 				continue
 			}
-			if in := e.OfferUntil.Sub(now); vm.LapseIn == 0 || in < vm.LapseIn {
-				vm.LapseIn = in
-			}
 		}
-		vm.Entries = append(vm.Entries, waitEntry(e))
+		vm.Entries = append(vm.Entries, we)
 	}
 	return vm
 }

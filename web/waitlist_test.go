@@ -22,6 +22,7 @@ type waitlistOf struct {
 	Section    string    `json:"section"`
 	Accessible bool      `json:"accessible"`
 	HoldIDs    []string  `json:"hold_ids"`
+	Offer      string    `json:"offer"`
 }
 
 // TestWaitlistAPI: join (201 with a position), list, a freed seat offered
@@ -129,8 +130,20 @@ func TestWaitlistAPI(t *testing.T) {
 		Entries []waitlistOf `json:"entries"`
 	}
 	first.do("GET", path+"/mine", nil).want(t, http.StatusOK).json(t, &mine)
-	if len(mine.Entries) != 1 || mine.Entries[0].Status != "offered" || len(mine.Entries[0].HoldIDs) != 1 {
+	if len(mine.Entries) != 1 || mine.Entries[0].Status != "offered" || mine.Entries[0].Offer != "held" || len(mine.Entries[0].HoldIDs) != 1 {
 		t.Fatalf("mine after the offer: %+v", mine)
+	}
+	// Paid for, the offer shows as bought, in the API and on the panel,
+	// which no longer waits for the offer's time to run out.
+	first.do("POST", "/api/v1/events/"+ev.ID.String()+"/purchase", map[string]any{"hold_ids": mine.Entries[0].HoldIDs},
+		"Idempotency-Key", "offer-"+e1.ID.String()).want(t, http.StatusCreated)
+	first.do("GET", path+"/mine", nil).want(t, http.StatusOK).json(t, &mine)
+	if len(mine.Entries) != 1 || mine.Entries[0].Status != "offered" || mine.Entries[0].Offer != "bought" {
+		t.Fatalf("mine after paying for the offer: %+v", mine)
+	}
+	if p := panel(first); !strings.Contains(p, `data-status="bought"`) || strings.Contains(p, "in your cart") ||
+		!strings.Contains(p, `hx-trigger="resync"`) {
+		t.Fatalf("panel after paying for the offer: %s", p)
 	}
 	second.do("GET", path+"/mine", nil).want(t, http.StatusOK).json(t, &mine)
 	if len(mine.Entries) != 1 || mine.Entries[0].Position != 1 {

@@ -149,6 +149,10 @@ func TestWaitlistExpiryAndLapse(t *testing.T) {
 	testenv.Eventually(t, 5*time.Second, "offer lapsed to the second in line", func() bool {
 		return entry(t, a, tn.Org.ID, e2.ID).Status == store.WaitlistOffered
 	})
+	// The first offer stays offered; its seat went back, so it is over.
+	if e := entry(t, a, tn.Org.ID, e1.ID); e.Status != store.WaitlistOffered || e.Offer != store.OfferEnded {
+		t.Fatalf("the lapsed offer: status %s, offer %q, want offered and ended", e.Status, e.Offer)
+	}
 	if n := count(t, a, `SELECT count(*) FROM seat_holds WHERE event_id = $1 AND source = 'waitlist'`, ev.ID); n != 2 {
 		t.Fatalf("%d waitlist holds in all, want 2 (one per entry)", n)
 	}

@@ -28,6 +28,16 @@ const (
 	WaitlistLeft    = "left"
 )
 
+// What became of an offer (WaitlistEntry.Offer), read from its holds: an
+// offered entry stays offered, and its holds say whether the seats are
+// still in the buyer's cart, were bought, or went back (released, or
+// lapsed).
+const (
+	OfferHeld   = "held"
+	OfferBought = "bought"
+	OfferEnded  = "ended"
+)
+
 // WaitlistEntry is a buyer's place in an event's line.
 type WaitlistEntry struct {
 	ID, Org, Event, User uuid.UUID
@@ -44,7 +54,10 @@ type WaitlistEntry struct {
 	Position   int
 	HoldIDs    []uuid.UUID
 	OfferUntil time.Time
-	CreatedAt  time.Time
+	// Offer is what became of an offered entry's seats (OfferHeld,
+	// OfferBought or OfferEnded); "" for other entries.
+	Offer     string
+	CreatedAt time.Time
 }
 
 // WaitlistRequest is what a buyer asks to wait for.
@@ -115,16 +128,24 @@ func (s *Store) JoinWaitlist(ctx context.Context, r WaitlistRequest) (WaitlistEn
 
 const waitlistColumns = `
 	SELECT w.id, w.org_id, w.event_id, w.user_id, w.seats, coalesce(w.category, ''), coalesce(w.section_id, '00000000-0000-0000-0000-000000000000'),
-	       coalesce(sc.label, ''), w.accessible, w.status, coalesce(w.hold_ids, '{}'), coalesce(w.offer_until, 'epoch'), w.created_at,
+	       coalesce(sc.label, ''), w.accessible, w.status, coalesce(w.hold_ids, '{}'), coalesce(w.offer_until, 'epoch'), ` + offerSQL + `, w.created_at,
 	       CASE WHEN w.status = 'waiting' THEN
 	           (SELECT count(*) FROM waitlist_entries o WHERE o.event_id = w.event_id AND o.status = 'waiting' AND o.seq <= w.seq)
 	       ELSE 0 END
 	FROM waitlist_entries w LEFT JOIN sections sc ON sc.org_id = w.org_id AND sc.id = w.section_id`
 
+// offerSQL is what became of an offered entry w's seats, from its holds:
+// held while any is active, bought when any was converted, else ended.
+// A seat bought at the box office after the offer lapsed is not the
+// buyer's purchase: only the offer's own holds count.
+const offerSQL = `CASE WHEN w.status = 'offered' THEN coalesce((
+	           SELECT CASE WHEN bool_or(h.status = 'active') THEN 'held' WHEN bool_or(h.status = 'converted') THEN 'bought' ELSE 'ended' END
+	           FROM seat_holds h WHERE h.org_id = w.org_id AND h.id = ANY(w.hold_ids)), 'ended') ELSE '' END`
+
 func scanWaitlist(r pgx.CollectableRow) (WaitlistEntry, error) {
 	var e WaitlistEntry
 	err := r.Scan(&e.ID, &e.Org, &e.Event, &e.User, &e.Seats, &e.Category, &e.Section, &e.SectionLabel, &e.Accessible, &e.Status,
-		&e.HoldIDs, &e.OfferUntil, &e.CreatedAt, &e.Position)
+		&e.HoldIDs, &e.OfferUntil, &e.Offer, &e.CreatedAt, &e.Position)
 	e.OfferUntil, e.CreatedAt = e.OfferUntil.UTC(), e.CreatedAt.UTC()
 	if e.Status != WaitlistOffered {
 		e.OfferUntil = time.Time{}
@@ -205,7 +226,7 @@ func (s *Store) WaitlistsOf(ctx context.Context, org, event uuid.UUID, users []u
 			FROM waitlist_entries WHERE org_id = $1 AND event_id = $2 AND status = 'waiting')
 		SELECT w.id, w.org_id, w.event_id, w.user_id, w.seats, coalesce(w.category, ''),
 		       coalesce(w.section_id, '00000000-0000-0000-0000-000000000000'), coalesce(sc.label, ''), w.accessible, w.status,
-		       coalesce(w.hold_ids, '{}'), coalesce(w.offer_until, 'epoch'), w.created_at, coalesce(l.position, 0)
+		       coalesce(w.hold_ids, '{}'), coalesce(w.offer_until, 'epoch'), `+offerSQL+`, w.created_at, coalesce(l.position, 0)
 		FROM waitlist_entries w LEFT JOIN sections sc ON sc.org_id = w.org_id AND sc.id = w.section_id LEFT JOIN line l ON l.id = w.id
 		WHERE w.org_id = $1 AND w.event_id = $2 AND w.user_id = ANY($3::uuid[]) AND w.status <> 'left'
 		ORDER BY w.user_id, w.seq DESC`, org, event, users)
@@ -555,6 +576,6 @@ func offerOne(ctx context.Context, tx pgx.Tx, e WaitlistEntry, view [][]*offerSe
 		e.Org, e.Event, e.User, ActionWaitlistOffered, e.ID, seats, ids, hp.HeldUntil); err != nil {
 		return Offer{}, false, fmt.Errorf("audit offer: %w", err)
 	}
-	e.Status, e.HoldIDs, e.OfferUntil, e.Position = WaitlistOffered, ids, hp.HeldUntil, 0
+	e.Status, e.HoldIDs, e.OfferUntil, e.Offer, e.Position = WaitlistOffered, ids, hp.HeldUntil, OfferHeld, 0
 	return Offer{Entry: e, Holds: created}, true, nil
 }
