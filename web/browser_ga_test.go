@@ -37,7 +37,7 @@ func TestBrowserGA(t *testing.T) {
 	if err := chromedp.Do(holder,
 		setField(`#ga-count-G`, "3"),
 		chromedp.Click(css(`[data-testid=ga-G] button[type=submit]`)),
-		waitText(`#cart-items`, "GA"),
+		waitText(`#cart-items`, "G place"),
 		waitText(`[data-testid=ga-panel]`, "97"),
 	); err != nil {
 		diagnose(t, holder, "hold places")

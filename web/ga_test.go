@@ -121,7 +121,11 @@ func TestGAHoldAPI(t *testing.T) {
 
 // TestGALive: a buyer's map shows a GA section's places left, without the
 // places drawn as seats; when another buyer holds 3 places (through the
-// map's form), the first map's socket gets the new count.
+// map's form), the first map's socket gets the new count, and the holder's
+// cart lines, in the answer and on the holder's own socket, name each
+// place by section and number ("G place 7") with its category's price; a
+// seat the holder then holds through the API arrives in the cart live
+// with its label and price too.
 func TestGALive(t *testing.T) {
 	s := newTestServer(t, nil)
 	testenv.Background(t, s.app)
@@ -139,8 +143,16 @@ func TestGALive(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	y.do("POST", "/e/"+ev.String()+"/ga/G", raw{"application/x-www-form-urlencoded", []byte("count=3")}, "HX-Request", "true").
-		want(t, http.StatusOK)
+	own, _, err := s.dialAs(t, y, ev)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cart := string(y.do("POST", "/e/"+ev.String()+"/ga/G", raw{"application/x-www-form-urlencoded", []byte("count=3")}, "HX-Request", "true").
+		want(t, http.StatusOK).body)
+	line := regexp.MustCompile(`>G place \d+<`)
+	if n := len(line.FindAllString(cart, -1)); n != 3 || strings.Count(cart, "15.00 EUR") < 3 || strings.Contains(cart, "G-GA-") {
+		t.Fatalf("the holder's cart names %d places as \"G place n\", want 3, each at 15.00 EUR: %s", n, cart)
+	}
 	_ = conn.SetReadDeadline(time.Now().Add(5 * time.Second))
 	left := regexp.MustCompile(`id="ga-left-[0-9a-f-]+"[^>]*>(\d+)<`)
 	for {
@@ -149,6 +161,38 @@ func TestGALive(t *testing.T) {
 			t.Fatalf("no frame with 97 places left: %v", err)
 		}
 		if m := left.FindAllStringSubmatch(string(msg), -1); len(m) > 0 && m[len(m)-1][1] == "97" {
+			break
+		}
+	}
+	_ = own.SetReadDeadline(time.Now().Add(5 * time.Second))
+	for {
+		_, msg, err := own.ReadMessage()
+		if err != nil {
+			t.Fatalf("no cart line for a place on the holder's socket: %v", err)
+		}
+		if f := string(msg); strings.Contains(f, `id="cart-`) {
+			if !line.MatchString(f) || !strings.Contains(f, "15.00 EUR") {
+				t.Fatalf("the live cart line: %s", f)
+			}
+			break
+		}
+	}
+	// A seat held elsewhere (the API, another tab) arrives in the cart
+	// with its label and its category's price too.
+	seat, err := s.app.Store.SeatByLabel(context.Background(), tn.Org.ID, ev, "S-A-5")
+	if err != nil {
+		t.Fatal(err)
+	}
+	y.do("POST", "/api/v1/events/"+ev.String()+"/holds", map[string]any{"seat_ids": []string{seat.String()}}).want(t, http.StatusCreated)
+	for {
+		_, msg, err := own.ReadMessage()
+		if err != nil {
+			t.Fatalf("no cart line for the seat on the holder's socket: %v", err)
+		}
+		if f := string(msg); strings.Contains(f, `id="cart-`+seat.String()+`"`) {
+			if !strings.Contains(f, ">S-A-5<") || !strings.Contains(f, "40.00 EUR") {
+				t.Fatalf("the live cart line of seat S-A-5: %s", f)
+			}
 			return
 		}
 	}

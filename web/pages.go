@@ -373,14 +373,30 @@ func (s *Server) cart(ctx context.Context, a hold.Actor, event uuid.UUID) (views
 func (s *Server) cartHold(a hold.Actor, event uuid.UUID, h store.Hold, prices map[string]store.Category) (views.CartHold, string) {
 	label, cat := h.SeatID.String(), ""
 	if st, ok := s.deps.Core.SeatLayout(a.Org, event, h.SeatID); ok {
-		label, cat = st.Label(), st.Category
+		label, cat = st.CartLabel(), st.Category
 	}
 	item := views.CartHold{HoldID: h.ID.String(), SeatID: h.SeatID.String(), Label: label, HeldUntil: h.HeldUntil, Extended: h.Extensions > 0,
-		Offer: h.Source == store.SourceWaitlist}
-	if p, ok := prices[cat]; ok && cat != "" {
-		item.Price = formatPrice(p.PriceMinor, p.Currency)
-	}
+		Offer: h.Source == store.SourceWaitlist, Price: priceOf(prices, cat)}
 	return item, cat
+}
+
+// priceOf is category cat's price as a cart line shows it; "" for a seat
+// without a priced category.
+func priceOf(prices map[string]store.Category, cat string) string {
+	if p, ok := prices[cat]; ok && cat != "" {
+		return formatPrice(p.PriceMinor, p.Currency)
+	}
+	return ""
+}
+
+// livePrice is the price of seat st's category for a cart line that
+// arrives over the live socket; "" when the event is not at hand.
+func (lr liveRenderer) livePrice(d hold.Delta, st hold.SeatView) string {
+	prices, err := lr.core.Prices(context.Background(), hold.Actor{Org: d.Org}, d.Event)
+	if err != nil {
+		return ""
+	}
+	return priceOf(prices, st.Category)
 }
 
 func (s *Server) cartFragment(w http.ResponseWriter, r *http.Request, a hold.Actor) error {
@@ -607,8 +623,8 @@ func (lr liveRenderer) Render(d hold.Delta, mine bool) []byte {
 		Mine: mine && d.Status == store.Held, Cat: st.Cat, Flag: seatFlag(st.Seat)}
 	var item *views.CartHold
 	if vm.Mine {
-		item = &views.CartHold{HoldID: d.HoldID.String(), SeatID: d.Seat.String(),
-			Label: vm.Label(), HeldUntil: d.HeldUntil, Extended: d.Kind == hold.KindExtended, Offer: d.Kind == hold.KindOffered}
+		item = &views.CartHold{HoldID: d.HoldID.String(), SeatID: d.Seat.String(), Label: st.CartLabel(), HeldUntil: d.HeldUntil,
+			Extended: d.Kind == hold.KindExtended, Offer: d.Kind == hold.KindOffered, Price: lr.livePrice(d, st)}
 	}
 	var b strings.Builder
 	if err := views.LiveSeat(vm, item).Render(context.Background(), &b); err != nil {

@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -20,6 +21,7 @@ import (
 	"golang.org/x/sync/singleflight"
 
 	"seatd/internal/apperr"
+	"seatd/internal/chart"
 	"seatd/internal/realtime"
 	"seatd/internal/seatlock"
 	"seatd/internal/store"
@@ -466,6 +468,8 @@ type SeatView struct {
 	// Cat is the 1-based position of the seat's category among the
 	// event's categories (0: none), for the map's colour and cue.
 	Cat int
+	// Standing: a place of a standing (general admission) section.
+	Standing bool
 }
 
 // catIndex is the 1-based position of a category key among cats.
@@ -483,6 +487,16 @@ func catIndex(cats []store.Category, key string) int {
 
 // Label names the seat for people: section-row-number ("B-4-12").
 func (v SeatView) Label() string { return store.SeatLabel(v.Section, v.Row, v.Number) }
+
+// CartLabel names the seat in a buyer's cart: its label, or for a place
+// of a standing section, the section and the place's number ("GA place
+// 94"), since a place has no row a buyer would look for.
+func (v SeatView) CartLabel() string {
+	if v.Standing {
+		return v.Section + " place " + strconv.Itoa(v.Number)
+	}
+	return v.Label()
+}
 
 // cached returns an event's hot cache if this process has it, without
 // loading it.
@@ -506,8 +520,9 @@ func (s *Service) SeatLayout(org, event, seat uuid.UUID) (SeatView, bool) {
 	if !ok {
 		return SeatView{}, false
 	}
-	return SeatView{Seat: *st, Section: ev.sections[ev.sectionOf[st.SectionID]].Label,
-		Cat: catIndex(ev.settings.Load().Categories, st.Category)}, true
+	sec := ev.sections[ev.sectionOf[st.SectionID]]
+	return SeatView{Seat: *st, Section: sec.Label, Cat: catIndex(ev.settings.Load().Categories, st.Category),
+		Standing: sec.Kind == chart.GA}, true
 }
 
 // SeatViews returns every seat of an event with section labels, in idx
