@@ -1,9 +1,11 @@
 package store
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"time"
 
@@ -413,11 +415,14 @@ func offerSeats(ctx context.Context, tx pgx.Tx, org, event uuid.UUID, now time.T
 	return out, nil
 }
 
-// pickOffer chooses n free seats that ok accepts: the first block of n
-// side by side in one row (consecutive numbers; any n places of one
-// standing section), else the first n in order. Under the strict rule a
-// choice that would leave a seat alone in its row is passed over, and nil
-// is returned when every choice would; standing places have no neighbours.
+// pickOffer chooses n free seats that ok accepts, ranked as best available
+// ranks them: n side by side in one row (consecutive numbers) in the
+// frontmost row that has them, the block nearest the row's centre; any n
+// places of one standing section; else the fewest rows, longest runs
+// first, each run taken from its start (or its end, if the start would
+// leave a seat alone). Under the strict rule a choice that would leave a
+// seat alone in its row is passed over, and nil is returned when every
+// choice would; standing places have no neighbours.
 func pickOffer(rows [][]*offerSeat, n int, ok func(*offerSeat) bool, strict bool) []*offerSeat {
 	fits := func(pick []*offerSeat) bool {
 		if !strict {
@@ -441,11 +446,20 @@ func pickOffer(rows [][]*offerSeat, n int, ok func(*offerSeat) bool, strict bool
 		}
 		return true
 	}
+	eligible := func(st *offerSeat) bool { return st.Free && ok(st) }
+	// run is how many seats from r[i] on are eligible and side by side.
+	run := func(r []*offerSeat, i int) int {
+		j := i
+		for j < len(r) && eligible(r[j]) && (j == i || r[j].Number == r[j-1].Number+1) {
+			j++
+		}
+		return j - i
+	}
 	for _, r := range rows {
 		if r[0].ga {
 			var places []*offerSeat
 			for _, st := range r {
-				if len(places) < n && st.Free && ok(st) {
+				if len(places) < n && eligible(st) {
 					places = append(places, st)
 				}
 			}
@@ -454,27 +468,53 @@ func pickOffer(rows [][]*offerSeat, n int, ok func(*offerSeat) bool, strict bool
 			}
 			continue
 		}
+		centre := float64(r[0].Number+r[len(r)-1].Number) / 2
+		var starts []int
 		for i := 0; i+n <= len(r); i++ {
-			block := r[i : i+n]
-			good := true
-			for j, st := range block {
-				if !st.Free || !ok(st) || st.Number != block[0].Number+j {
-					good = false
-					break
-				}
+			if run(r, i) >= n {
+				starts = append(starts, i)
 			}
-			if good && fits(block) {
+		}
+		off := func(i int) float64 { return math.Abs(float64(r[i].Number+r[i+n-1].Number)/2 - centre) }
+		slices.SortStableFunc(starts, func(a, b int) int { return cmp.Compare(off(a), off(b)) })
+		for _, i := range starts {
+			if block := r[i : i+n]; fits(block) {
 				return slices.Clone(block)
 			}
 		}
 	}
-	var pick []*offerSeat
+	// The split: runs of seats side by side, and each standing section's
+	// places as one run, longest first.
+	var spans [][]*offerSeat
 	for _, r := range rows {
-		for _, st := range r {
-			if len(pick) < n && st.Free && ok(st) {
-				pick = append(pick, st)
+		if r[0].ga {
+			if places := slices.DeleteFunc(slices.Clone(r), func(st *offerSeat) bool { return !eligible(st) }); len(places) > 0 {
+				spans = append(spans, places)
 			}
+			continue
 		}
+		for i := 0; i < len(r); {
+			k := run(r, i)
+			if k == 0 {
+				i++
+				continue
+			}
+			spans = append(spans, r[i:i+k])
+			i += k
+		}
+	}
+	slices.SortStableFunc(spans, func(a, b []*offerSeat) int { return cmp.Compare(len(b), len(a)) })
+	var pick []*offerSeat
+	for _, sp := range spans {
+		k := min(n-len(pick), len(sp))
+		if k == 0 {
+			break
+		}
+		part := sp[:k]
+		if end := sp[len(sp)-k:]; !fits(part) && fits(end) {
+			part = end
+		}
+		pick = append(pick, part...)
 	}
 	if len(pick) < n || !fits(pick) {
 		return nil
