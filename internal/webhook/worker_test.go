@@ -464,3 +464,81 @@ func TestOutboxInChangeTransaction(t *testing.T) {
 		t.Fatalf("an organization without webhooks got %d outbox rows (%v)", n, err)
 	}
 }
+
+// TestWaitlistOfferDelivered: a freed seat offered to the first in line
+// reaches a receiver as a signed waitlist.offered delivery naming the
+// entry, its buyer, the seats, the holds and their deadline, with the
+// offer's own hold.created for the seat; the deliveries list records it
+// delivered.
+func TestWaitlistOfferDelivered(t *testing.T) {
+	t.Parallel()
+	a := testenv.App(t, fastRetries)
+	testenv.Background(t, a)
+	tn := testenv.NewTenant(t, a, 2)
+	ev := testenv.NewEvent(t, a, tn.Org.ID, 1, 1, 1)
+	seat := testenv.SeatIDs(t, a, tn.Org.ID, ev.ID)[0]
+	ctx := context.Background()
+	held, err := a.Core.Hold(ctx, actor(tn.Buyers[0]), ev.ID, []uuid.UUID{seat}, hold.SourceAPI)
+	if err != nil {
+		t.Fatal(err)
+	}
+	entry, err := a.Core.JoinWaitlist(ctx, actor(tn.Buyers[1]), ev.ID, hold.WaitFor{Count: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := newReceiver(t)
+	ep := r.register(t, a, tn.Org.ID)
+	if _, err := a.Core.Release(ctx, actor(tn.Buyers[0]), held.Holds[0].ID, ""); err != nil {
+		t.Fatal(err)
+	}
+	var offered webhook.Body
+	var created int
+	testenv.Eventually(t, 5*time.Second, "the offer's deliveries", func() bool {
+		created = 0
+		for _, g := range r.received() {
+			switch g.Type {
+			case "waitlist.offered":
+				offered = g
+			case "hold.created":
+				created++
+			}
+		}
+		return offered.ID != uuid.Nil && created == 1
+	})
+	var d struct {
+		Entry     uuid.UUID   `json:"waitlist_entry_id"`
+		Actor     uuid.UUID   `json:"actor_id"`
+		Seats     []uuid.UUID `json:"seats"`
+		Holds     []uuid.UUID `json:"holds"`
+		HeldUntil time.Time   `json:"held_until"`
+	}
+	if err := json.Unmarshal(offered.Data, &d); err != nil {
+		t.Fatalf("waitlist.offered data %s: %v", offered.Data, err)
+	}
+	e, err := a.Store.WaitlistEntry(ctx, tn.Org.ID, entry.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if offered.EventID == nil || *offered.EventID != ev.ID || d.Entry != entry.ID || d.Actor != tn.Buyers[1].ID ||
+		len(d.Seats) != 1 || d.Seats[0] != seat || len(d.Holds) != 1 || d.Holds[0] != e.HoldIDs[0] ||
+		!d.HeldUntil.Equal(e.OfferUntil) {
+		t.Fatalf("waitlist.offered %+v %s; want entry %s of buyer %s, seat %s, hold %v until %s",
+			offered, offered.Data, entry.ID, tn.Buyers[1].ID, seat, e.HoldIDs, e.OfferUntil)
+	}
+	if r.bad != nil {
+		t.Fatalf("signature failures: %v", r.bad)
+	}
+	testenv.Eventually(t, 2*time.Second, "the offer recorded delivered", func() bool {
+		ds, err := a.Store.Deliveries(ctx, tn.Org.ID, ep.ID, 0, 10)
+		if err != nil {
+			return false
+		}
+		for _, x := range ds {
+			if x.Type == "waitlist.offered" {
+				return x.State == store.DeliveryDelivered && x.Attempts == 1
+			}
+		}
+		return false
+	})
+	t.Logf("waitlist.offered delivered signed, naming entry, buyer, seat, hold and deadline")
+}
