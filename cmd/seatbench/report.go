@@ -358,6 +358,14 @@ func (r *Report) printTable(w io.Writer) {
 			"same burst of GET /api/v1/me: "+lat(x.Floor), fmt.Sprintf("%.2f", ratio2(x.Latency.P99, x.Floor.P99)), "p99 < 100 ms")
 		row(name+": p99 of each burst", burstP99s(x.Bursts)+" ms", "", "", "")
 		row(name+": seats twice / blocks apart / orphans (all bursts)", fmt.Sprintf("%d / %d / %d", x.SeatsTwice, x.NotTogether, x.Orphans), "", "", "0 / 0 / 0")
+		// The bursts are CPU-bound on cores this machine shares, so their
+		// p99 follows the machine's speed of the moment; the paced pgbench
+		// row, run just before them with the same statement at the same
+		// rate in every run, says what that speed was.
+		if h := r.Paced; h != nil && h.Ref != nil && h.Ref.CPUPerHold.Postgres > 0 {
+			row(name+": the machine's speed just before", fmt.Sprintf("Postgres %.0f µs a hold", h.Ref.CPUPerHold.Postgres),
+				"in the paced pgbench row (the same statement and rate every run)", "", "")
+		}
 	}
 	if o := r.Occupancy; o != nil {
 		name := fmt.Sprintf("occupancy, %d seats", o.Seats)
