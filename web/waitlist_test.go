@@ -27,7 +27,8 @@ type waitlistOf struct {
 
 // TestWaitlistAPI: join (201 with a position), list, a freed seat offered
 // live to the first in line (the seat and the cart entry with its note on
-// the buyer's socket), the staff view, leave; malformed bodies are 422
+// the buyer's socket), the offer bought (its panel pushed to that socket
+// too), the staff view, leave; malformed bodies are 422
 // with fields and write nothing; another org gets 404.
 func TestWaitlistAPI(t *testing.T) {
 	s := newTestServer(t, nil)
@@ -145,6 +146,10 @@ func TestWaitlistAPI(t *testing.T) {
 		!strings.Contains(p, `hx-trigger="resync"`) {
 		t.Fatalf("panel after paying for the offer: %s", p)
 	}
+	// A map open in another tab gets the bought panel pushed.
+	waitPanel(t, conn, "bought, on the map's socket", func(p string) bool {
+		return strings.Contains(p, `data-status="bought"`) && !strings.Contains(p, "in your cart")
+	}, e2.ID)
 	second.do("GET", path+"/mine", nil).want(t, http.StatusOK).json(t, &mine)
 	if len(mine.Entries) != 1 || mine.Entries[0].Position != 1 {
 		t.Fatalf("second in line after the offer: %+v", mine)

@@ -26,6 +26,10 @@ func (s *Service) Release(ctx context.Context, a Actor, holdID uuid.UUID, reason
 	}
 	s.dropLocks(ctx, ev, []seatlock.Released{{Seat: h.SeatID, HoldID: h.ID, Version: h.SeatVersion}})
 	s.commit(ctx, a.Org, h.EventID, []Delta{holdDelta(h, KindReleased, store.Available, store.Held, a.User, s.now())})
+	if h.Source == store.SourceWaitlist {
+		// The offer's panels (every tab of its buyer) show it ended.
+		s.publishWaitlist(ctx, a.Org, h.EventID, WaitlistChange{Users: []uuid.UUID{h.UserID}})
+	}
 	return h, nil
 }
 
@@ -89,6 +93,10 @@ func (s *Service) Purchase(ctx context.Context, a Actor, event uuid.UUID, key st
 		return b, err
 	}
 	s.sold(ctx, ev, a, b)
+	if b.Offer {
+		// The offer's panels (every tab of its buyer) show it bought.
+		s.publishWaitlist(ctx, a.Org, event, WaitlistChange{Users: []uuid.UUID{a.User}})
+	}
 	return b, nil
 }
 

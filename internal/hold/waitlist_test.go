@@ -498,17 +498,18 @@ func TestWaitlistOfferThroughFeed(t *testing.T) {
 // TestWaitlistChangesAreTold: joins, leaves and offers are told to the
 // line watchers of the process that made them and of another process,
 // after they commit: whose entries changed, and whether the line moved
-// (a join moves no one else).
+// (a join moves no one else). So are an offer bought or released (its
+// buyer's panels in other tabs must not keep showing it in the cart).
 func TestWaitlistChangesAreTold(t *testing.T) {
 	a1 := testenv.App(t, nil)
 	a2 := testenv.App(t, nil)
 	testenv.Background(t, a1)
 	tn := testenv.NewTenant(t, a1, 3)
-	ev := testenv.NewEvent(t, a1, tn.Org.ID, 1, 1, 1)
-	seat := testenv.SeatIDs(t, a1, tn.Org.ID, ev.ID)[0]
+	ev := testenv.NewEvent(t, a1, tn.Org.ID, 1, 1, 2)
+	seats := testenv.SeatIDs(t, a1, tn.Org.ID, ev.ID)
 	ctx := context.Background()
 	holder, first, second := buyer(tn.Buyers[0]), buyer(tn.Buyers[1]), buyer(tn.Buyers[2])
-	res, err := a1.Core.Hold(ctx, holder, ev.ID, []uuid.UUID{seat}, hold.SourceWeb)
+	res, err := a1.Core.Hold(ctx, holder, ev.ID, seats, hold.SourceWeb)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -564,7 +565,24 @@ func TestWaitlistChangesAreTold(t *testing.T) {
 		t.Fatal(err)
 	}
 	expect("an offer", hold.WaitlistChange{Users: []uuid.UUID{second.User}, Line: true})
-	assertOffered(t, a1, second, ev.ID, e2, 1)
+	offer := assertOffered(t, a1, second, ev.ID, e2, 1)
+	if _, err := a1.Core.Purchase(ctx, second, ev.ID, "offer", []uuid.UUID{offer[0].ID}); err != nil {
+		t.Fatal(err)
+	}
+	expect("an offer bought", hold.WaitlistChange{Users: []uuid.UUID{second.User}})
+
+	e3 := join(t, a1, first, ev.ID, 1, "", "")
+	expect("a join", hold.WaitlistChange{Users: []uuid.UUID{first.User}})
+	if _, err := a1.Core.Release(ctx, holder, res.Holds[1].ID, ""); err != nil {
+		t.Fatal(err)
+	}
+	expect("an offer", hold.WaitlistChange{Users: []uuid.UUID{first.User}, Line: true})
+	offer = assertOffered(t, a1, first, ev.ID, e3, 1)
+	// Staff released it: the change names the offer's buyer.
+	if _, err := a1.Core.Release(ctx, staff(tn.Organizer), offer[0].ID, "no-show"); err != nil {
+		t.Fatal(err)
+	}
+	expect("an offer released", hold.WaitlistChange{Users: []uuid.UUID{first.User}})
 }
 
 // TestWaitlistStandingPlaces: a buyer waiting for places of a standing

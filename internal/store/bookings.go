@@ -65,6 +65,9 @@ type Booking struct {
 	Replayed bool
 	// Sold are the seats sold by this call, with their new versions.
 	Sold []SoldSeat
+	// Offer is set when this call sold holds of a waitlist offer: the
+	// offer's buyer sees it bought.
+	Offer bool
 }
 
 // Ticket is one sold seat and what was paid for it (zero and "" for a
@@ -199,10 +202,10 @@ func (s *Store) convertOnce(ctx context.Context, c conversion) (Booking, error) 
 		// A purchase takes the buyer's own holds; a sale any customer hold
 		// of the org (a colleague may have taken it).
 		rows, err := tx.Query(ctx, `
-			SELECT h.id, h.seat_id, h.status, h.held_until > now(), c.name, c.email, c.note
+			SELECT h.id, h.seat_id, h.status, h.held_until > now(), h.source = $6, c.name, c.email, c.note
 			FROM seat_holds h LEFT JOIN hold_customers c ON c.org_id = h.org_id AND c.hold_id = h.id
 			WHERE h.org_id = $1 AND h.event_id = $2 AND h.id = ANY($4::uuid[]) AND ($5 OR h.user_id = $3)
-			ORDER BY h.seat_id FOR UPDATE OF h`, c.org, c.event, c.user, c.holds, c.sale())
+			ORDER BY h.seat_id FOR UPDATE OF h`, c.org, c.event, c.user, c.holds, c.sale(), SourceWaitlist)
 		if err != nil {
 			return err
 		}
@@ -210,12 +213,13 @@ func (s *Store) convertOnce(ctx context.Context, c conversion) (Booking, error) 
 			id, seat uuid.UUID
 			status   HoldStatus
 			fresh    bool
+			offer    bool
 			customer *Customer
 		}
 		held, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (row, error) {
 			var x row
 			var name, email, note *string
-			err := r.Scan(&x.id, &x.seat, &x.status, &x.fresh, &name, &email, &note)
+			err := r.Scan(&x.id, &x.seat, &x.status, &x.fresh, &x.offer, &name, &email, &note)
 			if name != nil {
 				x.customer = &Customer{Name: *name, Email: *email, Note: *note}
 			}
@@ -232,6 +236,7 @@ func (s *Store) convertOnce(ctx context.Context, c conversion) (Booking, error) 
 				return &apperr.Error{Code: apperr.HoldsExpired, Message: "one or more seats are no longer held",
 					Seats: []string{h.seat.String()}}
 			}
+			b.Offer = b.Offer || h.offer
 		}
 		if c.sale() {
 			cust := held[0].customer
