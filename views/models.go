@@ -224,6 +224,12 @@ type CartHold struct {
 	HeldUntil time.Time
 	Extended  bool
 	Price     string // "45.00 EUR"; "" for an unpriced seat
+	// PriceMinor, Currency and Scale are Price in minor units, its ISO
+	// code and the digits after its point: the page adds up its total
+	// from them when lines arrive live.
+	PriceMinor int64
+	Currency   string
+	Scale      int
 	// Offer marks seats held for the buyer from the waitlist.
 	Offer bool
 }

@@ -112,6 +112,37 @@ func TestCartPanel(t *testing.T) {
 	if doc.Find(`button[hx-post="/e/e1/checkout"]`).Length() != 1 || doc.Find("form").Length() != 0 {
 		t.Error("before checkout: want a Checkout button and no Pay form")
 	}
+	if _, hidden := doc.Find(`[data-cart-checkout]`).Attr("hidden"); hidden {
+		t.Error("checkout hidden with a hold in the cart")
+	}
+	// A priced line carries its price in minor units for the page's live
+	// total; an unpriced one none.
+	if doc.Find(`#cart-s1[data-price-minor]`).Length() != 0 {
+		t.Error("an unpriced line carries a price")
+	}
+	priced := c
+	priced.Holds = []CartHold{{HoldID: "h2", SeatID: "s2", Label: "A-1-2", HeldUntil: until, Price: "0.450 KWD", PriceMinor: 450, Currency: "KWD", Scale: 3}}
+	line := render(t, CartPanel(priced)).Find(`#cart-s2[data-hold="h2"]`)
+	if m, _ := line.Attr("data-price-minor"); m != "450" {
+		t.Errorf("data-price-minor %q", m)
+	}
+	if cur, _ := line.Attr("data-currency"); cur != "KWD" {
+		t.Errorf("data-currency %q", cur)
+	}
+	if sc, _ := line.Attr("data-scale"); sc != "3" {
+		t.Errorf("data-scale %q", sc)
+	}
+	// Empty, the cart keeps its checkout and total, hidden, for lines that
+	// arrive live.
+	empty := render(t, CartPanel(Cart{EventID: "e1"}))
+	for _, sel := range []string{`[data-cart-checkout]`, `[data-cart-total]`} {
+		if _, hidden := empty.Find(sel).Attr("hidden"); !hidden {
+			t.Errorf("empty cart: %s not there hidden", sel)
+		}
+	}
+	if _, hidden := empty.Find(`[data-cart-empty]`).Attr("hidden"); hidden {
+		t.Error("empty cart: the note is hidden")
+	}
 	c.PayKey = "k1"
 	doc = render(t, CartPanel(c))
 	if v, _ := doc.Find(`form input[name=key]`).Attr("value"); v != "k1" {

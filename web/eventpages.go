@@ -38,10 +38,7 @@ func formatPrice(minor int64, cur string) string {
 	if cur == "" {
 		return ""
 	}
-	scale := 2
-	if u, err := currency.ParseISO(cur); err == nil {
-		scale, _ = currency.Standard.Rounding(u)
-	}
+	scale := currencyScale(cur)
 	if scale == 0 {
 		return strconv.FormatInt(minor, 10) + " " + cur
 	}
@@ -54,6 +51,16 @@ func formatPrice(minor int64, cur string) string {
 		sign, minor = "-", -minor
 	}
 	return fmt.Sprintf("%s%d.%0*d %s", sign, minor/div, scale, minor%div, cur)
+}
+
+// currencyScale is how many digits of cur's minor units follow the point
+// (2 for an unknown code).
+func currencyScale(cur string) int {
+	if u, err := currency.ParseISO(cur); err == nil {
+		scale, _ := currency.Standard.Rounding(u)
+		return scale
+	}
+	return 2
 }
 
 // sum adds prices per currency (an event normally has one).

@@ -78,7 +78,8 @@ func (lr liveRenderer) renderGA(d hold.Delta, mine bool, st hold.SeatView) ([]by
 		var item *views.CartHold
 		if mine && d.Status == store.Held {
 			item = &views.CartHold{HoldID: d.HoldID.String(), SeatID: d.Seat.String(), Label: st.CartLabel(),
-				HeldUntil: d.HeldUntil, Extended: d.Kind == hold.KindExtended, Price: lr.livePrice(d, st)}
+				HeldUntil: d.HeldUntil, Extended: d.Kind == hold.KindExtended}
+			lr.livePrice(item, d, st)
 		}
 		var b strings.Builder
 		if err := views.LiveGA(d.Event.String(), d.Seat.String(), sec.ID.String(), sec.Left, item, d.Status == store.Held).

@@ -376,27 +376,28 @@ func (s *Server) cartHold(a hold.Actor, event uuid.UUID, h store.Hold, prices ma
 		label, cat = st.CartLabel(), st.Category
 	}
 	item := views.CartHold{HoldID: h.ID.String(), SeatID: h.SeatID.String(), Label: label, HeldUntil: h.HeldUntil, Extended: h.Extensions > 0,
-		Offer: h.Source == store.SourceWaitlist, Price: priceOf(prices, cat)}
+		Offer: h.Source == store.SourceWaitlist}
+	priced(&item, prices, cat)
 	return item, cat
 }
 
-// priceOf is category cat's price as a cart line shows it; "" for a seat
-// without a priced category.
-func priceOf(prices map[string]store.Category, cat string) string {
-	if p, ok := prices[cat]; ok && cat != "" {
-		return formatPrice(p.PriceMinor, p.Currency)
+// priced gives a cart line category cat's price, as shown and in minor
+// units for the page's live total; none for a seat without a priced
+// category.
+func priced(item *views.CartHold, prices map[string]store.Category, cat string) {
+	if p, ok := prices[cat]; ok && cat != "" && p.Currency != "" {
+		item.Price = formatPrice(p.PriceMinor, p.Currency)
+		item.PriceMinor, item.Currency, item.Scale = p.PriceMinor, p.Currency, currencyScale(p.Currency)
 	}
-	return ""
 }
 
-// livePrice is the price of seat st's category for a cart line that
-// arrives over the live socket; "" when the event is not at hand.
-func (lr liveRenderer) livePrice(d hold.Delta, st hold.SeatView) string {
+// livePrice prices the cart line of seat st that arrives over the live
+// socket; it stays unpriced when the event is not at hand.
+func (lr liveRenderer) livePrice(item *views.CartHold, d hold.Delta, st hold.SeatView) {
 	prices, err := lr.core.Prices(context.Background(), hold.Actor{Org: d.Org}, d.Event)
-	if err != nil {
-		return ""
+	if err == nil {
+		priced(item, prices, st.Category)
 	}
-	return priceOf(prices, st.Category)
 }
 
 func (s *Server) cartFragment(w http.ResponseWriter, r *http.Request, a hold.Actor) error {
@@ -624,7 +625,8 @@ func (lr liveRenderer) Render(d hold.Delta, mine bool) []byte {
 	var item *views.CartHold
 	if vm.Mine {
 		item = &views.CartHold{HoldID: d.HoldID.String(), SeatID: d.Seat.String(), Label: st.CartLabel(), HeldUntil: d.HeldUntil,
-			Extended: d.Kind == hold.KindExtended, Offer: d.Kind == hold.KindOffered, Price: lr.livePrice(d, st)}
+			Extended: d.Kind == hold.KindExtended, Offer: d.Kind == hold.KindOffered}
+		lr.livePrice(item, d, st)
 	}
 	var b strings.Builder
 	if err := views.LiveSeat(vm, item).Render(context.Background(), &b); err != nil {

@@ -5,7 +5,8 @@
 // overview, (2) drops live fragments older than what the page shows,
 // (3) runs the hold countdowns from held_until, and (4) asks for a fresh
 // map after the socket reconnects, since changes may have been missed
-// meanwhile. Nothing here polls the server.
+// meanwhile, and (5) keeps the cart's total, note and checkout in step
+// with cart lines that arrive live. Nothing here polls the server.
 (function () {
   "use strict";
 
@@ -179,6 +180,52 @@
   setInterval(tick, 1000);
   document.addEventListener("htmx:afterSettle", tick);
   document.addEventListener("DOMContentLoaded", tick);
+
+  // The cart's lines change over the socket too (a hold made in another
+  // tab or through the API, a waitlist offer, a hold that ended): after
+  // every frame the total is added up again from the lines' prices, in
+  // the server's format, and the empty note and checkout follow the
+  // lines. A pay form pays for the holds of its checkout: once the lines
+  // differ from them, the cart is fetched again (and checkout offered).
+  function money(minor, cur, scale) {
+    if (!(scale > 0)) return minor + " " + cur;
+    var div = Math.pow(10, scale), m = Math.abs(minor), frac = String(m % div);
+    while (frac.length < scale) frac = "0" + frac;
+    return (minor < 0 ? "-" : "") + Math.floor(m / div) + "." + frac + " " + cur;
+  }
+  function syncCart() {
+    var cart = document.getElementById("cart");
+    if (!cart) return;
+    var lines = cart.querySelectorAll("#cart-items li[data-hold]");
+    var order = [], by = {}, scale = {}, holds = [];
+    lines.forEach(function (li) {
+      holds.push(li.getAttribute("data-hold"));
+      var cur = li.getAttribute("data-currency");
+      if (!cur) return;
+      if (!(cur in by)) { order.push(cur); by[cur] = 0; scale[cur] = +li.getAttribute("data-scale"); }
+      by[cur] += +li.getAttribute("data-price-minor");
+    });
+    var total = cart.querySelector("[data-cart-total]");
+    if (total) {
+      total.hidden = order.length === 0;
+      var t = total.querySelector("[data-testid=cart-total]");
+      if (t) t.textContent = order.map(function (c) { return money(by[c], c, scale[c]); }).join(" + ");
+    }
+    var empty = cart.querySelector("[data-cart-empty]");
+    if (empty) empty.hidden = lines.length > 0;
+    var checkout = cart.querySelector("[data-cart-checkout]");
+    if (checkout) checkout.hidden = lines.length === 0;
+    var pay = cart.querySelector("form[data-cart-pay]");
+    if (pay && window.htmx) {
+      var listed = Array.prototype.map.call(pay.querySelectorAll("input[name=hold_id]"), function (i) { return i.value; });
+      if (listed.sort().join() !== holds.sort().join()) htmx.trigger(cart, "resync");
+    }
+  }
+  document.addEventListener("htmx:wsAfterMessage", syncCart);
+  // Also once a swapped cart has settled: htmx wires a new element's
+  // triggers only then, so a frame that came just before could not have
+  // fetched it.
+  document.addEventListener("htmx:afterSettle", syncCart);
 
   // Changes committed between rendering the page and the socket opening
   // (or while it was down) were never sent, so every open refetches the
