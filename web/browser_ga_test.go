@@ -107,7 +107,7 @@ func TestBrowserGA(t *testing.T) {
 	for i, step := range []chromedp.Action[chromedp.Void]{
 		chromedp.WaitNotPresent(css(`#cart form[data-cart-pay]`)),
 		chromedp.WaitVisible(css(`#cart button[hx-post$="/checkout"]`)),
-		chromedp.WaitVisible(css(`#cart-`+seat.String())),
+		chromedp.WaitVisible(css(`#cart-` + seat.String())),
 		waitTotal(want),
 	} {
 		sctx, c := context.WithTimeout(holder, 10*time.Second)
