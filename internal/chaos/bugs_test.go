@@ -34,8 +34,10 @@ func (c *cluster) buyers(t *testing.T, n int) []*client {
 	return loginAll(t, c, newTransport(), testenv.AddBuyers(t, c.admin, c.tenant.Org.ID, n))
 }
 
+// holdAnswer is a hold as the API answers or lists it.
 type holdAnswer struct {
 	ID        uuid.UUID `json:"id"`
+	SeatID    uuid.UUID `json:"seat_id"`
 	HeldUntil time.Time `json:"held_until"`
 }
 

@@ -200,8 +200,9 @@ type timing struct {
 	sections, rows, perRow       int
 	ttl                          time.Duration
 	// bestBuyers ask for the two best available seats, gaBuyers for
-	// places of a GA section of gaCapacity places.
-	bestBuyers, gaBuyers, gaCapacity int
+	// places of a GA section of gaCapacity places, waitBuyers join the
+	// waitlist for a seat of waitSection.
+	bestBuyers, gaBuyers, gaCapacity, waitBuyers int
 }
 
 // TestChaos runs every fault in turn against three seatd processes under
@@ -211,16 +212,17 @@ type timing struct {
 // Postgres 1 s after the load stops, or any process whose registry (hot
 // cache, Redis, Postgres) does not agree 2 s after it, or, after a Postgres
 // restart, any hold failing or the fast path still off 1 s after Postgres
-// accepts connections again. Known engine bugs fail only in strict mode
-// (see known_test.go).
+// accepts connections again, or any waitlist entry offered twice, or any
+// waitlist work not done 3 s after the load stops (see waitlistServed).
+// Known engine bugs fail only in strict mode (see known_test.go).
 func TestChaos(t *testing.T) {
 	tm := timing{warm: 500 * time.Millisecond, fault: 2 * time.Second, after: 1500 * time.Millisecond,
 		converge: time.Second, buyers: 24, hot: 6, watchersPerNode: 1, sections: 4, rows: 10, perRow: 25, ttl: 6 * time.Second,
-		bestBuyers: 4, gaBuyers: 4, gaCapacity: 60}
+		bestBuyers: 4, gaBuyers: 4, gaCapacity: 60, waitBuyers: 3}
 	if *fullRun {
 		tm = timing{warm: 3 * time.Second, fault: 8 * time.Second, after: 5 * time.Second,
 			converge: time.Second, buyers: 48, hot: 8, watchersPerNode: 2, sections: 8, rows: 10, perRow: 25, ttl: 15 * time.Second,
-			bestBuyers: 8, gaBuyers: 8, gaCapacity: 150}
+			bestBuyers: 8, gaBuyers: 8, gaCapacity: 150, waitBuyers: 6}
 	}
 	e := &chaosEnv{t: t, reported: map[string]bool{}}
 	opt := clusterOptions{nodes: 3, holdTTL: tm.ttl, sections: tm.sections, rows: tm.rows, perRow: tm.perRow, gaCapacity: tm.gaCapacity}
@@ -238,6 +240,7 @@ func TestChaos(t *testing.T) {
 	e.l = newLoad(t, e.c, tr, tm.buyers, tm.hot)
 	e.l.addChoosers(t, tr, viaBest, tm.bestBuyers)
 	e.l.addChoosers(t, tr, viaGA, tm.gaBuyers)
+	e.l.addChoosers(t, tr, viaWaitlist, tm.waitBuyers)
 	watchUsers := testenv.AddBuyers(t, e.c.admin, e.c.tenant.Org.ID, tm.watchersPerNode*len(e.c.nodes))
 	watchClients := loginAll(t, e.c, tr, watchUsers)
 	e.reader = watchClients[0]
@@ -248,9 +251,9 @@ func TestChaos(t *testing.T) {
 	if !live {
 		t.Logf("the processes have no live socket route yet: watchers skipped, maps checked over HTTP only")
 	}
-	t.Logf("setup %s: %d processes, %d seats (%d hot), %d buyers (+%d best available, +%d GA on %d places), %d watchers, hold TTL %s, strict %v",
+	t.Logf("setup %s: %d processes, %d seats (%d hot), %d buyers (+%d best available, +%d GA on %d places, +%d in the waitlist for section %s), %d watchers, hold TTL %s, strict %v",
 		time.Since(start).Round(time.Millisecond), len(e.c.nodes), len(e.c.seats), tm.hot, tm.buyers, tm.bestBuyers, tm.gaBuyers,
-		len(e.c.gaPlaces), len(ws), tm.ttl, strict())
+		len(e.c.gaPlaces), tm.waitBuyers, waitSection, len(ws), tm.ttl, strict())
 
 	only, err := regexp.Compile(*onlyFault)
 	if err != nil {
@@ -464,6 +467,7 @@ func runFault(e *chaosEnv, f fault, r *row, tm timing) {
 		}
 	}
 	r.violations = append(r.violations, e.c.checkSQL(ctx)...)
+	r.violations = append(r.violations, e.c.waitlistServed(ctx, 3*time.Second)...)
 	for _, v := range checkAcks(e.l.rec.all(), holds) {
 		if !e.reported[v.msg] {
 			e.reported[v.msg] = true

@@ -30,6 +30,49 @@ var sqlInvariants = []struct{ name, sql string }{
 	{"GA section oversold", `SELECT count(*) FROM sections sc WHERE sc.event_id = $1 AND sc.kind = 'ga' AND
 		(SELECT count(*) FROM seat_holds h JOIN seats s ON s.id = h.seat_id WHERE s.section_id = sc.id AND h.status = 'active') +
 		(SELECT count(*) FROM tickets t JOIN seats s ON s.id = t.seat_id WHERE s.section_id = sc.id AND t.cancelled_at IS NULL) > sc.capacity`},
+	// The waitlist offers each entry once, whatever process dies when: an
+	// entry is offered exactly when its offer is audited, once; the offer
+	// names holds of its own buyer, made for it; and every hold made for
+	// an offer is named by one.
+	{"waitlist entry offered twice", `SELECT count(*) FROM (SELECT entity_id FROM audit_log WHERE event_id = $1 AND action = 'waitlist.offered'
+		GROUP BY entity_id HAVING count(*) > 1) x`},
+	{"waitlist entry offered without its audit", `SELECT count(*) FROM waitlist_entries w WHERE w.event_id = $1 AND w.status = 'offered'
+		AND NOT EXISTS (SELECT 1 FROM audit_log a WHERE a.event_id = $1 AND a.action = 'waitlist.offered' AND a.entity_id = w.id)`},
+	{"waitlist entry audited as offered but not offered", `SELECT count(*) FROM audit_log a JOIN waitlist_entries w ON w.id = a.entity_id
+		WHERE a.event_id = $1 AND a.action = 'waitlist.offered' AND w.status <> 'offered'`},
+	{"offer naming a hold not made for its buyer", `SELECT count(*) FROM waitlist_entries w CROSS JOIN unnest(w.hold_ids) AS x(hold_id)
+		LEFT JOIN seat_holds h ON h.id = x.hold_id
+		WHERE w.event_id = $1 AND (h.id IS NULL OR h.user_id <> w.user_id OR h.source <> 'waitlist' OR h.event_id <> w.event_id)`},
+	{"waitlist hold no offer names", `SELECT count(*) FROM seat_holds h WHERE h.event_id = $1 AND h.source = 'waitlist'
+		AND NOT EXISTS (SELECT 1 FROM waitlist_entries w WHERE w.event_id = $1 AND h.id = ANY (w.hold_ids))`},
+}
+
+// waitlistServed checks, once the load has stopped, that the waitlist's
+// durable work was done within wait: no work left queued, and no one
+// still waiting while a seat of waitSection is free for them (a seat freed
+// while a process was down, or just before it died, is offered all the
+// same).
+func (c *cluster) waitlistServed(ctx context.Context, wait time.Duration) []violation {
+	var work, waiting, free int
+	deadline := time.Now().Add(wait)
+	for {
+		err := c.admin.Pool.QueryRow(ctx, `
+			SELECT (SELECT count(*) FROM waitlist_work WHERE event_id = $1),
+			       (SELECT count(*) FROM waitlist_entries WHERE event_id = $1 AND status = 'waiting'),
+			       (SELECT count(*) FROM seats s JOIN sections c ON c.id = s.section_id
+			        WHERE s.event_id = $1 AND c.label = $2 AND s.status = 'available' AND NOT s.accessible AND NOT s.companion)`,
+			c.event.ID, waitSection).Scan(&work, &waiting, &free)
+		switch {
+		case err != nil:
+			return []violation{{msg: "waitlist: " + err.Error()}}
+		case work == 0 && (waiting == 0 || free == 0):
+			return nil
+		case time.Now().After(deadline):
+			return []violation{{msg: fmt.Sprintf("waitlist not served %s after the load stopped: %d work rows queued, %d entries waiting with %d seats of section %s free",
+				wait, work, waiting, free, waitSection)}}
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
 }
 
 // checkSQL runs the invariants and returns the broken ones.

@@ -42,6 +42,11 @@ type client struct {
 	// got is every hold a choosing request granted this buyer, kept or
 	// walked away from.
 	got map[uuid.UUID]bool
+	// A waitlister's place in line: since when it has asked (the first
+	// join since its last offer, answered or not), and the offered
+	// entries already taken in.
+	waitingSince time.Time
+	offersSeen   map[uuid.UUID]bool
 }
 
 // chooser names how a buyer who does not click seats asks for them.
@@ -50,6 +55,9 @@ type chooser string
 const (
 	viaBest chooser = "best" // {"best_available":{"count":2}}
 	viaGA   chooser = "ga"   // {"ga":{"section":"GA","count":1 or 2}} with an Idempotency-Key
+	// viaWaitlist joins the line for one seat of waitSection and takes
+	// the seat the offer worker holds for it.
+	viaWaitlist chooser = "waitlist"
 )
 
 type heldSeat struct {
@@ -321,6 +329,7 @@ type load struct {
 	// hotShare is the share of new holds aimed at hot seats.
 	hotShare float64
 	timeout  time.Duration
+	born     time.Time // before any request of the run
 
 	mu     sync.Mutex
 	cancel context.CancelFunc
@@ -384,7 +393,7 @@ func (l *load) chosenSummary() string {
 func newLoad(t testing.TB, c *cluster, tr http.RoundTripper, buyers, hot int) *load {
 	t.Helper()
 	users := testenv.AddBuyers(t, c.admin, c.tenant.Org.ID, buyers)
-	l := &load{c: c, rec: &recorder{}, hot: c.seats[:hot], hotShare: 0.3, timeout: 4 * time.Second}
+	l := &load{c: c, rec: &recorder{}, hot: c.seats[:hot], hotShare: 0.3, timeout: 4 * time.Second, born: time.Now()}
 	l.clients = loginAll(t, c, tr, users)
 	rest := c.seats[hot:]
 	per := len(rest) / buyers
@@ -460,6 +469,10 @@ func (l *load) step(ctx context.Context, cl *client) {
 			cl.holds = slices.Delete(cl.holds, i, i+1)
 			l.release(ctx, n, cl, h)
 		}
+		return
+	}
+	if cl.chooser == viaWaitlist {
+		l.waitlist(ctx, n, cl)
 		return
 	}
 	if cl.chooser != "" {
@@ -629,6 +642,114 @@ func (l *load) holdChosen(ctx context.Context, cl *client) {
 			cl.holds = append(cl.holds, heldSeat{seat: h.SeatID, hold: h.ID, until: h.HeldUntil, via: cl.chooser})
 		}
 		l.rec.add(x)
+	}
+}
+
+// waitlist is one step of a buyer in the waitlist: join the line (for one
+// seat of waitSection) when not in it, else look at its entries and take
+// in an offer made since. An offered seat is recorded as a hold of that
+// seat from the first join since the last offer (no offer can come
+// before it) to the answer naming it; from then on the buyer treats it
+// like any hold (releases it, buys it, asks for it again or walks away).
+// An offer whose hold ended before the buyer saw it is only counted.
+func (l *load) waitlist(ctx context.Context, n *node, cl *client) {
+	if cl.offersSeen == nil {
+		cl.offersSeen = map[uuid.UUID]bool{}
+	}
+	base := "/api/v1/events/" + l.c.event.ID.String()
+	rctx, cancel := context.WithTimeout(ctx, l.timeout)
+	defer cancel()
+	status, body, err := cl.call(rctx, n, http.MethodGet, base+"/waitlist/mine", nil, nil)
+	if res, _ := classify(status, body, err); res != resOK {
+		l.noteChosen(viaWaitlist, "mine/"+res.String())
+		return
+	}
+	var mine struct {
+		Entries []struct {
+			ID      uuid.UUID   `json:"id"`
+			Status  string      `json:"status"`
+			HoldIDs []uuid.UUID `json:"hold_ids"`
+			Offer   string      `json:"offer"`
+		} `json:"entries"`
+	}
+	if err := json.Unmarshal(body, &mine); err != nil {
+		l.badChosen(op{Client: cl.idx, User: cl.user.ID, Kind: opHold, Via: viaWaitlist, Node: n.name, Call: time.Now(),
+			Result: resUnknown, Err: fmt.Sprintf("bad waitlist/mine answer %q", body)})
+		return
+	}
+	seen := time.Now()
+	waiting := false
+	for _, e := range mine.Entries {
+		switch {
+		case e.Status == "waiting":
+			waiting = true
+		case e.Status == "offered" && !cl.offersSeen[e.ID]:
+			cl.offersSeen[e.ID] = true
+			l.takeOffer(rctx, n, cl, e.HoldIDs, e.Offer, seen)
+			cl.waitingSince = time.Time{}
+		}
+	}
+	if waiting {
+		time.Sleep(25 * time.Millisecond) // a buyer glancing at the line, not polling it flat out
+		return
+	}
+	if len(cl.holds) > 0 {
+		return
+	}
+	o := op{Client: cl.idx, User: cl.user.ID, Kind: opHold, Via: viaWaitlist, Node: n.name, Call: time.Now()}
+	if cl.waitingSince.IsZero() {
+		cl.waitingSince = o.Call
+	}
+	status, body, err = cl.call(rctx, n, http.MethodPost, base+"/waitlist", map[string]any{"count": 1, "section": waitSection}, nil)
+	res, code := classify(status, body, err)
+	if res == resOK && status != http.StatusCreated {
+		res, code = resUnknown, fmt.Sprintf("join answered %d", status)
+	}
+	if res == resRefused && code != "" {
+		code = "(" + code + ")"
+	} else {
+		code = ""
+	}
+	l.noteChosen(viaWaitlist, "join/"+res.String()+code)
+}
+
+// takeOffer takes in an offer of holds seen in the buyer's entries at
+// seen: each hold still active is recorded and kept.
+func (l *load) takeOffer(ctx context.Context, n *node, cl *client, holds []uuid.UUID, state string, seen time.Time) {
+	if state != "held" {
+		l.noteChosen(viaWaitlist, "offer_"+state+"_unseen")
+		return
+	}
+	status, body, err := cl.call(ctx, n, http.MethodGet, "/api/v1/events/"+l.c.event.ID.String()+"/holds/mine", nil, nil)
+	if res, _ := classify(status, body, err); res != resOK {
+		// Seen offered and held: the holds exist; unrecorded, a later
+		// refusal of their seats only reads as stale to the checker.
+		l.noteChosen(viaWaitlist, "offer_holds_unread")
+		return
+	}
+	var got struct {
+		Holds []holdAnswer `json:"holds"`
+	}
+	if err := json.Unmarshal(body, &got); err != nil {
+		l.badChosen(op{Client: cl.idx, User: cl.user.ID, Kind: opHold, Via: viaWaitlist, Node: n.name, Call: seen,
+			Result: resUnknown, Err: fmt.Sprintf("bad holds/mine answer %q", body)})
+		return
+	}
+	for _, id := range holds {
+		i := slices.IndexFunc(got.Holds, func(h holdAnswer) bool { return h.ID == id })
+		if i < 0 {
+			l.noteChosen(viaWaitlist, "offer_lapsed_unseen")
+			continue
+		}
+		h := got.Holds[i]
+		call := cl.waitingSince
+		if call.IsZero() {
+			call = l.born // not joined since its last offer: unknown, bounded by the run
+		}
+		l.rec.add(op{Client: cl.idx, User: cl.user.ID, Kind: opHold, Via: viaWaitlist, Node: n.name, Seat: h.SeatID, Hold: h.ID,
+			Until: h.HeldUntil, Result: resCreated, Status: http.StatusCreated, Call: call, Return: time.Now()})
+		cl.holds = append(cl.holds, heldSeat{seat: h.SeatID, hold: h.ID, until: h.HeldUntil, via: viaWaitlist})
+		l.noteChosen(viaWaitlist, "offer_taken")
 	}
 }
 

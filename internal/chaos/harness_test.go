@@ -296,6 +296,10 @@ type cluster struct {
 // gaSection is the label of the chaos event's GA section.
 const gaSection = "GA"
 
+// waitSection is the section whose seats the waitlisters wait for: the
+// first, where the hot seats are.
+const waitSection = "A"
+
 // addGASection adds a GA section of capacity places to the event, stored
 // as seats do it (one place row per place, row store.GARow), and returns
 // the places.
@@ -383,6 +387,9 @@ func newCluster(t testing.TB, opt clusterOptions) *cluster {
 		"SEATD_PG_STATEMENT_TIMEOUT":  "3s",
 		"SEATD_SHUTDOWN_TIMEOUT":      "5s",
 		"SEATD_REAPER_INTERVAL":       "250ms",
+		// Offers lapse like holds, so waitlisters who walk away free
+		// their seats within the run.
+		"SEATD_WAITLIST_OFFER_TTL": opt.holdTTL.String(),
 	}
 	maps.Copy(env, opt.env)
 	var envList []string
