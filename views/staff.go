@@ -84,7 +84,21 @@ func num(f float64) string { return strconv.FormatFloat(f, 'f', 2, 64) }
 type SectionCounts struct {
 	Label string
 	Name  string
+	// Standing marks a general-admission section, counted in places.
+	Standing bool
 	Counts
+}
+
+// Places is how many of the event's seats are standing places (those of
+// its general-admission sections).
+func (o Occupancy) Places() int {
+	n := 0
+	for _, s := range o.Sections {
+		if s.Standing {
+			n += s.Total()
+		}
+	}
+	return n
 }
 
 // CategoryCounts is one price category's counts and revenue.

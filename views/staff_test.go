@@ -50,6 +50,31 @@ func TestOccupancyPanel(t *testing.T) {
 	}
 }
 
+// TestOccupancyPanelStanding: a standing section's row says so, and the
+// total says how many of its seats are standing places; an event without
+// one speaks of seats only.
+func TestOccupancyPanelStanding(t *testing.T) {
+	o := Occupancy{EventID: "e1", Counts: Counts{Available: 250, Held: 30, Sold: 20},
+		Sections: []SectionCounts{{Label: "A", Name: "Stalls", Counts: Counts{Available: 180, Sold: 20}},
+			{Label: "G", Name: "Standing", Standing: true, Counts: Counts{Available: 70, Held: 30}}}}
+	doc := render(t, OccupancyPanel(o, false))
+	for sel, want := range map[string]string{
+		"#occupancy-title":                        "Occupancy · 300 seats and places (100 standing)",
+		"tr[data-section=G] th":                   "G Standing standing",
+		"tr[data-section=G] td[data-count=held]":  "30 30.0 %",
+		"tr[data-section=A] th":                   "A Stalls",
+		"tr[data-section=G] td[data-count=total]": "100",
+	} {
+		if got := text(doc.Find(sel).First().Text()); got != want {
+			t.Errorf("%s = %q, want %q", sel, got, want)
+		}
+	}
+	o.Sections[1].Standing = false
+	if got := text(render(t, OccupancyPanel(o, false)).Find("#occupancy-title").Text()); got != "Occupancy · 300 seats" {
+		t.Errorf("title without standing sections %q", got)
+	}
+}
+
 func TestCountsEmptyVenue(t *testing.T) {
 	if got := (Counts{}).Pct(0); got != "0.0 %" {
 		t.Errorf("empty venue %q", got)

@@ -57,7 +57,7 @@ func (s *staffPages) dashboardPage(w http.ResponseWriter, r *http.Request, a hol
 func occupancyVM(event uuid.UUID, o hold.Occupancy) views.Occupancy {
 	out := views.Occupancy{EventID: event.String(), Counts: countsVM(o.Counts), Sections: make([]views.SectionCounts, len(o.Sections))}
 	for i, sec := range o.Sections {
-		out.Sections[i] = views.SectionCounts{Label: sec.Label, Name: sec.Name, Counts: countsVM(sec.Counts)}
+		out.Sections[i] = views.SectionCounts{Label: sec.Label, Name: sec.Name, Standing: sec.Standing, Counts: countsVM(sec.Counts)}
 	}
 	for _, c := range o.Categories {
 		name := c.Name

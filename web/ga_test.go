@@ -232,3 +232,28 @@ func TestGAHoldIdempotencyKey(t *testing.T) {
 		t.Fatalf("%d holds written, want 2", n)
 	}
 }
+
+// TestGADashboard: the organizer's occupancy panel marks a standing
+// section's row and says how many of the event's seats are standing places;
+// a hold of places counts in its row.
+func TestGADashboard(t *testing.T) {
+	t.Parallel()
+	s := newTestServer(t, nil)
+	tn := testenv.NewTenant(t, s.app, 1)
+	ev := gaChartEvent(t, s.app, tn)
+	s.as(tn.Org, tn.Buyers[0]).do("POST", "/api/v1/events/"+ev.String()+"/holds", map[string]any{"ga": map[string]any{"section": "G", "count": 3}},
+		"Idempotency-Key", "dash").want(t, http.StatusCreated)
+	p := string(s.as(tn.Org, tn.Organizer).do("GET", "/admin/events/"+ev.String()+"/occupancy", nil).want(t, http.StatusOK).body)
+	for _, re := range []string{
+		`data-testid="count-places">100<`,
+		`<tr data-section="G"[^>]*>\s*<th[^>]*>\s*G <span[^>]*>Standing</span> <span[^>]*data-testid="standing"`,
+		`<tr data-section="G"(?s:.*?)data-count="held">3 `,
+	} {
+		if !regexp.MustCompile(re).MatchString(p) {
+			t.Errorf("occupancy panel does not match %s:\n%s", re, p)
+		}
+	}
+	if regexp.MustCompile(`<tr data-section="S"[^>]*>\s*<th[^>]*>[^<]*<span[^>]*>[^<]*</span>\s*<span[^>]*data-testid="standing"`).MatchString(p) {
+		t.Errorf("the seated section is marked standing:\n%s", p)
+	}
+}

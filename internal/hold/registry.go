@@ -17,6 +17,8 @@ type SectionOccupancy struct {
 	ID    uuid.UUID
 	Label string
 	Name  string
+	// Standing marks a general-admission section: its counts are places.
+	Standing bool
 	store.Counts
 }
 
@@ -57,7 +59,7 @@ func occupancyOf(secs []store.Section, counts []store.Counts) Occupancy {
 		o.Held += c.Held
 		o.Sold += c.Sold
 		o.Blocked += c.Blocked
-		o.Sections = append(o.Sections, SectionOccupancy{ID: sec.ID, Label: sec.Label, Name: sec.Name, Counts: c})
+		o.Sections = append(o.Sections, SectionOccupancy{ID: sec.ID, Label: sec.Label, Name: sec.Name, Standing: sec.Kind == chart.GA, Counts: c})
 	}
 	return o
 }
