@@ -3,6 +3,7 @@ package hold
 import (
 	"context"
 	"errors"
+	"slices"
 	"time"
 
 	"github.com/google/uuid"
@@ -98,6 +99,12 @@ func (s *Service) follow(ctx context.Context) {
 			applied := ev.apply(ds)
 			s.m.FeedApplied.Add(float64(len(applied)))
 			ev.notify(applied)
+			if users := offeredTo(applied); len(users) > 0 {
+				// An offer whose message this process has not had (its
+				// maker may have died between commit and publish): its
+				// buyer's panel changes, and the line moved.
+				ev.notifyLine(WaitlistChange{Users: users, Line: true})
+			}
 		}
 		switch {
 		case s.redis.usable():
@@ -289,6 +296,17 @@ func (s *Service) dropDoubtful(ctx context.Context, ev *eventState) bool {
 }
 
 // changeDelta is the delta of a change read from the feed.
+// offeredTo lists the buyers of the waitlist offers among ds.
+func offeredTo(ds []Delta) []uuid.UUID {
+	var users []uuid.UUID
+	for _, d := range ds {
+		if d.Kind == KindOffered && !slices.Contains(users, d.UserID) {
+			users = append(users, d.UserID)
+		}
+	}
+	return users
+}
+
 func changeDelta(org, event uuid.UUID, c store.Change, now time.Time) Delta {
 	d := seatDelta(org, event, &c.Seat, kindOf(c.Action), now)
 	d.Actor = c.Actor

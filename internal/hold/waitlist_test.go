@@ -446,7 +446,9 @@ func TestWaitlistOfferRacesHoldsAndExpiry(t *testing.T) {
 // TestWaitlistOfferThroughFeed: a process that hears no message of the
 // offer (here: on another key prefix, so on no shared channel) learns of
 // it from the change feed as an offer, not as a plain hold, so the
-// waiting buyer's cart says what it is wherever they are connected.
+// waiting buyer's cart says what it is wherever they are connected; and
+// its line watchers are told the buyer's entry changed and the line
+// moved, as the lost message would have told them.
 func TestWaitlistOfferThroughFeed(t *testing.T) {
 	a1 := testenv.App(t, nil)
 	// a2 follows the feed but makes no offer itself: its offer worker
@@ -481,6 +483,16 @@ func TestWaitlistOfferThroughFeed(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer stop()
+	var lines []hold.WaitlistChange
+	stopLine, err := a2.Core.WatchWaitlist(ctx, buyer(tn.Buyers[1]), ev.ID, func(c hold.WaitlistChange) {
+		mu.Lock()
+		defer mu.Unlock()
+		lines = append(lines, c)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stopLine()
 	if _, err := a1.Core.Release(ctx, holder, res.Holds[0].ID, ""); err != nil {
 		t.Fatal(err)
 	}
@@ -492,6 +504,13 @@ func TestWaitlistOfferThroughFeed(t *testing.T) {
 		mu.Lock()
 		defer mu.Unlock()
 		return len(kinds) > 0 && kinds[len(kinds)-1] == hold.KindOffered
+	})
+	testenv.Eventually(t, 5*time.Second, "the other process's line watchers told of the offer", func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return slices.ContainsFunc(lines, func(c hold.WaitlistChange) bool {
+			return c.Line && slices.Equal(c.Users, []uuid.UUID{tn.Buyers[1].ID})
+		})
 	})
 }
 
