@@ -143,6 +143,11 @@ type Overview struct {
 	States   string
 	Versions string
 	Runs     string
+	// Kept lists the idx of the seats held back for accessible seating
+	// (comma-separated), while they are: the script counts them free only
+	// for a buyer who asks for such seats, and for everyone from the
+	// release time on.
+	Kept string
 }
 
 // SectionBox is one section on the overview.

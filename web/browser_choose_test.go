@@ -2,6 +2,8 @@ package web
 
 import (
 	"context"
+	"fmt"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -15,9 +17,11 @@ import (
 
 // TestBrowserChooseSeats: on a strict event whose accessible seats are
 // held back for a few seconds, the buyer's map names the wheelchair space
-// for screen readers and shows it held back, the "best seats" control
-// holds 3 seats side by side, and when the release time comes the open
-// map lifts the hold-back without a reload.
+// for screen readers and shows it held back, its overview counts the
+// held-back seats free only while the buyer asks for accessible seating,
+// the "best seats" control holds 3 seats side by side, and when the
+// release time comes the open map lifts the hold-back, and counts them,
+// without a reload.
 func TestBrowserChooseSeats(t *testing.T) {
 	newTab, a, srv := browserApp(t)
 	tn := testenv.NewTenant(t, a, 1)
@@ -52,6 +56,33 @@ func TestBrowserChooseSeats(t *testing.T) {
 	if err != nil || !strings.Contains(label.Value, "wheelchair space") {
 		t.Errorf("accessible seat's name %q (%v)", label.Value, err)
 	}
+	// The overview counts the held-back seats free only for a buyer who
+	// asks for accessible seating (and, below, for everyone once released).
+	free := func(flagged bool) string {
+		var n int
+		if err := a.Pool.QueryRow(ctx, `SELECT count(*) FROM seats s JOIN sections c ON c.id = s.section_id
+			WHERE s.event_id = $1 AND c.label = 'S' AND s.status = 'available' AND ($2 OR NOT (s.accessible OR s.companion))`,
+			e.ID, flagged).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return strconv.Itoa(n)
+	}
+	box := `#venue a[data-section-key=S]`
+	for _, step := range []struct {
+		tick bool
+		want string
+	}{{false, free(false)}, {true, free(true)}, {false, free(false)}} {
+		if err := chromedp.Do(buyer,
+			chromedp.Evaluate[chromedp.Void](fmt.Sprintf(`(function () {
+				var c = document.querySelector("#choose input[name=accessible]");
+				if (c.checked !== %t) c.click();
+			})()`, step.tick)),
+			chromedp.Poll[chromedp.Void](fmt.Sprintf(`(document.querySelector(%q) || {getAttribute: function () {}}).getAttribute("data-available") === %q`, box, step.want),
+				chromedp.WithPollingTimeout(5*time.Second))); err != nil {
+			got, _ := chromedp.Run(buyer, chromedp.AttributeValue(css(box), "data-available"))
+			t.Fatalf("accessible seating asked %v: section S counts %q free, want %s (%v)", step.tick, got.Value, step.want, err)
+		}
+	}
 	held := func() int {
 		var n int
 		if err := a.Pool.QueryRow(ctx, `SELECT count(*) FROM seat_holds WHERE event_id = $1 AND status = 'active'`, e.ID).Scan(&n); err != nil {
@@ -80,5 +111,11 @@ func TestBrowserChooseSeats(t *testing.T) {
 	}
 	if time.Now().Before(release) {
 		t.Errorf("released on the map before the release time")
+	}
+	want := free(true)
+	if err := chromedp.Do(buyer, chromedp.Poll[chromedp.Void](fmt.Sprintf(`document.querySelector(%q).getAttribute("data-available") === %q`, box, want),
+		chromedp.WithPollingTimeout(5*time.Second))); err != nil {
+		got, _ := chromedp.Run(buyer, chromedp.AttributeValue(css(box), "data-available"))
+		t.Fatalf("released: section S counts %q free, want %s (%v)", got.Value, want, err)
 	}
 }

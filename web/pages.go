@@ -161,7 +161,7 @@ func (s *Server) seatMap(ctx context.Context, a hold.Actor, event uuid.UUID, sec
 	if ev.AccessibleReleaseAt != nil && time.Now().Before(*ev.AccessibleReleaseAt) {
 		m.Choose.ReleaseAt = ev.AccessibleReleaseAt.UTC().Format(time.RFC3339)
 	}
-	m.Overview = overview(seats)
+	m.Overview = overview(seats, m.Choose.ReleaseAt != "")
 	for _, b := range m.Overview.Sections {
 		m.Choose.Sections = append(m.Choose.Sections, b.Label)
 	}
@@ -197,14 +197,19 @@ func (s *Server) seatMap(ctx context.Context, a hold.Actor, event uuid.UUID, sec
 
 // overview outlines every section in venue coordinates with its free
 // seats, and encodes every seat's state and version for the page
-// script's model of the venue.
-func overview(seats []hold.SeatView) views.Overview {
+// script's model of the venue. While accessible and companion seats are
+// held back (heldBack), they are not counted free (a buyer who ticks "I
+// need accessible seating" sees them counted, and every map counts them
+// from the release time on: the page script does both) and their
+// indexes are listed for the script.
+func overview(seats []hold.SeatView, heldBack bool) views.Overview {
 	var o views.Overview
 	if len(seats) == 0 {
 		return o
 	}
 	type acc struct{ minX, minY, maxX, maxY, free, total int }
 	byLabel := map[string]*acc{}
+	var keptIdx []string
 	var order []string
 	n := 0
 	minX, minY, maxX, maxY := seats[0].X, seats[0].Y, seats[0].X, seats[0].Y
@@ -217,8 +222,12 @@ func overview(seats []hold.SeatView) views.Overview {
 		}
 		b.minX, b.minY, b.maxX, b.maxY = min(b.minX, st.X), min(b.minY, st.Y), max(b.maxX, st.X), max(b.maxY, st.Y)
 		b.total++
-		if st.Status == store.Available {
+		kept := heldBack && seatFlag(st.Seat) != ""
+		if st.Status == store.Available && !kept {
 			b.free++
+		}
+		if kept {
+			keptIdx = append(keptIdx, strconv.Itoa(st.Idx))
 		}
 		minX, minY, maxX, maxY = min(minX, st.X), min(minY, st.Y), max(maxX, st.X), max(maxY, st.Y)
 		n = max(n, st.Idx+1)
@@ -247,6 +256,7 @@ func overview(seats []hold.SeatView) views.Overview {
 		secs[st.Idx] = secOf[st.Section]
 	}
 	o.States = string(states)
+	o.Kept = strings.Join(keptIdx, ",")
 	var b strings.Builder
 	for i := 0; i < n; {
 		j := i

@@ -15,6 +15,8 @@
       var back = !isNaN(at) && Date.now() < at;
       document.body.classList.toggle("accessible-held-back", back);
       if (!back && note) note.textContent = "They are on general sale now.";
+      // The map's section counts follow (seatmap.js).
+      document.dispatchEvent(new Event("seatd:holdback"));
       return back;
     }
     if (apply()) {

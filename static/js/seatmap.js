@@ -26,8 +26,9 @@
   function parseModel(v) {
     var states = v.getAttribute("data-states") || "";
     var n = states.length;
-    var m = { n: n, st: new Uint8Array(n), ver: new Float64Array(n), sec: new Uint16Array(n), boxes: [], free: [] };
+    var m = { n: n, st: new Uint8Array(n), ver: new Float64Array(n), sec: new Uint16Array(n), kept: new Uint8Array(n), boxes: [], free: [] };
     for (var i = 0; i < n; i++) m.st[i] = states.charCodeAt(i);
+    (v.getAttribute("data-kept") || "").split(",").forEach(function (t) { if (t !== "" && +t < n) m.kept[+t] = 1; });
     var at = 0;
     (v.getAttribute("data-versions") || "").split(",").forEach(function (t) {
       if (!t) return;
@@ -42,6 +43,17 @@
     v.querySelectorAll("a[data-sec]").forEach(function (b) { m.boxes[+b.getAttribute("data-sec")] = b; });
     return m;
   }
+
+  // Seats held back for accessible seating count as free only for a
+  // buyer who asks for such seats, and for everyone once the release
+  // time (on the choosing control) has come.
+  function keptBack() {
+    var box = document.getElementById("choose");
+    var at = box ? Date.parse(box.getAttribute("data-release-at") || "") : NaN;
+    var need = box && box.querySelector("input[name=accessible]");
+    return !isNaN(at) && Date.now() < at && !(need && need.checked);
+  }
+  function counted(m, i, back) { return m.st[i] === A && !(back && m.kept[i]); }
 
   function showFree(k, free) {
     model.free[k] = free;
@@ -70,10 +82,8 @@
         if (old.ver[i] > m.ver[i]) { m.st[i] = old.st[i]; m.ver[i] = old.ver[i]; }
       }
     }
-    var free = m.boxes.map(function () { return 0; });
-    for (i = 0; i < m.n; i++) if (m.st[i] === A) free[m.sec[i]]++;
     model = m;
-    free.forEach(function (f, k) { if (+model.boxes[k].getAttribute("data-available") !== f) showFree(k, f); else model.free[k] = f; });
+    recount();
     var stale = false;
     v.querySelectorAll(".seat[data-idx]").forEach(function (el) {
       var idx = +el.getAttribute("data-idx");
@@ -87,6 +97,21 @@
     });
     if (stale && window.htmx) htmx.trigger(v, "resync");
   }
+
+  // recount computes every section's free seats from the model and shows
+  // the ones that changed.
+  function recount() {
+    if (!model) return;
+    var back = keptBack(), free = model.boxes.map(function () { return 0; });
+    for (var i = 0; i < model.n; i++) if (counted(model, i, back)) free[model.sec[i]]++;
+    free.forEach(function (f, k) { if (+model.boxes[k].getAttribute("data-available") !== f) showFree(k, f); else model.free[k] = f; });
+  }
+  // The hold-back lifting (choose.js) or the buyer asking for accessible
+  // seating changes what counts as free.
+  document.addEventListener("seatd:holdback", recount);
+  document.addEventListener("change", function (evt) {
+    if (evt.target.matches && evt.target.matches("#choose input[name=accessible]")) recount();
+  });
 
   // place is a shown seat's classes for the element replacing it: its
   // grid place and category, without htmx's transient ones (a clicked
@@ -106,11 +131,12 @@
     recent.set(idx, el.cloneNode(true));
     if (recent.size > RECENT_MAX) recent.delete(recent.keys().next().value);
     if (ver === model.ver[idx]) return true;
-    var was = model.st[idx], now = (el.getAttribute("data-status") || "b").charCodeAt(0), k = model.sec[idx];
+    var back = keptBack(), was = counted(model, idx, back), k = model.sec[idx];
     model.ver[idx] = ver;
-    model.st[idx] = now;
-    if (was === A && now !== A) showFree(k, model.free[k] - 1);
-    else if (was !== A && now === A) showFree(k, model.free[k] + 1);
+    model.st[idx] = (el.getAttribute("data-status") || "b").charCodeAt(0);
+    var now = counted(model, idx, back);
+    if (was && !now) showFree(k, model.free[k] - 1);
+    else if (!was && now) showFree(k, model.free[k] + 1);
     return true;
   }
 
