@@ -269,7 +269,9 @@ type Booking struct {
 
 // Ticket is one bought seat and what was paid for it.
 type Ticket struct {
-	ID        string
+	ID string
+	// Label names the seat for people: "Seat B-A-12", or "G place 94" for
+	// a standing place.
 	Label     string
 	Price     string // what was paid
 	Cancelled bool

@@ -257,3 +257,39 @@ func TestGADashboard(t *testing.T) {
 		t.Errorf("the seated section is marked standing:\n%s", p)
 	}
 }
+
+// TestGABookingNamesPlaces: a booking of standing places shows them on its
+// page as people call them ("G place 7"), while the API keeps each one's
+// canonical label (section-row-number), which lookups read back.
+func TestGABookingNamesPlaces(t *testing.T) {
+	t.Parallel()
+	s := newTestServer(t, nil)
+	tn := testenv.NewTenant(t, s.app, 1)
+	ev := gaChartEvent(t, s.app, tn)
+	b := s.as(tn.Org, tn.Buyers[0])
+	var held struct {
+		Holds []struct {
+			ID string `json:"id"`
+		} `json:"holds"`
+	}
+	b.do("POST", "/api/v1/events/"+ev.String()+"/holds", map[string]any{"ga": map[string]any{"section": "G", "count": 2}},
+		"Idempotency-Key", "places").want(t, http.StatusCreated).json(t, &held)
+	ids := []string{held.Holds[0].ID, held.Holds[1].ID}
+	var booking struct {
+		ID      string `json:"id"`
+		Tickets []struct {
+			Seat string `json:"seat"`
+		} `json:"tickets"`
+	}
+	b.do("POST", "/api/v1/events/"+ev.String()+"/purchase", map[string]any{"hold_ids": ids}, "Idempotency-Key", "buy").
+		want(t, http.StatusCreated).json(t, &booking)
+	b.do("GET", "/api/v1/bookings/"+booking.ID, nil).want(t, http.StatusOK).json(t, &booking)
+	canonical := regexp.MustCompile(`^G-GA-\d+$`)
+	if len(booking.Tickets) != 2 || !canonical.MatchString(booking.Tickets[0].Seat) || !canonical.MatchString(booking.Tickets[1].Seat) {
+		t.Fatalf("API tickets %+v, want 2 canonical place labels", booking.Tickets)
+	}
+	page := string(b.do("GET", "/bookings/"+booking.ID, nil).want(t, http.StatusOK).body)
+	if n := len(regexp.MustCompile(`>G place \d+<`).FindAllString(page, -1)); n != 2 || strings.Contains(page, "G-GA-") {
+		t.Fatalf("booking page names %d places as \"G place n\", want 2 and no canonical label:\n%s", n, page)
+	}
+}

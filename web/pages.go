@@ -2,6 +2,7 @@ package web
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"fmt"
 	"net/http"
@@ -579,7 +580,7 @@ func (s *Server) bookingPage(w http.ResponseWriter, r *http.Request, a hold.Acto
 	out := views.Booking{ID: b.ID.String(), Reference: store.FormatReference(b.Reference), Status: b.Status,
 		CancelReason: b.CancelReason, EventName: ev.Name, CreatedAt: b.CreatedAt}
 	for _, t := range b.Tickets {
-		out.Tickets = append(out.Tickets, views.Ticket{ID: t.ID.String(), Label: t.Seat, Cancelled: t.Cancelled(),
+		out.Tickets = append(out.Tickets, views.Ticket{ID: t.ID.String(), Label: cmp.Or(t.Place, "Seat "+t.Seat), Cancelled: t.Cancelled(),
 			Price: formatPrice(t.PriceMinor, t.Currency)})
 	}
 	s.render(w, r, http.StatusOK, views.BookingPage(s.pageMeta(r, "Booking"), out))

@@ -11,7 +11,6 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
-	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -493,7 +492,7 @@ func (v SeatView) Label() string { return store.SeatLabel(v.Section, v.Row, v.Nu
 // 94"), since a place has no row a buyer would look for.
 func (v SeatView) CartLabel() string {
 	if v.Standing {
-		return v.Section + " place " + strconv.Itoa(v.Number)
+		return store.PlaceLabel(v.Section, v.Number)
 	}
 	return v.Label()
 }

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -14,6 +15,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"seatd/internal/apperr"
+	"seatd/internal/chart"
 	"seatd/internal/pg"
 )
 
@@ -78,14 +80,22 @@ type Ticket struct {
 	HoldID     uuid.UUID
 	PriceMinor int64
 	Currency   string
-	// Seat is the seat's label ("B-A-12"), set when read back.
+	// Seat is the seat's label ("B-A-12"), set when read back; Place,
+	// for a standing place, what people call it ("G place 94").
 	Seat         string
+	Place        string
 	CancelledAt  time.Time
 	CancelReason string
 }
 
 // Cancelled reports whether the ticket was cancelled.
 func (t Ticket) Cancelled() bool { return !t.CancelledAt.IsZero() }
+
+// PlaceLabel names a standing place for people: "G place 94". (Its
+// canonical label, section-row-number, is what lookups read back.)
+func PlaceLabel(section string, number int) string {
+	return section + " place " + strconv.Itoa(number)
+}
 
 // SoldSeat is a seat that became sold (or, on a cancel, available again),
 // with its new version.
@@ -385,17 +395,24 @@ func (s *Store) tickets(ctx context.Context, db pg.DBTX, org, booking uuid.UUID)
 	rows, err := db.Query(ctx, `
 		SELECT t.id, t.seat_id, t.hold_id, sec.label || '-' || s.row_label || '-' || s.number,
 		       coalesce(t.cancelled_at, 'epoch'::timestamptz), coalesce(t.cancel_reason, ''),
-		       coalesce(t.price_minor, 0), coalesce(t.currency, '')
+		       coalesce(t.price_minor, 0), coalesce(t.currency, ''), sec.label, s.number, sec.kind = $3
 		FROM tickets t
 		JOIN seats s ON s.id = t.seat_id AND s.org_id = t.org_id
 		JOIN sections sec ON sec.id = s.section_id AND sec.org_id = s.org_id
-		WHERE t.org_id = $1 AND t.booking_id = $2 ORDER BY sec.position, s.idx`, org, booking)
+		WHERE t.org_id = $1 AND t.booking_id = $2 ORDER BY sec.position, s.idx`, org, booking, chart.GA)
 	if err != nil {
 		return nil, err
 	}
 	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (Ticket, error) {
 		var t Ticket
-		err := r.Scan(&t.ID, &t.SeatID, &t.HoldID, &t.Seat, &t.CancelledAt, &t.CancelReason, &t.PriceMinor, &t.Currency)
+		var section string
+		var number int
+		var standing bool
+		err := r.Scan(&t.ID, &t.SeatID, &t.HoldID, &t.Seat, &t.CancelledAt, &t.CancelReason, &t.PriceMinor, &t.Currency,
+			&section, &number, &standing)
+		if standing {
+			t.Place = PlaceLabel(section, number)
+		}
 		if t.CancelledAt.Unix() == 0 {
 			t.CancelledAt = time.Time{}
 		}
