@@ -253,6 +253,8 @@ type Cart struct {
 	// Total is the sum of the holds' prices ("135.00 EUR"), "" when none
 	// is priced.
 	Total string
+	// Extension is the time a checkout adds ("5 more minutes").
+	Extension string
 }
 
 // Booking is a confirmed purchase.
@@ -317,6 +319,7 @@ type EventForm struct {
 	SalesEndAt string
 	HoldTTL    string // seconds, "" for the default
 	MaxHolds   string // "" for the default
+	Extension  string // seconds a checkout adds, "" for the default
 	Prices     []PriceField
 	// Errors maps API field names (name, prices[0].currency, ...) to what
 	// is wrong; Message is the summary.

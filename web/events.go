@@ -33,6 +33,7 @@ type eventJSON struct {
 	ChartVersionID      *uuid.UUID        `json:"chart_version_id"`
 	HoldTTL             *int              `json:"hold_ttl"` // seconds; null: the default
 	MaxHoldsPerBuyer    *int              `json:"max_holds_per_buyer"`
+	HoldExtension       *int              `json:"hold_extension"` // seconds a checkout adds; null: the default
 	OrphanRule          string            `json:"orphan_rule"`
 	AccessibleReleaseAt *time.Time        `json:"accessible_release_at"`
 	Prices              []priceJSON       `json:"prices,omitempty"`
@@ -52,6 +53,10 @@ func eventView(e store.Event) eventJSON {
 	}
 	if e.MaxHoldsPerBuyer > 0 {
 		out.MaxHoldsPerBuyer = &e.MaxHoldsPerBuyer
+	}
+	if e.HoldExtension > 0 {
+		n := int(e.HoldExtension.Seconds())
+		out.HoldExtension = &n
 	}
 	for _, c := range e.Categories {
 		out.Prices = append(out.Prices, priceJSON{Category: c.Key, Name: c.Name, Color: c.Color, PriceMinor: c.PriceMinor, Currency: c.Currency})
@@ -120,6 +125,7 @@ type eventInput struct {
 	Prices              *[]priceJSON `json:"prices" validate:"omitnil,max=100"`
 	HoldTTL             *int         `json:"hold_ttl"`
 	MaxHoldsPerBuyer    *int         `json:"max_holds_per_buyer"`
+	HoldExtension       *int         `json:"hold_extension"`
 	OrphanRule          *string      `json:"orphan_rule"`
 	AccessibleReleaseAt *string      `json:"accessible_release_at"`
 	Status              *string      `json:"status"`
@@ -128,7 +134,7 @@ type eventInput struct {
 func (in eventInput) core() hold.EventInput {
 	out := hold.EventInput{Name: in.Name, Venue: in.Venue, StartsAt: in.StartsAt, TimeZone: in.TimeZone, ChartID: in.ChartID,
 		OnSaleAt: in.OnSaleAt, SalesEndAt: in.SalesEndAt, HoldTTLSeconds: in.HoldTTL, MaxHoldsPerBuyer: in.MaxHoldsPerBuyer,
-		OrphanRule: in.OrphanRule, AccessibleReleaseAt: in.AccessibleReleaseAt, Status: in.Status}
+		HoldExtensionSeconds: in.HoldExtension, OrphanRule: in.OrphanRule, AccessibleReleaseAt: in.AccessibleReleaseAt, Status: in.Status}
 	if in.Prices != nil {
 		out.Prices = make([]store.Price, len(*in.Prices))
 		for i, p := range *in.Prices {

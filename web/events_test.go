@@ -5,6 +5,7 @@ import (
 	"encoding/csv"
 	"net/http"
 	"net/url"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -35,7 +36,7 @@ func TestEventsAPI(t *testing.T) {
 			"on_sale_at": now.Add(-time.Minute).Format(time.RFC3339), "sales_end_at": now.Add(48 * time.Hour).Format(time.RFC3339),
 			"prices": []map[string]any{{"category": "front", "price_minor": 4000, "currency": "USD"},
 				{"category": "back", "price_minor": 1500, "currency": "USD"}},
-			"hold_ttl": 300, "max_holds_per_buyer": 4}
+			"hold_ttl": 300, "max_holds_per_buyer": 4, "hold_extension": 120}
 	}
 	events := func() int { return orgRows(t, a, "events", tn.Org.ID) }
 
@@ -54,6 +55,7 @@ func TestEventsAPI(t *testing.T) {
 		{"price wrong type", func(b map[string]any) { b["prices"] = "free" }, []string{"prices"}},
 		{"unknown field", func(b map[string]any) { b["org_id"] = other.Org.ID }, []string{"org_id"}},
 		{"hold_ttl as text", func(b map[string]any) { b["hold_ttl"] = "5m" }, []string{"hold_ttl"}},
+		{"hold_extension past an hour", func(b map[string]any) { b["hold_extension"] = 7200 }, []string{"hold_extension"}},
 	} {
 		b := body()
 		tc.mod(b)
@@ -77,6 +79,7 @@ func TestEventsAPI(t *testing.T) {
 		Status  string    `json:"status"`
 		Seats   int       `json:"seats"`
 		HoldTTL int       `json:"hold_ttl"`
+		Ext     int       `json:"hold_extension"`
 		Prices  []struct {
 			Category   string `json:"category"`
 			PriceMinor int64  `json:"price_minor"`
@@ -84,7 +87,7 @@ func TestEventsAPI(t *testing.T) {
 	}
 	org.do("POST", "/api/v1/events", body()).want(t, http.StatusCreated).json(t, &ev)
 	// 20 seats and the GA section's 100 places.
-	if ev.Status != "draft" || ev.Seats != 120 || ev.HoldTTL != 300 || len(ev.Prices) != 2 {
+	if ev.Status != "draft" || ev.Seats != 120 || ev.HoldTTL != 300 || ev.Ext != 120 || len(ev.Prices) != 2 {
 		t.Fatalf("created %+v", ev)
 	}
 	path := "/api/v1/events/" + ev.ID.String()
@@ -300,4 +303,28 @@ func TestEventFormPages(t *testing.T) {
 	s.as(other.Org, other.Organizer).do("GET", "/admin/events/"+id+"/edit", nil).want(t, http.StatusNotFound)
 	s.as(other.Org, other.Organizer).do("POST", "/admin/events/"+id+"/status", form(map[string]string{"status": "closed"})).
 		want(t, http.StatusNotFound)
+}
+
+// TestCartSaysCheckoutTime: the cart tells the time a checkout adds, the
+// default's or the event's own (set through the API); the edit form shows
+// the event's own.
+func TestCartSaysCheckoutTime(t *testing.T) {
+	t.Parallel()
+	s := newTestServer(t, nil)
+	tn := testenv.NewTenant(t, s.app, 1)
+	ev := gaChartEvent(t, s.app, tn)
+	cart := func() string {
+		return string(s.as(tn.Org, tn.Buyers[0]).do("GET", "/e/"+ev.String()+"/cart", nil).want(t, http.StatusOK).body)
+	}
+	if c := cart(); !strings.Contains(c, "Checkout gives you 5 more minutes to pay.") {
+		t.Fatalf("cart with the default extension: %s", c)
+	}
+	s.as(tn.Org, tn.Organizer).do("PATCH", "/api/v1/events/"+ev.String(), map[string]any{"hold_extension": 90}).want(t, http.StatusOK)
+	if c := cart(); !strings.Contains(c, "Checkout gives you 90 more seconds to pay.") {
+		t.Fatalf("cart with the event's 90 s: %s", c)
+	}
+	form := string(s.as(tn.Org, tn.Organizer).do("GET", "/admin/events/"+ev.String()+"/edit", nil).want(t, http.StatusOK).body)
+	if !regexp.MustCompile(`name="hold_extension"[^>]*value="90"`).MatchString(form) {
+		t.Fatalf("edit form does not show the event's extension: %s", form)
+	}
 }

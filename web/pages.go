@@ -369,6 +369,11 @@ func (s *Server) cart(ctx context.Context, a hold.Actor, event uuid.UUID) (views
 	if err != nil {
 		return c, err
 	}
+	ext, err := s.deps.Core.Extension(ctx, a, event)
+	if err != nil {
+		return c, err
+	}
+	c.Extension = moreTime(ext)
 	var total sum
 	for _, h := range hs {
 		item, cat := s.cartHold(a, event, h, prices)
@@ -390,6 +395,19 @@ func (s *Server) cartHold(a hold.Actor, event uuid.UUID, h store.Hold, prices ma
 		Offer: h.Source == store.SourceWaitlist}
 	priced(&item, prices, cat)
 	return item, cat
+}
+
+// moreTime says how much longer a checkout lets a buyer pay: "5 more
+// minutes", "90 more seconds".
+func moreTime(d time.Duration) string {
+	n, unit := int(d/time.Second), "second"
+	if n%60 == 0 {
+		n, unit = n/60, "minute"
+	}
+	if n != 1 {
+		unit += "s"
+	}
+	return strconv.Itoa(n) + " more " + unit
 }
 
 // priced gives a cart line category cat's price, as shown and in minor

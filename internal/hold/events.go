@@ -27,6 +27,9 @@ type EventInput struct {
 	Prices              []store.Price // nil: unchanged
 	HoldTTLSeconds      *int
 	MaxHoldsPerBuyer    *int
+	// HoldExtensionSeconds is how long a checkout extends a hold (0: the
+	// deployment's default).
+	HoldExtensionSeconds *int
 	OrphanRule          *string
 	AccessibleReleaseAt *string
 	Status              *string
@@ -45,6 +48,9 @@ var currencyRE = regexp.MustCompile(`^[A-Z]{3}$`)
 // cart, not a reservation (box office holds for customers are another
 // feature).
 const maxHoldTTL = 24 * time.Hour
+
+// maxHoldExtension bounds a per-event checkout extension: time to pay.
+const maxHoldExtension = time.Hour
 
 // eventErrors collects every problem of an input at once, keyed by the
 // JSON field names.
@@ -97,6 +103,12 @@ func (f eventErrors) apply(in EventInput, spec *store.EventSpec) {
 		spec.HoldTTL = time.Duration(*in.HoldTTLSeconds) * time.Second
 		if *in.HoldTTLSeconds < 0 || spec.HoldTTL > maxHoldTTL {
 			f["hold_ttl"] = fmt.Sprintf("must be seconds between 1 and %d (0: the default)", int(maxHoldTTL.Seconds()))
+		}
+	}
+	if in.HoldExtensionSeconds != nil {
+		spec.HoldExtension = time.Duration(*in.HoldExtensionSeconds) * time.Second
+		if *in.HoldExtensionSeconds < 0 || spec.HoldExtension > maxHoldExtension {
+			f["hold_extension"] = fmt.Sprintf("must be seconds between 1 and %d (0: the default)", int(maxHoldExtension.Seconds()))
 		}
 	}
 	if in.MaxHoldsPerBuyer != nil {

@@ -254,9 +254,9 @@ func activeHoldOn(t *testing.T, a *app.App, tn testenv.Tenant, event, seat uuid.
 	return h.ID
 }
 
-// TestEventHoldSettings: an event's own hold TTL and buyer cap replace the
-// global ones on both paths, and a cap lowered behind a process's back is
-// enforced by the hold statement.
+// TestEventHoldSettings: an event's own hold TTL, buyer cap and checkout
+// extension replace the global ones on both paths, and a cap lowered
+// behind a process's back is enforced by the hold statement.
 func TestEventHoldSettings(t *testing.T) {
 	for _, postgres := range []bool{false, true} {
 		name := "fast path"
@@ -276,7 +276,7 @@ func TestEventHoldSettings(t *testing.T) {
 			ctx := context.Background()
 			u := buyer(tn.Buyers[0])
 			e := chartEvent(t, a, tn, func(in *hold.EventInput) {
-				in.HoldTTLSeconds, in.MaxHoldsPerBuyer = ptr(90), ptr(3)
+				in.HoldTTLSeconds, in.MaxHoldsPerBuyer, in.HoldExtensionSeconds = ptr(90), ptr(3), ptr(120)
 			})
 			if err := setStatus(t, a, tn, e.ID, "on_sale"); err != nil {
 				t.Fatal(err)
@@ -289,6 +289,19 @@ func TestEventHoldSettings(t *testing.T) {
 			}
 			if ttl := res.Holds[0].HeldUntil.Sub(before); ttl < 85*time.Second || ttl > 95*time.Second {
 				t.Errorf("hold TTL %v, want the event's 90 s", ttl)
+			}
+			// Checkout adds the event's 120 s, not the default's 5 min.
+			out, err := a.Core.Checkout(ctx, u, e.ID)
+			if err != nil || len(out) != 2 {
+				t.Fatalf("checkout: %d holds, %v", len(out), err)
+			}
+			for _, h := range out {
+				if got := h.HeldUntil.Sub(res.Holds[0].HeldUntil); got < 119*time.Second || got > 121*time.Second {
+					t.Errorf("checkout extended a hold by %v, want the event's 120 s", got)
+				}
+			}
+			if ext, err := a.Core.Extension(ctx, u, e.ID); err != nil || ext != 120*time.Second {
+				t.Errorf("extension %v (%v), want 120 s", ext, err)
 			}
 			if _, err := a.Core.Hold(ctx, u, e.ID, seats[2:4], hold.SourceAPI); apperr.CodeOf(err) != apperr.HoldLimit {
 				t.Fatalf("over the event's cap of 3: %v, want hold_limit", err)
@@ -386,6 +399,8 @@ func TestEventValidation(t *testing.T) {
 		{"bad ttl and cap and rule", func(in *hold.EventInput) {
 			in.HoldTTLSeconds, in.MaxHoldsPerBuyer, in.OrphanRule = ptr(-1), ptr(-5), ptr("loose")
 		}, apperr.Invalid, []string{"hold_ttl", "max_holds_per_buyer", "orphan_rule"}},
+		{"negative extension", func(in *hold.EventInput) { in.HoldExtensionSeconds = ptr(-1) }, apperr.Invalid, []string{"hold_extension"}},
+		{"extension over an hour", func(in *hold.EventInput) { in.HoldExtensionSeconds = ptr(3601) }, apperr.Invalid, []string{"hold_extension"}},
 		{"status on create", func(in *hold.EventInput) { in.Status = ptr("on_sale") }, apperr.Invalid, []string{"status"}},
 		{"no chart", func(in *hold.EventInput) { in.ChartID = nil }, apperr.Invalid, []string{"chart_id"}},
 		{"unknown chart", func(in *hold.EventInput) { in.ChartID = ptr(uuid.NewString()) }, apperr.NotFound, nil},

@@ -34,12 +34,14 @@ func (s *Service) Release(ctx context.Context, a Actor, holdID uuid.UUID, reason
 }
 
 // Checkout extends every active hold of the buyer for the event, once per
-// hold, and returns all their active holds with the new deadlines.
+// hold (by the event's extension, else the default), and returns all
+// their active holds with the new deadlines.
 func (s *Service) Checkout(ctx context.Context, a Actor, event uuid.UUID) ([]store.Hold, error) {
-	if _, err := s.event(ctx, a.Org, event); err != nil {
+	ev, err := s.event(ctx, a.Org, event)
+	if err != nil {
 		return nil, err
 	}
-	changed, all, err := s.store.Extend(ctx, a.Org, event, a.User, s.opt.Extension, s.opt.MaxExtensions)
+	changed, all, err := s.store.Extend(ctx, a.Org, event, a.User, s.extension(ev.settings.Load()), s.opt.MaxExtensions)
 	if err != nil {
 		return nil, err
 	}
@@ -56,6 +58,24 @@ func (s *Service) Checkout(ctx context.Context, a Actor, event uuid.UUID) ([]sto
 	}
 	s.commit(ctx, a.Org, event, ds)
 	return all, nil
+}
+
+// extension is how long a checkout extends a hold of the event.
+func (s *Service) extension(set *store.Event) time.Duration {
+	if set.HoldExtension > 0 {
+		return set.HoldExtension
+	}
+	return s.opt.Extension
+}
+
+// Extension is how long a checkout extends the actor's holds of an event
+// (the tenancy gate applies).
+func (s *Service) Extension(ctx context.Context, a Actor, event uuid.UUID) (time.Duration, error) {
+	ev, err := s.event(ctx, a.Org, event)
+	if err != nil {
+		return 0, err
+	}
+	return s.extension(ev.settings.Load()), nil
 }
 
 // Holds lists the actor's own active holds for an event.

@@ -30,8 +30,8 @@ func (s *Store) createEventFromLayout(ctx context.Context, org, actor, versionID
 	err := s.InTx(ctx, func(tx pgx.Tx) error {
 		if _, err := tx.Exec(ctx, `
 			INSERT INTO events (id, org_id, name, venue, starts_at, time_zone, on_sale_at, sales_end_at, hold_ttl_seconds,
-			                    max_holds_per_buyer, orphan_rule, accessible_release_at, status, chart_version_id)
-			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, 'draft', $13)`,
+			                    max_holds_per_buyer, orphan_rule, accessible_release_at, hold_extension_seconds, status, chart_version_id)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, 'draft', $14)`,
 			append([]any{e.ID, org}, append(specArgs(spec), versionID)...)...); err != nil {
 			return err
 		}
@@ -99,10 +99,14 @@ func (s *Store) createEventFromLayout(ctx context.Context, org, actor, versionID
 }
 
 func specArgs(spec EventSpec) []any {
-	var ttl, maxHolds *int
+	var ttl, maxHolds, extension *int
 	if spec.HoldTTL > 0 {
 		n := int(spec.HoldTTL.Seconds())
 		ttl = &n
+	}
+	if spec.HoldExtension > 0 {
+		n := int(spec.HoldExtension.Seconds())
+		extension = &n
 	}
 	if spec.MaxHoldsPerBuyer > 0 {
 		maxHolds = &spec.MaxHoldsPerBuyer
@@ -112,7 +116,7 @@ func specArgs(spec EventSpec) []any {
 		rule = "off"
 	}
 	return []any{spec.Name, spec.Venue, spec.StartsAt, spec.TimeZone, spec.OnSaleAt, spec.SalesEndAt, ttl, maxHolds,
-		rule, spec.AccessibleReleaseAt}
+		rule, spec.AccessibleReleaseAt, extension}
 }
 
 // EventUpdate is a validated change to an event: its new spec, prices to
@@ -143,8 +147,9 @@ func (s *Store) UpdateEvent(ctx context.Context, org, id, actor uuid.UUID, chang
 		}
 		tag, err := tx.Exec(ctx, `
 			UPDATE events SET name = $3, venue = $4, starts_at = $5, time_zone = $6, on_sale_at = $7, sales_end_at = $8,
-			       hold_ttl_seconds = $9, max_holds_per_buyer = $10, orphan_rule = $11, accessible_release_at = $12, status = $13
-			WHERE org_id = $1 AND id = $2 AND status = $14`,
+			       hold_ttl_seconds = $9, max_holds_per_buyer = $10, orphan_rule = $11, accessible_release_at = $12,
+			       hold_extension_seconds = $13, status = $14
+			WHERE org_id = $1 AND id = $2 AND status = $15`,
 			append([]any{org, id}, append(specArgs(u.Spec), u.To, u.From)...)...)
 		if err != nil {
 			return err
@@ -205,7 +210,7 @@ func actorOrNil(id uuid.UUID) *uuid.UUID {
 func (s *Store) EventsByKey(ctx context.Context, orgs, ids []uuid.UUID) ([]Event, error) {
 	rows, err := s.db.Query(ctx, `
 		SELECT e.org_id, e.id, e.name, e.venue, e.starts_at, e.time_zone, e.on_sale_at, e.sales_end_at, e.hold_ttl_seconds,
-		       e.max_holds_per_buyer, e.orphan_rule, e.accessible_release_at, e.status, e.chart_version_id, 0,
+		       e.max_holds_per_buyer, e.orphan_rule, e.accessible_release_at, e.hold_extension_seconds, e.status, e.chart_version_id, 0,
 		       (SELECT coalesce(jsonb_agg(jsonb_build_object('Key', c.key, 'Name', c.name, 'Color', c.color,
 		                    'PriceMinor', c.price_minor, 'Currency', c.currency) ORDER BY c.position, c.key), '[]')
 		        FROM event_categories c WHERE c.org_id = e.org_id AND c.event_id = e.id)

@@ -136,10 +136,11 @@ type EventSpec struct {
 	TimeZone string // IANA name; pages show the event's times in it
 	// OnSaleAt and SalesEndAt bound the sales window (nil: unbounded).
 	OnSaleAt, SalesEndAt *time.Time
-	// HoldTTL and MaxHoldsPerBuyer override the global defaults (0: the
-	// default).
+	// HoldTTL, MaxHoldsPerBuyer and HoldExtension (how long a checkout
+	// extends a hold) override the global defaults (0: the default).
 	HoldTTL             time.Duration
 	MaxHoldsPerBuyer    int
+	HoldExtension       time.Duration
 	OrphanRule          string
 	AccessibleReleaseAt *time.Time
 }
@@ -285,18 +286,21 @@ func (s *Store) UserByID(ctx context.Context, org, id uuid.UUID) (User, error) {
 // eventColumns selects events (e) as scanEvent reads them.
 const eventColumns = `
 		SELECT e.id, e.name, e.venue, e.starts_at, e.time_zone, e.on_sale_at, e.sales_end_at, e.hold_ttl_seconds,
-		       e.max_holds_per_buyer, e.orphan_rule, e.accessible_release_at, e.status, e.chart_version_id,
+		       e.max_holds_per_buyer, e.orphan_rule, e.accessible_release_at, e.hold_extension_seconds, e.status, e.chart_version_id,
 		       (SELECT count(*) FROM seats s WHERE s.org_id = e.org_id AND s.event_id = e.id)
 		FROM events e`
 
 func scanEvent(r pgx.Row, org uuid.UUID) (Event, error) {
 	e := Event{OrgID: org}
-	var ttl, maxHolds *int32
+	var ttl, maxHolds, extension *int32
 	var chartVersion *uuid.UUID
 	err := r.Scan(&e.ID, &e.Name, &e.Venue, &e.StartsAt, &e.TimeZone, &e.OnSaleAt, &e.SalesEndAt, &ttl,
-		&maxHolds, &e.OrphanRule, &e.AccessibleReleaseAt, &e.Status, &chartVersion, &e.Seats)
+		&maxHolds, &e.OrphanRule, &e.AccessibleReleaseAt, &extension, &e.Status, &chartVersion, &e.Seats)
 	if ttl != nil {
 		e.HoldTTL = time.Duration(*ttl) * time.Second
+	}
+	if extension != nil {
+		e.HoldExtension = time.Duration(*extension) * time.Second
 	}
 	if maxHolds != nil {
 		e.MaxHoldsPerBuyer = int(*maxHolds)
