@@ -126,6 +126,9 @@ type Verification struct {
 	Live    Counts
 	DB      Counts
 	Took    time.Duration
+	// Where names the first part that differs ("the totals", "section A",
+	// "category Front") when !OK.
+	Where string
 	// Err is set when Postgres could not be asked.
 	Err string
 }
@@ -141,6 +144,9 @@ func (v Verification) Diff() string {
 		if d.live != d.db {
 			p = append(p, d.name+" "+strconv.Itoa(d.live)+" live, "+strconv.Itoa(d.db)+" in Postgres")
 		}
+	}
+	if len(p) == 0 && v.Where != "" {
+		return "the totals agree, the counts of " + v.Where + " do not"
 	}
 	return strings.Join(p, "; ")
 }

@@ -1,9 +1,9 @@
 package web
 
 import (
+	"cmp"
 	"context"
 	"net/http"
-	"slices"
 	"time"
 
 	"github.com/a-h/templ"
@@ -93,8 +93,11 @@ func (s *staffPages) verify(ctx context.Context, a hold.Actor, event uuid.UUID) 
 		v.Err = s.internalText(ctx, "verify occupancy", err)
 		return v
 	}
-	v.OK = sameOccupancy(db, before) || sameOccupancy(db, after)
+	v.OK = occupancyDiff(db, before) == "" || occupancyDiff(db, after) == ""
 	v.Live, v.DB = countsVM(after.Counts), countsVM(db.Counts)
+	if !v.OK {
+		v.Where = occupancyDiff(db, after)
+	}
 	if !v.OK {
 		s.log.WarnContext(ctx, "live occupancy differs from postgres", "org", a.Org, "event", event,
 			"live", after.Counts, "postgres", db.Counts)
@@ -102,10 +105,41 @@ func (s *staffPages) verify(ctx context.Context, a hold.Actor, event uuid.UUID) 
 	return v
 }
 
-func sameOccupancy(x, y hold.Occupancy) bool {
-	return x.Counts == y.Counts && slices.EqualFunc(x.Sections, y.Sections, func(p, q hold.SectionOccupancy) bool {
-		return p.ID == q.ID && p.Counts == q.Counts
-	})
+// occupancyDiff names the first part of an event's occupancy where x and
+// y disagree (the totals, a section, a price category); "" when they
+// agree everywhere.
+func occupancyDiff(x, y hold.Occupancy) string {
+	if x.Counts != y.Counts {
+		return "the totals"
+	}
+	for i := range max(len(x.Sections), len(y.Sections)) {
+		if i >= len(x.Sections) || i >= len(y.Sections) || x.Sections[i].ID != y.Sections[i].ID || x.Sections[i].Counts != y.Sections[i].Counts {
+			return "section " + cmp.Or(sectionLabel(x.Sections, i), sectionLabel(y.Sections, i))
+		}
+	}
+	for i := range max(len(x.Categories), len(y.Categories)) {
+		if i >= len(x.Categories) || i >= len(y.Categories) || x.Categories[i].Key != y.Categories[i].Key || x.Categories[i].Counts != y.Categories[i].Counts {
+			return "category " + cmp.Or(categoryName(x.Categories, i), categoryName(y.Categories, i))
+		}
+	}
+	return ""
+}
+
+func sectionLabel(ss []hold.SectionOccupancy, i int) string {
+	if i < len(ss) {
+		return ss[i].Label
+	}
+	return ""
+}
+
+func categoryName(cs []hold.CategoryOccupancy, i int) string {
+	switch {
+	case i >= len(cs):
+		return ""
+	case cs[i].Key == "":
+		return "(none)"
+	}
+	return cs[i].Name
 }
 
 // forecast reads when the event's active holds end.

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"net/http"
 	"time"
+
+	"seatd/internal/store"
 )
 
 // Occupancy is the occupancy of one big event: served by seatd (from its
@@ -23,7 +25,6 @@ type Occupancy struct {
 	OthersCPU       float64 `json:"others_cpu_share"` // share of the machine other processes used meanwhile
 }
 
-const occupancySQL = `SELECT section_id, status, count(*) FROM seats WHERE org_id = $1 AND event_id = $2 GROUP BY 1, 2`
 
 func (b *bench) phaseOccupancy(ctx context.Context) error {
 	main, err := b.mainServer(ctx)
@@ -58,15 +59,15 @@ func (b *bench) phaseOccupancy(ctx context.Context) error {
 		totals := map[string]int{}
 		for i := range 30 {
 			t0 := time.Now()
-			rows, err := b.db.Query(ctx, occupancySQL, b.fx.orgID, ev)
+			rows, err := b.db.Query(ctx, store.OccupancyStatement(), b.fx.orgID, ev)
 			if err != nil {
 				return nil, nil, err
 			}
 			sum := map[string]int{}
 			for rows.Next() {
-				var sec, status string
+				var sec, cat, status string
 				var c int
-				if err := rows.Scan(&sec, &status, &c); err != nil {
+				if err := rows.Scan(&sec, &cat, &status, &c); err != nil {
 					rows.Close()
 					return nil, nil, err
 				}

@@ -77,8 +77,8 @@ func (s *Service) Occupancy(ctx context.Context, a Actor, event uuid.UUID) (Occu
 	return withCategories(occupancyOf(ev.occupancy()), ev.settings.Load().Categories, ev.categoryCounts()), nil
 }
 
-// RecomputeOccupancy aggregates the counts from Postgres (the check the
-// live counters are verified against).
+// RecomputeOccupancy aggregates the counts from Postgres, per section and
+// per price category (the check the live counters are verified against).
 func (s *Service) RecomputeOccupancy(ctx context.Context, a Actor, event uuid.UUID) (Occupancy, error) {
 	if !a.Staff() {
 		return Occupancy{}, apperr.E(apperr.Forbidden, "only staff can see occupancy")
@@ -87,7 +87,7 @@ func (s *Service) RecomputeOccupancy(ctx context.Context, a Actor, event uuid.UU
 	if err != nil {
 		return Occupancy{}, err
 	}
-	bySection, err := s.store.Occupancy(ctx, a.Org, event)
+	bySection, byCategory, err := s.store.Occupancy(ctx, a.Org, event)
 	if err != nil {
 		return Occupancy{}, err
 	}
@@ -96,7 +96,7 @@ func (s *Service) RecomputeOccupancy(ctx context.Context, a Actor, event uuid.UU
 	for i, sec := range secs {
 		counts[i] = bySection[sec.ID]
 	}
-	return occupancyOf(secs, counts), nil
+	return withCategories(occupancyOf(secs, counts), ev.settings.Load().Categories, byCategory), nil
 }
 
 // Registry is the agreement of the three tiers about an event's holds.

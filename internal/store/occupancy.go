@@ -33,29 +33,41 @@ func (c *Counts) Add(status SeatStatus, n int) {
 	}
 }
 
-// Occupancy aggregates an event's seats by section and status in SQL,
-// reading the event's rows (no index has status: see migration 013).
-func (s *Store) Occupancy(ctx context.Context, org, event uuid.UUID) (map[uuid.UUID]Counts, error) {
-	rows, err := s.db.Query(ctx, `
-		SELECT section_id, status, count(*) FROM seats
-		WHERE org_id = $1 AND event_id = $2 GROUP BY section_id, status`, org, event)
+// occupancySQL counts an event's seats by section, price category and
+// status, reading the event's rows (no index has status: see migration
+// 013).
+const occupancySQL = `SELECT section_id, coalesce(category, ''), status, count(*) FROM seats
+	WHERE org_id = $1 AND event_id = $2 GROUP BY 1, 2, 3`
+
+// OccupancyStatement is the SQL Occupancy sends (org, event), for the
+// bench to time.
+func OccupancyStatement() string { return occupancySQL }
+
+// Occupancy aggregates an event's seats by section and status, and by
+// price category ("" for seats without one) and status, in SQL.
+func (s *Store) Occupancy(ctx context.Context, org, event uuid.UUID) (bySection map[uuid.UUID]Counts, byCategory map[string]Counts, err error) {
+	rows, err := s.db.Query(ctx, occupancySQL, org, event)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	defer rows.Close()
-	out := map[uuid.UUID]Counts{}
+	bySection, byCategory = map[uuid.UUID]Counts{}, map[string]Counts{}
 	for rows.Next() {
 		var sec uuid.UUID
+		var cat string
 		var status SeatStatus
 		var n int
-		if err := rows.Scan(&sec, &status, &n); err != nil {
-			return nil, err
+		if err := rows.Scan(&sec, &cat, &status, &n); err != nil {
+			return nil, nil, err
 		}
-		c := out[sec]
+		c := bySection[sec]
 		c.Add(status, n)
-		out[sec] = c
+		bySection[sec] = c
+		c = byCategory[cat]
+		c.Add(status, n)
+		byCategory[cat] = c
 	}
-	return out, rows.Err()
+	return bySection, byCategory, rows.Err()
 }
 
 // ActiveHoldCount counts an event's active holds.
