@@ -25,7 +25,6 @@ type Occupancy struct {
 	OthersCPU       float64 `json:"others_cpu_share"` // share of the machine other processes used meanwhile
 }
 
-
 func (b *bench) phaseOccupancy(ctx context.Context) error {
 	main, err := b.mainServer(ctx)
 	if err != nil {

@@ -17,22 +17,22 @@ import (
 // one type serves creating (where the required ones are checked) and
 // patching (where an absent field keeps its value). Times are RFC 3339.
 type EventInput struct {
-	Name                *string
-	Venue               *string
-	StartsAt            *string
-	TimeZone            *string
-	ChartID             *string
-	OnSaleAt            *string
-	SalesEndAt          *string
-	Prices              []store.Price // nil: unchanged
-	HoldTTLSeconds      *int
-	MaxHoldsPerBuyer    *int
+	Name             *string
+	Venue            *string
+	StartsAt         *string
+	TimeZone         *string
+	ChartID          *string
+	OnSaleAt         *string
+	SalesEndAt       *string
+	Prices           []store.Price // nil: unchanged
+	HoldTTLSeconds   *int
+	MaxHoldsPerBuyer *int
 	// HoldExtensionSeconds is how long a checkout extends a hold (0: the
 	// deployment's default).
 	HoldExtensionSeconds *int
-	OrphanRule          *string
-	AccessibleReleaseAt *string
-	Status              *string
+	OrphanRule           *string
+	AccessibleReleaseAt  *string
+	Status               *string
 }
 
 // transitions are the lifecycle moves an organizer may make.
