@@ -241,8 +241,7 @@ func TestGADashboard(t *testing.T) {
 	s := newTestServer(t, nil)
 	tn := testenv.NewTenant(t, s.app, 1)
 	ev := gaChartEvent(t, s.app, tn)
-	s.as(tn.Org, tn.Buyers[0]).do("POST", "/api/v1/events/"+ev.String()+"/holds", map[string]any{"ga": map[string]any{"section": "G", "count": 3}},
-		"Idempotency-Key", "dash").want(t, http.StatusCreated)
+	holdPlaces(t, s.as(tn.Org, tn.Buyers[0]), ev, 3)
 	p := string(s.as(tn.Org, tn.Organizer).do("GET", "/admin/events/"+ev.String()+"/occupancy", nil).want(t, http.StatusOK).body)
 	for _, re := range []string{
 		`data-testid="count-places">100<`,
@@ -267,14 +266,7 @@ func TestGABookingNamesPlaces(t *testing.T) {
 	tn := testenv.NewTenant(t, s.app, 1)
 	ev := gaChartEvent(t, s.app, tn)
 	b := s.as(tn.Org, tn.Buyers[0])
-	var held struct {
-		Holds []struct {
-			ID string `json:"id"`
-		} `json:"holds"`
-	}
-	b.do("POST", "/api/v1/events/"+ev.String()+"/holds", map[string]any{"ga": map[string]any{"section": "G", "count": 2}},
-		"Idempotency-Key", "places").want(t, http.StatusCreated).json(t, &held)
-	ids := []string{held.Holds[0].ID, held.Holds[1].ID}
+	ids := holdPlaces(t, b, ev, 2)
 	var booking struct {
 		ID      string `json:"id"`
 		Tickets []struct {
@@ -292,4 +284,25 @@ func TestGABookingNamesPlaces(t *testing.T) {
 	if n := len(regexp.MustCompile(`>G place \d+<`).FindAllString(page, -1)); n != 2 || strings.Contains(page, "G-GA-") {
 		t.Fatalf("booking page names %d places as \"G place n\", want 2 and no canonical label:\n%s", n, page)
 	}
+}
+
+// holdPlaces holds n places of gaChartEvent's standing section G for b
+// through the API and returns their hold ids.
+func holdPlaces(t *testing.T, b *client, ev uuid.UUID, n int) []string {
+	t.Helper()
+	var held struct {
+		Holds []struct {
+			ID string `json:"id"`
+		} `json:"holds"`
+	}
+	b.do("POST", "/api/v1/events/"+ev.String()+"/holds", map[string]any{"ga": map[string]any{"section": "G", "count": n}},
+		"Idempotency-Key", uuid.NewString()).want(t, http.StatusCreated).json(t, &held)
+	ids := make([]string, len(held.Holds))
+	for i, h := range held.Holds {
+		ids[i] = h.ID
+	}
+	if len(ids) != n {
+		t.Fatalf("%d places held, want %d", len(ids), n)
+	}
+	return ids
 }
