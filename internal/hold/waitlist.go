@@ -133,6 +133,11 @@ func (s *Service) publishOffers(ctx context.Context, offers []store.Offer) {
 	for _, k := range events {
 		s.publishWaitlist(ctx, k.org, k.event, WaitlistChange{Users: offered[k], Line: true})
 	}
+	if len(offers) > 0 {
+		// Offers are written in Postgres only: the follower's round now,
+		// rather than at its next tick, brings Redis in line with them.
+		s.wake()
+	}
 }
 
 // RunWaitlist runs the offer worker until ctx ends: a round every
