@@ -144,6 +144,11 @@ func IsLockNotAvailable(err error) bool { return code(err) == pgerrcode.LockNotA
 // statement_timeout (or was cancelled).
 func IsStatementTimeout(err error) bool { return code(err) == pgerrcode.QueryCanceled }
 
+// IsHoldsNotAllWritten reports SD001, seatd's own (holds_all_written):
+// a shared hold transaction's statement wrote fewer holds than it
+// checked, so the transaction rolled back.
+func IsHoldsNotAllWritten(err error) bool { return code(err) == "SD001" }
+
 // IsCheckViolation reports a 23514 of the named constraint.
 func IsCheckViolation(err error, constraint string) bool {
 	var pgErr *pgconn.PgError

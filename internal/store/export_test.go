@@ -32,3 +32,7 @@ const RowKeyExpr = rowKeyExpr
 // BinarySeatRows says whether rows would be read by the binary seat
 // decoder rather than the generic scan.
 func BinarySeatRows(rows pgx.Rows) bool { return binarySeatRows(rows) }
+
+// BetweenReadAndWrite runs f in every shared hold transaction after its
+// reads and before its hold statement.
+func (s *Store) BetweenReadAndWrite(f func()) { s.betweenReadAndWrite = f }

@@ -70,6 +70,14 @@ WITH r AS (
 )
 SELECT id, version, hold_id FROM upd`
 
+// holdsAllSQL is holdsSQL for a shared transaction that commits in the
+// same round trip: its last parameter is how many rows it must write, and
+// it fails (holds_all_written) when it writes fewer. The second branch is
+// one row of the count, always evaluated, never returned.
+const holdsAllSQL = holdsSQL + `
+UNION ALL
+SELECT NULL::uuid, NULL::bigint, NULL::uuid FROM (SELECT count(*) AS n FROM upd) c WHERE holds_all_written(c.n, $14)`
+
 // HoldStatement is the SQL of the shared hold statement (holdsSQL), for
 // the bench's reference run of the very statement seatd sends.
 func HoldStatement() string { return holdsSQL }
@@ -92,6 +100,15 @@ type heldRow struct {
 // runHoldStatement sends one hold statement for rows and returns, by hold
 // id, the rows it committed (autocommitted unless db is a transaction).
 func runHoldStatement(ctx context.Context, db pg.DBTX, rows []holdRow) (map[uuid.UUID]heldRow, error) {
+	res, err := db.Query(ctx, holdsSQL, holdArgs(rows)...)
+	if err != nil {
+		return nil, err
+	}
+	return scanHeld(res, len(rows))
+}
+
+// holdArgs are the hold statement's parameters for rows.
+func holdArgs(rows []holdRow) []any {
 	n := len(rows)
 	orgs, events, seats, holds, users := make([]uuid.UUID, n), make([]uuid.UUID, n), make([]uuid.UUID, n),
 		make([]uuid.UUID, n), make([]uuid.UUID, n)
@@ -109,15 +126,15 @@ func runHoldStatement(ctx context.Context, db pg.DBTX, rows []holdRow) (map[uuid
 			caps[i] = int32(p.Cap) // #nosec G115 -- bounded just above
 		}
 	}
-	res, err := db.Query(ctx, holdsSQL, orgs, events, seats, holds, fences, users, nows, untils, sources, caps, staff,
-		accessible, checked)
-	if err != nil {
-		return nil, err
-	}
+	return []any{orgs, events, seats, holds, fences, users, nows, untils, sources, caps, staff, accessible, checked}
+}
+
+// scanHeld reads a hold statement's rows: by hold id, what it wrote.
+func scanHeld(res pgx.Rows, n int) (map[uuid.UUID]heldRow, error) {
 	got := make(map[uuid.UUID]heldRow, n)
 	var x heldRow
 	var hold uuid.UUID
-	_, err = pgx.ForEachRow(res, []any{&x.seat, &x.version, &hold}, func() error {
+	_, err := pgx.ForEachRow(res, []any{&x.seat, &x.version, &hold}, func() error {
 		got[hold] = x
 		return nil
 	})

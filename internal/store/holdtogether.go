@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"slices"
 	"time"
 
@@ -101,118 +102,171 @@ func (s *Store) holdsTogether(ctx context.Context, db *pgxpool.Pool, reqs []*bat
 		}
 	}
 	outs, again = make([]HoldOutcome, len(reqs)), make([]bool, len(reqs))
-	err = inTx(ctx, db, func(tx pgx.Tx) error {
-		var bt pgx.Batch
-		bt.Queue(genericPlansSQL)
-		bt.Queue(lockKeysSQL, keys)
-		bt.Queue(checkTogetherSQL, g, orgs, events, seats, staff, nows, accessible)
-		bt.Queue(rowsTogetherSQL, ruleOrgs, ruleEvents, ruleSeats)
-		br := tx.SendBatch(ctx, &bt)
-		defer func() { _ = br.Close() }()
-
-		if _, err := br.Exec(); err != nil {
-			return err
+	c, err := db.Acquire(ctx)
+	if err != nil {
+		return nil, nil, fmt.Errorf("acquire: %w", err)
+	}
+	defer c.Release()
+	// Two round trips in all, not four: BEGIN goes with the reads, and
+	// COMMIT with the hold statement, which fails (and so rolls back) if
+	// it does not write every hold decided here. Each round trip of a
+	// crowd's burst waits behind the crowd's requests for this process's
+	// scheduler to see its answer, and the transaction's row locks are held
+	// meanwhile.
+	done := false
+	defer func() {
+		if !done && c.Conn().PgConn().TxStatus() != 'I' {
+			_, _ = c.Exec(context.WithoutCancel(ctx), "ROLLBACK")
 		}
-		locked := map[int64]bool{}
-		var key int64
-		rows, err := br.Query()
-		if err != nil {
-			return err
-		}
-		if _, err := pgx.ForEachRow(rows, []any{&key, nil}, func() error { locked[key] = true; return nil }); err != nil {
-			return err
-		}
-
-		type bind struct{ binds, unlocked bool }
-		binds := make([]bind, len(reqs))
-		found := make([]map[uuid.UUID]bool, len(reqs))
-		var c checkRow
-		var gi int32
-		var binding bool
-		if rows, err = br.Query(); err != nil {
-			return err
-		}
-		if _, err := pgx.ForEachRow(rows, append([]any{&gi}, append(c.dest(), &binding, &key)...), func() error {
-			if found[gi] == nil {
-				found[gi] = map[uuid.UUID]bool{}
-			}
-			found[gi][c.id] = true
-			outs[gi].add(&c, reqs[gi].Req)
-			if binding {
-				binds[gi].binds = true
-				binds[gi].unlocked = binds[gi].unlocked || !locked[key]
-			}
-			return nil
-		}); err != nil {
-			return err
-		}
-
-		if rows, err = br.Query(); err != nil {
-			return err
-		}
-		byRow, rowOf, err := scanRowsTogether(rows)
-		if err != nil {
-			return err
-		}
-		if err := br.Close(); err != nil {
-			return err
-		}
-
-		// The holds accepted so far, and their requests' parameters as
-		// the hold statement must see them: the rule checked here.
-		taken := map[uuid.UUID]bool{}
-		ps := make([]HoldParams, len(reqs))
-		var write []holdRow
-		var of []int // the request of each row of write
-		for i, r := range reqs {
-			out := &outs[i]
-			out.settle(r.Req, found[i])
-			out.strictUnchecked = false
-			if err := sameCustomer(ctx, tx, r.Req, out); err != nil {
-				return err
-			}
-			if out.refused() || len(out.Existing) == len(r.Req.Seats) {
-				continue
-			}
-			fresh := slices.DeleteFunc(slices.Clone(r.Req.Seats), func(x HoldRequest) bool {
-				return slices.ContainsFunc(out.Existing, func(h Hold) bool { return h.SeatID == x.SeatID })
-			})
-			if binds[i].binds {
-				if binds[i].unlocked || !r.Req.Strict {
-					again[i] = true
-					continue
-				}
-				if out.Orphans = orphansAfter(byRow, rowOf, taken, r.Req.Seats); len(out.Orphans) > 0 {
-					continue
-				}
-			}
-			ps[i] = r.Req
-			ps[i].orphansChecked = true
-			for _, x := range fresh {
-				taken[x.SeatID] = true
-				write = append(write, holdRow{p: &ps[i], req: x})
-				of = append(of, i)
-			}
-		}
-		if len(write) == 0 {
-			return nil
-		}
-		got, err := runHoldStatement(ctx, tx, write)
-		if err != nil {
-			return err
-		}
-		if len(got) != len(write) {
-			return errTogetherAgain
-		}
-		for j, w := range write {
-			outs[of[j]].Created = append(outs[of[j]].Created, w.p.hold(w.req, got[w.req.HoldID].version))
-		}
-		return nil
-	})
+	}()
+	var bt pgx.Batch
+	bt.Queue("BEGIN")
+	bt.Queue(genericPlansSQL)
+	bt.Queue(lockKeysSQL, keys)
+	bt.Queue(checkTogetherSQL, g, orgs, events, seats, staff, nows, accessible)
+	bt.Queue(rowsTogetherSQL, ruleOrgs, ruleEvents, ruleSeats)
+	write, of, err := s.decideTogether(ctx, c, c.SendBatch(ctx, &bt), reqs, outs, again)
 	if err != nil {
 		return nil, nil, err
 	}
+	if s.betweenReadAndWrite != nil {
+		s.betweenReadAndWrite()
+	}
+	var commit pgx.Batch
+	if len(write) > 0 {
+		commit.Queue(holdsAllSQL, append(holdArgs(write), len(write))...)
+	}
+	commit.Queue("COMMIT")
+	br := c.SendBatch(ctx, &commit)
+	var got map[uuid.UUID]heldRow
+	if len(write) > 0 {
+		res, err := br.Query()
+		if err == nil {
+			got, err = scanHeld(res, len(write))
+		}
+		if err != nil {
+			_ = br.Close()
+			if pg.IsHoldsNotAllWritten(err) {
+				return nil, nil, errTogetherAgain
+			}
+			return nil, nil, err
+		}
+	}
+	tag, err := br.Exec()
+	if err != nil {
+		_ = br.Close()
+		return nil, nil, fmt.Errorf("commit: %w", err)
+	}
+	if tag.String() != "COMMIT" {
+		// Postgres rolled the transaction back instead (it had failed).
+		_ = br.Close()
+		return nil, nil, errTogetherAgain
+	}
+	if err := br.Close(); err != nil {
+		return nil, nil, fmt.Errorf("commit: %w", err)
+	}
+	done = true
+	for j, w := range write {
+		outs[of[j]].Created = append(outs[of[j]].Created, w.p.hold(w.req, got[w.req.HoldID].version))
+	}
 	return outs, again, nil
+}
+
+// decideTogether reads the shared transaction's reads (br: BEGIN, the
+// plan setting, the row locks, the seats' check and their rows) and
+// decides its requests in order into outs and again; it returns the hold
+// rows to write and the request of each.
+func (s *Store) decideTogether(ctx context.Context, db pg.DBTX, br pgx.BatchResults, reqs []*batchedHold, outs []HoldOutcome, again []bool) (write []holdRow, of []int, err error) {
+	defer func() {
+		if cerr := br.Close(); err == nil && cerr != nil {
+			write, of, err = nil, nil, cerr
+		}
+	}()
+	for range 2 {
+		if _, err := br.Exec(); err != nil {
+			return nil, nil, err
+		}
+	}
+	locked := map[int64]bool{}
+	var key int64
+	rows, err := br.Query()
+	if err != nil {
+		return nil, nil, err
+	}
+	if _, err := pgx.ForEachRow(rows, []any{&key, nil}, func() error { locked[key] = true; return nil }); err != nil {
+		return nil, nil, err
+	}
+
+	type bind struct{ binds, unlocked bool }
+	binds := make([]bind, len(reqs))
+	found := make([]map[uuid.UUID]bool, len(reqs))
+	var c checkRow
+	var gi int32
+	var binding bool
+	if rows, err = br.Query(); err != nil {
+		return nil, nil, err
+	}
+	if _, err := pgx.ForEachRow(rows, append([]any{&gi}, append(c.dest(), &binding, &key)...), func() error {
+		if found[gi] == nil {
+			found[gi] = map[uuid.UUID]bool{}
+		}
+		found[gi][c.id] = true
+		outs[gi].add(&c, reqs[gi].Req)
+		if binding {
+			binds[gi].binds = true
+			binds[gi].unlocked = binds[gi].unlocked || !locked[key]
+		}
+		return nil
+	}); err != nil {
+		return nil, nil, err
+	}
+
+	if rows, err = br.Query(); err != nil {
+		return nil, nil, err
+	}
+	byRow, rowOf, err := scanRowsTogether(rows)
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := br.Close(); err != nil {
+		return nil, nil, err
+	}
+
+	// The holds accepted so far, and their requests' parameters as
+	// the hold statement must see them: the rule checked here.
+	taken := map[uuid.UUID]bool{}
+	ps := make([]HoldParams, len(reqs))
+	for i, r := range reqs {
+		out := &outs[i]
+		out.settle(r.Req, found[i])
+		out.strictUnchecked = false
+		if err := sameCustomer(ctx, db, r.Req, out); err != nil {
+			return nil, nil, err
+		}
+		if out.refused() || len(out.Existing) == len(r.Req.Seats) {
+			continue
+		}
+		fresh := slices.DeleteFunc(slices.Clone(r.Req.Seats), func(x HoldRequest) bool {
+			return slices.ContainsFunc(out.Existing, func(h Hold) bool { return h.SeatID == x.SeatID })
+		})
+		if binds[i].binds {
+			if binds[i].unlocked || !r.Req.Strict {
+				again[i] = true
+				continue
+			}
+			if out.Orphans = orphansAfter(byRow, rowOf, taken, r.Req.Seats); len(out.Orphans) > 0 {
+				continue
+			}
+		}
+		ps[i] = r.Req
+		ps[i].orphansChecked = true
+		for _, x := range fresh {
+			taken[x.SeatID] = true
+			write = append(write, holdRow{p: &ps[i], req: x})
+			of = append(of, i)
+		}
+	}
+	return write, of, nil
 }
 
 // orphansAfter returns the seats of the rows of seats that taking them

@@ -226,3 +226,77 @@ func TestSharedHoldsOnOwnConnections(t *testing.T) {
 		t.Errorf("the statements' connections taken %d times, the transactions' %d; want once each", s, tx)
 	}
 }
+
+// TestHoldsTogetherAllOrNone: a shared transaction sends its hold
+// statement and COMMIT together, so a hold its reads accepted but its
+// statement cannot write (the event closed in between) must fail the
+// statement and roll the transaction back; each request is then decided
+// on its own. Two buyers' two-seat requests on two events share one
+// transaction; one event closes after the reads. The other buyer's seats
+// are held, the closed event's buyer is told it is not on sale, and
+// nothing of it is written.
+func TestHoldsTogetherAllOrNone(t *testing.T) {
+	t.Parallel()
+	a := testenv.App(t, nil)
+	ctx := context.Background()
+	st := a.Store
+	tn := testenv.NewTenant(t, a, 2)
+	open := testenv.NewEvent(t, a, tn.Org.ID, 1, 1, 6)
+	closing := testenv.NewEvent(t, a, tn.Org.ID, 1, 1, 6)
+	now := time.Now().UTC().Truncate(time.Millisecond)
+	params := func(ev uuid.UUID, user uuid.UUID) store.HoldParams {
+		p := store.HoldParams{Org: tn.Org.ID, Event: ev, User: user, Now: now, HeldUntil: now.Add(time.Minute),
+			Source: "api", Locked: true}
+		for _, id := range testenv.SeatIDs(t, a, tn.Org.ID, ev)[:2] {
+			p.Seats = append(p.Seats, store.HoldRequest{SeatID: id, HoldID: uuid.New(), Fence: 1})
+		}
+		return p
+	}
+	reqs := []store.HoldParams{params(open.ID, tn.Buyers[0].ID), params(closing.ID, tn.Buyers[1].ID)}
+	var closed sync.Once
+	st.BetweenReadAndWrite(func() {
+		closed.Do(func() {
+			if _, err := a.Pool.Exec(ctx, `UPDATE events SET status = 'closed' WHERE id = $1`, closing.ID); err != nil {
+				t.Error(err)
+			}
+		})
+	})
+	queued, unblock := st.BlockHoldBatches()
+	outs, errs := make([]store.HoldOutcome, len(reqs)), make([]error, len(reqs))
+	var wg sync.WaitGroup
+	for i, p := range reqs {
+		wg.Go(func() { outs[i], errs[i] = st.CreateHolds(ctx, p) })
+	}
+	for deadline := time.Now().Add(10 * time.Second); queued() < len(reqs); time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d of %d requests queued", queued(), len(reqs))
+		}
+	}
+	statements, rows := st.HoldBatchStats()
+	unblock()
+	wg.Wait()
+	if s, r := st.HoldBatchStats(); s-statements != 1 || r-rows != 2 {
+		t.Fatalf("%d transactions carrying %d requests, want both in one", s-statements, r-rows)
+	}
+	if errs[0] != nil || len(outs[0].Created) != 2 {
+		t.Errorf("open event: %+v %v; want both seats held", outs[0], errs[0])
+	}
+	if errs[1] != nil || len(outs[1].Created) != 0 || !outs[1].NotOnSale {
+		t.Errorf("closed event: %+v %v; want not on sale, nothing held", outs[1], errs[1])
+	}
+	for i, ev := range []uuid.UUID{open.ID, closing.ID} {
+		var holds, held, audits, counted int
+		if err := a.Pool.QueryRow(ctx, `SELECT
+			(SELECT count(*) FROM seat_holds WHERE event_id = $1 AND status = 'active'),
+			(SELECT count(*) FROM seats WHERE event_id = $1 AND status = 'held'),
+			(SELECT count(*) FROM audit_log WHERE event_id = $1 AND action = 'hold.created'),
+			(SELECT coalesce(sum(active), 0) FROM buyer_holds WHERE event_id = $1)`, ev).
+			Scan(&holds, &held, &audits, &counted); err != nil {
+			t.Fatal(err)
+		}
+		want := 2 * (1 - i)
+		if holds != want || held != want || audits != want || counted != want {
+			t.Errorf("event %d: %d holds, %d held seats, %d audit rows, buyers counted %d; want %d of each", i, holds, held, audits, counted, want)
+		}
+	}
+}

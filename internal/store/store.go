@@ -21,6 +21,10 @@ type Store struct {
 	db       *pgxpool.Pool
 	batch    *holdBatcher // nil: every hold has its own statement
 	together *holdBatcher // nil: every hold of several seats has its own transaction
+
+	// betweenReadAndWrite, set by tests only, runs in a shared hold
+	// transaction after its reads and before its hold statement.
+	betweenReadAndWrite func()
 }
 
 // New returns a Store on pool.
