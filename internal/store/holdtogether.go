@@ -112,10 +112,10 @@ func (s *Store) holdsTogether(ctx context.Context, db *pgxpool.Pool, reqs []*bat
 	// it does not write every hold decided here. Each round trip of a
 	// crowd's burst waits behind the crowd's requests for this process's
 	// scheduler to see its answer, and the transaction's row locks are held
-	// meanwhile.
-	done := false
+	// meanwhile. A transaction an error left open is rolled back before
+	// the connection goes back to the pool.
 	defer func() {
-		if !done && c.Conn().PgConn().TxStatus() != 'I' {
+		if c.Conn().PgConn().TxStatus() != 'I' {
 			_, _ = c.Exec(context.WithoutCancel(ctx), "ROLLBACK")
 		}
 	}()
@@ -138,6 +138,7 @@ func (s *Store) holdsTogether(ctx context.Context, db *pgxpool.Pool, reqs []*bat
 	}
 	commit.Queue("COMMIT")
 	br := c.SendBatch(ctx, &commit)
+	defer func() { _ = br.Close() }() // before the rollback above: the connection must be free
 	var got map[uuid.UUID]heldRow
 	if len(write) > 0 {
 		res, err := br.Query()
@@ -145,7 +146,6 @@ func (s *Store) holdsTogether(ctx context.Context, db *pgxpool.Pool, reqs []*bat
 			got, err = scanHeld(res, len(write))
 		}
 		if err != nil {
-			_ = br.Close()
 			if pg.IsHoldsNotAllWritten(err) {
 				return nil, nil, errTogetherAgain
 			}
@@ -154,18 +154,15 @@ func (s *Store) holdsTogether(ctx context.Context, db *pgxpool.Pool, reqs []*bat
 	}
 	tag, err := br.Exec()
 	if err != nil {
-		_ = br.Close()
 		return nil, nil, fmt.Errorf("commit: %w", err)
 	}
 	if tag.String() != "COMMIT" {
 		// Postgres rolled the transaction back instead (it had failed).
-		_ = br.Close()
 		return nil, nil, errTogetherAgain
 	}
 	if err := br.Close(); err != nil {
 		return nil, nil, fmt.Errorf("commit: %w", err)
 	}
-	done = true
 	for j, w := range write {
 		outs[of[j]].Created = append(outs[of[j]].Created, w.p.hold(w.req, got[w.req.HoldID].version))
 	}
