@@ -89,7 +89,7 @@ func (s *Service) follow(ctx context.Context) {
 	usedRedis := false
 	for i, ev := range evs {
 		ev.at = at
-		cs := changes[i]
+		cs := changes[i].Changes
 		if len(cs) > 0 {
 			s.m.FeedChanges.Add(float64(len(cs)))
 			ds := make([]Delta, len(cs))
@@ -99,12 +99,19 @@ func (s *Service) follow(ctx context.Context) {
 			applied := ev.apply(ds)
 			s.m.FeedApplied.Add(float64(len(applied)))
 			ev.notify(applied)
-			if users := offeredTo(applied); len(users) > 0 {
-				// An offer whose message this process has not had (its
-				// maker may have died between commit and publish): its
-				// buyer's panel changes, and the line moved.
-				ev.notifyLine(WaitlistChange{Users: users, Line: true})
+			if users := offersChanged(cs, applied); len(users) > 0 {
+				// An offer's seats changed (offered, bought, released,
+				// expired) and this process had not heard (the message was
+				// lost): its buyer's panels show what became of it.
+				ev.notifyLine(WaitlistChange{Users: users})
 			}
+		}
+		if c, ok := lineChange(changes[i].Line); ok {
+			// The line's changes are told whether or not their messages
+			// came (a waitlist has no state here to tell them apart by):
+			// at most once a round, and the panels' pump takes a burst of
+			// changes in one render anyway.
+			ev.notifyLine(c)
 		}
 		switch {
 		case s.redis.usable():
@@ -295,18 +302,39 @@ func (s *Service) dropDoubtful(ctx context.Context, ev *eventState) bool {
 	return true
 }
 
-// changeDelta is the delta of a change read from the feed.
-// offeredTo lists the buyers of the waitlist offers among ds.
-func offeredTo(ds []Delta) []uuid.UUID {
+// offersChanged lists the buyers of the waitlist offers whose seats'
+// changes among cs were new to this process (applied).
+func offersChanged(cs []store.Change, applied []Delta) []uuid.UUID {
+	buyer := map[uuid.UUID]uuid.UUID{} // seat → its offer's buyer
+	for _, c := range cs {
+		if c.Offer {
+			buyer[c.Seat.ID] = c.Holder
+		}
+	}
 	var users []uuid.UUID
-	for _, d := range ds {
-		if d.Kind == KindOffered && !slices.Contains(users, d.UserID) {
-			users = append(users, d.UserID)
+	for _, d := range applied {
+		if u, ok := buyer[d.Seat]; ok && !slices.Contains(users, u) {
+			users = append(users, u)
 		}
 	}
 	return users
 }
 
+// lineChange is the change of a waitlist that the feed's line changes ls
+// make together: whose entries changed, and whether the line moved (an
+// entry left it or was offered seats; a join moves no one else).
+func lineChange(ls []store.LineChange) (WaitlistChange, bool) {
+	var c WaitlistChange
+	for _, l := range ls {
+		if !slices.Contains(c.Users, l.User) {
+			c.Users = append(c.Users, l.User)
+		}
+		c.Line = c.Line || l.Action != store.ActionWaitlistJoined
+	}
+	return c, len(ls) > 0
+}
+
+// changeDelta is the delta of a change read from the feed.
 func changeDelta(org, event uuid.UUID, c store.Change, now time.Time) Delta {
 	d := seatDelta(org, event, &c.Seat, kindOf(c.Action), now)
 	d.Actor = c.Actor

@@ -235,12 +235,9 @@ func (s *Service) event(ctx context.Context, org, id uuid.UUID) (*eventState, er
 		ev.setSettings(e)
 		// Subscribe before loading so no delta committed during the load
 		// is missed; deltas that arrive early are queued and replayed. A
-		// resubscribe may have lost deltas: the follower reads the feed;
-		// and waitlist changes, which have no feed: line watchers reread.
-		ev.unsub = s.bus.Subscribe(s.locks.Keys(org, id).Live(), func(b []byte) { s.receive(ev, b) }, func() {
-			s.wake()
-			ev.notifyLine(WaitlistChange{Line: true})
-		})
+		// resubscribe may have lost messages: the follower's round reads
+		// what they told (seats' and waitlists' changes) from the feed.
+		ev.unsub = s.bus.Subscribe(s.locks.Keys(org, id).Live(), func(b []byte) { s.receive(ev, b) }, s.wake)
 		secs, seats, at, err := s.store.LoadEvent(ctx, org, id)
 		if err != nil {
 			ev.unsub()

@@ -514,6 +514,79 @@ func TestWaitlistOfferThroughFeed(t *testing.T) {
 	})
 }
 
+// TestWaitlistLineThroughFeed: joins, leaves and the end of an offer
+// whose messages never reach another process (its key prefix is another,
+// so it hears none of a1's messages) still reach that process's line
+// watchers, through the change feed.
+func TestWaitlistLineThroughFeed(t *testing.T) {
+	a1 := testenv.App(t, nil)
+	// a2 follows the feed but makes no offer itself (see
+	// TestWaitlistOfferThroughFeed).
+	a2 := testenv.App(t, func(c *config.Config) {
+		c.KeyPrefix = "seatd-line-" + uuid.NewString()[:8]
+		c.WaitlistInterval = time.Hour
+	})
+	testenv.Background(t, a2)
+	tn := testenv.NewTenant(t, a1, 3)
+	ev := testenv.NewEvent(t, a1, tn.Org.ID, 1, 1, 1)
+	seat := testenv.SeatIDs(t, a1, tn.Org.ID, ev.ID)[0]
+	ctx := context.Background()
+	holder, first, second := buyer(tn.Buyers[0]), buyer(tn.Buyers[1]), buyer(tn.Buyers[2])
+	res, err := a1.Core.Hold(ctx, holder, ev.ID, []uuid.UUID{seat}, hold.SourceWeb)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var lines []hold.WaitlistChange
+	stop, err := a2.Core.WatchWaitlist(ctx, second, ev.ID, func(c hold.WaitlistChange) {
+		mu.Lock()
+		defer mu.Unlock()
+		lines = append(lines, c)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stop()
+	// told waits until a change told since from satisfies ok and returns
+	// how many were told by then.
+	told := func(what string, from int, ok func(hold.WaitlistChange) bool) int {
+		t.Helper()
+		n := 0
+		testenv.Eventually(t, 5*time.Second, what, func() bool {
+			mu.Lock()
+			defer mu.Unlock()
+			n = len(lines)
+			return slices.ContainsFunc(lines[from:], ok)
+		})
+		return n
+	}
+	e1 := join(t, a1, first, ev.ID, 1, "", "")
+	n := told("the first join", 0, func(c hold.WaitlistChange) bool { return slices.Contains(c.Users, first.User) })
+	join(t, a1, second, ev.ID, 1, "", "")
+	n = told("the second join", n, func(c hold.WaitlistChange) bool { return slices.Contains(c.Users, second.User) })
+	if err := a1.Core.LeaveWaitlist(ctx, first, e1.ID); err != nil {
+		t.Fatal(err)
+	}
+	n = told("the leave, which moves the line", n, func(c hold.WaitlistChange) bool {
+		return c.Line && slices.Contains(c.Users, first.User)
+	})
+	if _, err := a1.Core.Release(ctx, holder, res.Holds[0].ID, ""); err != nil {
+		t.Fatal(err)
+	}
+	if got := offers(t, a1); got != 1 {
+		t.Fatalf("%d offers, want 1", got)
+	}
+	n = told("the offer", n, func(c hold.WaitlistChange) bool { return c.Line && slices.Contains(c.Users, second.User) })
+	hs, err := a1.Core.Holds(ctx, second, ev.ID)
+	if err != nil || len(hs) != 1 {
+		t.Fatalf("the offered buyer's holds: %+v, %v", hs, err)
+	}
+	if _, err := a1.Core.Release(ctx, second, hs[0].ID, ""); err != nil {
+		t.Fatal(err)
+	}
+	told("the offer's release", n, func(c hold.WaitlistChange) bool { return slices.Contains(c.Users, second.User) })
+}
+
 // TestWaitlistChangesAreTold: joins, leaves and offers are told to the
 // line watchers of the process that made them and of another process,
 // after they commit: whose entries changed, and whether the line moved

@@ -29,7 +29,8 @@ const (
 
 // AuditActions lists every action the log holds, for filters.
 var AuditActions = []string{ActionHoldCreated, ActionHoldReleased, ActionHoldExpired, ActionHoldExtended,
-	ActionSeatSold, ActionSeatBlocked, ActionSeatUnblocked, ActionBookingCancelled, ActionWaitlistOffered}
+	ActionSeatSold, ActionSeatBlocked, ActionSeatUnblocked, ActionBookingCancelled, ActionWaitlistJoined, ActionWaitlistLeft,
+	ActionWaitlistOffered}
 
 // AuditFilter narrows an event's audit log. Zero fields match everything.
 type AuditFilter struct {

@@ -26,6 +26,23 @@ type Change struct {
 	Hold   uuid.UUID
 	Holder uuid.UUID
 	Actor  uuid.UUID
+	// Offer says Hold is a waitlist offer's: its buyer's waitlist panel
+	// shows what became of it.
+	Offer bool
+}
+
+// LineChange is one change of an event's waitlist since a cursor: whose
+// entry joined the line, left it or was offered seats.
+type LineChange struct {
+	Action string // ActionWaitlistJoined, ActionWaitlistLeft or ActionWaitlistOffered
+	User   uuid.UUID
+}
+
+// EventFeed is what one read of an event's feed found: the changes of its
+// seats and of its waitlist.
+type EventFeed struct {
+	Changes []Change
+	Line    []LineChange
 }
 
 // FeedRead asks for one event's changes since a cursor.
@@ -137,19 +154,36 @@ SELECT ch.i, s.id, s.section_id, s.row_label, s.number, s.idx, s.x, s.y, s.statu
        -- A waitlist offer is written as a hold; its buyer's cart says it
        -- is an offer, so the feed names it as one too.
        CASE WHEN ch.action = 'hold.created' AND eh.source = 'waitlist' THEN 'waitlist.offered' ELSE ch.action END,
-       ch.hold_ref, eh.user_id, ch.actor_id
+       ch.hold_ref, eh.user_id, ch.actor_id, coalesce(eh.source = 'waitlist', false)
 FROM rest ch
 CROSS JOIN LATERAL (SELECT * FROM seats s WHERE s.id = ch.seat_id AND s.org_id = ch.org_id LIMIT 1) s
 LEFT JOIN LATERAL (` + seatHoldSQL + `) h ON h.status = 'active'
 LEFT JOIN LATERAL (SELECT user_id, source FROM seat_holds eh WHERE eh.org_id = ch.org_id AND eh.id = ch.hold_ref LIMIT 1) eh ON true`
 
-// Changes reads the feed of several events in one statement and returns
+// lineSQL reads, for each (org, event, cursor) as changesSQL does, the
+// waitlist's audit rows committed after the cursor, oldest first, each
+// with the buyer whose entry it was (a leave by staff names the buyer in
+// its data; the others are the buyer's own).
+const lineSQL = `
+SELECT q.i, a.action, coalesce((a.data->>'holder')::uuid, a.actor_id)
+FROM unnest($1::int[], $2::uuid[], $3::uuid[], $4::text[]) AS q(i, org_id, event_id, snap)
+JOIN LATERAL (
+    SELECT a.id, a.action, a.data, a.actor_id FROM audit_log a
+    WHERE a.org_id = q.org_id AND a.event_id = q.event_id AND a.entity = 'waitlist_entry'
+      AND a.xid >= pg_snapshot_xmin(q.snap::pg_snapshot)
+      AND NOT pg_visible_in_snapshot(a.xid, q.snap::pg_snapshot)
+    OFFSET 0
+) a ON true
+ORDER BY q.i, a.id`
+
+// Changes reads the feed of several events, in one snapshot, and returns
 // each one's changes (in the order of reads) and the cursor every one of
 // them is now at. A seat whose last change is the creation of a hold in
 // known is left out: known lists holds the caller made itself and whose
 // state it has (in its cache and in Redis), committed before this call.
-func (s *Store) Changes(ctx context.Context, reads []FeedRead, known []uuid.UUID) ([][]Change, Cursor, error) {
-	out := make([][]Change, len(reads))
+// Every change of a waitlist is returned, the caller's own too.
+func (s *Store) Changes(ctx context.Context, reads []FeedRead, known []uuid.UUID) ([]EventFeed, Cursor, error) {
+	out := make([]EventFeed, len(reads))
 	at, err := s.readSnapshot(ctx, func(tx pgx.Tx) error {
 		if len(reads) == 0 {
 			return nil
@@ -170,13 +204,24 @@ func (s *Store) Changes(ctx context.Context, reads []FeedRead, known []uuid.UUID
 		var until *time.Time
 		_, err = pgx.ForEachRow(rows, []any{&i, &c.Seat.ID, &c.Seat.SectionID, &c.Seat.Row, &c.Seat.Number, &c.Seat.Idx,
 			&c.Seat.X, &c.Seat.Y, &c.Seat.Status, &c.Seat.Version, &c.Seat.Fence, &holdID, &holderID, &until,
-			&c.Action, &ref, &refHolder, &actor}, func() error {
+			&c.Action, &ref, &refHolder, &actor, &c.Offer}, func() error {
 			x := c
 			x.Seat.HoldID, x.Seat.HolderID, x.Hold, x.Holder, x.Actor = orNil(holdID), orNil(holderID), orNil(ref), orNil(refHolder), orNil(actor)
 			if until != nil {
 				x.Seat.HeldUntil = until.UTC()
 			}
-			out[i] = append(out[i], x)
+			out[i].Changes = append(out[i].Changes, x)
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		if rows, err = tx.Query(ctx, lineSQL, idx, orgs, events, snaps); err != nil {
+			return err
+		}
+		var l LineChange
+		_, err = pgx.ForEachRow(rows, []any{&i, &l.Action, &l.User}, func() error {
+			out[i].Line = append(out[i].Line, l)
 			return nil
 		})
 		return err

@@ -62,7 +62,7 @@ func TestChangesLeaveOutKnownHolds(t *testing.T) {
 		}
 		out := make([][]uuid.UUID, len(cs))
 		for i, c := range cs {
-			for _, x := range c {
+			for _, x := range c.Changes {
 				out[i] = append(out[i], x.Seat.ID)
 			}
 			slices.SortFunc(out[i], func(a, b uuid.UUID) int { return slices.Compare(a[:], b[:]) })
@@ -80,5 +80,52 @@ func TestChangesLeaveOutKnownHolds(t *testing.T) {
 	// are unique, so one list serves every event of a read.
 	if got, want := read(known), [][]uuid.UUID{sorted(seats[2], seats[3]), nil}; !slices.EqualFunc(got, want, slices.Equal) {
 		t.Fatalf("with known holds: read %v, want %v (another buyer's hold and the released seat)", got, want)
+	}
+}
+
+// TestChangesReadTheLine: the feed returns a waitlist's joins and leaves
+// (a leave by staff names the buyer, not the staff member) once, in
+// order, to the event whose line they are, and nothing to another event.
+func TestChangesReadTheLine(t *testing.T) {
+	t.Parallel()
+	a := testenv.App(t, nil)
+	ctx := context.Background()
+	st := a.Store
+	tn := testenv.NewTenant(t, a, 2)
+	org, first, second := tn.Org.ID, tn.Buyers[0].ID, tn.Buyers[1].ID
+	ev := testenv.NewEvent(t, a, org, 1, 1, 2)
+	ev2 := testenv.NewEvent(t, a, org, 1, 1, 2)
+	_, from, err := st.Changes(ctx, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	join := func(u uuid.UUID) store.WaitlistEntry {
+		t.Helper()
+		e, err := st.JoinWaitlist(ctx, store.WaitlistRequest{Org: org, Event: ev.ID, User: u, Seats: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return e
+	}
+	e1 := join(first)
+	join(second)
+	if _, _, err := st.LeaveWaitlist(ctx, org, e1.ID, tn.Organizer.ID, true); err != nil {
+		t.Fatal(err)
+	}
+	reads := []store.FeedRead{{Org: org, Event: ev.ID, From: from}, {Org: org, Event: ev2.ID, From: from}}
+	fs, at, err := st.Changes(ctx, reads, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []store.LineChange{{Action: store.ActionWaitlistJoined, User: first}, {Action: store.ActionWaitlistJoined, User: second},
+		{Action: store.ActionWaitlistLeft, User: first}}
+	if !slices.Equal(fs[0].Line, want) || len(fs[1].Line) != 0 || len(fs[0].Changes) != 0 {
+		t.Fatalf("read %+v and %+v, want the line %+v for the first event only", fs[0], fs[1], want)
+	}
+	for i := range reads {
+		reads[i].From = at
+	}
+	if fs, _, err = st.Changes(ctx, reads, nil); err != nil || len(fs[0].Line) != 0 {
+		t.Fatalf("read again from the new cursor: %+v, %v; want nothing", fs, err)
 	}
 }

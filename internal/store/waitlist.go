@@ -16,9 +16,15 @@ import (
 	"seatd/internal/pg"
 )
 
-// ActionWaitlistOffered is the audit action of seats held for a waiting
-// buyer (not a seat change: the offer's holds write their own rows).
-const ActionWaitlistOffered = "waitlist.offered"
+// The audit actions of a waitlist entry (entity waitlist_entry, no seat):
+// a buyer joined the line, left it, or was offered seats (not a seat
+// change: the offer's holds write their own rows). The change feed reads
+// them as the line's changes (LineChange).
+const (
+	ActionWaitlistJoined  = "waitlist.joined"
+	ActionWaitlistLeft    = "waitlist.left"
+	ActionWaitlistOffered = "waitlist.offered"
+)
 
 // SourceWaitlist is the source of an offer's holds.
 const SourceWaitlist = "waitlist"
@@ -116,7 +122,13 @@ func (s *Store) JoinWaitlist(ctx context.Context, r WaitlistRequest) (WaitlistEn
 		if err != nil {
 			return err
 		}
-		_, err = tx.Exec(ctx, `INSERT INTO waitlist_work (org_id, event_id) VALUES ($1, $2)`, r.Org, r.Event)
+		if _, err := tx.Exec(ctx, `INSERT INTO waitlist_work (org_id, event_id) VALUES ($1, $2)`, r.Org, r.Event); err != nil {
+			return err
+		}
+		_, err = tx.Exec(ctx, `
+			INSERT INTO audit_log (org_id, event_id, actor_id, action, entity, entity_id, data)
+			VALUES ($1, $2, $3, $4, 'waitlist_entry', $5, jsonb_build_object('holder', $3::uuid, 'seats', $6::int))`,
+			r.Org, r.Event, r.User, ActionWaitlistJoined, e.ID, r.Seats)
 		return err
 	})
 	if pg.IsUniqueViolation(err) {
@@ -199,9 +211,15 @@ func (s *Store) EventWaitlist(ctx context.Context, org, event uuid.UUID, limit i
 // released like any other).
 func (s *Store) LeaveWaitlist(ctx context.Context, org, id, actor uuid.UUID, staff bool) (event, user uuid.UUID, err error) {
 	err = s.db.QueryRow(ctx, `
-		UPDATE waitlist_entries SET status = 'left'
-		WHERE org_id = $1 AND id = $2 AND status = 'waiting' AND ($4 OR user_id = $3)
-		RETURNING event_id, user_id`, org, id, actor, staff).Scan(&event, &user)
+		WITH gone AS (
+			UPDATE waitlist_entries SET status = 'left'
+			WHERE org_id = $1 AND id = $2 AND status = 'waiting' AND ($4 OR user_id = $3)
+			RETURNING event_id, user_id
+		), aud AS (
+			INSERT INTO audit_log (org_id, event_id, actor_id, action, entity, entity_id, data)
+			SELECT $1, event_id, $3, $5, 'waitlist_entry', $2, jsonb_build_object('holder', user_id) FROM gone
+		)
+		SELECT event_id, user_id FROM gone`, org, id, actor, staff, ActionWaitlistLeft).Scan(&event, &user)
 	if !errors.Is(err, pgx.ErrNoRows) {
 		return event, user, err
 	}
