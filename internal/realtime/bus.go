@@ -40,8 +40,9 @@ type Bus struct {
 	subs map[string]*channel
 	next int
 
-	// publishes share Redis round trips (see spublish).
-	publishes *coalesce.Batcher[publication, error]
+	// publishes share Redis round trips (see spublish); notifies share
+	// Postgres statements (see notify).
+	publishes, notifies *coalesce.Batcher[publication, error]
 }
 
 type publication struct {
@@ -73,6 +74,7 @@ const subscribeWait = time.Second
 func New(rdb redis.UniversalClient, pool *pgxpool.Pool, log *slog.Logger, redisHealthy func() bool) *Bus {
 	b := &Bus{rdb: rdb, pool: pool, log: log, redisHealthy: redisHealthy, subs: map[string]*channel{}}
 	b.publishes = coalesce.New(1, maxPipeline, b.sendPipeline)
+	b.notifies = coalesce.New(1, maxPipeline, b.sendNotifies)
 	return b
 }
 
@@ -91,8 +93,36 @@ func (b *Bus) Publish(ctx context.Context, channel string, payload []byte) error
 		}
 		b.log.Warn("redis publish failed, using postgres notify", "channel", channel, "err", err)
 	}
-	_, err := b.pool.Exec(ctx, "SELECT pg_notify($1, $2)", notifyChannel, channel+"\n"+string(payload))
-	return err
+	return b.notify(ctx, channel, payload)
+}
+
+// notify sends one message with Postgres NOTIFY. Concurrent calls share
+// one statement, as spublish's share a pipeline: every notifying
+// transaction takes Postgres's single notify-queue lock at commit and
+// flushes a commit record, so a statement per message had a crowd's
+// messages wait on each other there and on the shared pool behind the
+// holds. Messages of one statement are queued in order. Postgres drops a
+// message identical to one before it in the same transaction; only
+// messages that mean the same twice can be (a seat's deltas carry its
+// version).
+func (b *Bus) notify(ctx context.Context, channel string, payload []byte) error {
+	res, err := b.notifies.Do(context.WithoutCancel(ctx), publication{channel: channel, payload: payload})
+	if err != nil {
+		return err
+	}
+	return res
+}
+
+// sendNotifies sends one statement of messages and answers each.
+func (b *Bus) sendNotifies(ctx context.Context, batch []*coalesce.Call[publication, error]) {
+	msgs := make([]string, len(batch))
+	for i, x := range batch {
+		msgs[i] = x.Req.channel + "\n" + string(x.Req.payload)
+	}
+	_, err := b.pool.Exec(ctx, `SELECT pg_notify($1, m) FROM unnest($2::text[]) AS m`, notifyChannel, msgs)
+	for _, x := range batch {
+		x.Answer(err)
+	}
 }
 
 // spublish sends one message with SPUBLISH. Concurrent calls share round

@@ -19,8 +19,11 @@ func (s *Store) BlockHoldBatches() (queued func() int, unblock func()) {
 	return queued, unblock
 }
 
-// ChangesSQL is the change feed's read, for plan tests.
-const ChangesSQL = changesSQL
+// ChangesSQL and LineSQL are the change feed's reads, for plan tests.
+const (
+	ChangesSQL = changesSQL
+	LineSQL    = lineSQL
+)
 
 // SeatColumns is the read of seats with their holds, for plan tests.
 const SeatColumns = seatColumns

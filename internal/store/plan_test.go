@@ -61,6 +61,12 @@ func TestChangeFeedReadByIndex(t *testing.T) {
 	if strings.Contains(text, "Seq Scan on audit_log") || !strings.Contains(text, "audit_log_feed_idx") {
 		t.Fatalf("the feed read does not use the feed index on a long history:\n%s", text)
 	}
+	// The line's read, in the same round, passes over the seats' history
+	// by its own index.
+	text = explain(t, a, store.LineSQL, is, orgs, evs, snaps)
+	if strings.Contains(text, "Seq Scan on audit_log") || !strings.Contains(text, "audit_log_line_idx") {
+		t.Fatalf("the line's read does not use the line index on a long history:\n%s", text)
+	}
 }
 
 // TestEventSeatsReadByHoldKey: an event's seats are read with their holds
