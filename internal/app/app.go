@@ -275,11 +275,19 @@ func (a *App) Serve(ctx context.Context, ln net.Listener, handler http.Handler, 
 	}
 	bgCtx, stopBg := context.WithCancel(context.WithoutCancel(ctx))
 	bgDone := make(chan struct{})
-	go func() { a.RunBackground(bgCtx); close(bgDone) }()
-	// Load on-sale events while the listener opens, so the first buyers of
-	// a sale do not wait for every seat to load (their holds wait on that
-	// load only if they come first).
-	go a.warmOnSale(bgCtx)
+	go func() {
+		var wg sync.WaitGroup
+		wg.Go(func() { a.RunBackground(bgCtx) })
+		// Load on-sale events while the listener opens, and those another
+		// process publishes later, so the first buyers of a sale do not
+		// wait for every seat to load (their holds wait on that load only
+		// if they come first).
+		if a.Cfg.WarmEvents > 0 {
+			wg.Go(func() { a.Core.RunWarmer(bgCtx, a.Cfg.WarmInterval, a.Cfg.WarmEvents, a.Cfg.WarmSeats) })
+		}
+		wg.Wait()
+		close(bgDone)
+	}()
 
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
@@ -304,21 +312,6 @@ func (a *App) Serve(ctx context.Context, ln net.Listener, handler http.Handler, 
 		serveErr = nil
 	}
 	return errors.Join(serveErr, err)
-}
-
-// warmOnSale loads the on-sale events into the hot cache (SEATD_WARM_*).
-func (a *App) warmOnSale(ctx context.Context) {
-	if a.Cfg.WarmEvents == 0 {
-		return
-	}
-	start := time.Now()
-	n, err := a.Core.WarmOnSale(ctx, a.Cfg.WarmEvents, a.Cfg.WarmSeats)
-	if err != nil && ctx.Err() == nil {
-		a.Log.Warn("warm on-sale events", "warmed", n, "err", err)
-		a.Metrics.BackgroundErrors.WithLabelValues("warm").Inc()
-		return
-	}
-	a.Log.Info("warmed on-sale events", "events", n, "took", time.Since(start).Round(time.Millisecond))
 }
 
 // Close releases connections: the core's subscriptions, Redis, the pool.

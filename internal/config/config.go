@@ -27,7 +27,8 @@ type Config struct {
 	WaitlistInterval   time.Duration // SEATD_WAITLIST_INTERVAL: how often each process looks for waitlist work
 	CacheIdle          time.Duration // SEATD_CACHE_IDLE: an event nobody watched or asked about this long leaves the hot cache
 	WarmEvents         int           // SEATD_WARM_EVENTS: on-sale events loaded into the hot cache at startup (0: none)
-	WarmSeats          int           // SEATD_WARM_SEATS: at most this many seats in all loaded at startup (past the first event)
+	WarmSeats          int           // SEATD_WARM_SEATS: at most this many seats in all kept warm (past the first event)
+	WarmInterval       time.Duration // SEATD_WARM_INTERVAL: how often each process warms on-sale events it has not (published elsewhere since)
 	HoldExtension      time.Duration // SEATD_HOLD_EXTENSION
 	MaxExtensions      int           // SEATD_MAX_EXTENSIONS
 	LockMargin         time.Duration // SEATD_LOCK_MARGIN: Redis lock TTL beyond held_until
@@ -104,6 +105,7 @@ func Defaults() Config {
 		CacheIdle:          10 * time.Minute,
 		WarmEvents:         20,
 		WarmSeats:          2_000_000,
+		WarmInterval:       5 * time.Second,
 		HoldExtension:      5 * time.Minute,
 		MaxExtensions:      1,
 		LockMargin:         time.Minute,
@@ -203,6 +205,7 @@ func Load(getenv func(string) string) (Config, error) {
 	dur("SEATD_CACHE_IDLE", &c.CacheIdle)
 	num("SEATD_WARM_EVENTS", &c.WarmEvents)
 	num("SEATD_WARM_SEATS", &c.WarmSeats)
+	dur("SEATD_WARM_INTERVAL", &c.WarmInterval)
 	dur("SEATD_HOLD_EXTENSION", &c.HoldExtension)
 	num("SEATD_MAX_EXTENSIONS", &c.MaxExtensions)
 	dur("SEATD_LOCK_MARGIN", &c.LockMargin)
@@ -315,6 +318,7 @@ func (c Config) validate() []error {
 	atLeast("SEATD_MAX_EXTENSIONS", c.MaxExtensions, 0)
 	atLeast("SEATD_WARM_EVENTS", c.WarmEvents, 0)
 	atLeast("SEATD_WARM_SEATS", c.WarmSeats, 0)
+	positive("SEATD_WARM_INTERVAL", c.WarmInterval)
 	atLeast("SEATD_MAX_HOLDS_PER_BUYER", c.MaxHoldsPerBuyer, 1)
 	atLeast("SEATD_MAX_SEATS_PER_REQUEST", c.MaxSeatsPerRequest, 1)
 	atLeast("SEATD_REAPER_BATCH", c.ReaperBatch, 1)

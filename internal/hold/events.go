@@ -278,8 +278,8 @@ func (s *Service) UpdateEvent(ctx context.Context, a Actor, id uuid.UUID, in Eve
 		}
 	}
 	if e.Status == store.EventOnSale {
-		// Loaded before its first buyer, here; other processes warm it at
-		// their next start (WarmOnSale) or on its first request.
+		// Loaded before its first buyer, here; other processes warm it
+		// within their warm interval (RunWarmer) or on its first request.
 		go func() {
 			if err := s.Warm(context.WithoutCancel(ctx), a.Org, id); err != nil {
 				s.log.Warn("warm a published event", "org", a.Org, "event", id, "err", err)

@@ -19,8 +19,10 @@ import (
 
 // Warm loads an event into this process's hot cache now and keeps it
 // there until its sale ends (sales_end_at, else its start); an event whose
-// sale has ended is not kept. Publishing an event calls it; startup warms
-// every on-sale event (WarmOnSale).
+// sale has ended is not kept. Publishing an event calls it; every process
+// warms the on-sale events at startup and every interval after
+// (RunWarmer), so an event published on another process reaches this one
+// within an interval.
 func (s *Service) Warm(ctx context.Context, org, event uuid.UUID) error {
 	e, err := s.store.Event(ctx, org, event)
 	if err != nil {
@@ -59,32 +61,63 @@ func (s *Service) warm(ctx context.Context, e store.SaleEvent) error {
 	return nil
 }
 
+// RunWarmer warms the events on sale (WarmOnSale) at once and every
+// interval after, until ctx ends.
+func (s *Service) RunWarmer(ctx context.Context, every time.Duration, maxEvents, maxSeats int) {
+	round := func(ctx context.Context) {
+		start := time.Now()
+		n, err := s.WarmOnSale(ctx, maxEvents, maxSeats)
+		switch {
+		case err != nil && ctx.Err() == nil:
+			s.log.Warn("warm on-sale events", "warmed", n, "err", err)
+			s.m.BackgroundErrors.WithLabelValues("warm").Inc()
+		case n > 0:
+			s.log.Info("warmed on-sale events", "events", n, "took", time.Since(start).Round(time.Millisecond))
+		}
+	}
+	round(ctx)
+	loop(ctx, every, nil, round)
+}
+
 // WarmOnSale warms the events on sale now or soonest, at most maxEvents
 // of them and, past the first, at most maxSeats seats in all (the cache
-// holds ~250 bytes a seat). It returns how many it warmed; one event
+// holds ~250 bytes a seat). Events already warm count towards the limits
+// and are left as they are. It returns how many it warmed; one event
 // failing to load does not stop the others.
 func (s *Service) WarmOnSale(ctx context.Context, maxEvents, maxSeats int) (int, error) {
 	evs, err := s.store.EventsOnSale(ctx, s.now(), maxEvents)
 	if err != nil {
 		return 0, err
 	}
-	n, seats := 0, 0
+	warmed, kept, seats := 0, 0, 0
 	for _, e := range evs {
-		if n > 0 && seats+e.Seats > maxSeats {
+		if kept > 0 && seats+e.Seats > maxSeats {
 			break
 		}
-		if err := s.warm(ctx, e); err != nil {
-			if ctx.Err() != nil {
-				return n, ctx.Err()
+		if !s.isPinned(e.Org, e.ID) {
+			if err := s.warm(ctx, e); err != nil {
+				if ctx.Err() != nil {
+					return warmed, ctx.Err()
+				}
+				s.log.Warn("warm event", "org", e.Org, "event", e.ID, "err", err)
+				s.m.BackgroundErrors.WithLabelValues("warm").Inc()
+				continue
 			}
-			s.log.Warn("warm event", "org", e.Org, "event", e.ID, "err", err)
-			s.m.BackgroundErrors.WithLabelValues("warm").Inc()
-			continue
+			warmed++
 		}
-		n++
+		kept++
 		seats += e.Seats
 	}
-	return n, nil
+	return warmed, nil
+}
+
+// isPinned reports whether an event is kept warm already (a pinned event
+// missing from the cache is reloaded by rewarm).
+func (s *Service) isPinned(org, event uuid.UUID) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	_, ok := s.pinned[[2]uuid.UUID{org, event}]
+	return ok
 }
 
 // pinnedAt reports whether an event is pinned at now, dropping a pin

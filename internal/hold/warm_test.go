@@ -11,6 +11,7 @@ import (
 	"seatd/internal/app"
 	"seatd/internal/apperr"
 	"seatd/internal/config"
+	"seatd/internal/hold"
 	"seatd/internal/store"
 	"seatd/internal/testenv"
 )
@@ -70,6 +71,37 @@ func TestWarm(t *testing.T) {
 	n, err := fresh.Core.WarmOnSale(ctx, 1000, 0)
 	if err != nil || n != 1 || fresh.Core.CachedEvents() != 1 {
 		t.Fatalf("WarmOnSale with no seat budget: %d warmed, %d cached, %v", n, fresh.Core.CachedEvents(), err)
+	}
+}
+
+// TestWarmPublishedElsewhere: an event put on sale through one process
+// reaches another process's cache within its warm interval, before any
+// request there; an event already warm is not loaded again. Both run on a
+// database of their own, whose on-sale events are only this test's.
+func TestWarmPublishedElsewhere(t *testing.T) {
+	t.Parallel()
+	own := testenv.OwnDatabase(t, "warmelsewhere")
+	mod := func(c *config.Config) { c.DatabaseURL = own }
+	a1, a2 := testenv.App(t, mod), testenv.App(t, mod)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { a2.Core.RunWarmer(ctx, 50*time.Millisecond, 10, 1_000_000); close(done) }()
+	t.Cleanup(func() { cancel(); <-done })
+	tn := testenv.NewTenant(t, a1, 0)
+	warms := func() float64 { return testutil.ToFloat64(a2.Metrics.CacheWarms) }
+	for i := 1; i <= 2; i++ {
+		ev := testenv.NewEvent(t, a1, tn.Org.ID, 1, 2, 5)
+		onSale := string(store.EventOnSale)
+		if _, err := a1.Core.UpdateEvent(ctx, staff(tn.Organizer), ev.ID, hold.EventInput{Status: &onSale}); err != nil {
+			t.Fatal(err)
+		}
+		testenv.Eventually(t, 5*time.Second, "the other process warmed the event", func() bool {
+			return a2.Core.CachedEvents() == i && warms() == float64(i)
+		})
+	}
+	time.Sleep(300 * time.Millisecond) // six more rounds
+	if n, w := a2.Core.CachedEvents(), warms(); n != 2 || w != 2 {
+		t.Fatalf("after more rounds: %d events cached, %v warms; want 2 and 2 (none loaded again)", n, w)
 	}
 }
 
