@@ -443,6 +443,37 @@ func TestWaitlistOfferRacesHoldsAndExpiry(t *testing.T) {
 	}
 }
 
+// feedOnly is two processes of which the second hears none of the
+// first's messages (another key prefix) and follows the change feed, an
+// event of one seat, held by the tenant's first buyer through the first.
+type feedOnly struct {
+	a1, a2 *app.App
+	tn     testenv.Tenant
+	ev     store.Event
+	seat   uuid.UUID
+	held   hold.Result
+}
+
+func newFeedOnly(t *testing.T, buyers int) feedOnly {
+	t.Helper()
+	f := feedOnly{a1: testenv.App(t, nil)}
+	// a2 follows the feed but makes no offer itself: its offer worker
+	// (which would otherwise race a1's round for the work) waits an hour.
+	f.a2 = testenv.App(t, func(c *config.Config) {
+		c.KeyPrefix = "seatd-feed-" + uuid.NewString()[:8]
+		c.WaitlistInterval = time.Hour
+	})
+	testenv.Background(t, f.a2)
+	f.tn = testenv.NewTenant(t, f.a1, buyers)
+	f.ev = testenv.NewEvent(t, f.a1, f.tn.Org.ID, 1, 1, 1)
+	f.seat = testenv.SeatIDs(t, f.a1, f.tn.Org.ID, f.ev.ID)[0]
+	var err error
+	if f.held, err = f.a1.Core.Hold(context.Background(), buyer(f.tn.Buyers[0]), f.ev.ID, []uuid.UUID{f.seat}, hold.SourceWeb); err != nil {
+		t.Fatal(err)
+	}
+	return f
+}
+
 // TestWaitlistOfferThroughFeed: a process that hears no message of the
 // offer (here: on another key prefix, so on no shared channel) learns of
 // it from the change feed as an offer, not as a plain hold, so the
@@ -450,23 +481,10 @@ func TestWaitlistOfferRacesHoldsAndExpiry(t *testing.T) {
 // its line watchers are told the buyer's entry changed and the line
 // moved, as the lost message would have told them.
 func TestWaitlistOfferThroughFeed(t *testing.T) {
-	a1 := testenv.App(t, nil)
-	// a2 follows the feed but makes no offer itself: its offer worker
-	// (which would otherwise race a1's round for the work) waits an hour.
-	a2 := testenv.App(t, func(c *config.Config) {
-		c.KeyPrefix = "seatd-feed-" + uuid.NewString()[:8]
-		c.WaitlistInterval = time.Hour
-	})
-	testenv.Background(t, a2)
-	tn := testenv.NewTenant(t, a1, 2)
-	ev := testenv.NewEvent(t, a1, tn.Org.ID, 1, 1, 1)
-	seat := testenv.SeatIDs(t, a1, tn.Org.ID, ev.ID)[0]
+	f := newFeedOnly(t, 2)
+	a1, a2, tn, ev, seat, res := f.a1, f.a2, f.tn, f.ev, f.seat, f.held
 	ctx := context.Background()
 	holder := buyer(tn.Buyers[0])
-	res, err := a1.Core.Hold(ctx, holder, ev.ID, []uuid.UUID{seat}, hold.SourceWeb)
-	if err != nil {
-		t.Fatal(err)
-	}
 	e := join(t, a1, buyer(tn.Buyers[1]), ev.ID, 1, "", "")
 	var mu sync.Mutex
 	var kinds []string
@@ -519,23 +537,10 @@ func TestWaitlistOfferThroughFeed(t *testing.T) {
 // so it hears none of a1's messages) still reach that process's line
 // watchers, through the change feed.
 func TestWaitlistLineThroughFeed(t *testing.T) {
-	a1 := testenv.App(t, nil)
-	// a2 follows the feed but makes no offer itself (see
-	// TestWaitlistOfferThroughFeed).
-	a2 := testenv.App(t, func(c *config.Config) {
-		c.KeyPrefix = "seatd-line-" + uuid.NewString()[:8]
-		c.WaitlistInterval = time.Hour
-	})
-	testenv.Background(t, a2)
-	tn := testenv.NewTenant(t, a1, 3)
-	ev := testenv.NewEvent(t, a1, tn.Org.ID, 1, 1, 1)
-	seat := testenv.SeatIDs(t, a1, tn.Org.ID, ev.ID)[0]
+	f := newFeedOnly(t, 3)
+	a1, a2, tn, ev, res := f.a1, f.a2, f.tn, f.ev, f.held
 	ctx := context.Background()
 	holder, first, second := buyer(tn.Buyers[0]), buyer(tn.Buyers[1]), buyer(tn.Buyers[2])
-	res, err := a1.Core.Hold(ctx, holder, ev.ID, []uuid.UUID{seat}, hold.SourceWeb)
-	if err != nil {
-		t.Fatal(err)
-	}
 	var mu sync.Mutex
 	var lines []hold.WaitlistChange
 	stop, err := a2.Core.WatchWaitlist(ctx, second, ev.ID, func(c hold.WaitlistChange) {

@@ -40,8 +40,8 @@ type Bus struct {
 	subs map[string]*channel
 	next int
 
-	// publishes share Redis round trips (see spublish); notifies share
-	// Postgres statements (see notify).
+	// publishes share Redis round trips, notifies Postgres statements
+	// (see send).
 	publishes, notifies *coalesce.Batcher[publication, error]
 }
 
@@ -87,33 +87,23 @@ func (b *Bus) Publish(ctx context.Context, channel string, payload []byte) error
 		return ErrTooLarge
 	}
 	if b.redisHealthy() {
-		err := b.spublish(ctx, channel, payload)
+		err := send(ctx, b.publishes, channel, payload)
 		if err == nil {
 			return nil
 		}
 		b.log.Warn("redis publish failed, using postgres notify", "channel", channel, "err", err)
 	}
-	return b.notify(ctx, channel, payload)
+	return send(ctx, b.notifies, channel, payload)
 }
 
-// notify sends one message with Postgres NOTIFY. Concurrent calls share
-// one statement, as spublish's share a pipeline: every notifying
-// transaction takes Postgres's single notify-queue lock at commit and
-// flushes a commit record, so a statement per message had a crowd's
-// messages wait on each other there and on the shared pool behind the
-// holds. Messages of one statement are queued in order. Postgres drops a
-// message identical to one before it in the same transaction; only
-// messages that mean the same twice can be (a seat's deltas carry its
-// version).
-func (b *Bus) notify(ctx context.Context, channel string, payload []byte) error {
-	res, err := b.notifies.Do(context.WithoutCancel(ctx), publication{channel: channel, payload: payload})
-	if err != nil {
-		return err
-	}
-	return res
-}
-
-// sendNotifies sends one statement of messages and answers each.
+// sendNotifies sends one statement of messages and answers each. Every
+// notifying transaction takes Postgres's single notify-queue lock at
+// commit and flushes a commit record, so a statement per message had a
+// crowd's messages wait on each other there and on the shared pool behind
+// the holds. Messages of one statement are queued in order. Postgres
+// drops a message identical to one before it in the same transaction;
+// only messages that mean the same twice can be (a seat's deltas carry
+// its version).
 func (b *Bus) sendNotifies(ctx context.Context, batch []*coalesce.Call[publication, error]) {
 	msgs := make([]string, len(batch))
 	for i, x := range batch {
@@ -125,16 +115,17 @@ func (b *Bus) sendNotifies(ctx context.Context, batch []*coalesce.Call[publicati
 	}
 }
 
-// spublish sends one message with SPUBLISH. Concurrent calls share round
-// trips (coalesce): while one pipeline is in flight, other callers queue,
-// and the next pipeline carries everything queued. Alone, a call costs
-// one round trip as before; under load, a round trip carries many
-// messages. Each caller still returns only after Redis accepted its own
-// message, so publish-after-commit holds. A message is never withdrawn
-// for its caller's cancellation (a change made must be told), and the
-// pipeline carrying it carries other callers' messages too.
-func (b *Bus) spublish(ctx context.Context, channel string, payload []byte) error {
-	res, err := b.publishes.Do(context.WithoutCancel(ctx), publication{channel: channel, payload: payload})
+// send hands one message to via, a batcher of Redis pipelines
+// (sendPipeline) or of NOTIFY statements (sendNotifies), and returns once
+// it was accepted. Concurrent calls share round trips: while one batch is
+// in flight, other callers queue, and the next batch carries everything
+// queued. Alone, a call costs one round trip; under load, a round trip
+// carries many messages. Each caller still returns only after its own
+// message was accepted, so publish-after-commit holds. A message is never
+// withdrawn for its caller's cancellation (a change made must be told),
+// and the batch carrying it carries other callers' messages too.
+func send(ctx context.Context, via *coalesce.Batcher[publication, error], channel string, payload []byte) error {
+	res, err := via.Do(context.WithoutCancel(ctx), publication{channel: channel, payload: payload})
 	if err != nil {
 		return err
 	}
