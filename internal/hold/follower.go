@@ -298,6 +298,18 @@ func (s *Service) dropDoubtful(ctx context.Context, ev *eventState) bool {
 	}
 	if _, err := call(s.redis, func() (int, error) { return s.locks.Release(ctx, ev.org, ev.id, rs) }); err != nil {
 		ev.doubt(due...)
+		return true
+	}
+	// A dropped lock may have kept the seat's own hold out of Redis: a
+	// sync leaves a young lock that is newer than Postgres's state alone
+	// (its write may be committing), so a hold made without Redis on that
+	// seat meanwhile (on the Postgres-only path, after this lock's reply
+	// was lost) was not written. Those seats are read from Postgres again.
+	if len(rs) > 0 {
+		for _, r := range rs {
+			ev.recheck.add(r.Seat)
+		}
+		s.wake()
 	}
 	return true
 }
