@@ -19,7 +19,10 @@ import (
 // The audit actions of a waitlist entry (entity waitlist_entry, no seat):
 // a buyer joined the line, left it, or was offered seats (not a seat
 // change: the offer's holds write their own rows). The change feed reads
-// them as the line's changes (LineChange).
+// them as the line's changes (LineChange), and each is a webhook type of
+// the same name, its data the row's: the buyer (holder) always; a join
+// also what was asked for (seats, and category, section_id, accessible
+// when given).
 const (
 	ActionWaitlistJoined  = "waitlist.joined"
 	ActionWaitlistLeft    = "waitlist.left"
@@ -127,8 +130,9 @@ func (s *Store) JoinWaitlist(ctx context.Context, r WaitlistRequest) (WaitlistEn
 		}
 		_, err = tx.Exec(ctx, `
 			INSERT INTO audit_log (org_id, event_id, actor_id, action, entity, entity_id, data)
-			VALUES ($1, $2, $3, $4, 'waitlist_entry', $5, jsonb_build_object('holder', $3::uuid, 'seats', $6::int))`,
-			r.Org, r.Event, r.User, ActionWaitlistJoined, e.ID, r.Seats)
+			VALUES ($1, $2, $3, $4, 'waitlist_entry', $5, jsonb_strip_nulls(jsonb_build_object('holder', $3::uuid,
+			        'seats', $6::int, 'category', $7::text, 'section_id', $8::uuid, 'accessible', $9::bool)))`,
+			r.Org, r.Event, r.User, ActionWaitlistJoined, e.ID, r.Seats, category, section, r.Accessible)
 		return err
 	})
 	if pg.IsUniqueViolation(err) {

@@ -20,7 +20,7 @@ var Types = []string{
 	"hold.created", "hold.extended", "hold.released", "hold.expired",
 	"booking.created", "booking.cancelled",
 	"seat.blocked", "seat.unblocked",
-	"waitlist.offered",
+	"waitlist.offered", "waitlist.joined", "waitlist.left",
 }
 
 // Endpoints registers webhook endpoints.

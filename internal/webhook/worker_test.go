@@ -542,3 +542,103 @@ func TestWaitlistOfferDelivered(t *testing.T) {
 	})
 	t.Logf("waitlist.offered delivered signed, naming entry, buyer, seat, hold and deadline")
 }
+
+// TestWaitlistLineDelivered: joining and leaving a waitlist reach an
+// endpoint that asked for waitlist.joined and waitlist.left as signed
+// deliveries naming the entry, the buyer (holder) and, for a join, what
+// was asked for; a leave by staff names the buyer and the staff member as
+// actor. An endpoint that asked only for hold.created gets neither.
+func TestWaitlistLineDelivered(t *testing.T) {
+	t.Parallel()
+	a := testenv.App(t, fastRetries)
+	testenv.Background(t, a)
+	tn := testenv.NewTenant(t, a, 3)
+	ev := testenv.NewEvent(t, a, tn.Org.ID, 1, 1, 1)
+	seat := testenv.SeatIDs(t, a, tn.Org.ID, ev.ID)[0]
+	ctx := context.Background()
+	if _, err := a.Core.Hold(ctx, actor(tn.Buyers[0]), ev.ID, []uuid.UUID{seat}, hold.SourceAPI); err != nil {
+		t.Fatal(err)
+	}
+	r := newReceiver(t)
+	r.register(t, a, tn.Org.ID)
+	holdsOnly := newReceiver(t)
+	e, err := webhook.NewEndpoints(a.Store, true).Create(ctx, tn.Org.ID, holdsOnly.srv.URL+"/hook", []string{"hold.created"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	holdsOnly.secret.Store(e.Secret)
+
+	own, err := a.Core.JoinWaitlist(ctx, actor(tn.Buyers[1]), ev.ID, hold.WaitFor{Count: 1, Section: "A"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	removed, err := a.Core.JoinWaitlist(ctx, actor(tn.Buyers[2]), ev.ID, hold.WaitFor{Count: 1, Accessible: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Core.LeaveWaitlist(ctx, actor(tn.Buyers[1]), own.ID); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Core.LeaveWaitlist(ctx, actor(tn.Organizer), removed.ID); err != nil {
+		t.Fatal(err)
+	}
+
+	type lineData struct {
+		Entry      uuid.UUID  `json:"waitlist_entry_id"`
+		Actor      uuid.UUID  `json:"actor_id"`
+		Holder     uuid.UUID  `json:"holder"`
+		Seats      int        `json:"seats"`
+		Section    *uuid.UUID `json:"section_id"`
+		Accessible bool       `json:"accessible"`
+		Seat       *uuid.UUID `json:"seat_id"`
+	}
+	got := map[string]lineData{} // by type and entry
+	testenv.Eventually(t, 5*time.Second, "four waitlist deliveries", func() bool {
+		clear(got)
+		for _, g := range r.received() {
+			if g.Type != "waitlist.joined" && g.Type != "waitlist.left" {
+				continue
+			}
+			var d lineData
+			if err := json.Unmarshal(g.Data, &d); err != nil {
+				t.Fatalf("%s data %s: %v", g.Type, g.Data, err)
+			}
+			if g.EventID == nil || *g.EventID != ev.ID {
+				t.Fatalf("%s delivery for event %v, want %s", g.Type, g.EventID, ev.ID)
+			}
+			got[g.Type+" "+d.Entry.String()] = d
+		}
+		return len(got) == 4
+	})
+	var section uuid.UUID
+	if err := a.Pool.QueryRow(ctx, `SELECT id FROM sections WHERE org_id = $1 AND event_id = $2 AND label = 'A'`, tn.Org.ID, ev.ID).Scan(&section); err != nil {
+		t.Fatal(err)
+	}
+	b1, b2, org := tn.Buyers[1].ID, tn.Buyers[2].ID, tn.Organizer.ID
+	for key, want := range map[string]lineData{
+		"waitlist.joined " + own.ID.String():     {Entry: own.ID, Actor: b1, Holder: b1, Seats: 1, Section: &section},
+		"waitlist.joined " + removed.ID.String(): {Entry: removed.ID, Actor: b2, Holder: b2, Seats: 1, Accessible: true},
+		"waitlist.left " + own.ID.String():       {Entry: own.ID, Actor: b1, Holder: b1},
+		"waitlist.left " + removed.ID.String():   {Entry: removed.ID, Actor: org, Holder: b2},
+	} {
+		d, ok := got[key]
+		if !ok || d.Entry != want.Entry || d.Actor != want.Actor || d.Holder != want.Holder || d.Seats != want.Seats ||
+			(d.Section == nil) != (want.Section == nil) || d.Section != nil && *d.Section != *want.Section ||
+			d.Accessible != want.Accessible || d.Seat != nil {
+			t.Fatalf("%s: delivered %+v (found %v), want %+v", key, d, ok, want)
+		}
+	}
+	if r.bad != nil {
+		t.Fatalf("signature failures: %v", r.bad)
+	}
+	// The outbox rows are written with the change: by now every one of
+	// the holds-only endpoint's would exist.
+	var n int
+	if err := a.Pool.QueryRow(ctx, `SELECT count(*) FROM webhook_deliveries WHERE org_id = $1 AND endpoint_id = $2`, tn.Org.ID, e.ID).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	if n != 0 || len(holdsOnly.received()) != 0 {
+		t.Fatalf("an endpoint for hold.created only got %d outbox rows and %d deliveries", n, len(holdsOnly.received()))
+	}
+	t.Logf("joins and leaves delivered signed, naming entry, buyer, actor and what was asked for")
+}
