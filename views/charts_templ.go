@@ -53,7 +53,7 @@ func ChartsPage(p Page, charts []ChartRow) templ.Component {
 					return templ_7745c5c3_Err
 				}
 			} else {
-				templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 3, "<table class=\"w-full bg-white rounded-lg shadow text-sm\" data-testid=\"charts\"><thead class=\"text-left text-gray-600\"><tr><th scope=\"col\" class=\"px-3 py-2\">Name</th><th scope=\"col\" class=\"px-3 py-2\">Version</th><th scope=\"col\" class=\"px-3 py-2\">Seats</th><th scope=\"col\" class=\"px-3 py-2\">Sections</th><th scope=\"col\" class=\"px-3 py-2\">Updated</th></tr></thead> <tbody>")
+				templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 3, "<table class=\"w-full bg-white rounded-lg shadow text-sm\" data-testid=\"charts\"><thead class=\"text-left text-gray-600\"><tr><th scope=\"col\" class=\"px-3 py-2\">Name</th><th scope=\"col\" class=\"px-3 py-2\">Version</th><th scope=\"col\" class=\"px-3 py-2\">Seats</th><th scope=\"col\" class=\"px-3 py-2\">Sections</th><th scope=\"col\" class=\"px-3 py-2\">Updated</th><th scope=\"col\" class=\"px-3 py-2\"><span class=\"sr-only\">Actions</span></th></tr></thead> <tbody>")
 				if templ_7745c5c3_Err != nil {
 					return templ_7745c5c3_Err
 				}
@@ -65,7 +65,7 @@ func ChartsPage(p Page, charts []ChartRow) templ.Component {
 					var templ_7745c5c3_Var3 templ.SafeURL
 					templ_7745c5c3_Var3, templ_7745c5c3_Err = templ.JoinURLErrs(templ.SafeURL("/admin/charts/" + c.ID))
 					if templ_7745c5c3_Err != nil {
-						return templ.Error{Err: templ_7745c5c3_Err, FileName: `charts.templ`, Line: 27, Col: 117}
+						return templ.Error{Err: templ_7745c5c3_Err, FileName: `charts.templ`, Line: 28, Col: 117}
 					}
 					_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var3))
 					if templ_7745c5c3_Err != nil {
@@ -78,7 +78,7 @@ func ChartsPage(p Page, charts []ChartRow) templ.Component {
 					var templ_7745c5c3_Var4 string
 					templ_7745c5c3_Var4, templ_7745c5c3_Err = templ.JoinStringErrs(c.Name)
 					if templ_7745c5c3_Err != nil {
-						return templ.Error{Err: templ_7745c5c3_Err, FileName: `charts.templ`, Line: 27, Col: 128}
+						return templ.Error{Err: templ_7745c5c3_Err, FileName: `charts.templ`, Line: 28, Col: 128}
 					}
 					_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var4))
 					if templ_7745c5c3_Err != nil {
@@ -91,7 +91,7 @@ func ChartsPage(p Page, charts []ChartRow) templ.Component {
 					var templ_7745c5c3_Var5 string
 					templ_7745c5c3_Var5, templ_7745c5c3_Err = templ.JoinStringErrs(itoa(c.Version))
 					if templ_7745c5c3_Err != nil {
-						return templ.Error{Err: templ_7745c5c3_Err, FileName: `charts.templ`, Line: 28, Col: 59}
+						return templ.Error{Err: templ_7745c5c3_Err, FileName: `charts.templ`, Line: 29, Col: 59}
 					}
 					_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var5))
 					if templ_7745c5c3_Err != nil {
@@ -104,7 +104,7 @@ func ChartsPage(p Page, charts []ChartRow) templ.Component {
 					var templ_7745c5c3_Var6 string
 					templ_7745c5c3_Var6, templ_7745c5c3_Err = templ.JoinStringErrs(itoa(c.Seats))
 					if templ_7745c5c3_Err != nil {
-						return templ.Error{Err: templ_7745c5c3_Err, FileName: `charts.templ`, Line: 29, Col: 57}
+						return templ.Error{Err: templ_7745c5c3_Err, FileName: `charts.templ`, Line: 30, Col: 57}
 					}
 					_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var6))
 					if templ_7745c5c3_Err != nil {
@@ -117,7 +117,7 @@ func ChartsPage(p Page, charts []ChartRow) templ.Component {
 					var templ_7745c5c3_Var7 string
 					templ_7745c5c3_Var7, templ_7745c5c3_Err = templ.JoinStringErrs(itoa(c.Sections))
 					if templ_7745c5c3_Err != nil {
-						return templ.Error{Err: templ_7745c5c3_Err, FileName: `charts.templ`, Line: 30, Col: 60}
+						return templ.Error{Err: templ_7745c5c3_Err, FileName: `charts.templ`, Line: 31, Col: 60}
 					}
 					_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var7))
 					if templ_7745c5c3_Err != nil {
@@ -130,7 +130,7 @@ func ChartsPage(p Page, charts []ChartRow) templ.Component {
 					var templ_7745c5c3_Var8 string
 					templ_7745c5c3_Var8, templ_7745c5c3_Err = templ.JoinStringErrs(rfc3339(c.UpdatedAt))
 					if templ_7745c5c3_Err != nil {
-						return templ.Error{Err: templ_7745c5c3_Err, FileName: `charts.templ`, Line: 31, Col: 66}
+						return templ.Error{Err: templ_7745c5c3_Err, FileName: `charts.templ`, Line: 32, Col: 66}
 					}
 					_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var8))
 					if templ_7745c5c3_Err != nil {
@@ -143,18 +143,44 @@ func ChartsPage(p Page, charts []ChartRow) templ.Component {
 					var templ_7745c5c3_Var9 string
 					templ_7745c5c3_Var9, templ_7745c5c3_Err = templ.JoinStringErrs(c.UpdatedAt.UTC().Format("2 Jan 2006, 15:04 MST"))
 					if templ_7745c5c3_Err != nil {
-						return templ.Error{Err: templ_7745c5c3_Err, FileName: `charts.templ`, Line: 31, Col: 120}
+						return templ.Error{Err: templ_7745c5c3_Err, FileName: `charts.templ`, Line: 32, Col: 120}
 					}
 					_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var9))
 					if templ_7745c5c3_Err != nil {
 						return templ_7745c5c3_Err
 					}
-					templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 11, "</time></td></tr>")
+					templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 11, "</time></td><td class=\"px-3 py-2\"><form method=\"post\" action=\"")
+					if templ_7745c5c3_Err != nil {
+						return templ_7745c5c3_Err
+					}
+					var templ_7745c5c3_Var10 templ.SafeURL
+					templ_7745c5c3_Var10, templ_7745c5c3_Err = templ.JoinURLErrs(templ.SafeURL("/admin/charts/" + c.ID + "/delete"))
+					if templ_7745c5c3_Err != nil {
+						return templ.Error{Err: templ_7745c5c3_Err, FileName: `charts.templ`, Line: 34, Col: 87}
+					}
+					_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var10))
+					if templ_7745c5c3_Err != nil {
+						return templ_7745c5c3_Err
+					}
+					templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 12, "\"><button type=\"submit\" class=\"text-red-700 underline\" aria-label=\"")
+					if templ_7745c5c3_Err != nil {
+						return templ_7745c5c3_Err
+					}
+					var templ_7745c5c3_Var11 string
+					templ_7745c5c3_Var11, templ_7745c5c3_Err = templ.JoinStringErrs("Delete chart " + c.Name)
+					if templ_7745c5c3_Err != nil {
+						return templ.Error{Err: templ_7745c5c3_Err, FileName: `charts.templ`, Line: 35, Col: 99}
+					}
+					_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var11))
+					if templ_7745c5c3_Err != nil {
+						return templ_7745c5c3_Err
+					}
+					templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 13, "\">Delete</button></form></td></tr>")
 					if templ_7745c5c3_Err != nil {
 						return templ_7745c5c3_Err
 					}
 				}
-				templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 12, "</tbody></table>")
+				templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 14, "</tbody></table>")
 				if templ_7745c5c3_Err != nil {
 					return templ_7745c5c3_Err
 				}
@@ -189,12 +215,12 @@ func ChartEditorPage(p Page, id string) templ.Component {
 			}()
 		}
 		ctx = templ.InitializeContext(ctx)
-		templ_7745c5c3_Var10 := templ.GetChildren(ctx)
-		if templ_7745c5c3_Var10 == nil {
-			templ_7745c5c3_Var10 = templ.NopComponent
+		templ_7745c5c3_Var12 := templ.GetChildren(ctx)
+		if templ_7745c5c3_Var12 == nil {
+			templ_7745c5c3_Var12 = templ.NopComponent
 		}
 		ctx = templ.ClearChildren(ctx)
-		templ_7745c5c3_Var11 := templruntime.GeneratedTemplate(func(templ_7745c5c3_Input templruntime.GeneratedComponentInput) (templ_7745c5c3_Err error) {
+		templ_7745c5c3_Var13 := templruntime.GeneratedTemplate(func(templ_7745c5c3_Input templruntime.GeneratedComponentInput) (templ_7745c5c3_Err error) {
 			templ_7745c5c3_W, ctx := templ_7745c5c3_Input.Writer, templ_7745c5c3_Input.Context
 			templ_7745c5c3_Buffer, templ_7745c5c3_IsBuffer := templruntime.GetBuffer(templ_7745c5c3_W)
 			if !templ_7745c5c3_IsBuffer {
@@ -206,54 +232,54 @@ func ChartEditorPage(p Page, id string) templ.Component {
 				}()
 			}
 			ctx = templ.InitializeContext(ctx)
-			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 13, "<div id=\"chart-editor\" data-chart-id=\"")
+			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 15, "<div id=\"chart-editor\" data-chart-id=\"")
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
-			var templ_7745c5c3_Var12 string
-			templ_7745c5c3_Var12, templ_7745c5c3_Err = templ.JoinStringErrs(id)
+			var templ_7745c5c3_Var14 string
+			templ_7745c5c3_Var14, templ_7745c5c3_Err = templ.JoinStringErrs(id)
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `charts.templ`, Line: 46, Col: 43}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `charts.templ`, Line: 52, Col: 43}
 			}
-			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var12))
+			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var14))
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
-			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 14, "\" class=\"grid gap-4 lg:grid-cols-3\"><header class=\"lg:col-span-3 flex flex-wrap items-end gap-4\"><h1 class=\"text-2xl font-semibold\">")
+			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 16, "\" class=\"grid gap-4 lg:grid-cols-3\"><header class=\"lg:col-span-3 flex flex-wrap items-end gap-4\"><h1 class=\"text-2xl font-semibold\">")
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
 			if id == "" {
-				templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 15, "New chart")
+				templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 17, "New chart")
 				if templ_7745c5c3_Err != nil {
 					return templ_7745c5c3_Err
 				}
 			} else {
-				templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 16, "Edit chart")
+				templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 18, "Edit chart")
 				if templ_7745c5c3_Err != nil {
 					return templ_7745c5c3_Err
 				}
 			}
-			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 17, "</h1><label class=\"flex flex-col gap-1 text-sm\">Chart name <input id=\"ce-name\" type=\"text\" maxlength=\"200\" required class=\"rounded border border-gray-300 px-2 py-1 w-72\"></label> <button id=\"ce-save\" type=\"button\" class=\"rounded bg-indigo-700 px-4 py-1.5 text-sm font-medium text-white hover:bg-indigo-800\">Save chart</button> <label class=\"flex flex-col gap-1 text-sm\">Load a file (CSV or JSON) <input id=\"ce-file\" type=\"file\" accept=\".csv,.json,text/csv,application/json\" class=\"text-sm\"></label> <a href=\"/admin/charts\" class=\"text-sm text-indigo-700 hover:underline\">All charts</a></header><div class=\"lg:col-span-3\" aria-live=\"polite\"><p id=\"ce-status\" role=\"status\" class=\"text-sm text-gray-700\" data-testid=\"chart-status\"></p><div id=\"ce-problems\" role=\"alert\" class=\"hidden rounded border border-red-300 bg-red-50 px-3 py-2 text-sm text-red-900\" data-testid=\"chart-problems\"></div></div><div class=\"grid gap-4 content-start\"><section class=\"bg-white rounded-lg shadow p-4\" aria-labelledby=\"ce-cat-title\"><h2 id=\"ce-cat-title\" class=\"font-semibold mb-2\">Categories</h2><div id=\"ce-categories\" class=\"grid gap-2 text-sm\"></div><button id=\"ce-add-category\" type=\"button\" class=\"mt-2 rounded border border-gray-300 px-3 py-1 text-sm hover:bg-gray-50\">Add category</button></section><section class=\"bg-white rounded-lg shadow p-4\" aria-labelledby=\"ce-sec-title\"><h2 id=\"ce-sec-title\" class=\"font-semibold mb-2\">Add a section</h2><form id=\"ce-section-form\" class=\"grid grid-cols-2 gap-2 text-sm\"><label class=\"flex flex-col gap-1\">Label <input name=\"label\" type=\"text\" maxlength=\"20\" required class=\"rounded border border-gray-300 px-2 py-1\"></label> <label class=\"flex flex-col gap-1\">Name <input name=\"name\" type=\"text\" maxlength=\"100\" class=\"rounded border border-gray-300 px-2 py-1\"></label> <label class=\"flex flex-col gap-1\">Kind <select name=\"kind\" class=\"rounded border border-gray-300 px-2 py-1\"><option value=\"seated\">Seated</option> <option value=\"ga\">General admission</option></select></label> <label class=\"flex flex-col gap-1\">Category <select name=\"category\" class=\"rounded border border-gray-300 px-2 py-1\"></select></label> <label class=\"flex flex-col gap-1\" data-kind=\"ga\">Capacity <input name=\"capacity\" type=\"number\" min=\"1\" value=\"100\" class=\"rounded border border-gray-300 px-2 py-1\"></label> <label class=\"flex flex-col gap-1\" data-kind=\"seated\">Rows <input name=\"rows\" type=\"number\" min=\"1\" max=\"500\" value=\"5\" class=\"rounded border border-gray-300 px-2 py-1\"></label> <label class=\"flex flex-col gap-1\" data-kind=\"seated\">Seats per row <input name=\"seats\" type=\"number\" min=\"1\" max=\"500\" value=\"10\" class=\"rounded border border-gray-300 px-2 py-1\"></label> <label class=\"flex flex-col gap-1\" data-kind=\"seated\">First row label <input name=\"first_row\" type=\"text\" maxlength=\"10\" value=\"A\" class=\"rounded border border-gray-300 px-2 py-1\"></label> <label class=\"flex flex-col gap-1\" data-kind=\"seated\">Seat spacing <input name=\"spacing\" type=\"number\" min=\"1\" max=\"10\" value=\"1\" class=\"rounded border border-gray-300 px-2 py-1\"></label> <label class=\"flex flex-col gap-1\" data-kind=\"seated\">Row spacing <input name=\"row_spacing\" type=\"number\" min=\"1\" max=\"10\" value=\"1\" class=\"rounded border border-gray-300 px-2 py-1\"></label> <label class=\"flex flex-col gap-1\" data-kind=\"seated\">Curve <input name=\"curve\" type=\"number\" min=\"0\" max=\"20\" value=\"0\" class=\"rounded border border-gray-300 px-2 py-1\"></label> <label class=\"flex flex-col gap-1\" data-kind=\"seated\">Numbering <select name=\"direction\" class=\"rounded border border-gray-300 px-2 py-1\"><option value=\"ltr\">Left to right</option> <option value=\"rtl\">Right to left</option></select></label> <label class=\"flex flex-col gap-1\" data-kind=\"seated\">Left edge (x) <input name=\"x\" type=\"number\" min=\"0\" value=\"0\" class=\"rounded border border-gray-300 px-2 py-1\"></label> <label class=\"flex flex-col gap-1\" data-kind=\"seated\">Top edge (y) <input name=\"y\" type=\"number\" min=\"0\" value=\"0\" class=\"rounded border border-gray-300 px-2 py-1\"></label> <button type=\"submit\" class=\"col-span-2 rounded bg-gray-800 px-3 py-1.5 font-medium text-white hover:bg-gray-900\">Add section</button></form></section><section class=\"bg-white rounded-lg shadow p-4\" aria-labelledby=\"ce-list-title\"><h2 id=\"ce-list-title\" class=\"font-semibold mb-2\">Sections</h2><ul id=\"ce-sections\" class=\"grid gap-1 text-sm\" data-testid=\"chart-sections\"></ul></section></div><div class=\"lg:col-span-2 grid gap-4 content-start\"><section class=\"bg-white rounded-lg shadow p-4\" aria-labelledby=\"ce-preview-title\"><h2 id=\"ce-preview-title\" class=\"font-semibold mb-2\" tabindex=\"-1\">Preview <span id=\"ce-count\" class=\"text-sm font-normal text-gray-600\"></span></h2><p class=\"text-xs text-gray-600 mb-2\">Click a seat (or Tab to it and press Enter) to edit it. Dashed seats are the section being added. Squares are wheelchair spaces, diamonds companion seats.</p><div id=\"ce-preview\" class=\"overflow-auto border border-gray-200 rounded bg-gray-50 max-h-screen\"></div><form id=\"ce-find\" class=\"mt-2 flex flex-wrap items-end gap-2 text-sm\" aria-label=\"Find a seat\"><label class=\"flex flex-col gap-1\">Section <input name=\"section\" type=\"text\" maxlength=\"20\" class=\"w-20 rounded border border-gray-300 px-2 py-1\"></label> <label class=\"flex flex-col gap-1\">Row <input name=\"row\" type=\"text\" maxlength=\"10\" class=\"w-16 rounded border border-gray-300 px-2 py-1\"></label> <label class=\"flex flex-col gap-1\">Seat <input name=\"number\" type=\"number\" min=\"1\" class=\"w-20 rounded border border-gray-300 px-2 py-1\"></label> <button type=\"submit\" class=\"rounded border border-gray-300 px-3 py-1 hover:bg-gray-50\">Select seat</button></form></section><section id=\"ce-seat\" class=\"hidden bg-white rounded-lg shadow p-4\" aria-labelledby=\"ce-seat-title\"><h2 id=\"ce-seat-title\" class=\"font-semibold mb-2\" tabindex=\"-1\">Seat</h2><div class=\"flex flex-wrap items-end gap-3 text-sm\"><label class=\"flex flex-col gap-1\">Category <select id=\"ce-seat-category\" class=\"rounded border border-gray-300 px-2 py-1\"></select></label> <label class=\"flex items-center gap-1\"><input id=\"ce-seat-accessible\" type=\"checkbox\"> Wheelchair space (accessible)</label> <label class=\"flex items-center gap-1\"><input id=\"ce-seat-companion\" type=\"checkbox\"> Companion seat</label> <button id=\"ce-seat-remove\" type=\"button\" class=\"rounded border border-red-300 px-3 py-1 text-red-800 hover:bg-red-50\">Remove seat</button> <button id=\"ce-seat-close\" type=\"button\" class=\"rounded border border-gray-300 px-3 py-1 hover:bg-gray-50\">Done</button></div></section></div></div><script src=\"")
+			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 19, "</h1><label class=\"flex flex-col gap-1 text-sm\">Chart name <input id=\"ce-name\" type=\"text\" maxlength=\"200\" required class=\"rounded border border-gray-300 px-2 py-1 w-72\"></label> <button id=\"ce-save\" type=\"button\" class=\"rounded bg-indigo-700 px-4 py-1.5 text-sm font-medium text-white hover:bg-indigo-800\">Save chart</button> <label class=\"flex flex-col gap-1 text-sm\">Load a file (CSV or JSON) <input id=\"ce-file\" type=\"file\" accept=\".csv,.json,text/csv,application/json\" class=\"text-sm\"></label> <a href=\"/admin/charts\" class=\"text-sm text-indigo-700 hover:underline\">All charts</a></header><div class=\"lg:col-span-3\" aria-live=\"polite\"><p id=\"ce-status\" role=\"status\" class=\"text-sm text-gray-700\" data-testid=\"chart-status\"></p><div id=\"ce-problems\" role=\"alert\" class=\"hidden rounded border border-red-300 bg-red-50 px-3 py-2 text-sm text-red-900\" data-testid=\"chart-problems\"></div></div><div class=\"grid gap-4 content-start\"><section class=\"bg-white rounded-lg shadow p-4\" aria-labelledby=\"ce-cat-title\"><h2 id=\"ce-cat-title\" class=\"font-semibold mb-2\">Categories</h2><div id=\"ce-categories\" class=\"grid gap-2 text-sm\"></div><button id=\"ce-add-category\" type=\"button\" class=\"mt-2 rounded border border-gray-300 px-3 py-1 text-sm hover:bg-gray-50\">Add category</button></section><section class=\"bg-white rounded-lg shadow p-4\" aria-labelledby=\"ce-sec-title\"><h2 id=\"ce-sec-title\" class=\"font-semibold mb-2\">Add a section</h2><form id=\"ce-section-form\" class=\"grid grid-cols-2 gap-2 text-sm\"><label class=\"flex flex-col gap-1\">Label <input name=\"label\" type=\"text\" maxlength=\"20\" required class=\"rounded border border-gray-300 px-2 py-1\"></label> <label class=\"flex flex-col gap-1\">Name <input name=\"name\" type=\"text\" maxlength=\"100\" class=\"rounded border border-gray-300 px-2 py-1\"></label> <label class=\"flex flex-col gap-1\">Kind <select name=\"kind\" class=\"rounded border border-gray-300 px-2 py-1\"><option value=\"seated\">Seated</option> <option value=\"ga\">General admission</option></select></label> <label class=\"flex flex-col gap-1\">Category <select name=\"category\" class=\"rounded border border-gray-300 px-2 py-1\"></select></label> <label class=\"flex flex-col gap-1\" data-kind=\"ga\">Capacity <input name=\"capacity\" type=\"number\" min=\"1\" value=\"100\" class=\"rounded border border-gray-300 px-2 py-1\"></label> <label class=\"flex flex-col gap-1\" data-kind=\"seated\">Rows <input name=\"rows\" type=\"number\" min=\"1\" max=\"500\" value=\"5\" class=\"rounded border border-gray-300 px-2 py-1\"></label> <label class=\"flex flex-col gap-1\" data-kind=\"seated\">Seats per row <input name=\"seats\" type=\"number\" min=\"1\" max=\"500\" value=\"10\" class=\"rounded border border-gray-300 px-2 py-1\"></label> <label class=\"flex flex-col gap-1\" data-kind=\"seated\">First row label <input name=\"first_row\" type=\"text\" maxlength=\"10\" value=\"A\" class=\"rounded border border-gray-300 px-2 py-1\"></label> <label class=\"flex flex-col gap-1\" data-kind=\"seated\">Seat spacing <input name=\"spacing\" type=\"number\" min=\"1\" max=\"10\" value=\"1\" class=\"rounded border border-gray-300 px-2 py-1\"></label> <label class=\"flex flex-col gap-1\" data-kind=\"seated\">Row spacing <input name=\"row_spacing\" type=\"number\" min=\"1\" max=\"10\" value=\"1\" class=\"rounded border border-gray-300 px-2 py-1\"></label> <label class=\"flex flex-col gap-1\" data-kind=\"seated\">Curve <input name=\"curve\" type=\"number\" min=\"0\" max=\"20\" value=\"0\" class=\"rounded border border-gray-300 px-2 py-1\"></label> <label class=\"flex flex-col gap-1\" data-kind=\"seated\">Numbering <select name=\"direction\" class=\"rounded border border-gray-300 px-2 py-1\"><option value=\"ltr\">Left to right</option> <option value=\"rtl\">Right to left</option></select></label> <label class=\"flex flex-col gap-1\" data-kind=\"seated\">Left edge (x) <input name=\"x\" type=\"number\" min=\"0\" value=\"0\" class=\"rounded border border-gray-300 px-2 py-1\"></label> <label class=\"flex flex-col gap-1\" data-kind=\"seated\">Top edge (y) <input name=\"y\" type=\"number\" min=\"0\" value=\"0\" class=\"rounded border border-gray-300 px-2 py-1\"></label> <button type=\"submit\" class=\"col-span-2 rounded bg-gray-800 px-3 py-1.5 font-medium text-white hover:bg-gray-900\">Add section</button></form></section><section class=\"bg-white rounded-lg shadow p-4\" aria-labelledby=\"ce-list-title\"><h2 id=\"ce-list-title\" class=\"font-semibold mb-2\">Sections</h2><ul id=\"ce-sections\" class=\"grid gap-1 text-sm\" data-testid=\"chart-sections\"></ul></section></div><div class=\"lg:col-span-2 grid gap-4 content-start\"><section class=\"bg-white rounded-lg shadow p-4\" aria-labelledby=\"ce-preview-title\"><h2 id=\"ce-preview-title\" class=\"font-semibold mb-2\" tabindex=\"-1\">Preview <span id=\"ce-count\" class=\"text-sm font-normal text-gray-600\"></span></h2><p class=\"text-xs text-gray-600 mb-2\">Click a seat (or Tab to it and press Enter) to edit it. Dashed seats are the section being added. Squares are wheelchair spaces, diamonds companion seats.</p><div id=\"ce-preview\" class=\"overflow-auto border border-gray-200 rounded bg-gray-50 max-h-screen\"></div><form id=\"ce-find\" class=\"mt-2 flex flex-wrap items-end gap-2 text-sm\" aria-label=\"Find a seat\"><label class=\"flex flex-col gap-1\">Section <input name=\"section\" type=\"text\" maxlength=\"20\" class=\"w-20 rounded border border-gray-300 px-2 py-1\"></label> <label class=\"flex flex-col gap-1\">Row <input name=\"row\" type=\"text\" maxlength=\"10\" class=\"w-16 rounded border border-gray-300 px-2 py-1\"></label> <label class=\"flex flex-col gap-1\">Seat <input name=\"number\" type=\"number\" min=\"1\" class=\"w-20 rounded border border-gray-300 px-2 py-1\"></label> <button type=\"submit\" class=\"rounded border border-gray-300 px-3 py-1 hover:bg-gray-50\">Select seat</button></form></section><section id=\"ce-seat\" class=\"hidden bg-white rounded-lg shadow p-4\" aria-labelledby=\"ce-seat-title\"><h2 id=\"ce-seat-title\" class=\"font-semibold mb-2\" tabindex=\"-1\">Seat</h2><div class=\"flex flex-wrap items-end gap-3 text-sm\"><label class=\"flex flex-col gap-1\">Category <select id=\"ce-seat-category\" class=\"rounded border border-gray-300 px-2 py-1\"></select></label> <label class=\"flex items-center gap-1\"><input id=\"ce-seat-accessible\" type=\"checkbox\"> Wheelchair space (accessible)</label> <label class=\"flex items-center gap-1\"><input id=\"ce-seat-companion\" type=\"checkbox\"> Companion seat</label> <button id=\"ce-seat-remove\" type=\"button\" class=\"rounded border border-red-300 px-3 py-1 text-red-800 hover:bg-red-50\">Remove seat</button> <button id=\"ce-seat-close\" type=\"button\" class=\"rounded border border-gray-300 px-3 py-1 hover:bg-gray-50\">Done</button></div></section></div></div><script src=\"")
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
-			var templ_7745c5c3_Var13 string
-			templ_7745c5c3_Var13, templ_7745c5c3_Err = templ.JoinStringErrs(p.Asset("js/charteditor.js"))
+			var templ_7745c5c3_Var15 string
+			templ_7745c5c3_Var15, templ_7745c5c3_Err = templ.JoinStringErrs(p.Asset("js/charteditor.js"))
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `charts.templ`, Line: 140, Col: 44}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `charts.templ`, Line: 146, Col: 44}
 			}
-			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var13))
+			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var15))
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
-			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 18, "\" defer></script>")
+			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 20, "\" defer></script>")
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
 			return nil
 		})
-		templ_7745c5c3_Err = Layout(p).Render(templ.WithChildren(ctx, templ_7745c5c3_Var11), templ_7745c5c3_Buffer)
+		templ_7745c5c3_Err = Layout(p).Render(templ.WithChildren(ctx, templ_7745c5c3_Var13), templ_7745c5c3_Buffer)
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}

@@ -116,6 +116,37 @@ func (s *Server) updateChart(w http.ResponseWriter, r *http.Request, a hold.Acto
 	return nil
 }
 
+func (s *Server) deleteChart(w http.ResponseWriter, r *http.Request, a hold.Actor) error {
+	id, err := pathID(r, "chart")
+	if err != nil {
+		return err
+	}
+	if err := s.deps.Store.DeleteChart(r.Context(), a.Org, id); err != nil {
+		return err
+	}
+	w.WriteHeader(http.StatusNoContent)
+	return nil
+}
+
+// deleteChartForm is the charts page's Delete: a chart in use stays, and
+// the page says why.
+func (s *Server) deleteChartForm(w http.ResponseWriter, r *http.Request, a hold.Actor) error {
+	id, err := pathID(r, "chart")
+	if err != nil {
+		return err
+	}
+	switch err := s.deps.Store.DeleteChart(r.Context(), a.Org, id); {
+	case apperr.CodeOf(err) == apperr.Conflict:
+		s.sessions.Put(r.Context(), sessFlash, apperrMessage(err))
+	case err != nil:
+		return err
+	default:
+		s.sessions.Put(r.Context(), sessFlash, "Chart deleted.")
+	}
+	http.Redirect(w, r, "/admin/charts", http.StatusSeeOther)
+	return nil
+}
+
 func (s *Server) listCharts(w http.ResponseWriter, r *http.Request, a hold.Actor) error {
 	vs, err := s.deps.Store.Charts(r.Context(), a.Org)
 	if err != nil {

@@ -4,10 +4,12 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"net/url"
 	"reflect"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/google/uuid"
 
@@ -440,4 +442,100 @@ func TestChartAccess(t *testing.T) {
 	if after := chartRows(t, s.app, ta.Org.ID); after != before {
 		t.Fatalf("org A's charts changed: %s, then %s", before, after)
 	}
+}
+
+// TestChartDelete: an organizer deletes a chart no event was made from,
+// with all its versions (API and page); a chart an event was made from is
+// refused with 409 and stays whole; another organization's chart is not
+// found and a buyer is forbidden, both changing nothing; a delete racing
+// an event made from the same chart ends one way or the other, never
+// both.
+func TestChartDelete(t *testing.T) {
+	t.Parallel()
+	s := newTestServer(t, nil)
+	a := s.app
+	tn, other := testenv.NewTenant(t, a, 1), testenv.NewTenant(t, a, 1)
+	org := s.as(tn.Org, tn.Organizer)
+	now := time.Now().UTC()
+	at := func(d time.Duration) string { return now.Add(d).Format(time.RFC3339) }
+	eventFrom := func(chartID uuid.UUID) response {
+		return org.do("POST", "/api/v1/events", map[string]any{"name": "Concert", "venue": "Hall", "starts_at": at(72 * time.Hour),
+			"time_zone": "Europe/Paris", "on_sale_at": at(-time.Minute), "sales_end_at": at(48 * time.Hour),
+			"chart_id": chartID.String(), "prices": []map[string]any{{"category": "front", "price_minor": 4000, "currency": "USD"},
+				{"category": "back", "price_minor": 1500, "currency": "USD"}}})
+	}
+
+	// Unused, with two versions: gone, versions and all.
+	unused := testenv.NewChart(t, a, tn.Org.ID, 2, 4)
+	var saved chartSaved
+	org.do("GET", "/api/v1/charts/"+unused.ChartID.String(), nil).want(t, http.StatusOK)
+	org.do("PUT", "/api/v1/charts/"+unused.ChartID.String(), testChart()).want(t, http.StatusOK).json(t, &saved)
+	if saved.Version != 2 {
+		t.Fatalf("second version saved as %d", saved.Version)
+	}
+	before := chartRows(t, a, tn.Org.ID)
+	s.as(other.Org, other.Organizer).do("DELETE", "/api/v1/charts/"+unused.ChartID.String(), nil).wantErr(t, http.StatusNotFound, "not_found")
+	s.as(tn.Org, tn.Buyers[0]).do("DELETE", "/api/v1/charts/"+unused.ChartID.String(), nil).want(t, http.StatusForbidden)
+	org.do("DELETE", "/api/v1/charts/not-a-uuid", nil).wantErr(t, http.StatusNotFound, "not_found")
+	if after := chartRows(t, a, tn.Org.ID); after != before {
+		t.Fatalf("refused deletes changed the charts: %s, then %s", before, after)
+	}
+	org.do("DELETE", "/api/v1/charts/"+unused.ChartID.String(), nil).want(t, http.StatusNoContent)
+	org.do("GET", "/api/v1/charts/"+unused.ChartID.String(), nil).wantErr(t, http.StatusNotFound, "not_found")
+	org.do("DELETE", "/api/v1/charts/"+unused.ChartID.String(), nil).wantErr(t, http.StatusNotFound, "not_found")
+	if got := chartRows(t, a, tn.Org.ID); got != "0 charts, 0 versions" {
+		t.Fatalf("after the delete: %s", got)
+	}
+
+	// In use: refused, and the chart and its event stay.
+	used := testenv.NewChart(t, a, tn.Org.ID, 2, 4)
+	eventFrom(used.ChartID).want(t, http.StatusCreated)
+	before = chartRows(t, a, tn.Org.ID)
+	e := org.do("DELETE", "/api/v1/charts/"+used.ChartID.String(), nil).wantErr(t, http.StatusConflict, "conflict")
+	if !strings.Contains(e.Message, "an event was made from this chart") {
+		t.Fatalf("refusal: %+v", e)
+	}
+	if after := chartRows(t, a, tn.Org.ID); after != before {
+		t.Fatalf("a refused delete changed the charts: %s, then %s", before, after)
+	}
+
+	// The page: a refusal is said on the charts page; a delete goes through.
+	org.do("POST", "/admin/charts/"+used.ChartID.String()+"/delete", formBody(url.Values{})).want(t, http.StatusSeeOther)
+	if page := org.do("GET", "/admin/charts", nil); !strings.Contains(string(page.body), "an event was made from this chart") ||
+		!strings.Contains(string(page.body), "Test chart") {
+		t.Fatalf("the charts page after a refused delete: %s", page.body)
+	}
+	spare := testenv.NewChart(t, a, tn.Org.ID, 1, 2)
+	org.do("POST", "/admin/charts/"+spare.ChartID.String()+"/delete", formBody(url.Values{})).want(t, http.StatusSeeOther)
+	if page := org.do("GET", "/admin/charts", nil); !strings.Contains(string(page.body), "Chart deleted.") {
+		t.Fatalf("the charts page after a delete: %s", page.body)
+	}
+	org.do("GET", "/api/v1/charts/"+spare.ChartID.String(), nil).wantErr(t, http.StatusNotFound, "not_found")
+
+	// Racing: the delete and an event made from the chart at once.
+	outcomes := map[string]int{}
+	for range 20 {
+		c := testenv.NewChart(t, a, tn.Org.ID, 1, 2)
+		var del, ev response
+		var wg sync.WaitGroup
+		wg.Go(func() { del = org.do("DELETE", "/api/v1/charts/"+c.ChartID.String(), nil) })
+		wg.Go(func() { ev = eventFrom(c.ChartID) })
+		wg.Wait()
+		key := fmt.Sprintf("delete %d, event %d", del.status, ev.status)
+		outcomes[key]++
+		switch key {
+		case "delete 204, event 404", "delete 409, event 201":
+		default:
+			t.Fatalf("%s: %s / %s", key, del.body, ev.body)
+		}
+		var versions int
+		if err := a.Pool.QueryRow(t.Context(), `SELECT count(*) FROM chart_versions WHERE org_id = $1 AND chart_id = $2`,
+			tn.Org.ID, c.ChartID).Scan(&versions); err != nil {
+			t.Fatal(err)
+		}
+		if (del.status == http.StatusNoContent) != (versions == 0) {
+			t.Fatalf("%s, and %d versions left", key, versions)
+		}
+	}
+	t.Logf("racing delete and event: %v", outcomes)
 }

@@ -35,6 +35,7 @@ func (s *Server) routes() {
 	s.mux.HandleFunc("GET /api/v1/charts", s.authed(organizer, s.listCharts))
 	s.mux.HandleFunc("GET /api/v1/charts/{chart}", s.authed(organizer, s.getChart))
 	s.mux.HandleFunc("PUT /api/v1/charts/{chart}", s.authed(organizer, s.updateChart))
+	s.mux.HandleFunc("DELETE /api/v1/charts/{chart}", s.authed(organizer, s.deleteChart))
 
 	// Buying.
 	// Staff hold here too, for a named customer only (createHold).
@@ -126,6 +127,7 @@ func (s *Server) routes() {
 	s.mux.HandleFunc("GET /admin/charts", s.page(organizer, s.chartsPage))
 	s.mux.HandleFunc("GET /admin/charts/new", s.page(organizer, s.newChartPage))
 	s.mux.HandleFunc("GET /admin/charts/{chart}", s.page(organizer, s.chartPage))
+	s.mux.HandleFunc("POST /admin/charts/{chart}/delete", s.page(organizer, s.deleteChartForm))
 	s.mux.HandleFunc("GET /admin/api-keys", s.page(organizer, s.apiKeysPage))
 	s.mux.HandleFunc("POST /admin/api-keys", s.page(organizer, s.createAPIKeyForm))
 	s.mux.HandleFunc("POST /admin/api-keys/{key}/revoke", s.page(organizer, s.revokeAPIKeyForm))

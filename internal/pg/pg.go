@@ -136,6 +136,10 @@ func IsUniqueViolationOf(err error, constraint string) bool {
 	return errors.As(err, &pgErr) && pgErr.Code == pgerrcode.UniqueViolation && pgErr.ConstraintName == constraint
 }
 
+// IsForeignKeyViolation reports a 23503: a row refers to one that is
+// gone, or a deleted row is still referred to.
+func IsForeignKeyViolation(err error) bool { return code(err) == pgerrcode.ForeignKeyViolation }
+
 // IsLockNotAvailable reports 55P03 (NOWAIT or lock_timeout): another
 // transaction is working on the row right now.
 func IsLockNotAvailable(err error) bool { return code(err) == pgerrcode.LockNotAvailable }

@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"time"
 
 	"github.com/google/uuid"
@@ -10,6 +11,7 @@ import (
 
 	"seatd/internal/apperr"
 	"seatd/internal/chart"
+	"seatd/internal/pg"
 )
 
 // ChartVersion is one stored version of a chart.
@@ -74,6 +76,47 @@ func (s *Store) SaveChartAfter(ctx context.Context, org, chartID uuid.UUID, afte
 			RETURNING version, created_at`, v.ID, org, v.ChartID, doc, v.Seats, v.Sections).Scan(&v.Version, &v.CreatedAt)
 	})
 	return v, err
+}
+
+// DeleteChart deletes a chart of org with all its versions, unless an
+// event was made from one of them (an event keeps the version it was made
+// from): then it is refused (409 conflict) and nothing changes. The chart
+// row is locked first, so no version is saved meanwhile; an event made
+// from a version at the same moment either commits first (and the delete
+// fails on the events' foreign key: the same refusal) or finds the
+// version gone (CreateEventFromChart: not found).
+func (s *Store) DeleteChart(ctx context.Context, org, id uuid.UUID) error {
+	inUse := func(n int) error {
+		made := fmt.Sprintf("%d events were", n)
+		if n == 1 {
+			made = "an event was"
+		}
+		return apperr.E(apperr.Conflict, "%s made from this chart, so it cannot be deleted", made)
+	}
+	err := s.InTx(ctx, func(tx pgx.Tx) error {
+		var events int
+		err := tx.QueryRow(ctx, `
+			WITH c AS (SELECT id FROM charts WHERE org_id = $1 AND id = $2 FOR UPDATE)
+			SELECT count(e.id) FROM c
+			LEFT JOIN chart_versions v ON v.org_id = $1 AND v.chart_id = c.id
+			LEFT JOIN events e ON e.org_id = $1 AND e.chart_version_id = v.id
+			GROUP BY c.id`, org, id).Scan(&events)
+		if err != nil {
+			return notFoundIfNoRows(err, "chart")
+		}
+		if events > 0 {
+			return inUse(events)
+		}
+		if _, err := tx.Exec(ctx, `DELETE FROM chart_versions WHERE org_id = $1 AND chart_id = $2`, org, id); err != nil {
+			return err
+		}
+		_, err = tx.Exec(ctx, `DELETE FROM charts WHERE org_id = $1 AND id = $2`, org, id)
+		return err
+	})
+	if pg.IsForeignKeyViolation(err) {
+		return inUse(1)
+	}
+	return err
 }
 
 // ChartVersionByID reads one version of a chart of org, layout included;

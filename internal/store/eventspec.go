@@ -10,6 +10,7 @@ import (
 
 	"seatd/internal/apperr"
 	"seatd/internal/chart"
+	"seatd/internal/pg"
 )
 
 // CreateEventFromChart creates a draft event from a version of a chart of
@@ -33,6 +34,10 @@ func (s *Store) createEventFromLayout(ctx context.Context, org, actor, versionID
 			                    max_holds_per_buyer, orphan_rule, accessible_release_at, hold_extension_seconds, status, chart_version_id)
 			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, 'draft', $14)`,
 			append([]any{e.ID, org}, append(specArgs(spec), versionID)...)...); err != nil {
+			if pg.IsForeignKeyViolation(err) {
+				// The chart was deleted since its version was read.
+				return notFoundIfNoRows(pgx.ErrNoRows, "chart")
+			}
 			return err
 		}
 		for i, cat := range c.Categories {
