@@ -129,6 +129,9 @@ type categoryOccupancyJSON struct {
 	Currency    string `json:"currency"`
 	RevenueSold int64  `json:"revenue_sold"`
 	RevenueHeld int64  `json:"revenue_held"`
+	// RevenueSoldOther is what was paid in other currencies (the
+	// category's currency changed after sales), by currency.
+	RevenueSoldOther map[string]int64 `json:"revenue_sold_other,omitempty"`
 	countsJSON
 }
 
@@ -139,8 +142,8 @@ type occupancyJSON struct {
 	PercentSold      float64                `json:"percent_sold"`
 	PercentBlocked   float64                `json:"percent_blocked"`
 	Sections         []sectionOccupancyJSON `json:"sections"`
-	// Categories are counted like sections, with revenue at the
-	// categories' prices.
+	// Categories are counted like sections, with revenue: sold as the
+	// tickets were paid, held at the categories' prices.
 	Categories []categoryOccupancyJSON `json:"categories"`
 }
 
@@ -159,7 +162,7 @@ func (s *Server) occupancy(w http.ResponseWriter, r *http.Request, a hold.Actor)
 	if err != nil {
 		return err
 	}
-	o, err := s.deps.Core.Occupancy(r.Context(), a, event)
+	o, err := s.deps.Core.PaidOccupancy(r.Context(), a, event)
 	if err != nil {
 		return err
 	}
@@ -178,7 +181,7 @@ func (s *Server) occupancy(w http.ResponseWriter, r *http.Request, a hold.Actor)
 	out.Categories = make([]categoryOccupancyJSON, len(o.Categories))
 	for i, c := range o.Categories {
 		out.Categories[i] = categoryOccupancyJSON{Category: c.Key, Name: c.Name, PriceMinor: c.PriceMinor, Currency: c.Currency,
-			RevenueSold: c.RevenueSold, RevenueHeld: c.RevenueHeld, countsJSON: countsView(c.Counts)}
+			RevenueSold: c.RevenueSold, RevenueHeld: c.RevenueHeld, RevenueSoldOther: c.RevenueSoldOther, countsJSON: countsView(c.Counts)}
 	}
 	writeJSON(w, http.StatusOK, out)
 	return nil

@@ -3,7 +3,9 @@ package web
 import (
 	"cmp"
 	"context"
+	"maps"
 	"net/http"
+	"slices"
 	"time"
 
 	"github.com/a-h/templ"
@@ -32,7 +34,7 @@ func (s *staffPages) dashboardPage(w http.ResponseWriter, r *http.Request, a hol
 		return err
 	}
 	ctx := r.Context()
-	occ, err := s.deps.Core.Occupancy(ctx, a, ev.ID)
+	occ, err := s.deps.Core.PaidOccupancy(ctx, a, ev.ID)
 	if err != nil {
 		return err
 	}
@@ -64,9 +66,12 @@ func occupancyVM(event uuid.UUID, o hold.Occupancy) views.Occupancy {
 		if c.Key == "" {
 			name = "No category"
 		}
+		sold := formatPrice(c.RevenueSold, c.Currency)
+		for _, cur := range slices.Sorted(maps.Keys(c.RevenueSoldOther)) {
+			sold += " + " + formatPrice(c.RevenueSoldOther[cur], cur)
+		}
 		out.Categories = append(out.Categories, views.CategoryCounts{Name: name, Price: formatPrice(c.PriceMinor, c.Currency),
-			RevenueSold: formatPrice(c.RevenueSold, c.Currency), RevenueHeld: formatPrice(c.RevenueHeld, c.Currency),
-			Counts: countsVM(c.Counts)})
+			RevenueSold: sold, RevenueHeld: formatPrice(c.RevenueHeld, c.Currency), Counts: countsVM(c.Counts)})
 	}
 	return out
 }
@@ -193,7 +198,7 @@ func (s *staffPages) occupancyFragment(w http.ResponseWriter, r *http.Request, a
 	if err != nil {
 		return err
 	}
-	occ, err := s.deps.Core.Occupancy(r.Context(), a, ev.ID)
+	occ, err := s.deps.Core.PaidOccupancy(r.Context(), a, ev.ID)
 	if err != nil {
 		return err
 	}
@@ -228,7 +233,7 @@ func (s *staffPages) feedFragment(w http.ResponseWriter, r *http.Request, a hold
 func (sr *staffPages) dashboard(ctx context.Context, a hold.Actor, b live.StaffBatch) ([]templ.Component, error) {
 	s := sr
 	now := time.Now()
-	occ, err := s.deps.Core.Occupancy(ctx, a, b.Event)
+	occ, err := s.deps.Core.PaidOccupancy(ctx, a, b.Event)
 	if err != nil {
 		return nil, err
 	}

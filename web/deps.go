@@ -79,6 +79,7 @@ type Core interface {
 	SeatLabel(ctx context.Context, a hold.Actor, event, seat uuid.UUID) string
 
 	Occupancy(ctx context.Context, a hold.Actor, event uuid.UUID) (hold.Occupancy, error)
+	PaidOccupancy(ctx context.Context, a hold.Actor, event uuid.UUID) (hold.Occupancy, error)
 	RecomputeOccupancy(ctx context.Context, a hold.Actor, event uuid.UUID) (hold.Occupancy, error)
 	Snapshots(ctx context.Context, a hold.Actor, event uuid.UUID, since time.Time) ([]store.Snapshot, error)
 

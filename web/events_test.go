@@ -163,12 +163,13 @@ func TestEventsAPI(t *testing.T) {
 	buyer.do("POST", path+"/holds", map[string]any{"seat_id": seat}).want(t, http.StatusCreated).json(t, &h)
 	var occ struct {
 		Categories []struct {
-			Category    string `json:"category"`
-			Held        int    `json:"held"`
-			Sold        int    `json:"sold"`
-			Available   int    `json:"available"`
-			RevenueHeld int64  `json:"revenue_held"`
-			RevenueSold int64  `json:"revenue_sold"`
+			Category         string           `json:"category"`
+			Held             int              `json:"held"`
+			Sold             int              `json:"sold"`
+			Available        int              `json:"available"`
+			RevenueHeld      int64            `json:"revenue_held"`
+			RevenueSold      int64            `json:"revenue_sold"`
+			RevenueSoldOther map[string]int64 `json:"revenue_sold_other"`
 		} `json:"categories"`
 	}
 	org.do("GET", path+"/occupancy", nil).want(t, http.StatusOK).json(t, &occ)
@@ -191,8 +192,8 @@ func TestEventsAPI(t *testing.T) {
 	org.do("PATCH", path, map[string]any{"prices": []map[string]any{{"category": "front", "price_minor": 9900, "currency": "USD"}}}).
 		want(t, http.StatusOK)
 	org.do("GET", path+"/occupancy", nil).want(t, http.StatusOK).json(t, &occ)
-	if occ.Categories[0].Sold != 1 {
-		t.Errorf("sold in front %d, want 1", occ.Categories[0].Sold)
+	if c := occ.Categories[0]; c.Sold != 1 || c.RevenueSold != 4000 || c.RevenueSoldOther != nil {
+		t.Errorf("front after the price change: %+v; want 1 sold for 4000 as paid", c)
 	}
 
 	rowsOf := func(kind string) [][]string {
@@ -233,6 +234,31 @@ func TestEventsAPI(t *testing.T) {
 		}
 	}
 	buyer.do("GET", path+"/exports/seats.csv", nil).want(t, http.StatusForbidden)
+
+	// So does a new currency: what was paid in the old one is kept apart,
+	// in the answer and on the dashboard.
+	org.do("PATCH", path, map[string]any{"prices": []map[string]any{{"category": "front", "price_minor": 3000, "currency": "EUR"}}}).
+		want(t, http.StatusOK)
+	var h2 holdOf
+	buyer.do("POST", path+"/holds", map[string]any{"seat_id": seats.Seats[6].ID.String()}).want(t, http.StatusCreated).json(t, &h2)
+	buyer.do("POST", path+"/purchase", map[string]any{"hold_ids": []string{h2.ID.String()}}, "Idempotency-Key", "k2").
+		want(t, http.StatusCreated)
+	org.do("GET", path+"/occupancy", nil).want(t, http.StatusOK).json(t, &occ)
+	if c := occ.Categories[0]; c.Sold != 2 || c.RevenueSold != 3000 || len(c.RevenueSoldOther) != 1 || c.RevenueSoldOther["USD"] != 4000 {
+		t.Errorf("front after a sale in EUR: %+v; want 2 sold, 3000 in EUR and 4000 in USD", c)
+	}
+	soldCell := formatPrice(3000, "EUR") + " + " + formatPrice(4000, "USD")
+	if page := org.do("GET", "/admin/events/"+ev.ID.String(), nil).want(t, http.StatusOK); !strings.Contains(string(page.body), soldCell) {
+		t.Errorf("the dashboard does not show front's revenue sold as %q", soldCell)
+	}
+	// A cancelled ticket is revenue no more.
+	s.as(tn.Org, tn.BoxOffice).do("POST", "/api/v1/bookings/"+booking.ID.String()+"/cancel", map[string]any{"reason": "refund"}).
+		want(t, http.StatusOK)
+	occ.Categories = nil
+	org.do("GET", path+"/occupancy", nil).want(t, http.StatusOK).json(t, &occ)
+	if c := occ.Categories[0]; c.Sold != 1 || c.RevenueSold != 3000 || c.RevenueSoldOther != nil {
+		t.Errorf("front after the USD ticket was cancelled: %+v; want 1 sold, 3000 in EUR, nothing in USD", c)
+	}
 
 	org.do("PATCH", path, map[string]any{"status": "closed"}).want(t, http.StatusOK)
 	buyer.do("POST", path+"/holds", map[string]any{"seat_id": seats.Seats[7].ID.String()}).wantErr(t, http.StatusConflict, "not_on_sale")

@@ -30,6 +30,17 @@ var sqlInvariants = []struct{ name, sql string }{
 	{"GA section oversold", `SELECT count(*) FROM sections sc WHERE sc.event_id = $1 AND sc.kind = 'ga' AND
 		(SELECT count(*) FROM seat_holds h JOIN seats s ON s.id = h.seat_id WHERE s.section_id = sc.id AND h.status = 'active') +
 		(SELECT count(*) FROM tickets t JOIN seats s ON s.id = t.seat_id WHERE s.section_id = sc.id AND t.cancelled_at IS NULL) > sc.capacity`},
+	// The revenue counters (migration 026) are kept in the transactions of
+	// the sales and cancellations: they always sum to what the live
+	// tickets were paid, by category and currency.
+	{"revenue counters differ from the live tickets", `SELECT count(*) FROM
+		(SELECT category, currency, sum(paid_minor) AS n FROM event_revenue WHERE event_id = $1
+		 GROUP BY category, currency HAVING sum(paid_minor) <> 0) r
+		FULL JOIN (SELECT s.category, t.currency, sum(t.price_minor) AS n FROM tickets t JOIN seats s ON s.id = t.seat_id
+		           WHERE t.event_id = $1 AND t.cancelled_at IS NULL AND s.category IS NOT NULL
+		             AND t.currency IS NOT NULL AND t.price_minor IS NOT NULL
+		           GROUP BY s.category, t.currency) p USING (category, currency)
+		WHERE r.n IS DISTINCT FROM p.n`},
 	// The waitlist offers each entry once, whatever process dies when: an
 	// entry is offered exactly when its offer is audited, once; the offer
 	// names holds of its own buyer, made for it; and every hold made for

@@ -2,11 +2,13 @@ package hold_test
 
 import (
 	"context"
+	"maps"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
 
 	"seatd/internal/app"
 	"seatd/internal/apperr"
@@ -536,4 +538,103 @@ func TestCloseDuringHolds(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestPaidRevenueUnderConcurrency: twenty buyers buy two seats each, in
+// two concurrent halves, the second racing a change of one category's
+// price and currency, and half of the bookings of both halves are
+// cancelled at once by the box office; the sold revenue PaidOccupancy
+// answers is then exactly what the live tickets were paid, by category
+// and currency, and no sale or cancellation failed on the counters.
+func TestPaidRevenueUnderConcurrency(t *testing.T) {
+	t.Parallel()
+	a := testenv.App(t, nil)
+	tn := testenv.NewTenant(t, a, 20)
+	e := chartEvent(t, a, tn, nil)
+	if err := setStatus(t, a, tn, e.ID, "on_sale"); err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	seats := testenv.SeatIDs(t, a, tn.Org.ID, e.ID) // the 20 seated ones first, then the standing places
+	bookings := make([]uuid.UUID, len(tn.Buyers))
+	var wg sync.WaitGroup
+	errs := make(chan error, 2*len(tn.Buyers))
+	// Buyer i takes seat i (front for the first ten, back for the
+	// others) and a standing place.
+	buy := func(parity int) {
+		for i := parity; i < len(tn.Buyers); i += 2 {
+			u := tn.Buyers[i]
+			wg.Go(func() {
+				res, err := a.Core.Hold(ctx, buyer(u), e.ID, []uuid.UUID{seats[i], seats[20+i]}, hold.SourceAPI)
+				if err != nil {
+					errs <- err
+					return
+				}
+				b, err := a.Core.Purchase(ctx, buyer(u), e.ID, "k-"+u.ID.String(), []uuid.UUID{res.Holds[0].ID, res.Holds[1].ID})
+				if err != nil {
+					errs <- err
+					return
+				}
+				bookings[i] = b.ID
+			})
+		}
+	}
+	// Half buy, then front's price and currency change while the other
+	// half buy.
+	buy(0)
+	wg.Wait()
+	buy(1)
+	wg.Go(func() {
+		_, err := a.Core.UpdateEvent(ctx, organizer(tn), e.ID, hold.EventInput{
+			Prices: []store.Price{{Category: "front", PriceMinor: 6000, Currency: "USD"}, {Category: "back", PriceMinor: 2500, Currency: "EUR"}}})
+		if err != nil {
+			errs <- err
+		}
+	})
+	wg.Wait()
+	for i := range bookings {
+		if i%4 != 0 && i%4 != 3 {
+			continue
+		}
+		wg.Go(func() {
+			if _, err := a.Core.Cancel(ctx, staff(tn.BoxOffice), bookings[i], nil, "refund"); err != nil {
+				errs <- err
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+
+	rows, err := a.Pool.Query(ctx, `
+		SELECT s.category, t.currency, sum(t.price_minor)::bigint FROM tickets t JOIN seats s ON s.id = t.seat_id
+		WHERE t.org_id = $1 AND t.event_id = $2 AND t.cancelled_at IS NULL GROUP BY 1, 2`, tn.Org.ID, e.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]int64{}
+	var cat, cur string
+	var n int64
+	if _, err := pgx.ForEachRow(rows, []any{&cat, &cur, &n}, func() error { want[cat+" "+cur] = n; return nil }); err != nil {
+		t.Fatal(err)
+	}
+	o, err := a.Core.PaidOccupancy(ctx, organizer(tn), e.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]int64{}
+	for _, c := range o.Categories {
+		if c.RevenueSold != 0 {
+			got[c.Key+" "+c.Currency] = c.RevenueSold
+		}
+		for cur, n := range c.RevenueSoldOther {
+			got[c.Key+" "+cur] = n
+		}
+	}
+	if len(want) == 0 || !maps.Equal(got, want) {
+		t.Fatalf("paid revenue %v; the live tickets were paid %v", got, want)
+	}
+	t.Logf("10 of 20 bookings live, price changed mid-sale: revenue by category and currency %v", got)
 }

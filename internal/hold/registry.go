@@ -22,12 +22,16 @@ type SectionOccupancy struct {
 	store.Counts
 }
 
-// CategoryOccupancy is one price category's counts and revenue (at the
-// category's current price; exports list what each ticket was paid).
+// CategoryOccupancy is one price category's counts and revenue: held at
+// the category's current price (what those holds would be paid now), sold
+// as paid (PaidOccupancy only; the cache does not know what was paid).
 type CategoryOccupancy struct {
 	store.Category
 	store.Counts
 	RevenueSold, RevenueHeld int64
+	// RevenueSoldOther is what was paid in other currencies than the
+	// category's current one (its currency was changed after sales).
+	RevenueSoldOther map[string]int64
 }
 
 // Occupancy is an event's counts, in total, per section and per category.
@@ -42,8 +46,7 @@ type Occupancy struct {
 func withCategories(o Occupancy, cats []store.Category, counts map[string]store.Counts) Occupancy {
 	for _, c := range cats {
 		n := counts[c.Key]
-		o.Categories = append(o.Categories, CategoryOccupancy{Category: c, Counts: n,
-			RevenueSold: int64(n.Sold) * c.PriceMinor, RevenueHeld: int64(n.Held) * c.PriceMinor})
+		o.Categories = append(o.Categories, CategoryOccupancy{Category: c, Counts: n, RevenueHeld: int64(n.Held) * c.PriceMinor})
 	}
 	if n, ok := counts[""]; ok && len(cats) > 0 && n.Total() > 0 {
 		o.Categories = append(o.Categories, CategoryOccupancy{Counts: n})
@@ -75,6 +78,36 @@ func (s *Service) Occupancy(ctx context.Context, a Actor, event uuid.UUID) (Occu
 		return Occupancy{}, err
 	}
 	return withCategories(occupancyOf(ev.occupancy()), ev.settings.Load().Categories, ev.categoryCounts()), nil
+}
+
+// PaidOccupancy is Occupancy with each category's sold revenue as the
+// live tickets were paid, read from Postgres, not at the category's price
+// today (a price changed during the sale). The counts are the cache's: a
+// sale committed between the two reads is in one and not yet the other,
+// and the next read has both.
+func (s *Service) PaidOccupancy(ctx context.Context, a Actor, event uuid.UUID) (Occupancy, error) {
+	o, err := s.Occupancy(ctx, a, event)
+	if err != nil {
+		return o, err
+	}
+	paid, err := s.store.PaidRevenue(ctx, a.Org, event)
+	if err != nil {
+		return Occupancy{}, err
+	}
+	for i := range o.Categories {
+		c := &o.Categories[i]
+		for cur, n := range paid[c.Key] {
+			if cur == c.Currency {
+				c.RevenueSold = n
+				continue
+			}
+			if c.RevenueSoldOther == nil {
+				c.RevenueSoldOther = map[string]int64{}
+			}
+			c.RevenueSoldOther[cur] = n
+		}
+	}
+	return o, nil
 }
 
 // RecomputeOccupancy aggregates the counts from Postgres, per section and

@@ -84,7 +84,8 @@ func (s *Store) SaveChartAfter(ctx context.Context, org, chartID uuid.UUID, afte
 // row is locked first, so no version is saved meanwhile; an event made
 // from a version at the same moment either commits first (and the delete
 // fails on the events' foreign key: the same refusal) or finds the
-// version gone (CreateEventFromChart: not found).
+// version gone (CreateEventFromChart: not found); one that holds the
+// version past the lock timeout makes the delete a 409 to try again.
 func (s *Store) DeleteChart(ctx context.Context, org, id uuid.UUID) error {
 	inUse := func(n int) error {
 		made := fmt.Sprintf("%d events were", n)
@@ -113,8 +114,13 @@ func (s *Store) DeleteChart(ctx context.Context, org, id uuid.UUID) error {
 		_, err = tx.Exec(ctx, `DELETE FROM charts WHERE org_id = $1 AND id = $2`, org, id)
 		return err
 	})
-	if pg.IsForeignKeyViolation(err) {
+	switch {
+	case pg.IsForeignKeyViolation(err):
 		return inUse(1)
+	case pg.IsLockNotAvailable(err):
+		// A save of the chart, or an event being made from it, held on
+		// past the lock timeout.
+		return apperr.E(apperr.Conflict, "the chart is being saved, or an event made from it, right now; try again")
 	}
 	return err
 }

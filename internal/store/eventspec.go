@@ -29,15 +29,27 @@ func (s *Store) createEventFromLayout(ctx context.Context, org, actor, versionID
 	}
 	e := Event{ID: NewID(), OrgID: org, EventSpec: spec, Status: EventDraft, ChartVersionID: versionID}
 	err := s.InTx(ctx, func(tx pgx.Tx) error {
+		if versionID != uuid.Nil {
+			// The chart is share-locked before anything else: a delete of
+			// it (which locks it first too) then either ends before this
+			// and the chart is gone, or waits for this and finds the
+			// event. Meeting only at the version row, the two deadlocked.
+			var ok bool
+			err := tx.QueryRow(ctx, `
+				SELECT true FROM chart_versions v JOIN charts c ON c.org_id = v.org_id AND c.id = v.chart_id
+				WHERE v.org_id = $1 AND v.id = $2 FOR SHARE OF c`, org, versionID).Scan(&ok)
+			if pg.IsLockNotAvailable(err) {
+				return apperr.E(apperr.Conflict, "the chart is being saved or deleted right now; try again")
+			}
+			if err != nil {
+				return notFoundIfNoRows(err, "chart")
+			}
+		}
 		if _, err := tx.Exec(ctx, `
 			INSERT INTO events (id, org_id, name, venue, starts_at, time_zone, on_sale_at, sales_end_at, hold_ttl_seconds,
 			                    max_holds_per_buyer, orphan_rule, accessible_release_at, hold_extension_seconds, status, chart_version_id)
 			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, 'draft', $14)`,
 			append([]any{e.ID, org}, append(specArgs(spec), versionID)...)...); err != nil {
-			if pg.IsForeignKeyViolation(err) {
-				// The chart was deleted since its version was read.
-				return notFoundIfNoRows(pgx.ErrNoRows, "chart")
-			}
 			return err
 		}
 		for i, cat := range c.Categories {
