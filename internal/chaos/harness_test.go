@@ -366,6 +366,17 @@ func newCluster(t testing.TB, opt clusterOptions) *cluster {
 	})
 	c.tenant = testenv.NewTenant(t, c.admin, 0)
 	c.event = testenv.NewEvent(t, c.admin, c.tenant.Org.ID, opt.sections, opt.rows, opt.perRow)
+	// Two price categories, alternating by seat number, so the sales the
+	// faults interrupt are paid and the revenue counters have work to do.
+	if _, err := c.admin.Pool.Exec(context.Background(), `
+		WITH cats AS (
+			INSERT INTO event_categories (org_id, event_id, key, name, color, position, price_minor, currency)
+			VALUES ($1, $2, 'even', 'Even', '#4f46e5', 0, 2500, 'EUR'), ($1, $2, 'odd', 'Odd', '#059669', 1, 4000, 'EUR')
+			RETURNING key)
+		UPDATE seats SET category = CASE WHEN number % 2 = 0 THEN 'even' ELSE 'odd' END
+		WHERE org_id = $1 AND event_id = $2 AND (SELECT count(*) FROM cats) = 2`, c.tenant.Org.ID, c.event.ID); err != nil {
+		t.Fatalf("price the event: %v", err)
+	}
 	c.seats = testenv.SeatIDs(t, c.admin, c.tenant.Org.ID, c.event.ID)
 	if opt.gaCapacity > 0 {
 		c.gaPlaces = c.addGASection(t, opt.gaCapacity)
