@@ -21,8 +21,8 @@ import (
 // change: the offer's holds write their own rows). The change feed reads
 // them as the line's changes (LineChange), and each is a webhook type of
 // the same name, its data the row's: the buyer (holder) always; a join
-// also what was asked for (seats, and category, section_id, accessible
-// when given).
+// also what was asked for (seats and accessible, and category and
+// section_id when given).
 const (
 	ActionWaitlistJoined  = "waitlist.joined"
 	ActionWaitlistLeft    = "waitlist.left"
