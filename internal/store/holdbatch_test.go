@@ -273,3 +273,69 @@ func TestHoldBatchPostgresUnreachable(t *testing.T) {
 		t.Errorf("%d connection attempts for one shared statement of %d holds", n, len(errs))
 	}
 }
+
+// TestPingHoldPools: the readiness ping does not queue behind the shared
+// holds' busy connections (their pools have one or two, and a probe that
+// waited its turn took most of a second after a Postgres restart), yet it
+// still finds an idle one that broke and has its pool drop it.
+func TestPingHoldPools(t *testing.T) {
+	t.Parallel()
+	a := testenv.App(t, nil)
+	ctx := context.Background()
+	var pools [2]*pgxpool.Pool
+	for i := range pools {
+		p, err := pg.Open(ctx, a.Cfg.DatabaseURL, pg.Options{MaxConns: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(p.Close)
+		pools[i] = p
+	}
+	st := store.New(a.Pool)
+	st.BatchHolds(1, 64, pools[0], pools[1])
+
+	// The statements' only connection is busy: without waiting for it,
+	// the ping answers (it would otherwise wait out its deadline).
+	busy, err := pools[0].Acquire(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	err = st.Ping(pctx)
+	cancel()
+	busy.Release()
+	if err != nil {
+		t.Fatalf("ping with the shared statements' connection busy: %v", err)
+	}
+
+	// The transactions' idle connection is cut off by Postgres.
+	c, err := pools[1].Acquire(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pid := c.Conn().PgConn().PID()
+	c.Release()
+	if _, err := a.Pool.Exec(ctx, "SELECT pg_terminate_backend($1)", pid); err != nil {
+		t.Fatal(err)
+	}
+	testenv.Eventually(t, 5*time.Second, "the backend gone", func() bool {
+		var n int
+		err := a.Pool.QueryRow(ctx, "SELECT count(*) FROM pg_stat_activity WHERE pid = $1", pid).Scan(&n)
+		return err == nil && n == 0
+	})
+	if err := st.Ping(ctx); err != nil {
+		t.Fatalf("ping after a shared transactions' idle connection broke: %v", err)
+	}
+	// The pool destroys a released broken connection in the background.
+	testenv.Eventually(t, 5*time.Second, "the broken idle connection out of its pool", func() bool {
+		return pools[1].Stat().TotalConns() == 0
+	})
+	c, err = pools[1].Acquire(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Release()
+	if err := c.Ping(ctx); err != nil || c.Conn().PgConn().PID() == pid {
+		t.Fatalf("next connection: pid %d (broken one %d), ping %v", c.Conn().PgConn().PID(), pid, err)
+	}
+}

@@ -51,19 +51,26 @@ func inTx(ctx context.Context, db *pgxpool.Pool, fn func(tx pgx.Tx) error) error
 	return nil
 }
 
-// Ping checks that Postgres answers.
+// Ping checks that Postgres answers. It also pings the shared holds' own
+// idle connections, so that one which broke while Postgres was away is
+// dropped by its pool (a failed ping closes it) and the next batch dials
+// afresh instead of sending on it and not knowing whether its holds were
+// made. Only idle ones: those pools have a connection or two, busy with
+// the holds, and a readiness probe that waited its turn behind them took
+// most of a second after a Postgres restart while holds flowed (a busy
+// connection finds out for itself).
 func (s *Store) Ping(ctx context.Context) error {
 	err := s.db.Ping(ctx)
 	if s.batch == nil {
 		return err
 	}
-	// The shared holds' own connections too: a ping finds (and the pool
-	// drops) one that broke while Postgres was away, so the next batch
-	// dials afresh instead of sending on it and not knowing whether its
-	// holds were made.
 	for _, db := range []*pgxpool.Pool{s.batch.db, s.together.db} {
-		if db != s.db {
-			err = errors.Join(err, db.Ping(ctx))
+		if db == s.db {
+			continue
+		}
+		for _, c := range db.AcquireAllIdle(ctx) {
+			_ = c.Ping(ctx)
+			c.Release()
 		}
 	}
 	return err
