@@ -85,6 +85,7 @@ type Core interface {
 
 	CreateEvent(ctx context.Context, a hold.Actor, in hold.EventInput) (store.Event, error)
 	UpdateEvent(ctx context.Context, a hold.Actor, id uuid.UUID, in hold.EventInput) (store.Event, error)
+	DeleteEvent(ctx context.Context, a hold.Actor, id uuid.UUID) error
 	Prices(ctx context.Context, a hold.Actor, event uuid.UUID) (map[string]store.Category, error)
 	Extension(ctx context.Context, a hold.Actor, event uuid.UUID) (time.Duration, error)
 	Settings(ctx context.Context, a hold.Actor, event uuid.UUID) (store.Event, error)

@@ -343,3 +343,26 @@ func (s *staffPages) setEventStatus(w http.ResponseWriter, r *http.Request, a ho
 	http.Redirect(w, r, "/admin/events", http.StatusSeeOther)
 	return nil
 }
+
+// deleteEventForm is Delete on the events list and a draft's form: a
+// draft that was used, or an event that is not a draft, stays, and the
+// list says why.
+func (s *staffPages) deleteEventForm(w http.ResponseWriter, r *http.Request, a hold.Actor) error {
+	id, err := pathID(r, "event")
+	if err != nil {
+		return err
+	}
+	if _, err := form(w, r); err != nil {
+		return err
+	}
+	switch err := s.deps.Core.DeleteEvent(r.Context(), a, id); {
+	case apperr.CodeOf(err) == apperr.Conflict:
+		s.sessions.Put(r.Context(), sessFlash, apperrMessage(err))
+	case err != nil:
+		return err
+	default:
+		s.sessions.Put(r.Context(), sessFlash, "Draft deleted.")
+	}
+	http.Redirect(w, r, "/admin/events", http.StatusSeeOther)
+	return nil
+}

@@ -177,6 +177,20 @@ func (s *Server) updateEvent(w http.ResponseWriter, r *http.Request, a hold.Acto
 	return nil
 }
 
+// deleteEvent deletes a draft nobody acted on (204); any other event is
+// a conflict and stays as it is.
+func (s *Server) deleteEvent(w http.ResponseWriter, r *http.Request, a hold.Actor) error {
+	id, err := pathID(r, "event")
+	if err != nil {
+		return err
+	}
+	if err := s.deps.Core.DeleteEvent(r.Context(), a, id); err != nil {
+		return err
+	}
+	w.WriteHeader(http.StatusNoContent)
+	return nil
+}
+
 type seatJSON struct {
 	ID         uuid.UUID        `json:"id"`
 	Section    string           `json:"section"`

@@ -29,6 +29,7 @@ func (s *Server) routes() {
 	s.mux.HandleFunc("GET /api/v1/events/{event}/seats", s.authed(anyRole, s.listSeats))
 	s.mux.HandleFunc("POST /api/v1/events", s.authed(organizer, s.createEvent))
 	s.mux.HandleFunc("PATCH /api/v1/events/{event}", s.authed(organizer, s.updateEvent))
+	s.mux.HandleFunc("DELETE /api/v1/events/{event}", s.authed(organizer, s.deleteEvent))
 
 	// Venue charts (DESIGN §11); the organizer's alone.
 	s.mux.HandleFunc("POST /api/v1/charts", s.authed(organizer, s.createChart))
@@ -116,6 +117,7 @@ func (s *Server) routes() {
 	s.mux.HandleFunc("GET /admin/events/{event}/edit", s.page(organizer, p.editEventPage))
 	s.mux.HandleFunc("POST /admin/events/{event}", s.page(organizer, p.updateEventForm))
 	s.mux.HandleFunc("POST /admin/events/{event}/status", s.page(organizer, p.setEventStatus))
+	s.mux.HandleFunc("POST /admin/events/{event}/delete", s.page(organizer, p.deleteEventForm))
 	s.mux.HandleFunc("GET /admin/events/{event}", s.page(organizer, p.dashboardPage))
 	s.mux.HandleFunc("GET /admin/events/{event}/occupancy", s.page(organizer, p.occupancyFragment))
 	s.mux.HandleFunc("POST /admin/events/{event}/occupancy/verify", s.page(organizer, p.verifyFragment))

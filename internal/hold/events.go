@@ -270,13 +270,7 @@ func (s *Service) UpdateEvent(ctx context.Context, a Actor, id uuid.UUID, in Eve
 	if ev := s.cached(a.Org, id); ev != nil {
 		ev.setSettings(e)
 	}
-	// Other processes reload the event's settings at once (their follower
-	// reads them every round anyway, so a lost message only delays it).
-	if b, err := encodeMessage(message{Settings: true}); err == nil {
-		if err := s.bus.Publish(context.WithoutCancel(ctx), s.locks.Keys(a.Org, id).Live(), b); err != nil {
-			s.log.Warn("publish event settings", "org", a.Org, "event", id, "err", err)
-		}
-	}
+	s.publishSettings(ctx, a.Org, id)
 	if e.Status == store.EventOnSale {
 		// Loaded before its first buyer, here; other processes warm it
 		// within their warm interval (RunWarmer) or on its first request.
@@ -288,6 +282,36 @@ func (s *Service) UpdateEvent(ctx context.Context, a Actor, id uuid.UUID, in Eve
 		}()
 	}
 	return e, nil
+}
+
+// DeleteEvent deletes a draft of the organizer's organization that nobody
+// acted on (store.DeleteEvent says what that means; anything else is a
+// conflict). This process forgets the event at once; the others when the
+// message arrives, or at their follower's next round, whose settings read
+// no longer finds it.
+func (s *Service) DeleteEvent(ctx context.Context, a Actor, id uuid.UUID) error {
+	if a.Role != RoleOrganizer {
+		return apperr.E(apperr.Forbidden, "only organizers can delete events")
+	}
+	if err := s.store.DeleteEvent(ctx, a.Org, id, a.User); err != nil {
+		return err
+	}
+	if ev := s.cached(a.Org, id); ev != nil {
+		s.evict(ev)
+	}
+	s.publishSettings(ctx, a.Org, id)
+	return nil
+}
+
+// publishSettings tells the other processes to reload an event's
+// settings at once (their follower reads them every round anyway, so a
+// lost message only delays it).
+func (s *Service) publishSettings(ctx context.Context, org, id uuid.UUID) {
+	if b, err := encodeMessage(message{Settings: true}); err == nil {
+		if err := s.bus.Publish(context.WithoutCancel(ctx), s.locks.Keys(org, id).Live(), b); err != nil {
+			s.log.Warn("publish event settings", "org", org, "event", id, "err", err)
+		}
+	}
 }
 
 // Prices returns an event's categories by key from the hot cache (the

@@ -58,11 +58,13 @@ func (s *Service) follow(ctx context.Context) {
 		}
 		evs = append(evs, ev)
 	}
+	if len(evs) > 0 {
+		evs = s.reloadSettings(ctx, evs)
+	}
 	if len(evs) == 0 {
 		s.probeRedis(ctx)
 		return
 	}
-	s.reloadSettings(ctx, evs)
 	s.rewarm(ctx)
 	reads := make([]store.FeedRead, len(evs))
 	taken := make([][]uuid.UUID, len(evs))
@@ -384,8 +386,9 @@ func kindOf(action string) string {
 // window, hold TTL and cap) once a round, in one statement: an event
 // changed by another process reaches this one's holds within a round, or
 // at once when its message arrives (it wakes the follower), and a lost
-// message costs nothing but that round.
-func (s *Service) reloadSettings(ctx context.Context, evs []*eventState) {
+// message costs nothing but that round. An event the read no longer finds
+// was deleted: it is evicted. It returns the events still cached.
+func (s *Service) reloadSettings(ctx context.Context, evs []*eventState) []*eventState {
 	orgs, ids := make([]uuid.UUID, len(evs)), make([]uuid.UUID, len(evs))
 	for i, ev := range evs {
 		orgs[i], ids[i] = ev.org, ev.id
@@ -398,11 +401,21 @@ func (s *Service) reloadSettings(ctx context.Context, evs []*eventState) {
 			s.log.Warn("reload event settings", "events", len(evs), "err", err)
 			s.m.BackgroundErrors.WithLabelValues("settings").Inc()
 		}
-		return
+		return evs
 	}
+	found := make(map[[2]uuid.UUID]store.Event, len(got))
 	for _, e := range got {
-		if ev := s.cached(e.OrgID, e.ID); ev != nil {
-			ev.setSettings(e)
-		}
+		found[[2]uuid.UUID{e.OrgID, e.ID}] = e
 	}
+	kept := evs[:0]
+	for _, ev := range evs {
+		e, ok := found[[2]uuid.UUID{ev.org, ev.id}]
+		if !ok {
+			s.evict(ev)
+			continue
+		}
+		ev.setSettings(e)
+		kept = append(kept, ev)
+	}
+	return kept
 }

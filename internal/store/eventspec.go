@@ -198,6 +198,62 @@ func (s *Store) UpdateEvent(ctx context.Context, org, id, actor uuid.UUID, chang
 	return s.Event(ctx, org, id)
 }
 
+// DeleteEvent deletes a draft event of org that nobody acted on: no seat
+// of it was ever held, blocked or sold, and no buyer joined its waitlist
+// (its change feed and its line are empty). Anything else is a conflict:
+// an event that was published, or used, can be closed. The event is
+// marked deleted rather than removed (migration 027 says why), and from
+// its commit on the event reads leave it out. Its seats are marked blocked
+// first, under their row locks, before the check: a hold in flight on one
+// of them has either committed by then, and the check sees its audit row,
+// or waits for this transaction and then finds its seat not available
+// (the hold statement re-reads a seat it waited for, not the event row).
+// The audit log keeps the event's entries and gains event.deleted.
+func (s *Store) DeleteEvent(ctx context.Context, org, id, actor uuid.UUID) error {
+	err := s.InTx(ctx, func(tx pgx.Tx) error {
+		cur, err := LockEvent(ctx, tx, org, id)
+		if err != nil {
+			return err
+		}
+		if cur.Status != EventDraft {
+			return apperr.E(apperr.Conflict, "only a draft can be deleted; an event that was published can be closed")
+		}
+		// A big venue's seats take longer than the pool's statement timeout.
+		if _, err := tx.Exec(ctx, `SET LOCAL statement_timeout = '60s'`); err != nil {
+			return err
+		}
+		if _, err := tx.Exec(ctx, `
+			UPDATE seats SET status = 'blocked', version = version + 1, updated_at = now()
+			WHERE org_id = $1 AND event_id = $2 AND status = 'available'`, org, id); err != nil {
+			return err
+		}
+		var used bool
+		if err := tx.QueryRow(ctx, `
+			SELECT EXISTS (SELECT 1 FROM audit_log WHERE org_id = $1 AND event_id = $2 AND seat_id IS NOT NULL)
+			    OR EXISTS (SELECT 1 FROM audit_log WHERE org_id = $1 AND event_id = $2 AND entity = 'waitlist_entry')`,
+			org, id).Scan(&used); err != nil {
+			return err
+		}
+		if used {
+			return apperr.E(apperr.Conflict, "seats of this draft were held, blocked or sold, or buyers joined its waitlist, so it cannot be deleted; close it instead")
+		}
+		if _, err := tx.Exec(ctx, `
+			UPDATE events SET status = 'deleted', chart_version_id = NULL WHERE org_id = $1 AND id = $2`, org, id); err != nil {
+			return err
+		}
+		_, err = tx.Exec(ctx, `
+			INSERT INTO audit_log (org_id, event_id, actor_id, action, entity, entity_id, data)
+			VALUES ($1, $2, $3, 'event.deleted', 'event', $2, jsonb_build_object('name', $4::text))`,
+			org, id, actorOrNil(actor), cur.Name)
+		return err
+	})
+	if pg.IsLockNotAvailable(err) {
+		// A hold on one of its seats held on past the lock timeout.
+		return apperr.E(apperr.Conflict, "seats of this draft are being held right now; try again")
+	}
+	return err
+}
+
 // ChartCategoriesUsed lists the category keys seats of a chart use.
 func ChartCategoriesUsed(c chart.Chart) map[string]bool {
 	used := map[string]bool{}
@@ -222,8 +278,8 @@ func actorOrNil(id uuid.UUID) *uuid.UUID {
 }
 
 // EventsByKey reads several events by organization and id in one
-// statement (the hold core's settings reload); events not found are left
-// out.
+// statement (the hold core's settings reload); events not found, or
+// deleted, are left out.
 func (s *Store) EventsByKey(ctx context.Context, orgs, ids []uuid.UUID) ([]Event, error) {
 	rows, err := s.db.Query(ctx, `
 		SELECT e.org_id, e.id, e.name, e.venue, e.starts_at, e.time_zone, e.on_sale_at, e.sales_end_at, e.hold_ttl_seconds,
@@ -231,7 +287,8 @@ func (s *Store) EventsByKey(ctx context.Context, orgs, ids []uuid.UUID) ([]Event
 		       (SELECT coalesce(jsonb_agg(jsonb_build_object('Key', c.key, 'Name', c.name, 'Color', c.color,
 		                    'PriceMinor', c.price_minor, 'Currency', c.currency) ORDER BY c.position, c.key), '[]')
 		        FROM event_categories c WHERE c.org_id = e.org_id AND c.event_id = e.id)
-		FROM unnest($1::uuid[], $2::uuid[]) AS k(org_id, id) JOIN events e ON e.org_id = k.org_id AND e.id = k.id`, orgs, ids)
+		FROM unnest($1::uuid[], $2::uuid[]) AS k(org_id, id) JOIN events e ON e.org_id = k.org_id AND e.id = k.id
+		WHERE e.status <> 'deleted'`, orgs, ids)
 	if err != nil {
 		return nil, err
 	}

@@ -137,6 +137,9 @@ const (
 	EventDraft  EventStatus = "draft"
 	EventOnSale EventStatus = "on_sale"
 	EventClosed EventStatus = "closed"
+	// EventDeleted is a draft its organizer deleted (DeleteEvent): the
+	// event reads leave it out, so it is not found.
+	EventDeleted EventStatus = "deleted"
 )
 
 // EventSpec is what an organizer sets on an event.
@@ -330,7 +333,7 @@ func scanEvent(r pgx.Row, org uuid.UUID) (Event, error) {
 
 // Events lists the events of org, soonest first.
 func (s *Store) Events(ctx context.Context, org uuid.UUID) ([]Event, error) {
-	rows, err := s.db.Query(ctx, eventColumns+` WHERE e.org_id = $1 ORDER BY e.starts_at, e.name`, org)
+	rows, err := s.db.Query(ctx, eventColumns+` WHERE e.org_id = $1 AND e.status <> 'deleted' ORDER BY e.starts_at, e.name`, org)
 	if err != nil {
 		return nil, err
 	}
@@ -343,7 +346,7 @@ func (s *Store) Event(ctx context.Context, org, id uuid.UUID) (Event, error) {
 }
 
 func event(ctx context.Context, db pg.DBTX, org, id uuid.UUID, lock string) (Event, error) {
-	e, err := scanEvent(db.QueryRow(ctx, eventColumns+` WHERE e.org_id = $1 AND e.id = $2 `+lock, org, id), org)
+	e, err := scanEvent(db.QueryRow(ctx, eventColumns+` WHERE e.org_id = $1 AND e.id = $2 AND e.status <> 'deleted' `+lock, org, id), org)
 	if err != nil {
 		return Event{}, notFoundIfNoRows(err, "event")
 	}
