@@ -135,15 +135,22 @@ func (s *Server) deleteChartForm(w http.ResponseWriter, r *http.Request, a hold.
 	if err != nil {
 		return err
 	}
-	switch err := s.deps.Store.DeleteChart(r.Context(), a.Org, id); {
+	return s.flashAndReturn(w, r, s.deps.Store.DeleteChart(r.Context(), a.Org, id), "Chart deleted.", "/admin/charts")
+}
+
+// flashAndReturn ends a form post whose refusal is the user's to read: a
+// conflict's message, or ok when err is nil, goes in the flash and the
+// browser goes back to page; any other error is the error page's.
+func (s *Server) flashAndReturn(w http.ResponseWriter, r *http.Request, err error, ok, page string) error {
+	switch {
 	case apperr.CodeOf(err) == apperr.Conflict:
 		s.sessions.Put(r.Context(), sessFlash, apperrMessage(err))
 	case err != nil:
 		return err
 	default:
-		s.sessions.Put(r.Context(), sessFlash, "Chart deleted.")
+		s.sessions.Put(r.Context(), sessFlash, ok)
 	}
-	http.Redirect(w, r, "/admin/charts", http.StatusSeeOther)
+	http.Redirect(w, r, page, http.StatusSeeOther)
 	return nil
 }
 

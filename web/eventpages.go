@@ -355,14 +355,5 @@ func (s *staffPages) deleteEventForm(w http.ResponseWriter, r *http.Request, a h
 	if _, err := form(w, r); err != nil {
 		return err
 	}
-	switch err := s.deps.Core.DeleteEvent(r.Context(), a, id); {
-	case apperr.CodeOf(err) == apperr.Conflict:
-		s.sessions.Put(r.Context(), sessFlash, apperrMessage(err))
-	case err != nil:
-		return err
-	default:
-		s.sessions.Put(r.Context(), sessFlash, "Draft deleted.")
-	}
-	http.Redirect(w, r, "/admin/events", http.StatusSeeOther)
-	return nil
+	return s.flashAndReturn(w, r, s.deps.Core.DeleteEvent(r.Context(), a, id), "Draft deleted.", "/admin/events")
 }
