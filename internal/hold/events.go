@@ -272,8 +272,12 @@ func (s *Service) UpdateEvent(ctx context.Context, a Actor, id uuid.UUID, in Eve
 	}
 	s.publishSettings(ctx, a.Org, id)
 	if e.Status == store.EventOnSale {
-		// Loaded before its first buyer, here; other processes warm it
-		// within their warm interval (RunWarmer) or on its first request.
+		// Loaded before its first buyer, here and, announced, on every
+		// other process (RunWarmer); within their warm interval if the
+		// announcement is lost, or on its first request.
+		if err := s.bus.Publish(context.WithoutCancel(ctx), s.locks.Published(), []byte(a.Org.String()+":"+id.String())); err != nil {
+			s.log.Warn("announce a published event", "org", a.Org, "event", id, "err", err)
+		}
 		go func() {
 			if err := s.Warm(context.WithoutCancel(ctx), a.Org, id); err != nil {
 				s.log.Warn("warm a published event", "org", a.Org, "event", id, "err", err)

@@ -19,10 +19,11 @@ import (
 
 // Warm loads an event into this process's hot cache now and keeps it
 // there until its sale ends (sales_end_at, else its start); an event whose
-// sale has ended is not kept. Publishing an event calls it; every process
-// warms the on-sale events at startup and every interval after
-// (RunWarmer), so an event published on another process reaches this one
-// within an interval.
+// sale has ended is not kept. Publishing an event calls it and announces
+// it; every process warms the on-sale events at startup, on each
+// announcement and every interval after (RunWarmer), so an event
+// published on another process reaches this one at once, or within an
+// interval if the announcement was lost.
 func (s *Service) Warm(ctx context.Context, org, event uuid.UUID) error {
 	e, err := s.store.Event(ctx, org, event)
 	if err != nil {
@@ -61,9 +62,20 @@ func (s *Service) warm(ctx context.Context, e store.SaleEvent) error {
 	return nil
 }
 
-// RunWarmer warms the events on sale (WarmOnSale) at once and every
-// interval after, until ctx ends.
+// RunWarmer warms the events on sale (WarmOnSale) at once, every interval
+// after, and whenever a process announces an event it put on sale, until
+// ctx ends. An announcement lost (a resubscribe) is a round too; one lost
+// otherwise waits for the interval.
 func (s *Service) RunWarmer(ctx context.Context, every time.Duration, maxEvents, maxSeats int) {
+	kick := make(chan struct{}, 1)
+	poke := func() {
+		select {
+		case kick <- struct{}{}:
+		default:
+		}
+	}
+	stop := s.bus.Subscribe(s.locks.Published(), func([]byte) { poke() }, poke)
+	defer stop()
 	round := func(ctx context.Context) {
 		start := time.Now()
 		n, err := s.WarmOnSale(ctx, maxEvents, maxSeats)
@@ -76,7 +88,7 @@ func (s *Service) RunWarmer(ctx context.Context, every time.Duration, maxEvents,
 		}
 	}
 	round(ctx)
-	loop(ctx, every, nil, round)
+	loop(ctx, every, kick, round)
 }
 
 // WarmOnSale warms the events on sale now or soonest, at most maxEvents

@@ -105,6 +105,41 @@ func TestWarmPublishedElsewhere(t *testing.T) {
 	}
 }
 
+// TestWarmAnnounced: an event put on sale through one process is loaded
+// by another at once, not at its next warm round (an hour away here): the
+// publish is announced to every process's warmer. Its own database, as
+// above.
+func TestWarmAnnounced(t *testing.T) {
+	t.Parallel()
+	own := testenv.OwnDatabase(t, "warmannounced")
+	mod := func(c *config.Config) { c.DatabaseURL = own }
+	a1, a2 := testenv.App(t, mod), testenv.App(t, mod)
+	ctx := context.Background()
+	tn := testenv.NewTenant(t, a1, 0)
+	var drafts []uuid.UUID
+	for range 2 {
+		ev := testenv.NewEvent(t, a1, tn.Org.ID, 1, 2, 5)
+		if _, err := a1.Pool.Exec(ctx, `UPDATE events SET status = 'draft' WHERE org_id = $1 AND id = $2`, tn.Org.ID, ev.ID); err != nil {
+			t.Fatal(err)
+		}
+		drafts = append(drafts, ev.ID)
+	}
+	wctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() { a2.Core.RunWarmer(wctx, time.Hour, 10, 1_000_000); close(done) }()
+	t.Cleanup(func() { cancel(); <-done })
+	testenv.Eventually(t, 5*time.Second, "the warmer listens", func() bool { return a2.Bus.Subscribed(a2.Locks.Published()) })
+	for i, id := range drafts {
+		onSale := string(store.EventOnSale)
+		if _, err := a1.Core.UpdateEvent(ctx, staff(tn.Organizer), id, hold.EventInput{Status: &onSale}); err != nil {
+			t.Fatal(err)
+		}
+		testenv.Eventually(t, 5*time.Second, "the other process warmed the published event", func() bool {
+			return a2.Core.CachedEvents() == i+1
+		})
+	}
+}
+
 func feedRounds(a *app.App) float64 { return testutil.ToFloat64(a.Metrics.FeedRounds) }
 
 // TestOwnDeltasSkipped: a process applies its own committed changes when

@@ -56,6 +56,10 @@ func (k Keys) Fence() string { return k.base + "fence" }
 // Live is the sharded pub/sub channel of the event.
 func (k Keys) Live() string { return k.base + "live" }
 
+// Published is the sharded pub/sub channel on which a process announces
+// an event it put on sale, so every process's warmer loads it at once.
+func (l *Locks) Published() string { return l.prefix + ":{events}:published" }
+
 // RateKey is a per-user, per-minute counter key of an organization.
 func RateKey(prefix string, org uuid.UUID, subject string, minute int64) string {
 	return prefix + ":{" + org.String() + "}:rl:" + subject + ":" + strconv.FormatInt(minute, 10)
