@@ -13,7 +13,7 @@ import (
 )
 
 // TestDeletedDraftLeavesEveryProcess: a draft deleted on one process is
-// gone there at once; another process that had it cached refuses a
+// gone there at once, its Redis keys with it; another process that had it cached refuses a
 // staff hold on it in Postgres even before it hears (the seat is no
 // longer available, the event no longer open), and then forgets it at
 // its follower's next round.
@@ -34,6 +34,17 @@ func TestDeletedDraftLeavesEveryProcess(t *testing.T) {
 		t.Fatal(err)
 	}
 
+	k := a1.Locks.Keys(tn.Org.ID, ev.ID)
+	redisKeys := func() int64 {
+		n, err := a1.Redis.Exists(ctx, k.Synced(), k.Fence(), k.Holds(), k.Holders(), k.Versions()).Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	if redisKeys() == 0 {
+		t.Fatal("loading the draft wrote no redis keys to check the delete against")
+	}
 	if err := a1.Core.DeleteEvent(ctx, buyer(tn.Organizer), ev.ID); apperr.CodeOf(err) != apperr.Forbidden {
 		t.Fatalf("delete by a non-organizer: %v", err)
 	}
@@ -42,6 +53,9 @@ func TestDeletedDraftLeavesEveryProcess(t *testing.T) {
 	}
 	if _, _, err := a1.Core.Seats(ctx, org, ev.ID); apperr.CodeOf(err) != apperr.NotFound {
 		t.Fatalf("the deleting process still serves the event: %v", err)
+	}
+	if n := redisKeys(); n != 0 {
+		t.Fatalf("%d of the deleted draft's redis keys left", n)
 	}
 	if _, err := a2.Core.Hold(ctx, org, ev.ID, seats[:1], hold.SourceAPI); err == nil {
 		t.Fatal("a staff hold on the deleted draft through a stale cache was granted")
@@ -59,6 +73,9 @@ func TestDeletedDraftLeavesEveryProcess(t *testing.T) {
 		_, _, err := a2.Core.Seats(ctx, org, ev.ID)
 		return apperr.CodeOf(err) == apperr.NotFound
 	})
+	if n := redisKeys(); n != 0 {
+		t.Fatalf("%d redis keys of the deleted draft written again", n)
+	}
 	if err := a2.Core.DeleteEvent(ctx, org, ev.ID); apperr.CodeOf(err) != apperr.NotFound {
 		t.Fatalf("deleting it again: %v", err)
 	}

@@ -304,6 +304,12 @@ func (s *Service) DeleteEvent(ctx context.Context, a Actor, id uuid.UUID) error 
 		s.evict(ev)
 	}
 	s.publishSettings(ctx, a.Org, id)
+	// Its Redis keys (the sync mark and fence a load wrote) go too. A
+	// process syncing the event at this very moment may write them again;
+	// they are a few small keys, and nothing reads them.
+	if _, err := call(s.redis, func() (struct{}, error) { return struct{}{}, s.locks.Forget(ctx, a.Org, id) }); err != nil {
+		s.log.Warn("forget a deleted event's redis keys", "org", a.Org, "event", id, "err", err)
+	}
 	return nil
 }
 

@@ -431,5 +431,22 @@ func (l *Locks) HeldSeats(ctx context.Context, org, event uuid.UUID) ([]string, 
 	return l.rdb.ZRange(ctx, l.Keys(org, event).Holds(), 0, -1).Result()
 }
 
+// Forget deletes every key of an event (a deleted one): its locks, its
+// sets and counters, and its sync mark.
+func (l *Locks) Forget(ctx context.Context, org, event uuid.UUID) error {
+	k := l.Keys(org, event)
+	seats, err := l.rdb.ZRange(ctx, k.Holds(), 0, -1).Result()
+	if err != nil {
+		return err
+	}
+	keys := []string{k.Holds(), k.Holders(), k.Versions(), k.Synced(), k.Fence()}
+	for _, m := range seats {
+		if id, err := uuid.Parse(m); err == nil {
+			keys = append(keys, k.Seat(id))
+		}
+	}
+	return l.rdb.Del(ctx, keys...).Err()
+}
+
 // Ping checks that Redis answers.
 func (l *Locks) Ping(ctx context.Context) error { return l.rdb.Ping(ctx).Err() }
