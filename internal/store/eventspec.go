@@ -238,7 +238,7 @@ func (s *Store) DeleteEvent(ctx context.Context, org, id, actor uuid.UUID) error
 			return apperr.E(apperr.Conflict, "seats of this draft were held, blocked or sold, or buyers joined its waitlist, so it cannot be deleted; close it instead")
 		}
 		if _, err := tx.Exec(ctx, `
-			UPDATE events SET status = 'deleted', chart_version_id = NULL WHERE org_id = $1 AND id = $2`, org, id); err != nil {
+			UPDATE events SET status = $3, chart_version_id = NULL WHERE org_id = $1 AND id = $2`, org, id, EventDeleted); err != nil {
 			return err
 		}
 		_, err = tx.Exec(ctx, `
