@@ -352,8 +352,5 @@ func (s *staffPages) deleteEventForm(w http.ResponseWriter, r *http.Request, a h
 	if err != nil {
 		return err
 	}
-	if _, err := form(w, r); err != nil {
-		return err
-	}
 	return s.flashAndReturn(w, r, s.deps.Core.DeleteEvent(r.Context(), a, id), "Draft deleted.", "/admin/events")
 }
