@@ -6,9 +6,12 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/chromedp"
 
 	"seatd/internal/app"
@@ -42,7 +45,8 @@ func outputDir(t *testing.T) string {
 }
 
 // browser starts a headless Chromium for the test; each call of tab gives
-// an isolated browser context (its own cookies), like a second person.
+// an isolated browser context (its own cookies), like a second person. A
+// page of a tab that writes an error to its console fails the test.
 func browser(t *testing.T) func() context.Context {
 	t.Helper()
 	opts := append(chromedp.DefaultExecAllocatorOptions[:],
@@ -66,7 +70,49 @@ func browser(t *testing.T) func() context.Context {
 	return func() context.Context {
 		ctx, cancel := chromedp.NewContext(root, chromedp.WithNewBrowserContext())
 		t.Cleanup(cancel)
+		logged := consoleErrors(t, ctx)
+		t.Cleanup(func() {
+			if errs := logged(); len(errs) > 0 {
+				t.Errorf("the page wrote errors to the console: %q", errs)
+			}
+		})
 		return ctx
+	}
+}
+
+// consoleErrors records what the tab writes to its console as errors
+// from now on; the returned func lists them.
+func consoleErrors(t *testing.T, tab context.Context) func() []string {
+	t.Helper()
+	var mu sync.Mutex
+	var errs []string
+	err := chromedp.Listen(tab, func(ev any) {
+		e, ok := ev.(*runtime.EventConsoleAPICalled)
+		if !ok || e.Type != runtime.ConsoleAPICalledTypeError {
+			return
+		}
+		var parts []string
+		for _, a := range e.Args {
+			switch {
+			case a.Description != "":
+				parts = append(parts, a.Description)
+			case len(a.Value) > 0:
+				parts = append(parts, string(a.Value))
+			default:
+				parts = append(parts, string(a.Type))
+			}
+		}
+		mu.Lock()
+		errs = append(errs, strings.Join(parts, " "))
+		mu.Unlock()
+	})
+	if err != nil {
+		t.Fatalf("listen to the console: %v", err)
+	}
+	return func() []string {
+		mu.Lock()
+		defer mu.Unlock()
+		return append([]string(nil), errs...)
 	}
 }
 

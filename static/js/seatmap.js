@@ -154,10 +154,31 @@
     // Frames carry no grid place: the seat keeps the one it is shown at.
     if (target.id.indexOf("seat-") === 0) incoming.className = place(target);
   });
-  // A seat of a section not shown: only the model and its count change.
-  document.addEventListener("htmx:oobErrorNoTarget", function (evt) {
-    var el = evt.detail.content;
-    if (el && el.nodeType === 1 && el.classList.contains("seat")) note(el);
+  // A live frame names its fragments' targets by id (a seat, a cart line)
+  // or by selector, and a page shows only some of them: one section's
+  // seats, its own buyer's cart, one page of holds. live-frames (on every
+  // live page's socket element) takes the fragments without a target out
+  // of a frame before htmx swaps it, which would report each as an error
+  // (htmx:oobErrorNoTarget); a seat of a section not shown is noted first,
+  // so only the model and its section's count change.
+  function oobTarget(el) {
+    var v = el.getAttribute("hx-swap-oob") || "true", at = v.indexOf(":");
+    if (at >= 0) return document.querySelector(v.slice(at + 1));
+    return el.id ? document.getElementById(el.id) : null;
+  }
+  htmx.defineExtension("live-frames", {
+    transformResponse: function (text, xhr) {
+      if (xhr) return text; // an HTTP answer: only socket frames pass here
+      var t = document.createElement("template"), dropped = false;
+      t.innerHTML = text;
+      Array.from(t.content.children).forEach(function (el) {
+        if (oobTarget(el)) return;
+        if (el.classList.contains("seat")) note(el);
+        el.remove();
+        dropped = true;
+      });
+      return dropped ? t.innerHTML : text;
+    },
   });
   document.addEventListener("DOMContentLoaded", loadModel);
   document.addEventListener("htmx:historyRestore", loadModel);
