@@ -2,6 +2,7 @@ package web
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -106,14 +107,15 @@ func TestBrowserEventFromChart(t *testing.T) {
 		t.Fatalf("buyer on the draft: %v", err)
 	}
 
-	if err := chromedp.Do(org, chromedp.Click(css(`form[action$="/status"] button`)),
-		chromedp.WaitVisible(css(`tr[data-event="`+id+`"] [data-testid=status]`))); err != nil {
+	// The click leads to the events list (WaitVisible follows the
+	// navigation); the row's status is then read in the page in one step,
+	// since a node found by one command may be gone by the next while the
+	// new page settles.
+	row := `tr[data-event="` + id + `"] [data-testid=status]`
+	listed := fmt.Sprintf(`((document.querySelector(%q) || {}).textContent || "").trim() === "on sale"`, row)
+	if err := chromedp.Do(org, chromedp.Click(css(`form[action$="/status"] button`)), chromedp.WaitVisible(css(row)), poll(listed)); err != nil {
 		diagnose(t, org, "publish")
-		t.Fatalf("publish: %v", err)
-	}
-	listed, err := chromedp.Run(org, chromedp.Text(css(`tr[data-event="`+id+`"] [data-testid=status]`)))
-	if err != nil || listed != "on sale" {
-		t.Fatalf("listed status %q (%v)", listed, err)
+		t.Fatalf("publish: the events list never showed the event on sale: %v", err)
 	}
 	screenshot(t, org, "events-list.png")
 

@@ -2,6 +2,7 @@ package web
 
 import (
 	"context"
+	"fmt"
 	"net/http/httptest"
 	"os"
 	"os/exec"
@@ -46,7 +47,8 @@ func outputDir(t *testing.T) string {
 
 // browser starts a headless Chromium for the test; each call of tab gives
 // an isolated browser context (its own cookies), like a second person. A
-// page of a tab that writes an error to its console fails the test.
+// page of a tab that writes an error to its console, or whose script
+// throws uncaught, fails the test.
 func browser(t *testing.T) func() context.Context {
 	t.Helper()
 	opts := append(chromedp.DefaultExecAllocatorOptions[:],
@@ -80,30 +82,43 @@ func browser(t *testing.T) func() context.Context {
 	}
 }
 
-// consoleErrors records what the tab writes to its console as errors
-// from now on; the returned func lists them.
+// consoleErrors records what the tab's pages write to the console as
+// errors, and the exceptions their scripts leave uncaught, from now on;
+// the returned func lists them.
 func consoleErrors(t *testing.T, tab context.Context) func() []string {
 	t.Helper()
 	var mu sync.Mutex
 	var errs []string
 	err := chromedp.Listen(tab, func(ev any) {
-		e, ok := ev.(*runtime.EventConsoleAPICalled)
-		if !ok || e.Type != runtime.ConsoleAPICalledTypeError {
+		var msg string
+		switch e := ev.(type) {
+		case *runtime.EventConsoleAPICalled:
+			if e.Type != runtime.ConsoleAPICalledTypeError {
+				return
+			}
+			var parts []string
+			for _, a := range e.Args {
+				switch {
+				case a.Description != "":
+					parts = append(parts, a.Description)
+				case len(a.Value) > 0:
+					parts = append(parts, string(a.Value))
+				default:
+					parts = append(parts, string(a.Type))
+				}
+			}
+			msg = strings.Join(parts, " ")
+		case *runtime.EventExceptionThrown:
+			d := e.ExceptionDetails
+			msg = fmt.Sprintf("%s (uncaught) at %s:%d:%d", d.Text, d.URL, d.LineNumber+1, d.ColumnNumber+1)
+			if d.Exception != nil && d.Exception.Description != "" {
+				msg += ": " + d.Exception.Description
+			}
+		default:
 			return
 		}
-		var parts []string
-		for _, a := range e.Args {
-			switch {
-			case a.Description != "":
-				parts = append(parts, a.Description)
-			case len(a.Value) > 0:
-				parts = append(parts, string(a.Value))
-			default:
-				parts = append(parts, string(a.Type))
-			}
-		}
 		mu.Lock()
-		errs = append(errs, strings.Join(parts, " "))
+		errs = append(errs, msg)
 		mu.Unlock()
 	})
 	if err != nil {
