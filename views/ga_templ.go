@@ -48,14 +48,14 @@ func GAPanel(eventID string, secs []GASection, maxPlaces int) templ.Component {
 				return templ_7745c5c3_Err
 			}
 			for _, sec := range secs {
-				templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 2, "<form class=\"mt-2 flex flex-wrap items-center gap-2 text-sm\" hx-post=\"")
+				templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 2, "<form class=\"mt-2 flex flex-wrap items-center gap-2 text-sm\" data-keyed hx-post=\"")
 				if templ_7745c5c3_Err != nil {
 					return templ_7745c5c3_Err
 				}
 				var templ_7745c5c3_Var2 string
 				templ_7745c5c3_Var2, templ_7745c5c3_Err = templ.JoinStringErrs("/e/" + eventID + "/ga/" + sec.Label)
 				if templ_7745c5c3_Err != nil {
-					return templ.Error{Err: templ_7745c5c3_Err, FileName: `ga.templ`, Line: 21, Col: 111}
+					return templ.Error{Err: templ_7745c5c3_Err, FileName: `ga.templ`, Line: 21, Col: 122}
 				}
 				_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var2))
 				if templ_7745c5c3_Err != nil {
@@ -68,7 +68,7 @@ func GAPanel(eventID string, secs []GASection, maxPlaces int) templ.Component {
 				var templ_7745c5c3_Var3 string
 				templ_7745c5c3_Var3, templ_7745c5c3_Err = templ.JoinStringErrs("ga-" + sec.Label)
 				if templ_7745c5c3_Err != nil {
-					return templ.Error{Err: templ_7745c5c3_Err, FileName: `ga.templ`, Line: 21, Col: 207}
+					return templ.Error{Err: templ_7745c5c3_Err, FileName: `ga.templ`, Line: 21, Col: 218}
 				}
 				_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var3))
 				if templ_7745c5c3_Err != nil {

@@ -2,6 +2,7 @@ package web
 
 import (
 	"net/http"
+	"strings"
 	"testing"
 
 	"seatd/internal/testenv"
@@ -69,4 +70,60 @@ func TestChooseSeatsAPI(t *testing.T) {
 	// 5 of the back row's 6 would leave one alone, and no split avoids it.
 	s.as(tn.Org, tn.Buyers[0]).do("POST", path, map[string]any{"best_available": map[string]any{"count": 5}}).
 		wantErr(t, http.StatusConflict, "not_enough_seats")
+}
+
+// TestBestAvailableKeyed: the server picks best-available seats, so a
+// repeated request would hold more. With the same Idempotency-Key a repeat
+// answers 200 with the first request's holds; the key with another request
+// is 422 idempotency_mismatch and a malformed key 422 invalid, nothing
+// written. The map's best-seats and standing-places forms carry the key
+// their script gives a request in a form field, with the same effect.
+func TestBestAvailableKeyed(t *testing.T) {
+	t.Parallel()
+	s := newTestServer(t, nil)
+	tn := testenv.NewTenant(t, s.app, 1)
+	ev := testenv.NewEvent(t, s.app, tn.Org.ID, 1, 3, 10)
+	path := "/api/v1/events/" + ev.ID.String() + "/holds"
+	c := s.as(tn.Org, tn.Buyers[0])
+	best := func(n int) map[string]any { return map[string]any{"best_available": map[string]any{"count": n}} }
+	var first, again struct {
+		Holds []struct {
+			ID string `json:"id"`
+		} `json:"holds"`
+	}
+	c.do("POST", path, best(2), "Idempotency-Key", "order-7").want(t, http.StatusCreated).json(t, &first)
+	c.do("POST", path, best(2), "Idempotency-Key", "order-7").want(t, http.StatusOK).json(t, &again)
+	if len(first.Holds) != 2 || len(again.Holds) != 2 || first.Holds[0].ID != again.Holds[0].ID || first.Holds[1].ID != again.Holds[1].ID {
+		t.Fatalf("repeat answered %v, the first %v", again.Holds, first.Holds)
+	}
+	c.do("POST", path, best(3), "Idempotency-Key", "order-7").wantErr(t, http.StatusUnprocessableEntity, "idempotency_mismatch")
+	if e := c.do("POST", path, best(3), "Idempotency-Key", "two words").wantErr(t, http.StatusUnprocessableEntity, "invalid"); e.Fields["Idempotency-Key"] == "" {
+		t.Errorf("a malformed key's refusal names no field: %+v", e)
+	}
+	if n := orgRows(t, s.app, "seat_holds", tn.Org.ID); n != 2 {
+		t.Fatalf("%d holds after a keyed request, its repeat and two refusals; want 2", n)
+	}
+
+	// The map's form: the same key twice holds once; no key (no script)
+	// holds each time; a malformed key is refused in the cart.
+	form := func(v string) raw { return raw{contentType: "application/x-www-form-urlencoded", body: []byte(v)} }
+	bestForm := "/e/" + ev.ID.String() + "/best"
+	for range 2 {
+		c.do("POST", bestForm, form("count=2&key=f1f2f3")).want(t, http.StatusOK)
+	}
+	if n := orgRows(t, s.app, "seat_holds", tn.Org.ID); n != 4 {
+		t.Fatalf("%d holds after the form sent one request twice; want 4", n)
+	}
+	c.do("POST", bestForm, form("count=1")).want(t, http.StatusOK)
+	c.do("POST", bestForm, form("count=1")).want(t, http.StatusOK)
+	if n := orgRows(t, s.app, "seat_holds", tn.Org.ID); n != 6 {
+		t.Fatalf("%d holds after two requests without a key; want 6", n)
+	}
+	r := c.do("POST", bestForm, form("count=1&key=%01")).want(t, http.StatusOK)
+	if !strings.Contains(string(r.body), "malformed request key") {
+		t.Errorf("a malformed form key: cart says %s", r.body)
+	}
+	if n := orgRows(t, s.app, "seat_holds", tn.Org.ID); n != 6 {
+		t.Fatalf("%d holds after a malformed form key; want 6", n)
+	}
 }

@@ -19,7 +19,9 @@ func choiceOf(r *http.Request) hold.Choice {
 }
 
 // bestSeats holds the best seats for the buyer from the map's control;
-// like a seat click, refusals are shown in the cart.
+// like a seat click, refusals are shown in the cart. The page sends the
+// request's key (see formKey), so a second submit of the same request
+// answers with the first one's seats.
 func (s *Server) bestSeats(w http.ResponseWriter, r *http.Request, a hold.Actor) error {
 	event, err := pathID(r, "event")
 	if err != nil {
@@ -35,8 +37,12 @@ func (s *Server) bestSeats(w http.ResponseWriter, r *http.Request, a hold.Actor)
 	if err != nil {
 		return s.answerCart(w, r, a, event, "Say how many seats you want.", "error", "")
 	}
-	res, err := s.deps.Core.HoldBest(r.Context(), a, event, hold.Best{Count: n, Category: r.FormValue("category"),
-		Section: r.FormValue("section"), Choice: hold.Choice{Accessible: choiceOf(r).Accessible}}, hold.SourceWeb)
+	key, ok := formKey(r)
+	if !ok {
+		return s.answerCart(w, r, a, event, "The form sent a malformed request key; reload the page.", "error", "")
+	}
+	res, err := s.deps.Core.HoldBestOnce(r.Context(), a, event, hold.Best{Count: n, Category: r.FormValue("category"),
+		Section: r.FormValue("section"), Choice: hold.Choice{Accessible: choiceOf(r).Accessible}}, hold.SourceWeb, key)
 	if err != nil {
 		e, ok := apperr.As(err)
 		if !ok || e.Code == apperr.Internal || e.Code == apperr.NotFound {
@@ -50,4 +56,14 @@ func (s *Server) bestSeats(w http.ResponseWriter, r *http.Request, a hold.Actor)
 		labels[i], seats[i] = s.deps.Core.SeatLabel(r.Context(), a, event, h.SeatID), h.SeatID
 	}
 	return s.answerCart(w, r, a, event, fmt.Sprintf("Held the best %d seats: %s.", len(labels), strings.Join(labels, ", ")), "success", "", seats...)
+}
+
+// formKey reads the key the page's script gives a request whose seats the
+// server picks (a data-keyed form: best seats, standing places): the same
+// for every submit of the request until one is answered, so a double click
+// or a resubmit while the first is on its way holds once (hold.Service's
+// once, as the API's Idempotency-Key). No key (no script): "", true.
+func formKey(r *http.Request) (string, bool) {
+	key := r.FormValue("key")
+	return key, key == "" || validKey(key)
 }

@@ -48,11 +48,10 @@ type Core interface {
 	registryCore
 
 	Hold(ctx context.Context, a hold.Actor, event uuid.UUID, seatIDs []uuid.UUID, source string) (hold.Result, error)
-	HoldGA(ctx context.Context, a hold.Actor, event uuid.UUID, section string, count int, source string) (hold.Result, error)
 	HoldGAOnce(ctx context.Context, a hold.Actor, event uuid.UUID, section string, count int, source, key string) (hold.Result, error)
 	GASections(ctx context.Context, a hold.Actor, event uuid.UUID) ([]hold.GASection, error)
 	HoldChosen(ctx context.Context, a hold.Actor, event uuid.UUID, seatIDs []uuid.UUID, source string, c hold.Choice) (hold.Result, error)
-	HoldBest(ctx context.Context, a hold.Actor, event uuid.UUID, b hold.Best, source string) (hold.Result, error)
+	HoldBestOnce(ctx context.Context, a hold.Actor, event uuid.UUID, b hold.Best, source, key string) (hold.Result, error)
 	Holds(ctx context.Context, a hold.Actor, event uuid.UUID) ([]store.Hold, error)
 	Release(ctx context.Context, a hold.Actor, holdID uuid.UUID, reason string) (store.Hold, error)
 	Checkout(ctx context.Context, a hold.Actor, event uuid.UUID) ([]store.Hold, error)
@@ -61,6 +60,7 @@ type Core interface {
 
 	HoldFor(ctx context.Context, a hold.Actor, event uuid.UUID, seatIDs []uuid.UUID, c store.Customer, until time.Time) (hold.Result, error)
 	HoldBestFor(ctx context.Context, a hold.Actor, event uuid.UUID, b hold.Best, c store.Customer, until time.Time) (hold.Result, error)
+	HoldBestForOnce(ctx context.Context, a hold.Actor, event uuid.UUID, b hold.Best, c store.Customer, until time.Time, key string) (hold.Result, error)
 	Sell(ctx context.Context, a hold.Actor, event uuid.UUID, key string, holdIDs []uuid.UUID, payment string) (store.Booking, error)
 	Booking(ctx context.Context, a hold.Actor, id uuid.UUID) (store.Booking, error)
 	FindBookings(ctx context.Context, a hold.Actor, query string) ([]store.Booking, error)

@@ -201,7 +201,8 @@ func TestGALive(t *testing.T) {
 // TestGAHoldIdempotencyKey: a GA hold repeated with its Idempotency-Key
 // answers 200 with the first request's holds and holds nothing more; the
 // key with another request is 422 idempotency_mismatch, a malformed key
-// 422 naming the header, each with nothing written.
+// 422 naming the header, each with nothing written. The map's form keys
+// its request the same way.
 func TestGAHoldIdempotencyKey(t *testing.T) {
 	t.Parallel()
 	s := newTestServer(t, nil)
@@ -230,6 +231,14 @@ func TestGAHoldIdempotencyKey(t *testing.T) {
 	}
 	if n := orgRows(t, a, "seat_holds", tn.Org.ID); n != 2 {
 		t.Fatalf("%d holds written, want 2", n)
+	}
+	// The map's form sends its request's key as a field: twice, once.
+	form := raw{"application/x-www-form-urlencoded", []byte("count=3&key=form-1")}
+	for range 2 {
+		b.do("POST", "/e/"+ev.String()+"/ga/G", form, "HX-Request", "true").want(t, http.StatusOK)
+	}
+	if n := orgRows(t, a, "seat_holds", tn.Org.ID); n != 5 {
+		t.Fatalf("%d holds after the form sent one request twice, want 5", n)
 	}
 }
 

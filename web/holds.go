@@ -154,19 +154,23 @@ func (s *Server) createHold(w http.ResponseWriter, r *http.Request, a hold.Actor
 		}
 		b := hold.Best{Count: in.Best.Count, Category: in.Best.Category, Section: in.Best.Section,
 			Choice: hold.Choice{Accessible: in.Accessible}}
+		key, err := optionalIdempotencyKey(r)
+		if err != nil {
+			return err
+		}
 		if in.Customer != nil {
 			var until time.Time
 			if until, err = in.heldUntil(); err != nil {
 				return err
 			}
-			res, err = s.deps.Core.HoldBestFor(r.Context(), a, event, b, in.Customer.customer(), until)
+			res, err = s.deps.Core.HoldBestForOnce(r.Context(), a, event, b, in.Customer.customer(), until, key)
 		} else {
-			res, err = s.deps.Core.HoldBest(r.Context(), a, event, b, hold.SourceAPI)
+			res, err = s.deps.Core.HoldBestOnce(r.Context(), a, event, b, hold.SourceAPI, key)
 		}
 		if err != nil {
 			return err
 		}
-		writeJSON(w, http.StatusCreated, holdsView(res.Holds, false))
+		writeJSON(w, createdOrRepeated(res), holdsView(res.Holds, false))
 		return nil
 	}
 	ids, single, err := in.seats()
@@ -208,23 +212,25 @@ func (s *Server) holdGA(w http.ResponseWriter, r *http.Request, a hold.Actor, ev
 		return &apperr.Error{Code: apperr.Invalid, Message: "give ga or seats, not both",
 			Fields: map[string]string{"ga": "must not be given with seat_id, seat_ids or best_available"}}
 	}
-	key := ""
-	if _, ok := r.Header["Idempotency-Key"]; ok {
-		var err error
-		if key, err = idempotencyKey(r); err != nil {
-			return err
-		}
+	key, err := optionalIdempotencyKey(r)
+	if err != nil {
+		return err
 	}
 	res, err := s.deps.Core.HoldGAOnce(r.Context(), a, event, in.GA.Section, in.GA.Count, hold.SourceAPI, key)
 	if err != nil {
 		return err
 	}
-	status := http.StatusCreated
-	if !res.Created {
-		status = http.StatusOK
-	}
-	writeJSON(w, status, holdsView(res.Holds, false))
+	writeJSON(w, createdOrRepeated(res), holdsView(res.Holds, false))
 	return nil
+}
+
+// createdOrRepeated is a keyed hold's status: 201 for the request that
+// held, 200 for a repeat answered with its holds.
+func createdOrRepeated(res hold.Result) int {
+	if res.Created {
+		return http.StatusCreated
+	}
+	return http.StatusOK
 }
 
 // myHolds lists the buyer's own active holds for an event.
@@ -298,20 +304,34 @@ type purchaseInput struct {
 // maxIdempotencyKey matches the bookings column's limit.
 const maxIdempotencyKey = 200
 
+// optionalIdempotencyKey reads an Idempotency-Key header if the request
+// has one ("" if not), as idempotencyKey does.
+func optionalIdempotencyKey(r *http.Request) (string, error) {
+	if _, ok := r.Header["Idempotency-Key"]; !ok {
+		return "", nil
+	}
+	return idempotencyKey(r)
+}
+
 // idempotencyKey reads the Idempotency-Key header: 1 to 200 visible ASCII
 // characters (it is stored and compared verbatim).
 func idempotencyKey(r *http.Request) (string, error) {
 	key := r.Header.Get("Idempotency-Key")
-	bad := len(key) == 0 || len(key) > maxIdempotencyKey
-	for i := 0; i < len(key) && !bad; i++ {
-		bad = key[i] < 0x21 || key[i] > 0x7e
-	}
-	if bad {
+	if !validKey(key) {
 		return "", &apperr.Error{Code: apperr.Invalid,
 			Message: "send an Idempotency-Key header of 1 to 200 visible ASCII characters",
 			Fields:  map[string]string{"Idempotency-Key": "must be 1 to 200 visible ASCII characters"}}
 	}
 	return key, nil
+}
+
+// validKey says whether key is 1 to 200 visible ASCII characters.
+func validKey(key string) bool {
+	bad := len(key) == 0 || len(key) > maxIdempotencyKey
+	for i := 0; i < len(key) && !bad; i++ {
+		bad = key[i] < 0x21 || key[i] > 0x7e
+	}
+	return !bad
 }
 
 // purchase turns the listed holds into a booking: 201 new, 200 replayed

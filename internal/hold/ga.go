@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
-	"time"
 
 	"github.com/google/uuid"
 
@@ -152,74 +151,4 @@ func (e *eventState) pickPlaces(section uuid.UUID, count int, refused map[uuid.U
 		}
 	}
 	return out
-}
-
-// gaKeyWait bounds how long a repeated keyed GA request waits for the
-// first one to finish, and gaKeyStale how old an unfinished claim must be
-// (its process died mid-request) before a repeat takes it over.
-const (
-	gaKeyWait  = 10 * time.Second
-	gaKeyStale = 30 * time.Second
-)
-
-// HoldGAOnce is HoldGA under the buyer's idempotency key (none: HoldGA):
-// places are picked at random, so repeating a request would hold more;
-// with the same key a repeat answers the holds the first request made
-// (Created false) and holds nothing more, whichever process it reaches
-// and however many arrive at once. The key is claimed in Postgres before
-// the hold; a request that held nothing frees it, so the key may be used
-// again. The same key with another section or count is refused
-// (idempotency_mismatch).
-func (s *Service) HoldGAOnce(ctx context.Context, a Actor, event uuid.UUID, section string, count int, source, key string) (Result, error) {
-	if key == "" {
-		return s.HoldGA(ctx, a, event, section, count, source)
-	}
-	if _, err := s.event(ctx, a.Org, event); err != nil {
-		return Result{}, err
-	}
-	k := store.HoldKey{Org: a.Org, User: a.User, Event: event, Key: key,
-		Hash: fmt.Sprintf("ga %s %d %q", event, count, section)}
-	deadline := s.now().Add(gaKeyWait)
-	for wait := 5 * time.Millisecond; ; wait = min(2*wait, 100*time.Millisecond) {
-		c, err := s.store.ClaimHoldRequest(ctx, k, gaKeyStale)
-		switch {
-		case err != nil:
-			return Result{}, err
-		case c.Mine:
-			return s.holdGAClaimed(ctx, a, event, section, count, source, k)
-		case c.Done:
-			hs, err := s.store.HoldsByID(ctx, a.Org, c.HoldIDs)
-			return Result{Holds: hs}, err
-		}
-		if s.now().After(deadline) {
-			return Result{}, apperr.E(apperr.Conflict, "a request with this Idempotency-Key is still being processed; try again shortly")
-		}
-		select {
-		case <-ctx.Done():
-			return Result{}, ctx.Err()
-		case <-time.After(wait):
-		}
-	}
-}
-
-// holdGAClaimed holds the places of a keyed request whose key it claimed
-// and records the holds with the key (or frees the key if none were made).
-func (s *Service) holdGAClaimed(ctx context.Context, a Actor, event uuid.UUID, section string, count int, source string, k store.HoldKey) (Result, error) {
-	res, err := s.HoldGA(ctx, a, event, section, count, source)
-	// The caller going away must not leave the claim half done.
-	ctx = context.WithoutCancel(ctx)
-	if err != nil {
-		if derr := s.store.DropHoldRequest(ctx, k); derr != nil {
-			s.log.Error("free idempotency key", "org", a.Org, "user", a.User, "err", derr)
-		}
-		return res, err
-	}
-	ids := make([]uuid.UUID, len(res.Holds))
-	for i, h := range res.Holds {
-		ids[i] = h.ID
-	}
-	if err := s.store.FinishHoldRequest(ctx, k, ids); err != nil {
-		return Result{}, fmt.Errorf("record keyed hold: %w", err)
-	}
-	return res, nil
 }

@@ -424,3 +424,47 @@
     if (evt.target.matches && evt.target.matches("[data-print]")) window.print();
   });
 })();
+
+// Forms marked data-keyed ask the server to pick seats (best seats,
+// standing places), so sending one twice would hold twice. While a request
+// of such a form is on its way, another submit of it is not sent (a
+// double click). Each request carries a key of its own, the same for
+// every submit until one is answered, so a submit after one that failed
+// or was cut off, which the server may have carried out all the same,
+// gets its seats back rather than more. A changed choice is a new request.
+(function () {
+  "use strict";
+
+  function newKey() {
+    var b = new Uint8Array(16);
+    crypto.getRandomValues(b); // randomUUID needs a secure context
+    return Array.from(b, function (x) { return (x < 16 ? "0" : "") + x.toString(16); }).join("");
+  }
+  function keyed(elt) { return elt && elt.hasAttribute && elt.hasAttribute("data-keyed"); }
+
+  document.addEventListener("htmx:confirm", function (evt) {
+    if (keyed(evt.detail.elt) && evt.detail.elt.hasAttribute("data-sending")) evt.preventDefault();
+  });
+  document.addEventListener("htmx:configRequest", function (evt) {
+    var f = evt.detail.elt;
+    if (!keyed(f)) return;
+    if (!f.dataset.key) f.dataset.key = newKey();
+    evt.detail.parameters.key = f.dataset.key;
+  });
+  document.addEventListener("htmx:beforeSend", function (evt) {
+    if (keyed(evt.detail.elt)) evt.detail.elt.setAttribute("data-sending", "");
+  });
+  // An answer (seats held or refused) ends the request; one that failed
+  // or was cut off keeps its key for the submit that follows.
+  document.addEventListener("htmx:afterRequest", function (evt) {
+    var f = evt.detail.elt;
+    if (!keyed(f)) return;
+    f.removeAttribute("data-sending");
+    if (evt.detail.successful) delete f.dataset.key;
+  });
+  ["input", "change"].forEach(function (type) {
+    document.addEventListener(type, function () {
+      document.querySelectorAll("form[data-keyed]").forEach(function (f) { delete f.dataset.key; });
+    });
+  });
+})();
