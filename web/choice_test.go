@@ -91,12 +91,12 @@ func TestBestAvailableKeyed(t *testing.T) {
 			ID string `json:"id"`
 		} `json:"holds"`
 	}
-	c.do("POST", path, best(2), "Idempotency-Key", "order-7").want(t, http.StatusCreated).json(t, &first)
-	c.do("POST", path, best(2), "Idempotency-Key", "order-7").want(t, http.StatusOK).json(t, &again)
+	c.do("POST", path, best(2), "Idempotency-Key", "best-7").want(t, http.StatusCreated).json(t, &first)
+	c.do("POST", path, best(2), "Idempotency-Key", "best-7").want(t, http.StatusOK).json(t, &again)
 	if len(first.Holds) != 2 || len(again.Holds) != 2 || first.Holds[0].ID != again.Holds[0].ID || first.Holds[1].ID != again.Holds[1].ID {
 		t.Fatalf("repeat answered %v, the first %v", again.Holds, first.Holds)
 	}
-	c.do("POST", path, best(3), "Idempotency-Key", "order-7").wantErr(t, http.StatusUnprocessableEntity, "idempotency_mismatch")
+	c.do("POST", path, best(3), "Idempotency-Key", "best-7").wantErr(t, http.StatusUnprocessableEntity, "idempotency_mismatch")
 	if e := c.do("POST", path, best(3), "Idempotency-Key", "two words").wantErr(t, http.StatusUnprocessableEntity, "invalid"); e.Fields["Idempotency-Key"] == "" {
 		t.Errorf("a malformed key's refusal names no field: %+v", e)
 	}
