@@ -508,6 +508,9 @@ type BoxOffice struct {
 	House     []HouseRow
 	// Categories are the event's, for choosing the best seats of one.
 	Categories []Category
+	// HoldKey keys this rendering's customer hold form: sent twice, its
+	// best seats are chosen once.
+	HoldKey string
 }
 
 // HouseRow is a house-seats allocation.

@@ -246,7 +246,8 @@ func TestCustomerBestAPI(t *testing.T) {
 // TestBoxOfficeBestForm: the box office's "best seats" form holds for the
 // customer it names; refusals (no count, too many, an unknown section, a
 // bad email) come back as the page's message with nothing written; a
-// buyer is refused (403) and another organization gets 404.
+// buyer is refused (403) and another organization gets 404. The form sent
+// twice holds once.
 func TestBoxOfficeBestForm(t *testing.T) {
 	t.Parallel()
 	s := newTestServer(t, nil)
@@ -296,6 +297,34 @@ func TestBoxOfficeBestForm(t *testing.T) {
 	}
 	if n := orgRows(t, a, "seat_holds", tn.Org.ID); n != 2 {
 		t.Errorf("%d holds, want 2", n)
+	}
+
+	// The page's form carries a key of its own rendering: sent twice (a
+	// double click), it holds once and says so both times.
+	key, ok := box.do("GET", base, nil).want(t, 200).doc(t).Find(`form[action$="/customer-holds"] input[name=key]`).Attr("value")
+	if !ok || !strings.HasPrefix(key, "bo-") {
+		t.Fatalf("the customer hold form's key %q", key)
+	}
+	keyed := fields("2", "A", "ada@example.com")
+	keyed.Set("key", key)
+	var told []string
+	for range 2 {
+		post(box, keyed).want(t, http.StatusSeeOther)
+		told = append(told, flash())
+	}
+	if n := orgRows(t, a, "seat_holds", tn.Org.ID); n != 4 {
+		t.Fatalf("%d holds after one form sent twice, want 4", n)
+	}
+	if !strings.HasPrefix(told[0], "Held A-A-1, A-A-2 for Ada Lovelace") || told[1] != told[0] {
+		t.Errorf("the form sent twice said %q", told)
+	}
+	keyed.Set("key", "two words")
+	post(box, keyed).want(t, http.StatusSeeOther)
+	if got := flash(); got != "The form sent a malformed request key; reload the page." {
+		t.Errorf("a malformed key: flash %q", got)
+	}
+	if n := orgRows(t, a, "seat_holds", tn.Org.ID); n != 4 {
+		t.Fatalf("%d holds after a malformed key, want 4", n)
 	}
 }
 

@@ -56,7 +56,8 @@ func (s *staffPages) boxOfficeWith(w http.ResponseWriter, r *http.Request, a hol
 		return err
 	}
 	ctx := r.Context()
-	b := views.BoxOffice{EventID: ev.ID.String(), EventName: ev.Name, Mode: s.mode(), Organizer: a.Role == hold.RoleOrganizer}
+	b := views.BoxOffice{EventID: ev.ID.String(), EventName: ev.Name, Mode: s.mode(), Organizer: a.Role == hold.RoleOrganizer,
+		HoldKey: "bo-" + uuid.NewString()}
 	for _, c := range ev.Categories {
 		b.Categories = append(b.Categories, views.Category{Key: c.Key, Name: c.Name})
 	}

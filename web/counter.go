@@ -29,6 +29,9 @@ func counterRefusal(err error) (string, error) {
 	if !ok || e.Code == apperr.Internal || e.Code == apperr.NotFound || e.Code == apperr.Forbidden {
 		return "", err
 	}
+	if e.Code == apperr.IdempotencyMismatch {
+		return "This form was sent already with other choices; its first seats are held. Reload the page to hold more.", nil
+	}
 	msg := e.Message
 	for f, m := range e.Fields {
 		msg += " (" + f + " " + m + ")"
@@ -83,11 +86,17 @@ func (s *staffPages) customerBest(w http.ResponseWriter, r *http.Request, a hold
 	if !ok {
 		return s.backWith(w, r, back, "Choose how long to hold the seats: at most 14 days.")
 	}
+	key := v.Get("key")
+	if key != "" && !validKey(key) {
+		return s.backWith(w, r, back, "The form sent a malformed request key; reload the page.")
+	}
 	// The customer is chosen for as a buyer is: seats held back for
-	// accessible seating only when the customer needs it.
+	// accessible seating only when the customer needs it. The form's key
+	// (one a rendering) makes a second submit answer with the first's
+	// seats.
 	b := hold.Best{Count: n, Category: v.Get("category"), Section: v.Get("section"),
 		Choice: hold.Choice{Accessible: v.Get("accessible") == "on"}}
-	res, err := s.deps.Core.HoldBestFor(r.Context(), a, ev.ID, b, c, until)
+	res, err := s.deps.Core.HoldBestForOnce(r.Context(), a, ev.ID, b, c, until, key)
 	return s.customerHeld(w, r, a, ev.ID, c, res, err)
 }
 
@@ -99,7 +108,9 @@ func customerForm(v url.Values) (store.Customer, time.Time, bool) {
 	if err != nil || hours < 1 || hours > 14*24 {
 		return c, time.Time{}, false
 	}
-	return c, time.Now().Add(time.Duration(hours) * time.Hour), true
+	// To the minute: the same form sent twice names the same end, which
+	// its key binds (customerBest).
+	return c, time.Now().Add(time.Duration(hours) * time.Hour).Truncate(time.Minute), true
 }
 
 // customerHeld goes back to the box office saying which seats were held

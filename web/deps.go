@@ -59,7 +59,6 @@ type Core interface {
 	SetBlocked(ctx context.Context, a hold.Actor, event, seat uuid.UUID, blocked bool, reason string) (int64, error)
 
 	HoldFor(ctx context.Context, a hold.Actor, event uuid.UUID, seatIDs []uuid.UUID, c store.Customer, until time.Time) (hold.Result, error)
-	HoldBestFor(ctx context.Context, a hold.Actor, event uuid.UUID, b hold.Best, c store.Customer, until time.Time) (hold.Result, error)
 	HoldBestForOnce(ctx context.Context, a hold.Actor, event uuid.UUID, b hold.Best, c store.Customer, until time.Time, key string) (hold.Result, error)
 	Sell(ctx context.Context, a hold.Actor, event uuid.UUID, key string, holdIDs []uuid.UUID, payment string) (store.Booking, error)
 	Booking(ctx context.Context, a hold.Actor, id uuid.UUID) (store.Booking, error)
