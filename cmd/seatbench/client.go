@@ -145,9 +145,10 @@ func (s *server) dialRaw(ctx context.Context) (*rawConn, error) {
 	return &rawConn{host: s.addr, c: c, r: bufio.NewReader(c)}, nil
 }
 
-// call sends one JSON request with sess's cookie and returns the status
-// and body; the connection stays open for the next.
-func (rc *rawConn) call(sess *session, method, path string, body []byte) (int, []byte, error) {
+// call sends one JSON request with sess's cookie and any further header
+// lines ("Name: value") and returns the status and body; the connection
+// stays open for the next.
+func (rc *rawConn) call(sess *session, method, path string, body []byte, header ...string) (int, []byte, error) {
 	b := rc.buf[:0]
 	b = append(b, method...)
 	b = append(b, ' ')
@@ -156,6 +157,10 @@ func (rc *rawConn) call(sess *session, method, path string, body []byte) (int, [
 	b = append(b, rc.host...)
 	b = append(b, "\r\nCookie: "...)
 	b = append(b, sess.cookie...)
+	for _, h := range header {
+		b = append(b, "\r\n"...)
+		b = append(b, h...)
+	}
 	if body != nil {
 		b = append(b, "\r\nContent-Type: application/json\r\nContent-Length: "...)
 		b = strconv.AppendInt(b, int64(len(body)), 10)

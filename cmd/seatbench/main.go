@@ -68,6 +68,7 @@ type config struct {
 	fallback      []int         // buyer counts for the Postgres-only path
 	hotBuyers     int
 	bestBursts    int // best-available bursts, each on a fresh event
+	bestKeyed     int // keyed best-available bursts, between the plain ones
 	gaBuyers      int
 	wsClients     int
 	wsHolds       int
@@ -111,7 +112,7 @@ func parseConfig(args []string, stderr io.Writer) (config, error) {
 		quick: quick, root: ".", outDir: "bench/results", timeout: 20 * time.Minute,
 		levels: []int{50, 200, 500}, duration: 15 * time.Second, warmup: 3 * time.Second,
 		eventSeats: 200_000, refSeats: 200_000, refMaxConns: 200,
-		fallback: []int{50, 200, 500}, hotBuyers: 1000, gaBuyers: 200, bestBursts: 15,
+		fallback: []int{50, 200, 500}, hotBuyers: 1000, gaBuyers: 200, bestBursts: 15, bestKeyed: 5,
 		wsClients: 5000, wsHolds: 30, wsSessions: 100, expiryHolds: 40, waitlistFrees: 40,
 		occSeats: 100_000, occRequests: 1000, chartSeats: 100_000,
 		multiProcs: []int{2, 3}, multiBuyers: 200, pacedBuyers: 200,
@@ -126,7 +127,7 @@ func parseConfig(args []string, stderr io.Writer) (config, error) {
 		c.fallback = []int{200}
 		c.wsClients, c.wsHolds, c.wsSessions = 1000, 10, 20
 		c.expiryHolds = 10
-		c.bestBursts = 2
+		c.bestBursts, c.bestKeyed = 2, 1
 		c.waitlistFrees = 10
 		c.occRequests = 300
 		c.openingSeats = 100_000
@@ -150,6 +151,7 @@ func parseConfig(args []string, stderr io.Writer) (config, error) {
 	fallback := fs.String("fallback-levels", joinInts(c.fallback), "concurrent buyers of the Postgres-only runs")
 	fs.IntVar(&c.hotBuyers, "hot-buyers", c.hotBuyers, "buyers racing for one seat")
 	fs.IntVar(&c.bestBursts, "best-bursts", c.bestBursts, "best-available bursts, each on a fresh event (the median one is reported)")
+	fs.IntVar(&c.bestKeyed, "best-keyed", c.bestKeyed, "best-available bursts with an Idempotency-Key on every request, run between the plain ones and then sent again (0: none)")
 	fs.IntVar(&c.gaBuyers, "ga-buyers", c.gaBuyers, "buyers of the GA flash sale (10 000 places)")
 	fs.IntVar(&c.wsClients, "ws-clients", c.wsClients, "WebSocket clients watching one event")
 	fs.IntVar(&c.wsHolds, "ws-holds", c.wsHolds, "holds whose fan-out is timed")
@@ -208,7 +210,7 @@ func parseConfig(args []string, stderr io.Writer) (config, error) {
 		}
 		c.only[p] = true
 	}
-	if c.duration <= 0 || c.warmup < 0 || c.hotBuyers < 2 || c.bestBursts < 1 || c.wsClients < 1 || c.wsSessions < 1 {
+	if c.duration <= 0 || c.warmup < 0 || c.hotBuyers < 2 || c.bestBursts < 1 || c.bestKeyed < 0 || c.wsClients < 1 || c.wsSessions < 1 {
 		return c, fmt.Errorf("sizes must be positive")
 	}
 	return c, nil

@@ -358,6 +358,16 @@ func (r *Report) printTable(w io.Writer) {
 			"same burst of GET /api/v1/me: "+lat(x.Floor), fmt.Sprintf("%.2f", ratio2(x.Latency.P99, x.Floor.P99)), "p99 < 100 ms")
 		row(name+": p99 of each burst", burstP99s(x.Bursts)+" ms", "", "", "")
 		row(name+": seats twice / blocks apart / orphans (all bursts)", fmt.Sprintf("%d / %d / %d", x.SeatsTwice, x.NotTogether, x.Orphans), "", "", "0 / 0 / 0")
+		if k := x.Keyed; k != nil {
+			kn := fmt.Sprintf("best available with Idempotency-Key, %d bursts", len(k.Bursts))
+			row(kn+": median p99", fmt.Sprintf("%.1f ms (bursts %s)", k.P99, burstP99s(k.Bursts)),
+				fmt.Sprintf("the plain burst before each: %.1f ms", k.PlainP99), fmt.Sprintf("%.2f", ratio2(k.P99, k.PlainP99)), "")
+			row(kn+": CPU a burst, Postgres / seatd (medians)", fmt.Sprintf("%.0f / %.0f ms", k.Postgres, k.Seatd),
+				fmt.Sprintf("plain: %.0f / %.0f ms", k.PlainPostgres, k.PlainSeatd), fmt.Sprintf("%.2f", ratio2(k.Postgres, k.PlainPostgres)), "")
+			row(kn+": granted; seats twice / blocks apart / orphans", fmt.Sprintf("%d of %d; %d / %d / %d", k.Granted, k.Requests, k.SeatsTwice, k.NotTogether, k.Orphans), "", "", "all; 0 / 0 / 0")
+			row(kn+", sent again with the same keys: same holds / otherwise / holds more", fmt.Sprintf("%d / %d / %d", k.RepeatSame, k.RepeatOther, k.ExtraHolds),
+				"p99 of each repeat: "+burstList(k.RepeatP99)+" ms", "", "all / 0 / 0")
+		}
 		// The bursts are CPU-bound on cores this machine shares, so their
 		// p99 follows the machine's speed of the moment; the paced pgbench
 		// row, run just before them with the same statement at the same
@@ -473,9 +483,18 @@ func msList(ds []float64) string {
 
 // burstP99s lists the bursts' p99 latencies in the order they ran.
 func burstP99s(bs []BestBurst) string {
-	out := make([]string, len(bs))
+	v := make([]float64, len(bs))
 	for i, x := range bs {
-		out[i] = fmt.Sprintf("%.1f", x.P99)
+		v[i] = x.P99
+	}
+	return burstList(v)
+}
+
+// burstList lists figures in ms with one decimal.
+func burstList(v []float64) string {
+	out := make([]string, len(v))
+	for i, x := range v {
+		out[i] = fmt.Sprintf("%.1f", x)
 	}
 	return strings.Join(out, ", ")
 }

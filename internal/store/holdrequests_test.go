@@ -2,11 +2,15 @@ package store_test
 
 import (
 	"context"
+	"fmt"
+	"slices"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/google/uuid"
 
+	"seatd/internal/apperr"
 	"seatd/internal/store"
 	"seatd/internal/testenv"
 )
@@ -66,4 +70,66 @@ func TestPruneHoldRequests(t *testing.T) {
 	if err != nil || c.Mine || !c.Done {
 		t.Fatalf("claim the kept key: %+v %v; want its first request's holds", c, err)
 	}
+}
+
+// TestClaimHoldRequestsAtOnce claims 100 keys twice each, all at once
+// (the claims share statements, a key's two claims often the same one):
+// each key is claimed exactly once; finished at once, every key then
+// answers its own holds, and a key asked with another request is refused.
+func TestClaimHoldRequestsAtOnce(t *testing.T) {
+	t.Parallel()
+	a := testenv.App(t, nil)
+	ctx := context.Background()
+	tn := testenv.NewTenant(t, a, 2)
+	ev := testenv.NewEvent(t, a, tn.Org.ID, 1, 1, 2)
+	const keys = 100
+	key := func(i int, hash string) store.HoldKey {
+		return store.HoldKey{Org: tn.Org.ID, User: tn.Buyers[i%2].ID, Event: ev.ID, Key: fmt.Sprintf("k%d", i), Hash: hash}
+	}
+	var mu sync.Mutex
+	mine := make([]int, keys)
+	var wg sync.WaitGroup
+	for i := range 2 * keys {
+		wg.Go(func() {
+			c, err := a.Store.ClaimHoldRequest(ctx, key(i%keys, "h"), time.Minute)
+			if err != nil || c.Done {
+				t.Errorf("claim %d: %+v %v", i, c, err)
+			}
+			if c.Mine {
+				mu.Lock()
+				mine[i%keys]++
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	for i, n := range mine {
+		if n != 1 {
+			t.Fatalf("key %d claimed %d times, want once", i, n)
+		}
+	}
+	ids := make([][]uuid.UUID, keys)
+	for i := range keys {
+		ids[i] = []uuid.UUID{uuid.New(), uuid.New()}
+		wg.Go(func() {
+			if err := a.Store.FinishHoldRequest(ctx, key(i, "h"), ids[i]); err != nil {
+				t.Errorf("finish %d: %v", i, err)
+			}
+		})
+	}
+	wg.Wait()
+	for i := range keys {
+		wg.Go(func() {
+			c, err := a.Store.ClaimHoldRequest(ctx, key(i, "h"), time.Minute)
+			if err != nil || c.Mine || !c.Done || !slices.Equal(c.HoldIDs, ids[i]) {
+				t.Errorf("claim %d again: %+v %v; want done with %v", i, c, err, ids[i])
+			}
+		})
+	}
+	wg.Go(func() {
+		if _, err := a.Store.ClaimHoldRequest(ctx, key(7, "other"), time.Minute); apperr.CodeOf(err) != apperr.IdempotencyMismatch {
+			t.Errorf("key 7 with another request: %v; want idempotency_mismatch", err)
+		}
+	})
+	wg.Wait()
 }

@@ -21,6 +21,7 @@ type Store struct {
 	db       *pgxpool.Pool
 	batch    *holdBatcher // nil: every hold has its own statement
 	together *holdBatcher // nil: every hold of several seats has its own transaction
+	keys     keyBatches   // keyed hold requests' claims and finishes
 
 	// betweenReadAndWrite, set by tests only, runs in a shared hold
 	// transaction after its reads and before its hold statement.
@@ -28,7 +29,7 @@ type Store struct {
 }
 
 // New returns a Store on pool.
-func New(db *pgxpool.Pool) *Store { return &Store{db: db} }
+func New(db *pgxpool.Pool) *Store { return &Store{db: db, keys: newKeyBatches(db)} }
 
 // InTx runs fn in a transaction, committing when fn returns nil.
 func (s *Store) InTx(ctx context.Context, fn func(tx pgx.Tx) error) error {
