@@ -71,6 +71,7 @@ type row struct {
 	during, after    windowStats
 	fastPath         time.Duration
 	fastPathErr      error
+	fastPathPolls    string // where fastPath's time went
 	converge         time.Duration
 	convergeErr      error
 	violations       []violation
@@ -392,7 +393,7 @@ func runFault(e *chaosEnv, f fault, r *row, tm timing) {
 	fp := make(chan struct{})
 	go func() {
 		defer close(fp)
-		_, r.fastPathErr = e.c.fastPath(ctx, e.reader, 30*time.Second)
+		_, r.fastPathPolls, r.fastPathErr = e.c.fastPath(ctx, e.reader, 30*time.Second)
 		r.fastPath = time.Since(tBack)
 	}()
 	time.Sleep(tm.after)
@@ -402,13 +403,14 @@ func runFault(e *chaosEnv, f fault, r *row, tm timing) {
 	r.during = e.l.rec.stats(tFault, tBack)
 	r.after = e.l.rec.stats(tBack, tQuiet)
 	if f.backWithin > 0 {
+		r.notes = append(r.notes, "fast path: "+r.fastPathPolls)
 		if r.after.Errors > 0 && r.after.LastError.Sub(tBack) >= f.backWithin {
 			r.violations = append(r.violations, violation{msg: fmt.Sprintf("holds still failed %s after the heal (%d failed since it: %v)",
 				r.after.LastError.Sub(tBack).Round(time.Millisecond), r.after.Errors, r.after.ErrorKinds)})
 		}
 		if r.fastPathErr != nil || r.fastPath >= f.backWithin {
-			r.violations = append(r.violations, violation{msg: fmt.Sprintf("fast path back only after %s (%v)",
-				r.fastPath.Round(time.Millisecond), r.fastPathErr)})
+			r.violations = append(r.violations, violation{msg: fmt.Sprintf("fast path back only after %s (%v; %s)",
+				r.fastPath.Round(time.Millisecond), r.fastPathErr, r.fastPathPolls)})
 		}
 	}
 

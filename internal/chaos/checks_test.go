@@ -337,25 +337,52 @@ func (c *cluster) explainSeat(ctx context.Context, seat uuid.UUID, ws []*watcher
 }
 
 // fastPath waits until every running process reports the Redis fast path
-// back on (/readyz mode "fast") and returns how long that took.
-func (c *cluster) fastPath(ctx context.Context, reader *client, timeout time.Duration) (time.Duration, error) {
+// on /readyz (processes polled one after another, all again after any
+// that is not ready) and says where the time went: how many polls, the
+// slowest, and the polls that found a process not ready.
+func (c *cluster) fastPath(ctx context.Context, reader *client, timeout time.Duration) (time.Duration, string, error) {
 	start := time.Now()
+	var polls int
+	var slowest time.Duration
+	var slowNode string
+	var notReady []string
+	summary := func() string {
+		s := fmt.Sprintf("%d /readyz polls, slowest %s %s", polls, slowNode, slowest.Round(time.Millisecond))
+		if len(notReady) > 0 {
+			s += "; not ready: " + strings.Join(notReady, ", ")
+		}
+		return s
+	}
 	for {
 		all := true
 		for _, n := range c.upNodes() {
 			rctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+			t0 := time.Now()
 			status, body, err := reader.call(rctx, n, "GET", "/readyz", nil, nil)
+			took := time.Since(t0)
 			cancel()
+			polls++
+			if took > slowest {
+				slowest, slowNode = took, n.name
+			}
 			if err != nil || status != 200 || !strings.Contains(string(body), `"mode":"fast"`) {
 				all = false
+				if len(notReady) < 6 {
+					what := strings.TrimSpace(string(body))
+					if err != nil {
+						what = err.Error()
+					}
+					notReady = append(notReady, fmt.Sprintf("%s at +%s in %s: %d %s", n.name,
+						t0.Sub(start).Round(time.Millisecond), took.Round(time.Millisecond), status, what))
+				}
 				break
 			}
 		}
 		if all {
-			return time.Since(start), nil
+			return time.Since(start), summary(), nil
 		}
 		if time.Since(start) > timeout {
-			return time.Since(start), fmt.Errorf("fast path not back after %s", timeout)
+			return time.Since(start), summary(), fmt.Errorf("fast path not back after %s", timeout)
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
