@@ -97,30 +97,71 @@ type keyOf struct {
 func (k HoldKey) row() keyOf { return keyOf{k.Org, k.User, k.Key} }
 
 // runClaims claims a batch's keys in one statement per stale bound (one,
-// in practice). A key asked twice in one batch (two repeats at once) is
-// claimed by the first; the other is answered "still running", so it
-// waits and asks again, as it would behind a claim of another statement.
-// The statement does not follow its sender's cancellation: it carries
-// others' claims.
+// in practice). A key asked twice in one batch (two repeats at once) goes
+// into the statement once; the repeat is answered from the row as the
+// first left it: claimed by the first and not finished (the repeat waits
+// and asks again, as behind another statement's claim), or as found. The
+// statement does not follow its sender's cancellation: it carries others'
+// claims.
 func runClaims(ctx context.Context, db *pgxpool.Pool, batch []*coalesce.Call[claimReq, claimRes]) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	defer cancel()
 	groups := map[time.Duration][]*coalesce.Call[claimReq, claimRes]{}
-	seen := make(map[keyOf]bool, len(batch))
+	first := make(map[keyOf]*coalesce.Call[claimReq, claimRes], len(batch))
+	var dups []*coalesce.Call[claimReq, claimRes]
 	for _, c := range batch {
-		if seen[c.Req.k.row()] {
-			c.Answer(claimRes{})
+		if _, ok := first[c.Req.k.row()]; ok {
+			dups = append(dups, c)
 			continue
 		}
-		seen[c.Req.k.row()] = true
+		first[c.Req.k.row()] = c
 		groups[c.Req.stale] = append(groups[c.Req.stale], c)
 	}
+	found := make(map[keyOf]keyRow, len(first))
 	for stale, calls := range groups {
-		claimGroup(ctx, db, stale, calls)
+		for i, r := range claimGroup(ctx, db, stale, calls) {
+			k := calls[i].Req.k
+			calls[i].Answer(r.claim(k))
+			if r.mine {
+				// The row is now the first's, unfinished.
+				r = keyRow{found: true, hash: k.Hash}
+			}
+			found[k.row()] = r
+		}
+	}
+	for _, c := range dups {
+		c.Answer(found[c.Req.k.row()].claim(c.Req.k))
 	}
 }
 
-func claimGroup(ctx context.Context, db *pgxpool.Pool, stale time.Duration, calls []*coalesce.Call[claimReq, claimRes]) {
+// keyRow is what a claim statement found of a key's row.
+type keyRow struct {
+	err   error
+	mine  bool // claimed by this statement
+	found bool // there, and not claimed by this statement
+	hash  string
+	ids   []uuid.UUID
+}
+
+// claim is what the row means to a request under key k.
+func (r keyRow) claim(k HoldKey) claimRes {
+	switch {
+	case r.err != nil:
+		return claimRes{err: r.err}
+	case r.mine:
+		return claimRes{c: HoldClaim{Mine: true}}
+	case !r.found:
+		// Dropped by its request meanwhile: the caller claims again.
+		return claimRes{}
+	case r.hash != k.Hash:
+		return claimRes{err: apperr.E(apperr.IdempotencyMismatch, "this Idempotency-Key was used for a different hold request")}
+	}
+	return claimRes{c: HoldClaim{HoldIDs: r.ids, Done: r.ids != nil}}
+}
+
+// claimGroup claims calls' keys (no key twice) in one statement and
+// returns what it found of each, in calls' order.
+func claimGroup(ctx context.Context, db *pgxpool.Pool, stale time.Duration, calls []*coalesce.Call[claimReq, claimRes]) []keyRow {
 	n := len(calls)
 	orgs, users, keys, events, hashes := make([]uuid.UUID, n), make([]uuid.UUID, n), make([]string, n), make([]uuid.UUID, n), make([]string, n)
 	for i, c := range calls {
@@ -143,44 +184,28 @@ func claimGroup(ctx context.Context, db *pgxpool.Pool, stale time.Duration, call
 		    WHERE h.hold_ids IS NULL AND h.request_hash = excluded.request_hash AND h.claimed_at < now() - $7::interval
 		    RETURNING h.org_id, h.user_id, h.idempotency_key
 		)
-		SELECT r.i, c.idempotency_key IS NOT NULL, o.idempotency_key IS NOT NULL, o.request_hash, o.hold_ids
+		SELECT r.i, c.idempotency_key IS NOT NULL, o.idempotency_key IS NOT NULL, coalesce(o.request_hash, ''), o.hold_ids
 		FROM r
 		LEFT JOIN claimed c ON c.org_id = r.org_id AND c.user_id = r.user_id AND c.idempotency_key = r.idempotency_key
 		LEFT JOIN hold_requests o ON c.idempotency_key IS NULL
 		     AND o.org_id = r.org_id AND o.user_id = r.user_id AND o.idempotency_key = r.idempotency_key`,
 		seq(n), orgs, users, keys, events, hashes, stale)
-	out := make([]claimRes, n)
+	out := make([]keyRow, n)
 	if err == nil {
 		var i int
-		var mine, found bool
-		var hash *string
-		var ids []uuid.UUID
-		_, err = pgx.ForEachRow(rows, []any{&i, &mine, &found, &hash, &ids}, func() error {
-			out[i] = claimed(calls[i].Req.k, mine, found, hash, ids)
-			ids = nil
+		var r keyRow
+		_, err = pgx.ForEachRow(rows, []any{&i, &r.mine, &r.found, &r.hash, &r.ids}, func() error {
+			out[i] = r
+			r.ids = nil // a fresh slice for the next row
 			return nil
 		})
 	}
-	for i, c := range calls {
-		if err != nil {
-			out[i] = claimRes{err: err}
+	if err != nil {
+		for i := range out {
+			out[i] = keyRow{err: err}
 		}
-		c.Answer(out[i])
 	}
-}
-
-// claimed is a claim's outcome from its statement's row.
-func claimed(k HoldKey, mine, found bool, hash *string, ids []uuid.UUID) claimRes {
-	switch {
-	case mine:
-		return claimRes{c: HoldClaim{Mine: true}}
-	case !found:
-		// Dropped by its request meanwhile: the caller claims again.
-		return claimRes{}
-	case hash == nil || *hash != k.Hash:
-		return claimRes{err: apperr.E(apperr.IdempotencyMismatch, "this Idempotency-Key was used for a different hold request")}
-	}
-	return claimRes{c: HoldClaim{HoldIDs: ids, Done: ids != nil}}
+	return out
 }
 
 // runFinishes records a batch's holds in one statement.

@@ -132,4 +132,24 @@ func TestClaimHoldRequestsAtOnce(t *testing.T) {
 		}
 	})
 	wg.Wait()
+
+	// A key claimed and not finished, asked 40 times at once, half with
+	// its request and half with another (so that one statement often has
+	// both): the first are told it is still running, the others refused.
+	if c, err := a.Store.ClaimHoldRequest(ctx, key(keys, "h"), time.Minute); err != nil || !c.Mine {
+		t.Fatalf("claim: %+v %v", c, err)
+	}
+	for i := range 40 {
+		hash := []string{"h", "other"}[i%2]
+		wg.Go(func() {
+			c, err := a.Store.ClaimHoldRequest(ctx, key(keys, hash), time.Minute)
+			switch {
+			case hash == "h" && (err != nil || c.Mine || c.Done):
+				t.Errorf("the same request again while the first runs: %+v %v; want still running", c, err)
+			case hash == "other" && apperr.CodeOf(err) != apperr.IdempotencyMismatch:
+				t.Errorf("another request under a running key: %+v %v; want idempotency_mismatch", c, err)
+			}
+		})
+	}
+	wg.Wait()
 }
