@@ -20,7 +20,7 @@ func choiceOf(r *http.Request) hold.Choice {
 
 // bestSeats holds the best seats for the buyer from the map's control;
 // like a seat click, refusals are shown in the cart. The page sends the
-// request's key (see formKey), so a second submit of the same request
+// request's key (see validFormKey), so a second submit of the same request
 // answers with the first one's seats.
 func (s *Server) bestSeats(w http.ResponseWriter, r *http.Request, a hold.Actor) error {
 	event, err := pathID(r, "event")
@@ -37,9 +37,9 @@ func (s *Server) bestSeats(w http.ResponseWriter, r *http.Request, a hold.Actor)
 	if err != nil {
 		return s.answerCart(w, r, a, event, "Say how many seats you want.", "error", "")
 	}
-	key, ok := formKey(r)
-	if !ok {
-		return s.answerCart(w, r, a, event, "The form sent a malformed request key; reload the page.", "error", "")
+	key := r.FormValue("key")
+	if !validFormKey(key) {
+		return s.answerCart(w, r, a, event, malformedFormKey, "error", "")
 	}
 	res, err := s.deps.Core.HoldBestOnce(r.Context(), a, event, hold.Best{Count: n, Category: r.FormValue("category"),
 		Section: r.FormValue("section"), Choice: hold.Choice{Accessible: choiceOf(r).Accessible}}, hold.SourceWeb, key)
@@ -58,12 +58,14 @@ func (s *Server) bestSeats(w http.ResponseWriter, r *http.Request, a hold.Actor)
 	return s.answerCart(w, r, a, event, fmt.Sprintf("Held the best %d seats: %s.", len(labels), strings.Join(labels, ", ")), "success", "", seats...)
 }
 
-// formKey reads the key the page's script gives a request whose seats the
-// server picks (a data-keyed form: best seats, standing places): the same
-// for every submit of the request until one is answered, so a double click
-// or a resubmit while the first is on its way holds once (hold.Service's
-// once, as the API's Idempotency-Key). No key (no script): "", true.
-func formKey(r *http.Request) (string, bool) {
-	key := r.FormValue("key")
-	return key, key == "" || validKey(key)
-}
+// validFormKey says whether a form's "key" field may name its request: the
+// key the page's script gives a request whose seats the server picks (a
+// data-keyed form: best seats, standing places; the box office's hold for
+// a customer draws one with the page), the same for every submit of the
+// request until one is answered, so a double click or a resubmit while the
+// first is on its way holds once (hold.Service's once, as the API's
+// Idempotency-Key). No key (no script) is valid: the request is not keyed.
+func validFormKey(key string) bool { return key == "" || validKey(key) }
+
+// malformedFormKey is the answer to a form whose key is not valid.
+const malformedFormKey = "The form sent a malformed request key; reload the page."

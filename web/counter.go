@@ -87,8 +87,8 @@ func (s *staffPages) customerBest(w http.ResponseWriter, r *http.Request, a hold
 		return s.backWith(w, r, back, "Choose how long to hold the seats: at most 14 days.")
 	}
 	key := v.Get("key")
-	if key != "" && !validKey(key) {
-		return s.backWith(w, r, back, "The form sent a malformed request key; reload the page.")
+	if !validFormKey(key) {
+		return s.backWith(w, r, back, malformedFormKey)
 	}
 	// The customer is chosen for as a buyer is: seats held back for
 	// accessible seating only when the customer needs it. The form's key

@@ -38,7 +38,7 @@ func (s *Server) gaPanel(ctx context.Context, a hold.Actor, event uuid.UUID, sea
 
 // holdGAPlaces is the map's "hold places" form: count places of a GA
 // section, answered with the cart (the count changes live on every map).
-// Keyed as the best-seats form is (formKey).
+// Keyed as the best-seats form is (validFormKey).
 func (s *Server) holdGAPlaces(w http.ResponseWriter, r *http.Request, a hold.Actor) error {
 	event, err := pathID(r, "event")
 	if err != nil {
@@ -55,9 +55,9 @@ func (s *Server) holdGAPlaces(w http.ResponseWriter, r *http.Request, a hold.Act
 	if err := s.limits.allowHold(r.Context(), a, s.deps.Cfg.HoldRatePerMinute); err != nil {
 		return s.answerCart(w, r, a, event, "You are clicking very fast; wait a moment and try again.", "error", "")
 	}
-	key, ok := formKey(r)
-	if !ok {
-		return s.answerCart(w, r, a, event, "The form sent a malformed request key; reload the page.", "error", "")
+	key := r.FormValue("key")
+	if !validFormKey(key) {
+		return s.answerCart(w, r, a, event, malformedFormKey, "error", "")
 	}
 	if _, err := s.deps.Core.HoldGAOnce(r.Context(), a, event, section, n, hold.SourceWeb, key); err != nil {
 		e, ok := apperr.As(err)

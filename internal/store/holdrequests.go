@@ -107,17 +107,17 @@ func runClaims(ctx context.Context, db *pgxpool.Pool, batch []*coalesce.Call[cla
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	defer cancel()
 	groups := map[time.Duration][]*coalesce.Call[claimReq, claimRes]{}
-	first := make(map[keyOf]*coalesce.Call[claimReq, claimRes], len(batch))
+	seen := make(map[keyOf]bool, len(batch))
 	var dups []*coalesce.Call[claimReq, claimRes]
 	for _, c := range batch {
-		if _, ok := first[c.Req.k.row()]; ok {
+		if seen[c.Req.k.row()] {
 			dups = append(dups, c)
 			continue
 		}
-		first[c.Req.k.row()] = c
+		seen[c.Req.k.row()] = true
 		groups[c.Req.stale] = append(groups[c.Req.stale], c)
 	}
-	found := make(map[keyOf]keyRow, len(first))
+	found := make(map[keyOf]keyRow, len(seen))
 	for stale, calls := range groups {
 		for i, r := range claimGroup(ctx, db, stale, calls) {
 			k := calls[i].Req.k
