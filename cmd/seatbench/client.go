@@ -35,14 +35,14 @@ type session struct {
 	cookie string // "name=value", sent as is
 }
 
-// call sends one JSON request with a session's cookie and returns the
-// status and body.
-func (s *server) call(ctx context.Context, sess *session, method, path string, body []byte) (int, []byte, error) {
-	return s.send(ctx, sess, method, path, "application/json", body)
+// call sends one JSON request with a session's cookie and any further
+// header lines ("Name: value") and returns the status and body.
+func (s *server) call(ctx context.Context, sess *session, method, path string, body []byte, header ...string) (int, []byte, error) {
+	return s.send(ctx, sess, method, path, "application/json", body, header...)
 }
 
 // send is call with a body of another media type.
-func (s *server) send(ctx context.Context, sess *session, method, path, contentType string, body []byte) (int, []byte, error) {
+func (s *server) send(ctx context.Context, sess *session, method, path, contentType string, body []byte, header ...string) (int, []byte, error) {
 	var rd io.Reader
 	if body != nil {
 		rd = bytes.NewReader(body)
@@ -56,6 +56,10 @@ func (s *server) send(ctx context.Context, sess *session, method, path, contentT
 	}
 	if sess != nil {
 		req.Header.Set("Cookie", sess.cookie)
+	}
+	for _, h := range header {
+		name, value, _ := strings.Cut(h, ": ")
+		req.Header.Set(name, value)
 	}
 	resp, err := s.http.Do(req)
 	if err != nil {

@@ -70,6 +70,7 @@ type config struct {
 	bestBursts    int // best-available bursts, each on a fresh event
 	bestKeyed     int // keyed best-available bursts, between the plain ones
 	gaBuyers      int
+	gaKeyed       bool // the GA flash sale again with an Idempotency-Key on every request
 	wsClients     int
 	wsHolds       int
 	wsSessions    int // distinct sessions the WebSocket clients share
@@ -112,7 +113,7 @@ func parseConfig(args []string, stderr io.Writer) (config, error) {
 		quick: quick, root: ".", outDir: "bench/results", timeout: 20 * time.Minute,
 		levels: []int{50, 200, 500}, duration: 15 * time.Second, warmup: 3 * time.Second,
 		eventSeats: 200_000, refSeats: 200_000, refMaxConns: 200,
-		fallback: []int{50, 200, 500}, hotBuyers: 1000, gaBuyers: 200, bestBursts: 15, bestKeyed: 5,
+		fallback: []int{50, 200, 500}, hotBuyers: 1000, gaBuyers: 200, gaKeyed: true, bestBursts: 15, bestKeyed: 5,
 		wsClients: 5000, wsHolds: 30, wsSessions: 100, expiryHolds: 40, waitlistFrees: 40,
 		occSeats: 100_000, occRequests: 1000, chartSeats: 100_000,
 		multiProcs: []int{2, 3}, multiBuyers: 200, pacedBuyers: 200,
@@ -153,6 +154,7 @@ func parseConfig(args []string, stderr io.Writer) (config, error) {
 	fs.IntVar(&c.bestBursts, "best-bursts", c.bestBursts, "best-available bursts, each on a fresh event (the median one is reported)")
 	fs.IntVar(&c.bestKeyed, "best-keyed", c.bestKeyed, "best-available bursts with an Idempotency-Key on every request, run between the plain ones and then sent again (0: none)")
 	fs.IntVar(&c.gaBuyers, "ga-buyers", c.gaBuyers, "buyers of the GA flash sale (10 000 places)")
+	fs.BoolVar(&c.gaKeyed, "ga-keyed", c.gaKeyed, "run the GA flash sale again with an Idempotency-Key on every request, then send its granted requests again")
 	fs.IntVar(&c.wsClients, "ws-clients", c.wsClients, "WebSocket clients watching one event")
 	fs.IntVar(&c.wsHolds, "ws-holds", c.wsHolds, "holds whose fan-out is timed")
 	fs.IntVar(&c.wsSessions, "ws-sessions", c.wsSessions, "buyer sessions the WebSocket clients share")

@@ -128,6 +128,11 @@ func (r *Report) evaluate() {
 	if g := r.GA; g != nil {
 		r.target(fmt.Sprintf("GA flash sale, %d places, %d buyers", g.Places, g.Buyers), "exactly all places granted, never more",
 			g.Granted == g.Places && g.Held == g.Places, "%d granted, %d held in Postgres", g.Granted, g.Held)
+		if k := g.Keyed; k != nil {
+			r.target("GA flash sale with Idempotency-Key", "exactly all places granted; every repeat the same hold, none more",
+				k.Granted == g.Places && k.Held == g.Places && k.NotSame == 0 && k.HeldThen == g.Places,
+				"%d granted, %d held in Postgres; repeats %d same, %d otherwise, %d held then", k.Granted, k.Held, k.Same, k.NotSame, k.HeldThen)
+		}
 	}
 	if l := r.Live; l != nil && l.Connected > 0 {
 		r.target(fmt.Sprintf("live update to %d WebSocket clients", l.Connected), "p99 < 100 ms",
@@ -330,6 +335,17 @@ func (r *Report) printTable(w io.Writer) {
 			fmt.Sprintf("seated, same buyers: %.0f/s, %s", g.SeatedPS, lat(g.Seated)), fmt.Sprintf("%.2f", g.PerSec/g.SeatedPS), "")
 		row(name+": granted / held / retries / sold_out / other", fmt.Sprintf("%d / %d / %d / %d / %d", g.Granted, g.Held, g.Retries, g.SoldOut, g.Other),
 			"", "", fmt.Sprintf("exactly %d", g.Places))
+		if k := g.Keyed; k != nil {
+			kn := "GA flash sale with Idempotency-Key"
+			row(kn+": places/s, p50/p95/p99", fmt.Sprintf("%.0f/s, %s", k.PerSec, lat(k.Latency)),
+				fmt.Sprintf("without keys, just before: %.0f/s, p99 %.1f ms", g.PerSec, g.Latency.P99), fmt.Sprintf("%.2f", ratio2(k.Latency.P99, g.Latency.P99)), "")
+			row(kn+": CPU a place, Postgres / seatd", fmt.Sprintf("%.0f / %.0f µs", perPlaceUS(k.CPU.Postgres, k.Granted), perPlaceUS(k.CPU.Seatd, k.Granted)),
+				fmt.Sprintf("without keys: %.0f / %.0f µs", perPlaceUS(g.CPU.Postgres, g.Granted), perPlaceUS(g.CPU.Seatd, g.Granted)),
+				fmt.Sprintf("%.2f", ratio2(perPlaceUS(k.CPU.Postgres, k.Granted), perPlaceUS(g.CPU.Postgres, g.Granted))), "")
+			row(kn+": granted / held / retries / other", fmt.Sprintf("%d / %d / %d / %d", k.Granted, k.Held, k.Retries, k.Other), "", "", fmt.Sprintf("exactly %d", g.Places))
+			row(kn+", sent again with the same keys: same hold / otherwise / held then", fmt.Sprintf("%d / %d / %d", k.Same, k.NotSame, k.HeldThen),
+				"p99 "+fmt.Sprintf("%.1f ms", k.Repeat.P99), "", fmt.Sprintf("all / 0 / %d", g.Places))
+		}
 	}
 	if h := r.HotSeat; h != nil {
 		name := fmt.Sprintf("hot seat, %d buyers", h.Buyers)
