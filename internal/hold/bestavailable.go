@@ -184,7 +184,7 @@ func (s *Service) holdBestPostgres(ctx context.Context, ev *eventState, a Actor,
 	var wait, busy bool
 	p := store.BestParams{
 		HoldParams: store.HoldParams{Org: a.Org, Event: ev.id, User: a.User, Now: now, HeldUntil: now.Add(ttl),
-			Source: source, Cap: cap, Staff: a.Staff(), Strict: set.OrphanRule == "strict" && !a.Staff()},
+			Source: source, Cap: cap, Staff: a.Staff(), Strict: set.OrphanRule == "strict" && !a.Staff(), Request: requestOf(ctx)},
 		Fence: ev.fence() + 1, Section: b.Section, Tries: bestAttempts,
 		Pick: func(seats []store.Seat, avoid map[uuid.UUID]bool, final bool, try int) ([]uuid.UUID, bool) {
 			want := min(crowd, 64) << try

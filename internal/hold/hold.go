@@ -166,7 +166,7 @@ func (s *Service) hold(ctx context.Context, a Actor, event uuid.UUID, seatIDs []
 	}
 	p := store.HoldParams{Org: a.Org, Event: event, User: a.User, Now: now, HeldUntil: until,
 		Source: source, Cap: cap, Customer: o.customer, Staff: a.Staff(), Accessible: o.accessible, GA: o.ga, Fresh: o.fresh,
-		Strict: set.OrphanRule == "strict" && !a.Staff() && !o.ga}
+		Strict: set.OrphanRule == "strict" && !a.Staff() && !o.ga, Request: requestOf(ctx)}
 	if p.Strict {
 		p.Rows = rowKeys(event, seats)
 	}

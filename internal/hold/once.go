@@ -55,8 +55,10 @@ func (b Best) request(event uuid.UUID) string {
 // made (Created false) and holds nothing more, whichever process it
 // reaches and however many arrive at once. what fingerprints the request:
 // the same key with another one is refused (idempotency_mismatch). The
-// key is claimed in Postgres before do runs; a request that held nothing
-// frees it, so the key may be used again. No key: do alone.
+// key is claimed in Postgres before do runs, with an id of this
+// request's own that the holds do makes carry (requestOf), so the claim
+// is done when they commit; a request that held nothing frees it, so the
+// key may be used again. No key: do alone.
 func (s *Service) once(ctx context.Context, a Actor, event uuid.UUID, key, what string, do func(context.Context) (Result, error)) (Result, error) {
 	if key == "" {
 		return do(ctx)
@@ -64,7 +66,7 @@ func (s *Service) once(ctx context.Context, a Actor, event uuid.UUID, key, what 
 	if _, err := s.event(ctx, a.Org, event); err != nil {
 		return Result{}, err
 	}
-	k := store.HoldKey{Org: a.Org, User: a.User, Event: event, Key: key, Hash: what}
+	k := store.HoldKey{Org: a.Org, User: a.User, Event: event, Key: key, Hash: what, Request: store.NewID()}
 	deadline := s.now().Add(keyWait)
 	for wait := 5 * time.Millisecond; ; wait = min(2*wait, 100*time.Millisecond) {
 		// The claim does not follow the caller away: a claim cancelled
@@ -93,24 +95,25 @@ func (s *Service) once(ctx context.Context, a Actor, event uuid.UUID, key, what 
 	}
 }
 
-// onceClaimed runs a keyed request whose key it claimed and records the
-// holds with the key (or frees the key if none were made).
+// onceClaimed runs a keyed request whose key it claimed, its holds
+// carrying the request's id (which answers a repeat once they commit), or
+// frees the key if it held nothing.
 func (s *Service) onceClaimed(ctx context.Context, a Actor, k store.HoldKey, do func(context.Context) (Result, error)) (Result, error) {
-	res, err := do(ctx)
-	// The caller going away must not leave the claim half done.
-	ctx = context.WithoutCancel(ctx)
+	res, err := do(context.WithValue(ctx, requestKey{}, k.Request))
 	if err != nil {
-		if derr := s.store.DropHoldRequest(ctx, k); derr != nil {
+		// The caller going away must not leave the claim behind.
+		if derr := s.store.DropHoldRequest(context.WithoutCancel(ctx), k); derr != nil {
 			s.log.Error("free idempotency key", "org", a.Org, "user", a.User, "err", derr)
 		}
-		return res, err
 	}
-	ids := make([]uuid.UUID, len(res.Holds))
-	for i, h := range res.Holds {
-		ids[i] = h.ID
-	}
-	if err := s.store.FinishHoldRequest(ctx, k, ids); err != nil {
-		return Result{}, fmt.Errorf("record keyed hold: %w", err)
-	}
-	return res, nil
+	return res, err
+}
+
+// requestKey is the context key of the keyed request a hold is made for.
+type requestKey struct{}
+
+// requestOf is the id of the keyed request ctx runs, or zero.
+func requestOf(ctx context.Context) uuid.UUID {
+	id, _ := ctx.Value(requestKey{}).(uuid.UUID)
+	return id
 }

@@ -35,14 +35,15 @@ import (
 // staff's (orphan_rule_met). A buyer's cap is the event's
 // own when it has one. Each buyer's count of active holds rises in
 // the same statement; a row lifting it above the buyer's cap fails the
-// statement (buyer_holds_cap) and nothing of it is written.
+// statement (buyer_holds_cap) and nothing of it is written. A hold of a
+// keyed request carries the request's id (see ClaimHoldRequest).
 const holdsSQL = `
 WITH r AS (
     SELECT * FROM unnest($1::uuid[], $2::uuid[], $3::uuid[], $4::uuid[], $5::bigint[], $6::uuid[],
                          $7::timestamptz[], $8::timestamptz[], $9::text[], $10::int[], $11::bool[], $12::bool[],
-                         $13::bool[])
+                         $13::bool[], $14::uuid[])
         AS r(org_id, event_id, seat_id, hold_id, fence, user_id, created, held_until, source, cap, staff, accessible,
-             orphans_checked)
+             orphans_checked, request_id)
 ), upd AS (
     UPDATE seats s
     SET status = 'held', hold_id = r.hold_id, version = s.version + 1, fence = r.fence, updated_at = r.created
@@ -53,10 +54,11 @@ WITH r AS (
       AND accessible_open(s.accessible, s.companion, e.accessible_release_at, r.staff OR r.accessible, r.created)
       AND orphan_rule_met(e.orphan_rule, r.staff, r.orphans_checked)
     RETURNING s.id, s.version, r.hold_id, r.fence, r.org_id, r.event_id, r.user_id, r.created, r.held_until, r.source,
-              CASE WHEN r.cap = 2147483647 THEN r.cap ELSE coalesce(e.max_holds_per_buyer, r.cap) END AS cap
+              CASE WHEN r.cap = 2147483647 THEN r.cap ELSE coalesce(e.max_holds_per_buyer, r.cap) END AS cap,
+              nullif(r.request_id, '00000000-0000-0000-0000-000000000000') AS request_id
 ), ins AS (
-    INSERT INTO seat_holds (id, org_id, event_id, seat_id, user_id, status, held_until, fence, source, created_at)
-    SELECT hold_id, org_id, event_id, id, user_id, 'active', held_until, fence, source, created FROM upd
+    INSERT INTO seat_holds (id, org_id, event_id, seat_id, user_id, status, held_until, fence, source, created_at, request_id)
+    SELECT hold_id, org_id, event_id, id, user_id, 'active', held_until, fence, source, created, request_id FROM upd
 ), aud AS (
     INSERT INTO audit_log (org_id, event_id, actor_id, action, entity, entity_id, seat_id, data, at)
     SELECT org_id, event_id, user_id, 'hold.created', 'seat_hold', hold_id, id,
@@ -76,7 +78,7 @@ SELECT id, version, hold_id FROM upd`
 // one row of the count, always evaluated, never returned.
 const holdsAllSQL = holdsSQL + `
 UNION ALL
-SELECT NULL::uuid, NULL::bigint, NULL::uuid FROM (SELECT count(*) AS n FROM upd) c WHERE holds_all_written(c.n, $14)`
+SELECT NULL::uuid, NULL::bigint, NULL::uuid FROM (SELECT count(*) AS n FROM upd) c WHERE holds_all_written(c.n, $15)`
 
 // HoldStatement is the SQL of the shared hold statement (holdsSQL), for
 // the bench's reference run of the very statement seatd sends.
@@ -117,16 +119,17 @@ func holdArgs(rows []holdRow) []any {
 	sources := make([]string, n)
 	caps := make([]int32, n)
 	staff, accessible, checked := make([]bool, n), make([]bool, n), make([]bool, n)
+	requests := make([]uuid.UUID, n)
 	for i, r := range rows {
 		p, st := r.p, r.req
-		orgs[i], events[i], seats[i], holds[i], users[i] = p.Org, p.Event, st.SeatID, st.HoldID, p.User
+		orgs[i], events[i], seats[i], holds[i], users[i], requests[i] = p.Org, p.Event, st.SeatID, st.HoldID, p.User, p.Request
 		fences[i], nows[i], untils[i], sources[i] = st.Fence, p.Now, p.HeldUntil, p.Source
 		caps[i], staff[i], accessible[i], checked[i] = noCap, p.Staff, p.Accessible, p.orphansChecked
 		if p.Cap > 0 && p.Cap < noCap {
 			caps[i] = int32(p.Cap) // #nosec G115 -- bounded just above
 		}
 	}
-	return []any{orgs, events, seats, holds, fences, users, nows, untils, sources, caps, staff, accessible, checked}
+	return []any{orgs, events, seats, holds, fences, users, nows, untils, sources, caps, staff, accessible, checked, requests}
 }
 
 // scanHeld reads a hold statement's rows: by hold id, what it wrote.

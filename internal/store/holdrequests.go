@@ -1,9 +1,7 @@
 package store
 
 import (
-	"cmp"
 	"context"
-	"strings"
 	"time"
 
 	"github.com/google/uuid"
@@ -16,16 +14,19 @@ import (
 
 // HoldKey names a keyed hold request: the buyer's Idempotency-Key and a
 // fingerprint of what was asked, so the key cannot be reused for another
-// request.
+// request; Request is this request's own id, which the holds it makes
+// carry (HoldParams.Request).
 type HoldKey struct {
 	Org, User, Event uuid.UUID
 	Key, Hash        string
+	Request          uuid.UUID
 }
 
 // HoldClaim is what claiming a key found.
 type HoldClaim struct {
-	// Mine: this request holds the key and must make the holds, then
-	// FinishHoldRequest (or DropHoldRequest when it holds nothing).
+	// Mine: this request holds the key and must make the holds, with
+	// HoldParams.Request its HoldKey.Request (or DropHoldRequest when it
+	// holds nothing).
 	Mine bool
 	// HoldIDs are the holds the first request made (Done).
 	HoldIDs []uuid.UUID
@@ -33,15 +34,16 @@ type HoldClaim struct {
 }
 
 // ClaimHoldRequest claims a hold request's key, or says what became of
-// the request that claimed it first: done (its holds), or still running.
-// A claim left unfinished for longer than stale (its process died
-// mid-request) is taken over. A key used with another request is refused
+// the request that claimed it first: done (the holds that carry its
+// request id, committed with them), or still running. A claim left
+// without holds for longer than stale (its process died mid-request) is
+// taken over. A key used with another request is refused
 // (idempotency_mismatch).
 //
-// Concurrent claims share one statement (see keyBatches), as concurrent
-// finishes do: in a crowd's burst of keyed requests (what the map's
-// best-seats form sends), a statement and a commit of its own for each
-// claim and each finish about tripled Postgres's CPU of the burst.
+// Concurrent claims share one statement (see keyBatches): in a crowd's
+// burst of keyed requests (what the map's best-seats form sends), a
+// statement and a commit of its own for each claim about doubled
+// Postgres's CPU of the burst.
 func (s *Store) ClaimHoldRequest(ctx context.Context, k HoldKey, stale time.Duration) (HoldClaim, error) {
 	r, err := s.keys.claims.Do(ctx, claimReq{k: k, stale: stale})
 	if err != nil {
@@ -50,16 +52,9 @@ func (s *Store) ClaimHoldRequest(ctx context.Context, k HoldKey, stale time.Dura
 	return r.c, r.err
 }
 
-// FinishHoldRequest records the holds a claimed request made.
-func (s *Store) FinishHoldRequest(ctx context.Context, k HoldKey, holdIDs []uuid.UUID) error {
-	err, werr := s.keys.finishes.Do(ctx, finishReq{k: k, ids: holdIDs})
-	return cmp.Or(werr, err)
-}
-
-// keyBatches coalesces keyed hold requests' claims and finishes.
+// keyBatches coalesces keyed hold requests' claims.
 type keyBatches struct {
-	claims   *coalesce.Batcher[claimReq, claimRes]
-	finishes *coalesce.Batcher[finishReq, error]
+	claims *coalesce.Batcher[claimReq, claimRes]
 }
 
 type claimReq struct {
@@ -72,19 +67,13 @@ type claimRes struct {
 	err error
 }
 
-type finishReq struct {
-	k   HoldKey
-	ids []uuid.UUID
-}
-
-// keyBatchSlots and keyBatchMax bound the claim (and finish) statements
-// in flight at once and the keys in one.
+// keyBatchSlots and keyBatchMax bound the claim statements in flight at
+// once and the keys in one.
 const keyBatchSlots, keyBatchMax = 2, 128
 
 func newKeyBatches(db *pgxpool.Pool) keyBatches {
 	return keyBatches{
-		claims:   coalesce.New(keyBatchSlots, keyBatchMax, func(ctx context.Context, b []*coalesce.Call[claimReq, claimRes]) { runClaims(ctx, db, b) }),
-		finishes: coalesce.New(keyBatchSlots, keyBatchMax, func(ctx context.Context, b []*coalesce.Call[finishReq, error]) { runFinishes(ctx, db, b) }),
+		claims: coalesce.New(keyBatchSlots, keyBatchMax, func(ctx context.Context, b []*coalesce.Call[claimReq, claimRes]) { runClaims(ctx, db, b) }),
 	}
 }
 
@@ -164,32 +153,42 @@ func (r keyRow) claim(k HoldKey) claimRes {
 func claimGroup(ctx context.Context, db *pgxpool.Pool, stale time.Duration, calls []*coalesce.Call[claimReq, claimRes]) []keyRow {
 	n := len(calls)
 	orgs, users, keys, events, hashes := make([]uuid.UUID, n), make([]uuid.UUID, n), make([]string, n), make([]uuid.UUID, n), make([]string, n)
+	requests := make([]uuid.UUID, n)
 	for i, c := range calls {
 		k := c.Req.k
-		orgs[i], users[i], keys[i], events[i], hashes[i] = k.Org, k.User, k.Key, k.Event, k.Hash
+		orgs[i], users[i], keys[i], events[i], hashes[i], requests[i] = k.Org, k.User, k.Key, k.Event, k.Hash, k.Request
 	}
 	// The keys go in in one order in every statement, so two statements
 	// that meet on keys (repeats on two processes) wait, not deadlock. The
 	// row of a key not claimed is read as of the statement's start: one
 	// inserted by a statement that committed since is not seen, and its
-	// caller claims again ("dropped meanwhile"), as before a claim.
+	// caller claims again ("dropped meanwhile"), as before a claim. A
+	// request is done once holds carrying its id are committed (hold_ids:
+	// recorded after the holds, as before migration 028), and a stale
+	// claim with such holds is not taken over. The holds are listed in
+	// the order of their ids, which the request made in the order of its
+	// answer (NewID: time-ordered).
 	rows, err := db.Query(ctx, `
 		WITH r AS (
-		    SELECT * FROM unnest($1::int[], $2::uuid[], $3::uuid[], $4::text[], $5::uuid[], $6::text[])
-		        AS r(i, org_id, user_id, idempotency_key, event_id, request_hash)
+		    SELECT * FROM unnest($1::int[], $2::uuid[], $3::uuid[], $4::text[], $5::uuid[], $6::text[], $8::uuid[])
+		        AS r(i, org_id, user_id, idempotency_key, event_id, request_hash, request_id)
 		), claimed AS (
-		    INSERT INTO hold_requests AS h (org_id, user_id, idempotency_key, event_id, request_hash)
-		    SELECT org_id, user_id, idempotency_key, event_id, request_hash FROM r ORDER BY org_id, user_id, idempotency_key
-		    ON CONFLICT (org_id, user_id, idempotency_key) DO UPDATE SET claimed_at = now()
+		    INSERT INTO hold_requests AS h (org_id, user_id, idempotency_key, event_id, request_hash, request_id)
+		    SELECT org_id, user_id, idempotency_key, event_id, request_hash, request_id FROM r
+		    ORDER BY org_id, user_id, idempotency_key
+		    ON CONFLICT (org_id, user_id, idempotency_key) DO UPDATE SET claimed_at = now(), request_id = excluded.request_id
 		    WHERE h.hold_ids IS NULL AND h.request_hash = excluded.request_hash AND h.claimed_at < now() - $7::interval
+		      AND NOT EXISTS (SELECT 1 FROM seat_holds x WHERE x.org_id = h.org_id AND x.request_id = h.request_id)
 		    RETURNING h.org_id, h.user_id, h.idempotency_key
 		)
-		SELECT r.i, c.idempotency_key IS NOT NULL, o.idempotency_key IS NOT NULL, coalesce(o.request_hash, ''), o.hold_ids
+		SELECT r.i, c.idempotency_key IS NOT NULL, o.idempotency_key IS NOT NULL, coalesce(o.request_hash, ''),
+		       coalesce(o.hold_ids, (SELECT array_agg(x.id ORDER BY x.id) FROM seat_holds x
+		                             WHERE x.org_id = o.org_id AND x.request_id = o.request_id))
 		FROM r
 		LEFT JOIN claimed c ON c.org_id = r.org_id AND c.user_id = r.user_id AND c.idempotency_key = r.idempotency_key
 		LEFT JOIN hold_requests o ON c.idempotency_key IS NULL
 		     AND o.org_id = r.org_id AND o.user_id = r.user_id AND o.idempotency_key = r.idempotency_key`,
-		seq(n), orgs, users, keys, events, hashes, stale)
+		seq(n), orgs, users, keys, events, hashes, stale, requests)
 	out := make([]keyRow, n)
 	if err == nil {
 		var i int
@@ -208,41 +207,6 @@ func claimGroup(ctx context.Context, db *pgxpool.Pool, stale time.Duration, call
 	return out
 }
 
-// runFinishes records a batch's holds in one statement.
-func runFinishes(ctx context.Context, db *pgxpool.Pool, batch []*coalesce.Call[finishReq, error]) {
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
-	defer cancel()
-	n := len(batch)
-	orgs, users, keys, ids := make([]uuid.UUID, n), make([]uuid.UUID, n), make([]string, n), make([]string, n)
-	for i, c := range batch {
-		k := c.Req.k
-		orgs[i], users[i], keys[i], ids[i] = k.Org, k.User, k.Key, uuidArray(c.Req.ids)
-	}
-	_, err := db.Exec(ctx, `
-		UPDATE hold_requests h SET hold_ids = r.ids::uuid[]
-		FROM unnest($1::uuid[], $2::uuid[], $3::text[], $4::text[]) AS r(org_id, user_id, idempotency_key, ids)
-		WHERE h.org_id = r.org_id AND h.user_id = r.user_id AND h.idempotency_key = r.idempotency_key`,
-		orgs, users, keys, ids)
-	for _, c := range batch {
-		c.Answer(err)
-	}
-}
-
-// uuidArray is ids as a Postgres array literal: one text a request
-// carries a list of any length through unnest.
-func uuidArray(ids []uuid.UUID) string {
-	var b strings.Builder
-	b.WriteByte('{')
-	for i, id := range ids {
-		if i > 0 {
-			b.WriteByte(',')
-		}
-		b.WriteString(id.String())
-	}
-	b.WriteByte('}')
-	return b.String()
-}
-
 // seq is 0, 1, ..., n-1.
 func seq(n int) []int32 {
 	out := make([]int32, n)
@@ -252,11 +216,14 @@ func seq(n int) []int32 {
 	return out
 }
 
-// DropHoldRequest frees the key of a claimed request that held nothing.
+// DropHoldRequest frees the key of a claimed request that held nothing:
+// its claim goes unless holds carrying its request id were committed (a
+// hold whose outcome its caller never heard), which answer a repeat.
 func (s *Store) DropHoldRequest(ctx context.Context, k HoldKey) error {
 	_, err := s.db.Exec(ctx, `
-		DELETE FROM hold_requests WHERE org_id = $1 AND user_id = $2 AND idempotency_key = $3 AND hold_ids IS NULL`,
-		k.Org, k.User, k.Key)
+		DELETE FROM hold_requests h WHERE org_id = $1 AND user_id = $2 AND idempotency_key = $3 AND request_id = $4
+		  AND hold_ids IS NULL AND NOT EXISTS (SELECT 1 FROM seat_holds x WHERE x.org_id = h.org_id AND x.request_id = h.request_id)`,
+		k.Org, k.User, k.Key, k.Request)
 	return err
 }
 

@@ -10,6 +10,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"seatd/internal/app"
 	"seatd/internal/apperr"
 	"seatd/internal/store"
 	"seatd/internal/testenv"
@@ -23,18 +24,18 @@ func TestPruneHoldRequests(t *testing.T) {
 	a := testenv.App(t, nil)
 	ctx := context.Background()
 	tn := testenv.NewTenant(t, a, 1)
-	ev := testenv.NewEvent(t, a, tn.Org.ID, 1, 1, 2)
+	ev := testenv.NewEvent(t, a, tn.Org.ID, 1, 1, 3)
+	seats := testenv.SeatIDs(t, a, tn.Org.ID, ev.ID)
 	key := func(k string) store.HoldKey {
-		return store.HoldKey{Org: tn.Org.ID, User: tn.Buyers[0].ID, Event: ev.ID, Key: k, Hash: "h"}
+		return store.HoldKey{Org: tn.Org.ID, User: tn.Buyers[0].ID, Event: ev.ID, Key: k, Hash: "h", Request: store.NewID()}
 	}
-	for _, k := range []string{"old-1", "old-2", "new"} {
-		c, err := a.Store.ClaimHoldRequest(ctx, key(k), time.Minute)
+	for i, k := range []string{"old-1", "old-2", "new"} {
+		hk := key(k)
+		c, err := a.Store.ClaimHoldRequest(ctx, hk, time.Minute)
 		if err != nil || !c.Mine {
 			t.Fatalf("claim %s: %+v %v", k, c, err)
 		}
-		if err := a.Store.FinishHoldRequest(ctx, key(k), []uuid.UUID{uuid.New()}); err != nil {
-			t.Fatal(err)
-		}
+		holdFor(t, a, hk, seats[i])
 	}
 	if _, err := a.Pool.Exec(ctx, `UPDATE hold_requests SET claimed_at = now() - interval '25 hours'
 		WHERE org_id = $1 AND idempotency_key LIKE 'old-%'`, tn.Org.ID); err != nil {
@@ -72,32 +73,58 @@ func TestPruneHoldRequests(t *testing.T) {
 	}
 }
 
+// holdFor holds seats for keyed request k through the hold statement, as
+// the request's own holds are made, and returns the holds' ids.
+func holdFor(t *testing.T, a *app.App, k store.HoldKey, seats ...uuid.UUID) []uuid.UUID {
+	t.Helper()
+	now := time.Now().UTC().Truncate(time.Millisecond)
+	p := store.HoldParams{Org: k.Org, Event: k.Event, User: k.User, Now: now, HeldUntil: now.Add(time.Hour), Source: "api",
+		Request: k.Request}
+	var ids []uuid.UUID
+	for _, st := range seats {
+		ids = append(ids, store.NewID())
+		p.Seats = append(p.Seats, store.HoldRequest{SeatID: st, HoldID: ids[len(ids)-1], Fence: 1})
+	}
+	out, err := a.Store.CreateHolds(context.Background(), p)
+	if err != nil || len(out.Created) != len(seats) {
+		t.Errorf("hold %v for %s: %+v %v", seats, k.Key, out, err)
+	}
+	return ids
+}
+
 // TestClaimHoldRequestsAtOnce claims 100 keys twice each, all at once
 // (the claims share statements, a key's two claims often the same one):
-// each key is claimed exactly once; finished at once, every key then
-// answers its own holds, and a key asked with another request is refused.
+// each key is claimed exactly once; once each claim's holds are made (at
+// once, sharing hold statements), every key answers its own holds, in
+// the order they were made, and a key asked with another request is
+// refused.
 func TestClaimHoldRequestsAtOnce(t *testing.T) {
 	t.Parallel()
 	a := testenv.App(t, nil)
 	ctx := context.Background()
 	tn := testenv.NewTenant(t, a, 2)
-	ev := testenv.NewEvent(t, a, tn.Org.ID, 1, 1, 2)
+	ev := testenv.NewEvent(t, a, tn.Org.ID, 1, 10, 21)
+	seats := testenv.SeatIDs(t, a, tn.Org.ID, ev.ID)
 	const keys = 100
 	key := func(i int, hash string) store.HoldKey {
-		return store.HoldKey{Org: tn.Org.ID, User: tn.Buyers[i%2].ID, Event: ev.ID, Key: fmt.Sprintf("k%d", i), Hash: hash}
+		return store.HoldKey{Org: tn.Org.ID, User: tn.Buyers[i%2].ID, Event: ev.ID, Key: fmt.Sprintf("k%d", i), Hash: hash,
+			Request: store.NewID()}
 	}
 	var mu sync.Mutex
 	mine := make([]int, keys)
+	won := make([]store.HoldKey, keys)
 	var wg sync.WaitGroup
 	for i := range 2 * keys {
 		wg.Go(func() {
-			c, err := a.Store.ClaimHoldRequest(ctx, key(i%keys, "h"), time.Minute)
+			k := key(i%keys, "h")
+			c, err := a.Store.ClaimHoldRequest(ctx, k, time.Minute)
 			if err != nil || c.Done {
 				t.Errorf("claim %d: %+v %v", i, c, err)
 			}
 			if c.Mine {
 				mu.Lock()
 				mine[i%keys]++
+				won[i%keys] = k
 				mu.Unlock()
 			}
 		})
@@ -110,12 +137,7 @@ func TestClaimHoldRequestsAtOnce(t *testing.T) {
 	}
 	ids := make([][]uuid.UUID, keys)
 	for i := range keys {
-		ids[i] = []uuid.UUID{uuid.New(), uuid.New()}
-		wg.Go(func() {
-			if err := a.Store.FinishHoldRequest(ctx, key(i, "h"), ids[i]); err != nil {
-				t.Errorf("finish %d: %v", i, err)
-			}
-		})
+		wg.Go(func() { ids[i] = holdFor(t, a, won[i], seats[2*i], seats[2*i+1]) })
 	}
 	wg.Wait()
 	for i := range keys {
@@ -133,7 +155,7 @@ func TestClaimHoldRequestsAtOnce(t *testing.T) {
 	})
 	wg.Wait()
 
-	// A key claimed and not finished, asked 40 times at once, half with
+	// A key claimed and without holds yet, asked 40 times at once, half with
 	// its request and half with another (so that one statement often has
 	// both): the first are told it is still running, the others refused.
 	if c, err := a.Store.ClaimHoldRequest(ctx, key(keys, "h"), time.Minute); err != nil || !c.Mine {
@@ -152,4 +174,76 @@ func TestClaimHoldRequestsAtOnce(t *testing.T) {
 		})
 	}
 	wg.Wait()
+}
+
+// TestKeyedRequestDoneWithItsHolds: a claim is done once holds carrying
+// its request id commit, with no record after them, so a claim whose
+// process died right after its holds committed is not taken over when it
+// goes stale, nor freed by a drop; a stale claim without holds is taken
+// over, and a drop frees only a claim still its own and without holds.
+func TestKeyedRequestDoneWithItsHolds(t *testing.T) {
+	t.Parallel()
+	a := testenv.App(t, nil)
+	ctx := context.Background()
+	tn := testenv.NewTenant(t, a, 1)
+	ev := testenv.NewEvent(t, a, tn.Org.ID, 1, 1, 4)
+	seats := testenv.SeatIDs(t, a, tn.Org.ID, ev.ID)
+	key := func(k string) store.HoldKey {
+		return store.HoldKey{Org: tn.Org.ID, User: tn.Buyers[0].ID, Event: ev.ID, Key: k, Hash: "h", Request: store.NewID()}
+	}
+	claim := func(k store.HoldKey) store.HoldClaim {
+		t.Helper()
+		c, err := a.Store.ClaimHoldRequest(ctx, k, time.Minute)
+		if err != nil {
+			t.Fatalf("claim %s: %v", k.Key, err)
+		}
+		return c
+	}
+	age := func(k string) {
+		t.Helper()
+		if _, err := a.Pool.Exec(ctx, `UPDATE hold_requests SET claimed_at = now() - interval '1 hour'
+			WHERE org_id = $1 AND idempotency_key = $2`, tn.Org.ID, k); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	held := key("held")
+	if c := claim(held); !c.Mine {
+		t.Fatalf("claim: %+v", c)
+	}
+	ids := holdFor(t, a, held, seats[0], seats[1])
+	// The process dies here: nothing more is written for the request.
+	age("held")
+	if c := claim(key("held")); c.Mine || !c.Done || !slices.Equal(c.HoldIDs, ids) {
+		t.Fatalf("a stale claim with holds, asked again: %+v; want done with %v", c, ids)
+	}
+	if err := a.Store.DropHoldRequest(ctx, held); err != nil {
+		t.Fatal(err)
+	}
+	if c := claim(key("held")); !c.Done || !slices.Equal(c.HoldIDs, ids) {
+		t.Fatalf("after a drop of a claim with holds: %+v; want still done with %v", c, ids)
+	}
+
+	lost := key("lost")
+	if c := claim(lost); !c.Mine {
+		t.Fatalf("claim: %+v", c)
+	}
+	age("lost")
+	again := key("lost")
+	if c := claim(again); !c.Mine {
+		t.Fatalf("a stale claim without holds, asked again: %+v; want taken over", c)
+	}
+	// The first request's drop comes late: the claim is the second's now.
+	if err := a.Store.DropHoldRequest(ctx, lost); err != nil {
+		t.Fatal(err)
+	}
+	if c := claim(key("lost")); c.Mine || c.Done {
+		t.Fatalf("after another request's drop: %+v; want still running", c)
+	}
+	if err := a.Store.DropHoldRequest(ctx, again); err != nil {
+		t.Fatal(err)
+	}
+	if c := claim(key("lost")); !c.Mine {
+		t.Fatalf("after its own drop: %+v; want claimed anew", c)
+	}
 }

@@ -88,6 +88,10 @@ type HoldParams struct {
 	// best available) asked for that many more seats, and picked this one
 	// from a cache that had not seen the buyer's hold yet.
 	Fresh bool
+	// Request is the keyed hold request these holds answer
+	// (HoldKey.Request; zero without a key): each hold carries it, in its
+	// own transaction, so a repeat of the request finds them.
+	Request uuid.UUID
 
 	// orphansChecked: this request checked the orphan rule in the
 	// transaction of its hold statement (with the rows locked).
