@@ -88,7 +88,7 @@ func (k HoldKey) row() keyOf { return keyOf{k.Org, k.User, k.Key} }
 // runClaims claims a batch's keys in one statement per stale bound (one,
 // in practice). A key asked twice in one batch (two repeats at once) goes
 // into the statement once; the repeat is answered from the row as the
-// first left it: claimed by the first and not finished (the repeat waits
+// first left it: claimed by the first, without holds yet (the repeat waits
 // and asks again, as behind another statement's claim), or as found. The
 // statement does not follow its sender's cancellation: it carries others'
 // claims.
@@ -113,7 +113,7 @@ func runClaims(ctx context.Context, db *pgxpool.Pool, batch []*coalesce.Call[cla
 			calls[i].Answer(r.claim(k))
 			if r.mine {
 				// The row is now the first's, unfinished.
-				r = keyRow{found: true, hash: k.Hash}
+				r = keyRow{hash: k.Hash}
 			}
 			found[k.row()] = r
 		}
@@ -125,11 +125,10 @@ func runClaims(ctx context.Context, db *pgxpool.Pool, batch []*coalesce.Call[cla
 
 // keyRow is what a claim statement found of a key's row.
 type keyRow struct {
-	err   error
-	mine  bool // claimed by this statement
-	found bool // there, and not claimed by this statement
-	hash  string
-	ids   []uuid.UUID
+	err  error
+	mine bool // claimed by this statement
+	hash string
+	ids  []uuid.UUID
 }
 
 // claim is what the row means to a request under key k.
@@ -139,9 +138,6 @@ func (r keyRow) claim(k HoldKey) claimRes {
 		return claimRes{err: r.err}
 	case r.mine:
 		return claimRes{c: HoldClaim{Mine: true}}
-	case !r.found:
-		// Dropped by its request meanwhile: the caller claims again.
-		return claimRes{}
 	case r.hash != k.Hash:
 		return claimRes{err: apperr.E(apperr.IdempotencyMismatch, "this Idempotency-Key was used for a different hold request")}
 	}
@@ -159,15 +155,19 @@ func claimGroup(ctx context.Context, db *pgxpool.Pool, stale time.Duration, call
 		orgs[i], users[i], keys[i], events[i], hashes[i], requests[i] = k.Org, k.User, k.Key, k.Event, k.Hash, k.Request
 	}
 	// The keys go in in one order in every statement, so two statements
-	// that meet on keys (repeats on two processes) wait, not deadlock. The
-	// row of a key not claimed is read as of the statement's start: one
-	// inserted by a statement that committed since is not seen, and its
-	// caller claims again ("dropped meanwhile"), as before a claim. A
-	// request is done once holds carrying its id are committed (hold_ids:
-	// recorded after the holds, as before migration 028), and a stale
-	// claim with such holds is not taken over. The holds are listed in
-	// the order of their ids, which the request made in the order of its
-	// answer (NewID: time-ordered).
+	// that meet on keys (repeats on two processes) wait, not deadlock.
+	// Every key's row comes back from the insert: a key already there is
+	// updated, even when not claimed (its claim and request id then stay
+	// as they were), so the statement reads no row of hold_requests but
+	// through the key's index. Left to a join, a new database's statement
+	// was planned on the empty table as a scan of all of it, which its
+	// connection kept until the table's next ANALYZE: in a sale's first
+	// minute every claim read the whole, growing table. A request is done
+	// once holds carrying its id are committed (or hold_ids, recorded
+	// after the holds before migration 028), and a stale claim with such
+	// holds is not taken over. The holds are listed in the order of their
+	// ids, which the request made in the order of its answer (NewID:
+	// time-ordered).
 	rows, err := db.Query(ctx, `
 		WITH r AS (
 		    SELECT * FROM unnest($1::int[], $2::uuid[], $3::uuid[], $4::text[], $5::uuid[], $6::text[], $8::uuid[])
@@ -176,24 +176,24 @@ func claimGroup(ctx context.Context, db *pgxpool.Pool, stale time.Duration, call
 		    INSERT INTO hold_requests AS h (org_id, user_id, idempotency_key, event_id, request_hash, request_id)
 		    SELECT org_id, user_id, idempotency_key, event_id, request_hash, request_id FROM r
 		    ORDER BY org_id, user_id, idempotency_key
-		    ON CONFLICT (org_id, user_id, idempotency_key) DO UPDATE SET claimed_at = now(), request_id = excluded.request_id
-		    WHERE h.hold_ids IS NULL AND h.request_hash = excluded.request_hash AND h.claimed_at < now() - $7::interval
-		      AND NOT EXISTS (SELECT 1 FROM seat_holds x WHERE x.org_id = h.org_id AND x.request_id = h.request_id)
-		    RETURNING h.org_id, h.user_id, h.idempotency_key
+		    ON CONFLICT (org_id, user_id, idempotency_key) DO UPDATE
+		    SET claimed_at = CASE WHEN `+takeOver+` THEN now() ELSE h.claimed_at END,
+		        request_id = CASE WHEN `+takeOver+` THEN excluded.request_id ELSE h.request_id END
+		    RETURNING h.org_id, h.user_id, h.idempotency_key, h.request_id, h.request_hash, h.hold_ids
+		), mine AS (
+		    SELECT r.i, c.*, c.request_id IS NOT DISTINCT FROM r.request_id AS mine
+		    FROM r JOIN claimed c ON c.org_id = r.org_id AND c.user_id = r.user_id AND c.idempotency_key = r.idempotency_key
 		)
-		SELECT r.i, c.idempotency_key IS NOT NULL, o.idempotency_key IS NOT NULL, coalesce(o.request_hash, ''),
-		       coalesce(o.hold_ids, (SELECT array_agg(x.id ORDER BY x.id) FROM seat_holds x
-		                             WHERE x.org_id = o.org_id AND x.request_id = o.request_id))
-		FROM r
-		LEFT JOIN claimed c ON c.org_id = r.org_id AND c.user_id = r.user_id AND c.idempotency_key = r.idempotency_key
-		LEFT JOIN hold_requests o ON c.idempotency_key IS NULL
-		     AND o.org_id = r.org_id AND o.user_id = r.user_id AND o.idempotency_key = r.idempotency_key`,
+		SELECT i, mine, request_hash,
+		       CASE WHEN NOT mine THEN coalesce(hold_ids, (SELECT array_agg(x.id ORDER BY x.id) FROM seat_holds x
+		                                                  WHERE x.org_id = m.org_id AND x.request_id = m.request_id)) END
+		FROM mine m`,
 		seq(n), orgs, users, keys, events, hashes, stale, requests)
 	out := make([]keyRow, n)
 	if err == nil {
 		var i int
 		var r keyRow
-		_, err = pgx.ForEachRow(rows, []any{&i, &r.mine, &r.found, &r.hash, &r.ids}, func() error {
+		_, err = pgx.ForEachRow(rows, []any{&i, &r.mine, &r.hash, &r.ids}, func() error {
 			out[i] = r
 			r.ids = nil // a fresh slice for the next row
 			return nil
@@ -206,6 +206,12 @@ func claimGroup(ctx context.Context, db *pgxpool.Pool, stale time.Duration, call
 	}
 	return out
 }
+
+// takeOver says whether a claim statement takes over the claim h it met
+// for the request excluded: the same request, claimed longer ago than the
+// statement's stale bound ($7) and left without holds (its process died).
+const takeOver = `(h.hold_ids IS NULL AND h.request_hash = excluded.request_hash AND h.claimed_at < now() - $7::interval
+		      AND NOT EXISTS (SELECT 1 FROM seat_holds x WHERE x.org_id = h.org_id AND x.request_id = h.request_id))`
 
 // seq is 0, 1, ..., n-1.
 func seq(n int) []int32 {
