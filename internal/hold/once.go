@@ -12,7 +12,7 @@ import (
 )
 
 // keyWait bounds how long a repeated keyed request waits for the first
-// one to finish, and keyStale how old an unfinished claim must be (its
+// one to finish, and keyStale how old a claim without holds must be (its
 // process died mid-request) before a repeat takes it over.
 const (
 	keyWait  = 10 * time.Second

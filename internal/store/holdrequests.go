@@ -112,7 +112,7 @@ func runClaims(ctx context.Context, db *pgxpool.Pool, batch []*coalesce.Call[cla
 			k := calls[i].Req.k
 			calls[i].Answer(r.claim(k))
 			if r.mine {
-				// The row is now the first's, unfinished.
+				// The row is now the first's, without holds yet.
 				r = keyRow{hash: k.Hash}
 			}
 			found[k.row()] = r
