@@ -42,8 +42,9 @@ type HoldClaim struct {
 //
 // Concurrent claims share one statement (see keyBatches): in a crowd's
 // burst of keyed requests (what the map's best-seats form sends), a
-// statement and a commit of its own for each claim about doubled
-// Postgres's CPU of the burst.
+// statement and a commit of its own for each claim (and then for each
+// record of its holds, which the holds' request id has since replaced)
+// about tripled Postgres's CPU of the burst.
 func (s *Store) ClaimHoldRequest(ctx context.Context, k HoldKey, stale time.Duration) (HoldClaim, error) {
 	r, err := s.keys.claims.Do(ctx, claimReq{k: k, stale: stale})
 	if err != nil {
