@@ -40,10 +40,28 @@ type Best struct {
 	SeatsTwice  int `json:"seats_twice"`
 	NotTogether int `json:"blocks_not_side_by_side"`
 	Orphans     int `json:"orphans"`
+	// Writes is the reference measured beside the bursts (before the
+	// first, in the middle, after the last), WritesMS its median wall.
+	Writes   []BestWrites `json:"writes_alone,omitempty"`
+	WritesMS float64      `json:"writes_alone_ms,omitempty"`
 	// Keyed is the same burst with an Idempotency-Key on every request
 	// (what the map's best-seats form sends), run between the plain
 	// bursts, each then sent again with the same keys.
 	Keyed *BestKeyed `json:"keyed,omitempty"`
+}
+
+// BestWrites is Postgres alone writing what a burst writes: every
+// buyer's 4 seats, their holds, audit rows and the buyer's count, with
+// seatd's own hold statement, as many statements at once as seatd has
+// statement slots, from pgbench with nothing else running. A burst cannot
+// finish sooner on the same machine: besides these writes seatd answers
+// the requests, locks the seats in Redis and checks the orphan rule, on
+// the same cores. WallMS runs from the first statement's start to the
+// last one's end.
+type BestWrites struct {
+	Seats      int     `json:"seats"`
+	Statements int     `json:"statements"`
+	WallMS     float64 `json:"wall_ms"`
 }
 
 // BestKeyed compares keyed bursts with the plain burst run just before
@@ -98,7 +116,25 @@ func (b *bench) phaseBest(ctx context.Context) error {
 	var runs []*Best
 	var k BestKeyed
 	step := max(1, b.cfg.bestBursts/max(1, b.cfg.bestKeyed))
+	var writes []BestWrites
+	alone := func() error {
+		if b.cfg.noRef {
+			return nil
+		}
+		w, err := b.writesAlone(ctx, bestEventSeats, b.bestBuyers(), 4, b.batchSlots())
+		if err == nil {
+			writes = append(writes, w)
+			b.log.printf("best available, the writes alone: %d holds in %d statements at once in %.1f ms",
+				w.Seats, w.Statements, w.WallMS)
+		}
+		return err
+	}
 	for i := range b.cfg.bestBursts {
+		if i == 0 || i == b.cfg.bestBursts/2 {
+			if err := alone(); err != nil {
+				return err
+			}
+		}
 		r, _, err := b.bestBurst(ctx, main, false)
 		if err != nil {
 			return err
@@ -113,7 +149,14 @@ func (b *bench) phaseBest(ctx context.Context) error {
 		}
 		k.add(r, x, rep)
 	}
+	if err := alone(); err != nil {
+		return err
+	}
 	r := *slices.SortedFunc(slices.Values(runs), func(x, y *Best) int { return cmp.Compare(x.Latency.P99, y.Latency.P99) })[len(runs)/2]
+	if len(writes) > 0 {
+		r.Writes = writes
+		r.WritesMS = slices.SortedFunc(slices.Values(writes), func(x, y BestWrites) int { return cmp.Compare(x.WallMS, y.WallMS) })[len(writes)/2].WallMS
+	}
 	r.SeatsTwice, r.NotTogether, r.Orphans, r.Other = 0, 0, 0, 0
 	for _, x := range runs {
 		r.Bursts = append(r.Bursts, x.burst())
@@ -169,14 +212,20 @@ func (k *BestKeyed) summarize() {
 	k.Seatd, k.PlainSeatd = med(k.Bursts, sd), med(k.Plain, sd)
 }
 
+// bestEventSeats is the size of each burst's event.
+const bestEventSeats = 4000
+
+// bestBuyers is how many buyers a burst sends.
+func (b *bench) bestBuyers() int { return min(500, len(b.fx.buyers)) }
+
 // bestBurst sends 500 buyers, each with its own session and an open
 // connection, for {"best_available":{"count":4}} at the same instant, on
 // a fresh event. Keyed, each request carries an Idempotency-Key of its
 // own, and the burst is sent again with the same keys once it is checked.
 func (b *bench) bestBurst(ctx context.Context, main *server, keyed bool) (*Best, keyedRepeat, error) {
 	var rep keyedRepeat
-	n := min(500, len(b.fx.buyers))
-	const seats = 4000
+	n := b.bestBuyers()
+	const seats = bestEventSeats
 	ev, _, err := b.genEvent(ctx, "best available", seats, false)
 	if err != nil {
 		return nil, rep, err

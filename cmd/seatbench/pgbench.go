@@ -82,9 +82,9 @@ WITH r AS (
 ` + stmt[i:] + ";\n", nil
 }
 
-// benchClients maps pgbench client ids to the bench's buyers (one each,
-// round robin), for the reference's per-buyer hold count.
-func (b *bench) benchClients(ctx context.Context, clients int) error {
+// benchClients maps pgbench client ids to the bench's buyers (each buyer
+// per ids in a row, round robin), for the reference's per-buyer hold count.
+func (b *bench) benchClients(ctx context.Context, clients, per int) error {
 	users := make([]string, len(b.fx.buyers))
 	for i, u := range b.fx.buyers {
 		users[i] = u.userID
@@ -94,8 +94,8 @@ func (b *bench) benchClients(ctx context.Context, clients int) error {
 		TRUNCATE bench_clients;`)
 	if err == nil {
 		_, err = b.db.Exec(ctx, `
-			INSERT INTO bench_clients SELECT c, ($2::uuid[])[1 + c % cardinality($2::uuid[])] FROM generate_series(0, $1 - 1) c`,
-			clients, users)
+			INSERT INTO bench_clients SELECT c, ($2::uuid[])[1 + (c / $3) % cardinality($2::uuid[])] FROM generate_series(0, $1 - 1) c`,
+			clients, users, per)
 	}
 	return err
 }
@@ -140,46 +140,25 @@ func (b *bench) pgbenchRun(ctx context.Context, clients int, rate float64, batch
 	if err != nil {
 		return nil, err
 	}
-	if err := b.benchClients(ctx, clients*perTx); err != nil {
+	if err := b.benchClients(ctx, clients*perTx, 1); err != nil {
 		return nil, err
 	}
-	script := filepath.Join(b.tmp, fmt.Sprintf("hold-%d.pgbench.sql", perTx))
-	if err := os.WriteFile(script, []byte(text), 0o600); err != nil {
-		return nil, err
+	secs := int(math.Ceil((b.cfg.warmup + b.cfg.duration).Seconds())) + 1
+	extra := []string{"-T", strconv.Itoa(secs)}
+	if rate > 0 {
+		extra = append(extra, "-R", strconv.FormatFloat(rate, 'f', 1, 64))
 	}
-	u, err := url.Parse(b.dbURL)
+	prefix, cpu, err := b.runPgbench(ctx, text, ev, clients, perTx, extra...)
 	if err != nil {
 		return nil, err
 	}
-	prefix := filepath.Join(b.tmp, fmt.Sprintf("pgbench-%d-%d", clients, time.Now().UnixNano()))
-	secs := int(math.Ceil((b.cfg.warmup + b.cfg.duration).Seconds())) + 1
-	args := []string{"-n", "-h", u.Hostname(), "-p", u.Port(), "-U", u.User.Username(),
-		"-M", "prepared", "-c", strconv.Itoa(clients), "-j", "2", "-T", strconv.Itoa(secs),
-		"-f", script, "-D", "k=0", "-D", "nclients=" + strconv.Itoa(clients),
-		"-D", "org=" + b.fx.orgID, "-D", "event=" + ev, "-D", "batch=" + strconv.Itoa(perTx),
-		"-l", "--log-prefix=" + prefix}
-	if rate > 0 {
-		args = append(args, "-R", strconv.FormatFloat(rate, 'f', 1, 64))
-	}
-	args = append(args, strings.TrimPrefix(u.Path, "/"))
-	cmd := exec.CommandContext(ctx, filepath.Join(b.pgBin, "pgbench"), args...)
-	cmd.Env = serviceEnv()
-	var out bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &out
-	cpu0 := b.sampleCPU(nil)
-	runErr := cmd.Run()
-	cpu1 := b.sampleCPU(nil)
-	_ = os.WriteFile(prefix+".out", out.Bytes(), 0o600)
-	if runErr != nil {
-		return nil, fmt.Errorf("pgbench: %w: %s", runErr, lastLines(out.String(), 5))
-	}
-
 	ends, lats, err := readPgbenchLogs(prefix)
 	if err != nil {
 		return nil, err
 	}
 	if len(ends) == 0 {
-		return nil, fmt.Errorf("pgbench logged no transactions: %s", lastLines(out.String(), 5))
+		out, _ := os.ReadFile(prefix + ".out")
+		return nil, fmt.Errorf("pgbench logged no transactions: %s", lastLines(string(out), 5))
 	}
 	first := ends[0]
 	for _, e := range ends {
@@ -211,12 +190,89 @@ func (b *bench) pgbenchRun(ctx context.Context, clients int, rate float64, batch
 	}
 	l.Latency = latencyOf(win)
 	// pgbench is our child: its time is in the client's share.
-	l.CPU = cpu0.to(cpu1)
+	l.CPU = cpu
 	l.finish()
 	// CPU covers the whole pgbench run, so divide by every transaction.
 	per := func(v float64) float64 { return round3(v * 1e6 / float64(len(ends)*perTx)) }
 	l.CPUPerHold = CPU{Postgres: per(l.CPU.Postgres), Client: per(l.CPU.Client), Redis: per(l.CPU.Redis), Seatd: per(l.CPU.Seatd)}
 	return l, nil
+}
+
+// writesAlone is the best-available row's reference (BestWrites): seatd's
+// shared hold statement once on each of clients connections at the same
+// moment, together holding per seats for each of buyers buyers (side by
+// side, as a burst's blocks are) on a fresh event of eventSeats seats.
+func (b *bench) writesAlone(ctx context.Context, eventSeats, buyers, per, clients int) (BestWrites, error) {
+	text, err := sharedScript()
+	if err != nil {
+		return BestWrites{}, err
+	}
+	batch := (buyers*per + clients - 1) / clients
+	ev, _, err := b.genEvent(ctx, "best available, writes alone", eventSeats, false)
+	if err != nil {
+		return BestWrites{}, err
+	}
+	if err := b.benchClients(ctx, clients*batch, per); err != nil {
+		return BestWrites{}, err
+	}
+	prefix, _, err := b.runPgbench(ctx, text, ev, clients, batch, "-t", "1")
+	if err != nil {
+		return BestWrites{}, err
+	}
+	ends, lats, err := readPgbenchLogs(prefix)
+	if err != nil {
+		return BestWrites{}, err
+	}
+	if len(ends) != clients {
+		return BestWrites{}, fmt.Errorf("pgbench logged %d statements of %d", len(ends), clients)
+	}
+	first, last := ends[0], ends[0]
+	for i, e := range ends {
+		first, last = min(first, e-lats[i]/1000), max(last, e)
+	}
+	w := BestWrites{Statements: clients, WallMS: round3((last - first) * 1000)}
+	if err := b.db.QueryRow(ctx, `SELECT count(*) FROM seat_holds WHERE event_id = $1`, ev).Scan(&w.Seats); err != nil {
+		return BestWrites{}, err
+	}
+	// A statement that found its seats taken would be fast and flatter
+	// the reference.
+	if w.Seats != clients*batch {
+		return BestWrites{}, fmt.Errorf("the reference wrote %d holds of %d", w.Seats, clients*batch)
+	}
+	return w, nil
+}
+
+// runPgbench runs script on clients connections against event ev with
+// :batch seats a transaction, logging every transaction under the
+// returned prefix (readPgbenchLogs), and the CPU each part used meanwhile.
+func (b *bench) runPgbench(ctx context.Context, script, ev string, clients, batch int, extra ...string) (string, CPU, error) {
+	path := filepath.Join(b.tmp, fmt.Sprintf("hold-%d.pgbench.sql", batch))
+	if err := os.WriteFile(path, []byte(script), 0o600); err != nil {
+		return "", CPU{}, err
+	}
+	u, err := url.Parse(b.dbURL)
+	if err != nil {
+		return "", CPU{}, err
+	}
+	prefix := filepath.Join(b.tmp, fmt.Sprintf("pgbench-%d-%d", clients, time.Now().UnixNano()))
+	args := []string{"-n", "-h", u.Hostname(), "-p", u.Port(), "-U", u.User.Username(),
+		"-M", "prepared", "-c", strconv.Itoa(clients), "-j", strconv.Itoa(min(clients, 2)),
+		"-f", path, "-D", "k=0", "-D", "nclients=" + strconv.Itoa(clients),
+		"-D", "org=" + b.fx.orgID, "-D", "event=" + ev, "-D", "batch=" + strconv.Itoa(batch),
+		"-l", "--log-prefix=" + prefix}
+	args = append(append(args, extra...), strings.TrimPrefix(u.Path, "/"))
+	cmd := exec.CommandContext(ctx, filepath.Join(b.pgBin, "pgbench"), args...)
+	cmd.Env = serviceEnv()
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	cpu0 := b.sampleCPU(nil)
+	runErr := cmd.Run()
+	cpu := cpu0.to(b.sampleCPU(nil))
+	_ = os.WriteFile(prefix+".out", out.Bytes(), 0o600)
+	if runErr != nil {
+		return "", CPU{}, fmt.Errorf("pgbench: %w: %s", runErr, lastLines(out.String(), 5))
+	}
+	return prefix, cpu, nil
 }
 
 // readPgbenchLogs reads pgbench's per-transaction logs (one file per

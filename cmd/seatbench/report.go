@@ -116,8 +116,8 @@ func (r *Report) evaluate() {
 	if x := r.Best; x != nil {
 		r.target(fmt.Sprintf("best available, %d concurrent 4-seat requests", x.Buyers), "no seat twice, side by side, p99 < 100 ms",
 			x.SeatsTwice == 0 && x.NotTogether == 0 && x.Orphans == 0 && x.Other == 0 && x.Latency.P99 < 100,
-			"median of %d bursts: %d granted, p99 %.1f ms (bursts: %s); in all: %d twice, %d apart, %d orphans",
-			len(x.Bursts), x.Granted, x.Latency.P99, burstP99s(x.Bursts), x.SeatsTwice, x.NotTogether, x.Orphans)
+			"median of %d bursts: %d granted, p99 %.1f ms (bursts: %s); in all: %d twice, %d apart, %d orphans%s",
+			len(x.Bursts), x.Granted, x.Latency.P99, burstP99s(x.Bursts), x.SeatsTwice, x.NotTogether, x.Orphans, x.writesNote())
 	}
 	if h := r.HotSeat; h != nil {
 		r.target(fmt.Sprintf("%d buyers, one seat", h.Buyers), "exactly 1 hold; refusals write nothing; all < 1 s",
@@ -373,6 +373,16 @@ func (r *Report) printTable(w io.Writer) {
 		row(name+": p50/p95/p99, wall (median burst)", lat(x.Latency)+fmt.Sprintf(", %.0f ms", x.WallMS),
 			"same burst of GET /api/v1/me: "+lat(x.Floor), fmt.Sprintf("%.2f", ratio2(x.Latency.P99, x.Floor.P99)), "p99 < 100 ms")
 		row(name+": p99 of each burst", burstP99s(x.Bursts)+" ms", "", "", "")
+		if len(x.Writes) > 0 {
+			w := x.Writes[0]
+			walls := make([]float64, len(x.Writes))
+			for i, v := range x.Writes {
+				walls[i] = v.WallMS
+			}
+			row(fmt.Sprintf("%s: the writes alone (%d holds, %d hold statements at once in pgbench)", name, w.Seats, w.Statements),
+				fmt.Sprintf("%.1f ms (runs %s ms)", x.WritesMS, burstList(walls)), fmt.Sprintf("the median burst's p99: %.1f ms", x.Latency.P99),
+				fmt.Sprintf("%.2f", ratio2(x.Latency.P99, x.WritesMS)), "")
+		}
 		row(name+": seats twice / blocks apart / orphans (all bursts)", fmt.Sprintf("%d / %d / %d", x.SeatsTwice, x.NotTogether, x.Orphans), "", "", "0 / 0 / 0")
 		if k := x.Keyed; k != nil {
 			kn := fmt.Sprintf("best available with Idempotency-Key, %d bursts", len(k.Bursts))
@@ -495,6 +505,15 @@ func msList(ds []float64) string {
 		s[i] = fmt.Sprintf("%.0f", d)
 	}
 	return strings.Join(s, " / ") + " ms"
+}
+
+// writesNote says, for the target's line, how long Postgres alone took
+// to write a burst's holds on this machine (BestWrites).
+func (x *Best) writesNote() string {
+	if len(x.Writes) == 0 {
+		return ""
+	}
+	return fmt.Sprintf("; Postgres alone writes a burst's holds in %.1f ms here", x.WritesMS)
 }
 
 // burstP99s lists the bursts' p99 latencies in the order they ran.
