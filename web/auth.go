@@ -86,7 +86,7 @@ func (s *Server) login(w http.ResponseWriter, r *http.Request) error {
 // formFailed answers a failed form post (a person in a browser) with the
 // form again and the error's sentence; internal errors stay generic.
 func (s *Server) formFailed(w http.ResponseWriter, r *http.Request, err error, page func(msg string) templ.Component) error {
-	e, ok := apperr.As(err)
+	e, ok := domainError(err)
 	if !ok || e.Code == apperr.Internal {
 		return err
 	}

@@ -44,7 +44,7 @@ func (s *Server) bestSeats(w http.ResponseWriter, r *http.Request, a hold.Actor)
 	res, err := s.deps.Core.HoldBestOnce(r.Context(), a, event, hold.Best{Count: n, Category: r.FormValue("category"),
 		Section: r.FormValue("section"), Choice: hold.Choice{Accessible: choiceOf(r).Accessible}}, hold.SourceWeb, key)
 	if err != nil {
-		e, ok := apperr.As(err)
+		e, ok := domainError(err)
 		if !ok || e.Code == apperr.Internal || e.Code == apperr.NotFound {
 			return err
 		}

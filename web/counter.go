@@ -25,7 +25,7 @@ import (
 // counterRefusal turns a refusal into the flash message; any other error
 // is returned as is.
 func counterRefusal(err error) (string, error) {
-	e, ok := apperr.As(err)
+	e, ok := domainError(err)
 	if !ok || e.Code == apperr.Internal || e.Code == apperr.NotFound || e.Code == apperr.Forbidden {
 		return "", err
 	}

@@ -8,6 +8,7 @@ import (
 	"strconv"
 
 	"seatd/internal/apperr"
+	"seatd/internal/pg"
 )
 
 // Codes the web layer adds to apperr's vocabulary: failures of HTTP framing
@@ -61,6 +62,29 @@ type errorBody struct {
 // internalMessage is all a caller learns about a failure that is ours.
 const internalMessage = "something went wrong on our side; please try again"
 
+// busy answers a statement that waited for a row lock longer than the
+// pool's lock_timeout (55P03): another change to the same rows (a purchase,
+// the reaper, a hold statement) is still being written. The statement and
+// its transaction were rolled back, and every write of the API may be sent
+// again (holds and releases are idempotent, a purchase or sale carries its
+// Idempotency-Key), so the caller is told to retry, not that we failed.
+var busy = apperr.E(apperr.Unavailable, "another change to the same seats is still being written; please try again in a moment")
+
+// busyRetryAfter is busy's Retry-After, in seconds.
+const busyRetryAfter = 1
+
+// domainError is err as the domain error it is answered with: its own, or
+// busy for a lock timeout; false for a failure of ours.
+func domainError(err error) (*apperr.Error, bool) {
+	if e, ok := apperr.As(err); ok {
+		return e, true
+	}
+	if pg.IsLockNotAvailable(err) {
+		return busy, true
+	}
+	return nil, false
+}
+
 // limitedError is a rate-limit refusal; it carries the Retry-After delay.
 type limitedError struct {
 	err        *apperr.Error
@@ -74,10 +98,14 @@ func (e *limitedError) Unwrap() error { return e.err }
 // are not domain errors are logged with their detail and shown as a generic
 // message: users never see err.Error().
 func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
-	e, ok := apperr.As(err)
+	e, ok := domainError(err)
 	status := http.StatusInternalServerError
 	if ok {
 		status = statusOf(e.Code)
+	}
+	if e == busy {
+		s.log.WarnContext(r.Context(), "busy", "method", r.Method, "path", r.URL.Path, "err", err)
+		w.Header().Set("Retry-After", strconv.Itoa(busyRetryAfter))
 	}
 	if status == http.StatusInternalServerError {
 		if errors.Is(err, context.Canceled) && r.Context().Err() != nil {

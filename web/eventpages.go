@@ -89,7 +89,7 @@ func (s sum) String() string {
 
 // apperrMessage is the human sentence of a domain error.
 func apperrMessage(err error) string {
-	if e, ok := apperr.As(err); ok {
+	if e, ok := domainError(err); ok {
 		return e.Message
 	}
 	return internalMessage

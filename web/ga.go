@@ -60,7 +60,7 @@ func (s *Server) holdGAPlaces(w http.ResponseWriter, r *http.Request, a hold.Act
 		return s.answerCart(w, r, a, event, malformedFormKey, "error", "")
 	}
 	if _, err := s.deps.Core.HoldGAOnce(r.Context(), a, event, section, n, hold.SourceWeb, key); err != nil {
-		e, ok := apperr.As(err)
+		e, ok := domainError(err)
 		if !ok || e.Code == apperr.Internal || e.Code == apperr.NotFound {
 			return err
 		}

@@ -51,11 +51,15 @@ func (s *Server) page(allowed roles, h pageHandler) http.HandlerFunc {
 // renderError shows an error as a page; internal errors are logged and
 // shown as a generic sentence.
 func (s *Server) renderError(w http.ResponseWriter, r *http.Request, err error) {
-	e, ok := apperr.As(err)
+	e, ok := domainError(err)
 	status := http.StatusInternalServerError
 	msg := internalMessage
 	if ok {
 		status, msg = statusOf(e.Code), e.Message
+	}
+	if e == busy {
+		s.log.WarnContext(r.Context(), "busy", "path", r.URL.Path, "err", err)
+		w.Header().Set("Retry-After", strconv.Itoa(busyRetryAfter))
 	}
 	if status == http.StatusInternalServerError {
 		if r.Context().Err() != nil {
@@ -487,7 +491,7 @@ func (s *Server) toggleSeat(w http.ResponseWriter, r *http.Request, a hold.Actor
 	}
 	_, err = s.deps.Core.HoldChosen(r.Context(), a, event, []uuid.UUID{seat}, hold.SourceWeb, choiceOf(r))
 	if err != nil {
-		e, ok := apperr.As(err)
+		e, ok := domainError(err)
 		if !ok || e.Code == apperr.Internal || e.Code == apperr.NotFound {
 			return err
 		}
@@ -566,7 +570,7 @@ func (s *Server) pay(w http.ResponseWriter, r *http.Request, a hold.Actor) error
 	}
 	b, err := s.deps.Core.Purchase(r.Context(), a, event, v.Get("key"), ids)
 	if err != nil {
-		e, ok := apperr.As(err)
+		e, ok := domainError(err)
 		if !ok || e.Code == apperr.Internal {
 			return err
 		}

@@ -65,7 +65,7 @@ func (s *staffPages) renderStaff(w http.ResponseWriter, r *http.Request, ev stor
 // internalText logs an internal error and returns what a panel shows
 // instead; a domain error's message is shown as is.
 func (s *staffPages) internalText(ctx context.Context, what string, err error) string {
-	if e, ok := apperr.As(err); ok && e.Code != apperr.Internal {
+	if e, ok := domainError(err); ok && e.Code != apperr.Internal {
 		return e.Message
 	}
 	s.log.ErrorContext(ctx, what, "err", err)

@@ -225,7 +225,7 @@ func (s *Server) joinWaitlistForm(w http.ResponseWriter, r *http.Request, a hold
 	}
 	_, err = s.deps.Core.JoinWaitlist(r.Context(), a, event, hold.WaitFor{Count: n, Category: strings.TrimSpace(vs.Get("category")),
 		Section: strings.TrimSpace(vs.Get("section")), Accessible: vs.Get("accessible") == "on"})
-	if e, ok := apperr.As(err); ok && e.Code != apperr.Internal && e.Code != apperr.NotFound {
+	if e, ok := domainError(err); ok && e.Code != apperr.Internal && e.Code != apperr.NotFound {
 		return s.waitlistStatus(w, r, a, e.Message)
 	}
 	if err != nil {
