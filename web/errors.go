@@ -70,8 +70,12 @@ const internalMessage = "something went wrong on our side; please try again"
 // Idempotency-Key), so the caller is told to retry, not that we failed.
 var busy = apperr.E(apperr.Unavailable, "another change to the same seats is still being written; please try again in a moment")
 
-// busyRetryAfter is busy's Retry-After, in seconds.
-const busyRetryAfter = 1
+// noteBusy logs a busy answer, which is not ours to fix but worth seeing
+// when it grows, and tells the caller to retry in a second.
+func (s *Server) noteBusy(w http.ResponseWriter, r *http.Request, err error) {
+	s.log.WarnContext(r.Context(), "busy", "method", r.Method, "path", r.URL.Path, "err", err)
+	w.Header().Set("Retry-After", "1")
+}
 
 // domainError is err as the domain error it is answered with: its own, or
 // busy for a lock timeout; false for a failure of ours.
@@ -104,8 +108,7 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 		status = statusOf(e.Code)
 	}
 	if e == busy {
-		s.log.WarnContext(r.Context(), "busy", "method", r.Method, "path", r.URL.Path, "err", err)
-		w.Header().Set("Retry-After", strconv.Itoa(busyRetryAfter))
+		s.noteBusy(w, r, err)
 	}
 	if status == http.StatusInternalServerError {
 		if errors.Is(err, context.Canceled) && r.Context().Err() != nil {

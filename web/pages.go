@@ -58,8 +58,7 @@ func (s *Server) renderError(w http.ResponseWriter, r *http.Request, err error) 
 		status, msg = statusOf(e.Code), e.Message
 	}
 	if e == busy {
-		s.log.WarnContext(r.Context(), "busy", "path", r.URL.Path, "err", err)
-		w.Header().Set("Retry-After", strconv.Itoa(busyRetryAfter))
+		s.noteBusy(w, r, err)
 	}
 	if status == http.StatusInternalServerError {
 		if r.Context().Err() != nil {
