@@ -44,6 +44,9 @@ help:
 	make run-observe        make run + Prometheus on 127.0.0.1:29090 scraping seatd, alerts loaded
 	make test-rules         promtool check + unit tests of deploy/prometheus/alerts.yml
 	make lint               gofmt, go vet, staticcheck, gosec, generated files current
+	make bench              the load generator (bench-quick: every phase, smaller)
+	make perf-doc           docs/performance.md from bench/results/latest.json
+	make bench-compare      two result files side by side: A=... B=... (baseline, latest)
 	make test               test services + lint + go test -race (+ fuzz), services stopped after
 	make services-up        start dev Postgres/Redis   (services-down to stop)
 	make services-up-test   start test Postgres/Redis  (services-down-test to stop)
@@ -199,6 +202,15 @@ lint: tools
 		echo "lint: run 'make generate' and commit *_templ.go and static/css/app.css" >&2
 		exit 1
 	fi
+	echo "lint: docs/performance.md is current" >&2
+	before=$$(sha256sum docs/performance.md 2>/dev/null || true)
+	$(MAKE) --no-print-directory perf-doc >&2
+	after=$$(sha256sum docs/performance.md)
+	if [[ $$before != "$$after" ]]; then
+		echo "lint: docs/performance.md was out of date (changed by 'make perf-doc'):" >&2
+		echo "lint: run 'make perf-doc' and commit docs/performance.md" >&2
+		exit 1
+	fi
 	echo "lint: gofmt" >&2
 	files=$$($(GO_FILES_CMD) || true)
 	if [[ -n $$files ]]; then
@@ -230,16 +242,32 @@ test:
 # Benchmarks (cmd/seatbench; see bench/README.md). Each run brings up the
 # bench Postgres/Redis (scripts/services.sh up bench), builds and starts its
 # own seatd processes, stops them by PID and stops the services at the end.
-# Results: one table on stdout, JSON in bench/results/. Extra seatbench
+# Results: one table on stdout, bench/results/latest.json and its table in
+# latest.txt (a run replaces both; git keeps the earlier ones). Extra seatbench
 # flags go in BENCH_FLAGS, e.g. make bench BENCH_FLAGS="-only holds -levels 200".
 
-.PHONY: bench bench-quick
+.PHONY: bench bench-quick perf-doc bench-compare
 
 bench:
 	go run ./cmd/seatbench $(BENCH_FLAGS)
 
 bench-quick:
 	go run ./cmd/seatbench -quick $(BENCH_FLAGS)
+
+# docs/performance.md is generated: bench/performance.md.tmpl (the
+# hand-written text) around the table of bench/results/latest.json. It is
+# committed, and make lint checks that it is current.
+perf-doc:
+	go run ./cmd/seatbench perf-doc -results bench/results/latest.json \
+		-template bench/performance.md.tmpl -out docs/performance.md
+
+# Two result files side by side, every numeric figure they share with B/A:
+#   make bench-compare A=bench/results/baseline.json B=bench/results/latest.json
+# (those two are the defaults; COMPARE_FLAGS=-all lists figures only one has).
+A ?= bench/results/baseline.json
+B ?= bench/results/latest.json
+bench-compare:
+	go run ./cmd/seatbench compare $(COMPARE_FLAGS) $(A) $(B)
 
 # ---------------------------------------------------------------------------
 # Chaos (internal/chaos; see its doc.go). Both targets bring up the test

@@ -2,8 +2,9 @@
 // bench-quick). It brings up the bench Postgres and Redis
 // (scripts/services.sh up bench), builds seatd, starts `seatd serve`
 // processes on loopback ports, creates the organization, users and events
-// it needs, and measures the DESIGN §10 targets against references run in
-// the same invocation (pgbench doing the hold transaction):
+// it needs, and measures the targets of docs/performance.md against
+// references run in the same invocation (pgbench doing the hold
+// transaction):
 //
 //   - distinct-seat holds through the HTTP API at several buyer counts,
 //     next to pgbench running the same hold statement at a comparable
@@ -20,9 +21,14 @@
 //   - the seat map of a 100 000-seat event in headless Chromium.
 //
 // It prints one table on stdout, progress on stderr, and writes the
-// figures as JSON to bench/results/<timestamp>.json and latest.json. Every
-// phase is bounded in time and count; every process it starts is stopped
-// by PID before it exits.
+// figures as JSON to bench/results/latest.json and the table beside it in
+// latest.txt. Every phase is bounded in time and count; every process it
+// starts is stopped by PID before it exits.
+//
+// Three commands read result files instead of running anything:
+// `seatbench table FILE` prints a file's table, `seatbench compare A B`
+// prints two files side by side with B/A for every figure they share, and
+// `seatbench perf-doc` renders docs/performance.md from latest.json.
 package main
 
 import (
@@ -107,8 +113,8 @@ func parseConfig(args []string, stderr io.Writer) (config, error) {
 			quick = true
 		}
 	}
-	// The full run's bound: 575 s on the machine of the README's figures,
-	// 820 s on one 2.5 times slower; the bound leaves such a machine room.
+	// A full run takes 10–13 minutes on two cores; the bound leaves a
+	// slower machine room.
 	c := config{
 		quick: quick, root: ".", outDir: "bench/results", timeout: 20 * time.Minute,
 		levels: []int{50, 200, 500}, duration: 15 * time.Second, warmup: 3 * time.Second,
@@ -230,6 +236,11 @@ func (c config) buyersNeeded() int {
 }
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	if len(args) > 0 {
+		if cmd, ok := resultCommands[args[0]]; ok {
+			return cmd(args[1:], stdout, stderr)
+		}
+	}
 	cfg, err := parseConfig(args, stderr)
 	if err != nil {
 		return err

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -51,7 +52,7 @@ func (r *Report) failed(phase string, err error) {
 	r.Errors = append(r.Errors, PhaseError{Phase: phase, Error: err.Error()})
 }
 
-// Target is one DESIGN §10 target checked against this run.
+// Target is one target of docs/performance.md checked against this run.
 type Target struct {
 	What   string `json:"what"`
 	Target string `json:"target"`
@@ -63,7 +64,7 @@ func (r *Report) target(what, target string, met bool, format string, args ...an
 	r.Targets = append(r.Targets, Target{What: what, Target: target, Met: met, Result: fmt.Sprintf(format, args...)})
 }
 
-// evaluate checks the DESIGN §10 targets that this run measured.
+// evaluate checks the targets that this run measured.
 func (r *Report) evaluate() {
 	r.Targets = nil
 	for _, h := range r.Holds {
@@ -185,7 +186,10 @@ func (r *Report) evaluateBigMap() {
 		"%d of %d sections", m.SectionsInView, m.Sections)
 }
 
-// write saves the report as <timestamp>.json and latest.json in dir.
+// write saves the report as latest.json in dir, and its table as
+// latest.txt. Earlier runs are in git's history; a run meant to be kept
+// apart (a baseline, one side of an A/B) goes elsewhere with -out or is
+// copied under a name of its own.
 func (r *Report) write(dir string) (string, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return "", err
@@ -195,16 +199,20 @@ func (r *Report) write(dir string) (string, error) {
 		return "", err
 	}
 	b = append(b, '\n')
-	path := filepath.Join(dir, r.Started.Format("20060102T150405Z")+".json")
-	if err := os.WriteFile(path, b, 0o644); err != nil {
-		return "", err
+	var table bytes.Buffer
+	r.printTable(&table)
+	path := filepath.Join(dir, "latest.json")
+	for name, content := range map[string][]byte{"latest.json": b, "latest.txt": table.Bytes()} {
+		// Written beside and renamed, so a reader never sees half a file.
+		tmp := filepath.Join(dir, name+".tmp")
+		if err := os.WriteFile(tmp, content, 0o644); err != nil {
+			return "", err
+		}
+		if err := os.Rename(tmp, filepath.Join(dir, name)); err != nil {
+			return "", err
+		}
 	}
-	// Written beside and renamed, so a reader never sees half a file.
-	tmp := filepath.Join(dir, "latest.json.tmp")
-	if err := os.WriteFile(tmp, b, 0o644); err != nil {
-		return "", err
-	}
-	return path, os.Rename(tmp, filepath.Join(dir, "latest.json"))
+	return path, nil
 }
 
 // printTable prints the run as one table: every figure next to its
@@ -394,7 +402,7 @@ func (r *Report) printTable(w io.Writer) {
 			row(kn+", sent again with the same keys: same holds / otherwise / holds more", fmt.Sprintf("%d / %d / %d", k.RepeatSame, k.RepeatOther, k.ExtraHolds),
 				"p99 of each repeat: "+burstList(k.RepeatP99)+" ms", "", "all / 0 / 0")
 		}
-		// The bursts are CPU-bound on cores this machine shares, so their
+		// The bursts are CPU-bound on cores other work may share, so their
 		// p99 follows the machine's speed of the moment; the paced pgbench
 		// row, run just before them with the same statement at the same
 		// rate in every run, says what that speed was.
@@ -455,7 +463,7 @@ func (r *Report) printTable(w io.Writer) {
 	}
 	_ = tw.Flush()
 	if len(r.Targets) > 0 {
-		fmt.Fprintln(w, "\ntargets (DESIGN §10):")
+		fmt.Fprintln(w, "\ntargets:")
 		tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 		for _, t := range r.Targets {
 			verdict := "MET"
@@ -508,7 +516,7 @@ func msList(ds []float64) string {
 }
 
 // writesNote says, for the target's line, how long Postgres alone took
-// to write a burst's holds on this machine (BestWrites).
+// to write a burst's holds on the machine of the run (BestWrites).
 func (x *Best) writesNote() string {
 	if len(x.Writes) == 0 {
 		return ""
