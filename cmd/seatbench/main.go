@@ -282,6 +282,11 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	b.log.printf("wrote %s", path)
+	if n := len(b.rep.Errors); n > 0 {
+		// The figures that were measured are written all the same; the
+		// run fails so that a phase never goes unmeasured unnoticed.
+		return fmt.Errorf("%d phase(s) not measured, first %s: %s", n, b.rep.Errors[0].Phase, b.rep.Errors[0].Error)
+	}
 	return nil
 }
 

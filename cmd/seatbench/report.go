@@ -7,7 +7,6 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -54,136 +53,31 @@ func (r *Report) failed(phase string, err error) {
 
 // Target is one target of docs/performance.md checked against this run.
 type Target struct {
-	What   string `json:"what"`
-	Target string `json:"target"`
-	Result string `json:"result"`
-	Met    bool   `json:"met"`
+	What    string `json:"what"`
+	Target  string `json:"target"`
+	Result  string `json:"result"`
+	Met     bool   `json:"met"`
+	Verdict string `json:"verdict,omitempty"` // met, not met, or not measured (and why)
 }
 
-func (r *Report) target(what, target string, met bool, format string, args ...any) {
-	r.Targets = append(r.Targets, Target{What: what, Target: target, Met: met, Result: fmt.Sprintf(format, args...)})
-}
-
-// evaluate checks the targets that this run measured.
+// evaluate checks the targets this run measured: the rows of
+// docs/performance.md (perfRows) whose phase ran.
 func (r *Report) evaluate() {
 	r.Targets = nil
-	for _, h := range r.Holds {
-		if h.Ref == nil || h.HTTP == nil {
+	for _, row := range perfRows(r) {
+		if !row.Ran {
 			continue
 		}
-		r.target(fmt.Sprintf("distinct-seat holds, %d buyers, vs pgbench", h.Buyers), "≥ 0.50 (stretch ≥ 1.00)",
-			h.RateRatio >= 0.5, "%.2f", h.RateRatio)
-	}
-	for _, h := range r.Holds {
-		if h.Shared != nil && h.HTTP != nil {
-			r.target(fmt.Sprintf("distinct-seat holds, %d buyers, vs the shared statement in pgbench", h.Buyers), "≥ 0.70",
-				h.SharedRatio >= 0.7, "%.2f (%s)", h.SharedRatio, h.Shared.Note)
+		result := row.Figure
+		if row.Reference != "" {
+			result += "; reference " + row.Reference
 		}
-		if h.Buyers == 200 && h.HTTP != nil {
-			c := h.HTTP.CPUPerHold
-			r.target("CPU per granted hold, 200 buyers", "seatd ≤ 100 µs", c.Seatd > 0 && c.Seatd <= 100,
-				"seatd %.0f µs (Postgres %.0f, Redis %.0f)", c.Seatd, c.Postgres, c.Redis)
+		if row.Ratio != "" {
+			result += "; ratio " + row.Ratio
 		}
-		if h.Buyers == 200 && h.HTTP != nil {
-			l := h.HTTP.Latency
-			r.target("hold latency, 200 buyers, closed loop (saturated)", "p95 < 25 ms, p99 < 50 ms", l.P95 < 25 && l.P99 < 50,
-				"p95 %.1f ms, p99 %.1f ms at %.0f holds/s", l.P95, l.P99, h.HTTP.Rate)
-		}
+		r.Targets = append(r.Targets, Target{What: row.What, Target: row.Target, Result: result,
+			Met: strings.HasPrefix(row.Verdict, met), Verdict: strings.Trim(row.Verdict, "*")})
 	}
-	for _, h := range r.Multi {
-		if h.Balanced && h.Base != nil && h.Base.CPUPerHold.Seatd > 0 {
-			x := ratio2(h.HTTP.CPUPerHold.Seatd, h.Base.CPUPerHold.Seatd)
-			r.target(fmt.Sprintf("%d processes behind haproxy, CPU per hold", h.HTTP.Procs), "seatd ≤ 1.2 × one process's", x <= 1.2,
-				"%.2f × (%.0f vs %.0f µs; haproxy %.0f µs)", x, h.HTTP.CPUPerHold.Seatd, h.Base.CPUPerHold.Seatd, h.HTTP.CPUPerHold.Balancer)
-		}
-	}
-	if la := r.LiveAcross; la != nil && la.Latency.N > 0 {
-		r.target(fmt.Sprintf("live update through haproxy to %d sockets over %d processes", la.Sockets, la.Procs), "p99 < 100 ms",
-			la.Latency.P99 < 100 && la.Missed == 0, "p99 %.1f ms, %d frames missed", la.Latency.P99, la.Missed)
-	}
-	if o := r.Opening; o != nil && o.Steady != nil {
-		r.target(fmt.Sprintf("hold latency, %d open connections, steady", o.Buyers), "p99 < 20 ms", o.Steady.Latency.P99 < 20,
-			"p99 %.1f ms at %.0f holds/s", o.Steady.Latency.P99, o.Steady.Rate)
-	}
-	if o := r.Opening; o != nil && o.Warmed != nil {
-		r.target(fmt.Sprintf("first hold of a %d-seat sale", o.Seats), "event warm before its first buyer", o.Warmed.Latency.Max < 200,
-			"warmed: max %.0f ms (cold process: max %.0f ms)", o.Warmed.Latency.Max, o.Cold.Latency.Max)
-	}
-	if h := r.Paced; h != nil && h.HTTP != nil {
-		l := h.HTTP.Latency
-		r.target(fmt.Sprintf("hold latency, %d buyers paced at %.0f holds/s", h.Buyers, h.HTTP.Offered), "p95 < 25 ms, p99 < 50 ms",
-			l.P95 < 25 && l.P99 < 50 && h.HTTP.Failed == 0, "p95 %.1f ms, p99 %.1f ms", l.P95, l.P99)
-	}
-	if x := r.Best; x != nil {
-		r.target(fmt.Sprintf("best available, %d concurrent 4-seat requests", x.Buyers), "no seat twice, side by side, p99 < 100 ms",
-			x.SeatsTwice == 0 && x.NotTogether == 0 && x.Orphans == 0 && x.Other == 0 && x.Latency.P99 < 100,
-			"median of %d bursts: %d granted, p99 %.1f ms (bursts: %s); in all: %d twice, %d apart, %d orphans%s",
-			len(x.Bursts), x.Granted, x.Latency.P99, burstP99s(x.Bursts), x.SeatsTwice, x.NotTogether, x.Orphans, x.writesNote())
-	}
-	if h := r.HotSeat; h != nil {
-		r.target(fmt.Sprintf("%d buyers, one seat", h.Buyers), "exactly 1 hold; refusals write nothing; all < 1 s",
-			h.Granted == 1 && h.Refused == h.Buyers-1 && h.RefusalPGWrites == 0 && h.MaxMS < 1000 && h.WallMS < 1000,
-			"%d granted, %d refused, %d other; %d refusal PG writes; wall %.0f ms, slowest %.0f ms",
-			h.Granted, h.Refused, h.Other, h.RefusalPGWrites, h.WallMS, h.MaxMS)
-	}
-	if g := r.GA; g != nil {
-		r.target(fmt.Sprintf("GA flash sale, %d places, %d buyers", g.Places, g.Buyers), "exactly all places granted, never more",
-			g.Granted == g.Places && g.Held == g.Places, "%d granted, %d held in Postgres", g.Granted, g.Held)
-		if k := g.Keyed; k != nil {
-			r.target("GA flash sale with Idempotency-Key", "exactly all places granted; every repeat the same hold, none more",
-				k.Granted == g.Places && k.Held == g.Places && k.NotSame == 0 && k.HeldThen == g.Places,
-				"%d granted, %d held in Postgres; repeats %d same, %d otherwise, %d held then", k.Granted, k.Held, k.Same, k.NotSame, k.HeldThen)
-		}
-	}
-	if l := r.Live; l != nil && l.Connected > 0 {
-		r.target(fmt.Sprintf("live update to %d WebSocket clients", l.Connected), "p99 < 100 ms",
-			l.Latency.P99 < 100 && l.Missed == 0, "p99 %.1f ms, %d frames missed", l.Latency.P99, l.Missed)
-		r.target("memory per idle WebSocket client", "< 32 KiB", l.RSSPerClientKiB < 32,
-			"%.1f KiB RSS (%.1f KiB heap, %.1f KiB stacks)", l.RSSPerClientKiB, l.HeapPerClientKiB, l.StackPerClientKiB)
-	}
-	if e := r.Expiry; e != nil && e.Latency.N > 0 {
-		r.target("expired hold visible as available", "< 2 s after held_until", e.Latency.Max < 2000 && e.Missed == 0,
-			"max %.0f ms, p50 %.0f ms, %d missed", e.Latency.Max, e.Latency.P50, e.Missed)
-	}
-	if wl := r.Waitlist; wl != nil && wl.Latency.N > 0 {
-		r.target("freed seat → offer in the next waiting buyer's cart", "< 2 s", wl.Latency.Max < 2000 && wl.Missed == 0,
-			"max %.0f ms, p50 %.0f ms, p99 %.0f ms, %d missed", wl.Latency.Max, wl.Latency.P50, wl.Latency.P99, wl.Missed)
-	}
-	if c := r.Charts; c != nil && len(c.JSONMS) > 0 && len(c.CSVMS) > 0 {
-		worst := max(slices.Max(c.JSONMS), slices.Max(c.CSVMS))
-		r.target(fmt.Sprintf("chart import, %d seats (JSON and CSV)", c.Seats), "< 5 s", worst < 5000,
-			"slowest %.0f ms", worst)
-	}
-	if wh := r.Webhooks; wh != nil {
-		r.target(fmt.Sprintf("webhook commit → delivery at %.0f changes/s", wh.Offered), "p99 < 1 s",
-			wh.Latency.P99 < 1000 && wh.Achieved >= 0.9*wh.Offered, "p99 %.0f ms at %.0f changes/s", wh.Latency.P99, wh.Achieved)
-		r.target(fmt.Sprintf("webhook receiver down %.0f s, then back", wh.OutageSeconds), "none lost, in order per seat",
-			wh.Lost == 0 && wh.Reordered == 0, "%d of %d delivered, %d seats out of order", wh.Delivered, wh.Expected, wh.Reordered)
-	}
-	if o := r.Occupancy; o != nil {
-		r.target(fmt.Sprintf("occupancy of a %d-seat event, served", o.Seats), "< 20 ms", o.Served.P99 < 20,
-			"p99 %.2f ms", o.Served.P99)
-		// Judged in the steady state (visibility map set, as autovacuum
-		// leaves it); the figure right after the bulk insert is shown too.
-		r.target(fmt.Sprintf("occupancy of a %d-seat event, recomputed", o.Seats), "< 200 ms",
-			o.Recomputed.P99 < 200, "p99 %.1f ms (vacuumed; %.1f ms just after the bulk insert)", o.Recomputed.P99, o.RecomputedFresh.P99)
-	}
-	r.evaluateBigMap()
-}
-
-func (r *Report) evaluateBigMap() {
-	m := r.BigMap
-	if m == nil {
-		return
-	}
-	name := fmt.Sprintf("a %d-seat map in Chromium", m.Seats)
-	r.target(name+": first usable map", "< 1.5 s", m.UsableMS < 1500, "%.0f ms (cached %.0f ms)", m.UsableMS, m.UsableWarmMS)
-	r.target(name+": bytes transferred", "< 1.5 MB", m.Bytes < 1_500_000, "%.2f MB", float64(m.Bytes)/1e6)
-	r.target(name+": one live frame applied", "< 16 ms", m.Frames > 0 && m.FrameApply.Max < 16,
-		"max %.2f ms of %d frames (with layout max %.2f ms)", m.FrameApply.Max, m.Frames, m.FrameLayout.Max)
-	r.target(name+": JS heap", "< 100 MB", m.HeapUsedMB < 100, "%.1f MB (%.1f after GC)", m.HeapUsedMB, m.HeapAfterGCMB)
-	r.target(name+": the whole venue at first sight", "every section in the window", m.SectionsInView == m.Sections,
-		"%d of %d sections", m.SectionsInView, m.Sections)
 }
 
 // write saves the report as latest.json in dir, and its table as
@@ -466,8 +360,12 @@ func (r *Report) printTable(w io.Writer) {
 		fmt.Fprintln(w, "\ntargets:")
 		tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 		for _, t := range r.Targets {
-			verdict := "MET"
-			if !t.Met {
+			verdict := strings.ToUpper(t.Verdict)
+			switch {
+			case verdict != "":
+			case t.Met:
+				verdict = "MET"
+			default:
 				verdict = "NOT MET"
 			}
 			fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t\n", verdict, t.What, t.Target, t.Result)
@@ -513,15 +411,6 @@ func msList(ds []float64) string {
 		s[i] = fmt.Sprintf("%.0f", d)
 	}
 	return strings.Join(s, " / ") + " ms"
-}
-
-// writesNote says, for the target's line, how long Postgres alone took
-// to write a burst's holds on the machine of the run (BestWrites).
-func (x *Best) writesNote() string {
-	if len(x.Writes) == 0 {
-		return ""
-	}
-	return fmt.Sprintf("; Postgres alone writes a burst's holds in %.1f ms here", x.WritesMS)
 }
 
 // burstP99s lists the bursts' p99 latencies in the order they ran.
