@@ -158,7 +158,7 @@ pg_ensure_user() {
 		PG_USER=postgres
 	else
 		if ! getent passwd seatd-pg >/dev/null; then
-			log "creating system user seatd-pg (no 'postgres' user on this machine)"
+			log "creating system user seatd-pg (the system has no 'postgres' user)"
 			useradd --system --user-group --no-create-home --home-dir /nonexistent \
 				--shell /usr/sbin/nologin seatd-pg
 		fi
