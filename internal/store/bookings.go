@@ -151,14 +151,14 @@ func RequestHash(event uuid.UUID, holdIDs []uuid.UUID, extra string) string {
 // Purchase converts the user's listed active holds into a booking with one
 // ticket per seat, all or nothing. The idempotency key makes it safe to
 // retry: the same key and payload return the first booking.
-func (s *Store) Purchase(ctx context.Context, org, event, user uuid.UUID, key string, holdIDs []uuid.UUID) (Booking, error) {
+func (s *Bookings) Purchase(ctx context.Context, org, event, user uuid.UUID, key string, holdIDs []uuid.UUID) (Booking, error) {
 	return s.convert(ctx, conversion{org: org, event: event, user: user, key: key, holds: holdIDs})
 }
 
 // Sell converts box-office holds (holds with a customer, taken by any
 // staff member of org) into a booking for their customer, paid by
 // payment; the seller's idempotency key works as a buyer's does.
-func (s *Store) Sell(ctx context.Context, org, event, seller uuid.UUID, key string, holdIDs []uuid.UUID, payment string) (Booking, error) {
+func (s *Bookings) Sell(ctx context.Context, org, event, seller uuid.UUID, key string, holdIDs []uuid.UUID, payment string) (Booking, error) {
 	return s.convert(ctx, conversion{org: org, event: event, user: seller, key: key, holds: holdIDs, payment: payment})
 }
 
@@ -175,7 +175,7 @@ func (c conversion) sale() bool { return c.payment != "" }
 
 // convert runs a conversion; a reference that collides with another
 // booking's (one in a billion) is drawn again.
-func (s *Store) convert(ctx context.Context, c conversion) (Booking, error) {
+func (s *Bookings) convert(ctx context.Context, c conversion) (Booking, error) {
 	for attempt := 0; ; attempt++ {
 		b, err := s.convertOnce(ctx, c)
 		if attempt < 3 && pg.IsUniqueViolationOf(err, "bookings_reference") {
@@ -185,14 +185,14 @@ func (s *Store) convert(ctx context.Context, c conversion) (Booking, error) {
 	}
 }
 
-func (s *Store) convertOnce(ctx context.Context, c conversion) (Booking, error) {
+func (s *Bookings) convertOnce(ctx context.Context, c conversion) (Booking, error) {
 	hash := RequestHash(c.event, c.holds, c.payment)
 	channel, payment := ChannelWeb, (*string)(nil)
 	if c.sale() {
 		channel, payment = ChannelBoxOffice, &c.payment
 	}
 	var b Booking
-	err := s.InTx(ctx, func(tx pgx.Tx) error {
+	err := inTx(ctx, s.db, func(tx pgx.Tx) error {
 		// The booking row goes first: a concurrent call with the same key
 		// waits here on the unique index and then finds our booking. A
 		// sale's customer is filled in below, from its holds, before the
@@ -322,7 +322,7 @@ func (s *Store) convertOnce(ctx context.Context, c conversion) (Booking, error) 
 	return b, nil
 }
 
-func (s *Store) bookingByKey(ctx context.Context, org, user uuid.UUID, key, hash string) (Booking, error) {
+func (s *Bookings) bookingByKey(ctx context.Context, org, user uuid.UUID, key, hash string) (Booking, error) {
 	var id uuid.UUID
 	var storedHash string
 	err := s.db.QueryRow(ctx, `
@@ -334,14 +334,9 @@ func (s *Store) bookingByKey(ctx context.Context, org, user uuid.UUID, key, hash
 	if storedHash != hash {
 		return Booking{}, apperr.E(apperr.IdempotencyMismatch, "this Idempotency-Key was used for a different purchase")
 	}
-	b, err := s.BookingByID(ctx, org, uuid.Nil, id)
+	b, err := s.ByID(ctx, org, uuid.Nil, id)
 	b.Replayed = true
 	return b, err
-}
-
-// Booking returns a booking of the user by id.
-func (s *Store) Booking(ctx context.Context, org, user, id uuid.UUID) (Booking, error) {
-	return s.BookingByID(ctx, org, user, id)
 }
 
 const bookingColumns = `
@@ -367,9 +362,9 @@ func scanBooking(r pgx.CollectableRow) (Booking, error) {
 	return b, err
 }
 
-// BookingByID returns a booking of org with its tickets; with a user, only
+// ByID returns a booking of org with its tickets; with a user, only
 // that user's (a buyer sees their own bookings only).
-func (s *Store) BookingByID(ctx context.Context, org, user, id uuid.UUID) (Booking, error) {
+func (s *Bookings) ByID(ctx context.Context, org, user, id uuid.UUID) (Booking, error) {
 	rows, err := s.db.Query(ctx, bookingColumns+`
 		WHERE b.org_id = $1 AND b.id = $2 AND ($3::uuid IS NULL OR b.user_id = $3)`, org, id, nilIfZero(user))
 	if err != nil {
@@ -391,7 +386,7 @@ func nilIfZero(id uuid.UUID) *uuid.UUID {
 	return &id
 }
 
-func (s *Store) tickets(ctx context.Context, db pg.DBTX, org, booking uuid.UUID) ([]Ticket, error) {
+func (s *Bookings) tickets(ctx context.Context, db pg.DBTX, org, booking uuid.UUID) ([]Ticket, error) {
 	rows, err := db.Query(ctx, `
 		SELECT t.id, t.seat_id, t.hold_id, sec.label || '-' || s.row_label || '-' || s.number,
 		       coalesce(t.cancelled_at, 'epoch'::timestamptz), coalesce(t.cancel_reason, ''),
@@ -421,16 +416,16 @@ func (s *Store) tickets(ctx context.Context, db pg.DBTX, org, booking uuid.UUID)
 	})
 }
 
-// CancelBooking cancels the listed live tickets of a booking (all of its
+// Cancel cancels the listed live tickets of a booking (all of its
 // live tickets when none are listed) and makes their seats available, in
 // one transaction: the booking becomes cancelled or partially cancelled,
 // and each seat gets an audit row (booking.cancelled) the change feed
 // carries to every process. It returns the booking as it now is and the
 // freed seats with their new versions.
-func (s *Store) CancelBooking(ctx context.Context, org, booking, actor uuid.UUID, ticketIDs []uuid.UUID, reason string) (Booking, []SoldSeat, error) {
+func (s *Bookings) Cancel(ctx context.Context, org, booking, actor uuid.UUID, ticketIDs []uuid.UUID, reason string) (Booking, []SoldSeat, error) {
 	var freed []SoldSeat
 	var event uuid.UUID
-	err := s.InTx(ctx, func(tx pgx.Tx) error {
+	err := inTx(ctx, s.db, func(tx pgx.Tx) error {
 		// The booking row lock puts cancels of one booking in a line.
 		if err := tx.QueryRow(ctx, `SELECT event_id FROM bookings WHERE org_id = $1 AND id = $2 FOR UPDATE`,
 			org, booking).Scan(&event); err != nil {
@@ -503,14 +498,14 @@ func (s *Store) CancelBooking(ctx context.Context, org, booking, actor uuid.UUID
 	if err != nil {
 		return Booking{}, nil, err
 	}
-	b, err := s.BookingByID(ctx, org, uuid.Nil, booking)
+	b, err := s.ByID(ctx, org, uuid.Nil, booking)
 	return b, freed, err
 }
 
-// FindBookings finds an org's bookings by reference (any spelling people
+// Find finds an org's bookings by reference (any spelling people
 // type) or by email: the box-office customer's, or the buying account's.
 // Newest first, at most 50.
-func (s *Store) FindBookings(ctx context.Context, org uuid.UUID, query string) ([]Booking, error) {
+func (s *Bookings) Find(ctx context.Context, org uuid.UUID, query string) ([]Booking, error) {
 	query = strings.TrimSpace(query)
 	ref, email := NormalizeReference(query), strings.ToLower(query)
 	if ref == "" && !strings.Contains(email, "@") {

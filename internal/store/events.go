@@ -22,13 +22,13 @@ type NewSection struct {
 	Seats []NewSeat
 }
 
-// CreateEvent creates an event with its sections and seats in one
+// Create creates an event with its sections and seats in one
 // transaction; seats get consecutive idx values (their bitmap positions).
 // Seats are copied in bulk so a 100 000-seat event takes seconds.
-func (s *Store) CreateEvent(ctx context.Context, org uuid.UUID, name, venue string, startsAt time.Time, sections []NewSection) (Event, error) {
+func (s *Events) Create(ctx context.Context, org uuid.UUID, name, venue string, startsAt time.Time, sections []NewSection) (Event, error) {
 	e := Event{ID: NewID(), OrgID: org, EventSpec: EventSpec{Name: name, Venue: venue, StartsAt: startsAt, TimeZone: "UTC",
 		OrphanRule: "off"}, Status: EventOnSale}
-	err := s.InTx(ctx, func(tx pgx.Tx) error {
+	err := inTx(ctx, s.db, func(tx pgx.Tx) error {
 		// On sale with no window: the grid events of the tests and the
 		// bench behave as every event did before the lifecycle existed.
 		if _, err := tx.Exec(ctx, `INSERT INTO events (id, org_id, name, venue, starts_at, status) VALUES ($1, $2, $3, $4, $5, 'on_sale')`,

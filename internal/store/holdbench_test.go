@@ -35,7 +35,7 @@ func benchHolds(b *testing.B, n int, locked bool) {
 			p.Seats = append(p.Seats, store.HoldRequest{SeatID: id, HoldID: uuid.New(), Fence: 1})
 		}
 		seats = seats[n:]
-		out, err := a.Store.CreateHolds(ctx, p)
+		out, err := a.Store.Holds.Create(ctx, p)
 		if err != nil || len(out.Created) != n {
 			b.Fatalf("hold: %+v, %v", out, err)
 		}

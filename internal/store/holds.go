@@ -140,11 +140,11 @@ type StaleFence struct {
 // errHoldCap is a hold statement refused by the buyer's cap.
 var errHoldCap = &apperr.Error{Code: apperr.HoldLimit, Message: "the buyer holds as many seats as allowed for this event"}
 
-// CreateHolds holds every requested seat for the user or none of them.
+// Create holds every requested seat for the user or none of them.
 // Seats are locked in id order so that overlapping multi-seat attempts can
 // never deadlock. The returned error is nil when the outcome explains a
 // refusal (Taken, Missing, Stale); it is an error only when Postgres failed.
-func (s *Store) CreateHolds(ctx context.Context, p HoldParams) (HoldOutcome, error) {
+func (s *Holds) Create(ctx context.Context, p HoldParams) (HoldOutcome, error) {
 	p.orphansChecked = p.GA
 	p.Strict = p.Strict && !p.GA
 	p.Fresh = p.Fresh || p.GA
@@ -172,7 +172,7 @@ func (s *Store) CreateHolds(ctx context.Context, p HoldParams) (HoldOutcome, err
 // holdsInTx is CreateHolds in a transaction of its own. A strict event
 // whose rule changes between the transaction's read of it and its hold
 // statement is met by a new attempt; the rule is not changed that often.
-func (s *Store) holdsInTx(ctx context.Context, p HoldParams) (HoldOutcome, error) {
+func (s *Holds) holdsInTx(ctx context.Context, p HoldParams) (HoldOutcome, error) {
 	for attempt := 0; ; attempt++ {
 		out, err := s.createHoldsTx(ctx, p)
 		if err == nil && out.strictUnchecked && attempt < 3 {
@@ -185,9 +185,9 @@ func (s *Store) holdsInTx(ctx context.Context, p HoldParams) (HoldOutcome, error
 }
 
 // createHoldsTx is CreateHolds in a transaction of its own.
-func (s *Store) createHoldsTx(ctx context.Context, p HoldParams) (HoldOutcome, error) {
+func (s *Holds) createHoldsTx(ctx context.Context, p HoldParams) (HoldOutcome, error) {
 	var out HoldOutcome
-	err := s.InTx(ctx, func(tx pgx.Tx) error {
+	err := inTx(ctx, s.db, func(tx pgx.Tx) error {
 		p := p
 		var orphans []uuid.UUID
 		check := false // this transaction applies the orphan rule
@@ -277,7 +277,7 @@ var errChangedMeanwhile = errors.New("event changed during the hold")
 
 // createOneHold is the fast path: one statement, autocommitted, because a
 // single-seat statement cannot be partially applied.
-func (s *Store) createOneHold(ctx context.Context, p HoldParams) (HoldOutcome, error) {
+func (s *Holds) createOneHold(ctx context.Context, p HoldParams) (HoldOutcome, error) {
 	var created []Hold
 	var err error
 	if s.batch != nil {
@@ -484,8 +484,8 @@ func seatIDs(reqs []HoldRequest) []uuid.UUID {
 	return ids
 }
 
-// ActiveHoldIDs reports which of the given holds are active.
-func (s *Store) ActiveHoldIDs(ctx context.Context, org uuid.UUID, ids []uuid.UUID) (map[uuid.UUID]bool, error) {
+// ActiveIDs reports which of the given holds are active.
+func (s *Holds) ActiveIDs(ctx context.Context, org uuid.UUID, ids []uuid.UUID) (map[uuid.UUID]bool, error) {
 	rows, err := s.db.Query(ctx, `SELECT id FROM seat_holds WHERE org_id = $1 AND id = ANY($2::uuid[]) AND status = 'active'`, org, ids)
 	if err != nil {
 		return nil, err
@@ -499,8 +499,8 @@ func (s *Store) ActiveHoldIDs(ctx context.Context, org uuid.UUID, ids []uuid.UUI
 	return active, err
 }
 
-// ActiveHold returns the active hold on a seat of an event, if any.
-func (s *Store) ActiveHold(ctx context.Context, org, event, seat uuid.UUID) (Hold, error) {
+// Active returns the active hold on a seat of an event, if any.
+func (s *Holds) Active(ctx context.Context, org, event, seat uuid.UUID) (Hold, error) {
 	rows, err := s.db.Query(ctx, holdColumns+` WHERE org_id = $1 AND event_id = $2 AND seat_id = $3 AND status = 'active'`,
 		org, event, seat)
 	if err != nil {
@@ -510,8 +510,8 @@ func (s *Store) ActiveHold(ctx context.Context, org, event, seat uuid.UUID) (Hol
 	return h, notFoundIfNoRows(err, "hold")
 }
 
-// HoldByID returns a hold of org, whatever its status.
-func (s *Store) HoldByID(ctx context.Context, org, id uuid.UUID) (Hold, error) {
+// ByID returns a hold of org, whatever its status.
+func (s *Holds) ByID(ctx context.Context, org, id uuid.UUID) (Hold, error) {
 	rows, err := s.db.Query(ctx, holdColumns+` WHERE org_id = $1 AND id = $2`, org, id)
 	if err != nil {
 		return Hold{}, err
@@ -520,8 +520,8 @@ func (s *Store) HoldByID(ctx context.Context, org, id uuid.UUID) (Hold, error) {
 	return h, notFoundIfNoRows(err, "hold")
 }
 
-// UserHolds lists a user's active holds for an event.
-func (s *Store) UserHolds(ctx context.Context, org, event, user uuid.UUID) ([]Hold, error) {
+// OfUser lists a user's active holds for an event.
+func (s *Holds) OfUser(ctx context.Context, org, event, user uuid.UUID) ([]Hold, error) {
 	rows, err := s.db.Query(ctx, holdColumns+`
 		WHERE org_id = $1 AND event_id = $2 AND user_id = $3 AND status = 'active' ORDER BY created_at, seat_id`,
 		org, event, user)
@@ -531,9 +531,9 @@ func (s *Store) UserHolds(ctx context.Context, org, event, user uuid.UUID) ([]Ho
 	return pgx.CollectRows(rows, scanHold)
 }
 
-// EventHolds lists an event's active holds, soonest expiry first, with
+// OfEvent lists an event's active holds, soonest expiry first, with
 // the customers of box-office holds.
-func (s *Store) EventHolds(ctx context.Context, org, event uuid.UUID) ([]Hold, error) {
+func (s *Holds) OfEvent(ctx context.Context, org, event uuid.UUID) ([]Hold, error) {
 	rows, err := s.db.Query(ctx, `
 		SELECT h.id, h.org_id, h.event_id, h.seat_id, h.user_id, h.status, h.held_until, h.created_at, h.extensions, h.fence,
 		       h.source, c.name, c.email, c.note
@@ -564,7 +564,7 @@ func scanHold(r pgx.CollectableRow) (Hold, error) {
 
 // Release ends an active hold. Only its holder may release it, unless
 // staff is set (box office and organizers of the same org).
-func (s *Store) Release(ctx context.Context, org, holdID, actor uuid.UUID, staff bool, reason string) (Hold, error) {
+func (s *Holds) Release(ctx context.Context, org, holdID, actor uuid.UUID, staff bool, reason string) (Hold, error) {
 	rows, err := s.db.Query(ctx, `
 		WITH h AS (
 		    UPDATE seat_holds SET status = 'released', ended_at = now(), released_by = $3, release_reason = NULLIF($5, '')
@@ -596,7 +596,7 @@ func (s *Store) Release(ctx context.Context, org, holdID, actor uuid.UUID, staff
 		return h, err
 	}
 	// Nothing changed: say why without telling another tenant anything.
-	cur, err := s.HoldByID(ctx, org, holdID)
+	cur, err := s.ByID(ctx, org, holdID)
 	switch {
 	case err != nil:
 		return Hold{}, err
@@ -610,8 +610,8 @@ func (s *Store) Release(ctx context.Context, org, holdID, actor uuid.UUID, staff
 // Extend adds by to every active, unexpired hold of the user for the event
 // that has been extended fewer than maxExt times, and returns all the user's
 // active holds with the changed ones marked by a non-zero SeatVersion.
-func (s *Store) Extend(ctx context.Context, org, event, user uuid.UUID, by time.Duration, maxExt int) (changed, all []Hold, err error) {
-	err = s.InTx(ctx, func(tx pgx.Tx) error {
+func (s *Holds) Extend(ctx context.Context, org, event, user uuid.UUID, by time.Duration, maxExt int) (changed, all []Hold, err error) {
+	err = inTx(ctx, s.db, func(tx pgx.Tx) error {
 		rows, err := tx.Query(ctx, `
 			WITH h AS (
 			    UPDATE seat_holds SET held_until = held_until + $4::interval, extensions = extensions + 1
@@ -644,7 +644,7 @@ func (s *Store) Extend(ctx context.Context, org, event, user uuid.UUID, by time.
 	if err != nil {
 		return nil, nil, err
 	}
-	all, err = s.UserHolds(ctx, org, event, user)
+	all, err = s.OfUser(ctx, org, event, user)
 	return changed, all, err
 }
 
@@ -657,7 +657,7 @@ type Expired struct {
 // frees their seats. SKIP LOCKED lets every process run it at once: each
 // claims a disjoint batch, and a hold being purchased right now is skipped
 // (the purchase decides its fate).
-func (s *Store) ReapExpired(ctx context.Context, limit int) ([]Hold, error) {
+func (s *Holds) ReapExpired(ctx context.Context, limit int) ([]Hold, error) {
 	rows, err := s.db.Query(ctx, `
 		WITH exp AS (
 		    UPDATE seat_holds h SET status = 'expired', ended_at = now()
@@ -691,7 +691,7 @@ func (s *Store) ReapExpired(ctx context.Context, limit int) ([]Hold, error) {
 
 // SetBlocked blocks an available seat (blocked=true) or unblocks a blocked
 // one, returning the seat's new version.
-func (s *Store) SetBlocked(ctx context.Context, org, event, seat, actor uuid.UUID, blocked bool, reason string) (int64, error) {
+func (s *Holds) SetBlocked(ctx context.Context, org, event, seat, actor uuid.UUID, blocked bool, reason string) (int64, error) {
 	from, to, action := Available, Blocked, "seat.blocked"
 	if !blocked {
 		from, to, action = Blocked, Available, "seat.unblocked"

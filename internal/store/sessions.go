@@ -11,7 +11,7 @@ import (
 // DeleteExpiredSessions removes session rows past their expiry (the scs
 // layout of the sessions table) and reports how many went. Sessions are not
 // tenant data: a row holds only an opaque token and the encoded session.
-func (s *Store) DeleteExpiredSessions(ctx context.Context) (int64, error) {
+func (s *Accounts) DeleteExpiredSessions(ctx context.Context) (int64, error) {
 	tag, err := s.db.Exec(ctx, `DELETE FROM sessions WHERE expiry < now()`)
 	if err != nil {
 		return 0, err
@@ -23,7 +23,7 @@ func (s *Store) DeleteExpiredSessions(ctx context.Context) (int64, error) {
 // token (hashed, as scs stores it), and false when there is none or it has
 // expired: what scs's Postgres store reads, with the expiry a cache needs
 // to enforce the idle timeout itself.
-func (s *Store) FindSession(ctx context.Context, token string) (data []byte, expiry time.Time, found bool, err error) {
+func (s *Accounts) FindSession(ctx context.Context, token string) (data []byte, expiry time.Time, found bool, err error) {
 	err = s.db.QueryRow(ctx, `SELECT data, expiry FROM sessions WHERE token = $1 AND current_timestamp < expiry`, token).
 		Scan(&data, &expiry)
 	if errors.Is(err, pgx.ErrNoRows) {

@@ -16,8 +16,25 @@ import (
 	"seatd/internal/pg"
 )
 
-// Store runs queries against a pool.
+// Store is seatd's storage: one sub-store for each kind of thing stored,
+// all on one pool. Consumers take the sub-store they use.
 type Store struct {
+	Accounts *Accounts
+	Charts   *Charts
+	Events   *Events
+	Holds    *Holds
+	Bookings *Bookings
+	Waitlist *Waitlist
+	Webhooks *Webhooks
+	Feed     *Feed
+	Audit    *Audit
+
+	shared *shared
+}
+
+// shared is what the sub-stores share: the pool and the hold batchers. A
+// sub-store reaches another's unexported helpers through it.
+type shared struct {
 	db       *pgxpool.Pool
 	batch    *holdBatcher // nil: every hold has its own statement
 	together *holdBatcher // nil: every hold of several seats has its own transaction
@@ -28,12 +45,59 @@ type Store struct {
 	betweenReadAndWrite func()
 }
 
+// Accounts stores organizations, users, sessions and API keys.
+type Accounts struct{ *shared }
+
+// Charts stores venue charts and their versions.
+type Charts struct{ *shared }
+
+// Events stores events with their sections, seats and settings, and the
+// figures read from them: occupancy, snapshots, paid revenue, exports.
+type Events struct{ *shared }
+
+// Holds stores hold writes: creating holds (alone or in the shared
+// statements of the hold batchers), releasing, extending, reaping and
+// blocking, keyed hold requests, and reads of active holds.
+type Holds struct{ *shared }
+
+// Bookings stores purchases, box-office sales, cancellations and house
+// seats.
+type Bookings struct{ *shared }
+
+// Waitlist stores waitlist entries and the offers made to them.
+type Waitlist struct{ *shared }
+
+// Webhooks stores webhook endpoints and the delivery outbox.
+type Webhooks struct{ *shared }
+
+// Feed reads the change feed: an event's snapshot with its cursor, and the
+// changes since a cursor.
+type Feed struct{ *shared }
+
+// Audit reads the audit log, buyer activity and the staff's pages of
+// active holds.
+type Audit struct{ *shared }
+
 // New returns a Store on pool.
-func New(db *pgxpool.Pool) *Store { return &Store{db: db, keys: newKeyBatches(db)} }
+func New(db *pgxpool.Pool) *Store {
+	sh := &shared{db: db, keys: newKeyBatches(db)}
+	return &Store{
+		Accounts: &Accounts{sh},
+		Charts:   &Charts{sh},
+		Events:   &Events{sh},
+		Holds:    &Holds{sh},
+		Bookings: &Bookings{sh},
+		Waitlist: &Waitlist{sh},
+		Webhooks: &Webhooks{sh},
+		Feed:     &Feed{sh},
+		Audit:    &Audit{sh},
+		shared:   sh,
+	}
+}
 
 // InTx runs fn in a transaction, committing when fn returns nil.
 func (s *Store) InTx(ctx context.Context, fn func(tx pgx.Tx) error) error {
-	return inTx(ctx, s.db, fn)
+	return inTx(ctx, s.shared.db, fn)
 }
 
 // inTx runs fn in a transaction on db, committing when fn returns nil.
@@ -61,12 +125,13 @@ func inTx(ctx context.Context, db *pgxpool.Pool, fn func(tx pgx.Tx) error) error
 // most of a second after a Postgres restart while holds flowed (a busy
 // connection finds out for itself).
 func (s *Store) Ping(ctx context.Context) error {
-	err := s.db.Ping(ctx)
-	if s.batch == nil {
+	sh := s.shared
+	err := sh.db.Ping(ctx)
+	if sh.batch == nil {
 		return err
 	}
-	for _, db := range []*pgxpool.Pool{s.batch.db, s.together.db} {
-		if db == s.db {
+	for _, db := range []*pgxpool.Pool{sh.batch.db, sh.together.db} {
+		if db == sh.db {
 			continue
 		}
 		for _, c := range db.AcquireAllIdle(ctx) {
@@ -237,7 +302,7 @@ func notFoundIfNoRows(err error, what string) error {
 }
 
 // CreateOrg inserts an organization.
-func (s *Store) CreateOrg(ctx context.Context, slug, name string) (Org, error) {
+func (s *Accounts) CreateOrg(ctx context.Context, slug, name string) (Org, error) {
 	o := Org{Slug: slug, Name: name}
 	err := s.db.QueryRow(ctx,
 		`INSERT INTO organizations (slug, name) VALUES ($1, $2) RETURNING id`, slug, name).Scan(&o.ID)
@@ -251,21 +316,21 @@ func (s *Store) CreateOrg(ctx context.Context, slug, name string) (Org, error) {
 }
 
 // OrgBySlug finds an organization by its slug.
-func (s *Store) OrgBySlug(ctx context.Context, slug string) (Org, error) {
+func (s *Accounts) OrgBySlug(ctx context.Context, slug string) (Org, error) {
 	o := Org{Slug: slug}
 	err := s.db.QueryRow(ctx, `SELECT id, name FROM organizations WHERE slug = $1`, slug).Scan(&o.ID, &o.Name)
 	return o, notFoundIfNoRows(err, "organization")
 }
 
 // OrgByID finds an organization by id.
-func (s *Store) OrgByID(ctx context.Context, id uuid.UUID) (Org, error) {
+func (s *Accounts) OrgByID(ctx context.Context, id uuid.UUID) (Org, error) {
 	o := Org{ID: id}
 	err := s.db.QueryRow(ctx, `SELECT slug, name FROM organizations WHERE id = $1`, id).Scan(&o.Slug, &o.Name)
 	return o, notFoundIfNoRows(err, "organization")
 }
 
 // CreateUser inserts a user; the email must already be normalized.
-func (s *Store) CreateUser(ctx context.Context, org uuid.UUID, email, role, passwordHash string) (User, error) {
+func (s *Accounts) CreateUser(ctx context.Context, org uuid.UUID, email, role, passwordHash string) (User, error) {
 	u := User{OrgID: org, Email: email, Role: role, PasswordHash: passwordHash}
 	err := s.db.QueryRow(ctx,
 		`INSERT INTO users (org_id, email, role, password_hash) VALUES ($1, $2, $3, $4) RETURNING id`,
@@ -281,16 +346,20 @@ func (s *Store) CreateUser(ctx context.Context, org uuid.UUID, email, role, pass
 }
 
 // UserByEmail finds a user of org by email.
-func (s *Store) UserByEmail(ctx context.Context, org uuid.UUID, email string) (User, error) {
+func (s *Accounts) UserByEmail(ctx context.Context, org uuid.UUID, email string) (User, error) {
+	return userByEmail(ctx, s.db, org, email)
+}
+
+func userByEmail(ctx context.Context, db pg.DBTX, org uuid.UUID, email string) (User, error) {
 	u := User{OrgID: org, Email: email}
-	err := s.db.QueryRow(ctx,
+	err := db.QueryRow(ctx,
 		`SELECT id, role, password_hash FROM users WHERE org_id = $1 AND email = $2`, org, email).
 		Scan(&u.ID, &u.Role, &u.PasswordHash)
 	return u, notFoundIfNoRows(err, "user")
 }
 
 // UserByID finds a user of org by id.
-func (s *Store) UserByID(ctx context.Context, org, id uuid.UUID) (User, error) {
+func (s *Accounts) UserByID(ctx context.Context, org, id uuid.UUID) (User, error) {
 	u := User{OrgID: org, ID: id}
 	err := s.db.QueryRow(ctx,
 		`SELECT email, role, password_hash FROM users WHERE org_id = $1 AND id = $2`, org, id).
@@ -332,8 +401,8 @@ func scanEvent(r pgx.Row, org uuid.UUID) (Event, error) {
 	return e, err
 }
 
-// Events lists the events of org, soonest first.
-func (s *Store) Events(ctx context.Context, org uuid.UUID) ([]Event, error) {
+// List lists the events of org, soonest first.
+func (s *Events) List(ctx context.Context, org uuid.UUID) ([]Event, error) {
 	rows, err := s.db.Query(ctx, eventColumns+` WHERE e.org_id = $1 AND e.status <> 'deleted' ORDER BY e.starts_at, e.name`, org)
 	if err != nil {
 		return nil, err
@@ -342,7 +411,7 @@ func (s *Store) Events(ctx context.Context, org uuid.UUID) ([]Event, error) {
 }
 
 // Event finds one event of org, with its categories.
-func (s *Store) Event(ctx context.Context, org, id uuid.UUID) (Event, error) {
+func (s *Events) Event(ctx context.Context, org, id uuid.UUID) (Event, error) {
 	return event(ctx, s.db, org, id, "")
 }
 
@@ -368,10 +437,10 @@ type SaleEvent struct {
 	Seats   int
 }
 
-// EventsOnSale lists, across organizations, the published events whose
+// OnSale lists, across organizations, the published events whose
 // sale has not ended at now, soonest end first, at most limit. A sale ends
 // at sales_end_at, or when the event starts if it has none.
-func (s *Store) EventsOnSale(ctx context.Context, now time.Time, limit int) ([]SaleEvent, error) {
+func (s *Events) OnSale(ctx context.Context, now time.Time, limit int) ([]SaleEvent, error) {
 	// Seats are numbered 0..n-1: the top of the (org_id, event_id, idx)
 	// index counts them without scanning.
 	rows, err := s.db.Query(ctx, `
@@ -389,11 +458,11 @@ func (s *Store) EventsOnSale(ctx context.Context, now time.Time, limit int) ([]S
 	})
 }
 
-// EventSettings reads one event of org with its categories but without
+// Settings reads one event of org with its categories but without
 // counting its seats (Event does, a scan of them all): what the hot cache
 // keeps of an event it loads.
-func (s *Store) EventSettings(ctx context.Context, org, id uuid.UUID) (Event, error) {
-	es, err := s.EventsByKey(ctx, []uuid.UUID{org}, []uuid.UUID{id})
+func (s *Events) Settings(ctx context.Context, org, id uuid.UUID) (Event, error) {
+	es, err := s.ByKey(ctx, []uuid.UUID{org}, []uuid.UUID{id})
 	if err != nil {
 		return Event{}, err
 	}
@@ -404,7 +473,7 @@ func (s *Store) EventSettings(ctx context.Context, org, id uuid.UUID) (Event, er
 }
 
 // Sections lists an event's sections in display order.
-func (s *Store) Sections(ctx context.Context, org, event uuid.UUID) ([]Section, error) {
+func (s *Events) Sections(ctx context.Context, org, event uuid.UUID) ([]Section, error) {
 	return sections(ctx, s.db, org, event)
 }
 
@@ -441,9 +510,9 @@ const seatHoldSQL = `
 		SELECT h.id, h.user_id, h.held_until, h.status FROM seat_holds h
 		WHERE h.org_id = s.org_id AND h.id = s.hold_id LIMIT 1`
 
-// EventSeats loads every seat of an event with its current hold, in idx
+// Seats loads every seat of an event with its current hold, in idx
 // order.
-func (s *Store) EventSeats(ctx context.Context, org, event uuid.UUID) ([]Seat, error) {
+func (s *Events) Seats(ctx context.Context, org, event uuid.UUID) ([]Seat, error) {
 	rows, err := s.db.Query(ctx, seatColumns+`
 		WHERE s.org_id = $1 AND s.event_id = $2 ORDER BY s.idx`, org, event)
 	if err != nil {
@@ -453,7 +522,7 @@ func (s *Store) EventSeats(ctx context.Context, org, event uuid.UUID) ([]Seat, e
 }
 
 // SeatsByID returns the listed seats of an event in idx order.
-func (s *Store) SeatsByID(ctx context.Context, org, event uuid.UUID, ids []uuid.UUID) ([]Seat, error) {
+func (s *Events) SeatsByID(ctx context.Context, org, event uuid.UUID, ids []uuid.UUID) ([]Seat, error) {
 	rows, err := s.db.Query(ctx, seatColumns+`
 		WHERE s.org_id = $1 AND s.event_id = $2 AND s.id = ANY($3::uuid[]) ORDER BY s.idx`, org, event, ids)
 	if err != nil {

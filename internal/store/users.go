@@ -17,7 +17,7 @@ type Account struct {
 }
 
 // AccountByEmail finds a user of org by email, disabled or not.
-func (s *Store) AccountByEmail(ctx context.Context, org uuid.UUID, email string) (Account, error) {
+func (s *Accounts) AccountByEmail(ctx context.Context, org uuid.UUID, email string) (Account, error) {
 	a := Account{User: User{OrgID: org, Email: email}}
 	err := s.db.QueryRow(ctx,
 		`SELECT id, role, password_hash, disabled_at IS NOT NULL FROM users WHERE org_id = $1 AND email = $2`, org, email).
@@ -26,7 +26,7 @@ func (s *Store) AccountByEmail(ctx context.Context, org uuid.UUID, email string)
 }
 
 // AccountByID finds a user of org by id, disabled or not.
-func (s *Store) AccountByID(ctx context.Context, org, id uuid.UUID) (Account, error) {
+func (s *Accounts) AccountByID(ctx context.Context, org, id uuid.UUID) (Account, error) {
 	a := Account{User: User{OrgID: org, ID: id}}
 	err := s.db.QueryRow(ctx,
 		`SELECT email, role, password_hash, disabled_at IS NOT NULL FROM users WHERE org_id = $1 AND id = $2`, org, id).
@@ -44,7 +44,7 @@ type UserChange struct {
 // DisableUser disables a user of org found by email and deletes every
 // session of that user, in one transaction. Disabling a disabled user
 // changes nothing but still deletes sessions.
-func (s *Store) DisableUser(ctx context.Context, org uuid.UUID, email string) (UserChange, error) {
+func (s *Accounts) DisableUser(ctx context.Context, org uuid.UUID, email string) (UserChange, error) {
 	return s.changeUser(ctx, org, email,
 		`UPDATE users SET disabled_at = coalesce(disabled_at, now()) WHERE org_id = $1 AND email = $2
 		 RETURNING id, role`)
@@ -54,14 +54,14 @@ func (s *Store) DisableUser(ctx context.Context, org uuid.UUID, email string) (U
 // every session of that user, in one transaction: a session carries the
 // role it was signed in with, so ending it is the one way to make the new
 // role count everywhere at once.
-func (s *Store) SetUserRole(ctx context.Context, org uuid.UUID, email, role string) (UserChange, error) {
+func (s *Accounts) SetUserRole(ctx context.Context, org uuid.UUID, email, role string) (UserChange, error) {
 	return s.changeUser(ctx, org, email,
 		`UPDATE users SET role = $3 WHERE org_id = $1 AND email = $2 RETURNING id, role`, role)
 }
 
-func (s *Store) changeUser(ctx context.Context, org uuid.UUID, email, update string, args ...any) (UserChange, error) {
+func (s *Accounts) changeUser(ctx context.Context, org uuid.UUID, email, update string, args ...any) (UserChange, error) {
 	c := UserChange{User: User{OrgID: org, Email: email}}
-	err := s.InTx(ctx, func(tx pgx.Tx) error {
+	err := inTx(ctx, s.db, func(tx pgx.Tx) error {
 		err := tx.QueryRow(ctx, update, append([]any{org, email}, args...)...).Scan(&c.User.ID, &c.User.Role)
 		if err != nil {
 			return notFoundIfNoRows(err, "user")
@@ -82,7 +82,7 @@ func (s *Store) changeUser(ctx context.Context, org uuid.UUID, email, update str
 // SessionExpiry answers when the session stored under token (as scs
 // stores it: hashed) expires, and false when it does not exist or has
 // expired. Sessions are not tenant data: the token alone names one.
-func (s *Store) SessionExpiry(ctx context.Context, token string) (time.Time, bool, error) {
+func (s *Accounts) SessionExpiry(ctx context.Context, token string) (time.Time, bool, error) {
 	var expiry time.Time
 	err := s.db.QueryRow(ctx, `SELECT expiry FROM sessions WHERE token = $1 AND expiry > now()`, token).Scan(&expiry)
 	if errors.Is(err, pgx.ErrNoRows) {

@@ -81,11 +81,11 @@ type WaitlistRequest struct {
 	Accessible bool
 }
 
-// JoinWaitlist puts the buyer at the end of the event's line. The section
+// Join puts the buyer at the end of the event's line. The section
 // and category must be the event's (422 otherwise); a buyer already
 // waiting is refused (409). A work item is queued with the entry, so seats
 // that are free right now are offered too.
-func (s *Store) JoinWaitlist(ctx context.Context, r WaitlistRequest) (WaitlistEntry, error) {
+func (s *Waitlist) Join(ctx context.Context, r WaitlistRequest) (WaitlistEntry, error) {
 	fields := map[string]string{}
 	var section *uuid.UUID
 	if r.Section != "" {
@@ -117,7 +117,7 @@ func (s *Store) JoinWaitlist(ctx context.Context, r WaitlistRequest) (WaitlistEn
 		return WaitlistEntry{}, &apperr.Error{Code: apperr.Invalid, Message: "the waitlist request names what the event does not have", Fields: fields}
 	}
 	var e WaitlistEntry
-	err := s.InTx(ctx, func(tx pgx.Tx) error {
+	err := inTx(ctx, s.db, func(tx pgx.Tx) error {
 		err := tx.QueryRow(ctx, `
 			INSERT INTO waitlist_entries (org_id, event_id, user_id, seats, category, section_id, accessible)
 			VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING id, created_at`,
@@ -141,7 +141,7 @@ func (s *Store) JoinWaitlist(ctx context.Context, r WaitlistRequest) (WaitlistEn
 	if err != nil {
 		return WaitlistEntry{}, err
 	}
-	return s.WaitlistEntry(ctx, r.Org, e.ID)
+	return s.Entry(ctx, r.Org, e.ID)
 }
 
 const waitlistColumns = `
@@ -171,8 +171,8 @@ func scanWaitlist(r pgx.CollectableRow) (WaitlistEntry, error) {
 	return e, err
 }
 
-// WaitlistEntry returns one entry of org.
-func (s *Store) WaitlistEntry(ctx context.Context, org, id uuid.UUID) (WaitlistEntry, error) {
+// Entry returns one entry of org.
+func (s *Waitlist) Entry(ctx context.Context, org, id uuid.UUID) (WaitlistEntry, error) {
 	rows, err := s.db.Query(ctx, waitlistColumns+` WHERE w.org_id = $1 AND w.id = $2`, org, id)
 	if err != nil {
 		return WaitlistEntry{}, err
@@ -181,9 +181,9 @@ func (s *Store) WaitlistEntry(ctx context.Context, org, id uuid.UUID) (WaitlistE
 	return e, notFoundIfNoRows(err, "waitlist entry")
 }
 
-// MyWaitlist lists the buyer's waiting and offered entries for an event,
+// OfUser lists the buyer's waiting and offered entries for an event,
 // newest first.
-func (s *Store) MyWaitlist(ctx context.Context, org, event, user uuid.UUID) ([]WaitlistEntry, error) {
+func (s *Waitlist) OfUser(ctx context.Context, org, event, user uuid.UUID) ([]WaitlistEntry, error) {
 	rows, err := s.db.Query(ctx, waitlistColumns+`
 		WHERE w.org_id = $1 AND w.event_id = $2 AND w.user_id = $3 AND w.status <> 'left' ORDER BY w.seq DESC`, org, event, user)
 	if err != nil {
@@ -192,9 +192,9 @@ func (s *Store) MyWaitlist(ctx context.Context, org, event, user uuid.UUID) ([]W
 	return pgx.CollectRows(rows, scanWaitlist)
 }
 
-// EventWaitlist returns how many buyers wait for an event and the first
+// OfEvent returns how many buyers wait for an event and the first
 // limit of them in line.
-func (s *Store) EventWaitlist(ctx context.Context, org, event uuid.UUID, limit int) (int, []WaitlistEntry, error) {
+func (s *Waitlist) OfEvent(ctx context.Context, org, event uuid.UUID, limit int) (int, []WaitlistEntry, error) {
 	var n int
 	if err := s.db.QueryRow(ctx, `SELECT count(*) FROM waitlist_entries WHERE org_id = $1 AND event_id = $2 AND status = 'waiting'`,
 		org, event).Scan(&n); err != nil {
@@ -209,11 +209,11 @@ func (s *Store) EventWaitlist(ctx context.Context, org, event uuid.UUID, limit i
 	return n, first, err
 }
 
-// LeaveWaitlist takes a waiting entry out of line and returns its event
+// Leave takes a waiting entry out of line and returns its event
 // and buyer (whose places in line changed). Only its buyer may, or staff
 // of the org; an offered entry has nothing left to leave (its holds are
 // released like any other).
-func (s *Store) LeaveWaitlist(ctx context.Context, org, id, actor uuid.UUID, staff bool) (event, user uuid.UUID, err error) {
+func (s *Waitlist) Leave(ctx context.Context, org, id, actor uuid.UUID, staff bool) (event, user uuid.UUID, err error) {
 	err = s.db.QueryRow(ctx, `
 		WITH gone AS (
 			UPDATE waitlist_entries SET status = 'left'
@@ -227,7 +227,7 @@ func (s *Store) LeaveWaitlist(ctx context.Context, org, id, actor uuid.UUID, sta
 	if !errors.Is(err, pgx.ErrNoRows) {
 		return event, user, err
 	}
-	cur, err := s.WaitlistEntry(ctx, org, id)
+	cur, err := s.Entry(ctx, org, id)
 	switch {
 	case err != nil:
 		return uuid.Nil, uuid.Nil, err
@@ -239,11 +239,11 @@ func (s *Store) LeaveWaitlist(ctx context.Context, org, id, actor uuid.UUID, sta
 	}
 }
 
-// WaitlistsOf lists the waiting and offered entries of several buyers of
+// OfUsers lists the waiting and offered entries of several buyers of
 // an event in one query (for the live panels of every buyer connected to
 // a process), each buyer's newest first. Places in line come from one
 // pass over the line rather than a count per entry.
-func (s *Store) WaitlistsOf(ctx context.Context, org, event uuid.UUID, users []uuid.UUID) ([]WaitlistEntry, error) {
+func (s *Waitlist) OfUsers(ctx context.Context, org, event uuid.UUID, users []uuid.UUID) ([]WaitlistEntry, error) {
 	rows, err := s.db.Query(ctx, `
 		WITH line AS (
 			SELECT id, row_number() OVER (ORDER BY seq) AS position
@@ -275,7 +275,7 @@ type OfferParams struct {
 	BeforeCommit func(ctx context.Context) error
 }
 
-// OfferWaitlist does one unit of waitlist work: it claims the queued work
+// Offer does one unit of waitlist work: it claims the queued work
 // of one event (FOR UPDATE SKIP LOCKED, so every process's worker can run
 // at once), offers the event's free seats to its waiting entries in line
 // order, and deletes the claimed work — all in one transaction, so a
@@ -288,10 +288,10 @@ type OfferParams struct {
 // next entry whose request fits is served (the freed seats go to the first
 // in line they match). The offer's holds go through the hold statement:
 // one active hold per seat, only while the event is on sale.
-func (s *Store) OfferWaitlist(ctx context.Context, p OfferParams) (bool, []Offer, error) {
+func (s *Waitlist) Offer(ctx context.Context, p OfferParams) (bool, []Offer, error) {
 	var offers []Offer
 	found := false
-	err := s.InTx(ctx, func(tx pgx.Tx) error {
+	err := inTx(ctx, s.db, func(tx pgx.Tx) error {
 		var org, event uuid.UUID
 		err := tx.QueryRow(ctx, `SELECT org_id, event_id FROM waitlist_work ORDER BY id LIMIT 1 FOR UPDATE SKIP LOCKED`).Scan(&org, &event)
 		if errors.Is(err, pgx.ErrNoRows) {

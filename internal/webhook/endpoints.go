@@ -60,5 +60,5 @@ func (e *Endpoints) Create(ctx context.Context, org uuid.UUID, url string, types
 	if _, err := rand.Read(b[:]); err != nil {
 		return store.WebhookEndpoint{}, err
 	}
-	return e.st.CreateWebhookEndpoint(ctx, org, u, want, "whsec_"+base64.RawURLEncoding.EncodeToString(b[:]))
+	return e.st.Webhooks.CreateEndpoint(ctx, org, u, want, "whsec_"+base64.RawURLEncoding.EncodeToString(b[:]))
 }
