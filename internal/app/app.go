@@ -125,9 +125,9 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger) (*App, error)
 	if cfg.Env == "test" {
 		cost = 4 // bcrypt.MinCost: tests create many users
 	}
-	a.Accounts = auth.New(a.Store, cost)
+	a.Accounts = auth.New(a.Store.Accounts, cost)
 	a.Accounts.LimitHashing(cfg.MaxPasswordHashes)
-	a.Webhooks = webhook.NewWorker(a.Store, webhook.Options{
+	a.Webhooks = webhook.NewWorker(a.Store.Webhooks, webhook.Options{
 		AllowPrivate: cfg.WebhookAllowPrivate, Timeout: cfg.WebhookTimeout, RetryFor: cfg.WebhookRetryFor,
 		Backoff: cfg.WebhookBackoff, BackoffMax: cfg.WebhookBackoffMax, Poll: cfg.WebhookPoll,
 		Batch: 4 * cfg.WebhookConcurrency, Concurrency: cfg.WebhookConcurrency, Keep: 30 * 24 * time.Hour,

@@ -47,7 +47,7 @@ type Bus interface {
 // it by trying hashes: a slow password hash would add nothing but a
 // bcrypt per request.
 type APIKeys struct {
-	store   *store.Store
+	store   *store.Accounts
 	bus     Bus
 	channel string
 	log     *slog.Logger
@@ -65,7 +65,7 @@ type keyEntry struct {
 
 // NewAPIKeys returns the API keys of the deployment whose bus keys start
 // with keyPrefix.
-func NewAPIKeys(st *store.Store, bus Bus, keyPrefix string, log *slog.Logger) *APIKeys {
+func NewAPIKeys(st *store.Accounts, bus Bus, keyPrefix string, log *slog.Logger) *APIKeys {
 	return &APIKeys{store: st, bus: bus, channel: keyPrefix + ":{apikeys}:revoked", log: log, now: time.Now,
 		entries: map[[sha256.Size]byte]*keyEntry{}, touched: map[uuid.UUID]time.Time{}}
 }
@@ -87,7 +87,7 @@ func (k *APIKeys) Create(ctx context.Context, org, by uuid.UUID, name, role stri
 	}
 	secret := KeyPrefix + base64.RawURLEncoding.EncodeToString(b[:])
 	h := sha256.Sum256([]byte(secret))
-	key, err := k.store.Accounts.CreateAPIKey(ctx, org, by, name, role, h[:], secret[:len(KeyPrefix)+6])
+	key, err := k.store.CreateAPIKey(ctx, org, by, name, role, h[:], secret[:len(KeyPrefix)+6])
 	return key, secret, err
 }
 
@@ -107,7 +107,7 @@ func (k *APIKeys) Authenticate(ctx context.Context, secret string) (store.APIKey
 	e := k.entries[h]
 	k.mu.Unlock()
 	if e == nil || now.Sub(e.checked) >= keyFresh {
-		key, err := k.store.Accounts.APIKeyByHash(ctx, h[:])
+		key, err := k.store.APIKeyByHash(ctx, h[:])
 		if errors.Is(err, apperr.ErrNotFound) {
 			k.mu.Lock()
 			delete(k.entries, h)
@@ -144,7 +144,7 @@ func (k *APIKeys) touch(ctx context.Context, org, id uuid.UUID, now time.Time) {
 	if !due {
 		return
 	}
-	if err := k.store.Accounts.TouchAPIKey(context.WithoutCancel(ctx), org, id, now); err != nil {
+	if err := k.store.TouchAPIKey(context.WithoutCancel(ctx), org, id, now); err != nil {
 		k.log.WarnContext(ctx, "record API key use", "key", id, "err", err)
 	}
 }
@@ -152,7 +152,7 @@ func (k *APIKeys) touch(ctx context.Context, org, id uuid.UUID, now time.Time) {
 // Revoke revokes a key of org and announces it, so every process refuses
 // it at once (within keyFresh if the announcement is lost).
 func (k *APIKeys) Revoke(ctx context.Context, org, id uuid.UUID) (store.APIKey, error) {
-	key, err := k.store.Accounts.RevokeAPIKey(ctx, org, id)
+	key, err := k.store.RevokeAPIKey(ctx, org, id)
 	if err != nil {
 		return key, err
 	}

@@ -33,7 +33,7 @@ var ErrBusy = apperr.E(apperr.Unavailable, "too many sign-ins at once; please tr
 
 // Accounts manages users.
 type Accounts struct {
-	store *store.Store
+	store *store.Accounts
 	cost  int
 	// dummy is compared against when the user does not exist, so a login
 	// for an unknown email takes as long as one with a wrong password.
@@ -47,7 +47,7 @@ type Accounts struct {
 
 // New returns Accounts; cost 0 means Cost (tests pass bcrypt.MinCost).
 // At most DefaultHashing passwords are hashed at once; see LimitHashing.
-func New(st *store.Store, cost int) *Accounts {
+func New(st *store.Accounts, cost int) *Accounts {
 	if cost == 0 {
 		cost = Cost
 	}
@@ -119,7 +119,7 @@ func (a *Accounts) Create(ctx context.Context, org uuid.UUID, email, password, r
 	if err != nil {
 		return store.User{}, err
 	}
-	return a.store.Accounts.CreateUser(ctx, org, e, role, string(hash))
+	return a.store.CreateUser(ctx, org, e, role, string(hash))
 }
 
 func checkRole(role string) error {
@@ -138,13 +138,13 @@ func checkRole(role string) error {
 // free: nothing was checked.
 func (a *Accounts) Authenticate(ctx context.Context, orgSlug, email, password string) (store.Org, store.User, error) {
 	bad := apperr.E(apperr.Unauthorized, "organization, email or password is wrong")
-	org, err := a.store.Accounts.OrgBySlug(ctx, strings.ToLower(strings.TrimSpace(orgSlug)))
+	org, err := a.store.OrgBySlug(ctx, strings.ToLower(strings.TrimSpace(orgSlug)))
 	if err != nil && !errors.Is(err, apperr.ErrNotFound) {
 		return store.Org{}, store.User{}, err
 	}
 	var u store.Account
 	if err == nil {
-		u, err = a.store.Accounts.AccountByEmail(ctx, org.ID, strings.ToLower(strings.TrimSpace(email)))
+		u, err = a.store.AccountByEmail(ctx, org.ID, strings.ToLower(strings.TrimSpace(email)))
 		if err != nil && !errors.Is(err, apperr.ErrNotFound) {
 			return store.Org{}, store.User{}, err
 		}
@@ -170,7 +170,7 @@ func (a *Accounts) Authenticate(ctx context.Context, orgSlug, email, password st
 // not disabled, and with the role the session was given. A session that
 // is not current must end.
 func (a *Accounts) Current(ctx context.Context, org, user uuid.UUID, role string) (bool, error) {
-	u, err := a.store.Accounts.AccountByID(ctx, org, user)
+	u, err := a.store.AccountByID(ctx, org, user)
 	if errors.Is(err, apperr.ErrNotFound) {
 		return false, nil
 	}
@@ -189,7 +189,7 @@ func (a *Accounts) Disable(ctx context.Context, org uuid.UUID, email string) (st
 	if err != nil {
 		return store.UserChange{}, err
 	}
-	return a.store.Accounts.DisableUser(ctx, org, e)
+	return a.store.DisableUser(ctx, org, e)
 }
 
 // ChangeRole gives a user of org (found by email) a new role. Their
@@ -204,5 +204,5 @@ func (a *Accounts) ChangeRole(ctx context.Context, org uuid.UUID, email, role st
 	if err := checkRole(role); err != nil {
 		return store.UserChange{}, err
 	}
-	return a.store.Accounts.SetUserRole(ctx, org, e, role)
+	return a.store.SetUserRole(ctx, org, e, role)
 }

@@ -44,7 +44,7 @@ type Options struct {
 // sequences are a paid add-on). What the worker needs of a queue — SKIP
 // LOCKED claims, a lease, backoff — is the one query in the store.
 type Worker struct {
-	st  *store.Store
+	st  *store.Webhooks
 	hc  *http.Client
 	o   Options
 	log *slog.Logger
@@ -55,7 +55,7 @@ type Worker struct {
 }
 
 // NewWorker returns a worker on st.
-func NewWorker(st *store.Store, o Options, log *slog.Logger, m *telemetry.Webhooks) *Worker {
+func NewWorker(st *store.Webhooks, o Options, log *slog.Logger, m *telemetry.Webhooks) *Worker {
 	tr := &http.Transport{
 		// No proxy: a proxy would dial for us, past the address check.
 		Proxy:                 nil,
@@ -84,7 +84,7 @@ func (w *Worker) maybePrune(ctx context.Context) {
 		return
 	}
 	w.pruned = now
-	n, err := w.st.Webhooks.PruneDeliveries(ctx, now.Add(-w.o.Keep), 10_000)
+	n, err := w.st.PruneDeliveries(ctx, now.Add(-w.o.Keep), 10_000)
 	switch {
 	case err != nil:
 		w.log.Warn("prune webhook deliveries", "err", err)
@@ -126,7 +126,7 @@ func (w *Worker) Run(ctx context.Context) {
 
 // Once claims and sends one batch, returning how many were claimed.
 func (w *Worker) Once(ctx context.Context) (int, error) {
-	ds, err := w.st.Webhooks.ClaimDeliveries(ctx, w.o.Batch, w.o.Timeout+5*time.Second)
+	ds, err := w.st.ClaimDeliveries(ctx, w.o.Batch, w.o.Timeout+5*time.Second)
 	if err != nil || len(ds) == 0 {
 		return 0, err
 	}
@@ -145,7 +145,7 @@ func (w *Worker) Once(ctx context.Context) (int, error) {
 	// otherwise a delivered row would be sent again after the lease.
 	fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 	defer cancel()
-	return len(ds), w.st.Webhooks.FinishDeliveries(fctx, out)
+	return len(ds), w.st.FinishDeliveries(fctx, out)
 }
 
 // Body is the JSON a delivery posts.

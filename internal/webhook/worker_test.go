@@ -122,7 +122,7 @@ func (r *receiver) received() []webhook.Body {
 // register makes an endpoint of org for every type, pointing at r.
 func (r *receiver) register(t testing.TB, a *app.App, org uuid.UUID) store.WebhookEndpoint {
 	t.Helper()
-	e, err := webhook.NewEndpoints(a.Store, true).Create(context.Background(), org, r.srv.URL+"/hook", webhook.Types)
+	e, err := webhook.NewEndpoints(a.Store.Webhooks, true).Create(context.Background(), org, r.srv.URL+"/hook", webhook.Types)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -565,7 +565,7 @@ func TestWaitlistLineDelivered(t *testing.T) {
 	r := newReceiver(t)
 	r.register(t, a, tn.Org.ID)
 	holdsOnly := newReceiver(t)
-	e, err := webhook.NewEndpoints(a.Store, true).Create(ctx, tn.Org.ID, holdsOnly.srv.URL+"/hook", []string{"hold.created"})
+	e, err := webhook.NewEndpoints(a.Store.Webhooks, true).Create(ctx, tn.Org.ID, holdsOnly.srv.URL+"/hook", []string{"hold.created"})
 	if err != nil {
 		t.Fatal(err)
 	}
