@@ -34,3 +34,18 @@ func (s *Accounts) FindSession(ctx context.Context, token string) (data []byte, 
 	}
 	return data, expiry, true, nil
 }
+
+// SessionExpiry answers when the session stored under token (as scs
+// stores it: hashed) expires, and false when it does not exist or has
+// expired. Sessions are not tenant data: the token alone names one.
+func (s *Accounts) SessionExpiry(ctx context.Context, token string) (time.Time, bool, error) {
+	var expiry time.Time
+	err := s.db.QueryRow(ctx, `SELECT expiry FROM sessions WHERE token = $1 AND expiry > now()`, token).Scan(&expiry)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return time.Time{}, false, nil
+	}
+	if err != nil {
+		return time.Time{}, false, err
+	}
+	return expiry, true, nil
+}
