@@ -71,7 +71,7 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger) (*App, error)
 	a := &App{Cfg: cfg, Log: log, Pool: pool, Redis: rdb, Store: store.New(pool), Registry: reg, Metrics: m}
 	if cfg.HoldBatchMax > 1 {
 		// The shared hold statements and the shared transactions get
-		// connections of their own (see store.BatchHolds): one for each
+		// connections of their own (see store.Holds.Batch): one for each
 		// that may run at once.
 		for range 2 {
 			p, err := pg.Open(ctx, cfg.DatabaseURL, pg.Options{MaxConns: cfg.HoldBatchSlots,

@@ -32,7 +32,7 @@ func (s *Charts) Save(ctx context.Context, org, chartID uuid.UUID, c chart.Chart
 	return s.SaveAfter(ctx, org, chartID, 0, c)
 }
 
-// SaveAfter is SaveChart for an edit of version after of the chart:
+// SaveAfter is Save for an edit of version after of the chart:
 // if another version was saved since, it is refused (409 conflict) rather
 // than silently replacing that edit. after 0 skips the check.
 func (s *Charts) SaveAfter(ctx context.Context, org, chartID uuid.UUID, after int, c chart.Chart) (ChartVersion, error) {
@@ -84,7 +84,7 @@ func (s *Charts) SaveAfter(ctx context.Context, org, chartID uuid.UUID, after in
 // row is locked first, so no version is saved meanwhile; an event made
 // from a version at the same moment either commits first (and the delete
 // fails on the events' foreign key: the same refusal) or finds the
-// version gone (CreateEventFromChart: not found); one that holds the
+// version gone (Events.CreateFromChart: not found); one that holds the
 // version past the lock timeout makes the delete a 409 to try again.
 func (s *Charts) Delete(ctx context.Context, org, id uuid.UUID) error {
 	inUse := func(n int) error {

@@ -32,7 +32,7 @@ const (
 	EventDraft  EventStatus = "draft"
 	EventOnSale EventStatus = "on_sale"
 	EventClosed EventStatus = "closed"
-	// EventDeleted is a draft its organizer deleted (DeleteEvent): the
+	// EventDeleted is a draft its organizer deleted (Events.Delete): the
 	// event reads leave it out, so it is not found.
 	EventDeleted EventStatus = "deleted"
 )

@@ -74,7 +74,7 @@ func (s *Feed) LoadEvent(ctx context.Context, org, event uuid.UUID) ([]Section, 
 		if secs, err = sections(ctx, tx, org, event); err != nil {
 			return err
 		}
-		// Seats are numbered 0..n-1 (CreateEvent), so the top of the
+		// Seats are numbered 0..n-1 (Events.Create), so the top of the
 		// (org_id, event_id, idx) index sizes the slice without a count.
 		var n int
 		if err := tx.QueryRow(ctx, `SELECT coalesce(max(idx) + 1, 0) FROM seats WHERE event_id = $2 AND org_id = $1`,

@@ -36,7 +36,7 @@ import (
 // own when it has one. Each buyer's count of active holds rises in
 // the same statement; a row lifting it above the buyer's cap fails the
 // statement (buyer_holds_cap) and nothing of it is written. A hold of a
-// keyed request carries the request's id (see ClaimHoldRequest).
+// keyed request carries the request's id (see Holds.ClaimRequest).
 const holdsSQL = `
 WITH r AS (
     SELECT * FROM unnest($1::uuid[], $2::uuid[], $3::uuid[], $4::uuid[], $5::bigint[], $6::uuid[],

@@ -11,7 +11,7 @@ import (
 	"seatd/internal/testenv"
 )
 
-// benchHolds times CreateHolds of n seats at a time, each call on seats
+// benchHolds times Holds.Create of n seats at a time, each call on seats
 // nobody holds (a fresh event whenever one runs out), one caller at once:
 // the latency of the hold statement, not its throughput.
 func benchHolds(b *testing.B, n int, locked bool) {

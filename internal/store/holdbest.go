@@ -55,7 +55,7 @@ const bestChunk = 256
 // transaction is holding right now are passed over at once, not waited
 // for, and the next block is tried (its own row locks released first, by
 // a savepoint). Under the strict orphan rule the block's rows are locked
-// for the rule as CreateHolds does, waiting only while this transaction
+// for the rule as Create does, waiting only while this transaction
 // holds no other row (so two picks never wait on each other), and the
 // rule is checked on the rows as committed. The holds are written by the
 // one hold statement (cap, sales window, fences), all or none.

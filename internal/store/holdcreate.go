@@ -42,7 +42,7 @@ func (s *Holds) Create(ctx context.Context, p HoldParams) (HoldOutcome, error) {
 	return s.holdsInTx(ctx, p)
 }
 
-// holdsInTx is CreateHolds in a transaction of its own. A strict event
+// holdsInTx is Create in a transaction of its own. A strict event
 // whose rule changes between the transaction's read of it and its hold
 // statement is met by a new attempt; the rule is not changed that often.
 func (s *Holds) holdsInTx(ctx context.Context, p HoldParams) (HoldOutcome, error) {
@@ -57,7 +57,7 @@ func (s *Holds) holdsInTx(ctx context.Context, p HoldParams) (HoldOutcome, error
 	}
 }
 
-// createHoldsTx is CreateHolds in a transaction of its own.
+// createHoldsTx is Create in a transaction of its own.
 func (s *Holds) createHoldsTx(ctx context.Context, p HoldParams) (HoldOutcome, error) {
 	var out HoldOutcome
 	err := inTx(ctx, s.db, func(tx pgx.Tx) error {

@@ -25,7 +25,7 @@ type HoldKey struct {
 // HoldClaim is what claiming a key found.
 type HoldClaim struct {
 	// Mine: this request holds the key and must make the holds, with
-	// HoldParams.Request its HoldKey.Request (or DropHoldRequest when it
+	// HoldParams.Request its HoldKey.Request (or DropRequest when it
 	// holds nothing).
 	Mine bool
 	// HoldIDs are the holds the first request made (Done).

@@ -96,7 +96,7 @@ type HoldParams struct {
 	// strict, refuses a hold that would leave a seat alone in its row,
 	// with the rows locked. Postgres decides either way: the hold
 	// statement refuses a hold that did not check a strict event's rule
-	// (orphan_rule_met), and CreateHolds then checks it.
+	// (orphan_rule_met), and Holds.Create then checks it.
 	Strict bool
 	// Rows names the rows of Seats by their advisory lock keys (RowKey),
 	// for a Strict request: the shared transaction locks them, and

@@ -190,7 +190,7 @@ func TestFreshHoldRefusesOwnSeat(t *testing.T) {
 }
 
 // TestSharedHoldsOnOwnConnections: the shared hold statement and the
-// shared transaction each run on the connections BatchHolds is given for
+// shared transaction each run on the connections Holds.Batch is given for
 // them, not on the store's pool, and hold as they do there.
 func TestSharedHoldsOnOwnConnections(t *testing.T) {
 	t.Parallel()

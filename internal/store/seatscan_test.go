@@ -14,7 +14,7 @@ import (
 )
 
 // TestLoadEventDecodesLikeScan: LoadEvent's binary decoder reads every
-// seat exactly as the generic scan does (EventSeats), held seats with
+// seat exactly as the generic scan does (Events.Seats), held seats with
 // their hold, holder and held_until included, and a blocked seat's
 // status; sections come in order; another org's id finds nothing.
 func TestLoadEventDecodesLikeScan(t *testing.T) {
