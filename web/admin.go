@@ -50,10 +50,10 @@ func (s *Server) eventHolds(w http.ResponseWriter, r *http.Request, a hold.Actor
 	if err != nil {
 		return err
 	}
-	if _, err := s.deps.Store.Event(r.Context(), a.Org, event); err != nil {
+	if _, err := s.deps.Store.Events.Event(r.Context(), a.Org, event); err != nil {
 		return err
 	}
-	p, err := s.deps.Store.ActiveHoldsPage(r.Context(), a.Org, event, store.HoldFilter{}, after, limit, false)
+	p, err := s.deps.Store.Audit.ActiveHoldsPage(r.Context(), a.Org, event, store.HoldFilter{}, after, limit, false)
 	if err != nil {
 		return err
 	}

@@ -117,7 +117,7 @@ func (s *Server) createAPIKey(w http.ResponseWriter, r *http.Request, a hold.Act
 }
 
 func (s *Server) listAPIKeys(w http.ResponseWriter, r *http.Request, a hold.Actor) error {
-	keys, err := s.deps.Store.APIKeys(r.Context(), a.Org)
+	keys, err := s.deps.Store.Accounts.APIKeys(r.Context(), a.Org)
 	if err != nil {
 		return err
 	}
@@ -157,7 +157,7 @@ func (s *Server) apiKeysPage(w http.ResponseWriter, r *http.Request, a hold.Acto
 }
 
 func (s *Server) renderAPIKeys(w http.ResponseWriter, r *http.Request, a hold.Actor, status int, v views.APIKeys) error {
-	keys, err := s.deps.Store.APIKeys(r.Context(), a.Org)
+	keys, err := s.deps.Store.Accounts.APIKeys(r.Context(), a.Org)
 	if err != nil {
 		return err
 	}

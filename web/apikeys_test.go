@@ -186,9 +186,9 @@ func TestAPIKeyFollowsCreator(t *testing.T) {
 		k.do("GET", "/api/v1/events", nil).want(t, http.StatusOK)
 		var err error
 		if change == "disabled" {
-			_, err = s.app.Store.DisableUser(t.Context(), tn.Org.ID, tn.Organizer.Email)
+			_, err = s.app.Store.Accounts.DisableUser(t.Context(), tn.Org.ID, tn.Organizer.Email)
 		} else {
-			_, err = s.app.Store.SetUserRole(t.Context(), tn.Org.ID, tn.Organizer.Email, "buyer")
+			_, err = s.app.Store.Accounts.SetUserRole(t.Context(), tn.Org.ID, tn.Organizer.Email, "buyer")
 		}
 		if err != nil {
 			t.Fatal(err)

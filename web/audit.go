@@ -44,7 +44,7 @@ func (s *staffPages) auditPage(w http.ResponseWriter, r *http.Request, a hold.Ac
 	}
 	l.First = f.Before == 0
 	if l.Filter.Seat != "" {
-		if f.Seat, err = s.deps.Store.SeatByLabel(ctx, a.Org, ev.ID, l.Filter.Seat); err != nil {
+		if f.Seat, err = s.deps.Store.Audit.SeatByLabel(ctx, a.Org, ev.ID, l.Filter.Seat); err != nil {
 			if apperr.CodeOf(err) != apperr.NotFound {
 				return err
 			}
@@ -52,7 +52,7 @@ func (s *staffPages) auditPage(w http.ResponseWriter, r *http.Request, a hold.Ac
 		}
 	}
 	if l.Filter.Email != "" && l.Message == "" {
-		u, err := s.deps.Store.UserByEmail(ctx, a.Org, l.Filter.Email)
+		u, err := s.deps.Store.Accounts.UserByEmail(ctx, a.Org, l.Filter.Email)
 		if err != nil {
 			if apperr.CodeOf(err) != apperr.NotFound {
 				return err
@@ -62,7 +62,7 @@ func (s *staffPages) auditPage(w http.ResponseWriter, r *http.Request, a hold.Ac
 		f.User = u.ID
 	}
 	if l.Message == "" {
-		es, err := s.deps.Store.AuditLog(ctx, a.Org, ev.ID, f)
+		es, err := s.deps.Store.Audit.Log(ctx, a.Org, ev.ID, f)
 		if err != nil {
 			return err
 		}

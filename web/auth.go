@@ -111,7 +111,7 @@ func (s *Server) signup(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	org, err := s.deps.Store.OrgBySlug(r.Context(), slug)
+	org, err := s.deps.Store.Accounts.OrgBySlug(r.Context(), slug)
 	if err != nil {
 		return err
 	}
@@ -199,11 +199,11 @@ func (s *Server) me(w http.ResponseWriter, r *http.Request, a hold.Actor) error 
 	ctx := r.Context()
 	if _, ok := keyFrom(ctx); ok {
 		// An API key has no session to read the names from.
-		org, err := s.deps.Store.OrgByID(ctx, a.Org)
+		org, err := s.deps.Store.Accounts.OrgByID(ctx, a.Org)
 		if err != nil {
 			return err
 		}
-		u, err := s.deps.Store.UserByID(ctx, a.Org, a.User)
+		u, err := s.deps.Store.Accounts.UserByID(ctx, a.Org, a.User)
 		if err != nil {
 			return err
 		}

@@ -458,7 +458,7 @@ func TestConfirmationPrices(t *testing.T) {
 	a := s.app
 	tn := testenv.NewTenant(t, a, 0)
 	ev := gaChartEvent(t, a, tn) // row A front at 40.00 EUR, row B back at 15.00 EUR
-	all, err := a.Store.EventSeats(t.Context(), tn.Org.ID, ev)
+	all, err := a.Store.Events.Seats(t.Context(), tn.Org.ID, ev)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -88,7 +88,7 @@ func (s *staffPages) boxOfficeWith(w http.ResponseWriter, r *http.Request, a hol
 
 func (s *staffPages) holdTable(ctx context.Context, a hold.Actor, event uuid.UUID, f views.HoldFilter) (views.HoldTable, error) {
 	t := views.HoldTable{EventID: event.String(), Filter: f, SellKey: newSellKey()}
-	secs, err := s.deps.Store.Sections(ctx, a.Org, event)
+	secs, err := s.deps.Store.Events.Sections(ctx, a.Org, event)
 	if err != nil {
 		return t, err
 	}
@@ -100,7 +100,7 @@ func (s *staffPages) holdTable(ctx context.Context, a hold.Actor, event uuid.UUI
 		// A cursor not of ours (edited by hand): the first page.
 		after, t.Filter.After = store.HoldCursor{}, ""
 	}
-	p, err := s.deps.Store.ActiveHoldsPage(ctx, a.Org, event, store.HoldFilter{Section: f.Section, Holder: f.Holder},
+	p, err := s.deps.Store.Audit.ActiveHoldsPage(ctx, a.Org, event, store.HoldFilter{Section: f.Section, Holder: f.Holder},
 		after, holdPageRows, true)
 	if err != nil {
 		return t, err
@@ -243,7 +243,7 @@ func (s *staffPages) lookup(ctx context.Context, a hold.Actor, event uuid.UUID, 
 	}
 	email := strings.ToLower(query)
 	l.Email = email
-	act, err := s.deps.Store.BuyerActivity(ctx, a.Org, event, email)
+	act, err := s.deps.Store.Audit.BuyerActivity(ctx, a.Org, event, email)
 	if apperr.CodeOf(err) == apperr.NotFound {
 		return l, nil
 	}
@@ -376,7 +376,7 @@ func (sr *staffPages) boxOffice(ctx context.Context, a hold.Actor, b live.StaffB
 	if len(held) > 0 {
 		// Postgres has the holder's email and the hold's start; a hold
 		// that ended since is not found, and its own change removes it.
-		hs, err := s.deps.Store.ActiveHolds(ctx, a.Org, b.Event, store.HoldFilter{Seats: held})
+		hs, err := s.deps.Store.Audit.ActiveHolds(ctx, a.Org, b.Event, store.HoldFilter{Seats: held})
 		if err != nil {
 			return nil, err
 		}

@@ -134,11 +134,11 @@ func TestBrowserChartEditor(t *testing.T) {
 	}
 	screenshot(t, ctx, "chart-editor.png")
 
-	vs, err := a.Store.Charts(ctx, tn.Org.ID)
+	vs, err := a.Store.Charts.List(ctx, tn.Org.ID)
 	if err != nil || len(vs) != 1 {
 		t.Fatalf("charts %+v, %v", vs, err)
 	}
-	v, err := a.Store.LatestChartVersion(ctx, tn.Org.ID, vs[0].ChartID)
+	v, err := a.Store.Charts.LatestVersion(ctx, tn.Org.ID, vs[0].ChartID)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -210,11 +210,11 @@ func TestBrowserChartEditor(t *testing.T) {
 		diagnose(t, ctx, "chart-edit")
 		t.Fatalf("edit and upload: %v", err)
 	}
-	v3, err := a.Store.LatestChartVersion(ctx, tn.Org.ID, v.ChartID)
+	v3, err := a.Store.Charts.LatestVersion(ctx, tn.Org.ID, v.ChartID)
 	if err != nil || v3.Version != 3 || v3.Seats != 3 || v3.Layout.Categories[1].Name != "Premium" {
 		t.Fatalf("after the CSV: %+v %v", v3, err)
 	}
-	if v1, err := a.Store.ChartVersionByID(ctx, tn.Org.ID, v.ID); err != nil || v1.Seats != 35 || !reflect.DeepEqual(v1.Layout, c) {
+	if v1, err := a.Store.Charts.VersionByID(ctx, tn.Org.ID, v.ID); err != nil || v1.Seats != 35 || !reflect.DeepEqual(v1.Layout, c) {
 		t.Fatalf("version 1 changed: %+v %v", v1, err)
 	}
 	problems.check(t, "chart editor")

@@ -44,7 +44,7 @@ func TestBrowserEventFromChart(t *testing.T) {
 		diagnose(t, org, "chart")
 		t.Fatalf("build the chart: %v", err)
 	}
-	charts, err := a.Store.Charts(context.Background(), tn.Org.ID)
+	charts, err := a.Store.Charts.List(context.Background(), tn.Org.ID)
 	if err != nil || len(charts) != 1 {
 		t.Fatalf("charts %v (%v)", charts, err)
 	}

@@ -107,7 +107,7 @@ func TestBrowserMapWholeVenue(t *testing.T) {
 	newTab, a, srv := browserApp(t)
 	tn := testenv.NewTenant(t, a, 1)
 	ctx := context.Background()
-	v, err := a.Store.SaveChart(ctx, tn.Org.ID, uuid.Nil, seed.DemoChart("Main Hall"))
+	v, err := a.Store.Charts.Save(ctx, tn.Org.ID, uuid.Nil, seed.DemoChart("Main Hall"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -81,7 +81,7 @@ func (s *Server) createChart(w http.ResponseWriter, r *http.Request, a hold.Acto
 	if err != nil {
 		return err
 	}
-	v, err := s.deps.Store.SaveChart(r.Context(), a.Org, uuid.Nil, c)
+	v, err := s.deps.Store.Charts.Save(r.Context(), a.Org, uuid.Nil, c)
 	if err != nil {
 		return err
 	}
@@ -100,7 +100,7 @@ func (s *Server) updateChart(w http.ResponseWriter, r *http.Request, a hold.Acto
 	if err != nil {
 		return err
 	}
-	prev, err := s.deps.Store.LatestChartVersion(r.Context(), a.Org, id)
+	prev, err := s.deps.Store.Charts.LatestVersion(r.Context(), a.Org, id)
 	if err != nil {
 		return err
 	}
@@ -108,7 +108,7 @@ func (s *Server) updateChart(w http.ResponseWriter, r *http.Request, a hold.Acto
 	if err != nil {
 		return err
 	}
-	v, err := s.deps.Store.SaveChartAfter(r.Context(), a.Org, id, after, c)
+	v, err := s.deps.Store.Charts.SaveAfter(r.Context(), a.Org, id, after, c)
 	if err != nil {
 		return err
 	}
@@ -121,7 +121,7 @@ func (s *Server) deleteChart(w http.ResponseWriter, r *http.Request, a hold.Acto
 	if err != nil {
 		return err
 	}
-	if err := s.deps.Store.DeleteChart(r.Context(), a.Org, id); err != nil {
+	if err := s.deps.Store.Charts.Delete(r.Context(), a.Org, id); err != nil {
 		return err
 	}
 	w.WriteHeader(http.StatusNoContent)
@@ -135,7 +135,7 @@ func (s *Server) deleteChartForm(w http.ResponseWriter, r *http.Request, a hold.
 	if err != nil {
 		return err
 	}
-	return s.flashAndReturn(w, r, s.deps.Store.DeleteChart(r.Context(), a.Org, id), "Chart deleted.", "/admin/charts")
+	return s.flashAndReturn(w, r, s.deps.Store.Charts.Delete(r.Context(), a.Org, id), "Chart deleted.", "/admin/charts")
 }
 
 // flashAndReturn ends a form post whose refusal is the user's to read: a
@@ -155,7 +155,7 @@ func (s *Server) flashAndReturn(w http.ResponseWriter, r *http.Request, err erro
 }
 
 func (s *Server) listCharts(w http.ResponseWriter, r *http.Request, a hold.Actor) error {
-	vs, err := s.deps.Store.Charts(r.Context(), a.Org)
+	vs, err := s.deps.Store.Charts.List(r.Context(), a.Org)
 	if err != nil {
 		return err
 	}
@@ -176,14 +176,14 @@ func (s *Server) chartVersion(r *http.Request, a hold.Actor) (store.ChartVersion
 	}
 	q := r.URL.Query().Get("version")
 	if q == "" {
-		return s.deps.Store.LatestChartVersion(r.Context(), a.Org, id)
+		return s.deps.Store.Charts.LatestVersion(r.Context(), a.Org, id)
 	}
 	n, err := strconv.Atoi(q)
 	if err != nil || n <= 0 {
 		return store.ChartVersion{}, &apperr.Error{Code: apperr.Invalid, Message: "the version is not valid",
 			Fields: map[string]string{"version": "must be a positive whole number"}}
 	}
-	return s.deps.Store.ChartVersionNumber(r.Context(), a.Org, id, n)
+	return s.deps.Store.Charts.VersionNumber(r.Context(), a.Org, id, n)
 }
 
 // getChart answers one version of a chart in the form POST and PUT take.
@@ -206,7 +206,7 @@ func chartDocument(v store.ChartVersion) chart.Document {
 
 // chartsPage lists the organization's charts.
 func (s *Server) chartsPage(w http.ResponseWriter, r *http.Request, a hold.Actor) error {
-	vs, err := s.deps.Store.Charts(r.Context(), a.Org)
+	vs, err := s.deps.Store.Charts.List(r.Context(), a.Org)
 	if err != nil {
 		return err
 	}
@@ -231,7 +231,7 @@ func (s *Server) chartPage(w http.ResponseWriter, r *http.Request, a hold.Actor)
 	if err != nil {
 		return err
 	}
-	v, err := s.deps.Store.LatestChartVersion(r.Context(), a.Org, id)
+	v, err := s.deps.Store.Charts.LatestVersion(r.Context(), a.Org, id)
 	if err != nil {
 		return err
 	}

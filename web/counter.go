@@ -176,7 +176,7 @@ func (s *staffPages) confirmationPage(w http.ResponseWriter, r *http.Request, a 
 	if err != nil {
 		return err
 	}
-	ev, err := s.deps.Store.Event(ctx, a.Org, b.EventID)
+	ev, err := s.deps.Store.Events.Event(ctx, a.Org, b.EventID)
 	if err != nil {
 		return err
 	}
@@ -275,7 +275,7 @@ func (s *staffPages) releaseHouse(w http.ResponseWriter, r *http.Request, a hold
 		if err != nil {
 			return err
 		}
-		cur, err := s.deps.Store.HouseAllocation(r.Context(), a.Org, id)
+		cur, err := s.deps.Store.Bookings.HouseAllocation(r.Context(), a.Org, id)
 		if err != nil {
 			return err
 		}

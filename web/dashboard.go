@@ -149,7 +149,7 @@ func categoryName(cs []hold.CategoryOccupancy, i int) string {
 
 // forecast reads when the event's active holds end.
 func (s *staffPages) forecast(ctx context.Context, org, event uuid.UUID, now time.Time) (views.Forecast, error) {
-	ex, err := s.deps.Store.HoldExpiries(ctx, org, event)
+	ex, err := s.deps.Store.Audit.HoldExpiries(ctx, org, event)
 	if err != nil {
 		return views.Forecast{}, err
 	}
@@ -180,7 +180,7 @@ var feedKinds = map[string]string{
 // recentFeed fills the feed on page load from the audit log; live frames
 // add to it from then on.
 func (s *staffPages) recentFeed(ctx context.Context, a hold.Actor, event uuid.UUID) ([]views.FeedEntry, error) {
-	es, err := s.deps.Store.AuditLog(ctx, a.Org, event, store.AuditFilter{Limit: 30})
+	es, err := s.deps.Store.Audit.Log(ctx, a.Org, event, store.AuditFilter{Limit: 30})
 	if err != nil {
 		return nil, err
 	}

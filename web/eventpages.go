@@ -96,7 +96,7 @@ func apperrMessage(err error) string {
 }
 
 func (s *staffPages) adminEventsPage(w http.ResponseWriter, r *http.Request, a hold.Actor) error {
-	evs, err := s.deps.Store.Events(r.Context(), a.Org)
+	evs, err := s.deps.Store.Events.List(r.Context(), a.Org)
 	if err != nil {
 		return err
 	}
@@ -112,7 +112,7 @@ func (s *staffPages) newEventPage(w http.ResponseWriter, r *http.Request, a hold
 		if err != nil {
 			return apperr.E(apperr.NotFound, "chart not found")
 		}
-		v, err := s.deps.Store.LatestChartVersion(r.Context(), a.Org, chartID)
+		v, err := s.deps.Store.Charts.LatestVersion(r.Context(), a.Org, chartID)
 		if err != nil {
 			return err
 		}
@@ -122,7 +122,7 @@ func (s *staffPages) newEventPage(w http.ResponseWriter, r *http.Request, a hold
 		}
 		f.Name = v.Name
 	} else {
-		cs, err := s.deps.Store.Charts(r.Context(), a.Org)
+		cs, err := s.deps.Store.Charts.List(r.Context(), a.Org)
 		if err != nil {
 			return err
 		}
@@ -139,7 +139,7 @@ func (s *staffPages) editEventPage(w http.ResponseWriter, r *http.Request, a hol
 	if err != nil {
 		return err
 	}
-	e, err := s.deps.Store.Event(r.Context(), a.Org, id)
+	e, err := s.deps.Store.Events.Event(r.Context(), a.Org, id)
 	if err != nil {
 		return err
 	}
@@ -235,7 +235,7 @@ func (s *staffPages) createEventForm(w http.ResponseWriter, r *http.Request, a h
 	if err != nil {
 		return apperr.E(apperr.NotFound, "chart not found")
 	}
-	cv, err := s.deps.Store.LatestChartVersion(r.Context(), a.Org, chartID)
+	cv, err := s.deps.Store.Charts.LatestVersion(r.Context(), a.Org, chartID)
 	if err != nil {
 		return err
 	}
@@ -289,7 +289,7 @@ func (s *staffPages) updateEventForm(w http.ResponseWriter, r *http.Request, a h
 	if err != nil {
 		return err
 	}
-	cur, err := s.deps.Store.Event(r.Context(), a.Org, id)
+	cur, err := s.deps.Store.Events.Event(r.Context(), a.Org, id)
 	if err != nil {
 		return err
 	}

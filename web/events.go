@@ -66,7 +66,7 @@ func eventView(e store.Event) eventJSON {
 
 // listEvents answers the events of the session's organization.
 func (s *Server) listEvents(w http.ResponseWriter, r *http.Request, a hold.Actor) error {
-	evs, err := s.deps.Store.Events(r.Context(), a.Org)
+	evs, err := s.deps.Store.Events.List(r.Context(), a.Org)
 	if err != nil {
 		return err
 	}
@@ -95,7 +95,7 @@ func (s *Server) getEvent(w http.ResponseWriter, r *http.Request, a hold.Actor) 
 // eventFor reads an event the actor may see. A draft is its organizers'
 // until it is published: to a buyer it does not exist.
 func (s *Server) eventFor(ctx context.Context, a hold.Actor, id uuid.UUID) (store.Event, error) {
-	e, err := s.deps.Store.Event(ctx, a.Org, id)
+	e, err := s.deps.Store.Events.Event(ctx, a.Org, id)
 	if err == nil && hidden(a, e) {
 		return store.Event{}, errNoEvent
 	}

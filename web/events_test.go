@@ -310,7 +310,7 @@ func TestEventFormPages(t *testing.T) {
 	}
 	r = org.do("POST", "/admin/events", form(good)).want(t, http.StatusSeeOther)
 	id := strings.TrimSuffix(strings.TrimPrefix(r.header.Get("Location"), "/admin/events/"), "/edit")
-	e, err := a.Store.Event(context.Background(), tn.Org.ID, uuid.MustParse(id))
+	e, err := a.Store.Events.Event(context.Background(), tn.Org.ID, uuid.MustParse(id))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -322,7 +322,7 @@ func TestEventFormPages(t *testing.T) {
 		t.Error("the edit form does not show the start in venue time")
 	}
 	org.do("POST", "/admin/events/"+id+"/status", form(map[string]string{"status": "on_sale"})).want(t, http.StatusSeeOther)
-	if e, _ := a.Store.Event(context.Background(), tn.Org.ID, e.ID); e.Status != "on_sale" {
+	if e, _ := a.Store.Events.Event(context.Background(), tn.Org.ID, e.ID); e.Status != "on_sale" {
 		t.Errorf("status after publish %s", e.Status)
 	}
 	s.as(tn.Org, tn.Buyers[0]).do("GET", "/admin/events", nil).want(t, http.StatusForbidden)

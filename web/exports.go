@@ -32,7 +32,7 @@ func (s *Server) exportCSV(kind string) func(http.ResponseWriter, *http.Request,
 			return apperr.E(apperr.Forbidden, "only organizers can export")
 		}
 		// Another organization's event is a 404, not an empty file.
-		if _, err := s.deps.Store.Event(r.Context(), a.Org, event); err != nil {
+		if _, err := s.deps.Store.Events.Event(r.Context(), a.Org, event); err != nil {
 			return err
 		}
 		w.Header().Set("Content-Type", "text/csv; charset=utf-8")
@@ -44,7 +44,7 @@ func (s *Server) exportCSV(kind string) func(http.ResponseWriter, *http.Request,
 			return nil // the client went away
 		}
 		n := 0
-		err = s.deps.Store.Export(r.Context(), a.Org, event, kind, func(row []string) error {
+		err = s.deps.Store.Events.Export(r.Context(), a.Org, event, kind, func(row []string) error {
 			if err := cw.Write(row); err != nil {
 				return err
 			}

@@ -179,7 +179,7 @@ func TestGALive(t *testing.T) {
 	}
 	// A seat held elsewhere (the API, another tab) arrives in the cart
 	// with its label and its category's price too.
-	seat, err := s.app.Store.SeatByLabel(context.Background(), tn.Org.ID, ev, "S-A-5")
+	seat, err := s.app.Store.Audit.SeatByLabel(context.Background(), tn.Org.ID, ev, "S-A-5")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -109,7 +109,7 @@ func (s *Server) loginPage(w http.ResponseWriter, r *http.Request) {
 
 func (s *Server) signupPage(w http.ResponseWriter, r *http.Request) {
 	slug := strings.ToLower(r.PathValue("org"))
-	org, err := s.deps.Store.OrgBySlug(r.Context(), slug)
+	org, err := s.deps.Store.Accounts.OrgBySlug(r.Context(), slug)
 	if err != nil || len(slug) > 40 {
 		s.renderError(w, r, apperr.E(apperr.NotFound, "no such organization"))
 		return
@@ -118,7 +118,7 @@ func (s *Server) signupPage(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) eventsPage(w http.ResponseWriter, r *http.Request, a hold.Actor) error {
-	evs, err := s.deps.Store.Events(r.Context(), a.Org)
+	evs, err := s.deps.Store.Events.List(r.Context(), a.Org)
 	if err != nil {
 		return err
 	}
@@ -594,7 +594,7 @@ func (s *Server) bookingPage(w http.ResponseWriter, r *http.Request, a hold.Acto
 	if err != nil {
 		return err
 	}
-	ev, err := s.deps.Store.Event(r.Context(), a.Org, b.EventID)
+	ev, err := s.deps.Store.Events.Event(r.Context(), a.Org, b.EventID)
 	if err != nil {
 		return err
 	}

@@ -58,7 +58,7 @@ func (s *staffPages) releaseHolds(w http.ResponseWriter, r *http.Request, a hold
 		return s.backWith(w, r, back, fmt.Sprintf("The reason is too long (at most %d characters).", reasonMax))
 	}
 	for _, id := range ids {
-		h, err := s.deps.Store.HoldByID(ctx, a.Org, id)
+		h, err := s.deps.Store.Holds.ByID(ctx, a.Org, id)
 		if err != nil {
 			return err
 		}

@@ -40,7 +40,7 @@ func TestRoleMatrix(t *testing.T) {
 		return func(*testing.T) req { return req{method: method, path: path} }
 	}
 	heldSeat := func(t *testing.T) store.Hold { return coreHold(t, a, holder, ev.ID, seat())[0] }
-	ch, err := a.Store.SaveChart(t.Context(), tn.Org.ID, uuid.Nil, testChart())
+	ch, err := a.Store.Charts.Save(t.Context(), tn.Org.ID, uuid.Nil, testChart())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -59,8 +59,8 @@ const (
 func newSessions(d Deps, cached bool) (*scs.SessionManager, *sessionStore) {
 	st := &sessionStore{
 		db:      pgxstore.NewWithCleanupInterval(d.Pool, 0), // cleanup runs from Commit, without a goroutine
-		find:    d.Store.FindSession,
-		cleanup: d.Store.DeleteExpiredSessions,
+		find:    d.Store.Accounts.FindSession,
+		cleanup: d.Store.Accounts.DeleteExpiredSessions,
 		log:     d.Log.With("component", "sessions"),
 		now:     time.Now,
 		entries: map[string]*sessionEntry{},

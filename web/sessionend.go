@@ -197,7 +197,7 @@ func (s *Server) liveOptions() live.Options {
 	return live.Options{
 		MaxClients:    cfg.MaxSockets,
 		MaxPerSession: cfg.MaxSocketsPerSession,
-		SessionExpiry: s.deps.Store.SessionExpiry,
+		SessionExpiry: s.deps.Store.Accounts.SessionExpiry,
 	}
 }
 

@@ -52,7 +52,7 @@ func (s *staffPages) staffEvent(r *http.Request, a hold.Actor) (store.Event, err
 	if err != nil {
 		return store.Event{}, err
 	}
-	return s.deps.Store.Event(r.Context(), a.Org, id)
+	return s.deps.Store.Events.Event(r.Context(), a.Org, id)
 }
 
 // renderStaff renders a staff page or fragment with the event known to the

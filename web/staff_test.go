@@ -482,7 +482,7 @@ func TestBoxOfficeRelease(t *testing.T) {
 	waitFrame(t, ch, 5*time.Second, "the buyer's own hold", func(f string) bool {
 		return strings.Contains(f, `id="seat-`+seat.String()+`"`) && strings.Contains(f, `data-mine="true"`)
 	}, nil)
-	h, err := a.Store.ActiveHold(t.Context(), tn.Org.ID, ev.ID, seat)
+	h, err := a.Store.Holds.Active(t.Context(), tn.Org.ID, ev.ID, seat)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -561,13 +561,13 @@ func TestBoxOfficeRelease(t *testing.T) {
 		box.do("POST", "/box-office/events/"+ev.ID.String()+"/release",
 			formBody(url.Values{"hold_id": ids, "reason": {"not ours"}})).want(t, http.StatusNotFound)
 	}
-	if st, err := a.Store.HoldByID(t.Context(), tn2.Org.ID, h2.ID); err != nil || st.Status != store.HoldActive {
+	if st, err := a.Store.Holds.ByID(t.Context(), tn2.Org.ID, h2.ID); err != nil || st.Status != store.HoldActive {
 		t.Fatalf("other org's hold is %s (%v)", st.Status, err)
 	}
 	// A reason is required.
 	h3 := coreHold(t, a, other, ev.ID, seats[5])[0]
 	box.do("POST", "/box-office/events/"+ev.ID.String()+"/release", formBody(url.Values{"hold_id": {h3.ID.String()}})).want(t, http.StatusSeeOther)
-	if st, _ := a.Store.HoldByID(t.Context(), tn.Org.ID, h3.ID); st.Status != store.HoldActive {
+	if st, _ := a.Store.Holds.ByID(t.Context(), tn.Org.ID, h3.ID); st.Status != store.HoldActive {
 		t.Fatal("released without a reason")
 	}
 }
@@ -983,7 +983,7 @@ func TestOccupancyMatchesSQL(t *testing.T) {
 	// their own Redis. Such a seat is stale in both our processes, with
 	// an expiry as its last change in Postgres; it is set aside, and
 	// logged. Any other disagreement fails the test.
-	pgSeats, err := short.Store.EventSeats(ctx, tn.Org.ID, ev.ID)
+	pgSeats, err := short.Store.Events.Seats(ctx, tn.Org.ID, ev.ID)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -1057,7 +1057,7 @@ func TestOccupancyMatchesSQL(t *testing.T) {
 		// set aside counted as this process last heard of them.
 		want, wantSec := sqlOccupancy(t, short, tn.Org.ID, ev.ID)
 		bySection := map[string]uuid.UUID{}
-		secs, err := short.Store.Sections(ctx, tn.Org.ID, ev.ID)
+		secs, err := short.Store.Events.Sections(ctx, tn.Org.ID, ev.ID)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -169,11 +169,11 @@ func waitlistVM(event uuid.UUID, es []store.WaitlistEntry, now time.Time, msg st
 // (live.WaitlistRenderer). The hub checked that the event belongs to org
 // and asks only for buyers with a socket on it.
 type livePanels struct {
-	store *store.Store
+	store *store.Waitlist
 }
 
 func (lp livePanels) RenderWaitlists(ctx context.Context, org, event uuid.UUID, users []uuid.UUID) (map[uuid.UUID][]byte, []byte, error) {
-	es, err := lp.store.WaitlistsOf(ctx, org, event, users)
+	es, err := lp.store.OfUsers(ctx, org, event, users)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -279,7 +279,7 @@ func waitEntry(e store.WaitlistEntry) views.WaitEntry {
 // RenderStaffWaitlist renders the dashboard's waitlist panel, out of band
 // (live.WaitlistRenderer).
 func (lp livePanels) RenderStaffWaitlist(ctx context.Context, org, event uuid.UUID) ([]byte, error) {
-	n, first, err := lp.store.EventWaitlist(ctx, org, event, staffWaitlistFirst)
+	n, first, err := lp.store.OfEvent(ctx, org, event, staffWaitlistFirst)
 	if err != nil {
 		return nil, err
 	}

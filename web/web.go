@@ -60,9 +60,9 @@ func newServer(d Deps, o options) *Server {
 	s.limits.configure(d.Cfg)
 	s.flights = newRegistryFlights(d.Core, d.Cfg.RegistryCheckCooldown)
 	s.listenSessionEnds()
-	s.keys = auth.NewAPIKeys(d.Store, d.Bus, d.Cfg.KeyPrefix, d.Log.With("component", "api_keys"))
+	s.keys = auth.NewAPIKeys(d.Store.Accounts, d.Bus, d.Cfg.KeyPrefix, d.Log.With("component", "api_keys"))
 	s.unkeys = s.keys.Listen()
-	s.hooks = webhook.NewEndpoints(d.Store, d.Cfg.WebhookAllowPrivate)
+	s.hooks = webhook.NewEndpoints(d.Store.Webhooks, d.Cfg.WebhookAllowPrivate)
 	s.routes()
 	// Outermost first: log and recover, compress, headers on every answer, refuse
 	// hostile text and cross-site writes before touching the session

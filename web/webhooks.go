@@ -57,7 +57,7 @@ func (s *Server) createWebhook(w http.ResponseWriter, r *http.Request, a hold.Ac
 }
 
 func (s *Server) listWebhooks(w http.ResponseWriter, r *http.Request, a hold.Actor) error {
-	es, err := s.deps.Store.WebhookEndpoints(r.Context(), a.Org)
+	es, err := s.deps.Store.Webhooks.Endpoints(r.Context(), a.Org)
 	if err != nil {
 		return err
 	}
@@ -74,7 +74,7 @@ func (s *Server) deleteWebhook(w http.ResponseWriter, r *http.Request, a hold.Ac
 	if err != nil {
 		return err
 	}
-	if err := s.deps.Store.DeleteWebhookEndpoint(r.Context(), a.Org, id); err != nil {
+	if err := s.deps.Store.Webhooks.DeleteEndpoint(r.Context(), a.Org, id); err != nil {
 		return err
 	}
 	w.WriteHeader(http.StatusNoContent)
@@ -110,11 +110,11 @@ func (s *Server) endpointDeliveries(r *http.Request, a hold.Actor) (store.Webhoo
 				Fields: map[string]string{"before": "must be a positive integer"}}
 		}
 	}
-	e, err := s.deps.Store.WebhookEndpoint(r.Context(), a.Org, id)
+	e, err := s.deps.Store.Webhooks.Endpoint(r.Context(), a.Org, id)
 	if err != nil {
 		return e, nil, 0, err
 	}
-	ds, err := s.deps.Store.Deliveries(r.Context(), a.Org, id, before, deliveriesPageSize+1)
+	ds, err := s.deps.Store.Webhooks.Deliveries(r.Context(), a.Org, id, before, deliveriesPageSize+1)
 	if err != nil {
 		return e, nil, 0, err
 	}
@@ -168,7 +168,7 @@ func (s *Server) redeliverFrom(r *http.Request, a hold.Actor) (uuid.UUID, error)
 	if err != nil {
 		return id, err
 	}
-	return id, s.deps.Store.Redeliver(r.Context(), a.Org, id, d)
+	return id, s.deps.Store.Webhooks.Redeliver(r.Context(), a.Org, id, d)
 }
 
 // The organizer's webhook pages.
@@ -178,7 +178,7 @@ func (s *Server) webhooksPage(w http.ResponseWriter, r *http.Request, a hold.Act
 }
 
 func (s *Server) renderWebhooks(w http.ResponseWriter, r *http.Request, a hold.Actor, status int, v views.Webhooks) error {
-	es, err := s.deps.Store.WebhookEndpoints(r.Context(), a.Org)
+	es, err := s.deps.Store.Webhooks.Endpoints(r.Context(), a.Org)
 	if err != nil {
 		return err
 	}
@@ -213,7 +213,7 @@ func (s *Server) deleteWebhookForm(w http.ResponseWriter, r *http.Request, a hol
 	if err != nil {
 		return err
 	}
-	if err := s.deps.Store.DeleteWebhookEndpoint(r.Context(), a.Org, id); err != nil {
+	if err := s.deps.Store.Webhooks.DeleteEndpoint(r.Context(), a.Org, id); err != nil {
 		return err
 	}
 	s.sessions.Put(r.Context(), sessFlash, "Webhook deleted; its pending deliveries were given up.")

@@ -168,9 +168,9 @@ func userCmd(ctx context.Context, a *app.App, args []string, stdin io.Reader, st
 		return err
 	}
 	password = strings.TrimRight(password, "\r\n")
-	o, err := a.Store.OrgBySlug(ctx, *org)
+	o, err := a.Store.Accounts.OrgBySlug(ctx, *org)
 	if err != nil && *orgName != "" {
-		o, err = a.Store.CreateOrg(ctx, *org, *orgName)
+		o, err = a.Store.Accounts.CreateOrg(ctx, *org, *orgName)
 	}
 	if err != nil {
 		return fmt.Errorf("organization %q: %w", *org, err)

@@ -32,7 +32,7 @@ func userChangeCmd(ctx context.Context, a *app.App, args []string, stdout io.Wri
 	if sub == "disable" && *role != "" {
 		return errors.New("user disable: -role does not apply")
 	}
-	o, err := a.Store.OrgBySlug(ctx, *org)
+	o, err := a.Store.Accounts.OrgBySlug(ctx, *org)
 	if err != nil {
 		return fmt.Errorf("organization %q: %w", *org, err)
 	}

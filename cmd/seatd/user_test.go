@@ -31,7 +31,7 @@ func TestUserDisableAndRoleCommands(t *testing.T) {
 	if err != nil || !strings.Contains(out, "is now box_office") {
 		t.Fatalf("user role: %q, %v", out, err)
 	}
-	if acct, err := a.Store.AccountByEmail(ctx, tn.Org.ID, u.Email); err != nil || acct.Role != "box_office" {
+	if acct, err := a.Store.Accounts.AccountByEmail(ctx, tn.Org.ID, u.Email); err != nil || acct.Role != "box_office" {
 		t.Fatalf("after user role: %+v, %v", acct, err)
 	}
 	out, err = seatd("user", "disable", "-org", tn.Org.Slug, "-email", strings.ToUpper(u.Email))

@@ -71,7 +71,7 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger) (*App, error)
 	a := &App{Cfg: cfg, Log: log, Pool: pool, Redis: rdb, Store: store.New(pool), Registry: reg, Metrics: m}
 	if cfg.HoldBatchMax > 1 {
 		// The shared hold statements and the shared transactions get
-		// connections of their own (see store.BatchHolds): one for each
+		// connections of their own (see store.Holds.Batch): one for each
 		// that may run at once.
 		for range 2 {
 			p, err := pg.Open(ctx, cfg.DatabaseURL, pg.Options{MaxConns: cfg.HoldBatchSlots,
@@ -83,15 +83,15 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger) (*App, error)
 			}
 			a.holdPools = append(a.holdPools, p)
 		}
-		a.Store.BatchHolds(cfg.HoldBatchSlots, cfg.HoldBatchMax, a.holdPools[0], a.holdPools[1])
+		a.Store.Holds.Batch(cfg.HoldBatchSlots, cfg.HoldBatchMax, a.holdPools[0], a.holdPools[1])
 	}
 	reg.MustRegister(
 		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "seatd_hold_batch_statements_total",
 			Help: "Coalesced hold statements sent to Postgres."},
-			func() float64 { n, _ := a.Store.HoldBatchStats(); return float64(n) }),
+			func() float64 { n, _ := a.Store.Holds.BatchStats(); return float64(n) }),
 		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "seatd_hold_batch_rows_total",
 			Help: "Holds carried by coalesced hold statements."},
-			func() float64 { _, n := a.Store.HoldBatchStats(); return float64(n) }),
+			func() float64 { _, n := a.Store.Holds.BatchStats(); return float64(n) }),
 		telemetry.NewPoolCollector("main", pool.Stat),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "seatd_reaper_interval_seconds",
 			Help: "How often the reaper runs (SEATD_REAPER_INTERVAL); alerts measure stalls against it."},
@@ -125,16 +125,16 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger) (*App, error)
 	if cfg.Env == "test" {
 		cost = 4 // bcrypt.MinCost: tests create many users
 	}
-	a.Accounts = auth.New(a.Store, cost)
+	a.Accounts = auth.New(a.Store.Accounts, cost)
 	a.Accounts.LimitHashing(cfg.MaxPasswordHashes)
-	a.Webhooks = webhook.NewWorker(a.Store, webhook.Options{
+	a.Webhooks = webhook.NewWorker(a.Store.Webhooks, webhook.Options{
 		AllowPrivate: cfg.WebhookAllowPrivate, Timeout: cfg.WebhookTimeout, RetryFor: cfg.WebhookRetryFor,
 		Backoff: cfg.WebhookBackoff, BackoffMax: cfg.WebhookBackoffMax, Poll: cfg.WebhookPoll,
 		Batch: 4 * cfg.WebhookConcurrency, Concurrency: cfg.WebhookConcurrency, Keep: 30 * 24 * time.Hour,
 	}, log.With("component", "webhooks"), telemetry.NewWebhooks(reg, func() float64 {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 		defer cancel()
-		n, err := a.Store.OutboxDepth(ctx)
+		n, err := a.Store.Webhooks.OutboxDepth(ctx)
 		if err != nil {
 			return -1
 		}

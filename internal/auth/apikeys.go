@@ -47,7 +47,7 @@ type Bus interface {
 // it by trying hashes: a slow password hash would add nothing but a
 // bcrypt per request.
 type APIKeys struct {
-	store   *store.Store
+	store   *store.Accounts
 	bus     Bus
 	channel string
 	log     *slog.Logger
@@ -65,7 +65,7 @@ type keyEntry struct {
 
 // NewAPIKeys returns the API keys of the deployment whose bus keys start
 // with keyPrefix.
-func NewAPIKeys(st *store.Store, bus Bus, keyPrefix string, log *slog.Logger) *APIKeys {
+func NewAPIKeys(st *store.Accounts, bus Bus, keyPrefix string, log *slog.Logger) *APIKeys {
 	return &APIKeys{store: st, bus: bus, channel: keyPrefix + ":{apikeys}:revoked", log: log, now: time.Now,
 		entries: map[[sha256.Size]byte]*keyEntry{}, touched: map[uuid.UUID]time.Time{}}
 }

@@ -33,7 +33,7 @@ var ErrBusy = apperr.E(apperr.Unavailable, "too many sign-ins at once; please tr
 
 // Accounts manages users.
 type Accounts struct {
-	store *store.Store
+	store *store.Accounts
 	cost  int
 	// dummy is compared against when the user does not exist, so a login
 	// for an unknown email takes as long as one with a wrong password.
@@ -47,7 +47,7 @@ type Accounts struct {
 
 // New returns Accounts; cost 0 means Cost (tests pass bcrypt.MinCost).
 // At most DefaultHashing passwords are hashed at once; see LimitHashing.
-func New(st *store.Store, cost int) *Accounts {
+func New(st *store.Accounts, cost int) *Accounts {
 	if cost == 0 {
 		cost = Cost
 	}

@@ -100,7 +100,7 @@ func TestCoalescedHolds(t *testing.T) {
 				}
 				assertSeatInvariants(t, a, x.ev)
 			}
-			st, rows := a.Store.HoldBatchStats()
+			st, rows := a.Store.Holds.BatchStats()
 			t.Logf("%d holds and %d repeats; %.0f reached Postgres; %d rows in %d coalesced statements", n, n, pgWrites(a)-writes, rows, st)
 			switch {
 			case tc.max == 1 && st != 0:

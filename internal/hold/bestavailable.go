@@ -219,7 +219,7 @@ func (s *Service) holdBestPostgres(ctx context.Context, ev *eventState, a Actor,
 		wait = false
 		s.m.PGHoldWrites.Inc()
 		var err error
-		out, err = s.store.HoldBest(context.WithoutCancel(ctx), p)
+		out, err = s.store.Holds.Best(context.WithoutCancel(ctx), p)
 		if err != nil {
 			return Result{}, s.refusal(ev, fmt.Errorf("best available (postgres): %w", err), cap, now)
 		}

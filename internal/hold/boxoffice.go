@@ -119,7 +119,7 @@ func (s *Service) Sell(ctx context.Context, a Actor, event uuid.UUID, key string
 	if err != nil {
 		return store.Booking{}, err
 	}
-	b, err := s.store.Sell(context.WithoutCancel(ctx), a.Org, event, a.User, key, holdIDs, payment)
+	b, err := s.store.Bookings.Sell(context.WithoutCancel(ctx), a.Org, event, a.User, key, holdIDs, payment)
 	if err != nil || b.Replayed {
 		return b, err
 	}
@@ -134,7 +134,7 @@ func (s *Service) Booking(ctx context.Context, a Actor, id uuid.UUID) (store.Boo
 	if a.Staff() {
 		user = uuid.Nil
 	}
-	return s.store.BookingByID(ctx, a.Org, user, id)
+	return s.store.Bookings.ByID(ctx, a.Org, user, id)
 }
 
 // FindBookings finds bookings by reference or email (staff only).
@@ -142,7 +142,7 @@ func (s *Service) FindBookings(ctx context.Context, a Actor, query string) ([]st
 	if !a.Staff() {
 		return nil, apperr.E(apperr.Forbidden, "only staff can look up bookings")
 	}
-	return s.store.FindBookings(ctx, a.Org, query)
+	return s.store.Bookings.Find(ctx, a.Org, query)
 }
 
 // Cancel cancels some tickets of a booking (all when none are listed),
@@ -159,7 +159,7 @@ func (s *Service) Cancel(ctx context.Context, a Actor, booking uuid.UUID, ticket
 		return store.Booking{}, &apperr.Error{Code: apperr.Invalid, Message: "give a reason for cancelling; it is kept in the audit log",
 			Fields: map[string]string{"reason": "must be 1 to 500 characters"}}
 	}
-	b, freed, err := s.store.CancelBooking(context.WithoutCancel(ctx), a.Org, booking, a.User, ticketIDs, reason)
+	b, freed, err := s.store.Bookings.Cancel(context.WithoutCancel(ctx), a.Org, booking, a.User, ticketIDs, reason)
 	if err != nil {
 		return store.Booking{}, err
 	}
@@ -182,7 +182,7 @@ func (s *Service) HouseSeats(ctx context.Context, a Actor, event uuid.UUID) ([]s
 	if _, err := s.event(ctx, a.Org, event); err != nil {
 		return nil, err
 	}
-	return s.store.HouseSeats(ctx, a.Org, event)
+	return s.store.Bookings.HouseSeats(ctx, a.Org, event)
 }
 
 // CreateHouseSeats names a set of blocked seats kept back from sale.
@@ -204,7 +204,7 @@ func (s *Service) CreateHouseSeats(ctx context.Context, a Actor, event uuid.UUID
 	if _, err := s.event(ctx, a.Org, event); err != nil {
 		return store.HouseAllocation{}, err
 	}
-	return s.store.CreateHouseSeats(ctx, a.Org, event, a.User, name, seatIDs)
+	return s.store.Bookings.CreateHouseSeats(ctx, a.Org, event, a.User, name, seatIDs)
 }
 
 // ReleaseHouseSeats puts every seat of an allocation on sale in one
@@ -213,7 +213,7 @@ func (s *Service) ReleaseHouseSeats(ctx context.Context, a Actor, id uuid.UUID) 
 	if !a.Staff() {
 		return store.HouseAllocation{}, apperr.E(apperr.Forbidden, "only staff can release house seats")
 	}
-	h, freed, err := s.store.ReleaseHouseSeats(context.WithoutCancel(ctx), a.Org, id, a.User)
+	h, freed, err := s.store.Bookings.ReleaseHouseSeats(context.WithoutCancel(ctx), a.Org, id, a.User)
 	if err != nil {
 		return store.HouseAllocation{}, err
 	}

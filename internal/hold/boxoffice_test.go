@@ -433,7 +433,7 @@ func TestCancelReachesOtherProcesses(t *testing.T) {
 	})
 
 	// Straight in Postgres, never published: the feed carries it.
-	if _, _, err := a1.Store.CancelBooking(ctx, tn.Org.ID, b.ID, tn.BoxOffice.ID, nil, "no publish"); err != nil {
+	if _, _, err := a1.Store.Bookings.Cancel(ctx, tn.Org.ID, b.ID, tn.BoxOffice.ID, nil, "no publish"); err != nil {
 		t.Fatal(err)
 	}
 	other := b.Tickets[1].SeatID

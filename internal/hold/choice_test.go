@@ -56,7 +56,7 @@ func onSale(t *testing.T, a *app.App, tn testenv.Tenant, rows int, mod func(*hol
 // seatMap returns the event's seated seats by id and by "row/number".
 func seatMap(t *testing.T, a *app.App, org, event uuid.UUID) (map[uuid.UUID]store.Seat, map[string]uuid.UUID) {
 	t.Helper()
-	seats, err := a.Store.EventSeats(context.Background(), org, event)
+	seats, err := a.Store.Events.Seats(context.Background(), org, event)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -262,7 +262,7 @@ func TestOrphanRace(t *testing.T) {
 			// cache counts the buyer's holds) so the cap never interferes.
 			for i, u := range tn.Buyers[:2] {
 				core := []*hold.Service{a.Core, b.Core}[i]
-				hs, err := a.Store.UserHolds(ctx, tn.Org.ID, e.ID, u.ID)
+				hs, err := a.Store.Holds.OfUser(ctx, tn.Org.ID, e.ID, u.ID)
 				if err != nil {
 					t.Fatal(err)
 				}

@@ -199,7 +199,7 @@ func (s *Service) CreateEvent(ctx context.Context, a Actor, in EventInput) (stor
 	}
 	// The chart is read even when other fields are wrong, so its prices
 	// are checked too and every problem is reported at once.
-	v, err := s.store.LatestChartVersion(ctx, a.Org, chartID)
+	v, err := s.store.Charts.LatestVersion(ctx, a.Org, chartID)
 	if err != nil {
 		if apperr.CodeOf(err) == apperr.NotFound && len(f) > 0 {
 			f["chart_id"] = "is not a chart of this organization"
@@ -228,7 +228,7 @@ func (s *Service) CreateEvent(ctx context.Context, a Actor, in EventInput) (stor
 	if err := f.err(); err != nil {
 		return store.Event{}, err
 	}
-	return s.store.CreateEventFromChart(ctx, a.Org, a.User, v, spec, in.Prices)
+	return s.store.Events.CreateFromChart(ctx, a.Org, a.User, v, spec, in.Prices)
 }
 
 // UpdateEvent changes an event of the organizer's organization: any field,
@@ -239,7 +239,7 @@ func (s *Service) UpdateEvent(ctx context.Context, a Actor, id uuid.UUID, in Eve
 	if a.Role != RoleOrganizer {
 		return store.Event{}, apperr.E(apperr.Forbidden, "only organizers can change events")
 	}
-	e, err := s.store.UpdateEvent(ctx, a.Org, id, a.User, func(cur store.Event) (store.EventUpdate, error) {
+	e, err := s.store.Events.Update(ctx, a.Org, id, a.User, func(cur store.Event) (store.EventUpdate, error) {
 		f := eventErrors{}
 		if in.ChartID != nil {
 			f["chart_id"] = "an event keeps the chart it was made from"
@@ -297,7 +297,7 @@ func (s *Service) DeleteEvent(ctx context.Context, a Actor, id uuid.UUID) error 
 	if a.Role != RoleOrganizer {
 		return apperr.E(apperr.Forbidden, "only organizers can delete events")
 	}
-	if err := s.store.DeleteEvent(ctx, a.Org, id, a.User); err != nil {
+	if err := s.store.Events.Delete(ctx, a.Org, id, a.User); err != nil {
 		return err
 	}
 	if ev := s.cached(a.Org, id); ev != nil {

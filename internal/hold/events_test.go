@@ -79,16 +79,16 @@ func TestEventFromChart(t *testing.T) {
 		t.Errorf("GA places %d, want 100 available places of category back", n)
 	}
 	// A new version of the chart (one row more) leaves the event alone.
-	v, err := a.Store.ChartVersionByID(ctx, tn.Org.ID, e.ChartVersionID)
+	v, err := a.Store.Charts.VersionByID(ctx, tn.Org.ID, e.ChartVersionID)
 	if err != nil {
 		t.Fatal(err)
 	}
 	v.Layout.Sections[0].Rows = append(v.Layout.Sections[0].Rows, v.Layout.Sections[0].Rows[1])
 	v.Layout.Sections[0].Rows[2].Label = "C"
-	if _, err := a.Store.SaveChart(ctx, tn.Org.ID, v.ChartID, v.Layout); err != nil {
+	if _, err := a.Store.Charts.Save(ctx, tn.Org.ID, v.ChartID, v.Layout); err != nil {
 		t.Fatal(err)
 	}
-	got, err := a.Store.Event(ctx, tn.Org.ID, e.ID)
+	got, err := a.Store.Events.Event(ctx, tn.Org.ID, e.ID)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -125,7 +125,7 @@ func TestEventLifecycle(t *testing.T) {
 				if err == nil {
 					status = step
 				}
-				got, err := a.Store.Event(context.Background(), tn.Org.ID, e.ID)
+				got, err := a.Store.Events.Event(context.Background(), tn.Org.ID, e.ID)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -249,7 +249,7 @@ func TestSaleWindow(t *testing.T) {
 
 func activeHoldOn(t *testing.T, a *app.App, tn testenv.Tenant, event, seat uuid.UUID) uuid.UUID {
 	t.Helper()
-	h, err := a.Store.ActiveHold(context.Background(), tn.Org.ID, event, seat)
+	h, err := a.Store.Holds.Active(context.Background(), tn.Org.ID, event, seat)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -190,7 +190,7 @@ func TestStaleLockHolderCannotWrite(t *testing.T) {
 		t.Fatalf("fence did not advance: %d then %d", slowFence, res.Holds[0].Fence)
 	}
 	late := func() store.HoldOutcome {
-		out, err := a.Store.CreateHolds(ctx, store.HoldParams{Org: tn.Org.ID, Event: ev.ID, User: slow.ID,
+		out, err := a.Store.Holds.Create(ctx, store.HoldParams{Org: tn.Org.ID, Event: ev.ID, User: slow.ID,
 			Seats: []store.HoldRequest{{SeatID: seats[0], HoldID: uuid.New(), Fence: slowFence}},
 			Now:   time.Now(), HeldUntil: time.Now().Add(time.Minute), Source: "api", Locked: true})
 		if err != nil {

@@ -76,7 +76,7 @@ func (s *Service) follow(ctx context.Context) {
 		known = append(known, taken[i]...)
 	}
 	rctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	changes, at, err := s.store.Changes(rctx, reads, known)
+	changes, at, err := s.store.Feed.Changes(rctx, reads, known)
 	cancel()
 	if err != nil {
 		for i, ev := range evs {
@@ -173,7 +173,7 @@ func (s *Service) syncRecheck(ctx context.Context, ev *eventState) bool {
 	if len(ids) == 0 || !ev.synced.Load() {
 		return false // a full sync covers them
 	}
-	seats, err := s.store.SeatsByID(ctx, ev.org, ev.id, ids)
+	seats, err := s.store.Events.SeatsByID(ctx, ev.org, ev.id, ids)
 	if err != nil {
 		ev.recheck.add(ids...)
 		return false
@@ -221,7 +221,7 @@ func lockState(st *store.Seat) seatlock.SeatState {
 // fence counter above every fence used. Locks Redis has that Postgres
 // does not know are checked again once they are too old to be in flight.
 func (s *Service) fullSync(ctx context.Context, ev *eventState) error {
-	held, maxFence, _, err := s.store.HeldState(ctx, ev.org, ev.id)
+	held, maxFence, _, err := s.store.Feed.HeldState(ctx, ev.org, ev.id)
 	if err != nil {
 		return err
 	}
@@ -249,7 +249,7 @@ func (s *Service) fullSyncFrom(ctx context.Context, ev *eventState, held []store
 		}
 	}
 	if len(extra) > 0 {
-		seats, err := s.store.SeatsByID(ctx, ev.org, ev.id, extra)
+		seats, err := s.store.Events.SeatsByID(ctx, ev.org, ev.id, extra)
 		if err != nil {
 			return err
 		}
@@ -287,7 +287,7 @@ func (s *Service) dropDoubtful(ctx context.Context, ev *eventState) bool {
 	for i, d := range due {
 		ids[i] = d.hold
 	}
-	active, err := s.store.ActiveHoldIDs(ctx, ev.org, ids)
+	active, err := s.store.Holds.ActiveIDs(ctx, ev.org, ids)
 	if err != nil {
 		ev.doubt(due...)
 		return false
@@ -395,7 +395,7 @@ func (s *Service) reloadSettings(ctx context.Context, evs []*eventState) []*even
 	}
 	rctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	got, err := s.store.EventsByKey(rctx, orgs, ids)
+	got, err := s.store.Events.ByKey(rctx, orgs, ids)
 	if err != nil {
 		if ctx.Err() == nil {
 			s.log.Warn("reload event settings", "events", len(evs), "err", err)

@@ -292,7 +292,7 @@ func (s *Service) holdFast(ctx context.Context, ev *eventState, seats []store.Se
 		s.m.PGHoldWrites.Inc()
 		// The caller going away must not cut the write short: a commit
 		// whose reply is lost looks like a failure.
-		out, err := s.store.CreateHolds(context.WithoutCancel(ctx), p)
+		out, err := s.store.Holds.Create(context.WithoutCancel(ctx), p)
 		if unknownOutcome(err) {
 			// It may have committed: the feed will say. Until then the
 			// locks stay, and the follower drops them if it did not.
@@ -497,7 +497,7 @@ func (s *Service) holdFallback(ctx context.Context, ev *eventState, seats []stor
 			p.Seats[i] = store.HoldRequest{SeatID: st.ID, HoldID: store.NewID(), Fence: fence}
 		}
 		s.m.PGHoldWrites.Inc()
-		out, err := s.store.CreateHolds(context.WithoutCancel(ctx), p)
+		out, err := s.store.Holds.Create(context.WithoutCancel(ctx), p)
 		if err != nil {
 			return Result{}, fmt.Errorf("create holds (fallback): %w", err)
 		}

@@ -48,7 +48,7 @@ func TestFeedLeavesOutOwnFastHolds(t *testing.T) {
 	// Another process's hold, which only the feed tells this one of.
 	now := time.Now().UTC().Truncate(time.Millisecond)
 	other := uuid.New()
-	out, err := a.Store.CreateHolds(ctx, store.HoldParams{Org: tn.Org.ID, Event: ev.ID, User: u.ID, Now: now,
+	out, err := a.Store.Holds.Create(ctx, store.HoldParams{Org: tn.Org.ID, Event: ev.ID, User: u.ID, Now: now,
 		HeldUntil: now.Add(time.Minute), Source: "api", Locked: true,
 		Seats: []store.HoldRequest{{SeatID: seats[6], HoldID: other, Fence: 1 << 40}}})
 	if err != nil || len(out.Created) != 1 {

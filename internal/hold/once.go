@@ -73,7 +73,7 @@ func (s *Service) once(ctx context.Context, a Actor, event uuid.UUID, key, what 
 		// mid-statement may have committed all the same, and nothing would
 		// then free it; made, it is freed below if the request holds nothing.
 		claim, cancel := context.WithTimeout(context.WithoutCancel(ctx), claimTimeout)
-		c, err := s.store.ClaimHoldRequest(claim, k, keyStale)
+		c, err := s.store.Holds.ClaimRequest(claim, k, keyStale)
 		cancel()
 		switch {
 		case err != nil:
@@ -81,7 +81,7 @@ func (s *Service) once(ctx context.Context, a Actor, event uuid.UUID, key, what 
 		case c.Mine:
 			return s.onceClaimed(ctx, a, k, do)
 		case c.Done:
-			hs, err := s.store.HoldsByID(ctx, a.Org, c.HoldIDs)
+			hs, err := s.store.Holds.ByIDs(ctx, a.Org, c.HoldIDs)
 			return Result{Holds: hs}, err
 		}
 		if s.now().After(deadline) {
@@ -102,7 +102,7 @@ func (s *Service) onceClaimed(ctx context.Context, a Actor, k store.HoldKey, do 
 	res, err := do(context.WithValue(ctx, requestKey{}, k.Request))
 	if err != nil {
 		// The caller going away must not leave the claim behind.
-		if derr := s.store.DropHoldRequest(context.WithoutCancel(ctx), k); derr != nil {
+		if derr := s.store.Holds.DropRequest(context.WithoutCancel(ctx), k); derr != nil {
 			s.log.Error("free idempotency key", "org", a.Org, "user", a.User, "err", derr)
 		}
 	}

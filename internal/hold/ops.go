@@ -15,7 +15,7 @@ import (
 // Release ends a hold: its holder may, and staff of the same org may
 // release anyone's (with a reason for the audit log).
 func (s *Service) Release(ctx context.Context, a Actor, holdID uuid.UUID, reason string) (store.Hold, error) {
-	h, err := s.store.Release(context.WithoutCancel(ctx), a.Org, holdID, a.User, a.Staff(), reason)
+	h, err := s.store.Holds.Release(context.WithoutCancel(ctx), a.Org, holdID, a.User, a.Staff(), reason)
 	if err != nil {
 		return store.Hold{}, err
 	}
@@ -41,7 +41,7 @@ func (s *Service) Checkout(ctx context.Context, a Actor, event uuid.UUID) ([]sto
 	if err != nil {
 		return nil, err
 	}
-	changed, all, err := s.store.Extend(ctx, a.Org, event, a.User, s.extension(ev.settings.Load()), s.opt.MaxExtensions)
+	changed, all, err := s.store.Holds.Extend(ctx, a.Org, event, a.User, s.extension(ev.settings.Load()), s.opt.MaxExtensions)
 	if err != nil {
 		return nil, err
 	}
@@ -83,7 +83,7 @@ func (s *Service) Holds(ctx context.Context, a Actor, event uuid.UUID) ([]store.
 	if _, err := s.buyerEvent(ctx, a, event); err != nil {
 		return nil, err
 	}
-	return s.store.UserHolds(ctx, a.Org, event, a.User)
+	return s.store.Holds.OfUser(ctx, a.Org, event, a.User)
 }
 
 // EventHolds lists every active hold of an event (staff only).
@@ -94,7 +94,7 @@ func (s *Service) EventHolds(ctx context.Context, a Actor, event uuid.UUID) ([]s
 	if _, err := s.event(ctx, a.Org, event); err != nil {
 		return nil, err
 	}
-	return s.store.EventHolds(ctx, a.Org, event)
+	return s.store.Holds.OfEvent(ctx, a.Org, event)
 }
 
 // Purchase turns the buyer's listed holds into a booking. The key makes a
@@ -108,7 +108,7 @@ func (s *Service) Purchase(ctx context.Context, a Actor, event uuid.UUID, key st
 	if err != nil {
 		return store.Booking{}, err
 	}
-	b, err := s.store.Purchase(context.WithoutCancel(ctx), a.Org, event, a.User, key, holdIDs)
+	b, err := s.store.Bookings.Purchase(context.WithoutCancel(ctx), a.Org, event, a.User, key, holdIDs)
 	if err != nil || b.Replayed {
 		return b, err
 	}
@@ -166,7 +166,7 @@ func (s *Service) SetBlocked(ctx context.Context, a Actor, event, seat uuid.UUID
 	if _, err := s.event(ctx, a.Org, event); err != nil {
 		return 0, err
 	}
-	version, err := s.store.SetBlocked(ctx, a.Org, event, seat, a.User, blocked, reason)
+	version, err := s.store.Holds.SetBlocked(ctx, a.Org, event, seat, a.User, blocked, reason)
 	if err != nil {
 		return 0, err
 	}
@@ -190,7 +190,7 @@ func (s *Service) Reap(ctx context.Context) (int, error) {
 	}()
 	total := 0
 	for {
-		hs, err := s.store.ReapExpired(ctx, s.opt.ReaperBatch)
+		hs, err := s.store.Holds.ReapExpired(ctx, s.opt.ReaperBatch)
 		if err != nil {
 			// If the batch committed after all, the feed tells every
 			// process, and Redis follows it.
@@ -259,7 +259,7 @@ const holdRequestKeep = 24 * time.Hour
 func (s *Service) pruneHoldRequests(ctx context.Context, now time.Time) {
 	total := int64(0)
 	for {
-		n, err := s.store.PruneHoldRequests(ctx, now.Add(-holdRequestKeep), 10_000)
+		n, err := s.store.Holds.PruneRequests(ctx, now.Add(-holdRequestKeep), 10_000)
 		total += n
 		if err != nil {
 			if ctx.Err() == nil {

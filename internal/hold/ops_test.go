@@ -208,7 +208,7 @@ func TestTenancy(t *testing.T) {
 		}
 	}
 	var st store.Hold
-	if st, err = a.Store.HoldByID(ctx, ta.Org.ID, res.Holds[0].ID); err != nil || st.Status != store.HoldActive {
+	if st, err = a.Store.Holds.ByID(ctx, ta.Org.ID, res.Holds[0].ID); err != nil || st.Status != store.HoldActive {
 		t.Fatalf("org A hold changed: %+v %v", st, err)
 	}
 	assertSeatInvariants(t, a, eva.ID)

@@ -90,7 +90,7 @@ func (s *Service) PaidOccupancy(ctx context.Context, a Actor, event uuid.UUID) (
 	if err != nil {
 		return o, err
 	}
-	paid, err := s.store.PaidRevenue(ctx, a.Org, event)
+	paid, err := s.store.Events.PaidRevenue(ctx, a.Org, event)
 	if err != nil {
 		return Occupancy{}, err
 	}
@@ -120,7 +120,7 @@ func (s *Service) RecomputeOccupancy(ctx context.Context, a Actor, event uuid.UU
 	if err != nil {
 		return Occupancy{}, err
 	}
-	bySection, byCategory, err := s.store.Occupancy(ctx, a.Org, event)
+	bySection, byCategory, err := s.store.Events.Occupancy(ctx, a.Org, event)
 	if err != nil {
 		return Occupancy{}, err
 	}
@@ -176,7 +176,7 @@ func (s *Service) RegistryStatus(ctx context.Context, a Actor, event uuid.UUID) 
 		return Registry{}, err
 	}
 	r := Registry{HotCache: ev.heldCount(), Breaker: s.BreakerState()}
-	active, err := s.store.EventHolds(ctx, a.Org, event)
+	active, err := s.store.Holds.OfEvent(ctx, a.Org, event)
 	if err != nil {
 		return Registry{}, err
 	}
@@ -233,7 +233,7 @@ func (s *Service) RegistryStatus(ctx context.Context, a Actor, event uuid.UUID) 
 		case now.Sub(lk.AcquiredAt) >= s.opt.StaleLockAge:
 			same = false
 			gaCount(id, func(g *RegistryGA) *int { return &g.Redis })
-			h, herr := s.store.HoldByID(ctx, a.Org, lk.HoldID)
+			h, herr := s.store.Holds.ByID(ctx, a.Org, lk.HoldID)
 			st, _ := ev.seat(id)
 			r.mismatch("seat %s: redis lock of hold %s (fence %d, taken %s ago) not active in postgres (hold %s %v created %s until %s; seat %s v%d fence %d)",
 				id, lk.HoldID, lk.Fence, now.Sub(lk.AcquiredAt).Round(time.Millisecond), h.Status, herr, h.CreatedAt.Format("15:04:05.000"),
@@ -287,7 +287,7 @@ func (s *Service) RunSnapshots(ctx context.Context, every time.Duration) {
 	loop(ctx, every, nil, func(ctx context.Context) {
 		for _, ev := range s.cachedEvents() {
 			o := occupancyOf(ev.occupancy())
-			if err := s.store.SaveSnapshot(ctx, ev.org, ev.id, o.Counts); err != nil && ctx.Err() == nil {
+			if err := s.store.Events.SaveSnapshot(ctx, ev.org, ev.id, o.Counts); err != nil && ctx.Err() == nil {
 				s.log.Warn("save occupancy snapshot", "event", ev.id, "err", err)
 			}
 		}
@@ -302,5 +302,5 @@ func (s *Service) Snapshots(ctx context.Context, a Actor, event uuid.UUID, since
 	if _, err := s.event(ctx, a.Org, event); err != nil {
 		return nil, err
 	}
-	return s.store.Snapshots(ctx, a.Org, event, since)
+	return s.store.Events.Snapshots(ctx, a.Org, event, since)
 }

@@ -22,7 +22,7 @@ import (
 // before its follower reads the event again.
 func setRules(t *testing.T, st *store.Store, tn testenv.Tenant, event uuid.UUID, rule string, release *time.Time) {
 	t.Helper()
-	_, err := st.UpdateEvent(context.Background(), tn.Org.ID, event, tn.Organizer.ID, func(cur store.Event) (store.EventUpdate, error) {
+	_, err := st.Events.Update(context.Background(), tn.Org.ID, event, tn.Organizer.ID, func(cur store.Event) (store.EventUpdate, error) {
 		spec := cur.EventSpec
 		spec.OrphanRule, spec.AccessibleReleaseAt = rule, release
 		return store.EventUpdate{Spec: spec, From: cur.Status, To: cur.Status}, nil
@@ -132,7 +132,7 @@ func offeredSeats(t *testing.T, a *app.App, org uuid.UUID, e store.WaitlistEntry
 	}
 	var out []string
 	for _, id := range got.HoldIDs {
-		h, err := a.Store.HoldByID(context.Background(), org, id)
+		h, err := a.Store.Holds.ByID(context.Background(), org, id)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -227,7 +227,7 @@ func (s *Service) event(ctx context.Context, org, id uuid.UUID) (*eventState, er
 			return ev, nil
 		}
 		s.mu.Unlock()
-		e, err := s.store.EventSettings(ctx, org, id)
+		e, err := s.store.Events.Settings(ctx, org, id)
 		if err != nil {
 			return nil, err
 		}
@@ -238,7 +238,7 @@ func (s *Service) event(ctx context.Context, org, id uuid.UUID) (*eventState, er
 		// resubscribe may have lost messages: the follower's round reads
 		// what they told (seats' and waitlists' changes) from the feed.
 		ev.unsub = s.bus.Subscribe(s.locks.Keys(org, id).Live(), func(b []byte) { s.receive(ev, b) }, s.wake)
-		secs, seats, at, err := s.store.LoadEvent(ctx, org, id)
+		secs, seats, at, err := s.store.Feed.LoadEvent(ctx, org, id)
 		if err != nil {
 			ev.unsub()
 			return nil, fmt.Errorf("load event: %w", err)

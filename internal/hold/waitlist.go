@@ -38,7 +38,7 @@ func (s *Service) JoinWaitlist(ctx context.Context, a Actor, event uuid.UUID, w 
 	if _, err := s.buyerEvent(ctx, a, event); err != nil {
 		return store.WaitlistEntry{}, err
 	}
-	e, err := s.store.JoinWaitlist(ctx, store.WaitlistRequest{Org: a.Org, Event: event, User: a.User, Seats: w.Count,
+	e, err := s.store.Waitlist.Join(ctx, store.WaitlistRequest{Org: a.Org, Event: event, User: a.User, Seats: w.Count,
 		Category: w.Category, Section: w.Section, Accessible: w.Accessible})
 	if err != nil {
 		return e, err
@@ -53,7 +53,7 @@ func (s *Service) MyWaitlist(ctx context.Context, a Actor, event uuid.UUID) ([]s
 	if _, err := s.buyerEvent(ctx, a, event); err != nil {
 		return nil, err
 	}
-	return s.store.MyWaitlist(ctx, a.Org, event, a.User)
+	return s.store.Waitlist.OfUser(ctx, a.Org, event, a.User)
 }
 
 // EventWaitlist is how many wait for an event and the first limit in line
@@ -65,13 +65,13 @@ func (s *Service) EventWaitlist(ctx context.Context, a Actor, event uuid.UUID, l
 	if _, err := s.event(ctx, a.Org, event); err != nil {
 		return 0, nil, err
 	}
-	return s.store.EventWaitlist(ctx, a.Org, event, limit)
+	return s.store.Waitlist.OfEvent(ctx, a.Org, event, limit)
 }
 
 // LeaveWaitlist takes the actor's waiting entry (or, for staff, anyone's)
 // out of line.
 func (s *Service) LeaveWaitlist(ctx context.Context, a Actor, id uuid.UUID) error {
-	event, user, err := s.store.LeaveWaitlist(ctx, a.Org, id, a.User, a.Staff())
+	event, user, err := s.store.Waitlist.Leave(ctx, a.Org, id, a.User, a.Staff())
 	if err != nil {
 		return err
 	}
@@ -88,7 +88,7 @@ func (s *Service) LeaveWaitlist(ctx context.Context, a Actor, id uuid.UUID) erro
 func (s *Service) OfferRound(ctx context.Context) (int, error) {
 	total := 0
 	for ctx.Err() == nil {
-		found, offers, err := s.store.OfferWaitlist(ctx, store.OfferParams{TTL: s.offerTTL(), BeforeCommit: s.offerHook})
+		found, offers, err := s.store.Waitlist.Offer(ctx, store.OfferParams{TTL: s.offerTTL(), BeforeCommit: s.offerHook})
 		if err != nil {
 			return total, err
 		}

@@ -39,7 +39,7 @@ func offers(t testing.TB, a *app.App) int {
 
 func entry(t testing.TB, a *app.App, org, id uuid.UUID) store.WaitlistEntry {
 	t.Helper()
-	e, err := a.Store.WaitlistEntry(context.Background(), org, id)
+	e, err := a.Store.Waitlist.Entry(context.Background(), org, id)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -25,7 +25,7 @@ import (
 // published on another process reaches this one at once, or within an
 // interval if the announcement was lost.
 func (s *Service) Warm(ctx context.Context, org, event uuid.UUID) error {
-	e, err := s.store.Event(ctx, org, event)
+	e, err := s.store.Events.Event(ctx, org, event)
 	if err != nil {
 		return err
 	}
@@ -97,7 +97,7 @@ func (s *Service) RunWarmer(ctx context.Context, every time.Duration, maxEvents,
 // and are left as they are. It returns how many it warmed; one event
 // failing to load does not stop the others.
 func (s *Service) WarmOnSale(ctx context.Context, maxEvents, maxSeats int) (int, error) {
-	evs, err := s.store.EventsOnSale(ctx, s.now(), maxEvents)
+	evs, err := s.store.Events.OnSale(ctx, s.now(), maxEvents)
 	if err != nil {
 		return 0, err
 	}

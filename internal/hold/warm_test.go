@@ -29,7 +29,7 @@ func TestWarm(t *testing.T) {
 	other := testenv.NewTenant(t, a, 0)
 	onSale := testenv.NewEvent(t, a, tn.Org.ID, 1, 5, 20)
 	asked := testenv.NewEvent(t, a, tn.Org.ID, 1, 2, 5)
-	started, err := a.Store.CreateEvent(ctx, tn.Org.ID, "Started", "Hall", time.Now().Add(-time.Hour),
+	started, err := a.Store.Events.Create(ctx, tn.Org.ID, "Started", "Hall", time.Now().Add(-time.Hour),
 		[]store.NewSection{store.GridSection("A", "Section A", 2, 5, 0, 0)})
 	if err != nil {
 		t.Fatal(err)

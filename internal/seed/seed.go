@@ -45,9 +45,9 @@ func DemoVenue() []store.NewSection {
 // exists already, and reports progress to w.
 func Demo(ctx context.Context, st *store.Store, acc *auth.Accounts, w io.Writer) error {
 	for _, slug := range DemoOrgs {
-		org, err := st.OrgBySlug(ctx, slug)
+		org, err := st.Accounts.OrgBySlug(ctx, slug)
 		if errors.Is(err, apperr.ErrNotFound) {
-			org, err = st.CreateOrg(ctx, slug, orgName(slug))
+			org, err = st.Accounts.CreateOrg(ctx, slug, orgName(slug))
 		}
 		if err != nil {
 			return fmt.Errorf("organization %s: %w", slug, err)
@@ -58,7 +58,7 @@ func Demo(ctx context.Context, st *store.Store, acc *auth.Accounts, w io.Writer)
 				return fmt.Errorf("user %s: %w", email, err)
 			}
 		}
-		events, err := st.Events(ctx, org.ID)
+		events, err := st.Events.List(ctx, org.ID)
 		if err != nil {
 			return err
 		}
@@ -127,7 +127,7 @@ var DemoPrices = []store.Price{
 // demoEvent makes the demo event the way an organizer does: a chart, an
 // event from it with prices, published, on sale until the show starts.
 func demoEvent(ctx context.Context, st *store.Store, org uuid.UUID, name string) (store.Event, error) {
-	v, err := st.SaveChart(ctx, org, uuid.Nil, DemoChart("Main Hall"))
+	v, err := st.Charts.Save(ctx, org, uuid.Nil, DemoChart("Main Hall"))
 	if err != nil {
 		return store.Event{}, err
 	}
@@ -135,11 +135,11 @@ func demoEvent(ctx context.Context, st *store.Store, org uuid.UUID, name string)
 	start := now.AddDate(0, 1, 0).Truncate(time.Hour)
 	spec := store.EventSpec{Name: name + " Gala Night", Venue: "Main Hall", StartsAt: start, TimeZone: "Europe/Paris",
 		OnSaleAt: &now, SalesEndAt: &start, OrphanRule: "off"}
-	ev, err := st.CreateEventFromChart(ctx, org, uuid.Nil, v, spec, DemoPrices)
+	ev, err := st.Events.CreateFromChart(ctx, org, uuid.Nil, v, spec, DemoPrices)
 	if err != nil {
 		return store.Event{}, err
 	}
-	return st.UpdateEvent(ctx, org, ev.ID, uuid.Nil, func(cur store.Event) (store.EventUpdate, error) {
+	return st.Events.Update(ctx, org, ev.ID, uuid.Nil, func(cur store.Event) (store.EventUpdate, error) {
 		return store.EventUpdate{Spec: cur.EventSpec, From: store.EventDraft, To: store.EventOnSale}, nil
 	})
 }

@@ -22,7 +22,7 @@ type APIKey struct {
 }
 
 // CreateAPIKey stores a key of org by the hash of its secret.
-func (s *Store) CreateAPIKey(ctx context.Context, org, by uuid.UUID, name, role string, hash []byte, hint string) (APIKey, error) {
+func (s *Accounts) CreateAPIKey(ctx context.Context, org, by uuid.UUID, name, role string, hash []byte, hint string) (APIKey, error) {
 	k := APIKey{OrgID: org, Name: name, Role: role, CreatedBy: by, Hint: hint}
 	err := s.db.QueryRow(ctx, `
 		INSERT INTO api_keys (org_id, name, role, created_by, hash, hint) VALUES ($1, $2, $3, $4, $5, $6)
@@ -31,7 +31,7 @@ func (s *Store) CreateAPIKey(ctx context.Context, org, by uuid.UUID, name, role 
 }
 
 // APIKeys lists an organization's keys, revoked ones included, newest first.
-func (s *Store) APIKeys(ctx context.Context, org uuid.UUID) ([]APIKey, error) {
+func (s *Accounts) APIKeys(ctx context.Context, org uuid.UUID) ([]APIKey, error) {
 	rows, err := s.db.Query(ctx, `
 		SELECT id, org_id, name, role, created_by, hint, created_at, last_used_at, revoked_at
 		FROM api_keys WHERE org_id = $1 ORDER BY created_at DESC, id`, org)
@@ -50,7 +50,7 @@ func scanAPIKey(r pgx.CollectableRow) (APIKey, error) {
 // APIKeyByHash finds the live key whose secret hashes to hash: not
 // revoked, and its creator still an enabled organizer (a key must not
 // outlive the account, or the role, that made it). ErrNotFound otherwise.
-func (s *Store) APIKeyByHash(ctx context.Context, hash []byte) (APIKey, error) {
+func (s *Accounts) APIKeyByHash(ctx context.Context, hash []byte) (APIKey, error) {
 	rows, err := s.db.Query(ctx, `
 		SELECT k.id, k.org_id, k.name, k.role, k.created_by, k.hint, k.created_at, k.last_used_at, k.revoked_at
 		FROM api_keys k JOIN users u ON u.org_id = k.org_id AND u.id = k.created_by
@@ -64,7 +64,7 @@ func (s *Store) APIKeyByHash(ctx context.Context, hash []byte) (APIKey, error) {
 
 // RevokeAPIKey revokes a key of org; revoking a revoked key is not an
 // error. ErrNotFound for another organization's key.
-func (s *Store) RevokeAPIKey(ctx context.Context, org, id uuid.UUID) (APIKey, error) {
+func (s *Accounts) RevokeAPIKey(ctx context.Context, org, id uuid.UUID) (APIKey, error) {
 	rows, err := s.db.Query(ctx, `
 		UPDATE api_keys SET revoked_at = coalesce(revoked_at, now()) WHERE org_id = $1 AND id = $2
 		RETURNING id, org_id, name, role, created_by, hint, created_at, last_used_at, revoked_at`, org, id)
@@ -76,7 +76,7 @@ func (s *Store) RevokeAPIKey(ctx context.Context, org, id uuid.UUID) (APIKey, er
 }
 
 // TouchAPIKey records that a key of org was used at at.
-func (s *Store) TouchAPIKey(ctx context.Context, org, id uuid.UUID, at time.Time) error {
+func (s *Accounts) TouchAPIKey(ctx context.Context, org, id uuid.UUID, at time.Time) error {
 	_, err := s.db.Exec(ctx, `UPDATE api_keys SET last_used_at = greatest(last_used_at, $3) WHERE org_id = $1 AND id = $2`,
 		org, id, at)
 	return err

@@ -58,9 +58,9 @@ type AuditEntry struct {
 	Reason string
 }
 
-// AuditLog returns a page of an event's audit log, newest first. Pages are
+// Log returns a page of an event's audit log, newest first. Pages are
 // keyed on id, so entries written meanwhile never shift a page.
-func (s *Store) AuditLog(ctx context.Context, org, event uuid.UUID, f AuditFilter) ([]AuditEntry, error) {
+func (s *Audit) Log(ctx context.Context, org, event uuid.UUID, f AuditFilter) ([]AuditEntry, error) {
 	if f.Limit <= 0 {
 		f.Limit = 50
 	}
@@ -120,7 +120,7 @@ func (s *Store) AuditLog(ctx context.Context, org, event uuid.UUID, f AuditFilte
 // SeatByLabel finds a seat of an event by its label, section-row-number
 // ("B-A-12"; the section label may itself contain dashes). Letter case is
 // ignored.
-func (s *Store) SeatByLabel(ctx context.Context, org, event uuid.UUID, label string) (uuid.UUID, error) {
+func (s *Audit) SeatByLabel(ctx context.Context, org, event uuid.UUID, label string) (uuid.UUID, error) {
 	label = strings.TrimSpace(label)
 	i := strings.LastIndexByte(label, '-')
 	if i <= 0 {
@@ -176,7 +176,7 @@ func SeatLabel(section, row string, number int) string {
 
 // ActiveHolds lists an event's active holds with their holders' emails and
 // seat labels, soonest expiry first.
-func (s *Store) ActiveHolds(ctx context.Context, org, event uuid.UUID, f HoldFilter) ([]StaffHold, error) {
+func (s *Audit) ActiveHolds(ctx context.Context, org, event uuid.UUID, f HoldFilter) ([]StaffHold, error) {
 	var q strings.Builder
 	args := []any{org, event}
 	arg := func(v any) string {
@@ -245,8 +245,8 @@ type BuyerActivity struct {
 
 // BuyerActivity finds a user of org by email (normalized to lower case)
 // with their active holds and their bookings for the event.
-func (s *Store) BuyerActivity(ctx context.Context, org, event uuid.UUID, email string) (BuyerActivity, error) {
-	u, err := s.UserByEmail(ctx, org, strings.ToLower(strings.TrimSpace(email)))
+func (s *Audit) BuyerActivity(ctx context.Context, org, event uuid.UUID, email string) (BuyerActivity, error) {
+	u, err := userByEmail(ctx, s.db, org, strings.ToLower(strings.TrimSpace(email)))
 	if err != nil {
 		return BuyerActivity{}, err
 	}
@@ -287,7 +287,7 @@ type ExpiryCount struct {
 // held_until falls in, soonest first. Holds live minutes, so the list is
 // short (at most one entry per second of the hold TTL plus extension)
 // whatever the number of holds.
-func (s *Store) HoldExpiries(ctx context.Context, org, event uuid.UUID) ([]ExpiryCount, error) {
+func (s *Audit) HoldExpiries(ctx context.Context, org, event uuid.UUID) ([]ExpiryCount, error) {
 	rows, err := s.db.Query(ctx, `
 		SELECT date_trunc('second', held_until) AS t, count(*) FROM seat_holds
 		WHERE org_id = $1 AND event_id = $2 AND status = 'active'

@@ -24,7 +24,7 @@ func TestStaffQueries(t *testing.T) {
 	ctx := context.Background()
 	tn := testenv.NewTenant(t, a, 2)
 	st := a.Store
-	ev, err := st.CreateEvent(ctx, tn.Org.ID, "Gala", "Hall", time.Now().Add(time.Hour), []store.NewSection{
+	ev, err := st.Events.Create(ctx, tn.Org.ID, "Gala", "Hall", time.Now().Add(time.Hour), []store.NewSection{
 		store.GridSection("VIP-2", "Boxes", 1, 3, 0, 0),
 		store.GridSection("B", "Stalls", 2, 3, 5, 0),
 	})
@@ -34,18 +34,18 @@ func TestStaffQueries(t *testing.T) {
 	seats := testenv.SeatIDs(t, a, tn.Org.ID, ev.ID)
 
 	for label, want := range map[string]int{"VIP-2-A-3": 2, "vip-2-a-1": 0, " B-B-2 ": 7} {
-		id, err := st.SeatByLabel(ctx, tn.Org.ID, ev.ID, label)
+		id, err := st.Audit.SeatByLabel(ctx, tn.Org.ID, ev.ID, label)
 		if err != nil || id != seats[want] {
 			t.Errorf("SeatByLabel(%q) = %s, %v; want seat %d", label, id, err, want)
 		}
 	}
 	for _, label := range []string{"", "B", "B-1", "B-B-0", "B-B-x", "B-B-99", "-B-1", "Z-A-1"} {
-		if _, err := st.SeatByLabel(ctx, tn.Org.ID, ev.ID, label); apperr.CodeOf(err) != apperr.NotFound {
+		if _, err := st.Audit.SeatByLabel(ctx, tn.Org.ID, ev.ID, label); apperr.CodeOf(err) != apperr.NotFound {
 			t.Errorf("SeatByLabel(%q): %v, want not found", label, err)
 		}
 	}
 	other := testenv.NewTenant(t, a, 0)
-	if _, err := st.SeatByLabel(ctx, other.Org.ID, ev.ID, "B-A-1"); apperr.CodeOf(err) != apperr.NotFound {
+	if _, err := st.Audit.SeatByLabel(ctx, other.Org.ID, ev.ID, "B-A-1"); apperr.CodeOf(err) != apperr.NotFound {
 		t.Errorf("another org finds the seat: %v", err)
 	}
 
@@ -79,7 +79,7 @@ func TestStaffQueries(t *testing.T) {
 		{"seats", store.HoldFilter{Seats: []uuid.UUID{seats[4], seats[1]}}, []string{"B-A-2"}},
 		{"user", store.HoldFilter{User: b0.ID}, []string{"B-A-2", "VIP-2-A-1"}},
 	} {
-		hs, err := st.ActiveHolds(ctx, tn.Org.ID, ev.ID, tc.f)
+		hs, err := st.Audit.ActiveHolds(ctx, tn.Org.ID, ev.ID, tc.f)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -87,15 +87,15 @@ func TestStaffQueries(t *testing.T) {
 			t.Errorf("%s: %v, want %v", tc.name, got, tc.want)
 		}
 	}
-	hs, err := st.ActiveHolds(ctx, tn.Org.ID, ev.ID, store.HoldFilter{Limit: 1})
+	hs, err := st.Audit.ActiveHolds(ctx, tn.Org.ID, ev.ID, store.HoldFilter{Limit: 1})
 	if err != nil || len(hs) != 1 || hs[0].Total != 3 || hs[0].Email == "" {
 		t.Fatalf("limited: %+v, %v", hs, err)
 	}
-	if hs, _ := st.ActiveHolds(ctx, other.Org.ID, ev.ID, store.HoldFilter{}); len(hs) != 0 {
+	if hs, _ := st.Audit.ActiveHolds(ctx, other.Org.ID, ev.ID, store.HoldFilter{}); len(hs) != 0 {
 		t.Fatalf("another org sees %d holds", len(hs))
 	}
 
-	ex, err := st.HoldExpiries(ctx, tn.Org.ID, ev.ID)
+	ex, err := st.Audit.HoldExpiries(ctx, tn.Org.ID, ev.ID)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -119,7 +119,7 @@ func TestStaffQueries(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	all, err := st.AuditLog(ctx, tn.Org.ID, ev.ID, store.AuditFilter{Limit: 100})
+	all, err := st.Audit.Log(ctx, tn.Org.ID, ev.ID, store.AuditFilter{Limit: 100})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -128,7 +128,7 @@ func TestStaffQueries(t *testing.T) {
 	}
 	var pages []int64
 	for before := int64(0); ; {
-		p, err := st.AuditLog(ctx, tn.Org.ID, ev.ID, store.AuditFilter{Before: before, Limit: 4})
+		p, err := st.Audit.Log(ctx, tn.Org.ID, ev.ID, store.AuditFilter{Before: before, Limit: 4})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -147,7 +147,7 @@ func TestStaffQueries(t *testing.T) {
 	if !slices.Equal(pages, ids) {
 		t.Errorf("pages %v, want %v", pages, ids)
 	}
-	rel, err := st.AuditLog(ctx, tn.Org.ID, ev.ID, store.AuditFilter{Action: store.ActionHoldReleased})
+	rel, err := st.Audit.Log(ctx, tn.Org.ID, ev.ID, store.AuditFilter{Action: store.ActionHoldReleased})
 	if err != nil || len(rel) != 1 {
 		t.Fatalf("released: %+v, %v", rel, err)
 	}
@@ -164,12 +164,12 @@ func TestStaffQueries(t *testing.T) {
 		{"seat", store.AuditFilter{Seat: seats[8]}, 7},
 		{"seat and action", store.AuditFilter{Seat: seats[8], Action: store.ActionSeatUnblocked}, 3},
 	} {
-		es, err := st.AuditLog(ctx, tn.Org.ID, ev.ID, tc.f)
+		es, err := st.Audit.Log(ctx, tn.Org.ID, ev.ID, tc.f)
 		if err != nil || len(es) != tc.want {
 			t.Errorf("%s: %d entries (%v), want %d", tc.name, len(es), err, tc.want)
 		}
 	}
-	if es, _ := st.AuditLog(ctx, other.Org.ID, ev.ID, store.AuditFilter{}); len(es) != 0 {
+	if es, _ := st.Audit.Log(ctx, other.Org.ID, ev.ID, store.AuditFilter{}); len(es) != 0 {
 		t.Errorf("another org reads %d entries", len(es))
 	}
 
@@ -181,7 +181,7 @@ func TestStaffQueries(t *testing.T) {
 	if _, err := a.Core.Purchase(ctx, act(b1), ev.ID, uuid.NewString(), []uuid.UUID{h.Holds[0].ID}); err != nil {
 		t.Fatal(err)
 	}
-	ba, err := st.BuyerActivity(ctx, tn.Org.ID, ev.ID, "  "+b1.Email+" ")
+	ba, err := st.Audit.BuyerActivity(ctx, tn.Org.ID, ev.ID, "  "+b1.Email+" ")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -189,7 +189,7 @@ func TestStaffQueries(t *testing.T) {
 		!slices.Equal(ba.Bookings[0].Seats, []string{"B-B-1"}) {
 		t.Errorf("activity %+v", ba)
 	}
-	if _, err := st.BuyerActivity(ctx, other.Org.ID, ev.ID, b1.Email); apperr.CodeOf(err) != apperr.NotFound {
+	if _, err := st.Audit.BuyerActivity(ctx, other.Org.ID, ev.ID, b1.Email); apperr.CodeOf(err) != apperr.NotFound {
 		t.Errorf("another org finds the buyer: %v", err)
 	}
 }

@@ -2,9 +2,6 @@ package store
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
-	"errors"
 	"fmt"
 	"slices"
 	"strconv"
@@ -131,219 +128,6 @@ func NormalizeReference(s string) string {
 // referenceAlphabet is booking_reference()'s (migration 006).
 const referenceAlphabet = "ABCDEFGHJKMNPQRSTUVWXYZ23456789"
 
-// RequestHash fingerprints a purchase request so a reused idempotency key
-// with a different payload can be told apart from a replay. extra is the
-// rest of the payload (a sale's payment method), empty for a purchase.
-func RequestHash(event uuid.UUID, holdIDs []uuid.UUID, extra string) string {
-	ids := make([]string, len(holdIDs))
-	for i, id := range holdIDs {
-		ids[i] = id.String()
-	}
-	slices.Sort(ids)
-	in := event.String() + "|" + strings.Join(ids, ",")
-	if extra != "" {
-		in += "|" + extra
-	}
-	sum := sha256.Sum256([]byte(in))
-	return hex.EncodeToString(sum[:])
-}
-
-// Purchase converts the user's listed active holds into a booking with one
-// ticket per seat, all or nothing. The idempotency key makes it safe to
-// retry: the same key and payload return the first booking.
-func (s *Store) Purchase(ctx context.Context, org, event, user uuid.UUID, key string, holdIDs []uuid.UUID) (Booking, error) {
-	return s.convert(ctx, conversion{org: org, event: event, user: user, key: key, holds: holdIDs})
-}
-
-// Sell converts box-office holds (holds with a customer, taken by any
-// staff member of org) into a booking for their customer, paid by
-// payment; the seller's idempotency key works as a buyer's does.
-func (s *Store) Sell(ctx context.Context, org, event, seller uuid.UUID, key string, holdIDs []uuid.UUID, payment string) (Booking, error) {
-	return s.convert(ctx, conversion{org: org, event: event, user: seller, key: key, holds: holdIDs, payment: payment})
-}
-
-// conversion is a purchase (payment empty: the user's own holds) or a
-// box-office sale (the org's customer holds).
-type conversion struct {
-	org, event, user uuid.UUID
-	key              string
-	holds            []uuid.UUID
-	payment          string
-}
-
-func (c conversion) sale() bool { return c.payment != "" }
-
-// convert runs a conversion; a reference that collides with another
-// booking's (one in a billion) is drawn again.
-func (s *Store) convert(ctx context.Context, c conversion) (Booking, error) {
-	for attempt := 0; ; attempt++ {
-		b, err := s.convertOnce(ctx, c)
-		if attempt < 3 && pg.IsUniqueViolationOf(err, "bookings_reference") {
-			continue
-		}
-		return b, err
-	}
-}
-
-func (s *Store) convertOnce(ctx context.Context, c conversion) (Booking, error) {
-	hash := RequestHash(c.event, c.holds, c.payment)
-	channel, payment := ChannelWeb, (*string)(nil)
-	if c.sale() {
-		channel, payment = ChannelBoxOffice, &c.payment
-	}
-	var b Booking
-	err := s.InTx(ctx, func(tx pgx.Tx) error {
-		// The booking row goes first: a concurrent call with the same key
-		// waits here on the unique index and then finds our booking. A
-		// sale's customer is filled in below, from its holds, before the
-		// row can be seen.
-		err := tx.QueryRow(ctx, `
-			INSERT INTO bookings (org_id, event_id, user_id, idempotency_key, request_hash)
-			VALUES ($1, $2, $3, $4, $5)
-			ON CONFLICT (org_id, user_id, idempotency_key) DO NOTHING
-			RETURNING id, created_at, reference`, c.org, c.event, c.user, c.key, hash).Scan(&b.ID, &b.CreatedAt, &b.Reference)
-		if errors.Is(err, pgx.ErrNoRows) {
-			b.Replayed = true
-			return nil
-		}
-		if err != nil {
-			return err
-		}
-		// A purchase takes the buyer's own holds; a sale any customer hold
-		// of the org (a colleague may have taken it).
-		rows, err := tx.Query(ctx, `
-			SELECT h.id, h.seat_id, h.status, h.held_until > now(), h.source = $6, c.name, c.email, c.note
-			FROM seat_holds h LEFT JOIN hold_customers c ON c.org_id = h.org_id AND c.hold_id = h.id
-			WHERE h.org_id = $1 AND h.event_id = $2 AND h.id = ANY($4::uuid[]) AND ($5 OR h.user_id = $3)
-			ORDER BY h.seat_id FOR UPDATE OF h`, c.org, c.event, c.user, c.holds, c.sale(), SourceWaitlist)
-		if err != nil {
-			return err
-		}
-		type row struct {
-			id, seat uuid.UUID
-			status   HoldStatus
-			fresh    bool
-			offer    bool
-			customer *Customer
-		}
-		held, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (row, error) {
-			var x row
-			var name, email, note *string
-			err := r.Scan(&x.id, &x.seat, &x.status, &x.fresh, &x.offer, &name, &email, &note)
-			if name != nil {
-				x.customer = &Customer{Name: *name, Email: *email, Note: *note}
-			}
-			return x, err
-		})
-		if err != nil {
-			return err
-		}
-		if len(held) != len(c.holds) {
-			return apperr.E(apperr.NotFound, "%d of the %d holds were not found", len(c.holds)-len(held), len(c.holds))
-		}
-		for _, h := range held {
-			if h.status != HoldActive || !h.fresh {
-				return &apperr.Error{Code: apperr.HoldsExpired, Message: "one or more seats are no longer held",
-					Seats: []string{h.seat.String()}}
-			}
-			b.Offer = b.Offer || h.offer
-		}
-		if c.sale() {
-			cust := held[0].customer
-			for _, h := range held {
-				switch {
-				case h.customer == nil:
-					return &apperr.Error{Code: apperr.Invalid, Message: "only holds made for a named customer can be sold at the box office",
-						Fields: map[string]string{"hold_ids": "must be box-office holds for a customer"}}
-				case h.customer.Email != cust.Email:
-					return &apperr.Error{Code: apperr.Invalid, Message: "the holds are for different customers; sell them separately",
-						Fields: map[string]string{"hold_ids": "must all be for one customer"}}
-				}
-			}
-			b.Customer = cust
-			if _, err := tx.Exec(ctx, `
-				UPDATE bookings SET channel = 'box_office', payment_method = $3, customer_name = $4, customer_email = $5, customer_note = $6
-				WHERE org_id = $1 AND id = $2`, c.org, b.ID, c.payment, cust.Name, cust.Email, cust.Note); err != nil {
-				return err
-			}
-		}
-		rows, err = tx.Query(ctx, `
-			WITH h AS (
-			    UPDATE seat_holds SET status = 'converted', ended_at = now()
-			    WHERE org_id = $1 AND id = ANY($2::uuid[]) AND status = 'active'
-			    RETURNING id, seat_id
-			), st AS (
-			    UPDATE seats SET status = 'sold', hold_id = NULL, version = version + 1, updated_at = now()
-			    FROM h WHERE seats.org_id = $1 AND seats.id = h.seat_id AND seats.hold_id = h.id
-			    RETURNING seats.id, seats.version, h.id AS hold_id, seats.category
-			), t AS (
-			    -- The price paid is the category's price at the sale.
-			    INSERT INTO tickets (org_id, event_id, booking_id, seat_id, hold_id, price_minor, currency)
-			    SELECT $1, $3, $4, st.id, st.hold_id, c.price_minor, c.currency
-			    FROM st LEFT JOIN event_categories c ON c.org_id = $1 AND c.event_id = $3 AND c.key = st.category
-			    RETURNING id, seat_id, hold_id, price_minor, currency
-			), a AS (
-			    INSERT INTO audit_log (org_id, event_id, actor_id, action, entity, entity_id, seat_id, data)
-			    SELECT $1, $3, $5, 'seat.sold', 'booking', $4, st.id,
-			           jsonb_build_object('hold_id', st.hold_id) || coalesce(jsonb_build_object('payment_method', $6::text), '{}')
-			    FROM st
-			)
-			SELECT t.id, t.seat_id, t.hold_id, coalesce(t.price_minor, 0), coalesce(t.currency, ''), st.version
-			FROM t JOIN st ON st.id = t.seat_id ORDER BY t.seat_id`,
-			c.org, c.holds, c.event, b.ID, c.user, payment)
-		if err != nil {
-			return err
-		}
-		for rows.Next() {
-			var t Ticket
-			var v int64
-			if err := rows.Scan(&t.ID, &t.SeatID, &t.HoldID, &t.PriceMinor, &t.Currency, &v); err != nil {
-				rows.Close()
-				return err
-			}
-			b.Tickets = append(b.Tickets, t)
-			b.Sold = append(b.Sold, SoldSeat{SeatID: t.SeatID, HoldID: t.HoldID, Version: v})
-		}
-		if err := rows.Err(); err != nil {
-			return err
-		}
-		if len(b.Tickets) != len(c.holds) {
-			return fmt.Errorf("purchase: %d of %d seats sold after lock", len(b.Tickets), len(c.holds))
-		}
-		return nil
-	})
-	if err != nil {
-		return Booking{}, err
-	}
-	if b.Replayed {
-		return s.bookingByKey(ctx, c.org, c.user, c.key, hash)
-	}
-	b.OrgID, b.EventID, b.UserID, b.Status, b.Channel, b.PaymentMethod = c.org, c.event, c.user, BookingConfirmed, channel, c.payment
-	return b, nil
-}
-
-func (s *Store) bookingByKey(ctx context.Context, org, user uuid.UUID, key, hash string) (Booking, error) {
-	var id uuid.UUID
-	var storedHash string
-	err := s.db.QueryRow(ctx, `
-		SELECT id, request_hash FROM bookings WHERE org_id = $1 AND user_id = $2 AND idempotency_key = $3`,
-		org, user, key).Scan(&id, &storedHash)
-	if err != nil {
-		return Booking{}, notFoundIfNoRows(err, "booking")
-	}
-	if storedHash != hash {
-		return Booking{}, apperr.E(apperr.IdempotencyMismatch, "this Idempotency-Key was used for a different purchase")
-	}
-	b, err := s.BookingByID(ctx, org, uuid.Nil, id)
-	b.Replayed = true
-	return b, err
-}
-
-// Booking returns a booking of the user by id.
-func (s *Store) Booking(ctx context.Context, org, user, id uuid.UUID) (Booking, error) {
-	return s.BookingByID(ctx, org, user, id)
-}
-
 const bookingColumns = `
 	SELECT b.id, b.event_id, b.user_id, b.status, b.created_at, b.reference, b.channel, coalesce(b.payment_method, ''),
 	       b.customer_name, b.customer_email, b.customer_note, coalesce(b.cancelled_at, 'epoch'::timestamptz),
@@ -367,9 +151,9 @@ func scanBooking(r pgx.CollectableRow) (Booking, error) {
 	return b, err
 }
 
-// BookingByID returns a booking of org with its tickets; with a user, only
+// ByID returns a booking of org with its tickets; with a user, only
 // that user's (a buyer sees their own bookings only).
-func (s *Store) BookingByID(ctx context.Context, org, user, id uuid.UUID) (Booking, error) {
+func (s *Bookings) ByID(ctx context.Context, org, user, id uuid.UUID) (Booking, error) {
 	rows, err := s.db.Query(ctx, bookingColumns+`
 		WHERE b.org_id = $1 AND b.id = $2 AND ($3::uuid IS NULL OR b.user_id = $3)`, org, id, nilIfZero(user))
 	if err != nil {
@@ -391,7 +175,7 @@ func nilIfZero(id uuid.UUID) *uuid.UUID {
 	return &id
 }
 
-func (s *Store) tickets(ctx context.Context, db pg.DBTX, org, booking uuid.UUID) ([]Ticket, error) {
+func (s *Bookings) tickets(ctx context.Context, db pg.DBTX, org, booking uuid.UUID) ([]Ticket, error) {
 	rows, err := db.Query(ctx, `
 		SELECT t.id, t.seat_id, t.hold_id, sec.label || '-' || s.row_label || '-' || s.number,
 		       coalesce(t.cancelled_at, 'epoch'::timestamptz), coalesce(t.cancel_reason, ''),
@@ -421,16 +205,16 @@ func (s *Store) tickets(ctx context.Context, db pg.DBTX, org, booking uuid.UUID)
 	})
 }
 
-// CancelBooking cancels the listed live tickets of a booking (all of its
+// Cancel cancels the listed live tickets of a booking (all of its
 // live tickets when none are listed) and makes their seats available, in
 // one transaction: the booking becomes cancelled or partially cancelled,
 // and each seat gets an audit row (booking.cancelled) the change feed
 // carries to every process. It returns the booking as it now is and the
 // freed seats with their new versions.
-func (s *Store) CancelBooking(ctx context.Context, org, booking, actor uuid.UUID, ticketIDs []uuid.UUID, reason string) (Booking, []SoldSeat, error) {
+func (s *Bookings) Cancel(ctx context.Context, org, booking, actor uuid.UUID, ticketIDs []uuid.UUID, reason string) (Booking, []SoldSeat, error) {
 	var freed []SoldSeat
 	var event uuid.UUID
-	err := s.InTx(ctx, func(tx pgx.Tx) error {
+	err := inTx(ctx, s.db, func(tx pgx.Tx) error {
 		// The booking row lock puts cancels of one booking in a line.
 		if err := tx.QueryRow(ctx, `SELECT event_id FROM bookings WHERE org_id = $1 AND id = $2 FOR UPDATE`,
 			org, booking).Scan(&event); err != nil {
@@ -503,14 +287,14 @@ func (s *Store) CancelBooking(ctx context.Context, org, booking, actor uuid.UUID
 	if err != nil {
 		return Booking{}, nil, err
 	}
-	b, err := s.BookingByID(ctx, org, uuid.Nil, booking)
+	b, err := s.ByID(ctx, org, uuid.Nil, booking)
 	return b, freed, err
 }
 
-// FindBookings finds an org's bookings by reference (any spelling people
+// Find finds an org's bookings by reference (any spelling people
 // type) or by email: the box-office customer's, or the buying account's.
 // Newest first, at most 50.
-func (s *Store) FindBookings(ctx context.Context, org uuid.UUID, query string) ([]Booking, error) {
+func (s *Bookings) Find(ctx context.Context, org uuid.UUID, query string) ([]Booking, error) {
 	query = strings.TrimSpace(query)
 	ref, email := NormalizeReference(query), strings.ToLower(query)
 	if ref == "" && !strings.Contains(email, "@") {

@@ -26,22 +26,22 @@ type ChartVersion struct {
 	Layout    chart.Chart
 }
 
-// SaveChart stores a chart layout, already validated, as the next version
+// Save stores a chart layout, already validated, as the next version
 // of chart (a new chart when chart is uuid.Nil).
-func (s *Store) SaveChart(ctx context.Context, org, chartID uuid.UUID, c chart.Chart) (ChartVersion, error) {
-	return s.SaveChartAfter(ctx, org, chartID, 0, c)
+func (s *Charts) Save(ctx context.Context, org, chartID uuid.UUID, c chart.Chart) (ChartVersion, error) {
+	return s.SaveAfter(ctx, org, chartID, 0, c)
 }
 
-// SaveChartAfter is SaveChart for an edit of version after of the chart:
+// SaveAfter is Save for an edit of version after of the chart:
 // if another version was saved since, it is refused (409 conflict) rather
 // than silently replacing that edit. after 0 skips the check.
-func (s *Store) SaveChartAfter(ctx context.Context, org, chartID uuid.UUID, after int, c chart.Chart) (ChartVersion, error) {
+func (s *Charts) SaveAfter(ctx context.Context, org, chartID uuid.UUID, after int, c chart.Chart) (ChartVersion, error) {
 	doc, err := json.Marshal(c)
 	if err != nil {
 		return ChartVersion{}, err
 	}
 	v := ChartVersion{ID: uuid.New(), ChartID: chartID, Name: c.Name, Seats: c.SeatCount(), Sections: len(c.Sections), Layout: c}
-	err = s.InTx(ctx, func(tx pgx.Tx) error {
+	err = inTx(ctx, s.db, func(tx pgx.Tx) error {
 		if v.ChartID == uuid.Nil {
 			v.ChartID = uuid.New()
 			if _, err := tx.Exec(ctx, `INSERT INTO charts (id, org_id, name) VALUES ($1, $2, $3)`, v.ChartID, org, c.Name); err != nil {
@@ -78,15 +78,15 @@ func (s *Store) SaveChartAfter(ctx context.Context, org, chartID uuid.UUID, afte
 	return v, err
 }
 
-// DeleteChart deletes a chart of org with all its versions, unless an
+// Delete deletes a chart of org with all its versions, unless an
 // event was made from one of them (an event keeps the version it was made
 // from): then it is refused (409 conflict) and nothing changes. The chart
 // row is locked first, so no version is saved meanwhile; an event made
 // from a version at the same moment either commits first (and the delete
 // fails on the events' foreign key: the same refusal) or finds the
-// version gone (CreateEventFromChart: not found); one that holds the
+// version gone (Events.CreateFromChart: not found); one that holds the
 // version past the lock timeout makes the delete a 409 to try again.
-func (s *Store) DeleteChart(ctx context.Context, org, id uuid.UUID) error {
+func (s *Charts) Delete(ctx context.Context, org, id uuid.UUID) error {
 	inUse := func(n int) error {
 		made := fmt.Sprintf("%d events were", n)
 		if n == 1 {
@@ -94,7 +94,7 @@ func (s *Store) DeleteChart(ctx context.Context, org, id uuid.UUID) error {
 		}
 		return apperr.E(apperr.Conflict, "%s made from this chart, so it cannot be deleted", made)
 	}
-	err := s.InTx(ctx, func(tx pgx.Tx) error {
+	err := inTx(ctx, s.db, func(tx pgx.Tx) error {
 		var events int
 		err := tx.QueryRow(ctx, `
 			WITH c AS (SELECT id FROM charts WHERE org_id = $1 AND id = $2 FOR UPDATE)
@@ -125,9 +125,9 @@ func (s *Store) DeleteChart(ctx context.Context, org, id uuid.UUID) error {
 	return err
 }
 
-// ChartVersionByID reads one version of a chart of org, layout included;
+// VersionByID reads one version of a chart of org, layout included;
 // its Name is the name the chart had in that version.
-func (s *Store) ChartVersionByID(ctx context.Context, org, versionID uuid.UUID) (ChartVersion, error) {
+func (s *Charts) VersionByID(ctx context.Context, org, versionID uuid.UUID) (ChartVersion, error) {
 	v := ChartVersion{ID: versionID}
 	var doc []byte
 	err := s.db.QueryRow(ctx, `
@@ -141,8 +141,8 @@ func (s *Store) ChartVersionByID(ctx context.Context, org, versionID uuid.UUID) 
 	return v, json.Unmarshal(doc, &v.Layout)
 }
 
-// LatestChartVersion reads the newest version of a chart of org.
-func (s *Store) LatestChartVersion(ctx context.Context, org, chartID uuid.UUID) (ChartVersion, error) {
+// LatestVersion reads the newest version of a chart of org.
+func (s *Charts) LatestVersion(ctx context.Context, org, chartID uuid.UUID) (ChartVersion, error) {
 	var id uuid.UUID
 	err := s.db.QueryRow(ctx, `
 		SELECT id FROM chart_versions WHERE org_id = $1 AND chart_id = $2 ORDER BY version DESC LIMIT 1`,
@@ -150,11 +150,11 @@ func (s *Store) LatestChartVersion(ctx context.Context, org, chartID uuid.UUID) 
 	if err != nil {
 		return ChartVersion{}, notFoundIfNoRows(err, "chart")
 	}
-	return s.ChartVersionByID(ctx, org, id)
+	return s.VersionByID(ctx, org, id)
 }
 
-// ChartVersionNumber reads version n of a chart of org.
-func (s *Store) ChartVersionNumber(ctx context.Context, org, chartID uuid.UUID, n int) (ChartVersion, error) {
+// VersionNumber reads version n of a chart of org.
+func (s *Charts) VersionNumber(ctx context.Context, org, chartID uuid.UUID, n int) (ChartVersion, error) {
 	var id uuid.UUID
 	err := s.db.QueryRow(ctx, `
 		SELECT id FROM chart_versions WHERE org_id = $1 AND chart_id = $2 AND version = $3`,
@@ -162,11 +162,11 @@ func (s *Store) ChartVersionNumber(ctx context.Context, org, chartID uuid.UUID, 
 	if err != nil {
 		return ChartVersion{}, notFoundIfNoRows(err, "chart version")
 	}
-	return s.ChartVersionByID(ctx, org, id)
+	return s.VersionByID(ctx, org, id)
 }
 
-// Charts lists the charts of org with their newest version, by name.
-func (s *Store) Charts(ctx context.Context, org uuid.UUID) ([]ChartVersion, error) {
+// List lists the charts of org with their newest version, by name.
+func (s *Charts) List(ctx context.Context, org uuid.UUID) ([]ChartVersion, error) {
 	rows, err := s.db.Query(ctx, `
 		SELECT DISTINCT ON (c.name, c.id) v.id, c.id, v.version, c.name, v.seats, v.sections, v.created_at
 		FROM charts c JOIN chart_versions v ON v.org_id = c.org_id AND v.chart_id = c.id

@@ -36,7 +36,7 @@ func TestEndedHoldsLockCountersInOrder(t *testing.T) {
 	holdOf := map[uuid.UUID]uuid.UUID{} // buyer → hold
 	for i, u := range tn.Buyers {
 		id := uuid.New()
-		out, err := a.Store.CreateHolds(ctx, store.HoldParams{Org: tn.Org.ID, Event: ev.ID, User: u.ID, Now: now,
+		out, err := a.Store.Holds.Create(ctx, store.HoldParams{Org: tn.Org.ID, Event: ev.ID, User: u.ID, Now: now,
 			HeldUntil: now.Add(time.Hour), Source: "api", Seats: []store.HoldRequest{{SeatID: seats[i], HoldID: id, Fence: 1}}})
 		if err != nil || len(out.Created) != 1 {
 			t.Fatalf("hold for buyer %d: %+v %v", i, out, err)

@@ -6,100 +6,199 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
+
+	"seatd/internal/pg"
 )
 
-// NewSeat describes a seat to create.
-type NewSeat struct {
-	Row    string
-	Number int
-	X, Y   int
+// Event is a show with a seated venue.
+type Event struct {
+	ID    uuid.UUID
+	OrgID uuid.UUID
+	EventSpec
+	Status         EventStatus
+	ChartVersionID uuid.UUID // zero for events not made from a chart
+	Seats          int
+	// Categories are the event's price categories in chart order (read by
+	// Event, not by Events).
+	Categories []Category
 }
 
-// NewSection describes a section and its seats.
-type NewSection struct {
-	Label string
-	Name  string
-	Seats []NewSeat
+// EventStatus is an event's place in its lifecycle.
+type EventStatus string
+
+// Event statuses: a draft is being prepared; on sale, buyers hold inside
+// the sales window; closed, nobody holds.
+const (
+	EventDraft  EventStatus = "draft"
+	EventOnSale EventStatus = "on_sale"
+	EventClosed EventStatus = "closed"
+	// EventDeleted is a draft its organizer deleted (Events.Delete): the
+	// event reads leave it out, so it is not found.
+	EventDeleted EventStatus = "deleted"
+)
+
+// EventSpec is what an organizer sets on an event.
+type EventSpec struct {
+	Name     string
+	Venue    string
+	StartsAt time.Time
+	TimeZone string // IANA name; pages show the event's times in it
+	// OnSaleAt and SalesEndAt bound the sales window (nil: unbounded).
+	OnSaleAt, SalesEndAt *time.Time
+	// HoldTTL, MaxHoldsPerBuyer and HoldExtension (how long a checkout
+	// extends a hold) override the global defaults (0: the default).
+	HoldTTL             time.Duration
+	MaxHoldsPerBuyer    int
+	HoldExtension       time.Duration
+	OrphanRule          string
+	AccessibleReleaseAt *time.Time
 }
 
-// CreateEvent creates an event with its sections and seats in one
-// transaction; seats get consecutive idx values (their bitmap positions).
-// Seats are copied in bulk so a 100 000-seat event takes seconds.
-func (s *Store) CreateEvent(ctx context.Context, org uuid.UUID, name, venue string, startsAt time.Time, sections []NewSection) (Event, error) {
-	e := Event{ID: NewID(), OrgID: org, EventSpec: EventSpec{Name: name, Venue: venue, StartsAt: startsAt, TimeZone: "UTC",
-		OrphanRule: "off"}, Status: EventOnSale}
-	err := s.InTx(ctx, func(tx pgx.Tx) error {
-		// On sale with no window: the grid events of the tests and the
-		// bench behave as every event did before the lifecycle existed.
-		if _, err := tx.Exec(ctx, `INSERT INTO events (id, org_id, name, venue, starts_at, status) VALUES ($1, $2, $3, $4, $5, 'on_sale')`,
-			e.ID, org, name, venue, startsAt); err != nil {
-			return err
+// Category is a price category of an event.
+type Category struct {
+	Key        string
+	Name       string
+	Color      string
+	PriceMinor int64
+	Currency   string
+}
+
+// Price is the price of a category.
+type Price struct {
+	Category   string
+	PriceMinor int64
+	Currency   string
+}
+
+// Section groups seats of an event.
+type Section struct {
+	ID       uuid.UUID
+	Label    string
+	Name     string
+	Position int
+	Kind     string // seated or ga
+	Capacity int    // places of a GA section (it has no seats)
+}
+
+// eventColumns selects events (e) as scanEvent reads them.
+const eventColumns = `
+		SELECT e.id, e.name, e.venue, e.starts_at, e.time_zone, e.on_sale_at, e.sales_end_at, e.hold_ttl_seconds,
+		       e.max_holds_per_buyer, e.orphan_rule, e.accessible_release_at, e.hold_extension_seconds, e.status, e.chart_version_id,
+		       (SELECT count(*) FROM seats s WHERE s.org_id = e.org_id AND s.event_id = e.id)
+		FROM events e`
+
+func scanEvent(r pgx.Row, org uuid.UUID) (Event, error) {
+	e := Event{OrgID: org}
+	var ttl, maxHolds, extension *int32
+	var chartVersion *uuid.UUID
+	err := r.Scan(&e.ID, &e.Name, &e.Venue, &e.StartsAt, &e.TimeZone, &e.OnSaleAt, &e.SalesEndAt, &ttl,
+		&maxHolds, &e.OrphanRule, &e.AccessibleReleaseAt, &extension, &e.Status, &chartVersion, &e.Seats)
+	if ttl != nil {
+		e.HoldTTL = time.Duration(*ttl) * time.Second
+	}
+	if extension != nil {
+		e.HoldExtension = time.Duration(*extension) * time.Second
+	}
+	if maxHolds != nil {
+		e.MaxHoldsPerBuyer = int(*maxHolds)
+	}
+	if chartVersion != nil {
+		e.ChartVersionID = *chartVersion
+	}
+	e.StartsAt = e.StartsAt.UTC()
+	for _, t := range []*time.Time{e.OnSaleAt, e.SalesEndAt, e.AccessibleReleaseAt} {
+		if t != nil {
+			*t = t.UTC()
 		}
-		var rows [][]any
-		idx := 0
-		for pos, sec := range sections {
-			secID := NewID()
-			if _, err := tx.Exec(ctx, `INSERT INTO sections (id, org_id, event_id, label, name, position) VALUES ($1, $2, $3, $4, $5, $6)`,
-				secID, org, e.ID, sec.Label, sec.Name, pos); err != nil {
-				return err
-			}
-			for _, st := range sec.Seats {
-				rows = append(rows, []any{NewID(), org, e.ID, secID, st.Row, st.Number, idx, st.X, st.Y})
-				idx++
-			}
-		}
-		e.Seats = idx
-		if _, err := tx.CopyFrom(ctx, pgx.Identifier{"seats"},
-			[]string{"id", "org_id", "event_id", "section_id", "row_label", "number", "idx", "x", "y"},
-			pgx.CopyFromRows(rows)); err != nil {
-			return err
-		}
-		return analyzeSeats(ctx, tx)
-	})
+	}
 	return e, err
 }
 
-// analyzeSeats brings the planner's statistics of seats up to date after
-// an event's seats are written in bulk, in the same transaction (its own
-// rows count). Without it a new event is unknown to them — while the
-// table holds few events every one is a most common value, so a new one
-// is estimated at a row or two — and Postgres plans the event's queries
-// for a handful of rows: under a crowd the strict rule's row read became
-// a nested loop over the whole event, 1 to 2 s a statement instead of
-// about a millisecond, until autovacuum analyzed the table (it waits for
-// a tenth of the table to change, which one event on a large table
-// never is).
-//
-// ANALYZE waits for another ANALYZE of seats to end: another event being
-// created commits, and autovacuum gives way to a waiter after
-// deadlock_timeout (1 s). The pool's lock timeout (500 ms, made for the
-// hold paths, which must fail fast) turned either into a failed event;
-// this wait has its own.
-func analyzeSeats(ctx context.Context, tx pgx.Tx) error {
-	if _, err := tx.Exec(ctx, `SET LOCAL lock_timeout = '10s'`); err != nil {
-		return err
+// List lists the events of org, soonest first.
+func (s *Events) List(ctx context.Context, org uuid.UUID) ([]Event, error) {
+	rows, err := s.db.Query(ctx, eventColumns+` WHERE e.org_id = $1 AND e.status <> 'deleted' ORDER BY e.starts_at, e.name`, org)
+	if err != nil {
+		return nil, err
 	}
-	_, err := tx.Exec(ctx, `ANALYZE seats`)
-	return err
+	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (Event, error) { return scanEvent(r, org) })
 }
 
-// GridSection lays out a rectangular section: rows labelled A, B, ... (AA
-// after Z), seats numbered from 1, drawn at (x0+seat, y0+row).
-func GridSection(label, name string, rows, perRow, x0, y0 int) NewSection {
-	sec := NewSection{Label: label, Name: name}
-	for r := range rows {
-		for n := 1; n <= perRow; n++ {
-			sec.Seats = append(sec.Seats, NewSeat{Row: RowLabel(r), Number: n, X: x0 + n - 1, Y: y0 + r})
-		}
-	}
-	return sec
+// Event finds one event of org, with its categories.
+func (s *Events) Event(ctx context.Context, org, id uuid.UUID) (Event, error) {
+	return event(ctx, s.db, org, id, "")
 }
 
-// RowLabel names row r (0-based): A..Z, then AA, AB, ...
-func RowLabel(r int) string {
-	const letters = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
-	if r < 26 {
-		return letters[r : r+1]
+func event(ctx context.Context, db pg.DBTX, org, id uuid.UUID, lock string) (Event, error) {
+	e, err := scanEvent(db.QueryRow(ctx, eventColumns+` WHERE e.org_id = $1 AND e.id = $2 AND e.status <> 'deleted' `+lock, org, id), org)
+	if err != nil {
+		return Event{}, notFoundIfNoRows(err, "event")
 	}
-	return RowLabel(r/26-1) + letters[r%26:r%26+1]
+	rows, err := db.Query(ctx, `
+		SELECT key, name, color, price_minor, currency FROM event_categories
+		WHERE org_id = $1 AND event_id = $2 ORDER BY position, key`, org, id)
+	if err != nil {
+		return Event{}, err
+	}
+	e.Categories, err = pgx.CollectRows(rows, pgx.RowToStructByPos[Category])
+	return e, err
+}
+
+// SaleEvent is an event on sale (or about to be) with its seat count.
+type SaleEvent struct {
+	Org, ID uuid.UUID
+	Until   time.Time // when its sale ends
+	Seats   int
+}
+
+// OnSale lists, across organizations, the published events whose
+// sale has not ended at now, soonest end first, at most limit. A sale ends
+// at sales_end_at, or when the event starts if it has none.
+func (s *Events) OnSale(ctx context.Context, now time.Time, limit int) ([]SaleEvent, error) {
+	// Seats are numbered 0..n-1: the top of the (org_id, event_id, idx)
+	// index counts them without scanning.
+	rows, err := s.db.Query(ctx, `
+		SELECT e.org_id, e.id, coalesce(e.sales_end_at, e.starts_at),
+		       coalesce((SELECT max(s.idx) + 1 FROM seats s WHERE s.org_id = e.org_id AND s.event_id = e.id), 0)
+		FROM events e WHERE e.status = 'on_sale' AND coalesce(e.sales_end_at, e.starts_at) > $1
+		ORDER BY coalesce(e.sales_end_at, e.starts_at), e.id LIMIT $2`, now, limit)
+	if err != nil {
+		return nil, err
+	}
+	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (SaleEvent, error) {
+		var e SaleEvent
+		err := r.Scan(&e.Org, &e.ID, &e.Until, &e.Seats)
+		return e, err
+	})
+}
+
+// Settings reads one event of org with its categories but without
+// counting its seats (Event does, a scan of them all): what the hot cache
+// keeps of an event it loads.
+func (s *Events) Settings(ctx context.Context, org, id uuid.UUID) (Event, error) {
+	es, err := s.ByKey(ctx, []uuid.UUID{org}, []uuid.UUID{id})
+	if err != nil {
+		return Event{}, err
+	}
+	if len(es) == 0 {
+		return Event{}, notFoundIfNoRows(pgx.ErrNoRows, "event")
+	}
+	return es[0], nil
+}
+
+// Sections lists an event's sections in display order.
+func (s *Events) Sections(ctx context.Context, org, event uuid.UUID) ([]Section, error) {
+	return sections(ctx, s.db, org, event)
+}
+
+func sections(ctx context.Context, db pg.DBTX, org, event uuid.UUID) ([]Section, error) {
+	rows, err := db.Query(ctx, `
+		SELECT id, label, name, position, kind, capacity FROM sections WHERE org_id = $1 AND event_id = $2 ORDER BY position, label`, org, event)
+	if err != nil {
+		return nil, err
+	}
+	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (Section, error) {
+		var x Section
+		err := r.Scan(&x.ID, &x.Label, &x.Name, &x.Position, &x.Kind, &x.Capacity)
+		return x, err
+	})
 }

@@ -72,7 +72,7 @@ func TestNewEventWaitsForAnotherAnalyze(t *testing.T) {
 	created := make(chan error, 1)
 	go func() {
 		secs := []store.NewSection{store.GridSection("A", "Stalls", 2, 10, 0, 0)}
-		_, err := a.Store.CreateEvent(ctx, tn.Org.ID, "Waits", "Hall", time.Now().Add(24*time.Hour), secs)
+		_, err := a.Store.Events.Create(ctx, tn.Org.ID, "Waits", "Hall", time.Now().Add(24*time.Hour), secs)
 		created <- err
 	}()
 	select {

@@ -13,22 +13,22 @@ import (
 	"seatd/internal/pg"
 )
 
-// CreateEventFromChart creates a draft event from a version of a chart of
+// CreateFromChart creates a draft event from a version of a chart of
 // org: the event's categories (with prices), sections and seats are copied
 // from the version, so later versions of the chart never change it. A GA
 // section keeps its capacity and gets that many place rows (GAPlaces). The caller has validated
 // spec and prices (every category the chart uses has a price).
-func (s *Store) CreateEventFromChart(ctx context.Context, org, actor uuid.UUID, v ChartVersion, spec EventSpec, prices []Price) (Event, error) {
-	return s.createEventFromLayout(ctx, org, actor, v.ID, v.Layout, spec, prices)
+func (s *Events) CreateFromChart(ctx context.Context, org, actor uuid.UUID, v ChartVersion, spec EventSpec, prices []Price) (Event, error) {
+	return s.createFromLayout(ctx, org, actor, v.ID, v.Layout, spec, prices)
 }
 
-func (s *Store) createEventFromLayout(ctx context.Context, org, actor, versionID uuid.UUID, c chart.Chart, spec EventSpec, prices []Price) (Event, error) {
+func (s *Events) createFromLayout(ctx context.Context, org, actor, versionID uuid.UUID, c chart.Chart, spec EventSpec, prices []Price) (Event, error) {
 	priceOf := make(map[string]Price, len(prices))
 	for _, p := range prices {
 		priceOf[p.Category] = p
 	}
 	e := Event{ID: NewID(), OrgID: org, EventSpec: spec, Status: EventDraft, ChartVersionID: versionID}
-	err := s.InTx(ctx, func(tx pgx.Tx) error {
+	err := inTx(ctx, s.db, func(tx pgx.Tx) error {
 		if versionID != uuid.Nil {
 			// The chart is share-locked before anything else: a delete of
 			// it (which locks it first too) then either ends before this
@@ -150,10 +150,10 @@ func LockEvent(ctx context.Context, tx pgx.Tx, org, id uuid.UUID) (Event, error)
 	return event(ctx, tx, org, id, "FOR UPDATE OF e")
 }
 
-// UpdateEvent reads an event of org under a row lock, lets change decide
+// Update reads an event of org under a row lock, lets change decide
 // the update from it (or refuse), and writes it, in one transaction.
-func (s *Store) UpdateEvent(ctx context.Context, org, id, actor uuid.UUID, change func(Event) (EventUpdate, error)) (Event, error) {
-	err := s.InTx(ctx, func(tx pgx.Tx) error {
+func (s *Events) Update(ctx context.Context, org, id, actor uuid.UUID, change func(Event) (EventUpdate, error)) (Event, error) {
+	err := inTx(ctx, s.db, func(tx pgx.Tx) error {
 		cur, err := LockEvent(ctx, tx, org, id)
 		if err != nil {
 			return err
@@ -198,7 +198,7 @@ func (s *Store) UpdateEvent(ctx context.Context, org, id, actor uuid.UUID, chang
 	return s.Event(ctx, org, id)
 }
 
-// DeleteEvent deletes a draft event of org that nobody acted on: no seat
+// Delete deletes a draft event of org that nobody acted on: no seat
 // of it was ever held, blocked or sold, and no buyer joined its waitlist
 // (its change feed and its line are empty). Anything else is a conflict:
 // an event that was published, or used, can be closed. The event is
@@ -209,8 +209,8 @@ func (s *Store) UpdateEvent(ctx context.Context, org, id, actor uuid.UUID, chang
 // or waits for this transaction and then finds its seat not available
 // (the hold statement re-reads a seat it waited for, not the event row).
 // The audit log keeps the event's entries and gains event.deleted.
-func (s *Store) DeleteEvent(ctx context.Context, org, id, actor uuid.UUID) error {
-	err := s.InTx(ctx, func(tx pgx.Tx) error {
+func (s *Events) Delete(ctx context.Context, org, id, actor uuid.UUID) error {
+	err := inTx(ctx, s.db, func(tx pgx.Tx) error {
 		cur, err := LockEvent(ctx, tx, org, id)
 		if err != nil {
 			return err
@@ -277,10 +277,10 @@ func actorOrNil(id uuid.UUID) *uuid.UUID {
 	return &id
 }
 
-// EventsByKey reads several events by organization and id in one
+// ByKey reads several events by organization and id in one
 // statement (the hold core's settings reload); events not found, or
 // deleted, are left out.
-func (s *Store) EventsByKey(ctx context.Context, orgs, ids []uuid.UUID) ([]Event, error) {
+func (s *Events) ByKey(ctx context.Context, orgs, ids []uuid.UUID) ([]Event, error) {
 	rows, err := s.db.Query(ctx, `
 		SELECT e.org_id, e.id, e.name, e.venue, e.starts_at, e.time_zone, e.on_sale_at, e.sales_end_at, e.hold_ttl_seconds,
 		       e.max_holds_per_buyer, e.orphan_rule, e.accessible_release_at, e.hold_extension_seconds, e.status, e.chart_version_id, 0,

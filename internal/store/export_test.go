@@ -2,9 +2,9 @@ package store
 
 import "github.com/jackc/pgx/v5"
 
-// BlockHoldBatches takes every statement slot of both hold batchers, so
+// BlockBatches takes every statement slot of both hold batchers, so
 // holds queue until unblock is called; queued says how many wait.
-func (s *Store) BlockHoldBatches() (queued func() int, unblock func()) {
+func (s *Holds) BlockBatches() (queued func() int, unblock func()) {
 	bs := []*holdBatcher{s.batch, s.together}
 	var resume []func()
 	for _, b := range bs {
@@ -38,4 +38,4 @@ func BinarySeatRows(rows pgx.Rows) bool { return binarySeatRows(rows) }
 
 // BetweenReadAndWrite runs f in every shared hold transaction after its
 // reads and before its hold statement.
-func (s *Store) BetweenReadAndWrite(f func()) { s.betweenReadAndWrite = f }
+func (s *Holds) BetweenReadAndWrite(f func()) { s.betweenReadAndWrite = f }

@@ -57,7 +57,7 @@ const (
 // Export streams one export of an event of org to row, one row at a time
 // as Postgres sends it, so an event of any size is exported in constant
 // memory. The event must exist (the caller checks it for a 404).
-func (s *Store) Export(ctx context.Context, org, event uuid.UUID, kind string, row func([]string) error) error {
+func (s *Events) Export(ctx context.Context, org, event uuid.UUID, kind string, row func([]string) error) error {
 	q, n := seatExportSQL, len(SeatExportColumns)
 	switch kind {
 	case ExportBookings:

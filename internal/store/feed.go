@@ -53,7 +53,7 @@ type FeedRead struct {
 
 // readSnapshot runs fn in a read-only repeatable-read transaction, whose
 // statements all see the snapshot it returns.
-func (s *Store) readSnapshot(ctx context.Context, fn func(tx pgx.Tx) error) (Cursor, error) {
+func (s *Feed) readSnapshot(ctx context.Context, fn func(tx pgx.Tx) error) (Cursor, error) {
 	var at Cursor
 	err := pgx.BeginTxFunc(ctx, s.db, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}, func(tx pgx.Tx) error {
 		if err := tx.QueryRow(ctx, `SELECT pg_current_snapshot()::text`).Scan(&at); err != nil {
@@ -66,7 +66,7 @@ func (s *Store) readSnapshot(ctx context.Context, fn func(tx pgx.Tx) error) (Cur
 
 // LoadEvent reads an event's sections and every seat with its current
 // hold, in idx order, and the feed cursor they are current at.
-func (s *Store) LoadEvent(ctx context.Context, org, event uuid.UUID) ([]Section, []Seat, Cursor, error) {
+func (s *Feed) LoadEvent(ctx context.Context, org, event uuid.UUID) ([]Section, []Seat, Cursor, error) {
 	var secs []Section
 	var seats []Seat
 	at, err := s.readSnapshot(ctx, func(tx pgx.Tx) error {
@@ -74,7 +74,7 @@ func (s *Store) LoadEvent(ctx context.Context, org, event uuid.UUID) ([]Section,
 		if secs, err = sections(ctx, tx, org, event); err != nil {
 			return err
 		}
-		// Seats are numbered 0..n-1 (CreateEvent), so the top of the
+		// Seats are numbered 0..n-1 (Events.Create), so the top of the
 		// (org_id, event_id, idx) index sizes the slice without a count.
 		var n int
 		if err := tx.QueryRow(ctx, `SELECT coalesce(max(idx) + 1, 0) FROM seats WHERE event_id = $2 AND org_id = $1`,
@@ -95,7 +95,7 @@ func (s *Store) LoadEvent(ctx context.Context, org, event uuid.UUID) ([]Section,
 // HeldState reads what Redis should hold of an event: its held seats with
 // their holds, the highest fence of the event, and the cursor they are
 // current at.
-func (s *Store) HeldState(ctx context.Context, org, event uuid.UUID) ([]Seat, int64, Cursor, error) {
+func (s *Feed) HeldState(ctx context.Context, org, event uuid.UUID) ([]Seat, int64, Cursor, error) {
 	var held []Seat
 	var maxFence int64
 	at, err := s.readSnapshot(ctx, func(tx pgx.Tx) error {
@@ -182,7 +182,7 @@ ORDER BY q.i, a.id`
 // known is left out: known lists holds the caller made itself and whose
 // state it has (in its cache and in Redis), committed before this call.
 // Every change of a waitlist is returned, the caller's own too.
-func (s *Store) Changes(ctx context.Context, reads []FeedRead, known []uuid.UUID) ([]EventFeed, Cursor, error) {
+func (s *Feed) Changes(ctx context.Context, reads []FeedRead, known []uuid.UUID) ([]EventFeed, Cursor, error) {
 	out := make([]EventFeed, len(reads))
 	at, err := s.readSnapshot(ctx, func(tx pgx.Tx) error {
 		if len(reads) == 0 {

@@ -29,7 +29,7 @@ func TestChangesLeaveOutKnownHolds(t *testing.T) {
 	seats, seats2 := testenv.SeatIDs(t, a, org, ev.ID), testenv.SeatIDs(t, a, org, ev2.ID)
 
 	// The cursor before any change.
-	_, from, err := st.Changes(ctx, nil, nil)
+	_, from, err := st.Feed.Changes(ctx, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -37,7 +37,7 @@ func TestChangesLeaveOutKnownHolds(t *testing.T) {
 	hold := func(event, u, seat uuid.UUID) uuid.UUID {
 		t.Helper()
 		id := uuid.New()
-		out, err := st.CreateHolds(ctx, store.HoldParams{Org: org, Event: event, User: u, Now: now,
+		out, err := st.Holds.Create(ctx, store.HoldParams{Org: org, Event: event, User: u, Now: now,
 			HeldUntil: now.Add(time.Minute), Source: "api", Locked: true,
 			Seats: []store.HoldRequest{{SeatID: seat, HoldID: id, Fence: 1}}})
 		if err != nil || len(out.Created) != 1 {
@@ -48,7 +48,7 @@ func TestChangesLeaveOutKnownHolds(t *testing.T) {
 	mine0, mine1 := hold(ev.ID, user, seats[0]), hold(ev.ID, user, seats[1])
 	hold(ev.ID, other, seats[2]) // not known: another process's
 	released := hold(ev.ID, user, seats[3])
-	if _, err := st.Release(ctx, org, released, user, false, ""); err != nil {
+	if _, err := st.Holds.Release(ctx, org, released, user, false, ""); err != nil {
 		t.Fatal(err)
 	}
 	elsewhere := hold(ev2.ID, user, seats2[0])
@@ -56,7 +56,7 @@ func TestChangesLeaveOutKnownHolds(t *testing.T) {
 
 	read := func(known []uuid.UUID) [][]uuid.UUID {
 		t.Helper()
-		cs, _, err := st.Changes(ctx, []store.FeedRead{{Org: org, Event: ev.ID, From: from}, {Org: org, Event: ev2.ID, From: from}}, known)
+		cs, _, err := st.Feed.Changes(ctx, []store.FeedRead{{Org: org, Event: ev.ID, From: from}, {Org: org, Event: ev2.ID, From: from}}, known)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -95,13 +95,13 @@ func TestChangesReadTheLine(t *testing.T) {
 	org, first, second := tn.Org.ID, tn.Buyers[0].ID, tn.Buyers[1].ID
 	ev := testenv.NewEvent(t, a, org, 1, 1, 2)
 	ev2 := testenv.NewEvent(t, a, org, 1, 1, 2)
-	_, from, err := st.Changes(ctx, nil, nil)
+	_, from, err := st.Feed.Changes(ctx, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	join := func(u uuid.UUID) store.WaitlistEntry {
 		t.Helper()
-		e, err := st.JoinWaitlist(ctx, store.WaitlistRequest{Org: org, Event: ev.ID, User: u, Seats: 1})
+		e, err := st.Waitlist.Join(ctx, store.WaitlistRequest{Org: org, Event: ev.ID, User: u, Seats: 1})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -109,11 +109,11 @@ func TestChangesReadTheLine(t *testing.T) {
 	}
 	e1 := join(first)
 	join(second)
-	if _, _, err := st.LeaveWaitlist(ctx, org, e1.ID, tn.Organizer.ID, true); err != nil {
+	if _, _, err := st.Waitlist.Leave(ctx, org, e1.ID, tn.Organizer.ID, true); err != nil {
 		t.Fatal(err)
 	}
 	reads := []store.FeedRead{{Org: org, Event: ev.ID, From: from}, {Org: org, Event: ev2.ID, From: from}}
-	fs, at, err := st.Changes(ctx, reads, nil)
+	fs, at, err := st.Feed.Changes(ctx, reads, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -125,7 +125,7 @@ func TestChangesReadTheLine(t *testing.T) {
 	for i := range reads {
 		reads[i].From = at
 	}
-	if fs, _, err = st.Changes(ctx, reads, nil); err != nil || len(fs[0].Line) != 0 {
+	if fs, _, err = st.Feed.Changes(ctx, reads, nil); err != nil || len(fs[0].Line) != 0 {
 		t.Fatalf("read again from the new cursor: %+v, %v; want nothing", fs, err)
 	}
 }

@@ -18,7 +18,7 @@ import (
 // is the one guard against overselling, whatever Redis says.
 const GARow = "GA"
 
-// gaPlaceRows are the seats rows (columns as in createEventFromLayout) of
+// gaPlaceRows are the seats rows (columns as in createFromLayout) of
 // a GA section's places, from index idx on.
 func gaPlaceRows(org, event, section uuid.UUID, sec chart.Section, idx int) [][]any {
 	var cat *string

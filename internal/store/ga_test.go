@@ -30,14 +30,14 @@ func TestGAPlaceHeldAlreadyIsTaken(t *testing.T) {
 		}
 		return p
 	}
-	if out, err := a.Store.CreateHolds(ctx, params(true, seats[0])); err != nil || len(out.Created) != 1 {
+	if out, err := a.Store.Holds.Create(ctx, params(true, seats[0])); err != nil || len(out.Created) != 1 {
 		t.Fatalf("first place: %+v, %v", out, err)
 	}
-	out, err := a.Store.CreateHolds(ctx, params(true, seats[0], seats[1]))
+	out, err := a.Store.Holds.Create(ctx, params(true, seats[0], seats[1]))
 	if err != nil || len(out.Taken) != 1 || out.Taken[0] != seats[0] || len(out.Created)+len(out.Existing) != 0 {
 		t.Fatalf("GA with a place held already: %+v, %v; want it taken, nothing held", out, err)
 	}
-	if out, err := a.Store.CreateHolds(ctx, params(false, seats[0])); err != nil || len(out.Existing) != 1 {
+	if out, err := a.Store.Holds.Create(ctx, params(false, seats[0])); err != nil || len(out.Existing) != 1 {
 		t.Fatalf("the seat asked again: %+v, %v; want the buyer's own hold", out, err)
 	}
 	var n int

@@ -36,7 +36,7 @@ import (
 // own when it has one. Each buyer's count of active holds rises in
 // the same statement; a row lifting it above the buyer's cap fails the
 // statement (buyer_holds_cap) and nothing of it is written. A hold of a
-// keyed request carries the request's id (see ClaimHoldRequest).
+// keyed request carries the request's id (see Holds.ClaimRequest).
 const holdsSQL = `
 WITH r AS (
     SELECT * FROM unnest($1::uuid[], $2::uuid[], $3::uuid[], $4::uuid[], $5::bigint[], $6::uuid[],
@@ -159,7 +159,7 @@ func scanHeld(res pgx.Rows, n int) (map[uuid.UUID]heldRow, error) {
 // If the batch statement fails (a unique violation of one row fails them
 // all), every request of it is retried on its own.
 type holdBatcher struct {
-	store *Store
+	store *Holds
 	db    *pgxpool.Pool // the connections its statements and transactions run on
 	*coalesce.Batcher[HoldParams, batchResult]
 
@@ -173,7 +173,7 @@ type batchResult struct {
 	err error
 }
 
-// BatchHolds turns on coalescing of locked holds: at most slots
+// Batch turns on coalescing of locked holds: at most slots
 // statements (and as many transactions) at once, each with at most max
 // holds, the statements on statements and the transactions on
 // transactions (nil: the store's pool). max < 2 leaves it off.
@@ -186,7 +186,7 @@ type batchResult struct {
 // their own the statements run on cached plans in warm backends, as few
 // as run at once, each planning again only when a table's statistics
 // change.
-func (s *Store) BatchHolds(slots, max int, statements, transactions *pgxpool.Pool) {
+func (s *Holds) Batch(slots, max int, statements, transactions *pgxpool.Pool) {
 	if max < 2 || slots < 1 {
 		s.batch, s.together = nil, nil
 		return
@@ -203,10 +203,10 @@ func (s *Store) BatchHolds(slots, max int, statements, transactions *pgxpool.Poo
 	})
 }
 
-// HoldBatchStats reports how many statements and transactions the hold
+// BatchStats reports how many statements and transactions the hold
 // batchers sent and how many hold requests they carried (zero when
 // batching is off).
-func (s *Store) HoldBatchStats() (statements, rows int64) {
+func (s *Holds) BatchStats() (statements, rows int64) {
 	if s.batch == nil {
 		return 0, 0
 	}

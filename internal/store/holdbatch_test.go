@@ -49,16 +49,16 @@ func TestHoldBatchRowsStayApart(t *testing.T) {
 	x := ts[0]
 	ended := uuid.New()
 	for i, id := range []uuid.UUID{ended, uuid.New()} {
-		out, err := st.CreateHolds(ctx, params(x, x.seats[i], id, 500))
+		out, err := st.Holds.Create(ctx, params(x, x.seats[i], id, 500))
 		if err != nil || len(out.Created) != 1 {
 			t.Fatalf("setup hold: %+v, %v", out, err)
 		}
-		if _, err := st.Release(ctx, x.org, id, x.user, false, ""); err != nil {
+		if _, err := st.Holds.Release(ctx, x.org, id, x.user, false, ""); err != nil {
 			t.Fatal(err)
 		}
 	}
 
-	queued, unblock := st.BlockHoldBatches()
+	queued, unblock := st.Holds.BlockBatches()
 	type call struct {
 		p   store.HoldParams
 		out store.HoldOutcome
@@ -76,7 +76,7 @@ func TestHoldBatchRowsStayApart(t *testing.T) {
 	}
 	var wg sync.WaitGroup
 	for _, c := range calls {
-		wg.Go(func() { c.out, c.err = st.CreateHolds(ctx, c.p) })
+		wg.Go(func() { c.out, c.err = st.Holds.Create(ctx, c.p) })
 	}
 	deadline := time.Now().Add(10 * time.Second)
 	for queued() < len(calls) {
@@ -85,10 +85,10 @@ func TestHoldBatchRowsStayApart(t *testing.T) {
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
-	statements, _ := st.HoldBatchStats()
+	statements, _ := st.Holds.BatchStats()
 	unblock()
 	wg.Wait()
-	if s, _ := st.HoldBatchStats(); s-statements != 1 {
+	if s, _ := st.Holds.BatchStats(); s-statements != 1 {
 		t.Errorf("%d statements for %d queued holds, want 1", s-statements, len(calls))
 	}
 
@@ -159,7 +159,7 @@ func TestHoldBatchCap(t *testing.T) {
 	ev := testenv.NewEvent(t, a, tn.Org.ID, 1, 1, 8)
 	seats := testenv.SeatIDs(t, a, tn.Org.ID, ev.ID)
 	now := time.Now().UTC().Truncate(time.Millisecond)
-	queued, unblock := st.BlockHoldBatches()
+	queued, unblock := st.Holds.BlockBatches()
 	type call struct {
 		p   store.HoldParams
 		out store.HoldOutcome
@@ -177,7 +177,7 @@ func TestHoldBatchCap(t *testing.T) {
 	}
 	var wg sync.WaitGroup
 	for _, c := range calls {
-		wg.Go(func() { c.out, c.err = st.CreateHolds(ctx, c.p) })
+		wg.Go(func() { c.out, c.err = st.Holds.Create(ctx, c.p) })
 	}
 	deadline := time.Now().Add(10 * time.Second)
 	for queued() < len(calls) {
@@ -247,9 +247,9 @@ func TestHoldBatchPostgresUnreachable(t *testing.T) {
 	}
 	t.Cleanup(pool.Close)
 	st := store.New(pool)
-	st.BatchHolds(1, 64, nil, nil)
+	st.Holds.Batch(1, 64, nil, nil)
 
-	queued, unblock := st.BlockHoldBatches()
+	queued, unblock := st.Holds.BlockBatches()
 	now := time.Now().UTC().Truncate(time.Millisecond)
 	org, ev, user := uuid.New(), uuid.New(), uuid.New()
 	errs := make([]error, 8)
@@ -257,7 +257,7 @@ func TestHoldBatchPostgresUnreachable(t *testing.T) {
 	for i := range errs {
 		p := store.HoldParams{Org: org, Event: ev, User: user, Now: now, HeldUntil: now.Add(time.Minute), Source: "api",
 			Locked: true, Seats: []store.HoldRequest{{SeatID: uuid.New(), HoldID: uuid.New(), Fence: 1}}}
-		wg.Go(func() { _, errs[i] = st.CreateHolds(ctx, p) })
+		wg.Go(func() { _, errs[i] = st.Holds.Create(ctx, p) })
 	}
 	testenv.Eventually(t, 10*time.Second, "every hold queued", func() bool { return queued() == len(errs) })
 	unblock()
@@ -292,7 +292,7 @@ func TestPingHoldPools(t *testing.T) {
 		pools[i] = p
 	}
 	st := store.New(a.Pool)
-	st.BatchHolds(1, 64, pools[0], pools[1])
+	st.Holds.Batch(1, 64, pools[0], pools[1])
 
 	// The statements' only connection is busy: without waiting for it,
 	// the ping answers (it would otherwise wait out its deadline).

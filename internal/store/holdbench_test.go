@@ -11,7 +11,7 @@ import (
 	"seatd/internal/testenv"
 )
 
-// benchHolds times CreateHolds of n seats at a time, each call on seats
+// benchHolds times Holds.Create of n seats at a time, each call on seats
 // nobody holds (a fresh event whenever one runs out), one caller at once:
 // the latency of the hold statement, not its throughput.
 func benchHolds(b *testing.B, n int, locked bool) {
@@ -35,7 +35,7 @@ func benchHolds(b *testing.B, n int, locked bool) {
 			p.Seats = append(p.Seats, store.HoldRequest{SeatID: id, HoldID: uuid.New(), Fence: 1})
 		}
 		seats = seats[n:]
-		out, err := a.Store.CreateHolds(ctx, p)
+		out, err := a.Store.Holds.Create(ctx, p)
 		if err != nil || len(out.Created) != n {
 			b.Fatalf("hold: %+v, %v", out, err)
 		}

@@ -49,19 +49,19 @@ type BestOutcome struct {
 // enough rows for a crowd's blocks in most venues, in one round trip.
 const bestChunk = 256
 
-// HoldBest picks and holds seats for a best-available request in one
+// Best picks and holds seats for a best-available request in one
 // transaction. Candidates are read as committed, front to back; the pick's
 // seats are then locked FOR UPDATE SKIP LOCKED, so seats another
 // transaction is holding right now are passed over at once, not waited
 // for, and the next block is tried (its own row locks released first, by
 // a savepoint). Under the strict orphan rule the block's rows are locked
-// for the rule as CreateHolds does, waiting only while this transaction
+// for the rule as Create does, waiting only while this transaction
 // holds no other row (so two picks never wait on each other), and the
 // rule is checked on the rows as committed. The holds are written by the
 // one hold statement (cap, sales window, fences), all or none.
-func (s *Store) HoldBest(ctx context.Context, p BestParams) (BestOutcome, error) {
+func (s *Holds) Best(ctx context.Context, p BestParams) (BestOutcome, error) {
 	var out BestOutcome
-	err := s.InTx(ctx, func(tx pgx.Tx) error {
+	err := inTx(ctx, s.db, func(tx pgx.Tx) error {
 		out = BestOutcome{}
 		// An event that does not take the hold is found by the hold
 		// statement, which reads the event row itself. Whether the orphan

@@ -36,7 +36,7 @@ type HoldPage struct {
 // match f (Section, Holder; f.Limit is ignored), soonest expiry first,
 // after the cursor: keyset pagination, so a page costs an index range
 // whatever the number of holds before it.
-func (s *Store) ActiveHoldsPage(ctx context.Context, org, event uuid.UUID, f HoldFilter, after HoldCursor, limit int, total bool) (HoldPage, error) {
+func (s *Audit) ActiveHoldsPage(ctx context.Context, org, event uuid.UUID, f HoldFilter, after HoldCursor, limit int, total bool) (HoldPage, error) {
 	var q strings.Builder
 	args := []any{org, event}
 	arg := func(v any) string {

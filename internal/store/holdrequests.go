@@ -25,7 +25,7 @@ type HoldKey struct {
 // HoldClaim is what claiming a key found.
 type HoldClaim struct {
 	// Mine: this request holds the key and must make the holds, with
-	// HoldParams.Request its HoldKey.Request (or DropHoldRequest when it
+	// HoldParams.Request its HoldKey.Request (or DropRequest when it
 	// holds nothing).
 	Mine bool
 	// HoldIDs are the holds the first request made (Done).
@@ -33,7 +33,7 @@ type HoldClaim struct {
 	Done    bool
 }
 
-// ClaimHoldRequest claims a hold request's key, or says what became of
+// ClaimRequest claims a hold request's key, or says what became of
 // the request that claimed it first: done (the holds that carry its
 // request id, committed with them), or still running. A claim left
 // without holds for longer than stale (its process died mid-request) is
@@ -45,7 +45,7 @@ type HoldClaim struct {
 // statement and a commit of its own for each claim (and then for each
 // record of its holds, which the holds' request id has since replaced)
 // about tripled Postgres's CPU of the burst.
-func (s *Store) ClaimHoldRequest(ctx context.Context, k HoldKey, stale time.Duration) (HoldClaim, error) {
+func (s *Holds) ClaimRequest(ctx context.Context, k HoldKey, stale time.Duration) (HoldClaim, error) {
 	r, err := s.keys.claims.Do(ctx, claimReq{k: k, stale: stale})
 	if err != nil {
 		return HoldClaim{}, err
@@ -223,10 +223,10 @@ func seq(n int) []int32 {
 	return out
 }
 
-// DropHoldRequest frees the key of a claimed request that held nothing:
+// DropRequest frees the key of a claimed request that held nothing:
 // its claim goes unless holds carrying its request id were committed (a
 // hold whose outcome its caller never heard), which answer a repeat.
-func (s *Store) DropHoldRequest(ctx context.Context, k HoldKey) error {
+func (s *Holds) DropRequest(ctx context.Context, k HoldKey) error {
 	_, err := s.db.Exec(ctx, `
 		DELETE FROM hold_requests h WHERE org_id = $1 AND user_id = $2 AND idempotency_key = $3 AND request_id = $4
 		  AND hold_ids IS NULL AND NOT EXISTS (SELECT 1 FROM seat_holds x WHERE x.org_id = h.org_id AND x.request_id = h.request_id)`,
@@ -234,10 +234,10 @@ func (s *Store) DropHoldRequest(ctx context.Context, k HoldKey) error {
 	return err
 }
 
-// PruneHoldRequests deletes up to limit keyed hold requests claimed
+// PruneRequests deletes up to limit keyed hold requests claimed
 // before before and reports how many went: a repeat of one is then a new
 // request. A claim still running that long ago has a dead process.
-func (s *Store) PruneHoldRequests(ctx context.Context, before time.Time, limit int) (int64, error) {
+func (s *Holds) PruneRequests(ctx context.Context, before time.Time, limit int) (int64, error) {
 	tag, err := s.db.Exec(ctx, `
 		DELETE FROM hold_requests WHERE (org_id, user_id, idempotency_key) IN (
 		    SELECT org_id, user_id, idempotency_key FROM hold_requests WHERE claimed_at < $1 ORDER BY claimed_at LIMIT $2)`,
@@ -245,9 +245,9 @@ func (s *Store) PruneHoldRequests(ctx context.Context, before time.Time, limit i
 	return tag.RowsAffected(), err
 }
 
-// HoldsByID returns holds of org by id, whatever their status, in the
+// ByIDs returns holds of org by id, whatever their status, in the
 // order of ids (a missing one is left out).
-func (s *Store) HoldsByID(ctx context.Context, org uuid.UUID, ids []uuid.UUID) ([]Hold, error) {
+func (s *Holds) ByIDs(ctx context.Context, org uuid.UUID, ids []uuid.UUID) ([]Hold, error) {
 	rows, err := s.db.Query(ctx, holdColumns+` WHERE org_id = $1 AND id = ANY($2::uuid[]) ORDER BY array_position($2::uuid[], id)`,
 		org, ids)
 	if err != nil {

@@ -31,7 +31,7 @@ func TestPruneHoldRequests(t *testing.T) {
 	}
 	for i, k := range []string{"old-1", "old-2", "new"} {
 		hk := key(k)
-		c, err := a.Store.ClaimHoldRequest(ctx, hk, time.Minute)
+		c, err := a.Store.Holds.ClaimRequest(ctx, hk, time.Minute)
 		if err != nil || !c.Mine {
 			t.Fatalf("claim %s: %+v %v", k, c, err)
 		}
@@ -55,7 +55,7 @@ func TestPruneHoldRequests(t *testing.T) {
 		if i > 1000 {
 			t.Fatalf("%d keys left after %d prunes", left(), i)
 		}
-		n, err := a.Store.PruneHoldRequests(ctx, before, 1)
+		n, err := a.Store.Holds.PruneRequests(ctx, before, 1)
 		if err != nil || n != 1 {
 			t.Fatalf("prune: %d, %v; want 1", n, err)
 		}
@@ -63,11 +63,11 @@ func TestPruneHoldRequests(t *testing.T) {
 	if left() != 1 {
 		t.Fatalf("%d keys left, want the fresh one", left())
 	}
-	c, err := a.Store.ClaimHoldRequest(ctx, key("old-1"), time.Minute)
+	c, err := a.Store.Holds.ClaimRequest(ctx, key("old-1"), time.Minute)
 	if err != nil || !c.Mine || c.Done {
 		t.Fatalf("claim a pruned key: %+v %v; want a new claim", c, err)
 	}
-	c, err = a.Store.ClaimHoldRequest(ctx, key("new"), time.Minute)
+	c, err = a.Store.Holds.ClaimRequest(ctx, key("new"), time.Minute)
 	if err != nil || c.Mine || !c.Done {
 		t.Fatalf("claim the kept key: %+v %v; want its first request's holds", c, err)
 	}
@@ -85,7 +85,7 @@ func holdFor(t *testing.T, a *app.App, k store.HoldKey, seats ...uuid.UUID) []uu
 		ids = append(ids, store.NewID())
 		p.Seats = append(p.Seats, store.HoldRequest{SeatID: st, HoldID: ids[len(ids)-1], Fence: 1})
 	}
-	out, err := a.Store.CreateHolds(context.Background(), p)
+	out, err := a.Store.Holds.Create(context.Background(), p)
 	if err != nil || len(out.Created) != len(seats) {
 		t.Errorf("hold %v for %s: %+v %v", seats, k.Key, out, err)
 	}
@@ -117,7 +117,7 @@ func TestClaimHoldRequestsAtOnce(t *testing.T) {
 	for i := range 2 * keys {
 		wg.Go(func() {
 			k := key(i%keys, "h")
-			c, err := a.Store.ClaimHoldRequest(ctx, k, time.Minute)
+			c, err := a.Store.Holds.ClaimRequest(ctx, k, time.Minute)
 			if err != nil || c.Done {
 				t.Errorf("claim %d: %+v %v", i, c, err)
 			}
@@ -142,14 +142,14 @@ func TestClaimHoldRequestsAtOnce(t *testing.T) {
 	wg.Wait()
 	for i := range keys {
 		wg.Go(func() {
-			c, err := a.Store.ClaimHoldRequest(ctx, key(i, "h"), time.Minute)
+			c, err := a.Store.Holds.ClaimRequest(ctx, key(i, "h"), time.Minute)
 			if err != nil || c.Mine || !c.Done || !slices.Equal(c.HoldIDs, ids[i]) {
 				t.Errorf("claim %d again: %+v %v; want done with %v", i, c, err, ids[i])
 			}
 		})
 	}
 	wg.Go(func() {
-		if _, err := a.Store.ClaimHoldRequest(ctx, key(7, "other"), time.Minute); apperr.CodeOf(err) != apperr.IdempotencyMismatch {
+		if _, err := a.Store.Holds.ClaimRequest(ctx, key(7, "other"), time.Minute); apperr.CodeOf(err) != apperr.IdempotencyMismatch {
 			t.Errorf("key 7 with another request: %v; want idempotency_mismatch", err)
 		}
 	})
@@ -158,13 +158,13 @@ func TestClaimHoldRequestsAtOnce(t *testing.T) {
 	// A key claimed and without holds yet, asked 40 times at once, half with
 	// its request and half with another (so that one statement often has
 	// both): the first are told it is still running, the others refused.
-	if c, err := a.Store.ClaimHoldRequest(ctx, key(keys, "h"), time.Minute); err != nil || !c.Mine {
+	if c, err := a.Store.Holds.ClaimRequest(ctx, key(keys, "h"), time.Minute); err != nil || !c.Mine {
 		t.Fatalf("claim: %+v %v", c, err)
 	}
 	for i := range 40 {
 		hash := []string{"h", "other"}[i%2]
 		wg.Go(func() {
-			c, err := a.Store.ClaimHoldRequest(ctx, key(keys, hash), time.Minute)
+			c, err := a.Store.Holds.ClaimRequest(ctx, key(keys, hash), time.Minute)
 			switch {
 			case hash == "h" && (err != nil || c.Mine || c.Done):
 				t.Errorf("the same request again while the first runs: %+v %v; want still running", c, err)
@@ -193,7 +193,7 @@ func TestKeyedRequestDoneWithItsHolds(t *testing.T) {
 	}
 	claim := func(k store.HoldKey) store.HoldClaim {
 		t.Helper()
-		c, err := a.Store.ClaimHoldRequest(ctx, k, time.Minute)
+		c, err := a.Store.Holds.ClaimRequest(ctx, k, time.Minute)
 		if err != nil {
 			t.Fatalf("claim %s: %v", k.Key, err)
 		}
@@ -217,7 +217,7 @@ func TestKeyedRequestDoneWithItsHolds(t *testing.T) {
 	if c := claim(key("held")); c.Mine || !c.Done || !slices.Equal(c.HoldIDs, ids) {
 		t.Fatalf("a stale claim with holds, asked again: %+v; want done with %v", c, ids)
 	}
-	if err := a.Store.DropHoldRequest(ctx, held); err != nil {
+	if err := a.Store.Holds.DropRequest(ctx, held); err != nil {
 		t.Fatal(err)
 	}
 	if c := claim(key("held")); !c.Done || !slices.Equal(c.HoldIDs, ids) {
@@ -234,13 +234,13 @@ func TestKeyedRequestDoneWithItsHolds(t *testing.T) {
 		t.Fatalf("a stale claim without holds, asked again: %+v; want taken over", c)
 	}
 	// The first request's drop comes late: the claim is the second's now.
-	if err := a.Store.DropHoldRequest(ctx, lost); err != nil {
+	if err := a.Store.Holds.DropRequest(ctx, lost); err != nil {
 		t.Fatal(err)
 	}
 	if c := claim(key("lost")); c.Mine || c.Done {
 		t.Fatalf("after another request's drop: %+v; want still running", c)
 	}
-	if err := a.Store.DropHoldRequest(ctx, again); err != nil {
+	if err := a.Store.Holds.DropRequest(ctx, again); err != nil {
 		t.Fatal(err)
 	}
 	if c := claim(key("lost")); !c.Mine {

@@ -79,7 +79,7 @@ var errTogetherAgain = errors.New("hold batch changed during its transaction")
 // accepted request's holds. again marks requests it could not decide
 // (the rule binds one whose rows were not locked or read, because it
 // changed meanwhile or the caller's cache had it otherwise).
-func (s *Store) holdsTogether(ctx context.Context, db *pgxpool.Pool, reqs []*batchedHold) (outs []HoldOutcome, again []bool, err error) {
+func (s *Holds) holdsTogether(ctx context.Context, db *pgxpool.Pool, reqs []*batchedHold) (outs []HoldOutcome, again []bool, err error) {
 	var g []int32
 	var orgs, events, seats []uuid.UUID
 	var staff, accessible []bool
@@ -173,7 +173,7 @@ func (s *Store) holdsTogether(ctx context.Context, db *pgxpool.Pool, reqs []*bat
 // plan setting, the row locks, the seats' check and their rows) and
 // decides its requests in order into outs and again; it returns the hold
 // rows to write and the request of each.
-func (s *Store) decideTogether(ctx context.Context, db pg.DBTX, br pgx.BatchResults, reqs []*batchedHold, outs []HoldOutcome, again []bool) (write []holdRow, of []int, err error) {
+func (s *Holds) decideTogether(ctx context.Context, db pg.DBTX, br pgx.BatchResults, reqs []*batchedHold, outs []HoldOutcome, again []bool) (write []holdRow, of []int, err error) {
 	defer func() {
 		if cerr := br.Close(); err == nil && cerr != nil {
 			write, of, err = nil, nil, cerr

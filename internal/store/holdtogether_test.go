@@ -34,7 +34,7 @@ func TestHoldsTogetherDecideInOrder(t *testing.T) {
 	if _, err := a.Pool.Exec(ctx, `UPDATE events SET orphan_rule = 'strict' WHERE id = $1`, ev.ID); err != nil {
 		t.Fatal(err)
 	}
-	all, err := st.EventSeats(ctx, tn.Org.ID, ev.ID)
+	all, err := st.Events.Seats(ctx, tn.Org.ID, ev.ID)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -64,7 +64,7 @@ func TestHoldsTogetherDecideInOrder(t *testing.T) {
 	u := tn.Buyers
 	// B2 is held (by staff, who may leave a seat alone) before: B1 is
 	// alone from the start.
-	if out, err := st.CreateHolds(ctx, params(u[5].ID, true, seat(B, 2))); err != nil || len(out.Created) != 1 {
+	if out, err := st.Holds.Create(ctx, params(u[5].ID, true, seat(B, 2))); err != nil || len(out.Created) != 1 {
 		t.Fatalf("setup: %+v %v", out, err)
 	}
 
@@ -82,14 +82,14 @@ func TestHoldsTogetherDecideInOrder(t *testing.T) {
 		{name: "staff B8-B9 leaves B10 alone", p: params(staff.ID, true, seat(B, 8), seat(B, 9))},
 		{name: "B6-B7 after staff's", p: params(u[4].ID, false, seat(B, 6), seat(B, 7))},
 	}
-	queued, unblock := st.BlockHoldBatches()
+	queued, unblock := st.Holds.BlockBatches()
 	var wg sync.WaitGroup
 	for i, c := range calls {
 		// In order: the batch keeps the order requests queued in.
-		wg.Go(func() { c.out, c.err = st.CreateHolds(ctx, c.p) })
+		wg.Go(func() { c.out, c.err = st.Holds.Create(ctx, c.p) })
 		testenv.Eventually(t, 10*time.Second, "hold queued", func() bool { return queued() == i+1 })
 	}
-	stmts, _ := st.HoldBatchStats()
+	stmts, _ := st.Holds.BatchStats()
 	unblock()
 	wg.Wait()
 	for _, c := range calls {
@@ -117,7 +117,7 @@ func TestHoldsTogetherDecideInOrder(t *testing.T) {
 		}
 	}
 	// One batch: the request decided after it shares its transaction slot.
-	if after, _ := st.HoldBatchStats(); after-stmts != 1 {
+	if after, _ := st.Holds.BatchStats(); after-stmts != 1 {
 		t.Errorf("%d batches, want the six requests in one", after-stmts)
 	}
 	var held []string
@@ -171,11 +171,11 @@ func TestFreshHoldRefusesOwnSeat(t *testing.T) {
 		}
 		return p
 	}
-	if out, err := a.Store.CreateHolds(ctx, params(true, seats[0])); err != nil || len(out.Created) != 1 {
+	if out, err := a.Store.Holds.Create(ctx, params(true, seats[0])); err != nil || len(out.Created) != 1 {
 		t.Fatalf("setup: %+v %v", out, err)
 	}
 	for _, locked := range []bool{true, false} {
-		out, err := a.Store.CreateHolds(ctx, params(locked, seats[0], seats[1]))
+		out, err := a.Store.Holds.Create(ctx, params(locked, seats[0], seats[1]))
 		if err != nil || len(out.Created)+len(out.Existing) != 0 || !slices.Equal(out.Taken, []uuid.UUID{seats[0]}) {
 			t.Fatalf("locked %v: %+v %v; want seat 0 taken, nothing held", locked, out, err)
 		}
@@ -190,7 +190,7 @@ func TestFreshHoldRefusesOwnSeat(t *testing.T) {
 }
 
 // TestSharedHoldsOnOwnConnections: the shared hold statement and the
-// shared transaction each run on the connections BatchHolds is given for
+// shared transaction each run on the connections Holds.Batch is given for
 // them, not on the store's pool, and hold as they do there.
 func TestSharedHoldsOnOwnConnections(t *testing.T) {
 	t.Parallel()
@@ -209,7 +209,7 @@ func TestSharedHoldsOnOwnConnections(t *testing.T) {
 	}
 	statements, transactions := open(), open()
 	st := store.New(a.Pool)
-	st.BatchHolds(1, 64, statements, transactions)
+	st.Holds.Batch(1, 64, statements, transactions)
 	s0, t0 := statements.Stat().AcquireCount(), transactions.Stat().AcquireCount()
 	now := time.Now().UTC().Truncate(time.Millisecond)
 	for _, ids := range [][]uuid.UUID{{seats[0]}, {seats[2], seats[3]}} { // one statement, one transaction
@@ -218,7 +218,7 @@ func TestSharedHoldsOnOwnConnections(t *testing.T) {
 		for _, id := range ids {
 			p.Seats = append(p.Seats, store.HoldRequest{SeatID: id, HoldID: uuid.New(), Fence: 1})
 		}
-		if out, err := st.CreateHolds(ctx, p); err != nil || len(out.Created) != len(ids) {
+		if out, err := st.Holds.Create(ctx, p); err != nil || len(out.Created) != len(ids) {
 			t.Fatalf("hold %d seats: %+v %v", len(ids), out, err)
 		}
 	}
@@ -254,28 +254,28 @@ func TestHoldsTogetherAllOrNone(t *testing.T) {
 	}
 	reqs := []store.HoldParams{params(open.ID, tn.Buyers[0].ID), params(closing.ID, tn.Buyers[1].ID)}
 	var closed sync.Once
-	st.BetweenReadAndWrite(func() {
+	st.Holds.BetweenReadAndWrite(func() {
 		closed.Do(func() {
 			if _, err := a.Pool.Exec(ctx, `UPDATE events SET status = 'closed' WHERE id = $1`, closing.ID); err != nil {
 				t.Error(err)
 			}
 		})
 	})
-	queued, unblock := st.BlockHoldBatches()
+	queued, unblock := st.Holds.BlockBatches()
 	outs, errs := make([]store.HoldOutcome, len(reqs)), make([]error, len(reqs))
 	var wg sync.WaitGroup
 	for i, p := range reqs {
-		wg.Go(func() { outs[i], errs[i] = st.CreateHolds(ctx, p) })
+		wg.Go(func() { outs[i], errs[i] = st.Holds.Create(ctx, p) })
 	}
 	for deadline := time.Now().Add(10 * time.Second); queued() < len(reqs); time.Sleep(5 * time.Millisecond) {
 		if time.Now().After(deadline) {
 			t.Fatalf("%d of %d requests queued", queued(), len(reqs))
 		}
 	}
-	statements, rows := st.HoldBatchStats()
+	statements, rows := st.Holds.BatchStats()
 	unblock()
 	wg.Wait()
-	if s, r := st.HoldBatchStats(); s-statements != 1 || r-rows != 2 {
+	if s, r := st.Holds.BatchStats(); s-statements != 1 || r-rows != 2 {
 		t.Fatalf("%d transactions carrying %d requests, want both in one", s-statements, r-rows)
 	}
 	if errs[0] != nil || len(outs[0].Created) != 2 {

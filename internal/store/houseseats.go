@@ -29,9 +29,9 @@ func (a HouseAllocation) Released() bool { return !a.ReleasedAt.IsZero() }
 
 // CreateHouseSeats makes an allocation of blocked seats of an event. Every
 // seat must be blocked and in no other allocation still held back.
-func (s *Store) CreateHouseSeats(ctx context.Context, org, event, actor uuid.UUID, name string, seatIDs []uuid.UUID) (HouseAllocation, error) {
+func (s *Bookings) CreateHouseSeats(ctx context.Context, org, event, actor uuid.UUID, name string, seatIDs []uuid.UUID) (HouseAllocation, error) {
 	var id uuid.UUID
-	err := s.InTx(ctx, func(tx pgx.Tx) error {
+	err := inTx(ctx, s.db, func(tx pgx.Tx) error {
 		rows, err := tx.Query(ctx, `
 			SELECT id, status FROM seats WHERE org_id = $1 AND event_id = $2 AND id = ANY($3::uuid[])
 			ORDER BY id FOR UPDATE`, org, event, seatIDs)
@@ -104,7 +104,7 @@ func scanHouse(r pgx.CollectableRow) (HouseAllocation, error) {
 }
 
 // HouseAllocation returns one allocation of org.
-func (s *Store) HouseAllocation(ctx context.Context, org, id uuid.UUID) (HouseAllocation, error) {
+func (s *Bookings) HouseAllocation(ctx context.Context, org, id uuid.UUID) (HouseAllocation, error) {
 	rows, err := s.db.Query(ctx, houseColumns+` WHERE a.org_id = $1 AND a.id = $2 GROUP BY a.org_id, a.id`, org, id)
 	if err != nil {
 		return HouseAllocation{}, err
@@ -114,7 +114,7 @@ func (s *Store) HouseAllocation(ctx context.Context, org, id uuid.UUID) (HouseAl
 }
 
 // HouseSeats lists an event's allocations, those held back first.
-func (s *Store) HouseSeats(ctx context.Context, org, event uuid.UUID) ([]HouseAllocation, error) {
+func (s *Bookings) HouseSeats(ctx context.Context, org, event uuid.UUID) ([]HouseAllocation, error) {
 	rows, err := s.db.Query(ctx, houseColumns+` WHERE a.org_id = $1 AND a.event_id = $2 GROUP BY a.org_id, a.id
 		ORDER BY a.released_at IS NOT NULL, a.created_at DESC`, org, event)
 	if err != nil {
@@ -127,9 +127,9 @@ func (s *Store) HouseSeats(ctx context.Context, org, event uuid.UUID) ([]HouseAl
 // blocked becomes available, in one transaction, each with the
 // seat.unblocked audit row the change feed carries. It returns the
 // allocation and the seats it freed with their new versions.
-func (s *Store) ReleaseHouseSeats(ctx context.Context, org, id, actor uuid.UUID) (HouseAllocation, []SoldSeat, error) {
+func (s *Bookings) ReleaseHouseSeats(ctx context.Context, org, id, actor uuid.UUID) (HouseAllocation, []SoldSeat, error) {
 	var freed []SoldSeat
-	err := s.InTx(ctx, func(tx pgx.Tx) error {
+	err := inTx(ctx, s.db, func(tx pgx.Tx) error {
 		var name string
 		var released *time.Time
 		err := tx.QueryRow(ctx, `SELECT name, released_at FROM house_allocations WHERE org_id = $1 AND id = $2 FOR UPDATE`,

@@ -45,7 +45,7 @@ func OccupancyStatement() string { return occupancySQL }
 
 // Occupancy aggregates an event's seats by section and status, and by
 // price category ("" for seats without one) and status, in SQL.
-func (s *Store) Occupancy(ctx context.Context, org, event uuid.UUID) (bySection map[uuid.UUID]Counts, byCategory map[string]Counts, err error) {
+func (s *Events) Occupancy(ctx context.Context, org, event uuid.UUID) (bySection map[uuid.UUID]Counts, byCategory map[string]Counts, err error) {
 	rows, err := s.db.Query(ctx, occupancySQL, org, event)
 	if err != nil {
 		return nil, nil, err
@@ -71,7 +71,7 @@ func (s *Store) Occupancy(ctx context.Context, org, event uuid.UUID) (bySection 
 }
 
 // ActiveHoldCount counts an event's active holds.
-func (s *Store) ActiveHoldCount(ctx context.Context, org, event uuid.UUID) (int, error) {
+func (s *Events) ActiveHoldCount(ctx context.Context, org, event uuid.UUID) (int, error) {
 	var n int
 	err := s.db.QueryRow(ctx, `SELECT count(*) FROM seat_holds WHERE org_id = $1 AND event_id = $2 AND status = 'active'`,
 		org, event).Scan(&n)
@@ -85,7 +85,7 @@ type Snapshot struct {
 }
 
 // SaveSnapshot records an event's occupancy now.
-func (s *Store) SaveSnapshot(ctx context.Context, org, event uuid.UUID, c Counts) error {
+func (s *Events) SaveSnapshot(ctx context.Context, org, event uuid.UUID, c Counts) error {
 	_, err := s.db.Exec(ctx, `
 		INSERT INTO occupancy_snapshots (org_id, event_id, available, held, sold, blocked)
 		VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT DO NOTHING`, org, event, c.Available, c.Held, c.Sold, c.Blocked)
@@ -93,7 +93,7 @@ func (s *Store) SaveSnapshot(ctx context.Context, org, event uuid.UUID, c Counts
 }
 
 // Snapshots returns an event's occupancy points since a time, oldest first.
-func (s *Store) Snapshots(ctx context.Context, org, event uuid.UUID, since time.Time) ([]Snapshot, error) {
+func (s *Events) Snapshots(ctx context.Context, org, event uuid.UUID, since time.Time) ([]Snapshot, error) {
 	rows, err := s.db.Query(ctx, `
 		SELECT at, available, held, sold, blocked FROM occupancy_snapshots
 		WHERE org_id = $1 AND event_id = $2 AND at >= $3 ORDER BY at`, org, event, since)
@@ -117,7 +117,7 @@ type Paid map[string]int64
 // prices today. Tickets of seats without a category are left out. The
 // counters are kept with every sale and cancellation (migration 026), so
 // this reads a few rows whatever the number of tickets.
-func (s *Store) PaidRevenue(ctx context.Context, org, event uuid.UUID) (map[string]Paid, error) {
+func (s *Events) PaidRevenue(ctx context.Context, org, event uuid.UUID) (map[string]Paid, error) {
 	rows, err := s.db.Query(ctx, `
 		SELECT category, currency, sum(paid_minor)::bigint FROM event_revenue
 		WHERE org_id = $1 AND event_id = $2

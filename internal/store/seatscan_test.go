@@ -14,7 +14,7 @@ import (
 )
 
 // TestLoadEventDecodesLikeScan: LoadEvent's binary decoder reads every
-// seat exactly as the generic scan does (EventSeats), held seats with
+// seat exactly as the generic scan does (Events.Seats), held seats with
 // their hold, holder and held_until included, and a blocked seat's
 // status; sections come in order; another org's id finds nothing.
 func TestLoadEventDecodesLikeScan(t *testing.T) {
@@ -27,7 +27,7 @@ func TestLoadEventDecodesLikeScan(t *testing.T) {
 	seats := testenv.SeatIDs(t, a, tn.Org.ID, ev.ID)
 	now := time.Now().UTC().Truncate(time.Microsecond)
 	holdID := uuid.New()
-	out, err := a.Store.CreateHolds(ctx, store.HoldParams{Org: tn.Org.ID, Event: ev.ID, User: tn.Buyers[0].ID, Now: now,
+	out, err := a.Store.Holds.Create(ctx, store.HoldParams{Org: tn.Org.ID, Event: ev.ID, User: tn.Buyers[0].ID, Now: now,
 		HeldUntil: now.Add(7 * time.Minute), Source: "api", Locked: true,
 		Seats: []store.HoldRequest{{SeatID: seats[17], HoldID: holdID, Fence: 42}}})
 	if err != nil || len(out.Created) != 1 {
@@ -57,11 +57,11 @@ func TestLoadEventDecodesLikeScan(t *testing.T) {
 		t.Fatalf("seat rows are not read by the binary decoder: %+v", rows.FieldDescriptions())
 	}
 
-	secs, got, at, err := a.Store.LoadEvent(ctx, tn.Org.ID, ev.ID)
+	secs, got, at, err := a.Store.Feed.LoadEvent(ctx, tn.Org.ID, ev.ID)
 	if err != nil {
 		t.Fatal(err)
 	}
-	want, err := a.Store.EventSeats(ctx, tn.Org.ID, ev.ID)
+	want, err := a.Store.Events.Seats(ctx, tn.Org.ID, ev.ID)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -86,11 +86,11 @@ func TestLoadEventDecodesLikeScan(t *testing.T) {
 	if len(secs) != 3 || secs[0].Label != "A" || secs[2].Label != "C" || at == "" {
 		t.Fatalf("sections %+v, cursor %q", secs, at)
 	}
-	_, none, _, err := a.Store.LoadEvent(ctx, other.Org.ID, ev.ID)
+	_, none, _, err := a.Store.Feed.LoadEvent(ctx, other.Org.ID, ev.ID)
 	if err != nil || len(none) != 0 {
 		t.Fatalf("another org's load: %d seats, %v", len(none), err)
 	}
-	if _, err := a.Store.EventSettings(ctx, other.Org.ID, ev.ID); apperr.CodeOf(err) != apperr.NotFound {
+	if _, err := a.Store.Events.Settings(ctx, other.Org.ID, ev.ID); apperr.CodeOf(err) != apperr.NotFound {
 		t.Fatalf("another org's event exists: %v", err)
 	}
 	t.Logf("360 seats (one held, one blocked) decoded from the wire as the generic scan reads them")

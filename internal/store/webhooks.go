@@ -27,8 +27,8 @@ type WebhookEndpoint struct {
 	CreatedAt time.Time
 }
 
-// CreateWebhookEndpoint stores an endpoint.
-func (s *Store) CreateWebhookEndpoint(ctx context.Context, org uuid.UUID, url string, events []string, secret string) (WebhookEndpoint, error) {
+// CreateEndpoint stores an endpoint.
+func (s *Webhooks) CreateEndpoint(ctx context.Context, org uuid.UUID, url string, events []string, secret string) (WebhookEndpoint, error) {
 	e := WebhookEndpoint{OrgID: org, URL: url, Events: events, Secret: secret}
 	err := s.db.QueryRow(ctx, `
 		INSERT INTO webhook_endpoints (org_id, url, events, secret) VALUES ($1, $2, $3, $4) RETURNING id, created_at`,
@@ -36,8 +36,8 @@ func (s *Store) CreateWebhookEndpoint(ctx context.Context, org uuid.UUID, url st
 	return e, err
 }
 
-// WebhookEndpoints lists an organization's endpoints, newest first.
-func (s *Store) WebhookEndpoints(ctx context.Context, org uuid.UUID) ([]WebhookEndpoint, error) {
+// Endpoints lists an organization's endpoints, newest first.
+func (s *Webhooks) Endpoints(ctx context.Context, org uuid.UUID) ([]WebhookEndpoint, error) {
 	rows, err := s.db.Query(ctx, `
 		SELECT id, org_id, url, events, secret, created_at FROM webhook_endpoints
 		WHERE org_id = $1 AND deleted_at IS NULL ORDER BY created_at DESC, id`, org)
@@ -47,8 +47,8 @@ func (s *Store) WebhookEndpoints(ctx context.Context, org uuid.UUID) ([]WebhookE
 	return pgx.CollectRows(rows, pgx.RowToStructByPos[WebhookEndpoint])
 }
 
-// WebhookEndpoint returns one endpoint of org.
-func (s *Store) WebhookEndpoint(ctx context.Context, org, id uuid.UUID) (WebhookEndpoint, error) {
+// Endpoint returns one endpoint of org.
+func (s *Webhooks) Endpoint(ctx context.Context, org, id uuid.UUID) (WebhookEndpoint, error) {
 	rows, err := s.db.Query(ctx, `
 		SELECT id, org_id, url, events, secret, created_at FROM webhook_endpoints
 		WHERE org_id = $1 AND id = $2 AND deleted_at IS NULL`, org, id)
@@ -59,11 +59,11 @@ func (s *Store) WebhookEndpoint(ctx context.Context, org, id uuid.UUID) (Webhook
 	return e, notFoundIfNoRows(err, "webhook")
 }
 
-// DeleteWebhookEndpoint deletes an endpoint of org: no new deliveries are
+// DeleteEndpoint deletes an endpoint of org: no new deliveries are
 // written for it, and its pending ones are given up. The rows stay for the
 // record.
-func (s *Store) DeleteWebhookEndpoint(ctx context.Context, org, id uuid.UUID) error {
-	return s.InTx(ctx, func(tx pgx.Tx) error {
+func (s *Webhooks) DeleteEndpoint(ctx context.Context, org, id uuid.UUID) error {
+	return inTx(ctx, s.db, func(tx pgx.Tx) error {
 		tag, err := tx.Exec(ctx, `UPDATE webhook_endpoints SET deleted_at = now()
 			WHERE org_id = $1 AND id = $2 AND deleted_at IS NULL`, org, id)
 		if err != nil {
@@ -98,7 +98,7 @@ type Delivery struct {
 
 // Deliveries lists an endpoint's deliveries, newest first, before the
 // keyset cursor (0: from the newest).
-func (s *Store) Deliveries(ctx context.Context, org, endpoint uuid.UUID, before int64, limit int) ([]Delivery, error) {
+func (s *Webhooks) Deliveries(ctx context.Context, org, endpoint uuid.UUID, before int64, limit int) ([]Delivery, error) {
 	if before <= 0 {
 		before = 1<<63 - 1
 	}
@@ -115,7 +115,7 @@ func (s *Store) Deliveries(ctx context.Context, org, endpoint uuid.UUID, before 
 
 // Redeliver sends a delivery of org again: pending and due now, whatever
 // its state. ErrNotFound for another organization's delivery.
-func (s *Store) Redeliver(ctx context.Context, org, endpoint uuid.UUID, id uuid.UUID) error {
+func (s *Webhooks) Redeliver(ctx context.Context, org, endpoint uuid.UUID, id uuid.UUID) error {
 	tag, err := s.db.Exec(ctx, `
 		UPDATE webhook_deliveries d SET state = 'pending', next_at = now(), locked_until = NULL, delivered_at = NULL
 		FROM webhook_endpoints e
@@ -141,7 +141,7 @@ type Claimed struct {
 // none is claimed by another worker (SKIP LOCKED, then the lease). A
 // worker that dies leaves its claims to be taken again when the lease
 // ends: deliveries are at least once.
-func (s *Store) ClaimDeliveries(ctx context.Context, limit int, lease time.Duration) ([]Claimed, error) {
+func (s *Webhooks) ClaimDeliveries(ctx context.Context, limit int, lease time.Duration) ([]Claimed, error) {
 	rows, err := s.db.Query(ctx, `
 		WITH c AS (
 		    SELECT d.org_id, d.id FROM webhook_deliveries d
@@ -189,7 +189,7 @@ type Attempt struct {
 // statement. A delivery tried again later also moves its seat's later
 // deliveries to that time, so workers do not look at rows that must wait
 // for it anyway (the claim's ordering check holds regardless).
-func (s *Store) FinishDeliveries(ctx context.Context, as []Attempt) error {
+func (s *Webhooks) FinishDeliveries(ctx context.Context, as []Attempt) error {
 	if len(as) == 0 {
 		return nil
 	}
@@ -231,7 +231,7 @@ func (s *Store) FinishDeliveries(ctx context.Context, as []Attempt) error {
 }
 
 // DeliveryAttempts lists the attempts of a delivery of org, oldest first.
-func (s *Store) DeliveryAttempts(ctx context.Context, org uuid.UUID, delivery int64) ([]Attempt, error) {
+func (s *Webhooks) DeliveryAttempts(ctx context.Context, org uuid.UUID, delivery int64) ([]Attempt, error) {
 	rows, err := s.db.Query(ctx, `
 		SELECT a.delivery_id, a.at, coalesce(a.status, 0), coalesce(a.error, ''), a.duration_ms
 		FROM webhook_attempts a
@@ -249,7 +249,7 @@ func (s *Store) DeliveryAttempts(ctx context.Context, org uuid.UUID, delivery in
 }
 
 // OutboxDepth counts deliveries still to send.
-func (s *Store) OutboxDepth(ctx context.Context) (int64, error) {
+func (s *Webhooks) OutboxDepth(ctx context.Context) (int64, error) {
 	var n int64
 	err := s.db.QueryRow(ctx, `SELECT count(*) FROM webhook_deliveries WHERE state = 'pending'`).Scan(&n)
 	return n, err
@@ -258,7 +258,7 @@ func (s *Store) OutboxDepth(ctx context.Context) (int64, error) {
 // PruneDeliveries deletes up to limit deliveries (and their attempts) that
 // were delivered or given up before before; pending ones are never
 // deleted.
-func (s *Store) PruneDeliveries(ctx context.Context, before time.Time, limit int) (int64, error) {
+func (s *Webhooks) PruneDeliveries(ctx context.Context, before time.Time, limit int) (int64, error) {
 	tag, err := s.db.Exec(ctx, `
 		DELETE FROM webhook_deliveries WHERE (org_id, id) IN (
 		    SELECT org_id, id FROM webhook_deliveries WHERE state <> 'pending' AND created_at < $1 ORDER BY id LIMIT $2)`, before, limit)

@@ -207,7 +207,7 @@ func NewTenant(t testing.TB, a *app.App, buyers int) Tenant {
 	t.Helper()
 	ctx := context.Background()
 	slug := fmt.Sprintf("t%d-%s", counter.Add(1), strings.ReplaceAll(uuid.NewString()[:8], "-", ""))
-	org, err := a.Store.CreateOrg(ctx, slug, "Test "+slug)
+	org, err := a.Store.Accounts.CreateOrg(ctx, slug, "Test "+slug)
 	if err != nil {
 		t.Fatalf("create org: %v", err)
 	}
@@ -264,7 +264,7 @@ func NewEvent(t testing.TB, a *app.App, org uuid.UUID, sections, rows, perRow in
 		label := string(rune('A' + i))
 		secs = append(secs, store.GridSection(label, "Section "+label, rows, perRow, i*(perRow+2), 0))
 	}
-	ev, err := a.Store.CreateEvent(context.Background(), org, "Test event", "Test hall", time.Now().Add(24*time.Hour), secs)
+	ev, err := a.Store.Events.Create(context.Background(), org, "Test event", "Test hall", time.Now().Add(24*time.Hour), secs)
 	if err != nil {
 		t.Fatalf("create event: %v", err)
 	}
@@ -274,7 +274,7 @@ func NewEvent(t testing.TB, a *app.App, org uuid.UUID, sections, rows, perRow in
 // SeatIDs returns an event's seat ids in idx order.
 func SeatIDs(t testing.TB, a *app.App, org, event uuid.UUID) []uuid.UUID {
 	t.Helper()
-	seats, err := a.Store.EventSeats(context.Background(), org, event)
+	seats, err := a.Store.Events.Seats(context.Background(), org, event)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -386,7 +386,7 @@ func NewChart(t testing.TB, a *app.App, org uuid.UUID, rows, perRow int) store.C
 		sec.Rows = append(sec.Rows, row)
 	}
 	c.Sections = []chart.Section{sec, {Label: "G", Name: "Standing", Kind: chart.GA, Capacity: 100, Category: "back"}}
-	v, err := a.Store.SaveChart(context.Background(), org, uuid.Nil, c)
+	v, err := a.Store.Charts.Save(context.Background(), org, uuid.Nil, c)
 	if err != nil {
 		t.Fatalf("save chart: %v", err)
 	}

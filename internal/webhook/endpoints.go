@@ -25,13 +25,13 @@ var Types = []string{
 
 // Endpoints registers webhook endpoints.
 type Endpoints struct {
-	st           *store.Store
+	st           *store.Webhooks
 	resolver     Resolver
 	allowPrivate bool
 }
 
 // NewEndpoints returns the registration of endpoints on st.
-func NewEndpoints(st *store.Store, allowPrivate bool) *Endpoints {
+func NewEndpoints(st *store.Webhooks, allowPrivate bool) *Endpoints {
 	return &Endpoints{st: st, resolver: net.DefaultResolver, allowPrivate: allowPrivate}
 }
 
@@ -60,5 +60,5 @@ func (e *Endpoints) Create(ctx context.Context, org uuid.UUID, url string, types
 	if _, err := rand.Read(b[:]); err != nil {
 		return store.WebhookEndpoint{}, err
 	}
-	return e.st.CreateWebhookEndpoint(ctx, org, u, want, "whsec_"+base64.RawURLEncoding.EncodeToString(b[:]))
+	return e.st.CreateEndpoint(ctx, org, u, want, "whsec_"+base64.RawURLEncoding.EncodeToString(b[:]))
 }

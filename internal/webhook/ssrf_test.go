@@ -101,7 +101,7 @@ func TestDialRefusesPrivate(t *testing.T) {
 	ctx := context.Background()
 	// As registration would store it had the name resolved to a public
 	// address then.
-	ep, err := a.Store.CreateWebhookEndpoint(ctx, tn.Org.ID, r.srv.URL+"/hook", webhook.Types, "whsec_test")
+	ep, err := a.Store.Webhooks.CreateEndpoint(ctx, tn.Org.ID, r.srv.URL+"/hook", webhook.Types, "whsec_test")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -113,7 +113,7 @@ func TestDialRefusesPrivate(t *testing.T) {
 		if _, err := a.Webhooks.Once(ctx); err != nil {
 			t.Fatal(err)
 		}
-		ds, err = a.Store.Deliveries(ctx, tn.Org.ID, ep.ID, 0, 10)
+		ds, err = a.Store.Webhooks.Deliveries(ctx, tn.Org.ID, ep.ID, 0, 10)
 		return err == nil && len(ds) == 1 && ds[0].Attempts > 0 && ds[0].LastError != nil
 	})
 	if ds[0].State != store.DeliveryPending || ds[0].LastError == nil || !strings.Contains(*ds[0].LastError, "private") {
@@ -126,7 +126,7 @@ func TestDialRefusesPrivate(t *testing.T) {
 		t.Fatalf("the loopback receiver got %d requests", hits)
 	}
 	// Given up, so no other test's worker sends it later.
-	if err := a.Store.DeleteWebhookEndpoint(ctx, tn.Org.ID, ep.ID); err != nil {
+	if err := a.Store.Webhooks.DeleteEndpoint(ctx, tn.Org.ID, ep.ID); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -44,7 +44,7 @@ type Options struct {
 // sequences are a paid add-on). What the worker needs of a queue — SKIP
 // LOCKED claims, a lease, backoff — is the one query in the store.
 type Worker struct {
-	st  *store.Store
+	st  *store.Webhooks
 	hc  *http.Client
 	o   Options
 	log *slog.Logger
@@ -55,7 +55,7 @@ type Worker struct {
 }
 
 // NewWorker returns a worker on st.
-func NewWorker(st *store.Store, o Options, log *slog.Logger, m *telemetry.Webhooks) *Worker {
+func NewWorker(st *store.Webhooks, o Options, log *slog.Logger, m *telemetry.Webhooks) *Worker {
 	tr := &http.Transport{
 		// No proxy: a proxy would dial for us, past the address check.
 		Proxy:                 nil,

@@ -122,7 +122,7 @@ func (r *receiver) received() []webhook.Body {
 // register makes an endpoint of org for every type, pointing at r.
 func (r *receiver) register(t testing.TB, a *app.App, org uuid.UUID) store.WebhookEndpoint {
 	t.Helper()
-	e, err := webhook.NewEndpoints(a.Store, true).Create(context.Background(), org, r.srv.URL+"/hook", webhook.Types)
+	e, err := webhook.NewEndpoints(a.Store.Webhooks, true).Create(context.Background(), org, r.srv.URL+"/hook", webhook.Types)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -208,7 +208,7 @@ func TestDeliverySigned(t *testing.T) {
 		t.Fatalf("signature failures: %v", r.bad)
 	}
 	testenv.Eventually(t, 2*time.Second, "all six recorded delivered", func() bool {
-		ds, err := a.Store.Deliveries(ctx, tn.Org.ID, ep.ID, 0, 10)
+		ds, err := a.Store.Webhooks.Deliveries(ctx, tn.Org.ID, ep.ID, 0, 10)
 		if err != nil || len(ds) != 6 {
 			return false
 		}
@@ -386,7 +386,7 @@ func TestRetryBackoff(t *testing.T) {
 	}
 	var as []store.Attempt
 	testenv.Eventually(t, 2*time.Second, "the last attempt recorded", func() bool {
-		as, _ = a.Store.DeliveryAttempts(ctx, tn.Org.ID, id)
+		as, _ = a.Store.Webhooks.DeliveryAttempts(ctx, tn.Org.ID, id)
 		return len(as) >= 5 && as[len(as)-1].Status == 204
 	})
 	for i := 1; i < 4; i++ {
@@ -418,7 +418,7 @@ func TestOutboxInChangeTransaction(t *testing.T) {
 	ctx := context.Background()
 	// No worker runs here; give the deliveries up at the end so that
 	// other tests' workers do not keep trying a closed receiver.
-	t.Cleanup(func() { _ = a.Store.DeleteWebhookEndpoint(ctx, tn.Org.ID, ep.ID) })
+	t.Cleanup(func() { _ = a.Store.Webhooks.DeleteEndpoint(ctx, tn.Org.ID, ep.ID) })
 	outbox := func() int {
 		var n int
 		if err := a.Pool.QueryRow(ctx, `SELECT count(*) FROM webhook_deliveries WHERE org_id = $1`, tn.Org.ID).Scan(&n); err != nil {
@@ -518,7 +518,7 @@ func TestWaitlistOfferDelivered(t *testing.T) {
 	if err := json.Unmarshal(offered.Data, &d); err != nil {
 		t.Fatalf("waitlist.offered data %s: %v", offered.Data, err)
 	}
-	e, err := a.Store.WaitlistEntry(ctx, tn.Org.ID, entry.ID)
+	e, err := a.Store.Waitlist.Entry(ctx, tn.Org.ID, entry.ID)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -532,7 +532,7 @@ func TestWaitlistOfferDelivered(t *testing.T) {
 		t.Fatalf("signature failures: %v", r.bad)
 	}
 	testenv.Eventually(t, 2*time.Second, "the offer recorded delivered", func() bool {
-		ds, err := a.Store.Deliveries(ctx, tn.Org.ID, ep.ID, 0, 10)
+		ds, err := a.Store.Webhooks.Deliveries(ctx, tn.Org.ID, ep.ID, 0, 10)
 		if err != nil {
 			return false
 		}
@@ -565,7 +565,7 @@ func TestWaitlistLineDelivered(t *testing.T) {
 	r := newReceiver(t)
 	r.register(t, a, tn.Org.ID)
 	holdsOnly := newReceiver(t)
-	e, err := webhook.NewEndpoints(a.Store, true).Create(ctx, tn.Org.ID, holdsOnly.srv.URL+"/hook", []string{"hold.created"})
+	e, err := webhook.NewEndpoints(a.Store.Webhooks, true).Create(ctx, tn.Org.ID, holdsOnly.srv.URL+"/hook", []string{"hold.created"})
 	if err != nil {
 		t.Fatal(err)
 	}
