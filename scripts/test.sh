@@ -46,6 +46,10 @@ svc_env=$(scripts/services.sh up test)
 	export SEATD_PROMETHEUS
 
 	log "lint"
+	# On a machine's first run the lint tools build while npm installs the
+	# CSS build's packages (one mostly waits on the CPU, the other on the
+	# network); lint then finds both ready.
+	"$MAKE" --no-print-directory -j2 tools node_modules/.package-lock.json
 	"$MAKE" --no-print-directory lint
 
 	log "alert rules (promtool)"

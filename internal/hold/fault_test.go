@@ -87,13 +87,13 @@ func TestRedisKilledDuringHolds(t *testing.T) {
 		})
 	}
 	// Each phase lasts until the load was served in it: with Redis dead,
-	// until both processes noticed (breaker open) and went on holding.
+	// until both processes left the Redis fast path and went on holding.
 	halt := sync.OnceFunc(func() { close(stop); wg.Wait() })
 	defer halt()
 	testenv.Eventually(t, 10*time.Second, "50 holds granted with Redis up", func() bool { return ok[0].Load() >= 50 })
 	r.Stop()
 	phase.Store(1)
-	testenv.Eventually(t, 10*time.Second, "both breakers open with Redis dead", func() bool {
+	testenv.Eventually(t, 10*time.Second, "both processes off the Redis fast path", func() bool {
 		return !a1.Core.FastPath() && !a2.Core.FastPath()
 	})
 	served := ok[1].Load()

@@ -249,13 +249,13 @@ func TestGARedisKilledDuringSale(t *testing.T) {
 		})
 	}
 	// Each phase lasts until the load was served in it: with Redis dead,
-	// until both processes noticed (breaker open) and went on granting.
+	// until both processes left the Redis fast path and went on granting.
 	halt := sync.OnceFunc(func() { close(stop); wg.Wait() })
 	defer halt()
 	testenv.Eventually(t, 10*time.Second, "30 places granted with Redis up", func() bool { return granted[0].Load() >= 30 })
 	r.Stop()
 	phase.Store(1)
-	testenv.Eventually(t, 10*time.Second, "both breakers open with Redis dead", func() bool {
+	testenv.Eventually(t, 10*time.Second, "both processes off the Redis fast path", func() bool {
 		return !a1.Core.FastPath() && !a2.Core.FastPath()
 	})
 	served := granted[1].Load()

@@ -266,8 +266,9 @@ func TestStaffBatchKeepsEveryChange(t *testing.T) {
 	seat := uuid.New()
 	// The first push starts a render, which blocks; the next 120 changes
 	// pile up behind it.
+	renders := staff.started.Load()
 	e.src.push(ev, e.delta(ev, uuid.New(), "blocked", "blocked", 2, uuid.Nil, u))
-	testenv.Eventually(t, 5*time.Second, "the first render started", func() bool { return staff.started.Load() > 0 })
+	testenv.Eventually(t, 5*time.Second, "the render of the first change started", func() bool { return staff.started.Load() > renders })
 	for v := int64(2); v < 122; v++ {
 		st, kind := store.Held, "held"
 		if v%2 == 1 {
