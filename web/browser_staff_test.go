@@ -207,7 +207,7 @@ func click(ctx context.Context, sel string) error {
 		if err = chromedp.Do(ctx, chromedp.Click(css(sel))); err == nil || !strings.Contains(err.Error(), "Could not find node") {
 			return err
 		}
-		time.Sleep(100 * time.Millisecond)
+		time.Sleep(100 * time.Millisecond) // let the swap that replaced the node finish
 	}
 	return err
 }

@@ -122,6 +122,8 @@ func TestSessionLogoutElsewhere(t *testing.T) {
 		return told()
 	})
 	f0 := y.srv.sstore.dbFinds.Load()
+	// Not a wait for a condition: requests spread over longer than the
+	// cache's freshness (sessionFresh), every 100 ms.
 	for end := time.Now().Add(1500 * time.Millisecond); time.Now().Before(end); time.Sleep(100 * time.Millisecond) {
 		y.withToken(t, token, "GET", "/api/v1/me").want(t, http.StatusOK)
 	}

@@ -261,7 +261,8 @@ func TestBuyerSocketNeverGetsStaffFrames(t *testing.T) {
 	waitFrame(t, buyerFrames, 10*time.Second, "the sale", func(f string) bool {
 		return strings.Contains(f, `id="seat-`+seats[2].String()+`"`) && strings.Contains(f, `data-status="sold"`)
 	}, &seen)
-	// Anything else in flight arrives now.
+	// Anything else in flight arrives now (not a condition: the frames
+	// checked are ones that must never come).
 	time.Sleep(300 * time.Millisecond)
 	for len(buyerFrames) > 0 {
 		seen = append(seen, <-buyerFrames)
@@ -423,11 +424,10 @@ func TestRegistryInconsistentThenReconcile(t *testing.T) {
 		}
 	}
 	// A check is answered from the last one for a second (registryFlights).
-	for deadline := time.Now().Add(3 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
-		if got, _ := org.do("GET", path, nil).want(t, 200).doc(t).Find("#registry").Attr("data-consistent"); got == "false" {
-			break
-		}
-	}
+	testenv.Poll(3*time.Second, func() bool {
+		got, _ := org.do("GET", path, nil).want(t, 200).doc(t).Find("#registry").Attr("data-consistent")
+		return got == "false"
+	})
 	d := check("false")
 	if got := d.Find(`[data-testid=registry-redis]`).Text(); strings.TrimSpace(got) != "0" {
 		t.Errorf("Redis count %q, want 0", got)
@@ -1030,7 +1030,7 @@ func TestOccupancyMatchesSQL(t *testing.T) {
 		if settled || time.Now().After(end) {
 			break
 		}
-		time.Sleep(100 * time.Millisecond)
+		time.Sleep(100 * time.Millisecond) // poll interval: the caches settle within 5 s
 	}
 	foreign := map[uuid.UUID]bool{}
 	for id, d := range stale[0] {

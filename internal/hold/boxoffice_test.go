@@ -361,7 +361,7 @@ func TestCancelRacesHold(t *testing.T) {
 			})
 		}
 		close(start)
-		time.Sleep(20 * time.Millisecond)
+		time.Sleep(20 * time.Millisecond) // not a condition: the holders are already retrying when the seat frees up
 		if _, err := a1.Core.Cancel(ctx, box, b.ID, nil, "race"); err != nil {
 			t.Fatal(err)
 		}

@@ -62,16 +62,11 @@ func TestReaperExpiresWithinTwoSeconds(t *testing.T) {
 			until[h.SeatID] = h.HeldUntil
 		}
 	}
-	deadline := time.Now().Add(6 * time.Second)
-	for {
+	testenv.Poll(6*time.Second, func() bool {
 		mu.Lock()
-		n := len(freedAt)
-		mu.Unlock()
-		if n == len(until) || time.Now().After(deadline) {
-			break
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		defer mu.Unlock()
+		return len(freedAt) == len(until)
+	})
 	var worst time.Duration
 	for seat, u := range until {
 		mu.Lock()
@@ -100,7 +95,7 @@ func TestReaperExpiresWithinTwoSeconds(t *testing.T) {
 // run in a tight loop: each hold ends converted or expired, never both,
 // and no seat is sold without a booking.
 func TestPurchaseRacesExpiry(t *testing.T) {
-	a := testenv.App(t, func(c *config.Config) { c.HoldTTL = 1500 * time.Millisecond })
+	a := testenv.App(t, func(c *config.Config) { c.HoldTTL = time.Second })
 	tn := testenv.NewTenant(t, a, 10)
 	ev := testenv.NewEvent(t, a, tn.Org.ID, 1, 3, 10)
 	seats := testenv.SeatIDs(t, a, tn.Org.ID, ev.ID)
@@ -115,7 +110,7 @@ func TestPurchaseRacesExpiry(t *testing.T) {
 				if _, err := a.Core.Reap(ctx); err != nil && ctx.Err() == nil {
 					t.Errorf("reap: %v", err)
 				}
-				time.Sleep(2 * time.Millisecond)
+				time.Sleep(2 * time.Millisecond) // a tight loop that leaves the purchases some room
 			}
 		})
 	}
@@ -136,7 +131,7 @@ func TestPurchaseRacesExpiry(t *testing.T) {
 		// Aim at held_until, spread over ±30 ms.
 		at := h.HeldUntil.Add(time.Duration(i%7-3) * 10 * time.Millisecond)
 		wg.Go(func() {
-			time.Sleep(time.Until(at))
+			time.Sleep(time.Until(at)) // not a wait for a condition: the purchase is aimed at an instant (under the 1 s TTL)
 			_, err := a.Core.Purchase(context.Background(), buyer(u), ev.ID, "key-"+h.ID.String(), []uuid.UUID{h.ID})
 			mu.Lock()
 			results = append(results, attempt{hold: h, err: err})
@@ -144,7 +139,10 @@ func TestPurchaseRacesExpiry(t *testing.T) {
 		})
 	}
 	wg.Wait()
-	time.Sleep(300 * time.Millisecond)
+	// The reapers expire what the purchases did not convert.
+	testenv.Eventually(t, 5*time.Second, "every hold converted or expired", func() bool {
+		return count(t, a, `SELECT count(*) FROM seat_holds WHERE event_id = $1 AND status = 'active'`, ev.ID) == 0
+	})
 	cancel()
 	reapers.Wait()
 

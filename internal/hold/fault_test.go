@@ -82,19 +82,26 @@ func TestRedisKilledDuringHolds(t *testing.T) {
 				default:
 					t.Errorf("hold in phase %d: %v", p, err)
 				}
-				time.Sleep(time.Duration(rand.IntN(5)) * time.Millisecond)
+				time.Sleep(time.Duration(rand.IntN(5)) * time.Millisecond) // a buyer's think time: spreads the requests
 			}
 		})
 	}
-	time.Sleep(700 * time.Millisecond)
+	// Each phase lasts until the load was served in it: with Redis dead,
+	// until both processes left the Redis fast path and went on holding.
+	halt := sync.OnceFunc(func() { close(stop); wg.Wait() })
+	defer halt()
+	testenv.Eventually(t, 10*time.Second, "50 holds granted with Redis up", func() bool { return ok[0].Load() >= 50 })
 	r.Stop()
 	phase.Store(1)
-	time.Sleep(1500 * time.Millisecond)
+	testenv.Eventually(t, 10*time.Second, "both processes off the Redis fast path", func() bool {
+		return !a1.Core.FastPath() && !a2.Core.FastPath()
+	})
+	served := ok[1].Load()
+	testenv.Eventually(t, 10*time.Second, "50 more holds granted with Redis dead", func() bool { return ok[1].Load() >= served+50 })
 	r.Start()
 	phase.Store(2)
-	time.Sleep(1500 * time.Millisecond)
-	close(stop)
-	wg.Wait()
+	testenv.Eventually(t, 10*time.Second, "50 holds granted with Redis back", func() bool { return ok[2].Load() >= 50 })
+	halt()
 
 	for p, name := range []string{"redis up", "redis killed", "redis restarted"} {
 		t.Logf("%-16s holds granted %4d, refused %4d", name, ok[p].Load(), refused[p].Load())
@@ -108,26 +115,20 @@ func TestRedisKilledDuringHolds(t *testing.T) {
 	assertSeatInvariants(t, a1, ev.ID)
 
 	deadline := time.Now().Add(20 * time.Second)
-	for !(a1.Core.FastPath() && a2.Core.FastPath()) {
-		if time.Now().After(deadline) {
-			t.Fatalf("fast path not back: %s / %s", a1.Core.BreakerState(), a2.Core.BreakerState())
-		}
-		time.Sleep(50 * time.Millisecond)
+	if !testenv.Poll(time.Until(deadline), func() bool { return a1.Core.FastPath() && a2.Core.FastPath() }) {
+		t.Fatalf("fast path not back: %s / %s", a1.Core.BreakerState(), a2.Core.BreakerState())
 	}
 	// Both processes rebuilt; the registry must now agree in every tier.
 	for i, a := range []*hold.Service{a1.Core, a2.Core} {
 		var reg hold.Registry
-		for time.Now().Before(deadline) {
+		testenv.Poll(time.Until(deadline), func() bool {
 			var err error
 			reg, err = a.RegistryStatus(ctx, org, ev.ID)
 			if err != nil {
 				t.Fatal(err)
 			}
-			if reg.Consistent {
-				break
-			}
-			time.Sleep(50 * time.Millisecond)
-		}
+			return reg.Consistent
+		})
 		if !reg.Consistent {
 			t.Fatalf("process %d registry after recovery: %+v", i+1, reg)
 		}

@@ -241,22 +241,29 @@ func TestGARedisKilledDuringSale(t *testing.T) {
 					mu.Unlock()
 				case apperr.CodeOf(err) == apperr.SeatTaken, apperr.CodeOf(err) == apperr.SoldOut,
 					apperr.CodeOf(err) == apperr.HoldLimit:
-					time.Sleep(time.Duration(rand.IntN(5)) * time.Millisecond)
+					time.Sleep(time.Duration(rand.IntN(5)) * time.Millisecond) // a buyer's pause before trying again
 				default:
 					t.Errorf("hold GA in phase %d: %v", p, err)
 				}
 			}
 		})
 	}
-	time.Sleep(400 * time.Millisecond)
+	// Each phase lasts until the load was served in it: with Redis dead,
+	// until both processes left the Redis fast path and went on granting.
+	halt := sync.OnceFunc(func() { close(stop); wg.Wait() })
+	defer halt()
+	testenv.Eventually(t, 10*time.Second, "30 places granted with Redis up", func() bool { return granted[0].Load() >= 30 })
 	r.Stop()
 	phase.Store(1)
-	time.Sleep(1200 * time.Millisecond)
+	testenv.Eventually(t, 10*time.Second, "both processes off the Redis fast path", func() bool {
+		return !a1.Core.FastPath() && !a2.Core.FastPath()
+	})
+	served := granted[1].Load()
+	testenv.Eventually(t, 10*time.Second, "30 more places granted with Redis dead", func() bool { return granted[1].Load() >= served+30 })
 	r.Start()
 	phase.Store(2)
-	time.Sleep(1200 * time.Millisecond)
-	close(stop)
-	wg.Wait()
+	testenv.Eventually(t, 10*time.Second, "30 places granted with Redis back", func() bool { return granted[2].Load() >= 30 })
+	halt()
 
 	for p, name := range []string{"redis up", "redis killed", "redis restarted"} {
 		t.Logf("%-16s places granted %d", name, granted[p].Load())

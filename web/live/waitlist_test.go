@@ -14,6 +14,7 @@ import (
 	"github.com/gorilla/websocket"
 
 	"seatd/internal/hold"
+	"seatd/internal/testenv"
 	"seatd/web/live"
 )
 
@@ -243,13 +244,7 @@ func TestWaitlistRendersCoalesce(t *testing.T) {
 	conn := e.dial(event, a, "")
 
 	lines.push(hold.WaitlistChange{Line: true})
-	deadline := time.Now().Add(5 * time.Second)
-	for lines.startedRenders() == 0 {
-		if time.Now().After(deadline) {
-			t.Fatal("no render started")
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	testenv.Eventually(t, 5*time.Second, "a render started", func() bool { return lines.startedRenders() > 0 })
 	for range 100 {
 		lines.push(hold.WaitlistChange{Users: []uuid.UUID{uuid.New()}, Line: true})
 	}
