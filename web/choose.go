@@ -42,8 +42,9 @@ func (s *Server) bestSeats(w http.ResponseWriter, r *http.Request, a hold.Actor)
 		return s.answerCart(w, r, a, event, malformedFormKey, "error", "")
 	}
 	accessible, _ := choiceOf(r)
-	res, err := s.deps.Holds.Hold(r.Context(), a, hold.Request{Event: event, Best: &hold.Best{Count: n, Category: r.FormValue("category"),
-		Section: r.FormValue("section")}, Accessible: accessible, Key: key, Source: hold.SourceWeb})
+	res, err := s.deps.Holds.Hold(r.Context(), a, hold.Request{Event: event,
+		Best:       &hold.Best{Count: n, Category: r.FormValue("category"), Section: r.FormValue("section")},
+		Accessible: accessible, Key: key, Source: hold.SourceWeb})
 	if err != nil {
 		e, ok := domainError(err)
 		if !ok || e.Code == apperr.Internal || e.Code == apperr.NotFound {

@@ -59,7 +59,8 @@ func (s *Server) holdGAPlaces(w http.ResponseWriter, r *http.Request, a hold.Act
 	if !validFormKey(key) {
 		return s.answerCart(w, r, a, event, malformedFormKey, "error", "")
 	}
-	if _, err := s.deps.Holds.Hold(r.Context(), a, hold.Request{Event: event, GA: &hold.GA{Section: section, Count: n}, Key: key, Source: hold.SourceWeb}); err != nil {
+	req := hold.Request{Event: event, GA: &hold.GA{Section: section, Count: n}, Key: key, Source: hold.SourceWeb}
+	if _, err := s.deps.Holds.Hold(r.Context(), a, req); err != nil {
 		e, ok := domainError(err)
 		if !ok || e.Code == apperr.Internal || e.Code == apperr.NotFound {
 			return err

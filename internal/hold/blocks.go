@@ -27,8 +27,8 @@ func bestBlocks(ev *eventState, a Actor, r Request, avoid map[uuid.UUID]bool, wa
 	return blocks
 }
 
-// findFree is find in the rows of the section labelled section if set. Under the
-// strict rule, on the Postgres-only path (where each request is a
+// findFree is find in the rows of the section labelled section, if set.
+// Under the strict rule, on the Postgres-only path (where each request is a
 // transaction of its own, and holds in one row are decided one at a time
 // in Postgres), it looks only in rows no claim of this process is in
 // unless busy is set; it reports wait when only such rows have blocks

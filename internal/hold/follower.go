@@ -38,8 +38,9 @@ func NewFollower(e *Engine, warmer *Warmer) *Follower { return &Follower{e: e, w
 // reads every committed change since the cursor, once — except a seat
 // whose last change is a hold this process made on the fast path (its
 // cache and Redis have it: see eventState.known). A round runs every
-// Options.FeedEvery, and at once when something asks for it (a resubscribe, a new
-// event, a reconcile, a hold that found Redis unsynced).
+// Options.FeedEvery, and at once when something asks for it (a
+// resubscribe, a new event, a reconcile, a hold that found Redis
+// unsynced).
 func (f *Follower) Run(ctx context.Context) {
 	loop(ctx, f.e.opt.FeedEvery, f.e.kick, f.round)
 }

@@ -14,15 +14,13 @@ import (
 	"seatd/internal/store"
 )
 
-// An on-sale event is loaded before its first buyer asks (the first hold
-// on an event not in the cache waits for every seat to load, and so does
-// every request behind it, at the very second a sale opens) and kept
-// loaded while it is on sale: pinned events are never evicted for being
-// idle, and one missing from the cache (a load that failed, a cache
-// dropped) is loaded again in the background by the follower.
-
-// Warmer loads on-sale events into the engine's hot cache and keeps
-// them there (pins them) until their sale ends.
+// Warmer loads on-sale events into the engine's hot cache before their
+// first buyer asks (the first hold on an event not in the cache waits for
+// every seat to load, and so does every request behind it, at the very
+// second a sale opens) and keeps them there while on sale: pinned events
+// are never evicted for being idle, and one missing from the cache (a
+// load that failed, a cache dropped) is loaded again in the background at
+// the follower's round.
 type Warmer struct {
 	e  *Engine
 	mu sync.Mutex
@@ -37,9 +35,9 @@ func NewWarmer(e *Engine) *Warmer { return &Warmer{e: e, pinned: map[[2]uuid.UUI
 // there until its sale ends (sales_end_at, else its start); an event whose
 // sale has ended is not kept. Publishing an event calls it and announces
 // it; every process warms the on-sale events at startup, on each
-// announcement and every interval after (Run), so an event
-// published on another process reaches this one at once, or within an
-// interval if the announcement was lost.
+// announcement and every interval after (Run), so an event published on
+// another process reaches this one at once, or within an interval if the
+// announcement was lost.
 func (w *Warmer) Warm(ctx context.Context, org, event uuid.UUID) error {
 	e, err := w.e.store.Events.Event(ctx, org, event)
 	if err != nil {
@@ -80,8 +78,8 @@ func (w *Warmer) warm(ctx context.Context, e store.SaleEvent) error {
 
 // Run warms the events on sale (WarmOnSale) at once, every
 // Options.WarmEvery after, and whenever a process announces an event it
-// put on sale, until ctx ends. An announcement lost (a resubscribe) is a round too; one lost
-// otherwise waits for the interval.
+// put on sale, until ctx ends. An announcement lost (a resubscribe) is a
+// round too; one lost otherwise waits for the interval.
 func (w *Warmer) Run(ctx context.Context) {
 	kick := make(chan struct{}, 1)
 	poke := func() {
