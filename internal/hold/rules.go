@@ -18,16 +18,23 @@ import (
 
 // seatTaken is the refusal of seats someone else holds, bought or blocked.
 func seatTaken(ids []uuid.UUID, label func(uuid.UUID) string) error {
-	e := &apperr.Error{Code: apperr.SeatTaken}
+	return seatsRefused(apperr.SeatTaken, ids, label,
+		"seat %s was just taken by someone else", "seats %v were just taken by someone else")
+}
+
+// seatsRefused is a refusal naming seats: their ids for clients, their
+// labels in the message, worded for one seat (one) or for several (many).
+func seatsRefused(code apperr.Code, ids []uuid.UUID, label func(uuid.UUID) string, one, many string) error {
+	e := &apperr.Error{Code: code}
 	names := make([]string, 0, len(ids))
 	for _, id := range ids {
 		e.Seats = append(e.Seats, id.String())
 		names = append(names, label(id))
 	}
 	if len(names) == 1 {
-		e.Message = fmt.Sprintf("seat %s was just taken by someone else", names[0])
+		e.Message = fmt.Sprintf(one, names[0])
 	} else {
-		e.Message = fmt.Sprintf("seats %v were just taken by someone else", names)
+		e.Message = fmt.Sprintf(many, names)
 	}
 	return e
 }
@@ -84,18 +91,9 @@ func OpenTo(e *store.Event, staff bool, now time.Time) bool {
 // orphanSeat is the refusal of a hold that would leave seats alone in
 // their row under the event's strict orphan rule.
 func orphanSeat(ids []uuid.UUID, label func(uuid.UUID) string) error {
-	e := &apperr.Error{Code: apperr.OrphanSeat}
-	names := make([]string, 0, len(ids))
-	for _, id := range ids {
-		e.Seats = append(e.Seats, id.String())
-		names = append(names, label(id))
-	}
-	if len(names) == 1 {
-		e.Message = fmt.Sprintf("this would leave seat %s alone between taken seats; hold it too or choose seats beside it", names[0])
-	} else {
-		e.Message = fmt.Sprintf("this would leave seats %v alone between taken seats; hold them too or choose other seats", names)
-	}
-	return e
+	return seatsRefused(apperr.OrphanSeat, ids, label,
+		"this would leave seat %s alone between taken seats; hold it too or choose seats beside it",
+		"this would leave seats %v alone between taken seats; hold them too or choose other seats")
 }
 
 // rowKeys names the rows of seats, each once, for store.HoldParams.Rows:
