@@ -14,7 +14,7 @@ import (
 )
 
 // Bookings through the JSON API: sales at the counter, reading a booking,
-// cancelling it, and house seats (DESIGN §11 "Box office").
+// cancelling it, and house seats (docs/architecture.md#box-office-and-bookings).
 
 type ticketJSON struct {
 	ID     uuid.UUID `json:"id"`
@@ -89,7 +89,7 @@ func (s *Server) sell(w http.ResponseWriter, r *http.Request, a hold.Actor) erro
 	if err != nil {
 		return err
 	}
-	b, err := s.deps.Core.Sell(r.Context(), a, event, key, ids, in.PaymentMethod)
+	b, err := s.deps.BoxOffice.Sell(r.Context(), a, event, key, ids, in.PaymentMethod)
 	if err != nil {
 		return err
 	}
@@ -107,7 +107,7 @@ func (s *Server) getBooking(w http.ResponseWriter, r *http.Request, a hold.Actor
 	if err != nil {
 		return err
 	}
-	b, err := s.deps.Core.Booking(r.Context(), a, id)
+	b, err := s.deps.BoxOffice.Booking(r.Context(), a, id)
 	if err != nil {
 		return err
 	}
@@ -138,7 +138,7 @@ func (s *Server) findBookings(w http.ResponseWriter, r *http.Request, a hold.Act
 		}
 		query = email
 	}
-	bs, err := s.deps.Core.FindBookings(r.Context(), a, query)
+	bs, err := s.deps.BoxOffice.FindBookings(r.Context(), a, query)
 	if err != nil {
 		return err
 	}
@@ -172,7 +172,7 @@ func (s *Server) cancelBooking(w http.ResponseWriter, r *http.Request, a hold.Ac
 			return err
 		}
 	}
-	b, err := s.deps.Core.Cancel(r.Context(), a, id, tickets, in.Reason)
+	b, err := s.deps.BoxOffice.Cancel(r.Context(), a, id, tickets, in.Reason)
 	if err != nil {
 		return err
 	}
@@ -204,7 +204,7 @@ func (s *Server) listHouseSeats(w http.ResponseWriter, r *http.Request, a hold.A
 	if err != nil {
 		return err
 	}
-	hs, err := s.deps.Core.HouseSeats(r.Context(), a, event)
+	hs, err := s.deps.BoxOffice.HouseSeats(r.Context(), a, event)
 	if err != nil {
 		return err
 	}
@@ -235,7 +235,7 @@ func (s *Server) createHouseSeats(w http.ResponseWriter, r *http.Request, a hold
 	if err != nil {
 		return err
 	}
-	h, err := s.deps.Core.CreateHouseSeats(r.Context(), a, event, in.Name, ids)
+	h, err := s.deps.BoxOffice.CreateHouseSeats(r.Context(), a, event, in.Name, ids)
 	if err != nil {
 		return err
 	}
@@ -253,7 +253,7 @@ func (s *Server) releaseHouseSeats(w http.ResponseWriter, r *http.Request, a hol
 	if err := s.dec.optionalJSON(w, r, &in); err != nil {
 		return err
 	}
-	h, err := s.deps.Core.ReleaseHouseSeats(r.Context(), a, id)
+	h, err := s.deps.BoxOffice.ReleaseHouseSeats(r.Context(), a, id)
 	if err != nil {
 		return err
 	}

@@ -8,8 +8,8 @@ import (
 	"seatd/web/live"
 )
 
-// routes lists every route of the public listener in one place. Roles per
-// DESIGN §7: holds, checkout and purchase are the buyer's; hold lists and
+// routes lists every route of the public listener in one place. Roles
+// (docs/architecture.md#roles-and-tenancy): holds, checkout and purchase are the buyer's; hold lists and
 // occupancy are staff's; blocking and the registry are the organizer's.
 func (s *Server) routes() {
 	// Probes, where load balancers look; metrics and profiles are on the
@@ -31,7 +31,7 @@ func (s *Server) routes() {
 	s.mux.HandleFunc("PATCH /api/v1/events/{event}", s.authed(organizer, s.updateEvent))
 	s.mux.HandleFunc("DELETE /api/v1/events/{event}", s.authed(organizer, s.deleteEvent))
 
-	// Venue charts (DESIGN §11); the organizer's alone.
+	// Venue charts (docs/architecture.md#charts-and-events); the organizer's alone.
 	s.mux.HandleFunc("POST /api/v1/charts", s.authed(organizer, s.createChart))
 	s.mux.HandleFunc("GET /api/v1/charts", s.authed(organizer, s.listCharts))
 	s.mux.HandleFunc("GET /api/v1/charts/{chart}", s.authed(organizer, s.getChart))
@@ -45,7 +45,7 @@ func (s *Server) routes() {
 	s.mux.HandleFunc("DELETE /api/v1/holds/{hold}", s.authed(anyRole, s.releaseHold))
 	s.mux.HandleFunc("POST /api/v1/events/{event}/checkout", s.authed(buyer, s.checkout))
 	s.mux.HandleFunc("POST /api/v1/events/{event}/purchase", s.authed(buyer, s.purchase))
-	// The waitlist (DESIGN §11): buyers join and leave; staff see the line
+	// The waitlist (docs/architecture.md#the-waitlist): buyers join and leave; staff see the line
 	// and may take anyone out of it.
 	s.mux.HandleFunc("POST /api/v1/events/{event}/waitlist", s.authed(buyer, s.joinWaitlist))
 	s.mux.HandleFunc("GET /api/v1/events/{event}/waitlist/mine", s.authed(buyer, s.myWaitlist))
@@ -55,8 +55,8 @@ func (s *Server) routes() {
 	// Staff.
 	s.mux.HandleFunc("GET /api/v1/events/{event}/holds", s.authed(staff, s.eventHolds))
 	s.mux.HandleFunc("GET /api/v1/events/{event}/occupancy", s.authed(staff, s.occupancy))
-	// Box office blocks and unblocks too (DESIGN §1: their page has a
-	// small seat map for it).
+	// Box office blocks and unblocks too (their page has a small seat map
+	// for it).
 	s.mux.HandleFunc("POST /api/v1/events/{event}/seats/{seat}/block", s.authed(staff, s.blockSeat))
 	s.mux.HandleFunc("POST /api/v1/events/{event}/seats/{seat}/unblock", s.authed(staff, s.unblockSeat))
 	s.mux.HandleFunc("POST /api/v1/events/{event}/sales", s.authed(staff, s.sell))
@@ -102,7 +102,7 @@ func (s *Server) routes() {
 	s.mux.HandleFunc("POST /e/{event}/waitlist", s.page(buyer, s.joinWaitlistForm))
 	s.mux.HandleFunc("DELETE /e/{event}/waitlist/{entry}", s.page(buyer, s.leaveWaitlistForm))
 	// The place in line is pushed on the seat map's live socket.
-	s.hub.EnableWaitlist(live.WaitlistOptions{Source: s.deps.Core, Renderer: livePanels{store: s.deps.Store.Waitlist}})
+	s.hub.EnableWaitlist(live.WaitlistOptions{Source: s.deps.Engine, Renderer: livePanels{store: s.deps.Store.Waitlist}})
 	s.mux.HandleFunc("GET /bookings/{booking}", s.page(buyer, s.bookingPage))
 	s.mux.HandleFunc("GET /live/events/{event}", s.authed(anyRole, s.liveSocket(live.StreamSeats)))
 

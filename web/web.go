@@ -53,12 +53,12 @@ func newServer(d Deps, o options) *Server {
 		panic(err)
 	}
 	s := &Server{deps: d, log: d.Log, mux: http.NewServeMux(), dec: newDecoder(), assets: assets}
-	s.hub = live.New(d.Core, liveRenderer{core: d.Core}, d.Log, s.liveOptions())
+	s.hub = live.New(d.Engine, liveRenderer{events: d.Events}, d.Log, s.liveOptions())
 	s.metrics = newHTTPMetrics(d.Registry)
 	s.sessions, s.sstore = newSessions(d, !o.noSessionCache)
-	s.limits = newLimiter(d.Redis, d.Cfg.KeyPrefix, d.Core.FastPath, d.Log, s.metrics.rateLimited)
+	s.limits = newLimiter(d.Redis, d.Cfg.KeyPrefix, d.Engine.FastPath, d.Log, s.metrics.rateLimited)
 	s.limits.configure(d.Cfg)
-	s.flights = newRegistryFlights(d.Core, d.Cfg.RegistryCheckCooldown)
+	s.flights = newRegistryFlights(d.Monitor, d.Cfg.RegistryCheckCooldown)
 	s.listenSessionEnds()
 	s.keys = auth.NewAPIKeys(d.Store.Accounts, d.Bus, d.Cfg.KeyPrefix, d.Log.With("component", "api_keys"))
 	s.unkeys = s.keys.Listen()
@@ -95,7 +95,7 @@ func (s *Server) healthz(w http.ResponseWriter, _ *http.Request) {
 func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
 	defer cancel()
-	out := map[string]string{"postgres": "ok", "redis": "ok", "breaker": s.deps.Core.BreakerState(), "mode": "fast"}
+	out := map[string]string{"postgres": "ok", "redis": "ok", "breaker": s.deps.Engine.BreakerState(), "mode": "fast"}
 	status := http.StatusOK
 	if err := s.deps.Store.Ping(ctx); err != nil {
 		out["postgres"], status = "unavailable", http.StatusServiceUnavailable
@@ -103,7 +103,7 @@ func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
 	if err := s.deps.Redis.Ping(ctx).Err(); err != nil {
 		out["redis"] = "unavailable"
 	}
-	if !s.deps.Core.FastPath() {
+	if !s.deps.Engine.FastPath() {
 		out["mode"] = "degraded: Redis unavailable, running on Postgres"
 	}
 	writeJSON(w, status, out)

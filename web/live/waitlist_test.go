@@ -19,7 +19,7 @@ import (
 )
 
 // The hold core is the production WaitlistSource.
-var _ live.WaitlistSource = (*hold.Service)(nil)
+var _ live.WaitlistSource = (*hold.Engine)(nil)
 
 // fakeLines is a waitlist source and renderer: a test sets each buyer's
 // place in line, pushes changes and reads what was rendered.
