@@ -13,7 +13,6 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -24,6 +23,7 @@ import (
 	"seatd/internal/auth"
 	"seatd/internal/config"
 	"seatd/internal/hold"
+	"seatd/internal/notify"
 	"seatd/internal/pg"
 	"seatd/internal/realtime"
 	"seatd/internal/seatlock"
@@ -47,6 +47,10 @@ type App struct {
 	Metrics  *telemetry.Metrics
 	// Webhooks sends the outbox's deliveries (one worker per process).
 	Webhooks *webhook.Worker
+	// Notifier is the process's one LISTEN connection: the bus's
+	// fallback, the workers' wake-ups, the web server's session ends and
+	// key revocations (RunBackground runs it first).
+	Notifier *notify.Notifier
 
 	holdPools []*pgxpool.Pool // the shared hold statements' and transactions' connections, when holds are shared
 }
@@ -69,6 +73,7 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger) (*App, error)
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	m := telemetry.New(reg)
 	a := &App{Cfg: cfg, Log: log, Pool: pool, Redis: rdb, Store: store.New(pool), Registry: reg, Metrics: m}
+	a.Notifier = notify.New(pool.Config().ConnConfig, log.With("component", "notifier"))
 	if cfg.HoldBatchMax > 1 {
 		// The shared hold statements and the shared transactions get
 		// connections of their own (see store.BatchHolds): one for each
@@ -108,7 +113,7 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger) (*App, error)
 	a.Locks = seatlock.New(rdb, cfg.KeyPrefix, cfg.LockMargin)
 	a.Locks.Coalesce(cfg.HoldBatchSlots, cfg.HoldBatchMax)
 	var core *hold.Service
-	a.Bus = realtime.New(rdb, pool, log, func() bool { return core == nil || core.FastPath() })
+	a.Bus = realtime.New(rdb, pool, a.Notifier, log, func() bool { return core == nil || core.FastPath() })
 	core = hold.New(a.Store, a.Locks, a.Bus, hold.Options{
 		HoldTTL: cfg.HoldTTL, Extension: cfg.HoldExtension, MaxExtensions: cfg.MaxExtensions,
 		MaxHoldsPerBuyer: cfg.MaxHoldsPerBuyer, MaxSeatsPerRequest: cfg.MaxSeatsPerRequest,
@@ -127,7 +132,7 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger) (*App, error)
 	}
 	a.Accounts = auth.New(a.Store, cost)
 	a.Accounts.LimitHashing(cfg.MaxPasswordHashes)
-	a.Webhooks = webhook.NewWorker(a.Store, webhook.Options{
+	a.Webhooks = webhook.NewWorker(a.Store, a.Notifier, webhook.Options{
 		AllowPrivate: cfg.WebhookAllowPrivate, Timeout: cfg.WebhookTimeout, RetryFor: cfg.WebhookRetryFor,
 		Backoff: cfg.WebhookBackoff, BackoffMax: cfg.WebhookBackoffMax, Poll: cfg.WebhookPoll,
 		Batch: 4 * cfg.WebhookConcurrency, Concurrency: cfg.WebhookConcurrency, Keep: 30 * 24 * time.Hour,
@@ -240,30 +245,91 @@ func (a *App) Migrate(ctx context.Context) error {
 	return nil
 }
 
-// RunBackground runs the per-process loops (reaper, change-feed follower,
-// Postgres NOTIFY listener, occupancy snapshots) until ctx ends, and
-// returns when they all stopped.
-func (a *App) RunBackground(ctx context.Context) {
-	var wg sync.WaitGroup
-	wg.Go(func() { a.Core.RunReaper(ctx, a.Cfg.ReaperInterval) })
-	// The follower reads the change feed four times a second (and at once
-	// when asked): a change whose delta was lost reaches every cache, map
-	// and Redis within a quarter second plus one read.
-	wg.Go(func() { a.Core.RunFollower(ctx, a.Cfg.FeedInterval) })
-	// Waitlist work is queued in Postgres by the statements that free
-	// seats; every process polls for it (SKIP LOCKED) five times a second.
-	wg.Go(func() { a.Core.RunWaitlist(ctx, a.Cfg.WaitlistInterval) })
-	wg.Go(func() { a.Bus.Listen(ctx) })
-	wg.Go(func() { a.Core.RunSnapshots(ctx, a.Cfg.SnapshotInterval) })
-	wg.Go(func() { a.Webhooks.Run(ctx) })
-	wg.Wait()
+// Job is a background loop: Run returns once ctx ends.
+type Job interface{ Run(ctx context.Context) }
+
+// JobFunc makes a function a Job.
+type JobFunc func(ctx context.Context)
+
+// Run calls f.
+func (f JobFunc) Run(ctx context.Context) { f(ctx) }
+
+// jobs are the process's own background loops, in the order they start;
+// they stop in the reverse order.
+//
+//  1. The notifier: every job after it hears Postgres through it, and
+//     asks for its channels as it starts (the notifier LISTENs to them on
+//     its live connection, then tells the job it is ready). It stops last,
+//     once nobody listens.
+//  2. The follower: it keeps the hot caches and Redis in line with the
+//     change feed, every FeedInterval while an event is cached (a change
+//     whose delta was lost reaches every cache, map and Redis within an
+//     interval plus one read), and at once when asked; the jobs after it
+//     wake it when they changed seats.
+//  3. The reaper, every ReaperInterval.
+//  4. Occupancy snapshots, every SnapshotInterval.
+//  5. The waitlist offer worker: on the notifier, with a WaitlistInterval
+//     backstop.
+//  6. The webhook worker: on the notifier, with a WebhookPoll backstop.
+//  7. The warmer (warm: only when serving, and with WarmEvents set): on
+//     the bus, with a WarmInterval backstop.
+//
+// What RunBackground is given (the web server's jobs) starts after them
+// all and stops first.
+func (a *App) jobs(warm bool) []Job {
+	core, cfg := a.Core, a.Cfg
+	js := []Job{
+		a.Notifier,
+		JobFunc(func(ctx context.Context) { core.RunFollower(ctx, cfg.FeedInterval) }),
+		JobFunc(func(ctx context.Context) { core.RunReaper(ctx, cfg.ReaperInterval) }),
+		JobFunc(func(ctx context.Context) { core.RunSnapshots(ctx, cfg.SnapshotInterval) }),
+		JobFunc(func(ctx context.Context) { core.RunWaitlist(ctx, a.Notifier, cfg.WaitlistInterval) }),
+		a.Webhooks,
+	}
+	if warm && cfg.WarmEvents > 0 {
+		// Load on-sale events while the listener opens, and those another
+		// process publishes later, so the first buyers of a sale do not
+		// wait for every seat to load (their holds wait on that load only
+		// if they come first).
+		js = append(js, JobFunc(func(ctx context.Context) {
+			core.RunWarmer(ctx, cfg.WarmInterval, cfg.WarmEvents, cfg.WarmSeats)
+		}))
+	}
+	return js
+}
+
+// RunBackground runs the process's background loops (see jobs) and then
+// extra until ctx ends, and returns once they all stopped.
+func (a *App) RunBackground(ctx context.Context, extra ...Job) {
+	runJobs(ctx, append(a.jobs(false), extra...))
+}
+
+// runJobs starts jobs in order, each on a goroutine of its own, and once
+// ctx ends stops them in reverse order: a job is stopped, and has
+// returned, before the one started before it is stopped.
+func runJobs(ctx context.Context, jobs []Job) {
+	stops := make([]func(), len(jobs))
+	for i, j := range jobs {
+		jctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			j.Run(jctx)
+		}()
+		stops[i] = func() { cancel(); <-done }
+	}
+	<-ctx.Done()
+	for i := len(stops) - 1; i >= 0; i-- {
+		stops[i]()
+	}
 }
 
 // Serve runs handler on the configured address with the background loops
-// until ctx ends, then shuts down in order: stop accepting HTTP and finish
-// requests, run onShutdown (closing sockets), stop the loops, close Redis
-// and the pool.
-func (a *App) Serve(ctx context.Context, ln net.Listener, handler http.Handler, onShutdown func()) error {
+// (see jobs, then the given jobs: the web server's) until ctx ends, then
+// shuts down in order: stop accepting HTTP and finish requests, run
+// onShutdown (closing sockets), stop the loops in reverse order. Close
+// then closes Redis and the pool.
+func (a *App) Serve(ctx context.Context, ln net.Listener, handler http.Handler, onShutdown func(), jobs ...Job) error {
 	srv := &http.Server{
 		Handler:           handler,
 		ReadHeaderTimeout: 5 * time.Second,
@@ -276,17 +342,8 @@ func (a *App) Serve(ctx context.Context, ln net.Listener, handler http.Handler, 
 	bgCtx, stopBg := context.WithCancel(context.WithoutCancel(ctx))
 	bgDone := make(chan struct{})
 	go func() {
-		var wg sync.WaitGroup
-		wg.Go(func() { a.RunBackground(bgCtx) })
-		// Load on-sale events while the listener opens, and those another
-		// process publishes later, so the first buyers of a sale do not
-		// wait for every seat to load (their holds wait on that load only
-		// if they come first).
-		if a.Cfg.WarmEvents > 0 {
-			wg.Go(func() { a.Core.RunWarmer(bgCtx, a.Cfg.WarmInterval, a.Cfg.WarmEvents, a.Cfg.WarmSeats) })
-		}
-		wg.Wait()
-		close(bgDone)
+		defer close(bgDone)
+		runJobs(bgCtx, append(a.jobs(true), jobs...))
 	}()
 
 	errc := make(chan error, 1)
@@ -314,7 +371,8 @@ func (a *App) Serve(ctx context.Context, ln net.Listener, handler http.Handler, 
 	return errors.Join(serveErr, err)
 }
 
-// Close releases connections: the core's subscriptions, Redis, the pool.
+// Close releases connections: the core's subscriptions (once its own
+// background work finished), the bus's, Redis, the pool.
 func (a *App) Close() {
 	a.Core.Close()
 	a.Bus.Close()

@@ -278,12 +278,12 @@ func (s *Service) UpdateEvent(ctx context.Context, a Actor, id uuid.UUID, in Eve
 		if err := s.bus.Publish(context.WithoutCancel(ctx), s.locks.Published(), []byte(a.Org.String()+":"+id.String())); err != nil {
 			s.log.Warn("announce a published event", "org", a.Org, "event", id, "err", err)
 		}
-		go func() {
-			if err := s.Warm(context.WithoutCancel(ctx), a.Org, id); err != nil {
+		s.background(func(ctx context.Context) {
+			if err := s.Warm(ctx, a.Org, id); err != nil && ctx.Err() == nil {
 				s.log.Warn("warm a published event", "org", a.Org, "event", id, "err", err)
 				s.m.BackgroundErrors.WithLabelValues("warm").Inc()
 			}
-		}()
+		})
 	}
 	return e, nil
 }

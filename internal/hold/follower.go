@@ -23,8 +23,26 @@ import (
 // cache and Redis have it: see eventState.known). A round runs every
 // interval, and at once when something asks for it (a resubscribe, a new
 // event, a reconcile, a hold that found Redis unsynced).
+//
+// With no event cached (nor pinned) there is no feed to read: the
+// follower then sleeps until something asks for a round (loading an event
+// does, and the new event starts from the snapshot it was loaded at),
+// waking every interval only while the Redis breaker is not closed, to
+// notice Redis is back.
 func (s *Service) RunFollower(ctx context.Context, every time.Duration) {
-	loop(ctx, every, s.kick, s.follow)
+	t := time.NewTimer(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		case <-s.kick:
+		}
+		if s.follow(ctx) || !s.redis.usable() {
+			t.Reset(every)
+		}
+	}
 }
 
 // loop runs round every interval, and at once on each kick (nil: never),
@@ -44,8 +62,9 @@ func loop(ctx context.Context, every time.Duration, kick <-chan struct{}, round 
 }
 
 // follow is one round: evict idle events, read the feed of every cached
-// event from its cursor and apply it, then bring Redis in line.
-func (s *Service) follow(ctx context.Context) {
+// event from its cursor and apply it, then bring Redis in line. It
+// reports whether any event is cached or pinned (idle otherwise).
+func (s *Service) follow(ctx context.Context) (busy bool) {
 	s.followMu.Lock()
 	defer s.followMu.Unlock()
 	s.m.FeedRounds.Inc()
@@ -61,11 +80,11 @@ func (s *Service) follow(ctx context.Context) {
 	if len(evs) > 0 {
 		evs = s.reloadSettings(ctx, evs)
 	}
+	pinned := s.rewarm()
 	if len(evs) == 0 {
 		s.probeRedis(ctx)
-		return
+		return pinned
 	}
-	s.rewarm(ctx)
 	reads := make([]store.FeedRead, len(evs))
 	taken := make([][]uuid.UUID, len(evs))
 	var known []uuid.UUID
@@ -86,7 +105,7 @@ func (s *Service) follow(ctx context.Context) {
 			s.log.Warn("read change feed", "events", len(evs), "err", err)
 			s.m.BackgroundErrors.WithLabelValues("feed").Inc()
 		}
-		return
+		return true
 	}
 	usedRedis := false
 	for i, ev := range evs {
@@ -126,6 +145,7 @@ func (s *Service) follow(ctx context.Context) {
 	if !usedRedis {
 		s.probeRedis(ctx)
 	}
+	return true
 }
 
 // probeRedis pings Redis through the breaker, so that an idle process

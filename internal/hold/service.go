@@ -117,6 +117,14 @@ type Service struct {
 	// followMu makes follower rounds one at a time.
 	followMu sync.Mutex
 
+	// tasks is the work the core starts in the background itself (a warm
+	// after publishing, reloads of pinned events); Close cancels its
+	// context (tasksCtx) and waits for it.
+	tasks     sync.WaitGroup
+	tasksCtx  context.Context
+	stopTasks context.CancelFunc
+	closed    bool // Close began: no more tasks; guarded by mu
+
 	mu     sync.Mutex
 	events map[[2]uuid.UUID]*eventState
 	// pinned are events kept loaded while on sale, until when (warm.go).
@@ -136,6 +144,7 @@ func New(st *store.Store, locks *seatlock.Locks, bus Bus, opt Options, log *slog
 	s := &Service{store: st, locks: locks, bus: bus, opt: opt, log: log, m: m, now: now, self: self, own: ownPrefix(self),
 		kick: make(chan struct{}, 1), events: map[[2]uuid.UUID]*eventState{},
 		pinned: map[[2]uuid.UUID]*pin{}}
+	s.tasksCtx, s.stopTasks = context.WithCancel(context.Background())
 	// While Redis was out of reach, locks may have been taken or dropped
 	// there without this process seeing it: no event's locks are trusted
 	// until synced again.
@@ -424,8 +433,25 @@ func (s *Service) cachedEvents() []*eventState {
 	return evs
 }
 
-// Close drops every subscription.
+// background runs f on a goroutine of its own that Close waits for;
+// after Close began, f does not run.
+func (s *Service) background(f func(ctx context.Context)) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return
+	}
+	s.tasks.Go(func() { f(s.tasksCtx) })
+}
+
+// Close ends the core's background work, waits for it, and drops every
+// subscription.
 func (s *Service) Close() {
+	s.mu.Lock()
+	s.closed = true
+	s.mu.Unlock()
+	s.stopTasks()
+	s.tasks.Wait()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for k, ev := range s.events {

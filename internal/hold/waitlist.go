@@ -140,14 +140,36 @@ func (s *Service) publishOffers(ctx context.Context, offers []store.Offer) {
 	}
 }
 
-// RunWaitlist runs the offer worker until ctx ends: a round every
-// interval. Work is durable (queued in Postgres by the statement that
-// freed the seats), so whichever process's worker polls next offers it.
-func (s *Service) RunWaitlist(ctx context.Context, interval time.Duration) {
-	// No wake-up on a freed seat: the poll bounds an offer's delay (well
-	// under the 2 s target), while a round per freed seat cost a Postgres
-	// transaction on every release and expiry whether or not anyone waits.
-	loop(ctx, interval, nil, func(ctx context.Context) {
+// WaitlistChannel is the Postgres notification channel on which the
+// statements that queue waitlist work announce it (migration 029).
+const WaitlistChannel = "seatd_waitlist"
+
+// Notifier is what the core's loops need of the process's notifier
+// (internal/notify).
+type Notifier interface {
+	Listen(channel string, fn func(payload string)) (unlisten func())
+	OnReady(fn func()) (remove func())
+}
+
+// RunWaitlist runs the offer worker until ctx ends. Work is durable
+// (queued in Postgres by the statement that freed the seats, which
+// announces it on WaitlistChannel in the same transaction), so whichever
+// process's worker wakes first offers it: a round runs on each
+// announcement, whenever the notifier (re)connects (announcements may
+// have been missed) and every interval, a backstop for the rest.
+func (s *Service) RunWaitlist(ctx context.Context, n Notifier, interval time.Duration) {
+	kick := make(chan struct{}, 1)
+	poke := func() {
+		select {
+		case kick <- struct{}{}:
+		default:
+		}
+	}
+	unlisten := n.Listen(WaitlistChannel, func(string) { poke() })
+	defer unlisten()
+	unready := n.OnReady(poke)
+	defer unready()
+	loop(ctx, interval, kick, func(ctx context.Context) {
 		if n, err := s.OfferRound(ctx); err != nil && ctx.Err() == nil {
 			s.m.BackgroundErrors.WithLabelValues("waitlist").Inc()
 			s.log.Error("waitlist offers", "err", err)

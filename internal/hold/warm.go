@@ -146,10 +146,11 @@ func (s *Service) pinnedAt(ev *eventState, now time.Time) bool {
 	return ok
 }
 
-// rewarm loads, in the background, pinned events missing from the cache.
-// A load already under way is joined, not repeated (singleflight); an
-// event that no longer exists is unpinned.
-func (s *Service) rewarm(ctx context.Context) {
+// rewarm loads, in the background (the follower's round does not wait for
+// it; Close does), pinned events missing from the cache. A load already
+// under way is joined, not repeated (singleflight); an event that no
+// longer exists is unpinned. It reports whether any event is pinned.
+func (s *Service) rewarm() (pinned bool) {
 	now := s.now()
 	var missing [][2]uuid.UUID
 	s.mu.Lock()
@@ -163,9 +164,10 @@ func (s *Service) rewarm(ctx context.Context) {
 			missing = append(missing, key)
 		}
 	}
+	pinned = len(s.pinned) > 0
 	s.mu.Unlock()
 	for _, key := range missing {
-		go func() {
+		s.background(func(ctx context.Context) {
 			_, err := s.event(ctx, key[0], key[1])
 			switch {
 			case err == nil:
@@ -178,6 +180,7 @@ func (s *Service) rewarm(ctx context.Context) {
 				s.log.Warn("reload pinned event", "org", key[0], "event", key[1], "err", err)
 				s.m.BackgroundErrors.WithLabelValues("warm").Inc()
 			}
-		}()
+		})
 	}
+	return pinned
 }

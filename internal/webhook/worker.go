@@ -26,7 +26,7 @@ type Options struct {
 	RetryFor     time.Duration // give up on a delivery this long after its change
 	Backoff      time.Duration // wait after the first failure; doubles per failure
 	BackoffMax   time.Duration // longest wait between attempts
-	Poll         time.Duration // how often an idle worker looks for due deliveries
+	Poll         time.Duration // how often an idle worker looks for due deliveries, a backstop to DeliveriesChannel
 	Batch        int           // deliveries claimed at once
 	Concurrency  int           // attempts in flight at once per worker
 	// Keep is how long delivered and given-up deliveries stay listed.
@@ -45,6 +45,7 @@ type Options struct {
 // LOCKED claims, a lease, backoff — is the one query in the store.
 type Worker struct {
 	st  *store.Store
+	n   Notifier
 	hc  *http.Client
 	o   Options
 	log *slog.Logger
@@ -54,8 +55,20 @@ type Worker struct {
 	pruned time.Time
 }
 
-// NewWorker returns a worker on st.
-func NewWorker(st *store.Store, o Options, log *slog.Logger, m *telemetry.Webhooks) *Worker {
+// DeliveriesChannel is the Postgres notification channel on which the
+// statements that queue deliveries (the outbox trigger, a redelivery)
+// announce them, in their transaction (migration 029).
+const DeliveriesChannel = "seatd_webhooks"
+
+// Notifier is what the worker needs of the process's notifier
+// (internal/notify).
+type Notifier interface {
+	Listen(channel string, fn func(payload string)) (unlisten func())
+	OnReady(fn func()) (remove func())
+}
+
+// NewWorker returns a worker on st that wakes on n's notifications.
+func NewWorker(st *store.Store, n Notifier, o Options, log *slog.Logger, m *telemetry.Webhooks) *Worker {
 	tr := &http.Transport{
 		// No proxy: a proxy would dial for us, past the address check.
 		Proxy:                 nil,
@@ -69,7 +82,7 @@ func NewWorker(st *store.Store, o Options, log *slog.Logger, m *telemetry.Webhoo
 		// A redirect is an answer, not a delivery: following it would
 		// let a receiver point us anywhere.
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
-	return &Worker{st: st, hc: hc, o: o, log: log, m: m, now: time.Now}
+	return &Worker{st: st, n: n, hc: hc, o: o, log: log, m: m, now: time.Now}
 }
 
 // pruneEvery is how often a worker deletes old deliveries.
@@ -94,9 +107,27 @@ func (w *Worker) maybePrune(ctx context.Context) {
 }
 
 // Run sends deliveries until ctx ends: it claims a batch, sends it, records
-// the outcomes, and goes on at once while batches come back full, else
-// after Poll.
+// the outcomes, and goes on at once while it finds any (a delivery
+// finished may let a seat's next one go). Else it waits for the first of:
+// deliveries announced (DeliveriesChannel), the notifier (re)connected
+// (announcements may have been missed), a retry it scheduled falling due,
+// or Poll — a backstop for what it was not told of (another process's
+// retries, or announcements lost).
 func (w *Worker) Run(ctx context.Context) {
+	kick := make(chan struct{}, 1)
+	poke := func() {
+		select {
+		case kick <- struct{}{}:
+		default:
+		}
+	}
+	unlisten := w.n.Listen(DeliveriesChannel, func(string) { poke() })
+	defer unlisten()
+	unready := w.n.OnReady(poke)
+	defer unready()
+	// Keep-alive connections to receivers end with the worker.
+	defer w.hc.CloseIdleConnections()
+	var retryAt time.Time // the earliest retry scheduled here and not yet looked for
 	t := time.NewTimer(0)
 	defer t.Stop()
 	for {
@@ -104,21 +135,25 @@ func (w *Worker) Run(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case <-t.C:
+		case <-kick:
 		}
 		w.maybePrune(ctx)
-		n, err := w.Once(ctx)
+		if !retryAt.After(w.now()) {
+			retryAt = time.Time{} // due: this round looks for it
+		}
+		n, retry, err := w.once(ctx)
+		if !retry.IsZero() && (retryAt.IsZero() || retry.Before(retryAt)) {
+			retryAt = retry
+		}
+		now := w.now()
 		wait := w.o.Poll
 		switch {
 		case err != nil && ctx.Err() == nil:
 			w.log.Warn("webhook deliveries", "err", err)
-		case n == w.o.Batch:
+		case n > 0:
 			wait = 0
-		}
-		if !t.Stop() {
-			select {
-			case <-t.C:
-			default:
-			}
+		case !retryAt.IsZero():
+			wait = min(wait, max(retryAt.Sub(now), 0))
 		}
 		t.Reset(wait)
 	}
@@ -126,9 +161,16 @@ func (w *Worker) Run(ctx context.Context) {
 
 // Once claims and sends one batch, returning how many were claimed.
 func (w *Worker) Once(ctx context.Context) (int, error) {
+	n, _, err := w.once(ctx)
+	return n, err
+}
+
+// once is Once, also returning when the earliest retry it scheduled is
+// due (zero: none).
+func (w *Worker) once(ctx context.Context) (int, time.Time, error) {
 	ds, err := w.st.ClaimDeliveries(ctx, w.o.Batch, w.o.Timeout+5*time.Second)
 	if err != nil || len(ds) == 0 {
-		return 0, err
+		return 0, time.Time{}, err
 	}
 	out := make([]store.Attempt, len(ds))
 	sem := make(chan struct{}, w.o.Concurrency)
@@ -145,7 +187,16 @@ func (w *Worker) Once(ctx context.Context) (int, error) {
 	// otherwise a delivered row would be sent again after the lease.
 	fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 	defer cancel()
-	return len(ds), w.st.FinishDeliveries(fctx, out)
+	if err := w.st.FinishDeliveries(fctx, out); err != nil {
+		return len(ds), time.Time{}, err
+	}
+	var retry time.Time
+	for _, a := range out {
+		if a.State == store.DeliveryPending && (retry.IsZero() || a.NextAt.Before(retry)) {
+			retry = a.NextAt
+		}
+	}
+	return len(ds), retry, nil
 }
 
 // Body is the JSON a delivery posts.
