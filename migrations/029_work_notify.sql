@@ -4,14 +4,27 @@
 -- a key, now announce it in their own transaction: a worker wakes when
 -- there is work instead of polling for it, and a revocation reaches every
 -- process's cache, whatever statement made it. The work itself stays in
--- its table; an announcement only says "look". Postgres sends identical
--- notifications of one transaction once, so a transaction that queues
--- work many times (a batch of holds, a reaper round) wakes the workers
--- once.
+-- its table; an announcement only says "look".
+--
+-- Announcements are coalesced. Postgres sends identical notifications of
+-- one transaction once, so a transaction that queues work many times (a
+-- batch of holds, a reaper round) announces it once. And a notifying
+-- transaction holds Postgres's one notify-queue lock from its commit until
+-- its commit record is flushed, so notifying transactions commit one at a
+-- time: announcing every transaction of a busy sale cost 3 to 4 times the
+-- commits per second (8 clients each inserting an audited change with a
+-- webhook, durable commits: ~200/s announced against ~800/s not). So a
+-- transaction announces work only if no other transaction announcing the
+-- same channel is in flight (a transaction-level advisory lock, tried,
+-- never waited for); otherwise it leaves the announcement to that one.
+-- It may commit just after that one, so the workers look again shortly
+-- after each announcement, and keep a slow backstop poll.
 
 CREATE FUNCTION notify_work() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
-    PERFORM pg_notify(TG_ARGV[0], '');
+    IF pg_try_advisory_xact_lock(hashtext(TG_ARGV[0])) THEN
+        PERFORM pg_notify(TG_ARGV[0], '');
+    END IF;
     RETURN NULL;
 END $$;
 
@@ -27,7 +40,7 @@ CREATE TRIGGER webhook_deliveries_redelivered AFTER UPDATE OF state ON webhook_d
     FOR EACH ROW WHEN (OLD.state <> 'pending' AND NEW.state = 'pending')
     EXECUTE FUNCTION notify_work('seatd_webhooks');
 
--- The outbox trigger announces the deliveries it wrote, once a statement.
+-- The outbox trigger announces the deliveries it wrote, as above.
 CREATE OR REPLACE FUNCTION webhook_outbox() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
     INSERT INTO webhook_deliveries (org_id, endpoint_id, audit_id, type, event_id, seat_id, data, created_at)
@@ -39,13 +52,14 @@ BEGIN
     JOIN webhook_endpoints e ON e.org_id = n.org_id AND e.deleted_at IS NULL
                             AND webhook_type(n.action) = ANY (e.events)
     ORDER BY n.id, e.id;
-    IF FOUND THEN
+    IF FOUND AND pg_try_advisory_xact_lock(hashtext('seatd_webhooks')) THEN
         PERFORM pg_notify('seatd_webhooks', '');
     END IF;
     RETURN NULL;
 END $$;
 
--- A revoked key is announced with its id; revoking it again is not.
+-- A revoked key is announced with its id, always (revocations are rare);
+-- revoking it again is not.
 CREATE FUNCTION api_key_revoked() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
     PERFORM pg_notify('seatd_api_keys', NEW.id::text);

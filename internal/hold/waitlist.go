@@ -151,12 +151,19 @@ type Notifier interface {
 	OnReady(fn func()) (remove func())
 }
 
+// waitlistSettle is how long after an announcement the offer worker looks
+// once more: a transaction that queued work while another announcing it
+// was in flight leaves the announcement to that one (migration 029), and
+// may commit just after it.
+const waitlistSettle = 250 * time.Millisecond
+
 // RunWaitlist runs the offer worker until ctx ends. Work is durable
 // (queued in Postgres by the statement that freed the seats, which
 // announces it on WaitlistChannel in the same transaction), so whichever
 // process's worker wakes first offers it: a round runs on each
-// announcement, whenever the notifier (re)connects (announcements may
-// have been missed) and every interval, a backstop for the rest.
+// announcement and waitlistSettle after it, whenever the notifier
+// (re)connects (announcements may have been missed) and every interval, a
+// backstop for the rest.
 func (s *Service) RunWaitlist(ctx context.Context, n Notifier, interval time.Duration) {
 	kick := make(chan struct{}, 1)
 	poke := func() {
@@ -169,12 +176,27 @@ func (s *Service) RunWaitlist(ctx context.Context, n Notifier, interval time.Dur
 	defer unlisten()
 	unready := n.OnReady(poke)
 	defer unready()
-	loop(ctx, interval, kick, func(ctx context.Context) {
+	t := time.NewTimer(interval)
+	defer t.Stop()
+	for {
+		settle := false
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		case <-kick:
+			settle = true
+		}
 		if n, err := s.OfferRound(ctx); err != nil && ctx.Err() == nil {
 			s.m.BackgroundErrors.WithLabelValues("waitlist").Inc()
 			s.log.Error("waitlist offers", "err", err)
 		} else if n > 0 {
 			s.log.Info("waitlist offers made", "count", n)
 		}
-	})
+		if settle {
+			t.Reset(waitlistSettle)
+		} else {
+			t.Reset(interval)
+		}
+	}
 }

@@ -106,13 +106,20 @@ func (w *Worker) maybePrune(ctx context.Context) {
 	}
 }
 
+// settle is how long after an announcement the worker looks once more: a
+// transaction that queued deliveries while another announcing them was in
+// flight leaves the announcement to that one (migration 029), and may
+// commit just after it.
+const settle = 250 * time.Millisecond
+
 // Run sends deliveries until ctx ends: it claims a batch, sends it, records
 // the outcomes, and goes on at once while it finds any (a delivery
 // finished may let a seat's next one go). Else it waits for the first of:
 // deliveries announced (DeliveriesChannel), the notifier (re)connected
-// (announcements may have been missed), a retry it scheduled falling due,
-// or Poll — a backstop for what it was not told of (another process's
-// retries, or announcements lost).
+// (announcements may have been missed), settle after the last
+// announcement, a retry it scheduled falling due, or Poll — a backstop for
+// what it was not told of (another process's retries, announcements
+// lost).
 func (w *Worker) Run(ctx context.Context) {
 	kick := make(chan struct{}, 1)
 	poke := func() {
@@ -127,7 +134,9 @@ func (w *Worker) Run(ctx context.Context) {
 	defer unready()
 	// Keep-alive connections to receivers end with the worker.
 	defer w.hc.CloseIdleConnections()
-	var retryAt time.Time // the earliest retry scheduled here and not yet looked for
+	// Rounds due: the earliest retry scheduled here, and one settle after
+	// the last announcement; zero once a round began after them.
+	var retryAt, settleAt time.Time
 	t := time.NewTimer(0)
 	defer t.Stop()
 	for {
@@ -136,10 +145,15 @@ func (w *Worker) Run(ctx context.Context) {
 			return
 		case <-t.C:
 		case <-kick:
+			settleAt = w.now().Add(settle)
 		}
 		w.maybePrune(ctx)
-		if !retryAt.After(w.now()) {
-			retryAt = time.Time{} // due: this round looks for it
+		start := w.now()
+		if !retryAt.After(start) {
+			retryAt = time.Time{}
+		}
+		if !settleAt.After(start) {
+			settleAt = time.Time{}
 		}
 		n, retry, err := w.once(ctx)
 		if !retry.IsZero() && (retryAt.IsZero() || retry.Before(retryAt)) {
@@ -152,8 +166,11 @@ func (w *Worker) Run(ctx context.Context) {
 			w.log.Warn("webhook deliveries", "err", err)
 		case n > 0:
 			wait = 0
-		case !retryAt.IsZero():
-			wait = min(wait, max(retryAt.Sub(now), 0))
+		}
+		for _, at := range []time.Time{retryAt, settleAt} {
+			if !at.IsZero() {
+				wait = min(wait, max(at.Sub(now), 0))
+			}
 		}
 		t.Reset(wait)
 	}
