@@ -8,6 +8,7 @@ import (
 	"github.com/google/uuid"
 
 	"seatd/internal/apperr"
+	"seatd/internal/notify"
 	"seatd/internal/store"
 )
 
@@ -144,59 +145,23 @@ func (s *Service) publishOffers(ctx context.Context, offers []store.Offer) {
 // statements that queue waitlist work announce it (migration 029).
 const WaitlistChannel = "seatd_waitlist"
 
-// Notifier is what the core's loops need of the process's notifier
-// (internal/notify).
-type Notifier interface {
-	Listen(channel string, fn func(payload string)) (unlisten func())
-	OnReady(fn func()) (remove func())
-}
-
-// waitlistSettle is how long after an announcement the offer worker looks
-// once more: a transaction that queued work while another announcing it
-// was in flight leaves the announcement to that one (migration 029), and
-// may commit just after it.
-const waitlistSettle = 250 * time.Millisecond
-
 // RunWaitlist runs the offer worker until ctx ends. Work is durable
 // (queued in Postgres by the statement that freed the seats, which
 // announces it on WaitlistChannel in the same transaction), so whichever
 // process's worker wakes first offers it: a round runs on each
-// announcement and waitlistSettle after it, whenever the notifier
-// (re)connects (announcements may have been missed) and every interval, a
-// backstop for the rest.
-func (s *Service) RunWaitlist(ctx context.Context, n Notifier, interval time.Duration) {
-	kick := make(chan struct{}, 1)
-	poke := func() {
-		select {
-		case kick <- struct{}{}:
-		default:
-		}
-	}
-	unlisten := n.Listen(WaitlistChannel, func(string) { poke() })
-	defer unlisten()
-	unready := n.OnReady(poke)
-	defer unready()
-	t := time.NewTimer(interval)
-	defer t.Stop()
-	for {
-		settle := false
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		case <-kick:
-			settle = true
-		}
+// announcement (at most ten rounds a second: a round takes all the work
+// queued), whenever the notifier (re)connects (announcements may have
+// been missed) and every interval, a backstop for the rest (see
+// notify.Work).
+func (s *Service) RunWaitlist(ctx context.Context, n notify.Subscriber, interval time.Duration) {
+	sched := notify.Schedule{Cooldown: 100 * time.Millisecond, Settle: 250 * time.Millisecond, Backstop: interval}
+	notify.Work(ctx, n, WaitlistChannel, sched, func(ctx context.Context) time.Duration {
 		if n, err := s.OfferRound(ctx); err != nil && ctx.Err() == nil {
 			s.m.BackgroundErrors.WithLabelValues("waitlist").Inc()
 			s.log.Error("waitlist offers", "err", err)
 		} else if n > 0 {
 			s.log.Info("waitlist offers made", "count", n)
 		}
-		if settle {
-			t.Reset(waitlistSettle)
-		} else {
-			t.Reset(interval)
-		}
-	}
+		return notify.Idle
+	})
 }

@@ -289,3 +289,87 @@ func TestHandlerFallsBehind(t *testing.T) {
 	send(t, pool, ch, "after")
 	testenv.Eventually(t, 10*time.Second, "deliveries resumed", func() bool { return handled.Load() > 10_000 })
 }
+
+// TestWork: a worker's rounds run at once, on a notification (and once
+// more Settle after it), at most Backstop apart, never closer than
+// Cooldown when woken by notifications, and at once when a round asks.
+func TestWork(t *testing.T) {
+	t.Parallel()
+	n, pool := setup(t)
+	ch := channel()
+	listening(t, n)
+	var mu sync.Mutex
+	var starts []time.Time
+	var asks atomic.Int64 // rounds that ask for another at once
+	rounds := func() []time.Time {
+		mu.Lock()
+		defer mu.Unlock()
+		return slices.Clone(starts)
+	}
+	s := notify.Schedule{Cooldown: 250 * time.Millisecond, Settle: 500 * time.Millisecond, Backstop: time.Hour}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		notify.Work(ctx, n, ch, s, func(context.Context) time.Duration {
+			mu.Lock()
+			starts = append(starts, time.Now())
+			mu.Unlock()
+			if asks.Load() > 0 {
+				asks.Add(-1)
+				return 0
+			}
+			return notify.Idle
+		})
+	}()
+	defer func() { cancel(); <-done }()
+	testenv.Eventually(t, 5*time.Second, "the first round", func() bool { return len(rounds()) >= 1 })
+	// The ready callback may wake one more round: wait for it to settle.
+	testenv.Eventually(t, 5*time.Second, "quiet", func() bool {
+		before := len(rounds())
+		time.Sleep(2 * s.Settle)
+		return len(rounds()) == before
+	})
+	base := len(rounds())
+
+	send(t, pool, ch, "1")
+	testenv.Eventually(t, 5*time.Second, "a round on the notification and one Settle after", func() bool {
+		return len(rounds()) >= base+2
+	})
+	rs := rounds()
+	if gap := rs[base+1].Sub(rs[base]); gap < s.Settle-50*time.Millisecond {
+		t.Fatalf("the settle round came %s after the woken one, want about %s", gap, s.Settle)
+	}
+
+	// A stream of notifications: rounds no closer than Cooldown.
+	base = len(rounds())
+	for i := range 30 {
+		send(t, pool, ch, strconv.Itoa(i))
+		time.Sleep(10 * time.Millisecond)
+	}
+	testenv.Eventually(t, 5*time.Second, "the stream's rounds", func() bool { return len(rounds()) > base+1 })
+	rs = rounds()
+	for i := base + 1; i < len(rs); i++ {
+		if gap := rs[i].Sub(rs[i-1]); gap < s.Cooldown {
+			t.Fatalf("rounds %d and %d started %s apart, under the cooldown", i-1, i, gap)
+		}
+	}
+	if got := len(rs) - base; got > 10 {
+		t.Fatalf("%d rounds for 30 notifications in 300 ms", got)
+	}
+
+	// A round that asks for another gets it at once, cooldown or not.
+	testenv.Eventually(t, 5*time.Second, "quiet", func() bool {
+		before := len(rounds())
+		time.Sleep(2 * s.Settle)
+		return len(rounds()) == before
+	})
+	base = len(rounds())
+	asks.Store(2)
+	send(t, pool, ch, "ask")
+	testenv.Eventually(t, 5*time.Second, "the rounds asked for", func() bool { return len(rounds()) >= base+3 })
+	rs = rounds()
+	if gap := rs[base+2].Sub(rs[base]); gap >= s.Cooldown {
+		t.Fatalf("three rounds asked for took %s", gap)
+	}
+}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"seatd/internal/notify"
 	"seatd/internal/store"
 	"seatd/internal/telemetry"
 )
@@ -45,7 +46,7 @@ type Options struct {
 // LOCKED claims, a lease, backoff — is the one query in the store.
 type Worker struct {
 	st  *store.Store
-	n   Notifier
+	n   notify.Subscriber
 	hc  *http.Client
 	o   Options
 	log *slog.Logger
@@ -60,15 +61,8 @@ type Worker struct {
 // announce them, in their transaction (migration 029).
 const DeliveriesChannel = "seatd_webhooks"
 
-// Notifier is what the worker needs of the process's notifier
-// (internal/notify).
-type Notifier interface {
-	Listen(channel string, fn func(payload string)) (unlisten func())
-	OnReady(fn func()) (remove func())
-}
-
 // NewWorker returns a worker on st that wakes on n's notifications.
-func NewWorker(st *store.Store, n Notifier, o Options, log *slog.Logger, m *telemetry.Webhooks) *Worker {
+func NewWorker(st *store.Store, n notify.Subscriber, o Options, log *slog.Logger, m *telemetry.Webhooks) *Worker {
 	tr := &http.Transport{
 		// No proxy: a proxy would dial for us, past the address check.
 		Proxy:                 nil,
@@ -106,74 +100,46 @@ func (w *Worker) maybePrune(ctx context.Context) {
 	}
 }
 
-// settle is how long after an announcement the worker looks once more: a
-// transaction that queued deliveries while another announcing them was in
-// flight leaves the announcement to that one (migration 029), and may
-// commit just after it.
-const settle = 250 * time.Millisecond
+// cooldown is the least time between two rounds woken by announcements,
+// and the wait after a round that found deliveries but not a full batch
+// (a delivery finished may let its seat's next one go): under a stream
+// of changes a round takes what accumulated meanwhile.
+const cooldown = 100 * time.Millisecond
 
 // Run sends deliveries until ctx ends: it claims a batch, sends it, records
-// the outcomes, and goes on at once while it finds any (a delivery
-// finished may let a seat's next one go). Else it waits for the first of:
-// deliveries announced (DeliveriesChannel), the notifier (re)connected
-// (announcements may have been missed), settle after the last
-// announcement, a retry it scheduled falling due, or Poll — a backstop for
-// what it was not told of (another process's retries, announcements
-// lost).
+// the outcomes, and goes on at once while batches come back full, after
+// cooldown while it finds any. Else it waits for deliveries announced
+// (DeliveriesChannel; see notify.Work for when exactly), a retry it
+// scheduled falling due, or Poll — a backstop for what it was not told of
+// (another process's retries, announcements lost).
 func (w *Worker) Run(ctx context.Context) {
-	kick := make(chan struct{}, 1)
-	poke := func() {
-		select {
-		case kick <- struct{}{}:
-		default:
-		}
-	}
-	unlisten := w.n.Listen(DeliveriesChannel, func(string) { poke() })
-	defer unlisten()
-	unready := w.n.OnReady(poke)
-	defer unready()
 	// Keep-alive connections to receivers end with the worker.
 	defer w.hc.CloseIdleConnections()
-	// Rounds due: the earliest retry scheduled here, and one settle after
-	// the last announcement; zero once a round began after them.
-	var retryAt, settleAt time.Time
-	t := time.NewTimer(0)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		case <-kick:
-			settleAt = w.now().Add(settle)
-		}
+	var retryAt time.Time // the earliest retry scheduled here and not yet looked for
+	s := notify.Schedule{Cooldown: cooldown, Settle: 250 * time.Millisecond, Backstop: w.o.Poll}
+	notify.Work(ctx, w.n, DeliveriesChannel, s, func(ctx context.Context) time.Duration {
 		w.maybePrune(ctx)
-		start := w.now()
-		if !retryAt.After(start) {
-			retryAt = time.Time{}
-		}
-		if !settleAt.After(start) {
-			settleAt = time.Time{}
+		if !retryAt.After(w.now()) {
+			retryAt = time.Time{} // due: this round looks for it
 		}
 		n, retry, err := w.once(ctx)
 		if !retry.IsZero() && (retryAt.IsZero() || retry.Before(retryAt)) {
 			retryAt = retry
 		}
-		now := w.now()
-		wait := w.o.Poll
+		soon := notify.Idle
 		switch {
 		case err != nil && ctx.Err() == nil:
 			w.log.Warn("webhook deliveries", "err", err)
+		case n == w.o.Batch:
+			return 0
 		case n > 0:
-			wait = 0
+			soon = cooldown
 		}
-		for _, at := range []time.Time{retryAt, settleAt} {
-			if !at.IsZero() {
-				wait = min(wait, max(at.Sub(now), 0))
-			}
+		if !retryAt.IsZero() {
+			soon = min(soon, max(retryAt.Sub(w.now()), 0))
 		}
-		t.Reset(wait)
-	}
+		return soon
+	})
 }
 
 // Once claims and sends one batch, returning how many were claimed.
