@@ -46,7 +46,8 @@ func (s *Service) RunFollower(ctx context.Context, every time.Duration) {
 }
 
 // loop runs round every interval, and at once on each kick (nil: never),
-// until ctx ends: the shape of every background job of the core.
+// until ctx ends: the shape of the core's timed jobs (reaper, snapshots,
+// warmer).
 func loop(ctx context.Context, every time.Duration, kick <-chan struct{}, round func(context.Context)) {
 	t := time.NewTicker(every)
 	defer t.Stop()
