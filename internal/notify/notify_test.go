@@ -21,9 +21,9 @@ import (
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
-// setup runs a notifier on the package's database until the test ends
-// and returns it with a pool to send notifications through.
-func setup(t *testing.T) (*notify.Notifier, *pgxpool.Pool) {
+// database returns the package database's connection settings and a
+// pool to send notifications through (closed when the test ends).
+func database(t *testing.T) (*pgx.ConnConfig, *pgxpool.Pool) {
 	t.Helper()
 	url := testenv.Config(t).DatabaseURL
 	cfg, err := pgx.ParseConfig(url)
@@ -35,6 +35,14 @@ func setup(t *testing.T) (*notify.Notifier, *pgxpool.Pool) {
 		t.Fatal(err)
 	}
 	t.Cleanup(pool.Close)
+	return cfg, pool
+}
+
+// setup runs a notifier on the package's database until the test ends
+// and returns it with a pool to send notifications through.
+func setup(t *testing.T) (*notify.Notifier, *pgxpool.Pool) {
+	t.Helper()
+	cfg, pool := database(t)
 	n := notify.New(cfg, testenv.Logger(t))
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
@@ -233,16 +241,7 @@ func TestSlowHandler(t *testing.T) {
 // first connection, and the ready callbacks run then.
 func TestListenBeforeRun(t *testing.T) {
 	t.Parallel()
-	url := testenv.Config(t).DatabaseURL
-	cfg, err := pgx.ParseConfig(url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	pool, err := pgxpool.New(context.Background(), url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer pool.Close()
+	cfg, pool := database(t)
 	n := notify.New(cfg, testenv.Logger(t))
 	ch := channel()
 	r := &recorder{}
