@@ -28,11 +28,10 @@ type Server struct {
 	assets   *static.Assets
 	hub      *live.Hub
 	sstore   *sessionStore
+	ends     *sessionEnds
 	limits   *limiter
 	metrics  *httpMetrics
-	unlisten func() // stops listening for session ends
 	keys     *auth.APIKeys
-	unkeys   func() // stops listening for key revocations
 	hooks    *webhook.Endpoints
 	flights  *registryFlights
 }
@@ -59,9 +58,8 @@ func newServer(d Deps, o options) *Server {
 	s.limits = newLimiter(d.Redis, d.Cfg.KeyPrefix, d.Engine.FastPath, d.Log, s.metrics.rateLimited)
 	s.limits.configure(d.Cfg)
 	s.flights = newRegistryFlights(d.Monitor, d.Cfg.RegistryCheckCooldown)
-	s.listenSessionEnds()
-	s.keys = auth.NewAPIKeys(d.Store.Accounts, d.Bus, d.Cfg.KeyPrefix, d.Log.With("component", "api_keys"))
-	s.unkeys = s.keys.Listen()
+	s.ends = newSessionEnds(d.Pool, d.Notifier, s.sstore, s.hub, s.log.With("component", "session_ends"))
+	s.keys = auth.NewAPIKeys(d.Store.Accounts, d.Notifier, d.Log.With("component", "api_keys"))
 	s.hooks = webhook.NewEndpoints(d.Store.Webhooks, d.Cfg.WebhookAllowPrivate)
 	s.routes()
 	// Outermost first: log and recover, compress, headers on every answer, refuse
@@ -74,13 +72,21 @@ func newServer(d Deps, o options) *Server {
 // ServeHTTP implements http.Handler.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.handler.ServeHTTP(w, r) }
 
+// Run is the server's background work, until ctx ends: it hears session
+// ends (and proves it does, see sessionEnds) and API key revocations
+// through the notifier. New starts nothing: the caller runs it (app runs
+// it with the process's other jobs, after the notifier).
+func (s *Server) Run(ctx context.Context) {
+	stop := s.keys.Listen()
+	defer stop()
+	s.ends.run(ctx)
+}
+
 // Shutdown closes the live sockets with "service restart", so browsers
 // reconnect (to another process), and waits for their goroutines.
 func (s *Server) Shutdown() {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	s.unlisten()
-	s.unkeys()
 	if err := s.hub.Shutdown(ctx); err != nil {
 		s.log.Warn("live hub shutdown", "err", err)
 	}

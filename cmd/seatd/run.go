@@ -103,14 +103,14 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 	}
 	log.Info("serving", "addr", ln.Addr().String(), "url", "http://"+displayAddr(ln.Addr().String()))
 	_, _ = fmt.Fprintf(stdout, "seatd is running at http://%s\n", displayAddr(ln.Addr().String()))
-	return a.Serve(ctx, ln, srv, srv.Shutdown)
+	return a.Serve(ctx, ln, srv, srv.Shutdown, srv)
 }
 
 // webDeps are the parts of the app the HTTP layer uses.
 func webDeps(a *app.App) web.Deps {
 	return web.Deps{Cfg: a.Cfg, Log: a.Log, Pool: a.Pool, Redis: a.Redis, Store: a.Store,
 		Engine: a.Engine, Holds: a.Holds, BoxOffice: a.BoxOffice, Events: a.Events, Waitlist: a.Waitlist, Monitor: a.Monitor,
-		Accounts: a.Accounts, Bus: a.Bus, Registry: a.Registry}
+		Accounts: a.Accounts, Notifier: a.Notifier, Registry: a.Registry}
 }
 
 func displayAddr(addr string) string {

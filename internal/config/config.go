@@ -24,7 +24,7 @@ type Config struct {
 	HoldTTL            time.Duration // SEATD_HOLD_TTL
 	FeedInterval       time.Duration // SEATD_FEED_INTERVAL: how often each process reads the change feed
 	WaitlistOfferTTL   time.Duration // SEATD_WAITLIST_OFFER_TTL: how long an offer holds a waiting buyer's seats
-	WaitlistInterval   time.Duration // SEATD_WAITLIST_INTERVAL: how often each process looks for waitlist work
+	WaitlistInterval   time.Duration // SEATD_WAITLIST_INTERVAL: how often each process looks for waitlist work it was not told of (a backstop: the statements that queue it announce it)
 	CacheIdle          time.Duration // SEATD_CACHE_IDLE: an event nobody watched or asked about this long leaves the hot cache
 	WarmEvents         int           // SEATD_WARM_EVENTS: on-sale events loaded into the hot cache at startup (0: none)
 	WarmSeats          int           // SEATD_WARM_SEATS: at most this many seats in all kept warm (past the first event)
@@ -81,7 +81,7 @@ type Config struct {
 	WebhookRetryFor     time.Duration // SEATD_WEBHOOK_RETRY_FOR: give a delivery up this long after its change
 	WebhookBackoff      time.Duration // SEATD_WEBHOOK_BACKOFF: wait after a first failed attempt (doubles per failure)
 	WebhookBackoffMax   time.Duration // SEATD_WEBHOOK_BACKOFF_MAX: longest wait between attempts
-	WebhookPoll         time.Duration // SEATD_WEBHOOK_POLL: how often an idle worker looks for due deliveries
+	WebhookPoll         time.Duration // SEATD_WEBHOOK_POLL: how often an idle worker looks for due deliveries it was not told of (a backstop: the statements that queue them announce them)
 	WebhookConcurrency  int           // SEATD_WEBHOOK_CONCURRENCY: attempts in flight per process
 }
 
@@ -101,7 +101,7 @@ func Defaults() Config {
 		HoldTTL:            15 * time.Minute,
 		FeedInterval:       250 * time.Millisecond,
 		WaitlistOfferTTL:   10 * time.Minute,
-		WaitlistInterval:   200 * time.Millisecond,
+		WaitlistInterval:   5 * time.Second,
 		CacheIdle:          10 * time.Minute,
 		WarmEvents:         20,
 		WarmSeats:          2_000_000,
@@ -147,7 +147,7 @@ func Defaults() Config {
 		WebhookRetryFor:     24 * time.Hour,
 		WebhookBackoff:      time.Second,
 		WebhookBackoffMax:   time.Hour,
-		WebhookPoll:         100 * time.Millisecond,
+		WebhookPoll:         5 * time.Second,
 		WebhookConcurrency:  32,
 	}
 }

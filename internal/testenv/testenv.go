@@ -29,6 +29,7 @@ import (
 	"seatd/internal/app"
 	"seatd/internal/chart"
 	"seatd/internal/config"
+	"seatd/internal/notify"
 	"seatd/internal/store"
 )
 
@@ -180,12 +181,29 @@ func App(t testing.TB, mod func(*config.Config)) *app.App {
 
 var migrateMu sync.Mutex
 
-// Background runs the app's background loops until the test ends.
-func Background(t testing.TB, a *app.App) {
+// Background runs the app's background loops, then extra, until the test
+// ends (app.RunBackground).
+func Background(t testing.TB, a *app.App, extra ...app.Job) {
+	Run(t, app.JobFunc(func(ctx context.Context) { a.RunBackground(ctx, extra...) }))
+}
+
+// Run runs job until the test ends: its context is cancelled, and the job
+// waited for, in the test's cleanup (before the cleanups registered
+// earlier, such as closing the app).
+func Run(t testing.TB, job app.Job) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
-	go func() { a.RunBackground(ctx); close(done) }()
+	go func() { job.Run(ctx); close(done) }()
 	t.Cleanup(func() { cancel(); <-done })
+}
+
+// Notifier runs a notifier of its own on a's database until the test
+// ends: the one of another process sharing a's connections, or of a test
+// that runs none of a's loops.
+func Notifier(t testing.TB, a *app.App) *notify.Notifier {
+	n := notify.New(a.Pool.Config().ConnConfig, Logger(t))
+	Run(t, n)
+	return n
 }
 
 // Password is every test user's password.
