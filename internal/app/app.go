@@ -24,6 +24,7 @@ import (
 	"seatd/internal/auth"
 	"seatd/internal/config"
 	"seatd/internal/hold"
+	"seatd/internal/mail"
 	"seatd/internal/pg"
 	"seatd/internal/realtime"
 	"seatd/internal/seatlock"
@@ -47,6 +48,9 @@ type App struct {
 	Metrics  *telemetry.Metrics
 	// Webhooks sends the outbox's deliveries (one worker per process).
 	Webhooks *webhook.Worker
+	// Mail sends the mail outbox (one worker per process); nil without
+	// SEATD_SMTP_URL.
+	Mail *mail.Worker
 
 	holdPools []*pgxpool.Pool // the shared hold statements' and transactions' connections, when holds are shared
 }
@@ -140,6 +144,10 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger) (*App, error)
 		}
 		return float64(n)
 	}))
+	if err := a.newMail(); err != nil {
+		a.Close()
+		return nil, err
+	}
 	return a, nil
 }
 
@@ -241,8 +249,8 @@ func (a *App) Migrate(ctx context.Context) error {
 }
 
 // RunBackground runs the per-process loops (reaper, change-feed follower,
-// Postgres NOTIFY listener, occupancy snapshots) until ctx ends, and
-// returns when they all stopped.
+// Postgres NOTIFY listener, occupancy snapshots, webhook and mail workers)
+// until ctx ends, and returns when they all stopped.
 func (a *App) RunBackground(ctx context.Context) {
 	var wg sync.WaitGroup
 	wg.Go(func() { a.Core.RunReaper(ctx, a.Cfg.ReaperInterval) })
@@ -256,6 +264,7 @@ func (a *App) RunBackground(ctx context.Context) {
 	wg.Go(func() { a.Bus.Listen(ctx) })
 	wg.Go(func() { a.Core.RunSnapshots(ctx, a.Cfg.SnapshotInterval) })
 	wg.Go(func() { a.Webhooks.Run(ctx) })
+	wg.Go(func() { a.runMail(ctx) })
 	wg.Wait()
 }
 
