@@ -415,26 +415,31 @@ redis_up() {
 	fi
 }
 
-redis_down() {
-	local pid i
-	if ! pid=$(redis_pid); then
-		log "redis ($PROFILE) not running"
-		rm -f "$REDIS_PIDFILE"
+# stop_daemon NAME PIDFN PIDFILE: SIGTERM the process PIDFN names (a
+# function that prints our daemon's PID or fails), wait up to 10s, then
+# SIGKILL it if the PID is still our daemon's; remove its pidfile.
+stop_daemon() {
+	local name=$1 pidfn=$2 pidfile=$3 pid i
+	if ! pid=$("$pidfn"); then
+		log "$name ($PROFILE) not running"
+		rm -f "$pidfile"
 		return 0
 	fi
-	log "stopping redis ($PROFILE) pid $pid"
+	log "stopping $name ($PROFILE) pid $pid"
 	kill -TERM "$pid"
 	for ((i = 0; i < 100; i++)); do
 		[[ -e /proc/$pid ]] || break
 		sleep 0.1
 	done
-	# Still there after 10s: force it, but only if the PID is still our redis.
-	if redis_pid >/dev/null; then
-		log "redis did not exit on SIGTERM; sending SIGKILL to $pid"
+	# Still there after 10s: force it, but only if the PID is still ours.
+	if "$pidfn" >/dev/null; then
+		log "$name did not exit on SIGTERM; sending SIGKILL to $pid"
 		kill -KILL "$pid"
 	fi
-	rm -f "$REDIS_PIDFILE"
+	rm -f "$pidfile"
 }
+
+redis_down() { stop_daemon redis redis_pid "$REDIS_PIDFILE"; }
 
 redis_status() {
 	local pid
@@ -512,25 +517,7 @@ mailpit_up() {
 	die "mailpit did not answer on 127.0.0.1:$SMTP_PORT and http://127.0.0.1:$MAILPIT_PORT within 10s"
 }
 
-mailpit_down() {
-	local pid i
-	if ! pid=$(mailpit_pid); then
-		log "mailpit ($PROFILE) not running"
-		rm -f "$MAILPIT_PIDFILE"
-		return 0
-	fi
-	log "stopping mailpit ($PROFILE) pid $pid"
-	kill -TERM "$pid"
-	for ((i = 0; i < 100; i++)); do
-		[[ -e /proc/$pid ]] || break
-		sleep 0.1
-	done
-	if mailpit_pid >/dev/null; then
-		log "mailpit did not exit on SIGTERM; sending SIGKILL to $pid"
-		kill -KILL "$pid"
-	fi
-	rm -f "$MAILPIT_PIDFILE"
-}
+mailpit_down() { stop_daemon mailpit mailpit_pid "$MAILPIT_PIDFILE"; }
 
 mailpit_status() {
 	local pid
