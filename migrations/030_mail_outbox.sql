@@ -6,8 +6,10 @@
 -- dedupe_key is unique per organization and required: a retried sale (the
 -- same Idempotency-Key, a second click) enqueues its confirmation once.
 -- The key stays taken while the row is kept (internal/mail: Keep).
+-- Keys lead with org_id, as every tenant table's do (docs/scaling.md:
+-- distributable by organization).
 CREATE TABLE mail_outbox (
-    id              bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    id              bigint GENERATED ALWAYS AS IDENTITY,
     org_id          uuid NOT NULL REFERENCES organizations (id),
     dedupe_key      text NOT NULL CHECK (length(dedupe_key) BETWEEN 1 AND 200),
     recipient       text NOT NULL CHECK (length(recipient) BETWEEN 3 AND 254),
@@ -24,6 +26,7 @@ CREATE TABLE mail_outbox (
     created_at      timestamptz NOT NULL DEFAULT now(),
     -- finished_at: when it was sent or given up (pruning reads it).
     finished_at     timestamptz,
+    PRIMARY KEY (org_id, id),
     UNIQUE (org_id, dedupe_key)
 );
 
@@ -40,7 +43,8 @@ CREATE INDEX mail_outbox_finished_idx ON mail_outbox (finished_at) WHERE status 
 -- is stored as is (TOASTed, compressed when it compresses), read only when
 -- its message is sent, and deleted with it.
 CREATE TABLE mail_attachments (
-    mail_id      bigint NOT NULL REFERENCES mail_outbox (id) ON DELETE CASCADE,
+    org_id       uuid NOT NULL,
+    mail_id      bigint NOT NULL,
     position     int NOT NULL,
     filename     text NOT NULL CHECK (length(filename) BETWEEN 1 AND 200),
     content_type text NOT NULL CHECK (length(content_type) BETWEEN 3 AND 200),
@@ -48,7 +52,8 @@ CREATE TABLE mail_attachments (
     -- <img src="cid:...">, NULL for an attachment.
     content_id   text CHECK (content_id IS NULL OR length(content_id) BETWEEN 1 AND 200),
     data         bytea NOT NULL,
-    PRIMARY KEY (mail_id, position)
+    PRIMARY KEY (org_id, mail_id, position),
+    FOREIGN KEY (org_id, mail_id) REFERENCES mail_outbox (org_id, id) ON DELETE CASCADE
 );
 
 -- The sender of an organization's mail; NULL takes SEATD_MAIL_FROM's

@@ -100,10 +100,10 @@ func Enqueue(ctx context.Context, db DBTX, org uuid.UUID, msg Message) error {
 			INSERT INTO mail_outbox (org_id, dedupe_key, recipient, subject, text_body, html_body)
 			VALUES ($1, $2, $3, $4, $5, $6)
 			ON CONFLICT (org_id, dedupe_key) DO NOTHING
-			RETURNING id
+			RETURNING org_id, id
 		), a AS (
-			INSERT INTO mail_attachments (mail_id, position, filename, content_type, content_id, data)
-			SELECT m.id, f.ord, f.filename, f.content_type, f.content_id, f.data
+			INSERT INTO mail_attachments (org_id, mail_id, position, filename, content_type, content_id, data)
+			SELECT m.org_id, m.id, f.ord, f.filename, f.content_type, f.content_id, f.data
 			FROM m, unnest($7::text[], $8::text[], $9::text[], $10::bytea[]) WITH ORDINALITY
 				AS f (filename, content_type, content_id, data, ord)
 		)

@@ -34,10 +34,10 @@ func claim(ctx context.Context, db DBTX, n int, lease time.Duration) ([]claimed,
 	rows, err := db.Query(ctx, `
 		UPDATE mail_outbox m
 		SET attempts = m.attempts + 1, next_attempt_at = now() + make_interval(secs => $2)
-		FROM (SELECT id FROM mail_outbox WHERE status = 'queued' AND next_attempt_at <= now()
+		FROM (SELECT org_id, id FROM mail_outbox WHERE status = 'queued' AND next_attempt_at <= now()
 				ORDER BY next_attempt_at, id LIMIT $1 FOR UPDATE SKIP LOCKED) due,
 			organizations o
-		WHERE m.id = due.id AND o.id = m.org_id
+		WHERE m.org_id = due.org_id AND m.id = due.id AND o.id = m.org_id
 		RETURNING m.id, m.org_id, m.recipient, m.subject, m.text_body, m.html_body, m.attempts, m.created_at,
 			o.name, COALESCE(o.mail_from_address, ''), COALESCE(o.mail_from_name, '')`,
 		n, lease.Seconds())
@@ -57,9 +57,9 @@ func claim(ctx context.Context, db DBTX, n int, lease time.Duration) ([]claimed,
 }
 
 // attachments reads a message's attachments, in order.
-func attachments(ctx context.Context, db DBTX, id int64) ([]Attachment, error) {
+func attachments(ctx context.Context, db DBTX, m claimed) ([]Attachment, error) {
 	rows, err := db.Query(ctx, `SELECT filename, content_type, COALESCE(content_id, ''), data
-		FROM mail_attachments WHERE mail_id = $1 ORDER BY position`, id)
+		FROM mail_attachments WHERE org_id = $1 AND mail_id = $2 ORDER BY position`, m.Org, m.ID)
 	if err != nil {
 		return nil, fmt.Errorf("mail attachments: %w", err)
 	}
@@ -71,16 +71,16 @@ func attachments(ctx context.Context, db DBTX, id int64) ([]Attachment, error) {
 }
 
 // markSent records that the SMTP server accepted a message.
-func markSent(ctx context.Context, db DBTX, id int64) error {
+func markSent(ctx context.Context, db DBTX, m claimed) error {
 	_, err := db.Exec(ctx, `UPDATE mail_outbox SET status = 'sent', sent_at = now(), finished_at = now(), last_error = NULL
-		WHERE id = $1`, id)
+		WHERE org_id = $1 AND id = $2`, m.Org, m.ID)
 	return err
 }
 
 // markFailed records a failed attempt: the message is tried again after
 // wait, unless that is more than retryFor after it was enqueued, or the
 // failure is permanent; then it is given up. It reports whether it was.
-func markFailed(ctx context.Context, db DBTX, id int64, reason string, wait, retryFor time.Duration, permanent bool) (givenUp bool, err error) {
+func markFailed(ctx context.Context, db DBTX, m claimed, reason string, wait, retryFor time.Duration, permanent bool) (givenUp bool, err error) {
 	var status string
 	err = db.QueryRow(ctx, `
 		UPDATE mail_outbox SET last_error = $2, next_attempt_at = now() + make_interval(secs => $3),
@@ -88,8 +88,8 @@ func markFailed(ctx context.Context, db DBTX, id int64, reason string, wait, ret
 				THEN 'failed' ELSE 'queued' END,
 			finished_at = CASE WHEN $5 OR now() + make_interval(secs => $3) > created_at + make_interval(secs => $4)
 				THEN now() END
-		WHERE id = $1 AND status = 'queued'
-		RETURNING status`, id, reason, wait.Seconds(), retryFor.Seconds(), permanent).Scan(&status)
+		WHERE org_id = $6 AND id = $1 AND status = 'queued'
+		RETURNING status`, m.ID, reason, wait.Seconds(), retryFor.Seconds(), permanent, m.Org).Scan(&status)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return false, nil
 	}
@@ -98,20 +98,24 @@ func markFailed(ctx context.Context, db DBTX, id int64, reason string, wait, ret
 
 // release hands claimed messages that were not attempted back to the
 // queue, due now and their attempt not counted.
-func release(ctx context.Context, db DBTX, ids []int64) error {
-	if len(ids) == 0 {
+func release(ctx context.Context, db DBTX, ms []claimed) error {
+	if len(ms) == 0 {
 		return nil
 	}
+	orgs, ids := make([]uuid.UUID, len(ms)), make([]int64, len(ms))
+	for i, m := range ms {
+		orgs[i], ids[i] = m.Org, m.ID
+	}
 	_, err := db.Exec(ctx, `UPDATE mail_outbox SET attempts = attempts - 1, next_attempt_at = now()
-		WHERE id = ANY($1) AND status = 'queued'`, ids)
+		WHERE (org_id, id) IN (SELECT * FROM unnest($1::uuid[], $2::bigint[])) AND status = 'queued'`, orgs, ids)
 	return err
 }
 
 // prune deletes up to n messages finished (sent or given up) before
 // before, with their attachments.
 func prune(ctx context.Context, db DBTX, before time.Time, n int) (int64, error) {
-	tag, err := db.Exec(ctx, `DELETE FROM mail_outbox WHERE id IN (
-		SELECT id FROM mail_outbox WHERE status <> 'queued' AND finished_at < $1 LIMIT $2)`, before, n)
+	tag, err := db.Exec(ctx, `DELETE FROM mail_outbox WHERE (org_id, id) IN (
+		SELECT org_id, id FROM mail_outbox WHERE status <> 'queued' AND finished_at < $1 LIMIT $2)`, before, n)
 	return tag.RowsAffected(), err
 }
 

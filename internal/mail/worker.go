@@ -155,7 +155,7 @@ func (w *Worker) Once(ctx context.Context) (int, error) {
 	defer c.close()
 	for i, m := range batch {
 		if sendCtx.Err() != nil {
-			return len(batch), w.releaseRest(rec, batch[i:])
+			return len(batch), release(rec, w.db, batch[i:])
 		}
 		err := w.send(sendCtx, c, m)
 		if err == nil {
@@ -170,7 +170,7 @@ func (w *Worker) Once(ctx context.Context) (int, error) {
 		if !errors.As(err, &se) || (se.Reason != gomail.ErrSMTPRcptTo && se.Reason != gomail.ErrSMTPMailFrom) {
 			// The session may be broken: the rest go back to the
 			// queue for the next round's fresh connection.
-			return len(batch), w.releaseRest(rec, batch[i+1:])
+			return len(batch), release(rec, w.db, batch[i+1:])
 		}
 	}
 	return len(batch), nil
@@ -178,7 +178,7 @@ func (w *Worker) Once(ctx context.Context) (int, error) {
 
 // send builds m and sends it over c.
 func (w *Worker) send(ctx context.Context, c *conn, m claimed) error {
-	atts, err := attachments(ctx, w.db, m.ID)
+	atts, err := attachments(ctx, w.db, m)
 	if err != nil {
 		return err
 	}
@@ -238,7 +238,7 @@ func (w *Worker) sent(ctx context.Context, m claimed) {
 	w.m.Latency.Observe(w.now().Sub(m.CreatedAt).Seconds())
 	var err error
 	for try := range 3 {
-		if err = markSent(ctx, w.db, m.ID); err == nil {
+		if err = markSent(ctx, w.db, m); err == nil {
 			return
 		}
 		select {
@@ -253,7 +253,7 @@ func (w *Worker) sent(ctx context.Context, m claimed) {
 func (w *Worker) failed(ctx context.Context, m claimed, cause error, permanent bool) {
 	reason := clip(cause.Error(), 500)
 	wait := w.backoff(m.Attempts)
-	givenUp, err := markFailed(ctx, w.db, m.ID, reason, wait, w.o.RetryFor, permanent)
+	givenUp, err := markFailed(ctx, w.db, m, reason, wait, w.o.RetryFor, permanent)
 	switch {
 	case err != nil:
 		// The claim's lease brings it back.
@@ -266,14 +266,6 @@ func (w *Worker) failed(ctx context.Context, m claimed, cause error, permanent b
 		w.m.Attempts.WithLabelValues("retry").Inc()
 		w.log.Info("mail attempt failed", "mail", m.ID, "attempts", m.Attempts, "retry_in", wait.Round(time.Second), "err", reason)
 	}
-}
-
-func (w *Worker) releaseRest(ctx context.Context, rest []claimed) error {
-	ids := make([]int64, len(rest))
-	for i, m := range rest {
-		ids[i] = m.ID
-	}
-	return release(ctx, w.db, ids)
 }
 
 // backoff is the wait after the n-th failed attempt: Backoff doubled per
