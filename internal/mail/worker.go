@@ -120,7 +120,7 @@ func (w *Worker) Run(ctx context.Context) {
 		wait := w.o.Poll
 		switch {
 		case err != nil && ctx.Err() == nil:
-			w.log.Warn("mail", "err", err)
+			w.log.Warn("mail round failed", "err", err)
 		case n == w.o.Batch:
 			wait = 0
 		}
@@ -143,6 +143,10 @@ func (w *Worker) Once(ctx context.Context) (int, error) {
 	sendCtx, cancelSend := context.WithTimeout(ctx, lease-leaseMargin)
 	defer cancelSend()
 	c, err := w.srv.dial(sendCtx, w.o.Timeout)
+	if err != nil && ctx.Err() != nil {
+		// Shutting down: not an attempt; another process takes them.
+		return len(batch), release(rec, w.db, batch)
+	}
 	if err != nil {
 		err = fmt.Errorf("connect to %s: %w", w.srv, err)
 		for _, m := range batch {
