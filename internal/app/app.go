@@ -23,6 +23,7 @@ import (
 	"seatd/internal/auth"
 	"seatd/internal/config"
 	"seatd/internal/hold"
+	"seatd/internal/mail"
 	"seatd/internal/notify"
 	"seatd/internal/pg"
 	"seatd/internal/realtime"
@@ -46,6 +47,10 @@ type App struct {
 	Metrics  *telemetry.Metrics
 	// Webhooks sends the outbox's deliveries (one worker per process).
 	Webhooks *webhook.Worker
+	// Mail sends the mail outbox (one worker per process); nil without
+	// SEATD_SMTP_URL.
+	Mail *mail.Worker
+
 	// Notifier is the process's one LISTEN connection: the bus's
 	// fallback, the workers' wake-ups, the web server's session ends and
 	// key revocations (RunBackground runs it first).
@@ -166,6 +171,10 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger) (*App, error)
 		}
 		return float64(n)
 	}))
+	if err := a.newMail(); err != nil {
+		a.Close()
+		return nil, err
+	}
 	return a, nil
 }
 
@@ -292,13 +301,18 @@ func (f JobFunc) Run(ctx context.Context) { f(ctx) }
 //  5. The waitlist offer worker: on the notifier, with a WaitlistInterval
 //     backstop.
 //  6. The webhook worker: on the notifier, with a WebhookPoll backstop.
-//  7. The warmer (warm: only when serving, and with WarmEvents set): on
+//  7. The mail worker (with SEATD_SMTP_URL set): on the notifier, with a
+//     MailPoll backstop.
+//  8. The warmer (warm: only when serving, and with WarmEvents set): on
 //     the bus, with a WarmInterval backstop.
 //
 // What RunBackground is given (the web server's jobs) starts after them
 // all and stops first.
 func (a *App) jobs(warm bool) []Job {
 	js := []Job{a.Notifier, a.Follower, a.Reaper, a.Monitor, a.Waitlist, a.Webhooks}
+	if a.Mail != nil {
+		js = append(js, a.Mail)
+	}
 	if warm && a.Cfg.WarmEvents > 0 {
 		// Load on-sale events while the listener opens, and those another
 		// process publishes later, so the first buyers of a sale do not

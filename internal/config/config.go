@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/mail"
 	"net/netip"
 	"net/url"
 	"strconv"
@@ -83,6 +84,12 @@ type Config struct {
 	WebhookBackoffMax   time.Duration // SEATD_WEBHOOK_BACKOFF_MAX: longest wait between attempts
 	WebhookPoll         time.Duration // SEATD_WEBHOOK_POLL: how often an idle worker looks for due deliveries it was not told of (a backstop: the statements that queue them announce them)
 	WebhookConcurrency  int           // SEATD_WEBHOOK_CONCURRENCY: attempts in flight per process
+
+	// Mail.
+	SMTPURL      string        // SEATD_SMTP_URL: the SMTP server mail goes out through (internal/mail.ParseURL); empty: mail stays queued
+	MailFrom     string        // SEATD_MAIL_FROM: default sender, "Name <address>" or an address
+	MailPoll     time.Duration // SEATD_MAIL_POLL: how often an idle mail worker looks for due mail without being woken
+	MailRetryFor time.Duration // SEATD_MAIL_RETRY_FOR: give a message up this long after it was enqueued
 }
 
 // DefaultOpsAddr is where the ops listener serves unless SEATD_OPS_ADDR
@@ -149,6 +156,10 @@ func Defaults() Config {
 		WebhookBackoffMax:   time.Hour,
 		WebhookPoll:         5 * time.Second,
 		WebhookConcurrency:  32,
+
+		MailFrom:     "seatd <no-reply@localhost>",
+		MailPoll:     5 * time.Second,
+		MailRetryFor: 48 * time.Hour,
 	}
 }
 
@@ -264,6 +275,10 @@ func Load(getenv func(string) string) (Config, error) {
 	dur("SEATD_WEBHOOK_BACKOFF_MAX", &c.WebhookBackoffMax)
 	dur("SEATD_WEBHOOK_POLL", &c.WebhookPoll)
 	num("SEATD_WEBHOOK_CONCURRENCY", &c.WebhookConcurrency)
+	str("SEATD_SMTP_URL", &c.SMTPURL)
+	str("SEATD_MAIL_FROM", &c.MailFrom)
+	dur("SEATD_MAIL_POLL", &c.MailPoll)
+	dur("SEATD_MAIL_RETRY_FOR", &c.MailRetryFor)
 
 	errs = append(errs, c.validate()...)
 	return c, errors.Join(errs...)
@@ -348,6 +363,11 @@ func (c Config) validate() []error {
 		bad("SEATD_WEBHOOK_BACKOFF_MAX: %s must be at least SEATD_WEBHOOK_BACKOFF (%s)", c.WebhookBackoffMax, c.WebhookBackoff)
 	}
 	atLeast("SEATD_WEBHOOK_CONCURRENCY", c.WebhookConcurrency, 1)
+	if _, err := c.Sender(); err != nil {
+		bad("SEATD_MAIL_FROM: %q must be an address or Name <address>", c.MailFrom)
+	}
+	positive("SEATD_MAIL_POLL", c.MailPoll)
+	positive("SEATD_MAIL_RETRY_FOR", c.MailRetryFor)
 	if c.OpsAddr != OpsOff {
 		if _, _, err := net.SplitHostPort(c.OpsAddr); err != nil {
 			bad("SEATD_OPS_ADDR: %q must be host:port (port 0 picks a free one) or %q", c.OpsAddr, OpsOff)
@@ -376,13 +396,27 @@ const (
 )
 
 // ServeProblem is why `seatd serve` must not start with this
-// configuration, or nil. Production needs Secure cookies: a session cookie
-// sent over plain HTTP can be read on the way.
+// configuration, or nil. Production needs Secure cookies (a session cookie
+// sent over plain HTTP can be read on the way) and a mail server (without
+// one, confirmations and links would wait in the outbox for ever).
 func (c Config) ServeProblem() error {
+	var errs []error
 	if c.Env == EnvProduction && !c.CookieSecure {
-		return errors.New("SEATD_ENV=production needs COOKIE_SECURE=true (session cookies only over HTTPS)")
+		errs = append(errs, errors.New("SEATD_ENV=production needs COOKIE_SECURE=true (session cookies only over HTTPS)"))
 	}
-	return nil
+	if c.Env == EnvProduction && c.SMTPURL == "" {
+		errs = append(errs, errors.New("SEATD_ENV=production needs SEATD_SMTP_URL (without it mail is never sent)"))
+	}
+	return errors.Join(errs...)
+}
+
+// Sender is SEATD_MAIL_FROM parsed.
+func (c Config) Sender() (mail.Address, error) {
+	a, err := mail.ParseAddress(c.MailFrom)
+	if err != nil {
+		return mail.Address{}, err
+	}
+	return *a, nil
 }
 
 // DemoAllowed tells whether the demo accounts (with a published password)

@@ -1,6 +1,7 @@
-// Package testenv gives tests real Postgres and Redis: the ones named by
-// DATABASE_URL and REDIS_URL (make test starts private instances), plus
-// throwaway redis-server processes for tests that kill Redis.
+// Package testenv gives tests real Postgres, Redis and Mailpit: the ones
+// named by DATABASE_URL, REDIS_URL and SEATD_SMTP_URL (make test starts
+// private instances), plus throwaway redis-server and Mailpit processes
+// for tests that stop them.
 package testenv
 
 import (
@@ -49,6 +50,8 @@ func Config(t testing.TB) config.Config {
 		}
 		env[k] = v
 	}
+	// With a mail server, apps' background loops send the outbox to it.
+	env["SEATD_SMTP_URL"] = os.Getenv("SEATD_SMTP_URL")
 	pkgDB.once.Do(func() { pkgDB.url, pkgDB.err = packageDatabase(env["DATABASE_URL"]) })
 	if pkgDB.err != nil {
 		t.Fatalf("package database: %v", pkgDB.err)
