@@ -83,7 +83,16 @@ type Config struct {
 	WebhookBackoffMax   time.Duration // SEATD_WEBHOOK_BACKOFF_MAX: longest wait between attempts
 	WebhookPoll         time.Duration // SEATD_WEBHOOK_POLL: how often an idle worker looks for due deliveries
 	WebhookConcurrency  int           // SEATD_WEBHOOK_CONCURRENCY: attempts in flight per process
+
+	// Tickets.
+	TicketSecret string // SEATD_TICKET_SECRET: seals the events' ticket signing keys in Postgres (at least 32 characters; production must set its own)
 }
+
+// DevTicketSecret is SEATD_TICKET_SECRET outside production when it is not
+// set. It is published, so it protects nothing; it is fixed rather than
+// drawn at each start so a development database's sealed keys still open
+// after a restart.
+const DevTicketSecret = "seatd-development-ticket-secret-not-for-production"
 
 // DefaultOpsAddr is where the ops listener serves unless SEATD_OPS_ADDR
 // says otherwise; OpsOff turns it off.
@@ -264,6 +273,10 @@ func Load(getenv func(string) string) (Config, error) {
 	dur("SEATD_WEBHOOK_BACKOFF_MAX", &c.WebhookBackoffMax)
 	dur("SEATD_WEBHOOK_POLL", &c.WebhookPoll)
 	num("SEATD_WEBHOOK_CONCURRENCY", &c.WebhookConcurrency)
+	str("SEATD_TICKET_SECRET", &c.TicketSecret)
+	if c.TicketSecret == "" && c.Env != EnvProduction {
+		c.TicketSecret = DevTicketSecret
+	}
 
 	errs = append(errs, c.validate()...)
 	return c, errors.Join(errs...)
@@ -348,6 +361,9 @@ func (c Config) validate() []error {
 		bad("SEATD_WEBHOOK_BACKOFF_MAX: %s must be at least SEATD_WEBHOOK_BACKOFF (%s)", c.WebhookBackoffMax, c.WebhookBackoff)
 	}
 	atLeast("SEATD_WEBHOOK_CONCURRENCY", c.WebhookConcurrency, 1)
+	if c.TicketSecret != "" && len(c.TicketSecret) < 32 {
+		bad("SEATD_TICKET_SECRET: must be at least 32 characters (openssl rand -base64 32), got %d", len(c.TicketSecret))
+	}
 	if c.OpsAddr != OpsOff {
 		if _, _, err := net.SplitHostPort(c.OpsAddr); err != nil {
 			bad("SEATD_OPS_ADDR: %q must be host:port (port 0 picks a free one) or %q", c.OpsAddr, OpsOff)
@@ -377,12 +393,18 @@ const (
 
 // ServeProblem is why `seatd serve` must not start with this
 // configuration, or nil. Production needs Secure cookies: a session cookie
-// sent over plain HTTP can be read on the way.
+// sent over plain HTTP can be read on the way. It needs its own ticket
+// secret: with none (or the published development one) the ticket signing
+// keys would be as good as unsealed.
 func (c Config) ServeProblem() error {
+	var errs []error
 	if c.Env == EnvProduction && !c.CookieSecure {
-		return errors.New("SEATD_ENV=production needs COOKIE_SECURE=true (session cookies only over HTTPS)")
+		errs = append(errs, errors.New("SEATD_ENV=production needs COOKIE_SECURE=true (session cookies only over HTTPS)"))
 	}
-	return nil
+	if c.Env == EnvProduction && (c.TicketSecret == "" || c.TicketSecret == DevTicketSecret) {
+		errs = append(errs, errors.New("SEATD_ENV=production needs SEATD_TICKET_SECRET (its own, at least 32 characters: openssl rand -base64 32)"))
+	}
+	return errors.Join(errs...)
 }
 
 // DemoAllowed tells whether the demo accounts (with a published password)
