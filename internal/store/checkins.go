@@ -82,8 +82,9 @@ type AdmitOutcome struct {
 	// Checkin is the ticket's admission: the scan's, or the earlier one
 	// that stands (zero for a cancelled ticket).
 	Checkin Checkin
-	// Conflict is the conflict a sync recorded: this scan, or the later
-	// admission this earlier scan displaced. Nil if none.
+	// Conflict is set by Sync when the ticket has a flagged scan: this
+	// one, or the later admission this earlier scan displaced. Nil if
+	// none.
 	Conflict *CheckinConflict
 }
 
@@ -197,7 +198,10 @@ func (s *Checkins) Sync(ctx context.Context, a Admission) (AdmitOutcome, error) 
 		}
 		switch {
 		case cur.Entrance == a.Entrance && cur.ScannedAt.Equal(a.ScannedAt):
-			out.Admitted, out.Checkin = true, cur // the same scan, synced again
+			// The same scan, synced again: the same answer, with the
+			// scan it displaced, if it did.
+			out.Admitted, out.Checkin = true, cur
+			out.Conflict, err = ticketConflict(ctx, tx, a.Org, a.Ticket)
 		case !a.ScannedAt.Before(cur.ScannedAt):
 			out.Checkin = cur
 			out.Conflict, err = addConflict(ctx, tx, a, ConflictDuplicate)
@@ -235,6 +239,26 @@ func addConflict(ctx context.Context, tx pgx.Tx, a Admission, reason string) (*C
 		a.Org, a.Event, a.Ticket, reason, a.Entrance, a.ScannedAt, a.By).Scan(&c.ID, &c.Reason, &c.By, &c.RecordedAt)
 	c.RecordedAt = c.RecordedAt.UTC()
 	return c, err
+}
+
+// ticketConflict is a ticket's first flagged scan, or nil.
+func ticketConflict(ctx context.Context, tx pgx.Tx, org, ticket uuid.UUID) (*CheckinConflict, error) {
+	rows, err := tx.Query(ctx, `
+		SELECT id, reason, entrance, scanned_at, scanned_by, recorded_at FROM checkin_conflicts
+		WHERE org_id = $1 AND ticket_id = $2 ORDER BY recorded_at, id LIMIT 1`, org, ticket)
+	if err != nil {
+		return nil, err
+	}
+	cs, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (CheckinConflict, error) {
+		c := CheckinConflict{Ticket: ticket}
+		err := r.Scan(&c.ID, &c.Reason, &c.Entrance, &c.ScannedAt, &c.By, &c.RecordedAt)
+		c.ScannedAt, c.RecordedAt = c.ScannedAt.UTC(), c.RecordedAt.UTC()
+		return c, err
+	})
+	if err != nil || len(cs) == 0 {
+		return nil, err
+	}
+	return &cs[0], nil
 }
 
 // Conflicts lists an event's flagged scans, by scanned_at.
