@@ -71,7 +71,7 @@ type Door struct {
 }
 
 // New returns a door on st, checking codes with codes and caching recent
-// scans in rdb.
+// scans in rdb (nil: no cache, every scan goes to Postgres).
 func New(st Store, codes Codes, rdb redis.UniversalClient, o Options) *Door {
 	if o.RecentScans <= 0 {
 		o.RecentScans = 10 * time.Minute
