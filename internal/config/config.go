@@ -90,7 +90,16 @@ type Config struct {
 	MailFrom     string        // SEATD_MAIL_FROM: default sender, "Name <address>" or an address
 	MailPoll     time.Duration // SEATD_MAIL_POLL: how often an idle mail worker looks for due mail without being woken
 	MailRetryFor time.Duration // SEATD_MAIL_RETRY_FOR: give a message up this long after it was enqueued
+
+	// Tickets.
+	TicketSecret string // SEATD_TICKET_SECRET: seals the events' ticket signing keys in Postgres (at least 32 characters; production must set its own)
 }
+
+// DevTicketSecret is SEATD_TICKET_SECRET outside production when it is not
+// set. It is published, so it protects nothing; it is fixed rather than
+// drawn at each start so a development database's sealed keys still open
+// after a restart.
+const DevTicketSecret = "seatd-development-ticket-secret-not-for-production"
 
 // DefaultOpsAddr is where the ops listener serves unless SEATD_OPS_ADDR
 // says otherwise; OpsOff turns it off.
@@ -279,6 +288,10 @@ func Load(getenv func(string) string) (Config, error) {
 	str("SEATD_MAIL_FROM", &c.MailFrom)
 	dur("SEATD_MAIL_POLL", &c.MailPoll)
 	dur("SEATD_MAIL_RETRY_FOR", &c.MailRetryFor)
+	str("SEATD_TICKET_SECRET", &c.TicketSecret)
+	if c.TicketSecret == "" && c.Env != EnvProduction {
+		c.TicketSecret = DevTicketSecret
+	}
 
 	errs = append(errs, c.validate()...)
 	return c, errors.Join(errs...)
@@ -368,6 +381,9 @@ func (c Config) validate() []error {
 	}
 	positive("SEATD_MAIL_POLL", c.MailPoll)
 	positive("SEATD_MAIL_RETRY_FOR", c.MailRetryFor)
+	if c.TicketSecret != "" && len(c.TicketSecret) < 32 {
+		bad("SEATD_TICKET_SECRET: must be at least 32 characters (openssl rand -base64 32), got %d", len(c.TicketSecret))
+	}
 	if c.OpsAddr != OpsOff {
 		if _, _, err := net.SplitHostPort(c.OpsAddr); err != nil {
 			bad("SEATD_OPS_ADDR: %q must be host:port (port 0 picks a free one) or %q", c.OpsAddr, OpsOff)
@@ -397,8 +413,10 @@ const (
 
 // ServeProblem is why `seatd serve` must not start with this
 // configuration, or nil. Production needs Secure cookies (a session cookie
-// sent over plain HTTP can be read on the way) and a mail server (without
-// one, confirmations and links would wait in the outbox for ever).
+// sent over plain HTTP can be read on the way), a mail server (without
+// one, confirmations and links would wait in the outbox for ever) and its
+// own ticket secret (with none, or the published development one, the
+// ticket signing keys would be as good as unsealed).
 func (c Config) ServeProblem() error {
 	var errs []error
 	if c.Env == EnvProduction && !c.CookieSecure {
@@ -406,6 +424,9 @@ func (c Config) ServeProblem() error {
 	}
 	if c.Env == EnvProduction && c.SMTPURL == "" {
 		errs = append(errs, errors.New("SEATD_ENV=production needs SEATD_SMTP_URL (without it mail is never sent)"))
+	}
+	if c.Env == EnvProduction && (c.TicketSecret == "" || c.TicketSecret == DevTicketSecret) {
+		errs = append(errs, errors.New("SEATD_ENV=production needs SEATD_TICKET_SECRET (its own, at least 32 characters: openssl rand -base64 32)"))
 	}
 	return errors.Join(errs...)
 }

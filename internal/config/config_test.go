@@ -28,7 +28,7 @@ func TestProductionNeedsSecureCookies(t *testing.T) {
 		{"", "", false}, // development
 		{"test", "", false},
 	} {
-		c, err := load(t, map[string]string{"SEATD_ENV": tc.env, "COOKIE_SECURE": tc.secure, "SEATD_SMTP_URL": "smtp://mail.example:25"})
+		c, err := load(t, map[string]string{"SEATD_ENV": tc.env, "COOKIE_SECURE": tc.secure, "SEATD_SMTP_URL": "smtp://mail.example:25", "SEATD_TICKET_SECRET": testTicketSecret})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -59,7 +59,7 @@ func TestProductionNeedsSMTP(t *testing.T) {
 		{"", "", false},
 		{"test", "", false},
 	} {
-		c, err := load(t, map[string]string{"SEATD_ENV": tc.env, "COOKIE_SECURE": "true", "SEATD_SMTP_URL": tc.smtp})
+		c, err := load(t, map[string]string{"SEATD_ENV": tc.env, "COOKIE_SECURE": "true", "SEATD_SMTP_URL": tc.smtp, "SEATD_TICKET_SECRET": testTicketSecret})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -154,5 +154,44 @@ func TestRedisCredentials(t *testing.T) {
 	}
 	if c.RedisUsername != "seatd" || c.RedisPassword != " p w " {
 		t.Errorf("credentials %q %q", c.RedisUsername, c.RedisPassword)
+	}
+}
+
+// testTicketSecret is a SEATD_TICKET_SECRET of the right length.
+const testTicketSecret = "0123456789abcdef0123456789abcdef"
+
+// TestProductionNeedsTicketSecret: serve refuses production without a
+// SEATD_TICKET_SECRET of its own (the published development default does
+// not count); development and test get that default; a short secret is
+// refused everywhere.
+func TestProductionNeedsTicketSecret(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		env, secret string
+		refused     bool
+	}{
+		{"production", "", true},
+		{"production", DevTicketSecret, true},
+		{"production", testTicketSecret, false},
+		{"", "", false},
+		{"test", "", false},
+	} {
+		c, err := load(t, map[string]string{"SEATD_ENV": tc.env, "COOKIE_SECURE": "true", "SEATD_TICKET_SECRET": tc.secret, "SEATD_SMTP_URL": "smtp://mail.example:25"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		err = c.ServeProblem()
+		if (err != nil) != tc.refused {
+			t.Errorf("SEATD_ENV=%q SEATD_TICKET_SECRET=%q: %v, refused want %v", tc.env, tc.secret, err, tc.refused)
+		}
+		if err != nil && !strings.Contains(err.Error(), "SEATD_TICKET_SECRET") {
+			t.Errorf("refusal does not name SEATD_TICKET_SECRET: %v", err)
+		}
+		if tc.env != "production" && tc.secret == "" && c.TicketSecret != DevTicketSecret {
+			t.Errorf("SEATD_ENV=%q: ticket secret %q, want the development default", tc.env, c.TicketSecret)
+		}
+	}
+	if _, err := load(t, map[string]string{"SEATD_TICKET_SECRET": "too short"}); err == nil || !strings.Contains(err.Error(), "SEATD_TICKET_SECRET") {
+		t.Errorf("short secret: %v, want a SEATD_TICKET_SECRET error", err)
 	}
 }
