@@ -16,26 +16,32 @@ STATICCHECK_VERSION := v0.8.2
 # gosec v2.29.0: newest that builds here (v2.30.0 depends on a module version
 # the Go module proxy does not serve).
 GOSEC_VERSION := v2.29.0
+# stripe-mock: Stripe's API server, answering from Stripe's API description
+# (no state, no webhooks, any sk_test_ key). scripts/services.sh runs it for
+# the test and bench profiles, so every Stripe call seatd makes is checked.
+STRIPE_MOCK_VERSION := v0.203.0
 
 BIN_DIR := $(CURDIR)/.bin
 TEMPL := $(BIN_DIR)/templ
 STATICCHECK := $(BIN_DIR)/staticcheck
 GOSEC := $(BIN_DIR)/gosec
+STRIPE_MOCK := $(BIN_DIR)/stripe-mock
 # One stamp file per tool and version, so bumping a pin reinstalls that tool.
 TEMPL_STAMP := $(BIN_DIR)/.templ-$(TEMPL_VERSION)
 STATICCHECK_STAMP := $(BIN_DIR)/.staticcheck-$(STATICCHECK_VERSION)
 GOSEC_STAMP := $(BIN_DIR)/.gosec-$(GOSEC_VERSION)
+STRIPE_MOCK_STAMP := $(BIN_DIR)/.stripe-mock-$(STRIPE_MOCK_VERSION)
 
 # Short fuzz runs done by `make test`, as pkg/path:FuzzName, space separated,
 # e.g. internal/hold:FuzzDelta. Each runs for FUZZ_TIME (default 2000x: 2 000 executions).
 FUZZ_TARGETS := internal/chart:FuzzChart web:FuzzDecode web:FuzzLogin web:FuzzSignup web:FuzzHold web:FuzzPurchase web:FuzzStaffRelease web:FuzzStaffLookups
 
-.PHONY: help tools generate templates css services-up services-down \
+.PHONY: help tools stripe-mock generate templates css services-up services-down \
 	services-up-test services-down-test build run run-cluster run-observe test-rules lint test vendor-js
 
 help:
 	@cat <<-'EOF'
-	make tools              install pinned Go tools into ./.bin
+	make tools              install pinned Go tools into ./.bin (stripe-mock: make stripe-mock)
 	make generate           templ generate (views/) + css
 	make css                build static/css/app.css with Tailwind
 	make build              go build -o bin/seatd ./cmd/seatd
@@ -55,7 +61,10 @@ help:
 # ---------------------------------------------------------------------------
 # Tools
 
-tools: $(TEMPL_STAMP) $(STATICCHECK_STAMP) $(GOSEC_STAMP)
+tools: $(TEMPL_STAMP) $(STATICCHECK_STAMP) $(GOSEC_STAMP) $(STRIPE_MOCK_STAMP)
+
+# Built on demand by scripts/services.sh (test and bench profiles).
+stripe-mock: $(STRIPE_MOCK_STAMP)
 
 $(TEMPL_STAMP):
 	GOBIN=$(BIN_DIR) go install github.com/a-h/templ/cmd/templ@$(TEMPL_VERSION)
@@ -67,6 +76,10 @@ $(STATICCHECK_STAMP):
 
 $(GOSEC_STAMP):
 	GOBIN=$(BIN_DIR) go install github.com/securego/gosec/v2/cmd/gosec@$(GOSEC_VERSION)
+	touch $@
+
+$(STRIPE_MOCK_STAMP):
+	GOBIN=$(BIN_DIR) go install github.com/stripe/stripe-mock@$(STRIPE_MOCK_VERSION)
 	touch $@
 
 # ---------------------------------------------------------------------------
