@@ -110,7 +110,7 @@ func TestVerifyRefundEvents(t *testing.T) {
 		t.Errorf("charge.refunded: %+v (refund %+v)", ev, ev.Refund)
 	}
 
-	for _, typ := range []string{"refund.updated", "charge.refund.updated"} {
+	for _, typ := range []string{"refund.created", "refund.updated", "refund.failed", "charge.refund.updated"} {
 		re := stripeObject(t, "/v1/refunds/re_seatdUpdated")
 		re["amount"], re["status"], re["payment_intent"] = 1500, "failed", "pi_seatdRefunded"
 		re["metadata"] = map[string]any{payment.MetaPayment: "pay-2"}
