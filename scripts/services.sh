@@ -411,24 +411,30 @@ redis_up() {
 	fi
 }
 
-redis_down() {
-	local pid i
-	if ! pid=$(redis_pid); then
-		log "redis ($PROFILE) not running"
-		rm -f "$REDIS_PIDFILE"
-		return 0
-	fi
-	log "stopping redis ($PROFILE) pid $pid"
+# stop_pid NAME PID OURS: SIGTERM, then after 10 s SIGKILL, but only if the
+# function OURS still finds PID to be our process (not a recycled PID).
+stop_pid() {
+	local name=$1 pid=$2 ours=$3 i
+	log "stopping $name ($PROFILE) pid $pid"
 	kill -TERM "$pid"
 	for ((i = 0; i < 100; i++)); do
 		[[ -e /proc/$pid ]] || break
 		sleep 0.1
 	done
-	# Still there after 10s: force it, but only if the PID is still our redis.
-	if redis_pid >/dev/null; then
-		log "redis did not exit on SIGTERM; sending SIGKILL to $pid"
+	if "$ours" >/dev/null; then
+		log "$name did not exit on SIGTERM; sending SIGKILL to $pid"
 		kill -KILL "$pid"
 	fi
+}
+
+redis_down() {
+	local pid
+	if ! pid=$(redis_pid); then
+		log "redis ($PROFILE) not running"
+		rm -f "$REDIS_PIDFILE"
+		return 0
+	fi
+	stop_pid redis "$pid" redis_pid
 	rm -f "$REDIS_PIDFILE"
 }
 
@@ -511,22 +517,13 @@ stripe_mock_up() {
 }
 
 stripe_mock_down() {
-	local pid i
+	local pid
 	if ! pid=$(stripe_mock_pid); then
 		log "stripe-mock ($PROFILE) not running"
 		rm -f "$STRIPE_MOCK_PIDFILE"
 		return 0
 	fi
-	log "stopping stripe-mock ($PROFILE) pid $pid"
-	kill -TERM "$pid"
-	for ((i = 0; i < 100; i++)); do
-		[[ -e /proc/$pid ]] || break
-		sleep 0.1
-	done
-	if stripe_mock_pid >/dev/null; then
-		log "stripe-mock did not exit on SIGTERM; sending SIGKILL to $pid"
-		kill -KILL "$pid"
-	fi
+	stop_pid stripe-mock "$pid" stripe_mock_pid
 	rm -f "$STRIPE_MOCK_PIDFILE"
 }
 
