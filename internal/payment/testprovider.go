@@ -173,9 +173,10 @@ func (p *TestProvider) Refund(ctx context.Context, req RefundRequest) (Refund, e
 			return &apperr.Error{Code: apperr.Invalid, Message: "the refund is larger than the payment",
 				Fields: map[string]string{"amount_minor": fmt.Sprintf("must be at most %d", left)}}
 		}
-		in.Refunds = append(in.Refunds, TestRefund{ID: "re_test_" + digest(in.ID+"\x00"+req.IdempotencyKey),
-			IdempotencyKey: req.IdempotencyKey, AmountMinor: amount, Reason: req.Reason, Created: now})
-		made = &in.Refunds[len(in.Refunds)-1]
+		r := TestRefund{ID: "re_test_" + digest(in.ID+"\x00"+req.IdempotencyKey),
+			IdempotencyKey: req.IdempotencyKey, AmountMinor: amount, Reason: req.Reason, Created: now}
+		in.Refunds = append(in.Refunds, r)
+		made = &r
 		return nil
 	})
 	if err != nil {
