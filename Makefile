@@ -22,6 +22,10 @@ GOSEC_VERSION := v2.29.0
 # Mailpit, the mail server of dev and tests (scripts/services.sh); the
 # module proxy serves v1.33.1.
 MAILPIT_VERSION := v1.33.1
+# stripe-mock: Stripe's API server, answering from Stripe's API description
+# (no state, no webhooks, any sk_test_ key). scripts/services.sh runs it for
+# the test and bench profiles, so every Stripe call seatd makes is checked.
+STRIPE_MOCK_VERSION := v0.203.0
 
 TEMPL := go run github.com/a-h/templ/cmd/templ@$(TEMPL_VERSION)
 STATICCHECK := go run honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION)
@@ -31,18 +35,21 @@ GOSEC := go run github.com/securego/gosec/v2/cmd/gosec@$(GOSEC_VERSION)
 BIN_DIR := $(CURDIR)/.bin
 MAILPIT := $(BIN_DIR)/mailpit
 MAILPIT_STAMP := $(BIN_DIR)/.mailpit-$(MAILPIT_VERSION)
+STRIPE_MOCK := $(BIN_DIR)/stripe-mock
+STRIPE_MOCK_STAMP := $(BIN_DIR)/.stripe-mock-$(STRIPE_MOCK_VERSION)
 
 # Short fuzz runs done by `make test`, as pkg/path:FuzzName, space separated,
 # e.g. internal/hold:FuzzDelta. Each runs for FUZZ_TIME (default 2000x: 2 000 executions).
 FUZZ_TARGETS := internal/chart:FuzzChart web:FuzzDecode web:FuzzLogin web:FuzzSignup web:FuzzHold web:FuzzPurchase web:FuzzStaffRelease web:FuzzStaffLookups
 
-.PHONY: help tools mailpit generate templates css services-up services-down \
+.PHONY: help tools mailpit stripe-mock generate templates css services-up services-down \
 	services-up-test services-down-test build run run-cluster run-observe test-rules lint test vendor-js
 
 help:
 	@cat <<-'EOF'
 	make tools              build the pinned Go tools (kept in the Go build cache)
 	make mailpit            install the pinned Mailpit into ./.bin (services.sh does when needed)
+	make stripe-mock        install the pinned stripe-mock into ./.bin (services.sh does when needed)
 	make generate           templ generate (views/) + css
 	make css                build static/css/app.css with Tailwind
 	make build              go build -o bin/seatd ./cmd/seatd
@@ -75,10 +82,17 @@ tools:
 	wait $$staticcheck
 	wait $$gosec
 
+# Built on demand by scripts/services.sh (test and bench profiles).
+stripe-mock: $(STRIPE_MOCK_STAMP)
+
 mailpit: $(MAILPIT_STAMP)
 
 $(MAILPIT_STAMP):
 	GOBIN=$(BIN_DIR) go install github.com/axllent/mailpit@$(MAILPIT_VERSION)
+	touch $@
+
+$(STRIPE_MOCK_STAMP):
+	GOBIN=$(BIN_DIR) go install github.com/stripe/stripe-mock@$(STRIPE_MOCK_VERSION)
 	touch $@
 
 # ---------------------------------------------------------------------------

@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Private Postgres, Redis and Mailpit instances for seatd development and
-# tests.
+# tests, and for the test and bench profiles a stripe-mock (Stripe's API
+# server, built into .bin by `make stripe-mock`; it keeps no state and
+# sends no webhooks).
 #
 # Usage: scripts/services.sh up|down|status|env [dev|test]
 #
@@ -23,15 +25,21 @@
 # 25447/25448, bench 25457/25458), or on SEATD_SMTP_PORT /
 # SEATD_MAILPIT_PORT. The binary is .bin/mailpit, pinned and installed by
 # `make mailpit` (which `up` runs when needed).
+#
+# test and bench also run stripe-mock on the Postgres port + 20 (HTTP; the
+# HTTPS port is the next one), overridable with SEATD_STRIPE_MOCK_PORT /
+# SEATD_STRIPE_MOCK_HTTPS_PORT, and export SEATD_STRIPE_MOCK_URL.
 # The ports lie below Linux's ephemeral range (32768-60999), so an outgoing
 # connection of some other program can never be holding one of them.
 #
 # If DATABASE_URL is already set, Postgres is left alone entirely (someone
-# else provides it); likewise REDIS_URL for Redis and SEATD_SMTP_URL for
-# Mailpit (SEATD_MAILPIT_URL is then printed only if set too).
+# else provides it); likewise REDIS_URL for Redis, SEATD_SMTP_URL for
+# Mailpit (SEATD_MAILPIT_URL is then printed only if set too) and
+# SEATD_STRIPE_MOCK_URL for stripe-mock.
 #
 # State lives in .data/<profile>/: pg/ (data dir), redis/ (working dir),
-# mailpit.db, *.log, redis.pid, mailpit.pid. When run as root, Postgres runs as the unprivileged
+# mailpit.db, stripe-mock/ (its working dir), *.log, redis.pid, mailpit.pid,
+# stripe-mock.pid. When run as root, Postgres runs as the unprivileged
 # `postgres` user (it refuses to run as root); if that user cannot reach
 # .data/ (e.g. the repo is under /root), the data dir is placed under
 # /tmp/seatd-<profile>-<hash> and .data/<profile>/pg is a symlink to it.
@@ -46,8 +54,9 @@ source "$SCRIPT_DIR/lib/common.sh"
 usage() {
 	cat <<-'EOF'
 	usage: scripts/services.sh up|down|status|env [dev|test]
-	  env overrides: SEATD_PG_PORT, SEATD_REDIS_PORT, SEATD_SMTP_PORT, SEATD_MAILPIT_PORT;
-	  DATABASE_URL / REDIS_URL / SEATD_SMTP_URL set => that service is external and not managed.
+	  env overrides: SEATD_PG_PORT, SEATD_REDIS_PORT, SEATD_SMTP_PORT, SEATD_MAILPIT_PORT,
+	    SEATD_STRIPE_MOCK_PORT, SEATD_STRIPE_MOCK_HTTPS_PORT;
+	  DATABASE_URL / REDIS_URL / SEATD_SMTP_URL / SEATD_STRIPE_MOCK_URL set => that service is external and not managed.
 	EOF
 }
 
@@ -78,6 +87,12 @@ SMTP_PORT=${SEATD_SMTP_PORT:-$((PG_PORT + 5))}
 MAILPIT_PORT=${SEATD_MAILPIT_PORT:-$((PG_PORT + 6))}
 [[ $SMTP_PORT =~ ^[0-9]+$ ]] || die "SEATD_SMTP_PORT must be a number, got '$SMTP_PORT'"
 [[ $MAILPIT_PORT =~ ^[0-9]+$ ]] || die "SEATD_MAILPIT_PORT must be a number, got '$MAILPIT_PORT'"
+# stripe-mock follows the Postgres port, so a worktree that moved its
+# Postgres gets a stripe-mock port of its own too.
+STRIPE_MOCK_PORT=${SEATD_STRIPE_MOCK_PORT:-$((PG_PORT + 20))}
+[[ $STRIPE_MOCK_PORT =~ ^[0-9]+$ ]] || die "SEATD_STRIPE_MOCK_PORT must be a number, got '$STRIPE_MOCK_PORT'"
+STRIPE_MOCK_HTTPS_PORT=${SEATD_STRIPE_MOCK_HTTPS_PORT:-$((STRIPE_MOCK_PORT + 1))}
+[[ $STRIPE_MOCK_HTTPS_PORT =~ ^[0-9]+$ ]] || die "SEATD_STRIPE_MOCK_HTTPS_PORT must be a number, got '$STRIPE_MOCK_HTTPS_PORT'"
 
 DATA_DIR=$ROOT/.data/$PROFILE
 IS_ROOT=0
@@ -90,6 +105,11 @@ MANAGE_REDIS=1
 [[ -n ${REDIS_URL:-} ]] && MANAGE_REDIS=0
 MANAGE_MAIL=1
 [[ -n ${SEATD_SMTP_URL:-} ]] && MANAGE_MAIL=0
+# stripe-mock serves the tests and the bench; dev uses seatd's test provider.
+WANT_STRIPE_MOCK=0
+[[ $PROFILE == test || $PROFILE == bench ]] && WANT_STRIPE_MOCK=1
+MANAGE_STRIPE_MOCK=$WANT_STRIPE_MOCK
+[[ -n ${SEATD_STRIPE_MOCK_URL:-} ]] && MANAGE_STRIPE_MOCK=0
 
 # ---------------------------------------------------------------------------
 # env output
@@ -110,6 +130,10 @@ print_env() {
 		if [[ -n ${SEATD_MAILPIT_URL:-} ]]; then
 			printf 'export SEATD_MAILPIT_URL=%s\n' "$(shell_quote "$SEATD_MAILPIT_URL")"
 		fi
+	fi
+	if ((WANT_STRIPE_MOCK)); then
+		local sm=${SEATD_STRIPE_MOCK_URL:-http://127.0.0.1:$STRIPE_MOCK_PORT}
+		printf 'export SEATD_STRIPE_MOCK_URL=%s\n' "$(shell_quote "$sm")"
 	fi
 }
 
@@ -530,6 +554,86 @@ mailpit_status() {
 }
 
 # ---------------------------------------------------------------------------
+# stripe-mock
+
+STRIPE_MOCK_BIN=$ROOT/.bin/stripe-mock
+STRIPE_MOCK_DIR=$DATA_DIR/stripe-mock
+STRIPE_MOCK_PIDFILE=$DATA_DIR/stripe-mock.pid
+STRIPE_MOCK_LOG=$DATA_DIR/stripe-mock.log
+
+# Print the PID from our pidfile if it is a live stripe-mock started from
+# our dir (a recycled PID, or someone else's stripe-mock, does not count).
+stripe_mock_pid() {
+	[[ -s $STRIPE_MOCK_PIDFILE ]] || return 1
+	local pid
+	pid=$(<"$STRIPE_MOCK_PIDFILE")
+	[[ $pid =~ ^[0-9]+$ ]] || return 1
+	[[ $(cat "/proc/$pid/comm" 2>/dev/null) == stripe-mock ]] || return 1
+	[[ $(readlink "/proc/$pid/cwd" 2>/dev/null) == "$STRIPE_MOCK_DIR" ]] || return 1
+	echo "$pid"
+}
+
+# The HTTP port a running stripe-mock was started with.
+stripe_mock_running_port() { tr '\0' '\n' <"/proc/$1/cmdline" | sed -n '/^-http-port$/{n;p;}'; }
+
+port_open() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
+
+stripe_mock_up() {
+	mkdir -p "$STRIPE_MOCK_DIR"
+	local pid
+	if pid=$(stripe_mock_pid); then
+		local port
+		port=$(stripe_mock_running_port "$pid")
+		if [[ -n $port && $port != "$STRIPE_MOCK_PORT" ]]; then
+			die "stripe-mock ($PROFILE) is already running on port $port, not $STRIPE_MOCK_PORT; run 'down $PROFILE' first"
+		fi
+		log "stripe-mock ($PROFILE) already running on 127.0.0.1:$STRIPE_MOCK_PORT (pid $pid)"
+		return 0
+	fi
+	rm -f "$STRIPE_MOCK_PIDFILE" # stale
+	# The Makefile pins the version; its stamp makes this a no-op once built.
+	"${MAKE:-make}" -C "$ROOT" --no-print-directory stripe-mock >&2
+	if port_open "$STRIPE_MOCK_PORT"; then
+		die "127.0.0.1:$STRIPE_MOCK_PORT is taken by another program; set SEATD_STRIPE_MOCK_PORT"
+	fi
+	log "starting stripe-mock ($PROFILE) on 127.0.0.1:$STRIPE_MOCK_PORT (https $STRIPE_MOCK_HTTPS_PORT; log: .data/$PROFILE/stripe-mock.log)"
+	# setsid: its own session, so a Ctrl-C meant for the caller does not
+	# stop it; only `down` does, by PID. All output goes to the log (an
+	# inherited stdout would keep $(services.sh up) waiting).
+	(
+		cd "$STRIPE_MOCK_DIR"
+		exec setsid "$STRIPE_MOCK_BIN" -http-port "$STRIPE_MOCK_PORT" -https-port "$STRIPE_MOCK_HTTPS_PORT" \
+			</dev/null >>"$STRIPE_MOCK_LOG" 2>&1 9>&-
+	) &
+	pid=$!
+	echo "$pid" >"$STRIPE_MOCK_PIDFILE"
+	# It loads Stripe's API description first (a second or two). Until its
+	# exec the child is still a shell, so wait on the PID being alive (not
+	# a zombie), then on the port and the PID being stripe-mock.
+	local i
+	for ((i = 0; i < 300; i++)); do
+		[[ $(sed 's/.*) //' "/proc/$pid/stat" 2>/dev/null | cut -d' ' -f1) =~ ^[RSD]$ ]] || break
+		port_open "$STRIPE_MOCK_PORT" && stripe_mock_pid >/dev/null && return 0
+		sleep 0.1
+	done
+	tail -n 20 "$STRIPE_MOCK_LOG" >&2 || true
+	stripe_mock_down
+	die "stripe-mock did not listen on 127.0.0.1:$STRIPE_MOCK_PORT"
+}
+
+stripe_mock_down() { stop_daemon stripe-mock stripe_mock_pid "$STRIPE_MOCK_PIDFILE"; }
+
+stripe_mock_status() {
+	local pid
+	if pid=$(stripe_mock_pid); then
+		echo "stripe-mock ($PROFILE): running on 127.0.0.1:$(stripe_mock_running_port "$pid") (pid $pid)"
+		return 0
+	fi
+	echo "stripe-mock ($PROFILE): stopped"
+	return 1
+}
+
+# ---------------------------------------------------------------------------
 # main
 
 # Serialize up/down for a profile (e.g. two `make` targets racing). The
@@ -550,6 +654,11 @@ up)
 	if ((MANAGE_PG)); then pg_up; else log "DATABASE_URL is set; not managing postgres"; fi
 	if ((MANAGE_REDIS)); then redis_up; else log "REDIS_URL is set; not managing redis"; fi
 	if ((MANAGE_MAIL)); then mailpit_up; else log "SEATD_SMTP_URL is set; not managing mailpit"; fi
+	if ((MANAGE_STRIPE_MOCK)); then
+		stripe_mock_up
+	elif ((WANT_STRIPE_MOCK)); then
+		log "SEATD_STRIPE_MOCK_URL is set; not managing stripe-mock"
+	fi
 	print_env
 	;;
 down)
@@ -561,12 +670,22 @@ down)
 	if ((MANAGE_PG)); then pg_down; else log "DATABASE_URL is set; not touching postgres"; fi
 	if ((MANAGE_REDIS)); then redis_down; else log "REDIS_URL is set; not touching redis"; fi
 	if ((MANAGE_MAIL)); then mailpit_down; else log "SEATD_SMTP_URL is set; not touching mailpit"; fi
+	if ((MANAGE_STRIPE_MOCK)); then
+		stripe_mock_down
+	elif ((WANT_STRIPE_MOCK)); then
+		log "SEATD_STRIPE_MOCK_URL is set; not touching stripe-mock"
+	fi
 	;;
 status)
 	rc=0
 	if ((MANAGE_PG)); then pg_status || rc=3; else echo "postgres: external (DATABASE_URL set)"; fi
 	if ((MANAGE_REDIS)); then redis_status || rc=3; else echo "redis: external (REDIS_URL set)"; fi
 	if ((MANAGE_MAIL)); then mailpit_status || rc=3; else echo "mailpit: external (SEATD_SMTP_URL set)"; fi
+	if ((MANAGE_STRIPE_MOCK)); then
+		stripe_mock_status || rc=3
+	elif ((WANT_STRIPE_MOCK)); then
+		echo "stripe-mock: external (SEATD_STRIPE_MOCK_URL set)"
+	fi
 	exit $rc
 	;;
 esac

@@ -93,6 +93,13 @@ type Config struct {
 
 	// Tickets.
 	TicketSecret string // SEATD_TICKET_SECRET: seals the events' ticket signing keys in Postgres (at least 32 characters; production must set its own)
+
+	// Payments (docs/payments.md): with both Stripe keys set buyers pay
+	// through Stripe; with neither, through the embedded test provider.
+	StripeSecretKey      string // STRIPE_SECRET_KEY: sk_… (or a restricted rk_…) key of the Stripe account
+	StripePublishableKey string // STRIPE_PUBLISHABLE_KEY: pk_… key the buyer's page loads Stripe.js with
+	StripeWebhookSecret  string // STRIPE_WEBHOOK_SECRET: whsec_… signing secret of the webhook endpoint (the test provider generates one when unset)
+	StripeAPIBase        string // SEATD_STRIPE_API_BASE: Stripe API base URL; empty for Stripe itself (stripe-mock in tests)
 }
 
 // DevTicketSecret is SEATD_TICKET_SECRET outside production when it is not
@@ -292,6 +299,10 @@ func Load(getenv func(string) string) (Config, error) {
 	if c.TicketSecret == "" && c.Env != EnvProduction {
 		c.TicketSecret = DevTicketSecret
 	}
+	str("STRIPE_SECRET_KEY", &c.StripeSecretKey)
+	str("STRIPE_PUBLISHABLE_KEY", &c.StripePublishableKey)
+	str("STRIPE_WEBHOOK_SECRET", &c.StripeWebhookSecret)
+	str("SEATD_STRIPE_API_BASE", &c.StripeAPIBase)
 
 	errs = append(errs, c.validate()...)
 	return c, errors.Join(errs...)
@@ -401,8 +412,54 @@ func (c Config) validate() []error {
 	default:
 		bad("SEATD_LOG_LEVEL: %q must be debug, info, warn or error", c.LogLevel)
 	}
+	errs = append(errs, c.stripeProblems()...)
 	return errs
 }
+
+// stripeProblems checks the Stripe settings. Messages never repeat a key:
+// they end up in logs.
+func (c Config) stripeProblems() []error {
+	var errs []error
+	bad := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
+	if (c.StripeSecretKey == "") != (c.StripePublishableKey == "") {
+		// The server creates intents with the secret key, the page confirms
+		// them with the publishable one: one without the other cannot sell.
+		bad("STRIPE_SECRET_KEY and STRIPE_PUBLISHABLE_KEY: set both (payments through Stripe) or neither (the test provider)")
+	}
+	mode := func(key string, prefixes ...string) string {
+		for _, p := range prefixes {
+			for _, m := range []string{"test", "live"} {
+				if strings.HasPrefix(key, p+"_"+m+"_") {
+					return m
+				}
+			}
+		}
+		return ""
+	}
+	secretMode, publicMode := mode(c.StripeSecretKey, "sk", "rk"), mode(c.StripePublishableKey, "pk")
+	if c.StripeSecretKey != "" && secretMode == "" {
+		bad("STRIPE_SECRET_KEY: must be a secret key (sk_test_…, sk_live_…) or a restricted key (rk_…), never the publishable one")
+	}
+	if c.StripePublishableKey != "" && publicMode == "" {
+		bad("STRIPE_PUBLISHABLE_KEY: must be a publishable key (pk_test_…, pk_live_…)")
+	}
+	if secretMode != "" && publicMode != "" && secretMode != publicMode {
+		bad("STRIPE_SECRET_KEY is a %s key but STRIPE_PUBLISHABLE_KEY a %s key: use the pair of one mode", secretMode, publicMode)
+	}
+	if c.StripeWebhookSecret != "" && !strings.HasPrefix(c.StripeWebhookSecret, "whsec_") {
+		bad("STRIPE_WEBHOOK_SECRET: must be the endpoint's signing secret (whsec_…)")
+	}
+	if c.StripeAPIBase != "" {
+		if u, err := url.Parse(c.StripeAPIBase); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			bad("SEATD_STRIPE_API_BASE: %q must be an http(s) URL such as https://api.stripe.com", c.StripeAPIBase)
+		}
+	}
+	return errs
+}
+
+// StripeEnabled tells whether buyers pay through Stripe (both keys set);
+// otherwise the embedded test provider takes payments, and no money moves.
+func (c Config) StripeEnabled() bool { return c.StripeSecretKey != "" }
 
 // Environments in which seatd may run.
 const (
@@ -414,9 +471,11 @@ const (
 // ServeProblem is why `seatd serve` must not start with this
 // configuration, or nil. Production needs Secure cookies (a session cookie
 // sent over plain HTTP can be read on the way), a mail server (without
-// one, confirmations and links would wait in the outbox for ever) and its
+// one, confirmations and links would wait in the outbox for ever), its
 // own ticket secret (with none, or the published development one, the
-// ticket signing keys would be as good as unsealed).
+// ticket signing keys would be as good as unsealed) and, with Stripe, the
+// webhook signing secret (without it no payment's confirmation can be
+// verified, so every buyer would pay and get nothing).
 func (c Config) ServeProblem() error {
 	var errs []error
 	if c.Env == EnvProduction && !c.CookieSecure {
@@ -427,6 +486,9 @@ func (c Config) ServeProblem() error {
 	}
 	if c.Env == EnvProduction && (c.TicketSecret == "" || c.TicketSecret == DevTicketSecret) {
 		errs = append(errs, errors.New("SEATD_ENV=production needs SEATD_TICKET_SECRET (its own, at least 32 characters: openssl rand -base64 32)"))
+	}
+	if c.Env == EnvProduction && c.StripeEnabled() && c.StripeWebhookSecret == "" {
+		errs = append(errs, errors.New("SEATD_ENV=production with Stripe keys needs STRIPE_WEBHOOK_SECRET (the signing secret of the endpoint https://<host>/webhooks/stripe)"))
 	}
 	return errors.Join(errs...)
 }
