@@ -3,7 +3,7 @@
 // seat categories and seat flags. Events are made from one version of a
 // chart and keep it, whatever later edits do to the chart.
 //
-// The JSON form of Chart is the API's (DESIGN §11): what GET returns, POST
+// The JSON form of Chart is the API's (docs/api.md): what GET returns, POST
 // accepts back unchanged.
 package chart
 

@@ -91,7 +91,7 @@ type HoldParams struct {
 	// taken, not theirs.
 	Customer *Customer
 	// Strict says the caller's cached settings have the event's orphan
-	// rule strict (DESIGN §11), so the hold goes straight to a
+	// rule strict (docs/architecture.md#choosing-seats), so the hold goes straight to a
 	// transaction that reads the rule from the event row and, when it is
 	// strict, refuses a hold that would leave a seat alone in its row,
 	// with the rows locked. Postgres decides either way: the hold

@@ -13,7 +13,7 @@ import (
 	"seatd/internal/store"
 )
 
-// Types are the delivery types an endpoint may ask for (DESIGN §11). The
+// Types are the delivery types an endpoint may ask for (docs/architecture.md#webhooks). The
 // outbox trigger maps audit actions to them (migration webhook_type); a
 // type whose change the core does not make yet simply never fires.
 var Types = []string{
