@@ -21,6 +21,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"seatd/internal/auth"
+	"seatd/internal/bookingmail"
 	"seatd/internal/config"
 	"seatd/internal/hold"
 	"seatd/internal/mail"
@@ -30,6 +31,7 @@ import (
 	"seatd/internal/seatlock"
 	"seatd/internal/store"
 	"seatd/internal/telemetry"
+	"seatd/internal/ticket"
 	"seatd/internal/webhook"
 )
 
@@ -50,6 +52,11 @@ type App struct {
 	// Mail sends the mail outbox (one worker per process); nil without
 	// SEATD_SMTP_URL.
 	Mail *mail.Worker
+	// TicketKeys signs and checks ticket codes with each event's key.
+	TicketKeys *ticket.Keys
+	// BookingMail writes the mail of bookings made and cancelled into the
+	// outbox (one worker per process).
+	BookingMail *bookingmail.Worker
 
 	// Notifier is the process's one LISTEN connection: the bus's
 	// fallback, the workers' wake-ups, the web server's session ends and
@@ -175,6 +182,12 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger) (*App, error)
 		a.Close()
 		return nil, err
 	}
+	if a.TicketKeys, err = ticket.NewKeys(store.NewTicketKeys(a.Pool), cfg.TicketSecret); err != nil {
+		a.Close()
+		return nil, err
+	}
+	a.BookingMail = bookingmail.New(store.NewBookingMail(a.Pool), a.TicketKeys, a.Notifier,
+		bookingmail.Options{PublicURL: cfg.PublicURL, Poll: cfg.MailPoll}, log.With("component", "bookingmail"))
 	return a, nil
 }
 
@@ -301,15 +314,17 @@ func (f JobFunc) Run(ctx context.Context) { f(ctx) }
 //  5. The waitlist offer worker: on the notifier, with a WaitlistInterval
 //     backstop.
 //  6. The webhook worker: on the notifier, with a WebhookPoll backstop.
-//  7. The mail worker (with SEATD_SMTP_URL set): on the notifier, with a
+//  7. The booking mail worker: on the notifier, with a MailPoll backstop;
+//     it writes into the outbox the next job sends.
+//  8. The mail worker (with SEATD_SMTP_URL set): on the notifier, with a
 //     MailPoll backstop.
-//  8. The warmer (warm: only when serving, and with WarmEvents set): on
+//  9. The warmer (warm: only when serving, and with WarmEvents set): on
 //     the bus, with a WarmInterval backstop.
 //
 // What RunBackground is given (the web server's jobs) starts after them
 // all and stops first.
 func (a *App) jobs(warm bool) []Job {
-	js := []Job{a.Notifier, a.Follower, a.Reaper, a.Monitor, a.Waitlist, a.Webhooks}
+	js := []Job{a.Notifier, a.Follower, a.Reaper, a.Monitor, a.Waitlist, a.Webhooks, a.BookingMail}
 	if a.Mail != nil {
 		js = append(js, a.Mail)
 	}

@@ -90,6 +90,7 @@ type Config struct {
 	MailFrom     string        // SEATD_MAIL_FROM: default sender, "Name <address>" or an address
 	MailPoll     time.Duration // SEATD_MAIL_POLL: how often an idle mail worker looks for due mail without being woken
 	MailRetryFor time.Duration // SEATD_MAIL_RETRY_FOR: give a message up this long after it was enqueued
+	PublicURL    string        // SEATD_PUBLIC_URL: where people reach seatd (scheme and host, no path): the links in mail start with it
 
 	// Tickets.
 	TicketSecret string // SEATD_TICKET_SECRET: seals the events' ticket signing keys in Postgres (at least 32 characters; production must set its own)
@@ -176,6 +177,7 @@ func Defaults() Config {
 		MailFrom:     "seatd <no-reply@localhost>",
 		MailPoll:     5 * time.Second,
 		MailRetryFor: 48 * time.Hour,
+		PublicURL:    "http://localhost:8080",
 	}
 }
 
@@ -295,6 +297,8 @@ func Load(getenv func(string) string) (Config, error) {
 	str("SEATD_MAIL_FROM", &c.MailFrom)
 	dur("SEATD_MAIL_POLL", &c.MailPoll)
 	dur("SEATD_MAIL_RETRY_FOR", &c.MailRetryFor)
+	str("SEATD_PUBLIC_URL", &c.PublicURL)
+	c.PublicURL = strings.TrimRight(c.PublicURL, "/")
 	str("SEATD_TICKET_SECRET", &c.TicketSecret)
 	if c.TicketSecret == "" && c.Env != EnvProduction {
 		c.TicketSecret = DevTicketSecret
@@ -392,6 +396,9 @@ func (c Config) validate() []error {
 	}
 	positive("SEATD_MAIL_POLL", c.MailPoll)
 	positive("SEATD_MAIL_RETRY_FOR", c.MailRetryFor)
+	if u, err := url.Parse(c.PublicURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.Path != "" || u.RawQuery != "" {
+		bad("SEATD_PUBLIC_URL: %q must be http(s)://host[:port] with no path", c.PublicURL)
+	}
 	if c.TicketSecret != "" && len(c.TicketSecret) < 32 {
 		bad("SEATD_TICKET_SECRET: must be at least 32 characters (openssl rand -base64 32), got %d", len(c.TicketSecret))
 	}
