@@ -235,6 +235,15 @@ func (c config) buyersNeeded() int {
 	return n
 }
 
+// batchSlots is how many hold statements seatd runs at once
+// (SEATD_HOLD_BATCH_SLOTS, default 2).
+func (c config) batchSlots() int {
+	if n, err := strconv.Atoi(c.seatdEnv["SEATD_HOLD_BATCH_SLOTS"]); err == nil && n > 0 {
+		return n
+	}
+	return 2
+}
+
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if len(args) > 0 {
 		if cmd, ok := resultCommands[args[0]]; ok {

@@ -51,6 +51,17 @@ func (r *Report) failed(phase string, err error) {
 	r.Errors = append(r.Errors, PhaseError{Phase: phase, Error: err.Error()})
 }
 
+// holdsAt returns the fast-path and pgbench results of the holds phase
+// at c buyers, if it ran.
+func (r *Report) holdsAt(c int) (fast, ref *Load) {
+	for _, h := range r.Holds {
+		if h.Buyers == c {
+			return h.HTTP, h.Ref
+		}
+	}
+	return nil, nil
+}
+
 // Target is one target of docs/performance.md checked against this run.
 type Target struct {
 	What    string `json:"what"`
