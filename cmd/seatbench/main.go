@@ -104,7 +104,7 @@ type config struct {
 }
 
 // phases, in the order they run.
-var allPhases = []string{"opening", "holds", "hotseat", "best", "occupancy", "charts", "multi", "fallback", "live", "expiry", "webhooks", "ga", "waitlist", "bigmap"}
+var allPhases = []string{"idle", "opening", "holds", "hotseat", "best", "occupancy", "charts", "multi", "fallback", "live", "expiry", "webhooks", "ga", "waitlist", "bigmap"}
 
 func parseConfig(args []string, stderr io.Writer) (config, error) {
 	quick := false
@@ -262,7 +262,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	phases := map[string]func(context.Context) error{
-		"opening": b.phaseOpening, "holds": b.phaseHolds, "hotseat": b.phaseHotSeat, "best": b.phaseBest, "occupancy": b.phaseOccupancy, "charts": b.phaseCharts, "multi": b.phaseMulti,
+		"idle": b.phaseIdle, "opening": b.phaseOpening, "holds": b.phaseHolds, "hotseat": b.phaseHotSeat, "best": b.phaseBest, "occupancy": b.phaseOccupancy, "charts": b.phaseCharts, "multi": b.phaseMulti,
 		"fallback": b.phaseFallback, "live": b.phaseLive, "expiry": b.phaseExpiry, "webhooks": b.phaseWebhooks, "ga": b.phaseGA, "waitlist": b.phaseWaitlist,
 		"bigmap": b.phaseBigMap,
 	}

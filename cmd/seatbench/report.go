@@ -19,6 +19,7 @@ type Report struct {
 	Seconds   float64      `json:"seconds"`
 	Mode      string       `json:"mode"`
 	Machine   Machine      `json:"machine"`
+	Idle      *Idle        `json:"idle,omitempty"`
 	Opening   *Opening     `json:"opening,omitempty"`
 	Holds     []*HoldLevel `json:"holds,omitempty"`
 	Paced     *HoldLevel   `json:"paced,omitempty"`
@@ -315,6 +316,10 @@ func (r *Report) printTable(w io.Writer) {
 			row(name+": the machine's speed just before", fmt.Sprintf("Postgres %.0f µs a hold", h.Ref.CPUPerHold.Postgres),
 				"in the paced pgbench row (the same statement and rate every run)", "", "")
 		}
+	}
+	if i := r.Idle; i != nil {
+		row("idle seatd serve, one on-sale event: CPU per minute", fmt.Sprintf("seatd %.0f ms", i.SeatdMSPerMin),
+			fmt.Sprintf("Postgres %.0f ms, Redis %.0f ms%s", i.PostgresMSPerMin, i.RedisMSPerMin, others(i.OthersCPU)), "", "")
 	}
 	if o := r.Occupancy; o != nil {
 		name := fmt.Sprintf("occupancy, %d seats", o.Seats)
