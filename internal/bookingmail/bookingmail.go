@@ -21,6 +21,7 @@ import (
 	"seatd/internal/mail"
 	"seatd/internal/money"
 	"seatd/internal/notify"
+	"seatd/internal/pg"
 	"seatd/internal/store"
 	"seatd/internal/ticket"
 	"seatd/views/email"
@@ -35,12 +36,7 @@ type Store interface {
 	InTx(ctx context.Context, fn func(tx pgx.Tx) error) error
 	Claim(ctx context.Context, tx pgx.Tx, n int) ([]store.BookingNotice, error)
 	Done(ctx context.Context, tx pgx.Tx, n store.BookingNotice) error
-	Booking(ctx context.Context, tx pgx.Tx, org, booking uuid.UUID) (store.MailBooking, error)
-}
-
-// Codes signs tickets' codes (*ticket.Keys).
-type Codes interface {
-	Code(ctx context.Context, c ticket.Claims) (string, error)
+	Booking(ctx context.Context, db pg.DBTX, org, booking uuid.UUID) (store.BookingDetail, error)
 }
 
 // Options are the worker's settings.
@@ -58,14 +54,14 @@ type Options struct {
 // Worker renders queued notices into the mail outbox.
 type Worker struct {
 	st    Store
-	codes Codes
+	codes ticket.Signer
 	n     notify.Subscriber
 	o     Options
 	log   *slog.Logger
 }
 
 // New returns a worker over st, signing codes with codes, woken by n.
-func New(st Store, codes Codes, n notify.Subscriber, o Options, log *slog.Logger) *Worker {
+func New(st Store, codes ticket.Signer, n notify.Subscriber, o Options, log *slog.Logger) *Worker {
 	if o.Batch <= 0 {
 		o.Batch = 20
 	}
@@ -148,21 +144,22 @@ func (w *Worker) send(ctx context.Context, tx pgx.Tx, n store.BookingNotice) err
 // confirmation is a booking's confirmation: its live tickets with their QR
 // codes inline and in a PDF. A booking whose every ticket was cancelled
 // before its mail went out gets none (its cancellation says so).
-func (w *Worker) confirmation(ctx context.Context, b store.MailBooking) (mail.Message, error) {
+func (w *Worker) confirmation(ctx context.Context, b store.BookingDetail) (mail.Message, error) {
+	tickets, err := ticket.FromDetail(ctx, w.codes, b)
+	if err != nil || len(tickets.Tickets) == 0 {
+		return mail.Message{}, err
+	}
 	view := w.view(b)
-	pdf := ticket.Booking{Reference: view.Reference, Holder: b.Holder, Event: eventOf(b)}
 	var atts []mail.Attachment
 	var total int64
 	var cur string
 	for _, t := range b.Tickets {
-		if t.Cancelled {
-			continue
+		if !t.Cancelled {
+			total, cur = total+t.PriceMinor, t.Currency
 		}
-		code, err := w.codes.Code(ctx, ticket.Claims{Org: b.Org, Event: b.Event, Ticket: t.ID, Seat: t.Seat})
-		if err != nil {
-			return mail.Message{}, err
-		}
-		qr, err := ticket.NewQR(code)
+	}
+	for i, t := range tickets.Tickets {
+		qr, err := ticket.NewQR(t.Code)
 		if err != nil {
 			return mail.Message{}, err
 		}
@@ -170,24 +167,14 @@ func (w *Worker) confirmation(ctx context.Context, b store.MailBooking) (mail.Me
 		if err != nil {
 			return mail.Message{}, err
 		}
-		cid := "qr-" + strconv.Itoa(len(atts)+1)
+		cid := "qr-" + strconv.Itoa(i+1)
 		atts = append(atts, mail.Attachment{Filename: cid + ".png", ContentType: "image/png", ContentID: cid, Data: png})
-		tv := ticketView(t)
-		tv.QR, tv.Code = cid, code
-		view.Tickets = append(view.Tickets, tv)
-		pt := pdfTicket(t)
-		pt.Code = code
-		pdf.Tickets = append(pdf.Tickets, pt)
-		total += t.PriceMinor
-		cur = t.Currency
-	}
-	if len(view.Tickets) == 0 {
-		return mail.Message{}, nil
+		view.Tickets = append(view.Tickets, email.Ticket{Where: t.Where(), Category: t.Category, Price: t.Price, QR: cid, Code: t.Code})
 	}
 	if total > 0 {
 		view.Total = money.Format(total, cur)
 	}
-	doc, err := ticket.PDF(pdf)
+	doc, err := ticket.PDF(tickets)
 	if err != nil {
 		return mail.Message{}, err
 	}
@@ -204,7 +191,7 @@ func (w *Worker) confirmation(ctx context.Context, b store.MailBooking) (mail.Me
 }
 
 // cancellation is the notice of the tickets one statement cancelled.
-func (w *Worker) cancellation(ctx context.Context, b store.MailBooking, n store.BookingNotice) (mail.Message, error) {
+func (w *Worker) cancellation(ctx context.Context, b store.BookingDetail, n store.BookingNotice) (mail.Message, error) {
 	view := w.view(b)
 	gone := map[uuid.UUID]bool{}
 	for _, id := range n.Tickets {
@@ -242,7 +229,7 @@ func (w *Worker) cancellation(ctx context.Context, b store.MailBooking, n store.
 // view is what every mail of b shows but its tickets. An online buyer's
 // mail links their booking page; a box-office customer has no account to
 // see it with.
-func (w *Worker) view(b store.MailBooking) email.Booking {
+func (w *Worker) view(b store.BookingDetail) email.Booking {
 	v := email.Booking{Reference: store.FormatReference(b.Reference), Holder: b.Holder, Event: b.EventName,
 		Venue: b.Venue, When: eventOf(b).When()}
 	if b.Holder == "" {
@@ -251,24 +238,11 @@ func (w *Worker) view(b store.MailBooking) email.Booking {
 	return v
 }
 
-func eventOf(b store.MailBooking) ticket.Event {
+func eventOf(b store.BookingDetail) ticket.Event {
 	return ticket.Event{Name: b.EventName, Venue: b.Venue, StartsAt: b.StartsAt, TimeZone: b.TimeZone}
 }
 
-func pdfTicket(t store.MailTicket) ticket.Ticket {
-	pt := ticket.Ticket{Section: t.Section, Category: t.Category, Price: money.Format(t.PriceMinor, t.Currency)}
-	if t.PriceMinor == 0 {
-		pt.Price = ""
-	}
-	if t.Standing {
-		pt.Place = store.PlaceLabel(t.SectionLabel, t.Number)
-	} else {
-		pt.Row, pt.Seat = t.Row, strconv.Itoa(t.Number)
-	}
-	return pt
-}
-
-func ticketView(t store.MailTicket) email.Ticket {
-	pt := pdfTicket(t)
-	return email.Ticket{Where: pt.Where(), Category: t.Category, Price: pt.Price}
+func ticketView(t store.TicketDetail) email.Ticket {
+	tk := ticket.OfDetail(t)
+	return email.Ticket{Where: tk.Where(), Category: tk.Category, Price: tk.Price}
 }

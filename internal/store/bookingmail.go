@@ -9,6 +9,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"seatd/internal/chart"
+	"seatd/internal/pg"
 )
 
 // BookingNotice is a queued booking mail (migration 032): a booking's
@@ -26,9 +27,9 @@ const (
 	NoticeCancellation = "cancellation"
 )
 
-// MailBooking is what a booking's mail says: the booking, its event and
-// every ticket with the names people read.
-type MailBooking struct {
+// BookingDetail is a booking as its mail, its page and its PDF show it:
+// the booking, its event and every ticket with the names people read.
+type BookingDetail struct {
 	Org, Event, Booking uuid.UUID
 	OrgName             string
 	Reference           string
@@ -38,11 +39,11 @@ type MailBooking struct {
 	EventName, Venue    string
 	StartsAt            time.Time
 	TimeZone            string
-	Tickets             []MailTicket
+	Tickets             []TicketDetail
 }
 
-// MailTicket is one ticket as the mail shows it.
-type MailTicket struct {
+// TicketDetail is one ticket as the mail, the page and the PDF show it.
+type TicketDetail struct {
 	ID, Seat     uuid.UUID
 	Section, Row string // section name; "" row for a standing place
 	Number       int
@@ -90,6 +91,11 @@ func (s *BookingMail) Done(ctx context.Context, tx pgx.Tx, n BookingNotice) erro
 	return err
 }
 
+// Detail reads booking's detail from the pool.
+func (s *BookingMail) Detail(ctx context.Context, org, booking uuid.UUID) (BookingDetail, error) {
+	return s.Booking(ctx, s.db, org, booking)
+}
+
 // Queued is how many notices wait and how long the oldest has.
 func (s *BookingMail) Queued(ctx context.Context) (n int, oldest time.Duration, err error) {
 	var secs float64
@@ -98,11 +104,12 @@ func (s *BookingMail) Queued(ctx context.Context) (n int, oldest time.Duration, 
 	return n, time.Duration(secs * float64(time.Second)), err
 }
 
-// Booking reads what booking's mail says, in tx.
-func (s *BookingMail) Booking(ctx context.Context, tx pgx.Tx, org, booking uuid.UUID) (MailBooking, error) {
-	b := MailBooking{Org: org, Booking: booking}
+// Booking reads booking's detail through db (the worker's transaction, or
+// the pool for a page).
+func (s *BookingMail) Booking(ctx context.Context, db pg.DBTX, org, booking uuid.UUID) (BookingDetail, error) {
+	b := BookingDetail{Org: org, Booking: booking}
 	var customer, name *string
-	err := tx.QueryRow(ctx, `
+	err := db.QueryRow(ctx, `
 		SELECT b.event_id, o.name, b.reference, b.status, u.email, b.customer_email, b.customer_name,
 		       e.name, e.venue, e.starts_at, e.time_zone
 		FROM bookings b
@@ -120,7 +127,7 @@ func (s *BookingMail) Booking(ctx context.Context, tx pgx.Tx, org, booking uuid.
 	if name != nil {
 		b.Holder = *name
 	}
-	rows, err := tx.Query(ctx, `
+	rows, err := db.Query(ctx, `
 		SELECT t.id, t.seat_id, sec.name, sec.label, s.row_label, s.number, sec.kind = $3,
 		       coalesce(c.name, ''), coalesce(t.price_minor, 0), coalesce(t.currency, ''),
 		       coalesce(t.cancelled_at, 'epoch'::timestamptz), coalesce(t.cancel_reason, '')
@@ -133,8 +140,8 @@ func (s *BookingMail) Booking(ctx context.Context, tx pgx.Tx, org, booking uuid.
 	if err != nil {
 		return b, err
 	}
-	b.Tickets, err = pgx.CollectRows(rows, func(r pgx.CollectableRow) (MailTicket, error) {
-		var t MailTicket
+	b.Tickets, err = pgx.CollectRows(rows, func(r pgx.CollectableRow) (TicketDetail, error) {
+		var t TicketDetail
 		err := r.Scan(&t.ID, &t.Seat, &t.Section, &t.SectionLabel, &t.Row, &t.Number, &t.Standing, &t.Category,
 			&t.PriceMinor, &t.Currency, &t.CancelledAt, &t.CancelReason)
 		if t.CancelledAt.Unix() != 0 {
