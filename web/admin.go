@@ -13,6 +13,7 @@ import (
 	"seatd/internal/apperr"
 	"seatd/internal/hold"
 	"seatd/internal/store"
+	"seatd/web/httpx"
 )
 
 // Pages of the staff hold list.
@@ -32,7 +33,7 @@ type holdPageJSON struct {
 // page at a time: ?limit= (1 to 500, default 100) and ?after= (the next
 // cursor of the page before), soonest expiry first.
 func (s *Server) eventHolds(w http.ResponseWriter, r *http.Request, a hold.Actor) error {
-	event, err := pathID(r, "event")
+	event, err := httpx.PathID(r, "event")
 	if err != nil {
 		return err
 	}
@@ -67,7 +68,7 @@ func (s *Server) eventHolds(w http.ResponseWriter, r *http.Request, a hold.Actor
 		next := encodeHoldCursor(p.Next)
 		out.Next = &next
 	}
-	writeJSON(w, http.StatusOK, out)
+	httpx.WriteJSON(w, http.StatusOK, out)
 	return nil
 }
 
@@ -158,7 +159,7 @@ func percent(n, total int) float64 {
 
 // occupancy answers an event's live counts (staff).
 func (s *Server) occupancy(w http.ResponseWriter, r *http.Request, a hold.Actor) error {
-	event, err := pathID(r, "event")
+	event, err := httpx.PathID(r, "event")
 	if err != nil {
 		return err
 	}
@@ -183,7 +184,7 @@ func (s *Server) occupancy(w http.ResponseWriter, r *http.Request, a hold.Actor)
 		out.Categories[i] = categoryOccupancyJSON{Category: c.Key, Name: c.Name, PriceMinor: c.PriceMinor, Currency: c.Currency,
 			RevenueSold: c.RevenueSold, RevenueHeld: c.RevenueHeld, RevenueSoldOther: c.RevenueSoldOther, countsJSON: countsView(c.Counts)}
 	}
-	writeJSON(w, http.StatusOK, out)
+	httpx.WriteJSON(w, http.StatusOK, out)
 	return nil
 }
 
@@ -208,16 +209,16 @@ func (s *Server) unblockSeat(w http.ResponseWriter, r *http.Request, a hold.Acto
 // setBlocked blocks an available seat or unblocks a blocked one
 // (organizer); 409 when the seat is in another state.
 func (s *Server) setBlocked(w http.ResponseWriter, r *http.Request, a hold.Actor, blocked bool) error {
-	event, err := pathID(r, "event")
+	event, err := httpx.PathID(r, "event")
 	if err != nil {
 		return err
 	}
-	seat, err := pathID(r, "seat")
+	seat, err := httpx.PathID(r, "seat")
 	if err != nil {
 		return err
 	}
 	var in blockInput
-	if err := s.dec.optionalJSON(w, r, &in); err != nil {
+	if err := s.dec.OptionalJSON(w, r, &in); err != nil {
 		return err
 	}
 	version, err := s.deps.Core.SetBlocked(r.Context(), a, event, seat, blocked, in.Reason)
@@ -228,7 +229,7 @@ func (s *Server) setBlocked(w http.ResponseWriter, r *http.Request, a hold.Actor
 	if blocked {
 		status = store.Blocked
 	}
-	writeJSON(w, http.StatusOK, blockJSON{SeatID: seat, Status: status, Version: version})
+	httpx.WriteJSON(w, http.StatusOK, blockJSON{SeatID: seat, Status: status, Version: version})
 	return nil
 }
 
@@ -241,7 +242,7 @@ type registryJSON struct {
 
 // registry answers how the three tiers agree about an event's holds.
 func (s *Server) registry(w http.ResponseWriter, r *http.Request, a hold.Actor) error {
-	event, err := pathID(r, "event")
+	event, err := httpx.PathID(r, "event")
 	if err != nil {
 		return err
 	}
@@ -249,7 +250,7 @@ func (s *Server) registry(w http.ResponseWriter, r *http.Request, a hold.Actor) 
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, registryJSON{Registry: reg, CheckedAt: at.UTC()})
+	httpx.WriteJSON(w, http.StatusOK, registryJSON{Registry: reg, CheckedAt: at.UTC()})
 	return nil
 }
 
@@ -257,18 +258,18 @@ func (s *Server) registry(w http.ResponseWriter, r *http.Request, a hold.Actor) 
 // asked for within the cooldown of the last one is not run again: it is
 // answered with the last one's result, and checked_at says when that was.
 func (s *Server) reconcile(w http.ResponseWriter, r *http.Request, a hold.Actor) error {
-	event, err := pathID(r, "event")
+	event, err := httpx.PathID(r, "event")
 	if err != nil {
 		return err
 	}
 	var in struct{}
-	if err := s.dec.optionalJSON(w, r, &in); err != nil {
+	if err := s.dec.OptionalJSON(w, r, &in); err != nil {
 		return err
 	}
 	reg, at, err := s.flights.reconciled(r.Context(), a, event)
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, registryJSON{Registry: reg, CheckedAt: at.UTC()})
+	httpx.WriteJSON(w, http.StatusOK, registryJSON{Registry: reg, CheckedAt: at.UTC()})
 	return nil
 }

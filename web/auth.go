@@ -12,6 +12,8 @@ import (
 	"seatd/internal/hold"
 	"seatd/internal/store"
 	"seatd/views"
+	"seatd/web/httpx"
+	"seatd/web/session"
 )
 
 type loginInput struct {
@@ -46,11 +48,11 @@ type accountJSON struct {
 // or a form. The organization named here is the one legitimate org input:
 // no session exists yet.
 func (s *Server) login(w http.ResponseWriter, r *http.Request) error {
-	if err := s.limits.allowLogin(r.Context(), s.subject(r), s.deps.Cfg.LoginRatePerMinute); err != nil {
+	if err := s.limits.Login(r); err != nil {
 		return err
 	}
 	var in loginInput
-	isForm, err := s.dec.jsonOrForm(w, r, &in, func(v url.Values) {
+	isForm, err := s.dec.JSONOrForm(w, r, &in, func(v url.Values) {
 		in = loginInput{Org: v.Get("org"), Email: v.Get("email"), Password: v.Get("password")}
 	})
 	if err != nil {
@@ -59,17 +61,16 @@ func (s *Server) login(w http.ResponseWriter, r *http.Request) error {
 	// The account's lockout is checked before any password is hashed, and
 	// holds whatever the password: a guess that happens to be right is
 	// refused too while the account is locked.
-	acct := accountKey(in.Org, in.Email)
-	err = s.limits.accounts.check(r.Context(), acct)
+	err = s.lockout.Check(r.Context(), in.Org, in.Email)
 	var org store.Org
 	var u store.User
 	if err == nil {
 		org, u, err = s.deps.Accounts.Authenticate(r.Context(), in.Org, in.Email, in.Password)
 		switch {
 		case err == nil:
-			s.limits.accounts.succeeded(r.Context(), acct)
+			s.lockout.Succeeded(r.Context(), in.Org, in.Email)
 		case apperr.CodeOf(err) == apperr.Unauthorized:
-			s.limits.accounts.failed(r.Context(), acct)
+			s.lockout.Failed(r.Context(), in.Org, in.Email)
 		}
 	}
 	if err != nil {
@@ -86,18 +87,18 @@ func (s *Server) login(w http.ResponseWriter, r *http.Request) error {
 // formFailed answers a failed form post (a person in a browser) with the
 // form again and the error's sentence; internal errors stay generic.
 func (s *Server) formFailed(w http.ResponseWriter, r *http.Request, err error, page func(msg string) templ.Component) error {
-	e, ok := domainError(err)
+	e, ok := httpx.DomainError(err)
 	if !ok || e.Code == apperr.Internal {
 		return err
 	}
-	s.render(w, r, statusOf(e.Code), page(e.Message))
+	s.render(w, r, httpx.Status(e.Code), page(e.Message))
 	return nil
 }
 
 // signup creates a buyer account on an organization's storefront and
 // signs it in.
 func (s *Server) signup(w http.ResponseWriter, r *http.Request) error {
-	if err := s.limits.allowLogin(r.Context(), s.subject(r), s.deps.Cfg.LoginRatePerMinute); err != nil {
+	if err := s.limits.Login(r); err != nil {
 		return err
 	}
 	slug := strings.ToLower(r.PathValue("org"))
@@ -105,7 +106,7 @@ func (s *Server) signup(w http.ResponseWriter, r *http.Request) error {
 		return apperr.E(apperr.NotFound, "organization not found")
 	}
 	var in signupInput
-	isForm, err := s.dec.jsonOrForm(w, r, &in, func(v url.Values) {
+	isForm, err := s.dec.JSONOrForm(w, r, &in, func(v url.Values) {
 		in = signupInput{Email: v.Get("email"), Password: v.Get("password")}
 	})
 	if err != nil {
@@ -131,16 +132,8 @@ func (s *Server) signup(w http.ResponseWriter, r *http.Request) error {
 // answers: a redirect for a form, the account for JSON.
 func (s *Server) signedIn(w http.ResponseWriter, r *http.Request, isForm bool, status int, org store.Org, u store.User) error {
 	ctx := r.Context()
-	if err := s.sessions.RenewToken(ctx); err != nil {
-		return err
-	}
-	for k, v := range map[string]string{
-		sessOrg: org.ID.String(), sessOrgSlug: org.Slug, sessOrgName: org.Name,
-		sessUser: u.ID.String(), sessEmail: u.Email, sessRole: u.Role,
-	} {
-		s.sessions.Put(ctx, k, v)
-	}
-	if err := s.saveSession(w, r); err != nil {
+	if err := s.sessions.SignIn(w, r, session.Account{Org: org.ID, OrgSlug: org.Slug, OrgName: org.Name,
+		User: u.ID, Email: u.Email, Role: hold.Role(u.Role)}); err != nil {
 		return err
 	}
 	// The account may have been disabled or given another role between
@@ -150,43 +143,30 @@ func (s *Server) signedIn(w http.ResponseWriter, r *http.Request, isForm bool, s
 		if err == nil {
 			err = apperr.E(apperr.Unauthorized, "this account changed while signing in; please sign in again")
 		}
-		// Destroy deletes the session from the store; the cookie already
-		// sent names nothing then.
-		_ = s.sessions.Destroy(ctx)
+		// Signing out deletes the session from the store; the cookie
+		// already sent names nothing then.
+		_ = s.sessions.SignOut(w, r)
 		return err
 	}
-	if info := infoOf(ctx); info != nil {
-		info.org = org.ID
-	}
+	httpx.NoteOrg(ctx, org.ID)
 	if isForm {
 		http.Redirect(w, r, "/", http.StatusSeeOther)
 		return nil
 	}
-	writeJSON(w, status, accountJSON{
+	httpx.WriteJSON(w, status, accountJSON{
 		User: userJSON{ID: u.ID, Email: u.Email, Role: hold.Role(u.Role)},
 		Org:  orgJSON{ID: org.ID, Slug: org.Slug, Name: org.Name},
 	})
 	return nil
 }
 
-// logout destroys the session: its token is deleted from the store (and
-// this process's cache) and the cookie is expired. The delete announces
-// the end to every process (sessionEnds), so the session's sockets close
-// everywhere.
+// logout ends the session everywhere, its live sockets with it
+// (session.SignOut).
 func (s *Server) logout(w http.ResponseWriter, r *http.Request) error {
-	ctx := r.Context()
-	if token := s.sessions.Token(ctx); token != "" {
-		stored := storedToken(token)
-		// The session's live sockets end with it.
-		s.hub.CloseSession(stored)
-		if err := s.sessions.Destroy(ctx); err != nil {
-			return err
-		}
-		if err := s.saveSession(w, r); err != nil {
-			return err
-		}
+	if err := s.sessions.SignOut(w, r); err != nil {
+		return err
 	}
-	if mediaType(r) == mediaForm {
+	if httpx.MediaType(r) == httpx.MediaForm {
 		http.Redirect(w, r, "/", http.StatusSeeOther)
 		return nil
 	}
@@ -197,7 +177,7 @@ func (s *Server) logout(w http.ResponseWriter, r *http.Request) error {
 // me answers who the session belongs to.
 func (s *Server) me(w http.ResponseWriter, r *http.Request, a hold.Actor) error {
 	ctx := r.Context()
-	if _, ok := keyFrom(ctx); ok {
+	if _, ok := session.APIKeyFrom(ctx); ok {
 		// An API key has no session to read the names from.
 		org, err := s.deps.Store.Accounts.OrgByID(ctx, a.Org)
 		if err != nil {
@@ -207,15 +187,16 @@ func (s *Server) me(w http.ResponseWriter, r *http.Request, a hold.Actor) error 
 		if err != nil {
 			return err
 		}
-		writeJSON(w, http.StatusOK, accountJSON{
+		httpx.WriteJSON(w, http.StatusOK, accountJSON{
 			User: userJSON{ID: a.User, Email: u.Email, Role: a.Role},
 			Org:  orgJSON{ID: a.Org, Slug: org.Slug, Name: org.Name},
 		})
 		return nil
 	}
-	writeJSON(w, http.StatusOK, accountJSON{
-		User: userJSON{ID: a.User, Email: s.sessions.GetString(ctx, sessEmail), Role: a.Role},
-		Org:  orgJSON{ID: a.Org, Slug: s.sessions.GetString(ctx, sessOrgSlug), Name: s.sessions.GetString(ctx, sessOrgName)},
+	acct := s.sessions.Account(ctx)
+	httpx.WriteJSON(w, http.StatusOK, accountJSON{
+		User: userJSON{ID: a.User, Email: acct.Email, Role: a.Role},
+		Org:  orgJSON{ID: a.Org, Slug: acct.OrgSlug, Name: acct.OrgName},
 	})
 	return nil
 }

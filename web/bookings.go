@@ -11,6 +11,7 @@ import (
 	"seatd/internal/apperr"
 	"seatd/internal/hold"
 	"seatd/internal/store"
+	"seatd/web/httpx"
 )
 
 // Bookings through the JSON API: sales at the counter, reading a booking,
@@ -73,7 +74,7 @@ type saleInput struct {
 // 200 replayed (same key and payload), 422 when the key was used for
 // another payload.
 func (s *Server) sell(w http.ResponseWriter, r *http.Request, a hold.Actor) error {
-	event, err := pathID(r, "event")
+	event, err := httpx.PathID(r, "event")
 	if err != nil {
 		return err
 	}
@@ -82,10 +83,10 @@ func (s *Server) sell(w http.ResponseWriter, r *http.Request, a hold.Actor) erro
 		return err
 	}
 	var in saleInput
-	if err := s.dec.json(w, r, &in); err != nil {
+	if err := s.dec.JSON(w, r, &in); err != nil {
 		return err
 	}
-	ids, err := bodyIDs("hold_ids", in.HoldIDs)
+	ids, err := httpx.BodyIDs("hold_ids", in.HoldIDs)
 	if err != nil {
 		return err
 	}
@@ -97,13 +98,13 @@ func (s *Server) sell(w http.ResponseWriter, r *http.Request, a hold.Actor) erro
 	if b.Replayed {
 		status = http.StatusOK
 	}
-	writeJSON(w, status, bookingView(b))
+	httpx.WriteJSON(w, status, bookingView(b))
 	return nil
 }
 
 // getBooking answers a booking: any of the org's for staff, a buyer's own.
 func (s *Server) getBooking(w http.ResponseWriter, r *http.Request, a hold.Actor) error {
-	id, err := pathID(r, "booking")
+	id, err := httpx.PathID(r, "booking")
 	if err != nil {
 		return err
 	}
@@ -111,7 +112,7 @@ func (s *Server) getBooking(w http.ResponseWriter, r *http.Request, a hold.Actor
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, bookingView(b))
+	httpx.WriteJSON(w, http.StatusOK, bookingView(b))
 	return nil
 }
 
@@ -138,16 +139,7 @@ func (s *Server) findBookings(w http.ResponseWriter, r *http.Request, a hold.Act
 		}
 		query = email
 	}
-	bs, err := s.deps.Core.FindBookings(r.Context(), a, query)
-	if err != nil {
-		return err
-	}
-	out := make([]bookingJSON, len(bs))
-	for i, b := range bs {
-		out[i] = bookingView(b)
-	}
-	writeJSON(w, http.StatusOK, map[string][]bookingJSON{"bookings": out})
-	return nil
+	return httpx.List(w, "bookings", bookingView)(s.deps.Core.FindBookings(r.Context(), a, query))
 }
 
 type cancelInput struct {
@@ -158,17 +150,17 @@ type cancelInput struct {
 // cancelBooking cancels a booking, whole or the listed tickets: 200 with
 // the booking (cancelled or partially_cancelled).
 func (s *Server) cancelBooking(w http.ResponseWriter, r *http.Request, a hold.Actor) error {
-	id, err := pathID(r, "booking")
+	id, err := httpx.PathID(r, "booking")
 	if err != nil {
 		return err
 	}
 	var in cancelInput
-	if err := s.dec.json(w, r, &in); err != nil {
+	if err := s.dec.JSON(w, r, &in); err != nil {
 		return err
 	}
 	var tickets []uuid.UUID
 	if len(in.TicketIDs) > 0 {
-		if tickets, err = bodyIDs("ticket_ids", in.TicketIDs); err != nil {
+		if tickets, err = httpx.BodyIDs("ticket_ids", in.TicketIDs); err != nil {
 			return err
 		}
 	}
@@ -176,7 +168,7 @@ func (s *Server) cancelBooking(w http.ResponseWriter, r *http.Request, a hold.Ac
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, bookingView(b))
+	httpx.WriteJSON(w, http.StatusOK, bookingView(b))
 	return nil
 }
 
@@ -200,20 +192,11 @@ func houseView(h store.HouseAllocation) houseJSON {
 }
 
 func (s *Server) listHouseSeats(w http.ResponseWriter, r *http.Request, a hold.Actor) error {
-	event, err := pathID(r, "event")
+	event, err := httpx.PathID(r, "event")
 	if err != nil {
 		return err
 	}
-	hs, err := s.deps.Core.HouseSeats(r.Context(), a, event)
-	if err != nil {
-		return err
-	}
-	out := make([]houseJSON, len(hs))
-	for i, h := range hs {
-		out[i] = houseView(h)
-	}
-	writeJSON(w, http.StatusOK, map[string][]houseJSON{"house_seats": out})
-	return nil
+	return httpx.List(w, "house_seats", houseView)(s.deps.Core.HouseSeats(r.Context(), a, event))
 }
 
 type houseInput struct {
@@ -223,15 +206,15 @@ type houseInput struct {
 
 // createHouseSeats names blocked seats as house seats: 201.
 func (s *Server) createHouseSeats(w http.ResponseWriter, r *http.Request, a hold.Actor) error {
-	event, err := pathID(r, "event")
+	event, err := httpx.PathID(r, "event")
 	if err != nil {
 		return err
 	}
 	var in houseInput
-	if err := s.dec.json(w, r, &in); err != nil {
+	if err := s.dec.JSON(w, r, &in); err != nil {
 		return err
 	}
-	ids, err := bodyIDs("seat_ids", in.SeatIDs)
+	ids, err := httpx.BodyIDs("seat_ids", in.SeatIDs)
 	if err != nil {
 		return err
 	}
@@ -239,24 +222,24 @@ func (s *Server) createHouseSeats(w http.ResponseWriter, r *http.Request, a hold
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusCreated, houseView(h))
+	httpx.WriteJSON(w, http.StatusCreated, houseView(h))
 	return nil
 }
 
 // releaseHouseSeats puts every seat of an allocation on sale: 200.
 func (s *Server) releaseHouseSeats(w http.ResponseWriter, r *http.Request, a hold.Actor) error {
-	id, err := pathID(r, "allocation")
+	id, err := httpx.PathID(r, "allocation")
 	if err != nil {
 		return err
 	}
 	var in struct{}
-	if err := s.dec.optionalJSON(w, r, &in); err != nil {
+	if err := s.dec.OptionalJSON(w, r, &in); err != nil {
 		return err
 	}
 	h, err := s.deps.Core.ReleaseHouseSeats(r.Context(), a, id)
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, houseView(h))
+	httpx.WriteJSON(w, http.StatusOK, houseView(h))
 	return nil
 }

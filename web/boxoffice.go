@@ -15,6 +15,7 @@ import (
 	"seatd/internal/hold"
 	"seatd/internal/store"
 	"seatd/views"
+	"seatd/web/httpx"
 	"seatd/web/live"
 )
 
@@ -262,7 +263,7 @@ func (s *staffPages) lookup(ctx context.Context, a hold.Actor, event uuid.UUID, 
 // never in the URL, which logs, browser history and Referer headers keep:
 // htmx gets the panel, a plain form post the whole page.
 func (s *staffPages) lookupCustomer(w http.ResponseWriter, r *http.Request, a hold.Actor) error {
-	v, err := form(w, r)
+	v, err := httpx.Form(w, r)
 	if err != nil {
 		return err
 	}
@@ -300,11 +301,11 @@ func (s *staffPages) boxSetBlocked(w http.ResponseWriter, r *http.Request, a hol
 	if err != nil {
 		return err
 	}
-	seat, err := pathID(r, "seat")
+	seat, err := httpx.PathID(r, "seat")
 	if err != nil {
 		return err
 	}
-	v, err := form(w, r)
+	v, err := httpx.Form(w, r)
 	if err != nil {
 		return err
 	}

@@ -43,7 +43,7 @@ func TestBrowserChartEditor(t *testing.T) {
 	newTab := browser(t)
 	a := testenv.App(t, nil)
 	ws := New(depsOf(a))
-	t.Cleanup(ws.unlisten) // before the app's pool closes
+	t.Cleanup(ws.sessions.Close) // before the app's pool closes
 	srv := httptest.NewServer(ws)
 	t.Cleanup(srv.Close)
 	tn := testenv.NewTenant(t, a, 0)

@@ -138,7 +138,7 @@ func browserApp(t *testing.T) (func() context.Context, *app.App, *httptest.Serve
 	a := testenv.App(t, nil)
 	testenv.Background(t, a)
 	ws := New(depsOf(a))
-	t.Cleanup(ws.unlisten) // before the app's pool closes
+	t.Cleanup(ws.sessions.Close) // before the app's pool closes
 	srv := httptest.NewServer(ws)
 	t.Cleanup(srv.Close)
 	return newTab, a, srv

@@ -13,6 +13,7 @@ import (
 	"seatd/internal/hold"
 	"seatd/internal/store"
 	"seatd/views"
+	"seatd/web/httpx"
 )
 
 // maxChartBody bounds a chart upload: a 200 000-seat chart (chart.MaxSeats)
@@ -42,11 +43,11 @@ func chartView(v store.ChartVersion) chartSaved {
 // and colours). after is the version a JSON edit says it was made from
 // (0: none said).
 func readChart(w http.ResponseWriter, r *http.Request, chartID uuid.UUID, prevName string, known []chart.Category) (c chart.Chart, after int, err error) {
-	mt := mediaType(r)
-	if mt != mediaJSON && mt != mediaCSV {
-		return c, 0, unsupportedMedia(mediaJSON + " or " + mediaCSV)
+	mt := httpx.MediaType(r)
+	if mt != httpx.MediaJSON && mt != mediaCSV {
+		return c, 0, httpx.UnsupportedMedia(httpx.MediaJSON + " or " + mediaCSV)
 	}
-	b, err := readBodyUpTo(w, r, maxChartBody)
+	b, err := httpx.ReadBodyUpTo(w, r, maxChartBody)
 	if err != nil {
 		return c, 0, err
 	}
@@ -86,7 +87,7 @@ func (s *Server) createChart(w http.ResponseWriter, r *http.Request, a hold.Acto
 		return err
 	}
 	w.Header().Set("Location", "/api/v1/charts/"+v.ChartID.String())
-	writeJSON(w, http.StatusCreated, chartView(v))
+	httpx.WriteJSON(w, http.StatusCreated, chartView(v))
 	return nil
 }
 
@@ -96,7 +97,7 @@ func (s *Server) createChart(w http.ResponseWriter, r *http.Request, a hold.Acto
 // chart was saved again since: two editors do not silently overwrite
 // each other.
 func (s *Server) updateChart(w http.ResponseWriter, r *http.Request, a hold.Actor) error {
-	id, err := pathID(r, "chart")
+	id, err := httpx.PathID(r, "chart")
 	if err != nil {
 		return err
 	}
@@ -112,12 +113,12 @@ func (s *Server) updateChart(w http.ResponseWriter, r *http.Request, a hold.Acto
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, chartView(v))
+	httpx.WriteJSON(w, http.StatusOK, chartView(v))
 	return nil
 }
 
 func (s *Server) deleteChart(w http.ResponseWriter, r *http.Request, a hold.Actor) error {
-	id, err := pathID(r, "chart")
+	id, err := httpx.PathID(r, "chart")
 	if err != nil {
 		return err
 	}
@@ -131,7 +132,7 @@ func (s *Server) deleteChart(w http.ResponseWriter, r *http.Request, a hold.Acto
 // deleteChartForm is the charts page's Delete: a chart in use stays, and
 // the page says why.
 func (s *Server) deleteChartForm(w http.ResponseWriter, r *http.Request, a hold.Actor) error {
-	id, err := pathID(r, "chart")
+	id, err := httpx.PathID(r, "chart")
 	if err != nil {
 		return err
 	}
@@ -144,33 +145,24 @@ func (s *Server) deleteChartForm(w http.ResponseWriter, r *http.Request, a hold.
 func (s *Server) flashAndReturn(w http.ResponseWriter, r *http.Request, err error, ok, page string) error {
 	switch {
 	case apperr.CodeOf(err) == apperr.Conflict:
-		s.sessions.Put(r.Context(), sessFlash, apperrMessage(err))
+		s.sessions.Flash(r.Context(), apperrMessage(err))
 	case err != nil:
 		return err
 	default:
-		s.sessions.Put(r.Context(), sessFlash, ok)
+		s.sessions.Flash(r.Context(), ok)
 	}
 	http.Redirect(w, r, page, http.StatusSeeOther)
 	return nil
 }
 
 func (s *Server) listCharts(w http.ResponseWriter, r *http.Request, a hold.Actor) error {
-	vs, err := s.deps.Store.Charts.List(r.Context(), a.Org)
-	if err != nil {
-		return err
-	}
-	out := make([]chartSaved, len(vs))
-	for i, v := range vs {
-		out[i] = chartView(v)
-	}
-	writeJSON(w, http.StatusOK, map[string]any{"charts": out})
-	return nil
+	return httpx.List(w, "charts", chartView)(s.deps.Store.Charts.List(r.Context(), a.Org))
 }
 
 // chartVersion reads the newest version of the chart in the path, or the
 // one ?version= names.
 func (s *Server) chartVersion(r *http.Request, a hold.Actor) (store.ChartVersion, error) {
-	id, err := pathID(r, "chart")
+	id, err := httpx.PathID(r, "chart")
 	if err != nil {
 		return store.ChartVersion{}, err
 	}
@@ -192,7 +184,7 @@ func (s *Server) getChart(w http.ResponseWriter, r *http.Request, a hold.Actor) 
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, chartDocument(v))
+	httpx.WriteJSON(w, http.StatusOK, chartDocument(v))
 	return nil
 }
 
@@ -227,7 +219,7 @@ func (s *Server) newChartPage(w http.ResponseWriter, r *http.Request, _ hold.Act
 // chartPage is the editor of an existing chart; the page script loads the
 // chart from the API.
 func (s *Server) chartPage(w http.ResponseWriter, r *http.Request, a hold.Actor) error {
-	id, err := pathID(r, "chart")
+	id, err := httpx.PathID(r, "chart")
 	if err != nil {
 		return err
 	}

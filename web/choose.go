@@ -10,6 +10,7 @@ import (
 
 	"seatd/internal/apperr"
 	"seatd/internal/hold"
+	"seatd/web/httpx"
 )
 
 // choiceOf reads the map's accessible-seating checkboxes, sent with every
@@ -23,14 +24,14 @@ func choiceOf(r *http.Request) hold.Choice {
 // request's key (see validFormKey), so a second submit of the same request
 // answers with the first one's seats.
 func (s *Server) bestSeats(w http.ResponseWriter, r *http.Request, a hold.Actor) error {
-	event, err := pathID(r, "event")
+	event, err := httpx.PathID(r, "event")
 	if err != nil {
 		return err
 	}
 	if a.Role != hold.RoleBuyer {
 		return s.answerCart(w, r, a, event, "Staff accounts cannot hold seats here; use the box office.", "info", "")
 	}
-	if err := s.limits.allowHold(r.Context(), a, s.deps.Cfg.HoldRatePerMinute); err != nil {
+	if err := s.limits.Hold(r.Context(), a.Org, a.User); err != nil {
 		return s.answerCart(w, r, a, event, "You are clicking very fast; wait a moment and try again.", "error", "")
 	}
 	n, err := strconv.Atoi(r.FormValue("count"))
@@ -44,7 +45,7 @@ func (s *Server) bestSeats(w http.ResponseWriter, r *http.Request, a hold.Actor)
 	res, err := s.deps.Core.HoldBestOnce(r.Context(), a, event, hold.Best{Count: n, Category: r.FormValue("category"),
 		Section: r.FormValue("section"), Choice: hold.Choice{Accessible: choiceOf(r).Accessible}}, hold.SourceWeb, key)
 	if err != nil {
-		e, ok := domainError(err)
+		e, ok := httpx.DomainError(err)
 		if !ok || e.Code == apperr.Internal || e.Code == apperr.NotFound {
 			return err
 		}

@@ -14,6 +14,7 @@ import (
 	"seatd/internal/hold"
 	"seatd/internal/store"
 	"seatd/views"
+	"seatd/web/httpx"
 )
 
 // The box office's counter pages: holding seats for a customer, selling
@@ -25,7 +26,7 @@ import (
 // counterRefusal turns a refusal into the flash message; any other error
 // is returned as is.
 func counterRefusal(err error) (string, error) {
-	e, ok := domainError(err)
+	e, ok := httpx.DomainError(err)
 	if !ok || e.Code == apperr.Internal || e.Code == apperr.NotFound || e.Code == apperr.Forbidden {
 		return "", err
 	}
@@ -46,12 +47,12 @@ func (s *staffPages) customerHold(w http.ResponseWriter, r *http.Request, a hold
 	if err != nil {
 		return err
 	}
-	v, err := form(w, r)
+	v, err := httpx.Form(w, r)
 	if err != nil {
 		return err
 	}
 	back := "/box-office/events/" + ev.ID.String()
-	ids, err := bodyIDs("seat_id", v["seat_id"])
+	ids, err := httpx.BodyIDs("seat_id", v["seat_id"])
 	if err != nil {
 		return err
 	}
@@ -73,7 +74,7 @@ func (s *staffPages) customerBest(w http.ResponseWriter, r *http.Request, a hold
 	if err != nil {
 		return err
 	}
-	v, err := form(w, r)
+	v, err := httpx.Form(w, r)
 	if err != nil {
 		return err
 	}
@@ -138,7 +139,7 @@ func (s *staffPages) sellHolds(w http.ResponseWriter, r *http.Request, a hold.Ac
 	if err != nil {
 		return err
 	}
-	v, err := form(w, r)
+	v, err := httpx.Form(w, r)
 	if err != nil {
 		return err
 	}
@@ -146,7 +147,7 @@ func (s *staffPages) sellHolds(w http.ResponseWriter, r *http.Request, a hold.Ac
 	if len(v["hold_id"]) > releaseMax {
 		return apperr.E(apperr.Invalid, "sell at most %d holds at once", releaseMax)
 	}
-	ids, err := bodyIDs("hold_id", v["hold_id"])
+	ids, err := httpx.BodyIDs("hold_id", v["hold_id"])
 	if err != nil {
 		return err
 	}
@@ -167,7 +168,7 @@ func (s *staffPages) sellHolds(w http.ResponseWriter, r *http.Request, a hold.Ac
 
 // confirmationPage is a booking, printable for the customer.
 func (s *staffPages) confirmationPage(w http.ResponseWriter, r *http.Request, a hold.Actor) error {
-	id, err := pathID(r, "booking")
+	id, err := httpx.PathID(r, "booking")
 	if err != nil {
 		return err
 	}
@@ -206,15 +207,15 @@ func (s *staffPages) confirmationPage(w http.ResponseWriter, r *http.Request, a 
 
 // cancelTickets cancels the selected tickets (all when none is selected).
 func (s *staffPages) cancelTickets(w http.ResponseWriter, r *http.Request, a hold.Actor) error {
-	id, err := pathID(r, "booking")
+	id, err := httpx.PathID(r, "booking")
 	if err != nil {
 		return err
 	}
-	v, err := form(w, r)
+	v, err := httpx.Form(w, r)
 	if err != nil {
 		return err
 	}
-	tickets, err := bodyIDs("ticket_id", v["ticket_id"])
+	tickets, err := httpx.BodyIDs("ticket_id", v["ticket_id"])
 	if err != nil {
 		return err
 	}
@@ -240,12 +241,12 @@ func (s *staffPages) createHouse(w http.ResponseWriter, r *http.Request, a hold.
 	if err != nil {
 		return err
 	}
-	v, err := form(w, r)
+	v, err := httpx.Form(w, r)
 	if err != nil {
 		return err
 	}
 	back := "/box-office/events/" + ev.ID.String()
-	ids, err := bodyIDs("seat_id", v["seat_id"])
+	ids, err := httpx.BodyIDs("seat_id", v["seat_id"])
 	if err != nil {
 		return err
 	}
@@ -262,11 +263,11 @@ func (s *staffPages) createHouse(w http.ResponseWriter, r *http.Request, a hold.
 
 // releaseHouse puts house seats on sale.
 func (s *staffPages) releaseHouse(w http.ResponseWriter, r *http.Request, a hold.Actor) error {
-	id, err := pathID(r, "allocation")
+	id, err := httpx.PathID(r, "allocation")
 	if err != nil {
 		return err
 	}
-	if _, err := form(w, r); err != nil {
+	if _, err := httpx.Form(w, r); err != nil {
 		return err
 	}
 	h, err := s.deps.Core.ReleaseHouseSeats(r.Context(), a, id)

@@ -15,6 +15,7 @@ import (
 	"seatd/internal/hold"
 	"seatd/internal/store"
 	"seatd/views"
+	"seatd/web/httpx"
 )
 
 // The organizer's event pages: the list with status, create (from a
@@ -89,10 +90,10 @@ func (s sum) String() string {
 
 // apperrMessage is the human sentence of a domain error.
 func apperrMessage(err error) string {
-	if e, ok := domainError(err); ok {
+	if e, ok := httpx.DomainError(err); ok {
 		return e.Message
 	}
-	return internalMessage
+	return httpx.InternalMessage
 }
 
 func (s *staffPages) adminEventsPage(w http.ResponseWriter, r *http.Request, a hold.Actor) error {
@@ -135,7 +136,7 @@ func (s *staffPages) newEventPage(w http.ResponseWriter, r *http.Request, a hold
 }
 
 func (s *staffPages) editEventPage(w http.ResponseWriter, r *http.Request, a hold.Actor) error {
-	id, err := pathID(r, "event")
+	id, err := httpx.PathID(r, "event")
 	if err != nil {
 		return err
 	}
@@ -227,7 +228,7 @@ func formInput(v url.Values, keys []string) (hold.EventInput, map[string]string)
 
 // createEventForm creates a draft from the form and opens its edit page.
 func (s *staffPages) createEventForm(w http.ResponseWriter, r *http.Request, a hold.Actor) error {
-	v, err := form(w, r)
+	v, err := httpx.Form(w, r)
 	if err != nil {
 		return err
 	}
@@ -264,7 +265,7 @@ func (s *staffPages) createEventForm(w http.ResponseWriter, r *http.Request, a h
 	if err != nil {
 		return err
 	}
-	s.sessions.Put(r.Context(), sessFlash, "Draft created. Publish it when it is ready.")
+	s.sessions.Flash(r.Context(), "Draft created. Publish it when it is ready.")
 	http.Redirect(w, r, "/admin/events/"+e.ID.String()+"/edit", http.StatusSeeOther) // #nosec G710 -- a UUID we made
 	return nil
 }
@@ -285,7 +286,7 @@ func (s *staffPages) renderFormErrors(w http.ResponseWriter, r *http.Request, f 
 
 // updateEventForm saves the edit form.
 func (s *staffPages) updateEventForm(w http.ResponseWriter, r *http.Request, a hold.Actor) error {
-	id, err := pathID(r, "event")
+	id, err := httpx.PathID(r, "event")
 	if err != nil {
 		return err
 	}
@@ -293,7 +294,7 @@ func (s *staffPages) updateEventForm(w http.ResponseWriter, r *http.Request, a h
 	if err != nil {
 		return err
 	}
-	v, err := form(w, r)
+	v, err := httpx.Form(w, r)
 	if err != nil {
 		return err
 	}
@@ -316,18 +317,18 @@ func (s *staffPages) updateEventForm(w http.ResponseWriter, r *http.Request, a h
 	if err != nil {
 		return err
 	}
-	s.sessions.Put(r.Context(), sessFlash, "Saved.")
+	s.sessions.Flash(r.Context(), "Saved.")
 	http.Redirect(w, r, "/admin/events/"+id.String()+"/edit", http.StatusSeeOther) // #nosec G710 -- a parsed UUID
 	return nil
 }
 
 // setEventStatus publishes or closes an event from the list or the form.
 func (s *staffPages) setEventStatus(w http.ResponseWriter, r *http.Request, a hold.Actor) error {
-	id, err := pathID(r, "event")
+	id, err := httpx.PathID(r, "event")
 	if err != nil {
 		return err
 	}
-	v, err := form(w, r)
+	v, err := httpx.Form(w, r)
 	if err != nil {
 		return err
 	}
@@ -336,9 +337,9 @@ func (s *staffPages) setEventStatus(w http.ResponseWriter, r *http.Request, a ho
 		if apperr.CodeOf(err) != apperr.Conflict && apperr.CodeOf(err) != apperr.Invalid {
 			return err
 		}
-		s.sessions.Put(r.Context(), sessFlash, apperrMessage(err))
+		s.sessions.Flash(r.Context(), apperrMessage(err))
 	} else {
-		s.sessions.Put(r.Context(), sessFlash, "The event is now "+strings.ReplaceAll(status, "_", " ")+".")
+		s.sessions.Flash(r.Context(), "The event is now "+strings.ReplaceAll(status, "_", " ")+".")
 	}
 	http.Redirect(w, r, "/admin/events", http.StatusSeeOther)
 	return nil
@@ -348,7 +349,7 @@ func (s *staffPages) setEventStatus(w http.ResponseWriter, r *http.Request, a ho
 // draft that was used, or an event that is not a draft, stays, and the
 // list says why.
 func (s *staffPages) deleteEventForm(w http.ResponseWriter, r *http.Request, a hold.Actor) error {
-	id, err := pathID(r, "event")
+	id, err := httpx.PathID(r, "event")
 	if err != nil {
 		return err
 	}

@@ -11,6 +11,7 @@ import (
 	"seatd/internal/apperr"
 	"seatd/internal/hold"
 	"seatd/internal/store"
+	"seatd/web/httpx"
 )
 
 type priceJSON struct {
@@ -67,20 +68,11 @@ func eventView(e store.Event) eventJSON {
 // listEvents answers the events of the session's organization.
 func (s *Server) listEvents(w http.ResponseWriter, r *http.Request, a hold.Actor) error {
 	evs, err := s.deps.Store.Events.List(r.Context(), a.Org)
-	if err != nil {
-		return err
-	}
-	evs = visibleEvents(a, evs)
-	out := make([]eventJSON, len(evs))
-	for i, e := range evs {
-		out[i] = eventView(e)
-	}
-	writeJSON(w, http.StatusOK, map[string]any{"events": out})
-	return nil
+	return httpx.List(w, "events", eventView)(visibleEvents(a, evs), err)
 }
 
 func (s *Server) getEvent(w http.ResponseWriter, r *http.Request, a hold.Actor) error {
-	id, err := pathID(r, "event")
+	id, err := httpx.PathID(r, "event")
 	if err != nil {
 		return err
 	}
@@ -88,7 +80,7 @@ func (s *Server) getEvent(w http.ResponseWriter, r *http.Request, a hold.Actor) 
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, eventView(e))
+	httpx.WriteJSON(w, http.StatusOK, eventView(e))
 	return nil
 }
 
@@ -147,7 +139,7 @@ func (in eventInput) core() hold.EventInput {
 // createEvent makes a draft event from a chart (organizer).
 func (s *Server) createEvent(w http.ResponseWriter, r *http.Request, a hold.Actor) error {
 	var in eventInput
-	if err := s.dec.json(w, r, &in); err != nil {
+	if err := s.dec.JSON(w, r, &in); err != nil {
 		return err
 	}
 	e, err := s.deps.Core.CreateEvent(r.Context(), a, in.core())
@@ -155,32 +147,32 @@ func (s *Server) createEvent(w http.ResponseWriter, r *http.Request, a hold.Acto
 		return err
 	}
 	w.Header().Set("Location", "/api/v1/events/"+e.ID.String())
-	writeJSON(w, http.StatusCreated, eventView(e))
+	httpx.WriteJSON(w, http.StatusCreated, eventView(e))
 	return nil
 }
 
 // updateEvent changes an event's fields or status (organizer).
 func (s *Server) updateEvent(w http.ResponseWriter, r *http.Request, a hold.Actor) error {
-	id, err := pathID(r, "event")
+	id, err := httpx.PathID(r, "event")
 	if err != nil {
 		return err
 	}
 	var in eventInput
-	if err := s.dec.json(w, r, &in); err != nil {
+	if err := s.dec.JSON(w, r, &in); err != nil {
 		return err
 	}
 	e, err := s.deps.Core.UpdateEvent(r.Context(), a, id, in.core())
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, eventView(e))
+	httpx.WriteJSON(w, http.StatusOK, eventView(e))
 	return nil
 }
 
 // deleteEvent deletes a draft nobody acted on (204); any other event is
 // a conflict and stays as it is.
 func (s *Server) deleteEvent(w http.ResponseWriter, r *http.Request, a hold.Actor) error {
-	id, err := pathID(r, "event")
+	id, err := httpx.PathID(r, "event")
 	if err != nil {
 		return err
 	}
@@ -209,7 +201,7 @@ type seatJSON struct {
 
 // listSeats answers every seat of an event from the hot cache.
 func (s *Server) listSeats(w http.ResponseWriter, r *http.Request, a hold.Actor) error {
-	event, err := pathID(r, "event")
+	event, err := httpx.PathID(r, "event")
 	if err != nil {
 		return err
 	}
@@ -239,6 +231,6 @@ func (s *Server) listSeats(w http.ResponseWriter, r *http.Request, a hold.Actor)
 			out[i].PriceMinor, out[i].Currency = &c.PriceMinor, c.Currency
 		}
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"seats": out})
+	httpx.WriteJSON(w, http.StatusOK, map[string]any{"seats": out})
 	return nil
 }

@@ -7,6 +7,7 @@ import (
 	"seatd/internal/apperr"
 	"seatd/internal/hold"
 	"seatd/internal/store"
+	"seatd/web/httpx"
 )
 
 // exportFlushEvery is how many rows go out per flush: the client sees the
@@ -24,7 +25,7 @@ var exportColumns = map[string][]string{
 // bookings.csv or audit.csv.
 func (s *Server) exportCSV(kind string) func(http.ResponseWriter, *http.Request, hold.Actor) error {
 	return func(w http.ResponseWriter, r *http.Request, a hold.Actor) error {
-		event, err := pathID(r, "event")
+		event, err := httpx.PathID(r, "event")
 		if err != nil {
 			return err
 		}

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"seatd/internal/apperr"
+	"seatd/web/httpx"
 )
 
 // FuzzDecode feeds arbitrary bodies, content types and ids through the
@@ -40,7 +41,7 @@ func FuzzDecode(f *testing.F) {
 	} {
 		f.Add(seed.ct, []byte(seed.body), seed.pathID, seed.key)
 	}
-	d := newDecoder()
+	d := httpx.NewDecoder()
 	f.Fuzz(func(t *testing.T, contentType string, body []byte, pathID, key string) {
 		check := func(what string, err error) {
 			t.Helper()
@@ -51,7 +52,7 @@ func FuzzDecode(f *testing.F) {
 			if !ok {
 				t.Fatalf("%s: not a domain error: %v", what, err)
 			}
-			if st := statusOf(e.Code); st < 400 || st > 499 {
+			if st := httpx.Status(e.Code); st < 400 || st > 499 {
 				t.Fatalf("%s: %v answers %d, want 4xx", what, err, st)
 			}
 		}
@@ -64,30 +65,30 @@ func FuzzDecode(f *testing.F) {
 		w := httptest.NewRecorder()
 
 		var h holdInput
-		if err := d.json(w, req(), &h); err != nil {
+		if err := d.JSON(w, req(), &h); err != nil {
 			check("hold", err)
 		} else {
 			_, _, err := h.seats()
 			check("hold seats", err)
 		}
 		var p purchaseInput
-		if err := d.json(w, req(), &p); err != nil {
+		if err := d.JSON(w, req(), &p); err != nil {
 			check("purchase", err)
 		} else {
-			_, err := bodyIDs("hold_ids", p.HoldIDs)
+			_, err := httpx.BodyIDs("hold_ids", p.HoldIDs)
 			check("purchase ids", err)
 		}
 		var l loginInput
-		_, err := d.jsonOrForm(w, req(), &l, func(v url.Values) {
+		_, err := d.JSONOrForm(w, req(), &l, func(v url.Values) {
 			l = loginInput{Org: v.Get("org"), Email: v.Get("email"), Password: v.Get("password")}
 		})
 		check("login", err)
 		var rel releaseInput
-		check("release", d.optionalJSON(w, req(), &rel))
+		check("release", d.OptionalJSON(w, req(), &rel))
 		var none struct{}
-		check("checkout", d.optionalJSON(w, req(), &none))
+		check("checkout", d.OptionalJSON(w, req(), &none))
 
-		_, err = parsePathID(pathID, "event")
+		_, err = httpx.ParsePathID(pathID, "event")
 		check("path id", err)
 		if err != nil && apperr.CodeOf(err) != apperr.NotFound {
 			t.Fatalf("malformed path id: %v, want not_found", err)

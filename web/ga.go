@@ -12,6 +12,7 @@ import (
 	"seatd/internal/hold"
 	"seatd/internal/store"
 	"seatd/views"
+	"seatd/web/httpx"
 )
 
 // gaPanel is the map's list of GA sections, and the seats without the GA
@@ -40,7 +41,7 @@ func (s *Server) gaPanel(ctx context.Context, a hold.Actor, event uuid.UUID, sea
 // section, answered with the cart (the count changes live on every map).
 // Keyed as the best-seats form is (validFormKey).
 func (s *Server) holdGAPlaces(w http.ResponseWriter, r *http.Request, a hold.Actor) error {
-	event, err := pathID(r, "event")
+	event, err := httpx.PathID(r, "event")
 	if err != nil {
 		return err
 	}
@@ -52,7 +53,7 @@ func (s *Server) holdGAPlaces(w http.ResponseWriter, r *http.Request, a hold.Act
 	if err != nil || n < 1 || n > s.deps.Cfg.MaxSeatsPerRequest {
 		return s.answerCart(w, r, a, event, "Choose between 1 and "+strconv.Itoa(s.deps.Cfg.MaxSeatsPerRequest)+" places.", "error", "")
 	}
-	if err := s.limits.allowHold(r.Context(), a, s.deps.Cfg.HoldRatePerMinute); err != nil {
+	if err := s.limits.Hold(r.Context(), a.Org, a.User); err != nil {
 		return s.answerCart(w, r, a, event, "You are clicking very fast; wait a moment and try again.", "error", "")
 	}
 	key := r.FormValue("key")
@@ -60,7 +61,7 @@ func (s *Server) holdGAPlaces(w http.ResponseWriter, r *http.Request, a hold.Act
 		return s.answerCart(w, r, a, event, malformedFormKey, "error", "")
 	}
 	if _, err := s.deps.Core.HoldGAOnce(r.Context(), a, event, section, n, hold.SourceWeb, key); err != nil {
-		e, ok := domainError(err)
+		e, ok := httpx.DomainError(err)
 		if !ok || e.Code == apperr.Internal || e.Code == apperr.NotFound {
 			return err
 		}

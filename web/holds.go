@@ -10,6 +10,7 @@ import (
 	"seatd/internal/apperr"
 	"seatd/internal/hold"
 	"seatd/internal/store"
+	"seatd/web/httpx"
 )
 
 type holdJSON struct {
@@ -108,10 +109,10 @@ func (in holdInput) seats() (ids []uuid.UUID, single bool, err error) {
 		return nil, false, &apperr.Error{Code: apperr.Invalid, Message: "give seat_id or seat_ids, not both",
 			Fields: map[string]string{"seat_ids": "must not be given with seat_id"}}
 	case in.SeatID != "":
-		ids, err := bodyIDs("seat_id", []string{in.SeatID})
+		ids, err := httpx.BodyIDs("seat_id", []string{in.SeatID})
 		return ids, true, err
 	case in.SeatIDs != nil:
-		ids, err := bodyIDs("seat_ids", *in.SeatIDs)
+		ids, err := httpx.BodyIDs("seat_ids", *in.SeatIDs)
 		return ids, false, err
 	default:
 		return nil, false, &apperr.Error{Code: apperr.Invalid, Message: "name the seat to hold",
@@ -122,15 +123,15 @@ func (in holdInput) seats() (ids []uuid.UUID, single bool, err error) {
 // createHold holds seats for the buyer, or for a named customer when staff
 // ask (DESIGN §11): 201 when new, 200 when they held them already.
 func (s *Server) createHold(w http.ResponseWriter, r *http.Request, a hold.Actor) error {
-	if err := s.limits.allowHold(r.Context(), a, s.deps.Cfg.HoldRatePerMinute); err != nil {
+	if err := s.limits.Hold(r.Context(), a.Org, a.User); err != nil {
 		return err
 	}
-	event, err := pathID(r, "event")
+	event, err := httpx.PathID(r, "event")
 	if err != nil {
 		return err
 	}
 	var in holdInput
-	if err := s.dec.json(w, r, &in); err != nil {
+	if err := s.dec.JSON(w, r, &in); err != nil {
 		return err
 	}
 	if a.Staff() != (in.Customer != nil) {
@@ -170,7 +171,7 @@ func (s *Server) createHold(w http.ResponseWriter, r *http.Request, a hold.Actor
 		if err != nil {
 			return err
 		}
-		writeJSON(w, createdOrRepeated(res), holdsView(res.Holds, false))
+		httpx.WriteJSON(w, createdOrRepeated(res), holdsView(res.Holds, false))
 		return nil
 	}
 	ids, single, err := in.seats()
@@ -195,9 +196,9 @@ func (s *Server) createHold(w http.ResponseWriter, r *http.Request, a hold.Actor
 		status = http.StatusCreated
 	}
 	if single && len(res.Holds) == 1 {
-		writeJSON(w, status, holdView(res.Holds[0]))
+		httpx.WriteJSON(w, status, holdView(res.Holds[0]))
 	} else {
-		writeJSON(w, status, holdsView(res.Holds, false))
+		httpx.WriteJSON(w, status, holdsView(res.Holds, false))
 	}
 	return nil
 }
@@ -220,7 +221,7 @@ func (s *Server) holdGA(w http.ResponseWriter, r *http.Request, a hold.Actor, ev
 	if err != nil {
 		return err
 	}
-	writeJSON(w, createdOrRepeated(res), holdsView(res.Holds, false))
+	httpx.WriteJSON(w, createdOrRepeated(res), holdsView(res.Holds, false))
 	return nil
 }
 
@@ -235,16 +236,11 @@ func createdOrRepeated(res hold.Result) int {
 
 // myHolds lists the buyer's own active holds for an event.
 func (s *Server) myHolds(w http.ResponseWriter, r *http.Request, a hold.Actor) error {
-	event, err := pathID(r, "event")
+	event, err := httpx.PathID(r, "event")
 	if err != nil {
 		return err
 	}
-	hs, err := s.deps.Core.Holds(r.Context(), a, event)
-	if err != nil {
-		return err
-	}
-	writeJSON(w, http.StatusOK, holdsView(hs, false))
-	return nil
+	return httpx.List(w, "holds", holdView)(s.deps.Core.Holds(r.Context(), a, event))
 }
 
 type releaseInput struct {
@@ -255,12 +251,12 @@ type releaseInput struct {
 // reason for the audit log, as on the box-office page (422 without one; a
 // buyer's reason is not kept).
 func (s *Server) releaseHold(w http.ResponseWriter, r *http.Request, a hold.Actor) error {
-	id, err := pathID(r, "hold")
+	id, err := httpx.PathID(r, "hold")
 	if err != nil {
 		return err
 	}
 	var in releaseInput
-	if err := s.dec.optionalJSON(w, r, &in); err != nil {
+	if err := s.dec.OptionalJSON(w, r, &in); err != nil {
 		return err
 	}
 	reason := ""
@@ -281,19 +277,19 @@ func (s *Server) releaseHold(w http.ResponseWriter, r *http.Request, a hold.Acto
 // checkout extends the buyer's holds for the event (once each) and answers
 // them with their new deadlines.
 func (s *Server) checkout(w http.ResponseWriter, r *http.Request, a hold.Actor) error {
-	event, err := pathID(r, "event")
+	event, err := httpx.PathID(r, "event")
 	if err != nil {
 		return err
 	}
 	var in struct{}
-	if err := s.dec.optionalJSON(w, r, &in); err != nil {
+	if err := s.dec.OptionalJSON(w, r, &in); err != nil {
 		return err
 	}
 	hs, err := s.deps.Core.Checkout(r.Context(), a, event)
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, holdsView(hs, false))
+	httpx.WriteJSON(w, http.StatusOK, holdsView(hs, false))
 	return nil
 }
 
@@ -337,7 +333,7 @@ func validKey(key string) bool {
 // purchase turns the listed holds into a booking: 201 new, 200 replayed
 // (same key and payload), 422 when the key was used for another payload.
 func (s *Server) purchase(w http.ResponseWriter, r *http.Request, a hold.Actor) error {
-	event, err := pathID(r, "event")
+	event, err := httpx.PathID(r, "event")
 	if err != nil {
 		return err
 	}
@@ -346,10 +342,10 @@ func (s *Server) purchase(w http.ResponseWriter, r *http.Request, a hold.Actor) 
 		return err
 	}
 	var in purchaseInput
-	if err := s.dec.json(w, r, &in); err != nil {
+	if err := s.dec.JSON(w, r, &in); err != nil {
 		return err
 	}
-	ids, err := bodyIDs("hold_ids", in.HoldIDs)
+	ids, err := httpx.BodyIDs("hold_ids", in.HoldIDs)
 	if err != nil {
 		return err
 	}
@@ -361,6 +357,6 @@ func (s *Server) purchase(w http.ResponseWriter, r *http.Request, a hold.Actor) 
 	if b.Replayed {
 		status = http.StatusOK
 	}
-	writeJSON(w, status, bookingView(b))
+	httpx.WriteJSON(w, status, bookingView(b))
 	return nil
 }

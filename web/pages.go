@@ -18,56 +18,19 @@ import (
 	"seatd/internal/hold"
 	"seatd/internal/store"
 	"seatd/views"
+	"seatd/web/httpx"
 	"seatd/web/live"
+	"seatd/web/session"
 )
-
-// pageHandler handles a page request of a signed-in user.
-type pageHandler func(w http.ResponseWriter, r *http.Request, a hold.Actor) error
-
-// page is authed for HTML: without a session it redirects to sign-in,
-// and errors render as an error page with the right status.
-func (s *Server) page(allowed roles, h pageHandler) http.HandlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) {
-		a, ok := actorFrom(r.Context())
-		if !ok {
-			if r.Header.Get("HX-Request") == "true" {
-				w.Header().Set("HX-Redirect", "/login")
-				w.WriteHeader(http.StatusUnauthorized)
-				return
-			}
-			http.Redirect(w, r, "/login", http.StatusSeeOther)
-			return
-		}
-		if roleBit(a.Role)&allowed&roleMask == 0 {
-			s.renderError(w, r, apperr.E(apperr.Forbidden, "your account cannot open this page"))
-			return
-		}
-		if err := h(w, r, a); err != nil {
-			s.renderError(w, r, err)
-		}
-	}
-}
 
 // renderError shows an error as a page; internal errors are logged and
 // shown as a generic sentence.
 func (s *Server) renderError(w http.ResponseWriter, r *http.Request, err error) {
-	e, ok := domainError(err)
-	status := http.StatusInternalServerError
-	msg := internalMessage
-	if ok {
-		status, msg = statusOf(e.Code), e.Message
+	status, e := s.errs.Resolve(w, r, err)
+	if status == http.StatusInternalServerError && r.Context().Err() != nil {
+		return // the browser went away; nobody reads the page
 	}
-	if e == busy {
-		s.noteBusy(w, r, err)
-	}
-	if status == http.StatusInternalServerError {
-		if r.Context().Err() != nil {
-			return // the browser went away; nobody reads the page
-		}
-		s.log.ErrorContext(r.Context(), "page error", "path", r.URL.Path, "err", err)
-		msg = internalMessage
-	}
-	s.render(w, r, status, views.ErrorPage(s.pageMeta(r, http.StatusText(status)), status, msg))
+	s.render(w, r, status, views.ErrorPage(s.pageMeta(r, http.StatusText(status)), status, e.Message))
 }
 
 func (s *Server) render(w http.ResponseWriter, r *http.Request, status int, c templ.Component) {
@@ -80,19 +43,17 @@ func (s *Server) render(w http.ResponseWriter, r *http.Request, status int, c te
 
 func (s *Server) pageMeta(r *http.Request, title string) views.Page {
 	p := views.Page{Title: title, Asset: s.assets.Path}
-	if _, ok := actorFrom(r.Context()); ok {
+	if _, ok := session.ActorFrom(r.Context()); ok {
 		ctx := r.Context()
-		p.User = &views.User{Email: s.sessions.GetString(ctx, sessEmail), Role: s.sessions.GetString(ctx, sessRole),
-			OrgName: s.sessions.GetString(ctx, sessOrgName), OrgSlug: s.sessions.GetString(ctx, sessOrgSlug)}
-		p.Flash = s.sessions.PopString(ctx, sessFlash)
+		acct := s.sessions.Account(ctx)
+		p.User = &views.User{Email: acct.Email, Role: string(acct.Role), OrgName: acct.OrgName, OrgSlug: acct.OrgSlug}
+		p.Flash = s.sessions.PopFlash(ctx)
 	}
 	return p
 }
 
-const sessFlash = "flash"
-
 func (s *Server) home(w http.ResponseWriter, r *http.Request) {
-	if _, ok := actorFrom(r.Context()); ok {
+	if _, ok := session.ActorFrom(r.Context()); ok {
 		http.Redirect(w, r, "/events", http.StatusSeeOther)
 		return
 	}
@@ -329,7 +290,7 @@ func seatFlag(st store.Seat) string {
 }
 
 func (s *Server) seatMapPage(w http.ResponseWriter, r *http.Request, a hold.Actor) error {
-	event, err := pathID(r, "event")
+	event, err := httpx.PathID(r, "event")
 	if err != nil {
 		return err
 	}
@@ -346,7 +307,7 @@ func (s *Server) seatMapPage(w http.ResponseWriter, r *http.Request, a hold.Acto
 }
 
 func (s *Server) venueFragment(w http.ResponseWriter, r *http.Request, a hold.Actor) error {
-	event, err := pathID(r, "event")
+	event, err := httpx.PathID(r, "event")
 	if err != nil {
 		return err
 	}
@@ -433,7 +394,7 @@ func (lr liveRenderer) livePrice(item *views.CartHold, d hold.Delta, st hold.Sea
 }
 
 func (s *Server) cartFragment(w http.ResponseWriter, r *http.Request, a hold.Actor) error {
-	event, err := pathID(r, "event")
+	event, err := httpx.PathID(r, "event")
 	if err != nil {
 		return err
 	}
@@ -467,11 +428,11 @@ func (s *Server) answerCart(w http.ResponseWriter, r *http.Request, a hold.Actor
 // already theirs. Refusals are shown in the cart, not as HTTP errors, so
 // the page can say what happened.
 func (s *Server) toggleSeat(w http.ResponseWriter, r *http.Request, a hold.Actor) error {
-	event, err := pathID(r, "event")
+	event, err := httpx.PathID(r, "event")
 	if err != nil {
 		return err
 	}
-	seat, err := pathID(r, "seat")
+	seat, err := httpx.PathID(r, "seat")
 	if err != nil {
 		return err
 	}
@@ -485,12 +446,12 @@ func (s *Server) toggleSeat(w http.ResponseWriter, r *http.Request, a hold.Actor
 		}
 		return s.answerCart(w, r, a, event, "Seat "+st.Label()+" released.", "info", "", seat)
 	}
-	if err := s.limits.allowHold(r.Context(), a, s.deps.Cfg.HoldRatePerMinute); err != nil {
+	if err := s.limits.Hold(r.Context(), a.Org, a.User); err != nil {
 		return s.answerCart(w, r, a, event, "You are clicking very fast; wait a moment and try again.", "error", "", seat)
 	}
 	_, err = s.deps.Core.HoldChosen(r.Context(), a, event, []uuid.UUID{seat}, hold.SourceWeb, choiceOf(r))
 	if err != nil {
-		e, ok := domainError(err)
+		e, ok := httpx.DomainError(err)
 		if !ok || e.Code == apperr.Internal || e.Code == apperr.NotFound {
 			return err
 		}
@@ -504,11 +465,11 @@ func (s *Server) toggleSeat(w http.ResponseWriter, r *http.Request, a hold.Actor
 }
 
 func (s *Server) releaseFromCart(w http.ResponseWriter, r *http.Request, a hold.Actor) error {
-	event, err := pathID(r, "event")
+	event, err := httpx.PathID(r, "event")
 	if err != nil {
 		return err
 	}
-	holdID, err := pathID(r, "hold")
+	holdID, err := httpx.PathID(r, "hold")
 	if err != nil {
 		return err
 	}
@@ -526,7 +487,7 @@ func (s *Server) releaseFromCart(w http.ResponseWriter, r *http.Request, a hold.
 // the idempotency key of this checkout travels in the form, so a double
 // submit of Pay buys once.
 func (s *Server) checkoutCart(w http.ResponseWriter, r *http.Request, a hold.Actor) error {
-	event, err := pathID(r, "event")
+	event, err := httpx.PathID(r, "event")
 	if err != nil {
 		return err
 	}
@@ -552,24 +513,24 @@ func (s *Server) checkoutCart(w http.ResponseWriter, r *http.Request, a hold.Act
 
 // pay buys the listed holds (a plain form post) and shows the booking.
 func (s *Server) pay(w http.ResponseWriter, r *http.Request, a hold.Actor) error {
-	event, err := pathID(r, "event")
+	event, err := httpx.PathID(r, "event")
 	if err != nil {
 		return err
 	}
 	if a.Role != hold.RoleBuyer {
 		return apperr.E(apperr.Forbidden, "only buyers can pay")
 	}
-	v, err := form(w, r)
+	v, err := httpx.Form(w, r)
 	if err != nil {
 		return err
 	}
-	ids, err := bodyIDs("hold_id", v["hold_id"])
+	ids, err := httpx.BodyIDs("hold_id", v["hold_id"])
 	if err != nil {
 		return err
 	}
 	b, err := s.deps.Core.Purchase(r.Context(), a, event, v.Get("key"), ids)
 	if err != nil {
-		e, ok := domainError(err)
+		e, ok := httpx.DomainError(err)
 		if !ok || e.Code == apperr.Internal {
 			return err
 		}
@@ -577,7 +538,7 @@ func (s *Server) pay(w http.ResponseWriter, r *http.Request, a hold.Actor) error
 		if e.Code == apperr.HoldsExpired {
 			msg = "Your holds expired before payment; pick your seats again."
 		}
-		s.sessions.Put(r.Context(), sessFlash, msg)
+		s.sessions.Flash(r.Context(), msg)
 		http.Redirect(w, r, "/e/"+event.String(), http.StatusSeeOther) // #nosec G710 -- a parsed UUID on our own path
 		return nil
 	}
@@ -586,7 +547,7 @@ func (s *Server) pay(w http.ResponseWriter, r *http.Request, a hold.Actor) error
 }
 
 func (s *Server) bookingPage(w http.ResponseWriter, r *http.Request, a hold.Actor) error {
-	id, err := pathID(r, "booking")
+	id, err := httpx.PathID(r, "booking")
 	if err != nil {
 		return err
 	}
@@ -612,15 +573,15 @@ func (s *Server) bookingPage(w http.ResponseWriter, r *http.Request, a hold.Acto
 // authed gate has checked the session and the role (staff streams carry
 // holders' emails); here the Origin must be ours (cross-site WebSocket
 // hijacking) and the event must belong to the session's organization.
-func (s *Server) liveSocket(stream live.Stream) apiHandler {
+func (s *Server) liveSocket(stream live.Stream) session.Handler {
 	return func(w http.ResponseWriter, r *http.Request, a hold.Actor) error {
 		if !live.SameOrigin(r) {
 			return apperr.E(apperr.Forbidden, "cross-origin live connections are refused")
 		}
-		if err := s.limits.allowUpgrade(r.Context(), s.subject(r), s.deps.Cfg.UpgradeRatePerMinute); err != nil {
+		if err := s.limits.Upgrade(r); err != nil {
 			return err
 		}
-		event, err := pathID(r, "event")
+		event, err := httpx.PathID(r, "event")
 		if err != nil {
 			return err
 		}
@@ -628,8 +589,8 @@ func (s *Server) liveSocket(stream live.Stream) apiHandler {
 		if _, err := s.eventFor(r.Context(), a, event); err != nil {
 			return err
 		}
-		s.hub.Serve(w, r, live.Viewer{Actor: a, Event: event, SessionToken: storedToken(s.sessions.Token(r.Context())),
-			SessionDeadline: s.sessionDeadline(r.Context()), Role: a.Role, Stream: stream})
+		s.hub.Serve(w, r, live.Viewer{Actor: a, Event: event, SessionToken: s.sessions.StoredToken(r.Context()),
+			SessionDeadline: s.sessions.Deadline(r.Context()), Role: a.Role, Stream: stream})
 		return nil
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"seatd/internal/apperr"
 	"seatd/internal/hold"
 	"seatd/views"
+	"seatd/web/httpx"
 )
 
 // Staff releasing buyers' holds from the box office, and the notice the
@@ -33,7 +34,7 @@ func (s *staffPages) releaseHolds(w http.ResponseWriter, r *http.Request, a hold
 	if err != nil {
 		return err
 	}
-	v, err := form(w, r)
+	v, err := httpx.Form(w, r)
 	if err != nil {
 		return err
 	}
@@ -41,7 +42,7 @@ func (s *staffPages) releaseHolds(w http.ResponseWriter, r *http.Request, a hold
 	if len(v["hold_id"]) > releaseMax {
 		return apperr.E(apperr.Invalid, "release at most %d holds at once", releaseMax)
 	}
-	ids, err := bodyIDs("hold_id", v["hold_id"])
+	ids, err := httpx.BodyIDs("hold_id", v["hold_id"])
 	if err != nil {
 		return err
 	}
@@ -94,7 +95,7 @@ func (s *staffPages) releaseHolds(w http.ResponseWriter, r *http.Request, a hold
 // backWith redirects to a page of this site that shows msg as its flash.
 // to is always built here from a path and escaped query values.
 func (s *staffPages) backWith(w http.ResponseWriter, r *http.Request, to, msg string) error {
-	s.sessions.Put(r.Context(), sessFlash, msg)
+	s.sessions.Flash(r.Context(), msg)
 	http.Redirect(w, r, to, http.StatusSeeOther) // #nosec G710 -- a local path ("/box-office/events/<uuid>?..."), not user input
 	return nil
 }

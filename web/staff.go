@@ -13,6 +13,7 @@ import (
 	"seatd/internal/hold"
 	"seatd/internal/store"
 	"seatd/views"
+	"seatd/web/httpx"
 	"seatd/web/live"
 )
 
@@ -48,7 +49,7 @@ var _ live.StaffRenderer = (*staffPages)(nil)
 // staffEvent resolves the {event} of a staff page within the actor's
 // organization (404 otherwise).
 func (s *staffPages) staffEvent(r *http.Request, a hold.Actor) (store.Event, error) {
-	id, err := pathID(r, "event")
+	id, err := httpx.PathID(r, "event")
 	if err != nil {
 		return store.Event{}, err
 	}
@@ -65,11 +66,11 @@ func (s *staffPages) renderStaff(w http.ResponseWriter, r *http.Request, ev stor
 // internalText logs an internal error and returns what a panel shows
 // instead; a domain error's message is shown as is.
 func (s *staffPages) internalText(ctx context.Context, what string, err error) string {
-	if e, ok := domainError(err); ok && e.Code != apperr.Internal {
+	if e, ok := httpx.DomainError(err); ok && e.Code != apperr.Internal {
 		return e.Message
 	}
 	s.log.ErrorContext(ctx, what, "err", err)
-	return internalMessage
+	return httpx.InternalMessage
 }
 
 func (s *staffPages) mode() views.Mode {

@@ -27,6 +27,7 @@ import (
 	"seatd/internal/hold"
 	"seatd/internal/store"
 	"seatd/internal/testenv"
+	"seatd/web/httpx"
 )
 
 // --- helpers ---
@@ -879,7 +880,7 @@ func TestOccupancyMatchesSQL(t *testing.T) {
 	// nothing written), not as an internal error.
 	note := func(op string, err error) {
 		code := "ok"
-		if e, ok := domainError(err); ok {
+		if e, ok := httpx.DomainError(err); ok {
 			code = string(e.Code)
 		} else if err != nil {
 			code = string(apperr.Internal)

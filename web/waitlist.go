@@ -13,6 +13,7 @@ import (
 	"seatd/internal/hold"
 	"seatd/internal/store"
 	"seatd/views"
+	"seatd/web/httpx"
 )
 
 // waitlistInput is a request to wait for seats (DESIGN §11 "Waitlist").
@@ -57,12 +58,12 @@ func waitlistView(e store.WaitlistEntry) waitlistJSON {
 
 // joinWaitlist puts the buyer in line: 201 {id, position, ...}.
 func (s *Server) joinWaitlist(w http.ResponseWriter, r *http.Request, a hold.Actor) error {
-	event, err := pathID(r, "event")
+	event, err := httpx.PathID(r, "event")
 	if err != nil {
 		return err
 	}
 	var in waitlistInput
-	if err := s.dec.json(w, r, &in); err != nil {
+	if err := s.dec.JSON(w, r, &in); err != nil {
 		return err
 	}
 	e, err := s.deps.Core.JoinWaitlist(r.Context(), a, event, hold.WaitFor{Count: in.Count,
@@ -70,31 +71,22 @@ func (s *Server) joinWaitlist(w http.ResponseWriter, r *http.Request, a hold.Act
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusCreated, waitlistView(e))
+	httpx.WriteJSON(w, http.StatusCreated, waitlistView(e))
 	return nil
 }
 
 // myWaitlist lists the buyer's entries for the event (waiting, offered).
 func (s *Server) myWaitlist(w http.ResponseWriter, r *http.Request, a hold.Actor) error {
-	event, err := pathID(r, "event")
+	event, err := httpx.PathID(r, "event")
 	if err != nil {
 		return err
 	}
-	es, err := s.deps.Core.MyWaitlist(r.Context(), a, event)
-	if err != nil {
-		return err
-	}
-	out := make([]waitlistJSON, len(es))
-	for i, e := range es {
-		out[i] = waitlistView(e)
-	}
-	writeJSON(w, http.StatusOK, map[string][]waitlistJSON{"entries": out})
-	return nil
+	return httpx.List(w, "entries", waitlistView)(s.deps.Core.MyWaitlist(r.Context(), a, event))
 }
 
 // eventWaitlist is the staff's view: how many wait, and the first in line.
 func (s *Server) eventWaitlist(w http.ResponseWriter, r *http.Request, a hold.Actor) error {
-	event, err := pathID(r, "event")
+	event, err := httpx.PathID(r, "event")
 	if err != nil {
 		return err
 	}
@@ -107,13 +99,13 @@ func (s *Server) eventWaitlist(w http.ResponseWriter, r *http.Request, a hold.Ac
 		out[i] = waitlistView(e)
 		out[i].HoldIDs = nil
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"waiting": n, "first": out})
+	httpx.WriteJSON(w, http.StatusOK, map[string]any{"waiting": n, "first": out})
 	return nil
 }
 
 // leaveWaitlist takes an entry out of line: 204.
 func (s *Server) leaveWaitlist(w http.ResponseWriter, r *http.Request, a hold.Actor) error {
-	id, err := pathID(r, "entry")
+	id, err := httpx.PathID(r, "entry")
 	if err != nil {
 		return err
 	}
@@ -127,7 +119,7 @@ func (s *Server) leaveWaitlist(w http.ResponseWriter, r *http.Request, a hold.Ac
 // waitlistStatus renders the buyer's waitlist panel with an optional
 // message. Lapsed offers are history, not shown.
 func (s *Server) waitlistStatus(w http.ResponseWriter, r *http.Request, a hold.Actor, msg string) error {
-	event, err := pathID(r, "event")
+	event, err := httpx.PathID(r, "event")
 	if err != nil {
 		return err
 	}
@@ -211,11 +203,11 @@ func (s *Server) waitlistFragment(w http.ResponseWriter, r *http.Request, a hold
 
 // joinWaitlistForm is the page's join: refusals are shown in the panel.
 func (s *Server) joinWaitlistForm(w http.ResponseWriter, r *http.Request, a hold.Actor) error {
-	event, err := pathID(r, "event")
+	event, err := httpx.PathID(r, "event")
 	if err != nil {
 		return err
 	}
-	vs, err := form(w, r)
+	vs, err := httpx.Form(w, r)
 	if err != nil {
 		return err
 	}
@@ -225,7 +217,7 @@ func (s *Server) joinWaitlistForm(w http.ResponseWriter, r *http.Request, a hold
 	}
 	_, err = s.deps.Core.JoinWaitlist(r.Context(), a, event, hold.WaitFor{Count: n, Category: strings.TrimSpace(vs.Get("category")),
 		Section: strings.TrimSpace(vs.Get("section")), Accessible: vs.Get("accessible") == "on"})
-	if e, ok := domainError(err); ok && e.Code != apperr.Internal && e.Code != apperr.NotFound {
+	if e, ok := httpx.DomainError(err); ok && e.Code != apperr.Internal && e.Code != apperr.NotFound {
 		return s.waitlistStatus(w, r, a, e.Message)
 	}
 	if err != nil {
@@ -235,7 +227,7 @@ func (s *Server) joinWaitlistForm(w http.ResponseWriter, r *http.Request, a hold
 }
 
 func (s *Server) leaveWaitlistForm(w http.ResponseWriter, r *http.Request, a hold.Actor) error {
-	id, err := pathID(r, "entry")
+	id, err := httpx.PathID(r, "entry")
 	if err != nil {
 		return err
 	}
@@ -247,7 +239,7 @@ func (s *Server) leaveWaitlistForm(w http.ResponseWriter, r *http.Request, a hol
 
 // staffWaitlistFragment is the dashboard's waitlist panel.
 func (p *staffPages) staffWaitlistFragment(w http.ResponseWriter, r *http.Request, a hold.Actor) error {
-	event, err := pathID(r, "event")
+	event, err := httpx.PathID(r, "event")
 	if err != nil {
 		return err
 	}

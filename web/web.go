@@ -9,12 +9,13 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/alexedwards/scs/v2"
-
 	"seatd/internal/auth"
 	"seatd/internal/webhook"
 	"seatd/static"
+	"seatd/web/httpx"
 	"seatd/web/live"
+	"seatd/web/ratelimit"
+	"seatd/web/session"
 )
 
 // Server holds the handlers' dependencies.
@@ -23,14 +24,14 @@ type Server struct {
 	log      *slog.Logger
 	mux      *http.ServeMux
 	handler  http.Handler
-	dec      *decoder
-	sessions *scs.SessionManager
+	dec      *httpx.Decoder
+	errs     *httpx.Errors
+	guard    session.Guards
+	sessions *session.Sessions
 	assets   *static.Assets
 	hub      *live.Hub
-	sstore   *sessionStore
-	limits   *limiter
-	metrics  *httpMetrics
-	unlisten func() // stops listening for session ends
+	limits   *ratelimit.Limiter
+	lockout  *ratelimit.Lockout
 	keys     *auth.APIKeys
 	unkeys   func() // stops listening for key revocations
 	hooks    *webhook.Endpoints
@@ -52,23 +53,41 @@ func newServer(d Deps, o options) *Server {
 		// broken binary, not a runtime condition.
 		panic(err)
 	}
-	s := &Server{deps: d, log: d.Log, mux: http.NewServeMux(), dec: newDecoder(), assets: assets}
-	s.hub = live.New(d.Core, liveRenderer{core: d.Core}, d.Log, s.liveOptions())
-	s.metrics = newHTTPMetrics(d.Registry)
-	s.sessions, s.sstore = newSessions(d, !o.noSessionCache)
-	s.limits = newLimiter(d.Redis, d.Cfg.KeyPrefix, d.Core.FastPath, d.Log, s.metrics.rateLimited)
-	s.limits.configure(d.Cfg)
+	s := &Server{deps: d, log: d.Log, mux: http.NewServeMux(), dec: httpx.NewDecoder(), errs: httpx.NewErrors(d.Log), assets: assets}
+	s.guard = session.Guards{Errors: s.errs, RenderError: s.renderError}
+	s.hub = live.New(d.Core, liveRenderer{core: d.Core}, d.Log, live.Options{
+		MaxClients:    d.Cfg.MaxSockets,
+		MaxPerSession: d.Cfg.MaxSocketsPerSession,
+		SessionExpiry: d.Store.Accounts.SessionExpiry,
+	})
+	s.limits = ratelimit.New(d.Redis, d.Cfg, d.Core.FastPath, d.Log, d.Registry)
+	s.lockout = ratelimit.NewLockout(s.limits, d.Cfg)
 	s.flights = newRegistryFlights(d.Core, d.Cfg.RegistryCheckCooldown)
-	s.listenSessionEnds()
 	s.keys = auth.NewAPIKeys(d.Store.Accounts, d.Bus, d.Cfg.KeyPrefix, d.Log.With("component", "api_keys"))
+	s.sessions = session.New(session.Options{Pool: d.Pool, Store: d.Store.Accounts, Hub: s.hub, Keys: s.keys, KeyLimit: s.limits,
+		Errors: s.errs, Log: d.Log, Lifetime: d.Cfg.SessionLifetime, IdleTimeout: d.Cfg.SessionIdleTimeout,
+		CookieSecure: d.Cfg.CookieSecure, NoCache: o.noSessionCache})
 	s.unkeys = s.keys.Listen()
 	s.hooks = webhook.NewEndpoints(d.Store.Webhooks, d.Cfg.WebhookAllowPrivate)
 	s.routes()
 	// Outermost first: log and recover, compress, headers on every answer, refuse
 	// hostile text and cross-site writes before touching the session
 	// store, then the session and its actor, then the routes.
-	s.handler = s.observe(compress(s.securityHeaders(s.refuseHostileText(s.crossOrigin(s.withSession(s.routeInfo(s.mux)))))))
+	s.handler = httpx.Observe(d.Log, d.Registry,
+		httpx.Compress(
+			httpx.SecurityHeaders(d.Cfg.CookieSecure,
+				httpx.RefuseHostileText(s.errs, s.renderError,
+					httpx.CrossOrigin(s.errs, hasBearerKey,
+						s.sessions.Load(
+							httpx.RouteInfo(s.errs, s.mux)))))))
 	return s
+}
+
+// hasBearerKey exempts API-key requests from the cross-origin check: they
+// never use the session cookie (session.BearerKey).
+func hasBearerKey(r *http.Request) bool {
+	_, ok := session.BearerKey(r)
+	return ok
 }
 
 // ServeHTTP implements http.Handler.
@@ -79,7 +98,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.handler.S
 func (s *Server) Shutdown() {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	s.unlisten()
+	s.sessions.Close()
 	s.unkeys()
 	if err := s.hub.Shutdown(ctx); err != nil {
 		s.log.Warn("live hub shutdown", "err", err)
@@ -87,7 +106,7 @@ func (s *Server) Shutdown() {
 }
 
 func (s *Server) healthz(w http.ResponseWriter, _ *http.Request) {
-	writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+	httpx.WriteJSON(w, http.StatusOK, map[string]string{"status": "ok"})
 }
 
 // readyz reports whether this process can serve holds: Postgres must
@@ -106,5 +125,5 @@ func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
 	if !s.deps.Core.FastPath() {
 		out["mode"] = "degraded: Redis unavailable, running on Postgres"
 	}
-	writeJSON(w, status, out)
+	httpx.WriteJSON(w, status, out)
 }

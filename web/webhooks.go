@@ -13,6 +13,7 @@ import (
 	"seatd/internal/store"
 	"seatd/internal/webhook"
 	"seatd/views"
+	"seatd/web/httpx"
 )
 
 // Webhooks: organizers register URLs that receive the organization's
@@ -42,14 +43,14 @@ func webhookView(e store.WebhookEndpoint) webhookJSON {
 // answer only.
 func (s *Server) createWebhook(w http.ResponseWriter, r *http.Request, a hold.Actor) error {
 	var in webhookInput
-	if err := s.dec.json(w, r, &in); err != nil {
+	if err := s.dec.JSON(w, r, &in); err != nil {
 		return err
 	}
 	e, err := s.hooks.Create(r.Context(), a.Org, in.URL, in.Events)
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusCreated, struct {
+	httpx.WriteJSON(w, http.StatusCreated, struct {
 		webhookJSON
 		Secret string `json:"secret"`
 	}{webhookView(e), e.Secret})
@@ -57,20 +58,11 @@ func (s *Server) createWebhook(w http.ResponseWriter, r *http.Request, a hold.Ac
 }
 
 func (s *Server) listWebhooks(w http.ResponseWriter, r *http.Request, a hold.Actor) error {
-	es, err := s.deps.Store.Webhooks.Endpoints(r.Context(), a.Org)
-	if err != nil {
-		return err
-	}
-	out := make([]webhookJSON, len(es))
-	for i, e := range es {
-		out[i] = webhookView(e)
-	}
-	writeJSON(w, http.StatusOK, map[string]any{"webhooks": out})
-	return nil
+	return httpx.List(w, "webhooks", webhookView)(s.deps.Store.Webhooks.Endpoints(r.Context(), a.Org))
 }
 
 func (s *Server) deleteWebhook(w http.ResponseWriter, r *http.Request, a hold.Actor) error {
-	id, err := pathID(r, "webhook")
+	id, err := httpx.PathID(r, "webhook")
 	if err != nil {
 		return err
 	}
@@ -99,7 +91,7 @@ type deliveryJSON struct {
 // endpointDeliveries reads a page of an endpoint's deliveries (?before= a
 // cursor from the previous page).
 func (s *Server) endpointDeliveries(r *http.Request, a hold.Actor) (store.WebhookEndpoint, []store.Delivery, int64, error) {
-	id, err := pathID(r, "webhook")
+	id, err := httpx.PathID(r, "webhook")
 	if err != nil {
 		return store.WebhookEndpoint{}, nil, 0, err
 	}
@@ -144,7 +136,7 @@ func (s *Server) listDeliveries(w http.ResponseWriter, r *http.Request, a hold.A
 	if next > 0 {
 		body["next_before"] = strconv.FormatInt(next, 10)
 	}
-	writeJSON(w, http.StatusOK, body)
+	httpx.WriteJSON(w, http.StatusOK, body)
 	return nil
 }
 
@@ -153,18 +145,18 @@ func (s *Server) redeliver(w http.ResponseWriter, r *http.Request, a hold.Actor)
 	if _, err := s.redeliverFrom(r, a); err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusAccepted, map[string]string{"state": store.DeliveryPending})
+	httpx.WriteJSON(w, http.StatusAccepted, map[string]string{"state": store.DeliveryPending})
 	return nil
 }
 
 // redeliverFrom sends the request's delivery again and returns its
 // endpoint.
 func (s *Server) redeliverFrom(r *http.Request, a hold.Actor) (uuid.UUID, error) {
-	id, err := pathID(r, "webhook")
+	id, err := httpx.PathID(r, "webhook")
 	if err != nil {
 		return id, err
 	}
-	d, err := pathID(r, "delivery")
+	d, err := httpx.PathID(r, "delivery")
 	if err != nil {
 		return id, err
 	}
@@ -193,12 +185,12 @@ func (s *Server) renderWebhooks(w http.ResponseWriter, r *http.Request, a hold.A
 // createWebhookForm registers an endpoint and shows its secret in this
 // answer only.
 func (s *Server) createWebhookForm(w http.ResponseWriter, r *http.Request, a hold.Actor) error {
-	f, err := form(w, r)
+	f, err := httpx.Form(w, r)
 	if err != nil {
 		return err
 	}
 	in := webhookInput{URL: f.Get("url"), Events: f["events"]}
-	if err := s.dec.validate(&in); err != nil {
+	if err := s.dec.Validate(&in); err != nil {
 		return err
 	}
 	e, err := s.hooks.Create(r.Context(), a.Org, in.URL, in.Events)
@@ -209,14 +201,14 @@ func (s *Server) createWebhookForm(w http.ResponseWriter, r *http.Request, a hol
 }
 
 func (s *Server) deleteWebhookForm(w http.ResponseWriter, r *http.Request, a hold.Actor) error {
-	id, err := pathID(r, "webhook")
+	id, err := httpx.PathID(r, "webhook")
 	if err != nil {
 		return err
 	}
 	if err := s.deps.Store.Webhooks.DeleteEndpoint(r.Context(), a.Org, id); err != nil {
 		return err
 	}
-	s.sessions.Put(r.Context(), sessFlash, "Webhook deleted; its pending deliveries were given up.")
+	s.sessions.Flash(r.Context(), "Webhook deleted; its pending deliveries were given up.")
 	http.Redirect(w, r, "/admin/webhooks", http.StatusSeeOther)
 	return nil
 }
@@ -254,7 +246,7 @@ func (s *Server) redeliverForm(w http.ResponseWriter, r *http.Request, a hold.Ac
 	if err != nil {
 		return err
 	}
-	s.sessions.Put(r.Context(), sessFlash, "The delivery will be sent again in a moment.")
+	s.sessions.Flash(r.Context(), "The delivery will be sent again in a moment.")
 	http.Redirect(w, r, "/admin/webhooks/"+id.String()+"/deliveries", http.StatusSeeOther) // #nosec G710 -- a parsed UUID on our own path
 	return nil
 }

@@ -1,4 +1,9 @@
-package web
+// Package ratelimit counts requests against the configured limits, per
+// client, user or API key, per clock minute and shared by every process
+// through Redis (Limiter), and locks accounts after repeated failed
+// sign-ins (lockout.go). A refusal is a rate_limited error that says when
+// to try again (429 with Retry-After).
+package ratelimit
 
 import (
 	"context"
@@ -10,16 +15,17 @@ import (
 	"sync"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
 
 	"seatd/internal/apperr"
 	"seatd/internal/config"
-	"seatd/internal/hold"
 	"seatd/internal/seatlock"
+	"seatd/internal/telemetry"
 )
 
-// limiter counts requests per subject per clock minute, in this process
+// Limiter counts requests per subject per clock minute, in this process
 // first and in Redis (INCRBY + EXPIRE 60, one pipeline for every key
 // counted since the last flush) at most every flushEvery, so the limit
 // holds across processes without a Redis round trip per request. A
@@ -29,7 +35,7 @@ import (
 // breaker says Redis is down, counts stay in this process: the limit then
 // holds per process, which is weaker but never lets a Redis outage
 // disable it.
-type limiter struct {
+type Limiter struct {
 	rdb     redis.UniversalClient
 	prefix  string
 	redisUp func() bool
@@ -39,8 +45,8 @@ type limiter struct {
 
 	// trusted are the proxies whose X-Forwarded-For is believed.
 	trusted []netip.Prefix
-	// accounts locks accounts after repeated failed logins.
-	accounts *accountLimiter
+	// The limits, per minute.
+	holdRate, loginRate, upgradeRate, keyRate int
 
 	mu         sync.Mutex
 	minute     int64
@@ -54,42 +60,60 @@ type limiter struct {
 // flushEvery is how often a process adds its counts in Redis.
 const flushEvery = 100 * time.Millisecond
 
-func newLimiter(rdb redis.UniversalClient, prefix string, redisUp func() bool, log *slog.Logger, refused *prometheus.CounterVec) *limiter {
-	return &limiter{rdb: rdb, prefix: prefix, redisUp: redisUp, log: log, now: time.Now, refused: refused,
+// New returns the limiter of cfg's limits (SEATD_*_RATE_PER_MINUTE) and
+// trusted proxies. It counts in rdb under cfg's key prefix while redisUp
+// says Redis is up (the hold core's breaker), and counts its refusals in
+// seatd_http_rate_limited_total on reg.
+func New(rdb redis.UniversalClient, cfg config.Config, redisUp func() bool, log *slog.Logger, reg prometheus.Registerer) *Limiter {
+	refused := telemetry.Register(reg, prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "seatd_http_rate_limited_total", Help: "Requests refused by a rate limit, by limit."},
+		[]string{"limit"}))
+	l := newLimiter(rdb, cfg.KeyPrefix, redisUp, log, refused)
+	l.trusted = cfg.TrustedProxies
+	l.holdRate, l.loginRate, l.upgradeRate, l.keyRate =
+		cfg.HoldRatePerMinute, cfg.LoginRatePerMinute, cfg.UpgradeRatePerMinute, cfg.APIKeyRatePerMinute
+	return l
+}
+
+func newLimiter(rdb redis.UniversalClient, prefix string, redisUp func() bool, log *slog.Logger, refused *prometheus.CounterVec) *Limiter {
+	return &Limiter{rdb: rdb, prefix: prefix, redisUp: redisUp, log: log, now: time.Now, refused: refused,
 		pending: map[string]int64{}, known: map[string]int64{}, warnedFrom: -1}
 }
 
-// configure applies the configuration's proxies and account limits.
-func (l *limiter) configure(cfg config.Config) {
-	l.trusted = cfg.TrustedProxies
-	l.accounts = newAccountLimiter(l, cfg.LoginAccountFailures, cfg.LoginLockout, cfg.LoginLockoutMax)
-}
-
-// allowHold counts a hold request of a user (per user, per org).
-func (l *limiter) allowHold(ctx context.Context, a hold.Actor, limit int) error {
-	return l.allow(ctx, "hold", limit, func(minute int64) string {
-		return seatlock.RateKey(l.prefix, a.Org, a.User.String(), minute)
+// Hold counts a hold request of a user (per user, per org).
+func (l *Limiter) Hold(ctx context.Context, org, user uuid.UUID) error {
+	return l.allow(ctx, "hold", l.holdRate, func(minute int64) string {
+		return seatlock.RateKey(l.prefix, org, user.String(), minute)
 	})
 }
 
-// allowLogin counts a login or signup attempt from a client (see
-// rateSubject). There is no org before a session exists, so the key has
-// its own hash tag.
-func (l *limiter) allowLogin(ctx context.Context, subject string, limit int) error {
-	return l.allow(ctx, "login", limit, func(minute int64) string {
+// Login counts a login or signup attempt from the request's client (see
+// Subject). There is no org before a session exists, so the key has its
+// own hash tag.
+func (l *Limiter) Login(r *http.Request) error {
+	subject := l.Subject(r)
+	return l.allow(r.Context(), "login", l.loginRate, func(minute int64) string {
 		return l.prefix + ":{login}:rl:" + subject + ":" + strconv.FormatInt(minute, 10)
 	})
 }
 
-// allowUpgrade counts a live socket upgrade from a client (see
-// rateSubject).
-func (l *limiter) allowUpgrade(ctx context.Context, subject string, limit int) error {
-	return l.allow(ctx, "upgrade", limit, func(minute int64) string {
+// Upgrade counts a live socket upgrade from the request's client (see
+// Subject).
+func (l *Limiter) Upgrade(r *http.Request) error {
+	subject := l.Subject(r)
+	return l.allow(r.Context(), "upgrade", l.upgradeRate, func(minute int64) string {
 		return l.prefix + ":{upgrade}:rl:" + subject + ":" + strconv.FormatInt(minute, 10)
 	})
 }
 
-func (l *limiter) allow(ctx context.Context, name string, limit int, key func(minute int64) string) error {
+// APIKey counts a request made with an API key (per key).
+func (l *Limiter) APIKey(ctx context.Context, org, key uuid.UUID) error {
+	return l.allow(ctx, "api_key", l.keyRate, func(minute int64) string {
+		return seatlock.RateKey(l.prefix, org, "key:"+key.String(), minute)
+	})
+}
+
+func (l *Limiter) allow(ctx context.Context, name string, limit int, key func(minute int64) string) error {
 	now := l.now()
 	minute := now.Unix() / 60
 	k := key(minute)
@@ -117,14 +141,14 @@ func (l *limiter) allow(ctx context.Context, name string, limit int, key func(mi
 	}
 	l.refused.WithLabelValues(name).Inc()
 	retry := int(60 - now.Unix()%60) // seconds to the next minute, 1..60
-	return &limitedError{retryAfter: retry, err: apperr.E(apperr.RateLimited,
+	return &Limited{retryAfter: retry, err: apperr.E(apperr.RateLimited,
 		"too many requests; try again in %d seconds", retry)}
 }
 
 // flush adds this process's pending counts in Redis in one pipeline and
 // learns the totals. On failure the counts stay pending (this process
 // keeps limiting on its own) and are retried at the next flush.
-func (l *limiter) flush(ctx context.Context, minute int64) {
+func (l *Limiter) flush(ctx context.Context, minute int64) {
 	l.mu.Lock()
 	batch := make(map[string]int64, len(l.pending))
 	for k, n := range l.pending {
@@ -249,7 +273,21 @@ func rateSubject(a netip.Addr) string {
 	return a.String()
 }
 
-// subject is the rate-limit key of the request's client.
-func (s *Server) subject(r *http.Request) string {
-	return rateSubject(clientIP(r, s.limits.trusted))
+// Subject is the key the request's client is counted under: its address
+// (see clientIP), by /64 for IPv6 (see rateSubject).
+func (l *Limiter) Subject(r *http.Request) string {
+	return rateSubject(clientIP(r, l.trusted))
 }
+
+// Limited is a refusal by a limit: 429 rate_limited, with the seconds to
+// wait in Retry-After.
+type Limited struct {
+	err        *apperr.Error
+	retryAfter int // seconds
+}
+
+func (e *Limited) Error() string { return e.err.Error() }
+func (e *Limited) Unwrap() error { return e.err }
+
+// RetryAfter is how many seconds to wait before trying again.
+func (e *Limited) RetryAfter() int { return e.retryAfter }

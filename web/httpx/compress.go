@@ -1,4 +1,4 @@
-package web
+package httpx
 
 import (
 	"net/http"
@@ -6,7 +6,7 @@ import (
 	"github.com/klauspost/compress/gzhttp"
 )
 
-// compress encodes every answer with zstd or gzip when the client asks for
+// Compress encodes every answer with zstd or gzip when the client asks for
 // it (Accept-Encoding), using gzhttp: it negotiates, sets Vary, skips small
 // bodies (under 1 KiB a header costs more than it saves), bodies that
 // already carry a Content-Encoding and types that are compressed already
@@ -19,7 +19,7 @@ import (
 // all repeated markup. Pages carry no secret a request can reflect next to
 // (no CSRF token: cross-site writes are refused by Sec-Fetch-Site/Origin),
 // so compression gives BREACH nothing to guess.
-func compress(next http.Handler) http.Handler {
+func Compress(next http.Handler) http.Handler {
 	wrap, err := gzhttp.NewWrapper(
 		gzhttp.MinSize(1024),
 		gzhttp.SuffixETag("-gzip"),

@@ -1,4 +1,4 @@
-package web
+package session
 
 import (
 	"context"
@@ -11,8 +11,6 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
-
-	"seatd/web/live"
 )
 
 // Sessions end everywhere at once. The statement that ends a session —
@@ -52,7 +50,7 @@ const (
 type sessionEnds struct {
 	pool  *pgxpool.Pool
 	store *sessionStore
-	hub   *live.Hub
+	hub   Hub
 	log   *slog.Logger
 	// id tells this process's heartbeats from other processes'.
 	id string
@@ -62,11 +60,11 @@ type sessionEnds struct {
 	sent map[uint64]time.Time // heartbeats sent and not heard yet
 }
 
-// listenSessionEnds starts listening for session ends; Shutdown stops it.
-func (s *Server) listenSessionEnds() {
+// listenSessionEnds starts listening for session ends; Close stops it.
+func (s *Sessions) listenSessionEnds() {
 	var b [8]byte
 	_, _ = rand.Read(b[:])
-	l := &sessionEnds{pool: s.deps.Pool, store: s.sstore, hub: s.hub, log: s.log.With("component", "session_ends"),
+	l := &sessionEnds{pool: s.pool, store: s.store, hub: s.hub, log: s.log.With("component", "session_ends"),
 		id: hex.EncodeToString(b[:]), sent: map[uint64]time.Time{}}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
@@ -191,30 +189,20 @@ func (l *sessionEnds) heard(payload string) {
 	}
 }
 
-// liveOptions are the hub's settings: socket caps and the session check.
-func (s *Server) liveOptions() live.Options {
-	cfg := s.deps.Cfg
-	return live.Options{
-		MaxClients:    cfg.MaxSockets,
-		MaxPerSession: cfg.MaxSocketsPerSession,
-		SessionExpiry: s.deps.Store.Accounts.SessionExpiry,
-	}
-}
-
-// sessionDeadline is the earliest the request's session may expire: its
+// Deadline is the earliest the request's session may expire: its
 // absolute deadline, its idle deadline from now, or the expiry the store
 // holds (which lags the idle deadline by up to the store's touch
 // interval). A socket checks the store when it comes, so an earlier guess
 // only costs a read.
-func (s *Server) sessionDeadline(ctx context.Context) time.Time {
-	sm := s.sessions
+func (s *Sessions) Deadline(ctx context.Context) time.Time {
+	sm := s.sm
 	d := sm.Deadline(ctx)
 	if sm.IdleTimeout > 0 {
 		if idle := time.Now().Add(sm.IdleTimeout); idle.Before(d) {
 			d = idle
 		}
 	}
-	if exp, ok := s.sstore.storedExpiry(storedToken(sm.Token(ctx))); ok && exp.Before(d) {
+	if exp, ok := s.store.storedExpiry(storedToken(sm.Token(ctx))); ok && exp.Before(d) {
 		d = exp
 	}
 	return d

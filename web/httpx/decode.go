@@ -1,4 +1,4 @@
-package web
+package httpx
 
 import (
 	"bytes"
@@ -26,17 +26,19 @@ const maxBody = 16 << 10
 
 // Request media types.
 const (
-	mediaJSON = "application/json"
-	mediaForm = "application/x-www-form-urlencoded"
+	MediaJSON = "application/json"
+	MediaForm = "application/x-www-form-urlencoded"
 )
 
-// decoder turns request bodies into validated input structs. One instance
+// Decoder turns request bodies into validated input structs. One instance
 // (and one validator, which caches struct metadata) serves every request.
-type decoder struct {
+type Decoder struct {
 	v *validator.Validate
 }
 
-func newDecoder() *decoder {
+// NewDecoder returns a decoder whose validator knows the "id" tag (a
+// UUID, as uuid.Parse accepts it) and reports fields by their JSON names.
+func NewDecoder() *Decoder {
 	v := validator.New(validator.WithRequiredStructEnabled())
 	// Report fields by the names callers send.
 	v.RegisterTagNameFunc(func(f reflect.StructField) string {
@@ -56,12 +58,12 @@ func newDecoder() *decoder {
 	}); err != nil {
 		panic(err) // a bad tag name: a bug caught at start
 	}
-	return &decoder{v: v}
+	return &Decoder{v: v}
 }
 
-// mediaType is the request's Content-Type without parameters, lower-cased;
+// MediaType is the request's Content-Type without parameters, lower-cased;
 // "" when absent or unparsable.
-func mediaType(r *http.Request) string {
+func MediaType(r *http.Request) string {
 	mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
 	if err != nil {
 		return ""
@@ -69,18 +71,20 @@ func mediaType(r *http.Request) string {
 	return mt
 }
 
-func unsupportedMedia(want string) error {
+// UnsupportedMedia refuses a body of another media type than want (415).
+func UnsupportedMedia(want string) error {
 	return apperr.E(codeUnsupportedMediaType, "send the request body as %s", want)
 }
 
 // readBody reads at most maxBody bytes of the body.
 func readBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
-	return readBodyUpTo(w, r, maxBody)
+	return ReadBodyUpTo(w, r, maxBody)
 }
 
-// readBodyUpTo reads at most limit bytes of the body; only routes taking
-// whole documents (charts) ask for more than maxBody.
-func readBodyUpTo(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, error) {
+// ReadBodyUpTo reads at most limit bytes of the body (413 beyond); only
+// routes taking whole documents (charts) ask for more than the 16 KiB
+// every other body is held to.
+func ReadBodyUpTo(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, error) {
 	if r.Body == nil {
 		return nil, nil
 	}
@@ -95,10 +99,10 @@ func readBodyUpTo(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, 
 	return b, nil
 }
 
-// json decodes a required JSON body into dst and validates it.
-func (d *decoder) json(w http.ResponseWriter, r *http.Request, dst any) error {
-	if mediaType(r) != mediaJSON {
-		return unsupportedMedia(mediaJSON)
+// JSON decodes a required JSON body into dst and validates it.
+func (d *Decoder) JSON(w http.ResponseWriter, r *http.Request, dst any) error {
+	if MediaType(r) != MediaJSON {
+		return UnsupportedMedia(MediaJSON)
 	}
 	b, err := readBody(w, r)
 	if err != nil {
@@ -107,18 +111,18 @@ func (d *decoder) json(w http.ResponseWriter, r *http.Request, dst any) error {
 	return d.unmarshal(b, dst)
 }
 
-// optionalJSON decodes a JSON body into dst if there is one; an empty body
+// OptionalJSON decodes a JSON body into dst if there is one; an empty body
 // leaves dst as it is and needs no Content-Type.
-func (d *decoder) optionalJSON(w http.ResponseWriter, r *http.Request, dst any) error {
+func (d *Decoder) OptionalJSON(w http.ResponseWriter, r *http.Request, dst any) error {
 	b, err := readBody(w, r)
 	if err != nil {
 		return err
 	}
 	if len(bytes.TrimSpace(b)) == 0 {
-		return d.validate(dst)
+		return d.Validate(dst)
 	}
-	if mediaType(r) != mediaJSON {
-		return unsupportedMedia(mediaJSON)
+	if MediaType(r) != MediaJSON {
+		return UnsupportedMedia(MediaJSON)
 	}
 	return d.unmarshal(b, dst)
 }
@@ -126,7 +130,7 @@ func (d *decoder) optionalJSON(w http.ResponseWriter, r *http.Request, dst any) 
 // unmarshal decodes exactly one JSON value with no unknown fields, then
 // validates it. encoding/json would silently replace invalid UTF-8 with
 // U+FFFD, so the raw bytes are checked first.
-func (d *decoder) unmarshal(b []byte, dst any) error {
+func (d *Decoder) unmarshal(b []byte, dst any) error {
 	if len(bytes.TrimSpace(b)) == 0 {
 		return apperr.E(apperr.BadRequest, "the request body is empty; send a JSON object")
 	}
@@ -146,7 +150,7 @@ func (d *decoder) unmarshal(b []byte, dst any) error {
 	if err := structText(dst); err != nil {
 		return err
 	}
-	return d.validate(dst)
+	return d.Validate(dst)
 }
 
 // jsonError turns a decoding failure into what the caller did wrong.
@@ -206,8 +210,9 @@ func jsonKind(t reflect.Type) string {
 	}
 }
 
-// validate checks dst's `validate` tags and reports every failing field.
-func (d *decoder) validate(dst any) error {
+// Validate checks dst's `validate` tags and reports every failing field
+// (422 invalid).
+func (d *Decoder) Validate(dst any) error {
 	err := d.v.Struct(dst)
 	if err == nil {
 		return nil
@@ -255,10 +260,10 @@ func fieldMessage(fe validator.FieldError) string {
 	}
 }
 
-// form decodes a url-encoded form body. Unknown fields are ignored, as
+// Form decodes a url-encoded form body. Unknown fields are ignored, as
 // browsers send submit buttons and the like; keys and values must be
 // UTF-8 (400) without control characters (422, naming the fields).
-func form(w http.ResponseWriter, r *http.Request) (url.Values, error) {
+func Form(w http.ResponseWriter, r *http.Request) (url.Values, error) {
 	b, err := readBody(w, r)
 	if err != nil {
 		return nil, err
@@ -285,31 +290,32 @@ func form(w http.ResponseWriter, r *http.Request) (url.Values, error) {
 	return vs, nil
 }
 
-// jsonOrForm decodes a body sent as JSON or as a form, telling which;
+// JSONOrForm decodes a body sent as JSON or as a form, telling which;
 // fromForm fills dst from the form values.
-func (d *decoder) jsonOrForm(w http.ResponseWriter, r *http.Request, dst any, fromForm func(url.Values)) (isForm bool, err error) {
-	switch mediaType(r) {
-	case mediaJSON:
-		return false, d.json(w, r, dst)
-	case mediaForm:
-		vs, err := form(w, r)
+func (d *Decoder) JSONOrForm(w http.ResponseWriter, r *http.Request, dst any, fromForm func(url.Values)) (isForm bool, err error) {
+	switch MediaType(r) {
+	case MediaJSON:
+		return false, d.JSON(w, r, dst)
+	case MediaForm:
+		vs, err := Form(w, r)
 		if err != nil {
 			return true, err
 		}
 		fromForm(vs)
-		return true, d.validate(dst)
+		return true, d.Validate(dst)
 	default:
-		return false, unsupportedMedia(mediaJSON + " or " + mediaForm)
+		return false, UnsupportedMedia(MediaJSON + " or " + MediaForm)
 	}
 }
 
-// pathID parses the id in path segment name; a malformed id names nothing,
+// PathID parses the id in path segment name; a malformed id names nothing,
 // so it is 404 like a missing one.
-func pathID(r *http.Request, name string) (uuid.UUID, error) {
-	return parsePathID(r.PathValue(name), name)
+func PathID(r *http.Request, name string) (uuid.UUID, error) {
+	return ParsePathID(r.PathValue(name), name)
 }
 
-func parsePathID(v, name string) (uuid.UUID, error) {
+// ParsePathID parses v, the value of path segment name, as PathID does.
+func ParsePathID(v, name string) (uuid.UUID, error) {
 	id, err := uuid.Parse(v)
 	if err != nil {
 		return uuid.Nil, apperr.E(apperr.NotFound, "%s not found", name)
@@ -317,9 +323,9 @@ func parsePathID(v, name string) (uuid.UUID, error) {
 	return id, nil
 }
 
-// bodyIDs parses ids that passed the "id" validation; a failure here is
+// BodyIDs parses ids that passed the "id" validation; a failure here is
 // still the caller's (422), never a 500.
-func bodyIDs(field string, vs []string) ([]uuid.UUID, error) {
+func BodyIDs(field string, vs []string) ([]uuid.UUID, error) {
 	ids := make([]uuid.UUID, len(vs))
 	for i, v := range vs {
 		id, err := uuid.Parse(v)

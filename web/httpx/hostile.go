@@ -1,4 +1,4 @@
-package web
+package httpx
 
 import (
 	"fmt"
@@ -13,7 +13,7 @@ import (
 	"seatd/internal/apperr"
 )
 
-// Text policy. Every text a caller sends — JSON and form fields, query
+// Text policy (docs/security.md#text-policy). Every text a caller sends — JSON and form fields, query
 // strings, path segments, the Idempotency-Key header, cookie values — must
 // be valid UTF-8 without control characters (C0, DEL, C1). No field of
 // seatd is multi-line: names, emails, passwords, slugs, keys, lookups and
@@ -108,16 +108,17 @@ func requestText(r *http.Request) error {
 	return textError(fields)
 }
 
-// refuseHostileText answers a request whose path, query string or text
+// RefuseHostileText answers a request whose path, query string or text
 // headers break the text policy before it reaches the session store or a
-// route: JSON for the API and JSON bodies, an error page for pages.
-func (s *Server) refuseHostileText(next http.Handler) http.Handler {
+// route: JSON for the API and JSON bodies, an error page (renderPage) for
+// pages.
+func RefuseHostileText(errs *Errors, renderPage func(http.ResponseWriter, *http.Request, error), next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if err := requestText(r); err != nil {
 			if wantsPage(r) {
-				s.renderError(w, r, err)
+				renderPage(w, r, err)
 			} else {
-				s.writeError(w, r, err)
+				errs.Write(w, r, err)
 			}
 			return
 		}
@@ -128,7 +129,7 @@ func (s *Server) refuseHostileText(next http.Handler) http.Handler {
 // wantsPage tells a browser's page request from an API call.
 func wantsPage(r *http.Request) bool {
 	return !strings.HasPrefix(r.URL.Path, "/api/") && !strings.HasPrefix(r.URL.Path, "/live/") &&
-		mediaType(r) != mediaJSON
+		MediaType(r) != MediaJSON
 }
 
 // structText checks every string a decoded body holds, naming each field

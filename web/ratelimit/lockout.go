@@ -1,4 +1,4 @@
-package web
+package ratelimit
 
 import (
 	"context"
@@ -11,9 +11,10 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"seatd/internal/apperr"
+	"seatd/internal/config"
 )
 
-// accountLimiter locks an account (organization + email, whether or not
+// Lockout locks an account (organization + email, whether or not
 // it exists) after repeated failed logins: after `failures` failures in a
 // row, every further failure locks it for `lockout`, doubling each time
 // up to `lockoutMax`. While locked, every login of the account is refused
@@ -23,8 +24,8 @@ import (
 // Redis is down, or when it errs, they are kept in this process, so the
 // limit then holds per process. Failures are forgotten failureWindow
 // after the last one, and a successful login clears them.
-type accountLimiter struct {
-	l          *limiter
+type Lockout struct {
+	l          *Limiter
 	failures   int
 	lockout    time.Duration
 	lockoutMax time.Duration
@@ -45,8 +46,15 @@ type localAccount struct {
 // made-up accounts must not grow memory without bound).
 const localAccountsMax = 100_000
 
-func newAccountLimiter(l *limiter, failures int, lockout, lockoutMax time.Duration) *accountLimiter {
-	return &accountLimiter{l: l, failures: failures, lockout: lockout, lockoutMax: lockoutMax,
+// NewLockout returns the lockout of cfg's settings
+// (SEATD_LOGIN_ACCOUNT_FAILURES, SEATD_LOGIN_LOCKOUT,
+// SEATD_LOGIN_LOCKOUT_MAX), counting in l's Redis.
+func NewLockout(l *Limiter, cfg config.Config) *Lockout {
+	return newLockout(l, cfg.LoginAccountFailures, cfg.LoginLockout, cfg.LoginLockoutMax)
+}
+
+func newLockout(l *Limiter, failures int, lockout, lockoutMax time.Duration) *Lockout {
+	return &Lockout{l: l, failures: failures, lockout: lockout, lockoutMax: lockoutMax,
 		window: max(time.Hour, 2*lockoutMax), local: map[string]*localAccount{}}
 }
 
@@ -57,13 +65,13 @@ func accountKey(org, email string) string {
 	return hex.EncodeToString(h[:16])
 }
 
-func (a *accountLimiter) keys(acct string) (fails, lock string) {
+func (a *Lockout) keys(acct string) (fails, lock string) {
 	tag := a.l.prefix + ":{acct:" + acct + "}"
 	return tag + ":fails", tag + ":lock"
 }
 
 // backoff is the lockout after the n-th failure in a row (n >= failures).
-func (a *accountLimiter) backoff(n int) time.Duration {
+func (a *Lockout) backoff(n int) time.Duration {
 	d := a.lockout << min(n-a.failures, 30)
 	if d <= 0 || d > a.lockoutMax {
 		return a.lockoutMax
@@ -71,9 +79,14 @@ func (a *accountLimiter) backoff(n int) time.Duration {
 	return d
 }
 
-// check refuses a login of a locked account with a rate-limit error that
+// Check refuses a login of a locked account (org's slug and the email
+// signed in with, whether or not it exists) with a rate-limit error that
 // says when to try again.
-func (a *accountLimiter) check(ctx context.Context, acct string) error {
+func (a *Lockout) Check(ctx context.Context, org, email string) error {
+	return a.check(ctx, accountKey(org, email))
+}
+
+func (a *Lockout) check(ctx context.Context, acct string) error {
 	var left time.Duration
 	if a.l.redisUp() {
 		_, lock := a.keys(acct)
@@ -95,7 +108,7 @@ func (a *accountLimiter) check(ctx context.Context, acct string) error {
 	}
 	a.l.refused.WithLabelValues("login_account").Inc()
 	retry := int((left + time.Second - 1) / time.Second)
-	return &limitedError{retryAfter: retry, err: apperr.E(apperr.RateLimited,
+	return &Limited{retryAfter: retry, err: apperr.E(apperr.RateLimited,
 		"too many failed sign-ins for this account; try again in %d seconds", retry)}
 }
 
@@ -112,8 +125,12 @@ end
 return n
 `)
 
-// failed counts a failed login of the account.
-func (a *accountLimiter) failed(ctx context.Context, acct string) {
+// Failed counts a failed login of the account.
+func (a *Lockout) Failed(ctx context.Context, org, email string) {
+	a.failed(ctx, accountKey(org, email))
+}
+
+func (a *Lockout) failed(ctx context.Context, acct string) {
 	if a.l.redisUp() {
 		fails, lock := a.keys(acct)
 		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 250*time.Millisecond)
@@ -145,7 +162,7 @@ func (a *accountLimiter) failed(ctx context.Context, acct string) {
 
 // sweep drops forgotten failures, and everything if that is not enough.
 // Called with mu held.
-func (a *accountLimiter) sweep(now time.Time) {
+func (a *Lockout) sweep(now time.Time) {
 	for k, x := range a.local {
 		if now.Sub(x.last) > a.window {
 			delete(a.local, k)
@@ -156,8 +173,12 @@ func (a *accountLimiter) sweep(now time.Time) {
 	}
 }
 
-// succeeded clears the account's failures.
-func (a *accountLimiter) succeeded(ctx context.Context, acct string) {
+// Succeeded clears the account's failures.
+func (a *Lockout) Succeeded(ctx context.Context, org, email string) {
+	a.succeeded(ctx, accountKey(org, email))
+}
+
+func (a *Lockout) succeeded(ctx context.Context, acct string) {
 	a.mu.Lock()
 	delete(a.local, acct)
 	a.mu.Unlock()
