@@ -1,6 +1,8 @@
-// Package web is seatd's HTTP layer: routes, middleware, page and JSON
-// handlers. Handlers decode input, call the hold core and render; the
-// rules live in internal/hold.
+// Package web is seatd's HTTP server: New builds its parts (the shared
+// helpers and middleware of web/httpx, the sessions and role guards of
+// web/session, the limits of web/ratelimit, the live hub of web/live),
+// routes.go lists every route, and the page and JSON handlers decode
+// input, call the hold core and render; the rules live in internal/hold.
 package web
 
 import (

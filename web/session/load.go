@@ -201,12 +201,12 @@ func (c *sessionCommit) unchanged(ctx context.Context) bool {
 	return c.s.store.current(storedToken(c.token), expiry)
 }
 
-// Save commits the session now, so a handler can fail cleanly if it
+// save commits the session now, so a handler can fail cleanly if it
 // cannot be saved.
-func (s *Sessions) Save(w http.ResponseWriter, r *http.Request) error {
+func (s *Sessions) save(w http.ResponseWriter, r *http.Request) error {
 	c, ok := r.Context().Value(commitKey{}).(*sessionCommit)
 	if !ok {
-		return errors.New("session.Save: the request did not pass Load")
+		return errors.New("session: the request did not pass Load")
 	}
 	return c.commit(w)
 }

@@ -160,7 +160,7 @@ func (s *Sessions) SignIn(w http.ResponseWriter, r *http.Request, acct Account) 
 	} {
 		s.sm.Put(ctx, k, v)
 	}
-	return s.Save(w, r)
+	return s.save(w, r)
 }
 
 // SignOut ends the request's session, if it has one: its live sockets
@@ -177,7 +177,7 @@ func (s *Sessions) SignOut(w http.ResponseWriter, r *http.Request) error {
 	if err := s.sm.Destroy(ctx); err != nil {
 		return err
 	}
-	return s.Save(w, r)
+	return s.save(w, r)
 }
 
 // Account is the account the request's session was signed in as (zero
