@@ -108,7 +108,7 @@ func (a *Lockout) check(ctx context.Context, acct string) error {
 	}
 	a.l.refused.WithLabelValues("login_account").Inc()
 	retry := int((left + time.Second - 1) / time.Second)
-	return &Limited{retryAfter: retry, err: apperr.E(apperr.RateLimited,
+	return &limited{retryAfter: retry, err: apperr.E(apperr.RateLimited,
 		"too many failed sign-ins for this account; try again in %d seconds", retry)}
 }
 

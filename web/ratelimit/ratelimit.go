@@ -141,7 +141,7 @@ func (l *Limiter) allow(ctx context.Context, name string, limit int, key func(mi
 	}
 	l.refused.WithLabelValues(name).Inc()
 	retry := int(60 - now.Unix()%60) // seconds to the next minute, 1..60
-	return &Limited{retryAfter: retry, err: apperr.E(apperr.RateLimited,
+	return &limited{retryAfter: retry, err: apperr.E(apperr.RateLimited,
 		"too many requests; try again in %d seconds", retry)}
 }
 
@@ -279,15 +279,15 @@ func (l *Limiter) Subject(r *http.Request) string {
 	return rateSubject(clientIP(r, l.trusted))
 }
 
-// Limited is a refusal by a limit: 429 rate_limited, with the seconds to
+// limited is a refusal by a limit: 429 rate_limited, with the seconds to
 // wait in Retry-After.
-type Limited struct {
+type limited struct {
 	err        *apperr.Error
 	retryAfter int // seconds
 }
 
-func (e *Limited) Error() string { return e.err.Error() }
-func (e *Limited) Unwrap() error { return e.err }
+func (e *limited) Error() string { return e.err.Error() }
+func (e *limited) Unwrap() error { return e.err }
 
 // RetryAfter is how many seconds to wait before trying again.
-func (e *Limited) RetryAfter() int { return e.retryAfter }
+func (e *limited) RetryAfter() int { return e.retryAfter }

@@ -39,7 +39,7 @@ func TestAccountLockoutBackoff(t *testing.T) {
 	}
 	a.failed(ctx, acct)
 	err := a.check(ctx, acct)
-	if le, ok := err.(*Limited); !ok || le.retryAfter != 10 {
+	if le, ok := err.(*limited); !ok || le.retryAfter != 10 {
 		t.Fatalf("after 3 failures without Redis: %v, want a 10 s lockout", err)
 	}
 	if other := accountKey("org", "b@x.example"); a.check(ctx, other) != nil {
@@ -50,7 +50,7 @@ func TestAccountLockoutBackoff(t *testing.T) {
 		t.Fatalf("still locked after the lockout: %v", err)
 	}
 	a.failed(ctx, acct)
-	if le, ok := a.check(ctx, acct).(*Limited); !ok || le.retryAfter != 20 {
+	if le, ok := a.check(ctx, acct).(*limited); !ok || le.retryAfter != 20 {
 		t.Fatalf("4th failure: want a 20 s lockout, got %v", le)
 	}
 	a.succeeded(ctx, acct)
