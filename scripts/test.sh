@@ -7,7 +7,8 @@
 #      chaos run alone (see below), with DATABASE_URL, REDIS_URL,
 #      SEATD_CHROMIUM and SEATD_PROMETHEUS exported (Prometheus is installed
 #      when missing: the alert test starts one)
-#   5. a short fuzz run for each entry of FUZZ_TARGETS ("pkg/path:FuzzName ...")
+#   5. a short fuzz run for each entry of FUZZ_TARGETS ("pkg/path:FuzzName ..."),
+#      from one instrumented test binary per package
 # The test services are stopped on exit, whether the run passed or not.
 set -euo pipefail
 
@@ -24,10 +25,12 @@ FUZZ_TARGETS=${FUZZ_TARGETS:-}
 # "context deadline exceeded" (the fuzz engine's, not the target's).
 FUZZ_TIME=${FUZZ_TIME:-2000x}
 
+# The fuzzing test binaries (step 5) are built here and removed on exit.
+FUZZ_BIN_DIR=$(mktemp -d "${TMPDIR:-/tmp}/seatd-fuzz.XXXXXX")
 # The trap runs in this shell, whose environment we never modify below: if we
 # exported the URLs printed by `up` here, `down` would take them as "external
 # service, hands off" and leave the test instances running.
-trap 'scripts/services.sh down test || true' EXIT
+trap 'scripts/services.sh down test || true; rm -rf "$FUZZ_BIN_DIR"' EXIT
 # Turn Ctrl-C / SIGTERM into a normal exit so the EXIT trap runs.
 trap 'exit 130' INT
 trap 'exit 143' TERM
@@ -43,6 +46,10 @@ svc_env=$(scripts/services.sh up test)
 	export SEATD_PROMETHEUS
 
 	log "lint"
+	# On a machine's first run the lint tools build while npm installs the
+	# CSS build's packages (one mostly waits on the CPU, the other on the
+	# network); lint then finds both ready.
+	"$MAKE" --no-print-directory -j2 tools node_modules/.package-lock.json
 	"$MAKE" --no-print-directory lint
 
 	log "alert rules (promtool)"
@@ -58,11 +65,31 @@ svc_env=$(scripts/services.sh up test)
 	log "short chaos run"
 	go test -race -count=1 -timeout 8m ./internal/chaos/
 
+	# Each fuzzed package's instrumented test binary is built once and runs
+	# every target of that package: `go test -fuzz` builds (and links) it
+	# anew for each target. The binary runs in its package's folder (seed
+	# corpora in testdata/fuzz) with the cache folder `go test -fuzz` uses,
+	# so what one run finds is where the next one (either way) looks.
+	declare -A fuzz_names=()
+	pkgs=()
 	for target in $FUZZ_TARGETS; do
 		pkg=${target%%:*}
 		name=${target#*:}
 		[[ $pkg != "$target" && -n $pkg && -n $name ]] || die "bad FUZZ_TARGETS entry '$target' (want pkg/path:FuzzName)"
-		log "fuzz $name in ./${pkg#./}: $FUZZ_TIME"
-		go test -run='^$' -fuzz="^${name}\$" -fuzztime="$FUZZ_TIME" "./${pkg#./}"
+		pkg=${pkg#./}
+		[[ -n ${fuzz_names[$pkg]:-} ]] || pkgs+=("$pkg")
+		fuzz_names[$pkg]+=" $name"
+	done
+	fuzz_cache=$(go env GOCACHE)/fuzz/$(go list -m)
+	for pkg in "${pkgs[@]}"; do
+		read -ra names <<<"${fuzz_names[$pkg]}"
+		bin=$FUZZ_BIN_DIR/$(tr / _ <<<"$pkg").fuzz.test
+		log "build the fuzzing test binary of ./$pkg"
+		go test -c -o "$bin" -fuzz="^($(IFS='|'; echo "${names[*]}"))\$" "./$pkg"
+		for name in "${names[@]}"; do
+			log "fuzz $name in ./$pkg: $FUZZ_TIME"
+			(cd "$pkg" && "$bin" -test.run='^$' -test.fuzz="^${name}\$" -test.fuzztime="$FUZZ_TIME" \
+				-test.fuzzcachedir="$fuzz_cache/$pkg" -test.paniconexit0)
+		done
 	done
 )

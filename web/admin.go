@@ -163,7 +163,7 @@ func (s *Server) occupancy(w http.ResponseWriter, r *http.Request, a hold.Actor)
 	if err != nil {
 		return err
 	}
-	o, err := s.deps.Core.PaidOccupancy(r.Context(), a, event)
+	o, err := s.deps.Monitor.PaidOccupancy(r.Context(), a, event)
 	if err != nil {
 		return err
 	}
@@ -221,7 +221,7 @@ func (s *Server) setBlocked(w http.ResponseWriter, r *http.Request, a hold.Actor
 	if err := s.dec.OptionalJSON(w, r, &in); err != nil {
 		return err
 	}
-	version, err := s.deps.Core.SetBlocked(r.Context(), a, event, seat, blocked, in.Reason)
+	version, err := s.deps.Holds.SetBlocked(r.Context(), a, event, seat, blocked, in.Reason)
 	if err != nil {
 		return err
 	}

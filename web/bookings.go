@@ -15,7 +15,7 @@ import (
 )
 
 // Bookings through the JSON API: sales at the counter, reading a booking,
-// cancelling it, and house seats (DESIGN §11 "Box office").
+// cancelling it, and house seats (docs/architecture.md#box-office-and-bookings).
 
 type ticketJSON struct {
 	ID     uuid.UUID `json:"id"`
@@ -90,7 +90,7 @@ func (s *Server) sell(w http.ResponseWriter, r *http.Request, a hold.Actor) erro
 	if err != nil {
 		return err
 	}
-	b, err := s.deps.Core.Sell(r.Context(), a, event, key, ids, in.PaymentMethod)
+	b, err := s.deps.BoxOffice.Sell(r.Context(), a, event, key, ids, in.PaymentMethod)
 	if err != nil {
 		return err
 	}
@@ -108,7 +108,7 @@ func (s *Server) getBooking(w http.ResponseWriter, r *http.Request, a hold.Actor
 	if err != nil {
 		return err
 	}
-	b, err := s.deps.Core.Booking(r.Context(), a, id)
+	b, err := s.deps.BoxOffice.Booking(r.Context(), a, id)
 	if err != nil {
 		return err
 	}
@@ -139,7 +139,7 @@ func (s *Server) findBookings(w http.ResponseWriter, r *http.Request, a hold.Act
 		}
 		query = email
 	}
-	return httpx.List(w, "bookings", bookingView)(s.deps.Core.FindBookings(r.Context(), a, query))
+	return httpx.List(w, "bookings", bookingView)(s.deps.BoxOffice.FindBookings(r.Context(), a, query))
 }
 
 type cancelInput struct {
@@ -164,7 +164,7 @@ func (s *Server) cancelBooking(w http.ResponseWriter, r *http.Request, a hold.Ac
 			return err
 		}
 	}
-	b, err := s.deps.Core.Cancel(r.Context(), a, id, tickets, in.Reason)
+	b, err := s.deps.BoxOffice.Cancel(r.Context(), a, id, tickets, in.Reason)
 	if err != nil {
 		return err
 	}
@@ -196,7 +196,7 @@ func (s *Server) listHouseSeats(w http.ResponseWriter, r *http.Request, a hold.A
 	if err != nil {
 		return err
 	}
-	return httpx.List(w, "house_seats", houseView)(s.deps.Core.HouseSeats(r.Context(), a, event))
+	return httpx.List(w, "house_seats", houseView)(s.deps.BoxOffice.HouseSeats(r.Context(), a, event))
 }
 
 type houseInput struct {
@@ -218,7 +218,7 @@ func (s *Server) createHouseSeats(w http.ResponseWriter, r *http.Request, a hold
 	if err != nil {
 		return err
 	}
-	h, err := s.deps.Core.CreateHouseSeats(r.Context(), a, event, in.Name, ids)
+	h, err := s.deps.BoxOffice.CreateHouseSeats(r.Context(), a, event, in.Name, ids)
 	if err != nil {
 		return err
 	}
@@ -236,7 +236,7 @@ func (s *Server) releaseHouseSeats(w http.ResponseWriter, r *http.Request, a hol
 	if err := s.dec.OptionalJSON(w, r, &in); err != nil {
 		return err
 	}
-	h, err := s.deps.Core.ReleaseHouseSeats(r.Context(), a, id)
+	h, err := s.deps.BoxOffice.ReleaseHouseSeats(r.Context(), a, id)
 	if err != nil {
 		return err
 	}

@@ -119,7 +119,7 @@ func TestBuyerSeesCancel(t *testing.T) {
 	seats := testenv.SeatIDs(t, a, tn.Org.ID, ev.ID)
 	u := tn.Buyers[0]
 	hs := coreHold(t, a, u, ev.ID, seats[0], seats[1])
-	b, err := a.Core.Purchase(t.Context(), actor(u), ev.ID, "k", []uuid.UUID{hs[0].ID, hs[1].ID})
+	b, err := a.Holds.Purchase(t.Context(), actor(u), ev.ID, "k", []uuid.UUID{hs[0].ID, hs[1].ID})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -379,7 +379,7 @@ func TestFindBookingsAPI(t *testing.T) {
 	seats := testenv.SeatIDs(t, a, tn.Org.ID, ev.ID)
 	sold := sale(t, a, tn.BoxOffice, ev.ID, seats[0], seats[1])
 	hs := coreHold(t, a, tn.Buyers[0], ev.ID, seats[5])
-	online, err := a.Core.Purchase(t.Context(), actor(tn.Buyers[0]), ev.ID, "k", []uuid.UUID{hs[0].ID})
+	online, err := a.Holds.Purchase(t.Context(), actor(tn.Buyers[0]), ev.ID, "k", []uuid.UUID{hs[0].ID})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -473,7 +473,7 @@ func TestConfirmationPrices(t *testing.T) {
 	}
 	b := sale(t, a, tn.BoxOffice, ev, seat("A", 5), seat("A", 6), seat("B", 5))
 	org := hold.Actor{Org: tn.Org.ID, User: tn.Organizer.ID, Role: hold.RoleOrganizer}
-	if _, err := a.Core.UpdateEvent(t.Context(), org, ev, hold.EventInput{
+	if _, err := a.Events.Update(t.Context(), org, ev, hold.EventInput{
 		Prices: []store.Price{{Category: "front", PriceMinor: 9900, Currency: "EUR"}, {Category: "back", PriceMinor: 100, Currency: "EUR"}}}); err != nil {
 		t.Fatal(err)
 	}
@@ -512,7 +512,7 @@ func TestConfirmationPrices(t *testing.T) {
 	}
 
 	hs := customerHold(t, a, tn.BoxOffice, ev, seat("B", 8))
-	comp, err := a.Core.Sell(t.Context(), actor(tn.BoxOffice), ev, "comp-1", []uuid.UUID{hs[0].ID}, "comp")
+	comp, err := a.BoxOffice.Sell(t.Context(), actor(tn.BoxOffice), ev, "comp-1", []uuid.UUID{hs[0].ID}, "comp")
 	if err != nil {
 		t.Fatal(err)
 	}

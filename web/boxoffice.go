@@ -62,7 +62,7 @@ func (s *staffPages) boxOfficeWith(w http.ResponseWriter, r *http.Request, a hol
 	for _, c := range ev.Categories {
 		b.Categories = append(b.Categories, views.Category{Key: c.Key, Name: c.Name})
 	}
-	occ, err := s.deps.Core.Occupancy(ctx, a, ev.ID)
+	occ, err := s.deps.Monitor.Occupancy(ctx, a, ev.ID)
 	if err != nil {
 		return err
 	}
@@ -73,7 +73,7 @@ func (s *staffPages) boxOfficeWith(w http.ResponseWriter, r *http.Request, a hol
 	if b.Map, err = s.boxMap(ctx, a, ev.ID, q.Get("map")); err != nil {
 		return err
 	}
-	hs, err := s.deps.Core.HouseSeats(ctx, a, ev.ID)
+	hs, err := s.deps.BoxOffice.HouseSeats(ctx, a, ev.ID)
 	if err != nil {
 		return err
 	}
@@ -143,7 +143,7 @@ func (s *staffPages) holdsFragment(w http.ResponseWriter, r *http.Request, a hol
 // the first column holds the row letters.
 func (s *staffPages) boxMap(ctx context.Context, a hold.Actor, event uuid.UUID, section string) (views.BoxMap, error) {
 	m := views.BoxMap{EventID: event.String()}
-	secs, seats, err := s.deps.Core.SeatViews(ctx, a, event)
+	secs, seats, err := s.deps.Events.SeatViews(ctx, a, event)
 	if err != nil {
 		return m, err
 	}
@@ -198,7 +198,7 @@ func (sr *staffPages) origins(ctx context.Context, a hold.Actor, event uuid.UUID
 	if ok {
 		return o, nil
 	}
-	_, seats, err := sr.deps.Core.SeatViews(ctx, a, event)
+	_, seats, err := sr.deps.Events.SeatViews(ctx, a, event)
 	if err != nil {
 		return nil, err
 	}
@@ -234,7 +234,7 @@ func (s *staffPages) lookup(ctx context.Context, a hold.Actor, event uuid.UUID, 
 		return &views.Lookup{Query: "(invalid)"}, nil
 	}
 	l := &views.Lookup{Query: query}
-	bs, err := s.deps.Core.FindBookings(ctx, a, query)
+	bs, err := s.deps.BoxOffice.FindBookings(ctx, a, query)
 	if err != nil {
 		return nil, err
 	}
@@ -314,12 +314,12 @@ func (s *staffPages) boxSetBlocked(w http.ResponseWriter, r *http.Request, a hol
 		return apperr.E(apperr.Invalid, "the reason is too long (at most %d characters)", reasonMax)
 	}
 	ctx := r.Context()
-	_, err = s.deps.Core.SetBlocked(ctx, a, ev.ID, seat, blocked, reason)
+	_, err = s.deps.Holds.SetBlocked(ctx, a, ev.ID, seat, blocked, reason)
 	if err != nil && apperr.CodeOf(err) != apperr.Conflict {
 		return err
 	}
-	label := s.deps.Core.SeatLabel(ctx, a, ev.ID, seat)
-	st, ok := s.deps.Core.SeatLayout(a.Org, ev.ID, seat)
+	label := s.deps.Events.SeatLabel(ctx, a, ev.ID, seat)
+	st, ok := s.deps.Events.SeatLayout(a.Org, ev.ID, seat)
 	msg, kind := "Seat "+label+" blocked.", "success"
 	switch {
 	case err == nil && !blocked:
@@ -348,7 +348,7 @@ func (s *staffPages) boxSetBlocked(w http.ResponseWriter, r *http.Request, a hol
 // map, and the counts.
 func (sr *staffPages) boxOffice(ctx context.Context, a hold.Actor, b live.StaffBatch) ([]templ.Component, error) {
 	s := sr
-	occ, err := s.deps.Core.Occupancy(ctx, a, b.Event)
+	occ, err := s.deps.Monitor.Occupancy(ctx, a, b.Event)
 	if err != nil {
 		return nil, err
 	}
@@ -367,7 +367,7 @@ func (sr *staffPages) boxOffice(ctx context.Context, a hold.Actor, b live.StaffB
 		if d.Status == store.Held {
 			held = append(held, d.Seat)
 		}
-		if st, ok := s.deps.Core.SeatLayout(b.Org, b.Event, d.Seat); ok {
+		if st, ok := s.deps.Events.SeatLayout(b.Org, b.Event, d.Seat); ok {
 			// The change is the truth for this frame; the cache may be
 			// newer already.
 			st.Status, st.Version = d.Status, d.Version

@@ -32,7 +32,7 @@ func TestBrowserChooseSeats(t *testing.T) {
 	now := time.Now()
 	release := now.Add(12 * time.Second).Truncate(time.Second)
 	org := hold.Actor{Org: tn.Org.ID, User: tn.Organizer.ID, Role: hold.RoleOrganizer}
-	e, err := a.Core.CreateEvent(ctx, org, hold.EventInput{Name: str("Choose Night"), Venue: str("Hall"),
+	e, err := a.Events.Create(ctx, org, hold.EventInput{Name: str("Choose Night"), Venue: str("Hall"),
 		StartsAt: str(now.Add(48 * time.Hour).UTC().Format(time.RFC3339)), TimeZone: str("UTC"), ChartID: str(v.ChartID.String()),
 		OnSaleAt: str(now.Add(-time.Hour).UTC().Format(time.RFC3339)), SalesEndAt: str(now.Add(24 * time.Hour).UTC().Format(time.RFC3339)),
 		OrphanRule: str("strict"), AccessibleReleaseAt: str(release.UTC().Format(time.RFC3339)),
@@ -40,7 +40,7 @@ func TestBrowserChooseSeats(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := a.Core.UpdateEvent(ctx, org, e.ID, hold.EventInput{Status: str("on_sale")}); err != nil {
+	if _, err := a.Events.Update(ctx, org, e.ID, hold.EventInput{Status: str("on_sale")}); err != nil {
 		t.Fatal(err)
 	}
 

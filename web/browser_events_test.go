@@ -146,9 +146,7 @@ func TestBrowserEventFromChart(t *testing.T) {
 		if err := click(buyer, seat); err != nil {
 			t.Fatalf("click a front seat: %v", err)
 		}
-		for deadline := time.Now().Add(3 * time.Second); !held() && time.Now().Before(deadline); {
-			time.Sleep(20 * time.Millisecond)
-		}
+		testenv.Poll(3*time.Second, held)
 	}
 	wctx, cancelWait := context.WithTimeout(buyer, 30*time.Second)
 	t.Logf("held after %d click(s)", clicks)

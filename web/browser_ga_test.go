@@ -80,7 +80,7 @@ func TestBrowserGA(t *testing.T) {
 	}
 
 	// Released elsewhere: the line goes and the total falls to the places'.
-	if _, err := a.Core.Release(context.Background(), actor(tn.Buyers[1]), seated.ID, ""); err != nil {
+	if _, err := a.Holds.Release(context.Background(), actor(tn.Buyers[1]), seated.ID, ""); err != nil {
 		t.Fatal(err)
 	}
 	want = cartTotal(t, a, tn.Buyers[1], ev)

@@ -114,7 +114,7 @@ func TestBrowserMapWholeVenue(t *testing.T) {
 	now := time.Now().UTC()
 	str := func(s string) *string { return &s }
 	org := hold.Actor{Org: tn.Org.ID, User: tn.Organizer.ID, Role: hold.RoleOrganizer}
-	e, err := a.Core.CreateEvent(ctx, org, hold.EventInput{Name: str("Gala Night"), Venue: str("Main Hall"),
+	e, err := a.Events.Create(ctx, org, hold.EventInput{Name: str("Gala Night"), Venue: str("Main Hall"),
 		StartsAt: str(now.Add(48 * time.Hour).Format(time.RFC3339)), TimeZone: str("UTC"), ChartID: str(v.ChartID.String()),
 		OnSaleAt: str(now.Add(-time.Hour).Format(time.RFC3339)), SalesEndAt: str(now.Add(24 * time.Hour).Format(time.RFC3339)),
 		Prices: seed.DemoPrices})
@@ -219,7 +219,7 @@ func liveCounts(t *testing.T, tab context.Context, a *app.App, tn testenv.Tenant
 		diagnose(t, tab, "count-held")
 		t.Fatalf("C after buyer 2's hold: %v", err)
 	}
-	if _, err := a.Core.Release(context.Background(), actor(tn.Buyers[1]), h[0].ID, ""); err != nil {
+	if _, err := a.Holds.Release(context.Background(), actor(tn.Buyers[1]), h[0].ID, ""); err != nil {
 		t.Fatal(err)
 	}
 	if err := chromedp.Do(tab, freeIs("C", perSection, perSection)); err != nil {
@@ -315,7 +315,7 @@ func TestBrowserMapLiveCounts(t *testing.T) {
 	inA := seats[3]
 	olderVenue(t, tab, func() {
 		coreHold(t, a, tn.Buyers[1], ev.ID, inA)
-		if _, err := a.Core.Release(context.Background(), actor(tn.Buyers[1]), heldOf(t, a, inC), ""); err != nil {
+		if _, err := a.Holds.Release(context.Background(), actor(tn.Buyers[1]), heldOf(t, a, inC), ""); err != nil {
 			t.Fatal(err)
 		}
 		if err := chromedp.Do(tab, freeIs("A", 31, 32), freeIs("C", 32, 32),

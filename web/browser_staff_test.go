@@ -78,10 +78,10 @@ func TestBrowserStaffPages(t *testing.T) {
 	coreHold(t, a, tn.Buyers[1], ev.ID, seats[20], seats[21])
 	sold := coreHold(t, a, tn.Buyers[1], ev.ID, seats[30], seats[31], seats[32])
 	ids := []uuid.UUID{sold[0].ID, sold[1].ID, sold[2].ID}
-	if _, err := a.Core.Purchase(ctx, actor(tn.Buyers[1]), ev.ID, uuid.NewString(), ids); err != nil {
+	if _, err := a.Holds.Purchase(ctx, actor(tn.Buyers[1]), ev.ID, uuid.NewString(), ids); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := a.Core.SetBlocked(ctx, actor(tn.Organizer), ev.ID, seats[0], true, "camera"); err != nil {
+	if _, err := a.Holds.SetBlocked(ctx, actor(tn.Organizer), ev.ID, seats[0], true, "camera"); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := a.Pool.Exec(ctx, `INSERT INTO occupancy_snapshots (org_id, event_id, at, available, held, sold, blocked)
@@ -207,7 +207,7 @@ func click(ctx context.Context, sel string) error {
 		if err = chromedp.Do(ctx, chromedp.Click(css(sel))); err == nil || !strings.Contains(err.Error(), "Could not find node") {
 			return err
 		}
-		time.Sleep(100 * time.Millisecond)
+		time.Sleep(100 * time.Millisecond) // let the swap that replaced the node finish
 	}
 	return err
 }

@@ -27,7 +27,7 @@ func TestBrowserWaitlist(t *testing.T) {
 	var held []store.Hold
 	held = append(held, coreHold(t, a, tn.Buyers[0], ev.ID, seats[:4]...)...)
 	held = append(held, coreHold(t, a, tn.Buyers[2], ev.ID, seats[4:]...)...)
-	ahead, err := a.Core.JoinWaitlist(context.Background(), actor(tn.Buyers[0]), ev.ID, hold.WaitFor{Count: 1})
+	ahead, err := a.Waitlist.Join(context.Background(), actor(tn.Buyers[0]), ev.ID, hold.WaitFor{Count: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -45,14 +45,14 @@ func TestBrowserWaitlist(t *testing.T) {
 		diagnose(t, ctx, "waitlist-join")
 		t.Fatalf("join the waitlist: %v", err)
 	}
-	if err := a.Core.LeaveWaitlist(context.Background(), actor(tn.Buyers[0]), ahead.ID); err != nil {
+	if err := a.Waitlist.Leave(context.Background(), actor(tn.Buyers[0]), ahead.ID); err != nil {
 		t.Fatal(err)
 	}
 	if err := chromedp.Do(ctx, waitText(`[data-testid=waitlist-position]`, "#1")); err != nil {
 		diagnose(t, ctx, "waitlist-place")
 		t.Fatalf("the place in line after the one ahead left: %v", err)
 	}
-	if _, err := a.Core.Release(context.Background(), actor(tn.Buyers[2]), held[5].ID, ""); err != nil {
+	if _, err := a.Holds.Release(context.Background(), actor(tn.Buyers[2]), held[5].ID, ""); err != nil {
 		t.Fatal(err)
 	}
 	if err := chromedp.Do(ctx,

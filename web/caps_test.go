@@ -115,9 +115,7 @@ func TestUpgradeRateLimit(t *testing.T) {
 	ev := testenv.NewEvent(t, s.app, tn.Org.ID, 1, 1, 4)
 	b := s.as(tn.Org, tn.Buyers[0])
 	ip := randomIPv4()
-	if time.Now().Second() >= 55 {
-		time.Sleep(time.Duration(61-time.Now().Second()) * time.Second) // stay within one limiter minute
-	}
+	oneLimiterMinute(s)
 	for i := range 3 {
 		conn, _, err := s.dialAs(t, b, ev.ID, "X-Forwarded-For", ip)
 		if err != nil {

@@ -15,8 +15,8 @@ import (
 
 // choiceOf reads the map's accessible-seating checkboxes, sent with every
 // seat click and best-seats request.
-func choiceOf(r *http.Request) hold.Choice {
-	return hold.Choice{Accessible: r.FormValue("accessible") == "on", WithCompanion: r.FormValue("with_companion") == "on"}
+func choiceOf(r *http.Request) (accessible, withCompanion bool) {
+	return r.FormValue("accessible") == "on", r.FormValue("with_companion") == "on"
 }
 
 // bestSeats holds the best seats for the buyer from the map's control;
@@ -42,8 +42,10 @@ func (s *Server) bestSeats(w http.ResponseWriter, r *http.Request, a hold.Actor)
 	if !validFormKey(key) {
 		return s.answerCart(w, r, a, event, malformedFormKey, "error", "")
 	}
-	res, err := s.deps.Core.HoldBestOnce(r.Context(), a, event, hold.Best{Count: n, Category: r.FormValue("category"),
-		Section: r.FormValue("section"), Choice: hold.Choice{Accessible: choiceOf(r).Accessible}}, hold.SourceWeb, key)
+	accessible, _ := choiceOf(r)
+	res, err := s.deps.Holds.Hold(r.Context(), a, hold.Request{Event: event,
+		Best:       &hold.Best{Count: n, Category: r.FormValue("category"), Section: r.FormValue("section")},
+		Accessible: accessible, Key: key, Source: hold.SourceWeb})
 	if err != nil {
 		e, ok := httpx.DomainError(err)
 		if !ok || e.Code == apperr.Internal || e.Code == apperr.NotFound {
@@ -54,7 +56,7 @@ func (s *Server) bestSeats(w http.ResponseWriter, r *http.Request, a hold.Actor)
 	labels := make([]string, len(res.Holds))
 	seats := make([]uuid.UUID, len(res.Holds))
 	for i, h := range res.Holds {
-		labels[i], seats[i] = s.deps.Core.SeatLabel(r.Context(), a, event, h.SeatID), h.SeatID
+		labels[i], seats[i] = s.deps.Events.SeatLabel(r.Context(), a, event, h.SeatID), h.SeatID
 	}
 	return s.answerCart(w, r, a, event, fmt.Sprintf("Held the best %d seats: %s.", len(labels), strings.Join(labels, ", ")), "success", "", seats...)
 }
@@ -64,7 +66,7 @@ func (s *Server) bestSeats(w http.ResponseWriter, r *http.Request, a hold.Actor)
 // data-keyed form: best seats, standing places; the box office's hold for
 // a customer draws one with the page), the same for every submit of the
 // request until one is answered, so a double click or a resubmit while the
-// first is on its way holds once (hold.Service's once, as the API's
+// first is on its way holds once (hold.Holds' once, as the API's
 // Idempotency-Key). No key (no script) is valid: the request is not keyed.
 func validFormKey(key string) bool { return key == "" || validKey(key) }
 

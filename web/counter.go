@@ -63,7 +63,7 @@ func (s *staffPages) customerHold(w http.ResponseWriter, r *http.Request, a hold
 	if !ok {
 		return s.backWith(w, r, back, "Choose how long to hold the seats: at most 14 days.")
 	}
-	res, err := s.deps.Core.HoldFor(r.Context(), a, ev.ID, ids, c, until)
+	res, err := s.deps.Holds.Hold(r.Context(), a, hold.Request{Event: ev.ID, Seats: ids, Customer: &c, Until: until})
 	return s.customerHeld(w, r, a, ev.ID, c, res, err)
 }
 
@@ -95,9 +95,9 @@ func (s *staffPages) customerBest(w http.ResponseWriter, r *http.Request, a hold
 	// accessible seating only when the customer needs it. The form's key
 	// (one a rendering) makes a second submit answer with the first's
 	// seats.
-	b := hold.Best{Count: n, Category: v.Get("category"), Section: v.Get("section"),
-		Choice: hold.Choice{Accessible: v.Get("accessible") == "on"}}
-	res, err := s.deps.Core.HoldBestForOnce(r.Context(), a, ev.ID, b, c, until, key)
+	res, err := s.deps.Holds.Hold(r.Context(), a, hold.Request{Event: ev.ID,
+		Best:       &hold.Best{Count: n, Category: v.Get("category"), Section: v.Get("section")},
+		Accessible: v.Get("accessible") == "on", Customer: &c, Until: until, Key: key})
 	return s.customerHeld(w, r, a, ev.ID, c, res, err)
 }
 
@@ -127,7 +127,7 @@ func (s *staffPages) customerHeld(w http.ResponseWriter, r *http.Request, a hold
 	}
 	labels := make([]string, len(res.Holds))
 	for i, h := range res.Holds {
-		labels[i] = s.deps.Core.SeatLabel(r.Context(), a, event, h.SeatID)
+		labels[i] = s.deps.Events.SeatLabel(r.Context(), a, event, h.SeatID)
 	}
 	return s.backWith(w, r, back, fmt.Sprintf("Held %s for %s until %s.", strings.Join(labels, ", "),
 		strings.TrimSpace(c.Name), res.Holds[0].HeldUntil.UTC().Format("Mon 2 Jan 15:04 MST")))
@@ -154,7 +154,7 @@ func (s *staffPages) sellHolds(w http.ResponseWriter, r *http.Request, a hold.Ac
 	if len(ids) == 0 {
 		return s.backWith(w, r, back, "Select the customer's holds to sell first.")
 	}
-	b, err := s.deps.Core.Sell(r.Context(), a, ev.ID, v.Get("key"), ids, v.Get("payment_method"))
+	b, err := s.deps.BoxOffice.Sell(r.Context(), a, ev.ID, v.Get("key"), ids, v.Get("payment_method"))
 	if err != nil {
 		msg, err := counterRefusal(err)
 		if err != nil {
@@ -173,7 +173,7 @@ func (s *staffPages) confirmationPage(w http.ResponseWriter, r *http.Request, a 
 		return err
 	}
 	ctx := r.Context()
-	b, err := s.deps.Core.Booking(ctx, a, id)
+	b, err := s.deps.BoxOffice.Booking(ctx, a, id)
 	if err != nil {
 		return err
 	}
@@ -220,7 +220,7 @@ func (s *staffPages) cancelTickets(w http.ResponseWriter, r *http.Request, a hol
 		return err
 	}
 	back := "/box-office/bookings/" + id.String()
-	b, err := s.deps.Core.Cancel(r.Context(), a, id, tickets, v.Get("reason"))
+	b, err := s.deps.BoxOffice.Cancel(r.Context(), a, id, tickets, v.Get("reason"))
 	if err != nil {
 		msg, err := counterRefusal(err)
 		if err != nil {
@@ -250,7 +250,7 @@ func (s *staffPages) createHouse(w http.ResponseWriter, r *http.Request, a hold.
 	if err != nil {
 		return err
 	}
-	h, err := s.deps.Core.CreateHouseSeats(r.Context(), a, ev.ID, v.Get("name"), ids)
+	h, err := s.deps.BoxOffice.CreateHouseSeats(r.Context(), a, ev.ID, v.Get("name"), ids)
 	if err != nil {
 		msg, err := counterRefusal(err)
 		if err != nil {
@@ -270,7 +270,7 @@ func (s *staffPages) releaseHouse(w http.ResponseWriter, r *http.Request, a hold
 	if _, err := httpx.Form(w, r); err != nil {
 		return err
 	}
-	h, err := s.deps.Core.ReleaseHouseSeats(r.Context(), a, id)
+	h, err := s.deps.BoxOffice.ReleaseHouseSeats(r.Context(), a, id)
 	if err != nil {
 		msg, err := counterRefusal(err)
 		if err != nil {

@@ -34,7 +34,7 @@ func (s *staffPages) dashboardPage(w http.ResponseWriter, r *http.Request, a hol
 		return err
 	}
 	ctx := r.Context()
-	occ, err := s.deps.Core.PaidOccupancy(ctx, a, ev.ID)
+	occ, err := s.deps.Monitor.PaidOccupancy(ctx, a, ev.ID)
 	if err != nil {
 		return err
 	}
@@ -44,7 +44,7 @@ func (s *staffPages) dashboardPage(w http.ResponseWriter, r *http.Request, a hol
 	if d.Forecast, err = s.forecast(ctx, a.Org, ev.ID, now); err != nil {
 		return err
 	}
-	snaps, err := s.deps.Core.Snapshots(ctx, a, ev.ID, now.Add(-chartSpan))
+	snaps, err := s.deps.Monitor.Snapshots(ctx, a, ev.ID, now.Add(-chartSpan))
 	if err != nil {
 		return err
 	}
@@ -81,19 +81,19 @@ func occupancyVM(event uuid.UUID, o hold.Occupancy) views.Occupancy {
 // meanwhile makes one of them differ, but not both.
 func (s *staffPages) verify(ctx context.Context, a hold.Actor, event uuid.UUID) views.Verification {
 	v := views.Verification{EventID: event.String(), At: time.Now()}
-	before, err := s.deps.Core.Occupancy(ctx, a, event)
+	before, err := s.deps.Monitor.Occupancy(ctx, a, event)
 	if err != nil {
 		v.Err = s.internalText(ctx, "verify occupancy", err)
 		return v
 	}
 	start := time.Now()
-	db, err := s.deps.Core.RecomputeOccupancy(ctx, a, event)
+	db, err := s.deps.Monitor.RecomputeOccupancy(ctx, a, event)
 	v.Took = time.Since(start)
 	if err != nil {
 		v.Err = s.internalText(ctx, "recompute occupancy", err)
 		return v
 	}
-	after, err := s.deps.Core.Occupancy(ctx, a, event)
+	after, err := s.deps.Monitor.Occupancy(ctx, a, event)
 	if err != nil {
 		v.Err = s.internalText(ctx, "verify occupancy", err)
 		return v
@@ -198,7 +198,7 @@ func (s *staffPages) occupancyFragment(w http.ResponseWriter, r *http.Request, a
 	if err != nil {
 		return err
 	}
-	occ, err := s.deps.Core.PaidOccupancy(r.Context(), a, ev.ID)
+	occ, err := s.deps.Monitor.PaidOccupancy(r.Context(), a, ev.ID)
 	if err != nil {
 		return err
 	}
@@ -233,7 +233,7 @@ func (s *staffPages) feedFragment(w http.ResponseWriter, r *http.Request, a hold
 func (sr *staffPages) dashboard(ctx context.Context, a hold.Actor, b live.StaffBatch) ([]templ.Component, error) {
 	s := sr
 	now := time.Now()
-	occ, err := s.deps.Core.PaidOccupancy(ctx, a, b.Event)
+	occ, err := s.deps.Monitor.PaidOccupancy(ctx, a, b.Event)
 	if err != nil {
 		return nil, err
 	}
@@ -269,7 +269,7 @@ func (sr *staffPages) dashboard(ctx context.Context, a hold.Actor, b live.StaffB
 }
 
 func (sr *staffPages) label(d hold.Delta) string {
-	if st, ok := sr.deps.Core.SeatLayout(d.Org, d.Event, d.Seat); ok {
+	if st, ok := sr.deps.Events.SeatLayout(d.Org, d.Event, d.Seat); ok {
 		return st.Label()
 	}
 	return d.Seat.String()
@@ -294,7 +294,7 @@ func (sr *staffPages) snapshots(ctx context.Context, a hold.Actor, event uuid.UU
 	if ok && now.Sub(c.read) < every {
 		return c.snaps, nil
 	}
-	snaps, err := sr.deps.Core.Snapshots(ctx, a, event, now.Add(-chartSpan))
+	snaps, err := sr.deps.Monitor.Snapshots(ctx, a, event, now.Add(-chartSpan))
 	if err != nil {
 		return nil, err
 	}

@@ -249,7 +249,7 @@ func (s *staffPages) createEventForm(w http.ResponseWriter, r *http.Request, a h
 	in.ChartID = &id
 	var e store.Event
 	if len(bad) == 0 {
-		e, err = s.deps.Core.CreateEvent(r.Context(), a, in)
+		e, err = s.deps.Events.Create(r.Context(), a, in)
 	}
 	if len(bad) > 0 || apperr.CodeOf(err) == apperr.Invalid {
 		f := views.EventForm{ChartID: id, Name: v.Get("name"), Venue: v.Get("venue"), TimeZone: v.Get("time_zone"),
@@ -304,7 +304,7 @@ func (s *staffPages) updateEventForm(w http.ResponseWriter, r *http.Request, a h
 	}
 	in, bad := formInput(v, keys)
 	if len(bad) == 0 {
-		_, err = s.deps.Core.UpdateEvent(r.Context(), a, id, in)
+		_, err = s.deps.Events.Update(r.Context(), a, id, in)
 	}
 	if len(bad) > 0 || apperr.CodeOf(err) == apperr.Invalid {
 		f := eventFormOf(cur)
@@ -333,7 +333,7 @@ func (s *staffPages) setEventStatus(w http.ResponseWriter, r *http.Request, a ho
 		return err
 	}
 	status := v.Get("status")
-	if _, err := s.deps.Core.UpdateEvent(r.Context(), a, id, hold.EventInput{Status: &status}); err != nil {
+	if _, err := s.deps.Events.Update(r.Context(), a, id, hold.EventInput{Status: &status}); err != nil {
 		if apperr.CodeOf(err) != apperr.Conflict && apperr.CodeOf(err) != apperr.Invalid {
 			return err
 		}
@@ -353,5 +353,5 @@ func (s *staffPages) deleteEventForm(w http.ResponseWriter, r *http.Request, a h
 	if err != nil {
 		return err
 	}
-	return s.flashAndReturn(w, r, s.deps.Core.DeleteEvent(r.Context(), a, id), "Draft deleted.", "/admin/events")
+	return s.flashAndReturn(w, r, s.deps.Events.Delete(r.Context(), a, id), "Draft deleted.", "/admin/events")
 }

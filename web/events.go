@@ -142,7 +142,7 @@ func (s *Server) createEvent(w http.ResponseWriter, r *http.Request, a hold.Acto
 	if err := s.dec.JSON(w, r, &in); err != nil {
 		return err
 	}
-	e, err := s.deps.Core.CreateEvent(r.Context(), a, in.core())
+	e, err := s.deps.Events.Create(r.Context(), a, in.core())
 	if err != nil {
 		return err
 	}
@@ -161,7 +161,7 @@ func (s *Server) updateEvent(w http.ResponseWriter, r *http.Request, a hold.Acto
 	if err := s.dec.JSON(w, r, &in); err != nil {
 		return err
 	}
-	e, err := s.deps.Core.UpdateEvent(r.Context(), a, id, in.core())
+	e, err := s.deps.Events.Update(r.Context(), a, id, in.core())
 	if err != nil {
 		return err
 	}
@@ -176,7 +176,7 @@ func (s *Server) deleteEvent(w http.ResponseWriter, r *http.Request, a hold.Acto
 	if err != nil {
 		return err
 	}
-	if err := s.deps.Core.DeleteEvent(r.Context(), a, id); err != nil {
+	if err := s.deps.Events.Delete(r.Context(), a, id); err != nil {
 		return err
 	}
 	w.WriteHeader(http.StatusNoContent)
@@ -205,16 +205,16 @@ func (s *Server) listSeats(w http.ResponseWriter, r *http.Request, a hold.Actor)
 	if err != nil {
 		return err
 	}
-	if e, err := s.deps.Core.Settings(r.Context(), a, event); err != nil {
+	if e, err := s.deps.Events.Settings(r.Context(), a, event); err != nil {
 		return err
 	} else if hidden(a, e) {
 		return errNoEvent
 	}
-	secs, seats, err := s.deps.Core.Seats(r.Context(), a, event)
+	secs, seats, err := s.deps.Events.Seats(r.Context(), a, event)
 	if err != nil {
 		return err
 	}
-	prices, err := s.deps.Core.Prices(r.Context(), a, event)
+	prices, err := s.deps.Events.Prices(r.Context(), a, event)
 	if err != nil {
 		return err
 	}

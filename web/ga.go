@@ -18,7 +18,7 @@ import (
 // gaPanel is the map's list of GA sections, and the seats without the GA
 // places (which are counted, not drawn).
 func (s *Server) gaPanel(ctx context.Context, a hold.Actor, event uuid.UUID, seats []hold.SeatView) ([]views.GASection, []hold.SeatView, error) {
-	secs, err := s.deps.Core.GASections(ctx, a, event)
+	secs, err := s.deps.Events.GASections(ctx, a, event)
 	if err != nil || len(secs) == 0 {
 		return nil, seats, err
 	}
@@ -60,7 +60,8 @@ func (s *Server) holdGAPlaces(w http.ResponseWriter, r *http.Request, a hold.Act
 	if !validFormKey(key) {
 		return s.answerCart(w, r, a, event, malformedFormKey, "error", "")
 	}
-	if _, err := s.deps.Core.HoldGAOnce(r.Context(), a, event, section, n, hold.SourceWeb, key); err != nil {
+	req := hold.Request{Event: event, GA: &hold.GA{Section: section, Count: n}, Key: key, Source: hold.SourceWeb}
+	if _, err := s.deps.Holds.Hold(r.Context(), a, req); err != nil {
 		e, ok := httpx.DomainError(err)
 		if !ok || e.Code == apperr.Internal || e.Code == apperr.NotFound {
 			return err
@@ -73,7 +74,7 @@ func (s *Server) holdGAPlaces(w http.ResponseWriter, r *http.Request, a hold.Act
 // renderGA renders a GA place's delta (ok false for a seat): the section's
 // places left from this process's cache, and the holder's cart line.
 func (lr liveRenderer) renderGA(d hold.Delta, mine bool, st hold.SeatView) ([]byte, bool) {
-	secs, err := lr.core.GASections(context.Background(), hold.Actor{Org: d.Org}, d.Event)
+	secs, err := lr.events.GASections(context.Background(), hold.Actor{Org: d.Org}, d.Event)
 	if err != nil {
 		return nil, false
 	}

@@ -33,7 +33,7 @@ func gaDraftEvent(t *testing.T, a *app.App, tn testenv.Tenant) uuid.UUID {
 	now := time.Now().UTC()
 	s := func(x string) *string { return &x }
 	org := hold.Actor{Org: tn.Org.ID, User: tn.Organizer.ID, Role: hold.RoleOrganizer}
-	e, err := a.Core.CreateEvent(context.Background(), org, hold.EventInput{Name: s("Standing show"), Venue: s("Hall"),
+	e, err := a.Events.Create(context.Background(), org, hold.EventInput{Name: s("Standing show"), Venue: s("Hall"),
 		StartsAt: s(now.Add(48 * time.Hour).Format(time.RFC3339)), TimeZone: s("UTC"),
 		OnSaleAt: s(now.Add(-time.Hour).Format(time.RFC3339)), SalesEndAt: s(now.Add(24 * time.Hour).Format(time.RFC3339)), ChartID: s(v.ChartID.String()),
 		Prices: []store.Price{{Category: "front", PriceMinor: 4000, Currency: "EUR"}, {Category: "back", PriceMinor: 1500, Currency: "EUR"}}})
@@ -48,7 +48,7 @@ func publishEvent(t *testing.T, a *app.App, tn testenv.Tenant, ev uuid.UUID) {
 	t.Helper()
 	onSale := "on_sale"
 	org := hold.Actor{Org: tn.Org.ID, User: tn.Organizer.ID, Role: hold.RoleOrganizer}
-	if _, err := a.Core.UpdateEvent(context.Background(), org, ev, hold.EventInput{Status: &onSale}); err != nil {
+	if _, err := a.Events.Update(context.Background(), org, ev, hold.EventInput{Status: &onSale}); err != nil {
 		t.Fatal(err)
 	}
 }

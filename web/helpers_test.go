@@ -61,7 +61,8 @@ func serveApp(t testing.TB, a *app.App, o options) *testServer {
 
 // depsOf takes the web layer's dependencies from an app, as cmd/seatd does.
 func depsOf(a *app.App) Deps {
-	return Deps{Cfg: a.Cfg, Log: a.Log, Pool: a.Pool, Redis: a.Redis, Store: a.Store, Core: a.Core,
+	return Deps{Cfg: a.Cfg, Log: a.Log, Pool: a.Pool, Redis: a.Redis, Store: a.Store,
+		Engine: a.Engine, Holds: a.Holds, BoxOffice: a.BoxOffice, Events: a.Events, Waitlist: a.Waitlist, Monitor: a.Monitor,
 		Accounts: a.Accounts, Bus: a.Bus, Registry: a.Registry}
 }
 
@@ -242,7 +243,7 @@ func actor(u store.User) hold.Actor {
 // coreHold holds seats through the core directly (test setup).
 func coreHold(t testing.TB, a *app.App, u store.User, event uuid.UUID, seats ...uuid.UUID) []store.Hold {
 	t.Helper()
-	res, err := a.Core.Hold(context.Background(), actor(u), event, seats, hold.SourceWeb)
+	res, err := a.Holds.Hold(context.Background(), actor(u), hold.Request{Event: event, Seats: seats, Source: hold.SourceWeb})
 	if err != nil {
 		t.Fatalf("core hold: %v", err)
 	}
@@ -287,8 +288,8 @@ func orgState(t testing.TB, a *app.App, org uuid.UUID) string {
 // customerHold holds seats for a customer for a day, as staff u.
 func customerHold(t testing.TB, a *app.App, u store.User, event uuid.UUID, seats ...uuid.UUID) []store.Hold {
 	t.Helper()
-	res, err := a.Core.HoldFor(context.Background(), actor(u), event, seats,
-		store.Customer{Name: "Ada Lovelace", Email: "ada@example.com"}, time.Now().Add(24*time.Hour))
+	res, err := a.Holds.Hold(context.Background(), actor(u), hold.Request{Event: event, Seats: seats,
+		Customer: &store.Customer{Name: "Ada Lovelace", Email: "ada@example.com"}, Until: time.Now().Add(24 * time.Hour)})
 	if err != nil {
 		t.Fatalf("customer hold: %v", err)
 	}
@@ -303,7 +304,7 @@ func sale(t testing.TB, a *app.App, u store.User, event uuid.UUID, seats ...uuid
 	for i, h := range hs {
 		ids[i] = h.ID
 	}
-	b, err := a.Core.Sell(context.Background(), actor(u), event, uuid.NewString(), ids, "card")
+	b, err := a.BoxOffice.Sell(context.Background(), actor(u), event, uuid.NewString(), ids, "card")
 	if err != nil {
 		t.Fatalf("sell: %v", err)
 	}

@@ -62,7 +62,7 @@ type holdInput struct {
 	Customer  *customerInput `json:"customer"`
 	HeldUntil *time.Time     `json:"held_until"`
 	GA        *gaInput       `json:"ga"`
-	// Best asks the core to choose the seats (DESIGN §11).
+	// Best asks the core to choose the seats (docs/architecture.md#choosing-seats).
 	Best *bestInput `json:"best_available"`
 	// Accessible: the buyer needs accessible seating (held-back seats are
 	// theirs to hold); WithCompanion adds an accessible seat's companion.
@@ -101,6 +101,21 @@ func (in holdInput) heldUntil() (time.Time, error) {
 	return *in.HeldUntil, nil
 }
 
+// forCustomer makes req a hold for the input's customer, if it names
+// one, until the time it asks for.
+func (in holdInput) forCustomer(req *hold.Request) error {
+	if in.Customer == nil {
+		return nil
+	}
+	until, err := in.heldUntil()
+	if err != nil {
+		return err
+	}
+	c := in.Customer.customer()
+	req.Customer, req.Until = &c, until
+	return nil
+}
+
 // seats returns the requested seat ids and whether one seat was asked for
 // with seat_id (answered with a hold object rather than a list).
 func (in holdInput) seats() (ids []uuid.UUID, single bool, err error) {
@@ -121,7 +136,8 @@ func (in holdInput) seats() (ids []uuid.UUID, single bool, err error) {
 }
 
 // createHold holds seats for the buyer, or for a named customer when staff
-// ask (DESIGN §11): 201 when new, 200 when they held them already.
+// ask (docs/architecture.md#box-office-and-bookings): 201 when new, 200
+// when they held them already.
 func (s *Server) createHold(w http.ResponseWriter, r *http.Request, a hold.Actor) error {
 	if err := s.limits.Hold(r.Context(), a.Org, a.User); err != nil {
 		return err
@@ -153,21 +169,16 @@ func (s *Server) createHold(w http.ResponseWriter, r *http.Request, a hold.Actor
 			return &apperr.Error{Code: apperr.Invalid, Message: "best_available chooses the seats: name none",
 				Fields: map[string]string{"best_available": "must not be given with seat_id, seat_ids or with_companion"}}
 		}
-		b := hold.Best{Count: in.Best.Count, Category: in.Best.Category, Section: in.Best.Section,
-			Choice: hold.Choice{Accessible: in.Accessible}}
 		key, err := optionalIdempotencyKey(r)
 		if err != nil {
 			return err
 		}
-		if in.Customer != nil {
-			var until time.Time
-			if until, err = in.heldUntil(); err != nil {
-				return err
-			}
-			res, err = s.deps.Core.HoldBestForOnce(r.Context(), a, event, b, in.Customer.customer(), until, key)
-		} else {
-			res, err = s.deps.Core.HoldBestOnce(r.Context(), a, event, b, hold.SourceAPI, key)
+		req := hold.Request{Event: event, Best: &hold.Best{Count: in.Best.Count, Category: in.Best.Category, Section: in.Best.Section},
+			Accessible: in.Accessible, Key: key, Source: hold.SourceAPI}
+		if err := in.forCustomer(&req); err != nil {
+			return err
 		}
+		res, err = s.deps.Holds.Hold(r.Context(), a, req)
 		if err != nil {
 			return err
 		}
@@ -178,16 +189,15 @@ func (s *Server) createHold(w http.ResponseWriter, r *http.Request, a hold.Actor
 	if err != nil {
 		return err
 	}
+	req := hold.Request{Event: event, Seats: ids, Accessible: in.Accessible, WithCompanion: in.WithCompanion, Source: hold.SourceAPI}
 	if in.Customer != nil {
-		var until time.Time
-		if until, err = in.heldUntil(); err != nil {
+		// Staff hold a customer's seats as they name them.
+		req.Accessible, req.WithCompanion = false, false
+		if err := in.forCustomer(&req); err != nil {
 			return err
 		}
-		res, err = s.deps.Core.HoldFor(r.Context(), a, event, ids, in.Customer.customer(), until)
-	} else {
-		res, err = s.deps.Core.HoldChosen(r.Context(), a, event, ids, hold.SourceAPI,
-			hold.Choice{Accessible: in.Accessible, WithCompanion: in.WithCompanion})
 	}
+	res, err = s.deps.Holds.Hold(r.Context(), a, req)
 	if err != nil {
 		return err
 	}
@@ -217,7 +227,8 @@ func (s *Server) holdGA(w http.ResponseWriter, r *http.Request, a hold.Actor, ev
 	if err != nil {
 		return err
 	}
-	res, err := s.deps.Core.HoldGAOnce(r.Context(), a, event, in.GA.Section, in.GA.Count, hold.SourceAPI, key)
+	res, err := s.deps.Holds.Hold(r.Context(), a, hold.Request{Event: event, GA: &hold.GA{Section: in.GA.Section, Count: in.GA.Count},
+		Key: key, Source: hold.SourceAPI})
 	if err != nil {
 		return err
 	}
@@ -240,7 +251,7 @@ func (s *Server) myHolds(w http.ResponseWriter, r *http.Request, a hold.Actor) e
 	if err != nil {
 		return err
 	}
-	return httpx.List(w, "holds", holdView)(s.deps.Core.Holds(r.Context(), a, event))
+	return httpx.List(w, "holds", holdView)(s.deps.Holds.Mine(r.Context(), a, event))
 }
 
 type releaseInput struct {
@@ -267,7 +278,7 @@ func (s *Server) releaseHold(w http.ResponseWriter, r *http.Request, a hold.Acto
 				Fields: map[string]string{"reason": "is required"}}
 		}
 	}
-	if _, err := s.deps.Core.Release(r.Context(), a, id, reason); err != nil {
+	if _, err := s.deps.Holds.Release(r.Context(), a, id, reason); err != nil {
 		return err
 	}
 	w.WriteHeader(http.StatusNoContent)
@@ -285,7 +296,7 @@ func (s *Server) checkout(w http.ResponseWriter, r *http.Request, a hold.Actor) 
 	if err := s.dec.OptionalJSON(w, r, &in); err != nil {
 		return err
 	}
-	hs, err := s.deps.Core.Checkout(r.Context(), a, event)
+	hs, err := s.deps.Holds.Checkout(r.Context(), a, event)
 	if err != nil {
 		return err
 	}
@@ -349,7 +360,7 @@ func (s *Server) purchase(w http.ResponseWriter, r *http.Request, a hold.Actor) 
 	if err != nil {
 		return err
 	}
-	b, err := s.deps.Core.Purchase(r.Context(), a, event, key, ids)
+	b, err := s.deps.Holds.Purchase(r.Context(), a, event, key, ids)
 	if err != nil {
 		return err
 	}

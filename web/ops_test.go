@@ -61,7 +61,7 @@ func TestPoolMetricsPerPool(t *testing.T) {
 	path := "/api/v1/events/" + ev.ID.String() + "/holds"
 	b.do("POST", path, map[string]any{"seat_ids": []string{seats[3].String()}}).want(t, http.StatusCreated)
 	testenv.Eventually(t, 5*time.Second, "the event synced to Redis", func() bool {
-		return s.app.Core.UnsyncedEvents() == 0
+		return s.app.Engine.UnsyncedEvents() == 0
 	})
 	acquires := func() float64 {
 		return metricSamples(t, s.srv.Ops())[`seatd_pg_pool_acquires_total{pool="hold_transactions"}`]

@@ -105,7 +105,7 @@ func (s *Server) seatMap(ctx context.Context, a hold.Actor, event uuid.UUID, sec
 	if err != nil {
 		return views.SeatMap{}, err
 	}
-	_, seats, err := s.deps.Core.SeatViews(ctx, a, event)
+	_, seats, err := s.deps.Events.SeatViews(ctx, a, event)
 	if err != nil {
 		return views.SeatMap{}, err
 	}
@@ -325,15 +325,15 @@ func (s *Server) cart(ctx context.Context, a hold.Actor, event uuid.UUID) (views
 	if a.Role != hold.RoleBuyer {
 		return c, nil
 	}
-	hs, err := s.deps.Core.Holds(ctx, a, event)
+	hs, err := s.deps.Holds.Mine(ctx, a, event)
 	if err != nil {
 		return c, err
 	}
-	prices, err := s.deps.Core.Prices(ctx, a, event)
+	prices, err := s.deps.Events.Prices(ctx, a, event)
 	if err != nil {
 		return c, err
 	}
-	ext, err := s.deps.Core.Extension(ctx, a, event)
+	ext, err := s.deps.Holds.Extension(ctx, a, event)
 	if err != nil {
 		return c, err
 	}
@@ -352,7 +352,7 @@ func (s *Server) cart(ctx context.Context, a hold.Actor, event uuid.UUID) (views
 
 func (s *Server) cartHold(a hold.Actor, event uuid.UUID, h store.Hold, prices map[string]store.Category) (views.CartHold, string) {
 	label, cat := h.SeatID.String(), ""
-	if st, ok := s.deps.Core.SeatLayout(a.Org, event, h.SeatID); ok {
+	if st, ok := s.deps.Events.SeatLayout(a.Org, event, h.SeatID); ok {
 		label, cat = st.CartLabel(), st.Category
 	}
 	item := views.CartHold{HoldID: h.ID.String(), SeatID: h.SeatID.String(), Label: label, HeldUntil: h.HeldUntil, Extended: h.Extensions > 0,
@@ -387,7 +387,7 @@ func priced(item *views.CartHold, prices map[string]store.Category, cat string) 
 // livePrice prices the cart line of seat st that arrives over the live
 // socket; it stays unpriced when the event is not at hand.
 func (lr liveRenderer) livePrice(item *views.CartHold, d hold.Delta, st hold.SeatView) {
-	prices, err := lr.core.Prices(context.Background(), hold.Actor{Org: d.Org}, d.Event)
+	prices, err := lr.events.Prices(context.Background(), hold.Actor{Org: d.Org}, d.Event)
 	if err == nil {
 		priced(item, prices, st.Category)
 	}
@@ -416,7 +416,7 @@ func (s *Server) answerCart(w http.ResponseWriter, r *http.Request, a hold.Actor
 	c.Message, c.Kind, c.PayKey = msg, kind, payKey
 	comps := []templ.Component{views.CartPanel(c)}
 	for _, id := range seats {
-		if st, ok := s.deps.Core.SeatLayout(a.Org, event, id); ok {
+		if st, ok := s.deps.Events.SeatLayout(a.Org, event, id); ok {
 			comps = append(comps, views.SeatButton(seatVM(event, st, a.User), true))
 		}
 	}
@@ -439,9 +439,9 @@ func (s *Server) toggleSeat(w http.ResponseWriter, r *http.Request, a hold.Actor
 	if a.Role != hold.RoleBuyer {
 		return s.answerCart(w, r, a, event, "Staff accounts cannot hold seats here; use the box office.", "info", "", seat)
 	}
-	st, ok := s.deps.Core.SeatLayout(a.Org, event, seat)
+	st, ok := s.deps.Events.SeatLayout(a.Org, event, seat)
 	if ok && st.Status == store.Held && st.HolderID == a.User {
-		if _, err := s.deps.Core.Release(r.Context(), a, st.HoldID, ""); err != nil && apperr.CodeOf(err) == apperr.Internal {
+		if _, err := s.deps.Holds.Release(r.Context(), a, st.HoldID, ""); err != nil && apperr.CodeOf(err) == apperr.Internal {
 			return err
 		}
 		return s.answerCart(w, r, a, event, "Seat "+st.Label()+" released.", "info", "", seat)
@@ -449,7 +449,9 @@ func (s *Server) toggleSeat(w http.ResponseWriter, r *http.Request, a hold.Actor
 	if err := s.limits.Hold(r.Context(), a.Org, a.User); err != nil {
 		return s.answerCart(w, r, a, event, "You are clicking very fast; wait a moment and try again.", "error", "", seat)
 	}
-	_, err = s.deps.Core.HoldChosen(r.Context(), a, event, []uuid.UUID{seat}, hold.SourceWeb, choiceOf(r))
+	accessible, companion := choiceOf(r)
+	_, err = s.deps.Holds.Hold(r.Context(), a, hold.Request{Event: event, Seats: []uuid.UUID{seat}, Accessible: accessible,
+		WithCompanion: companion, Source: hold.SourceWeb})
 	if err != nil {
 		e, ok := httpx.DomainError(err)
 		if !ok || e.Code == apperr.Internal || e.Code == apperr.NotFound {
@@ -457,7 +459,7 @@ func (s *Server) toggleSeat(w http.ResponseWriter, r *http.Request, a hold.Actor
 		}
 		msg := e.Message
 		if e.Code == apperr.SeatTaken {
-			msg = "Seat " + s.deps.Core.SeatLabel(r.Context(), a, event, seat) + " was just taken by someone else."
+			msg = "Seat " + s.deps.Events.SeatLabel(r.Context(), a, event, seat) + " was just taken by someone else."
 		}
 		return s.answerCart(w, r, a, event, msg, "error", "", seat)
 	}
@@ -473,7 +475,7 @@ func (s *Server) releaseFromCart(w http.ResponseWriter, r *http.Request, a hold.
 	if err != nil {
 		return err
 	}
-	h, err := s.deps.Core.Release(r.Context(), a, holdID, "")
+	h, err := s.deps.Holds.Release(r.Context(), a, holdID, "")
 	if err != nil {
 		if apperr.CodeOf(err) == apperr.Internal {
 			return err
@@ -494,7 +496,7 @@ func (s *Server) checkoutCart(w http.ResponseWriter, r *http.Request, a hold.Act
 	if a.Role != hold.RoleBuyer {
 		return apperr.E(apperr.Forbidden, "only buyers check out")
 	}
-	hs, err := s.deps.Core.Checkout(r.Context(), a, event)
+	hs, err := s.deps.Holds.Checkout(r.Context(), a, event)
 	if err != nil {
 		return err
 	}
@@ -528,7 +530,7 @@ func (s *Server) pay(w http.ResponseWriter, r *http.Request, a hold.Actor) error
 	if err != nil {
 		return err
 	}
-	b, err := s.deps.Core.Purchase(r.Context(), a, event, v.Get("key"), ids)
+	b, err := s.deps.Holds.Purchase(r.Context(), a, event, v.Get("key"), ids)
 	if err != nil {
 		e, ok := httpx.DomainError(err)
 		if !ok || e.Code == apperr.Internal {
@@ -551,7 +553,7 @@ func (s *Server) bookingPage(w http.ResponseWriter, r *http.Request, a hold.Acto
 	if err != nil {
 		return err
 	}
-	b, err := s.deps.Core.Booking(r.Context(), a, id)
+	b, err := s.deps.BoxOffice.Booking(r.Context(), a, id)
 	if err != nil {
 		return err
 	}
@@ -598,11 +600,11 @@ func (s *Server) liveSocket(stream live.Stream) session.Handler {
 // liveRenderer renders a delta into the seat's HTML fragment, once per
 // variant per process (the hub calls it).
 type liveRenderer struct {
-	core Core
+	events *hold.Events
 }
 
 func (lr liveRenderer) Render(d hold.Delta, mine bool) []byte {
-	st, ok := lr.core.SeatLayout(d.Org, d.Event, d.Seat)
+	st, ok := lr.events.SeatLayout(d.Org, d.Event, d.Seat)
 	if !ok {
 		return nil
 	}

@@ -70,10 +70,10 @@ func (s *staffPages) releaseHolds(w http.ResponseWriter, r *http.Request, a hold
 	var released []string
 	ended := 0
 	for _, id := range ids {
-		h, err := s.deps.Core.Release(ctx, a, id, reason)
+		h, err := s.deps.Holds.Release(ctx, a, id, reason)
 		switch {
 		case err == nil:
-			released = append(released, s.deps.Core.SeatLabel(ctx, a, ev.ID, h.SeatID))
+			released = append(released, s.deps.Events.SeatLabel(ctx, a, ev.ID, h.SeatID))
 		case apperr.CodeOf(err) == apperr.NotFound:
 			ended++ // ended meanwhile: expired, bought or released by someone else
 		default:
@@ -104,7 +104,7 @@ func (s *staffPages) backWith(w http.ResponseWriter, r *http.Request, to, msg st
 // their hold.
 func (s *staffPages) releaseNotice(d hold.Delta) []byte {
 	label := d.Seat.String()
-	if st, ok := s.deps.Core.SeatLayout(d.Org, d.Event, d.Seat); ok {
+	if st, ok := s.deps.Events.SeatLayout(d.Org, d.Event, d.Seat); ok {
 		label = st.Label()
 	}
 	b, err := renderBytes(context.Background(), views.ReleaseNotice(label))

@@ -51,7 +51,7 @@ func TestRoleMatrix(t *testing.T) {
 		var ids []string
 		for range 2 {
 			st := seat()
-			if _, err := a.Core.SetBlocked(t.Context(), actor(tn.Organizer), ev.ID, st, true, "house"); err != nil {
+			if _, err := a.Holds.SetBlocked(t.Context(), actor(tn.Organizer), ev.ID, st, true, "house"); err != nil {
 				t.Fatal(err)
 			}
 			ids = append(ids, st.String())
@@ -101,7 +101,7 @@ func TestRoleMatrix(t *testing.T) {
 		}, only(200, "box_office", "organizer")},
 		{"POST /api/v1/events/{event}/seats/{seat}/unblock", func(t *testing.T) req {
 			st := seat()
-			if _, err := a.Core.SetBlocked(t.Context(), actor(tn.Organizer), ev.ID, st, true, "test"); err != nil {
+			if _, err := a.Holds.SetBlocked(t.Context(), actor(tn.Organizer), ev.ID, st, true, "test"); err != nil {
 				t.Fatal(err)
 			}
 			return req{method: "POST", path: "/api/v1/events/" + e + "/seats/" + st.String() + "/unblock"}
@@ -136,7 +136,7 @@ func TestRoleMatrix(t *testing.T) {
 			for _, id := range blocked(t) {
 				ids = append(ids, uuid.MustParse(id))
 			}
-			h, err := a.Core.CreateHouseSeats(t.Context(), actor(tn.Organizer), ev.ID, "Sponsor", ids)
+			h, err := a.BoxOffice.CreateHouseSeats(t.Context(), actor(tn.Organizer), ev.ID, "Sponsor", ids)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -107,7 +107,7 @@ func (s *Server) routes() {
 	s.mux.HandleFunc("POST /e/{event}/waitlist", page(buyer, s.joinWaitlistForm))
 	s.mux.HandleFunc("DELETE /e/{event}/waitlist/{entry}", page(buyer, s.leaveWaitlistForm))
 	// The place in line is pushed on the seat map's live socket.
-	s.hub.EnableWaitlist(live.WaitlistOptions{Source: s.deps.Core, Renderer: livePanels{store: s.deps.Store.Waitlist}})
+	s.hub.EnableWaitlist(live.WaitlistOptions{Source: s.deps.Engine, Renderer: livePanels{store: s.deps.Store.Waitlist}})
 	s.mux.HandleFunc("GET /bookings/{booking}", page(buyer, s.bookingPage))
 	s.mux.HandleFunc("GET /live/events/{event}", authed(anyRole, s.liveSocket(live.StreamSeats)))
 

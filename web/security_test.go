@@ -88,14 +88,14 @@ func TestSecurityHeaders(t *testing.T) {
 	t.Logf("5 answers (200, 401, 404, 403, panic→500 JSON) all carry CSP, nosniff, Referrer-Policy, X-Frame-Options")
 }
 
-// waitForFreshMinute avoids starting a per-minute count just before the
-// minute turns (which would reset it mid-test).
-func waitForFreshMinute(t *testing.T) {
-	if s := time.Now().Second(); s >= 55 {
-		d := time.Duration(61-s) * time.Second
-		t.Logf("waiting %s for a fresh rate-limit minute", d)
-		time.Sleep(d)
-	}
+// oneLimiterMinute keeps s's per-minute counts in one minute for the rest
+// of the test, so a count begun just before the minute turns is not reset
+// mid-test: the limiter's clock starts at the top of the current minute
+// and runs on in real time (a test takes far less than a minute).
+func oneLimiterMinute(s *testServer) {
+	start := time.Now()
+	top := start.Truncate(time.Minute)
+	s.srv.limits.SetClock(func() time.Time { return top.Add(time.Since(start)) })
 }
 
 // TestHoldRateLimit: the per-user hold limit answers 429 rate_limited with
@@ -109,7 +109,7 @@ func TestHoldRateLimit(t *testing.T) {
 	seats := testenv.SeatIDs(t, s.app, tn.Org.ID, ev.ID)
 	path := "/api/v1/events/" + ev.ID.String() + "/holds"
 	c := s.as(tn.Org, tn.Buyers[0])
-	waitForFreshMinute(t)
+	oneLimiterMinute(s)
 	statuses := []int{}
 	for i := range limit {
 		statuses = append(statuses, c.do("POST", path, map[string]string{"seat_id": seats[i].String()}).want(t, http.StatusCreated).status)
@@ -134,7 +134,7 @@ func TestLoginRateLimit(t *testing.T) {
 	s := newTestServer(t, func(c *config.Config) { c.LoginRatePerMinute = limit; c.KeyPrefix = prefix })
 	tn := testenv.NewTenant(t, s.app, 1)
 	body := map[string]string{"org": tn.Org.Slug, "email": tn.Buyers[0].Email, "password": testenv.Password}
-	waitForFreshMinute(t)
+	oneLimiterMinute(s)
 	c := s.client()
 	c.do("POST", "/login", body).want(t, http.StatusOK)
 	c.do("POST", "/login", map[string]string{"org": tn.Org.Slug, "email": tn.Buyers[0].Email, "password": "wrong-password"}).
@@ -160,7 +160,7 @@ func TestRateLimitWithoutRedis(t *testing.T) {
 	seats := testenv.SeatIDs(t, s.app, tn.Org.ID, ev.ID)
 	path := "/api/v1/events/" + ev.ID.String() + "/holds"
 	c := s.as(tn.Org, tn.Buyers[0])
-	waitForFreshMinute(t)
+	oneLimiterMinute(s)
 	var got []int
 	for i := range limit + 1 {
 		got = append(got, c.do("POST", path, map[string]string{"seat_id": seats[i].String()}).status)

@@ -74,7 +74,7 @@ func (s *staffPages) internalText(ctx context.Context, what string, err error) s
 }
 
 func (s *staffPages) mode() views.Mode {
-	return views.Mode{FastPath: s.deps.Core.FastPath(), Breaker: s.deps.Core.BreakerState()}
+	return views.Mode{FastPath: s.deps.Engine.FastPath(), Breaker: s.deps.Engine.BreakerState()}
 }
 
 func countsVM(c store.Counts) views.Counts {

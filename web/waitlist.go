@@ -16,7 +16,7 @@ import (
 	"seatd/web/httpx"
 )
 
-// waitlistInput is a request to wait for seats (DESIGN §11 "Waitlist").
+// waitlistInput is a request to wait for seats (docs/architecture.md#the-waitlist).
 type waitlistInput struct {
 	Count      int    `json:"count" validate:"required,min=1,max=100"`
 	Category   string `json:"category" validate:"max=40"`
@@ -66,7 +66,7 @@ func (s *Server) joinWaitlist(w http.ResponseWriter, r *http.Request, a hold.Act
 	if err := s.dec.JSON(w, r, &in); err != nil {
 		return err
 	}
-	e, err := s.deps.Core.JoinWaitlist(r.Context(), a, event, hold.WaitFor{Count: in.Count,
+	e, err := s.deps.Waitlist.Join(r.Context(), a, event, hold.WaitFor{Count: in.Count,
 		Category: strings.TrimSpace(in.Category), Section: strings.TrimSpace(in.Section), Accessible: in.Accessible})
 	if err != nil {
 		return err
@@ -81,7 +81,7 @@ func (s *Server) myWaitlist(w http.ResponseWriter, r *http.Request, a hold.Actor
 	if err != nil {
 		return err
 	}
-	return httpx.List(w, "entries", waitlistView)(s.deps.Core.MyWaitlist(r.Context(), a, event))
+	return httpx.List(w, "entries", waitlistView)(s.deps.Waitlist.Mine(r.Context(), a, event))
 }
 
 // eventWaitlist is the staff's view: how many wait, and the first in line.
@@ -90,7 +90,7 @@ func (s *Server) eventWaitlist(w http.ResponseWriter, r *http.Request, a hold.Ac
 	if err != nil {
 		return err
 	}
-	n, first, err := s.deps.Core.EventWaitlist(r.Context(), a, event, 20)
+	n, first, err := s.deps.Waitlist.Line(r.Context(), a, event, 20)
 	if err != nil {
 		return err
 	}
@@ -109,7 +109,7 @@ func (s *Server) leaveWaitlist(w http.ResponseWriter, r *http.Request, a hold.Ac
 	if err != nil {
 		return err
 	}
-	if err := s.deps.Core.LeaveWaitlist(r.Context(), a, id); err != nil {
+	if err := s.deps.Waitlist.Leave(r.Context(), a, id); err != nil {
 		return err
 	}
 	w.WriteHeader(http.StatusNoContent)
@@ -123,7 +123,7 @@ func (s *Server) waitlistStatus(w http.ResponseWriter, r *http.Request, a hold.A
 	if err != nil {
 		return err
 	}
-	es, err := s.deps.Core.MyWaitlist(r.Context(), a, event)
+	es, err := s.deps.Waitlist.Mine(r.Context(), a, event)
 	if err != nil {
 		return err
 	}
@@ -215,7 +215,7 @@ func (s *Server) joinWaitlistForm(w http.ResponseWriter, r *http.Request, a hold
 	if err != nil {
 		return s.waitlistStatus(w, r, a, "Say how many seats you want.")
 	}
-	_, err = s.deps.Core.JoinWaitlist(r.Context(), a, event, hold.WaitFor{Count: n, Category: strings.TrimSpace(vs.Get("category")),
+	_, err = s.deps.Waitlist.Join(r.Context(), a, event, hold.WaitFor{Count: n, Category: strings.TrimSpace(vs.Get("category")),
 		Section: strings.TrimSpace(vs.Get("section")), Accessible: vs.Get("accessible") == "on"})
 	if e, ok := httpx.DomainError(err); ok && e.Code != apperr.Internal && e.Code != apperr.NotFound {
 		return s.waitlistStatus(w, r, a, e.Message)
@@ -231,7 +231,7 @@ func (s *Server) leaveWaitlistForm(w http.ResponseWriter, r *http.Request, a hol
 	if err != nil {
 		return err
 	}
-	if err := s.deps.Core.LeaveWaitlist(r.Context(), a, id); err != nil && apperr.CodeOf(err) != apperr.Conflict {
+	if err := s.deps.Waitlist.Leave(r.Context(), a, id); err != nil && apperr.CodeOf(err) != apperr.Conflict {
 		return err
 	}
 	return s.waitlistStatus(w, r, a, "")
@@ -243,7 +243,7 @@ func (p *staffPages) staffWaitlistFragment(w http.ResponseWriter, r *http.Reques
 	if err != nil {
 		return err
 	}
-	n, first, err := p.deps.Core.EventWaitlist(r.Context(), a, event, staffWaitlistFirst)
+	n, first, err := p.deps.Waitlist.Line(r.Context(), a, event, staffWaitlistFirst)
 	if err != nil {
 		return err
 	}

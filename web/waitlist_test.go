@@ -110,7 +110,7 @@ func TestWaitlistAPI(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := a.Core.Release(context.Background(), actor(tn.Buyers[0]), h.ID, ""); err != nil {
+	if _, err := a.Holds.Release(context.Background(), actor(tn.Buyers[0]), h.ID, ""); err != nil {
 		t.Fatal(err)
 	}
 	_ = conn.SetReadDeadline(time.Now().Add(5 * time.Second))
@@ -247,7 +247,7 @@ func TestWaitlistPushedPlace(t *testing.T) {
 					first.do("DELETE", "/api/v1/waitlist/"+e1.ID.String(), nil).want(t, http.StatusNoContent)
 				case "offer":
 					// The offer worker (either process's) offers the freed seat.
-					if _, err := pa.app.Core.Release(ctx, actor(tn.Buyers[0]), held[0].ID, ""); err != nil {
+					if _, err := pa.app.Holds.Release(ctx, actor(tn.Buyers[0]), held[0].ID, ""); err != nil {
 						t.Fatal(err)
 					}
 				}
@@ -266,7 +266,7 @@ func TestWaitlistPushedPlace(t *testing.T) {
 				// The third buyer's socket, on the process where the second
 				// got their panel, gets no panel: it reads up to a seat change
 				// made after that panel was sent (frames keep their order).
-				if _, err := pa.app.Core.Checkout(ctx, actor(tn.Buyers[0]), ev.ID); err != nil {
+				if _, err := pa.app.Holds.Checkout(ctx, actor(tn.Buyers[0]), ev.ID); err != nil {
 					t.Fatal(err)
 				}
 				_ = thirdB.SetReadDeadline(time.Now().Add(10 * time.Second))

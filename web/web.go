@@ -57,14 +57,14 @@ func newServer(d Deps, o options) *Server {
 	}
 	s := &Server{deps: d, log: d.Log, mux: http.NewServeMux(), dec: httpx.NewDecoder(), errs: httpx.NewErrors(d.Log), assets: assets}
 	s.guard = session.Guards{Errors: s.errs, RenderError: s.renderError}
-	s.hub = live.New(d.Core, liveRenderer{core: d.Core}, d.Log, live.Options{
+	s.hub = live.New(d.Engine, liveRenderer{events: d.Events}, d.Log, live.Options{
 		MaxClients:    d.Cfg.MaxSockets,
 		MaxPerSession: d.Cfg.MaxSocketsPerSession,
 		SessionExpiry: d.Store.Accounts.SessionExpiry,
 	})
-	s.limits = ratelimit.New(d.Redis, d.Cfg, d.Core.FastPath, d.Log, d.Registry)
+	s.limits = ratelimit.New(d.Redis, d.Cfg, d.Engine.FastPath, d.Log, d.Registry)
 	s.lockout = ratelimit.NewLockout(s.limits, d.Cfg)
-	s.flights = newRegistryFlights(d.Core, d.Cfg.RegistryCheckCooldown)
+	s.flights = newRegistryFlights(d.Monitor, d.Cfg.RegistryCheckCooldown)
 	s.keys = auth.NewAPIKeys(d.Store.Accounts, d.Bus, d.Cfg.KeyPrefix, d.Log.With("component", "api_keys"))
 	s.sessions = session.New(session.Options{Pool: d.Pool, Store: d.Store.Accounts, Hub: s.hub, Keys: s.keys, KeyLimit: s.limits,
 		Errors: s.errs, Log: d.Log, Lifetime: d.Cfg.SessionLifetime, IdleTimeout: d.Cfg.SessionIdleTimeout,
@@ -116,7 +116,7 @@ func (s *Server) healthz(w http.ResponseWriter, _ *http.Request) {
 func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
 	defer cancel()
-	out := map[string]string{"postgres": "ok", "redis": "ok", "breaker": s.deps.Core.BreakerState(), "mode": "fast"}
+	out := map[string]string{"postgres": "ok", "redis": "ok", "breaker": s.deps.Engine.BreakerState(), "mode": "fast"}
 	status := http.StatusOK
 	if err := s.deps.Store.Ping(ctx); err != nil {
 		out["postgres"], status = "unavailable", http.StatusServiceUnavailable
@@ -124,7 +124,7 @@ func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
 	if err := s.deps.Redis.Ping(ctx).Err(); err != nil {
 		out["redis"] = "unavailable"
 	}
-	if !s.deps.Core.FastPath() {
+	if !s.deps.Engine.FastPath() {
 		out["mode"] = "degraded: Redis unavailable, running on Postgres"
 	}
 	httpx.WriteJSON(w, status, out)

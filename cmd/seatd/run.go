@@ -77,7 +77,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 	case "user":
 		return userCmd(ctx, a, args, stdin, stdout)
 	case "reaper-once":
-		n, err := a.Core.Reap(ctx)
+		n, err := a.Reaper.Reap(ctx)
 		if err == nil {
 			_, _ = fmt.Fprintf(stdout, "expired %d holds\n", n)
 		}
@@ -108,7 +108,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 
 // webDeps are the parts of the app the HTTP layer uses.
 func webDeps(a *app.App) web.Deps {
-	return web.Deps{Cfg: a.Cfg, Log: a.Log, Pool: a.Pool, Redis: a.Redis, Store: a.Store, Core: a.Core,
+	return web.Deps{Cfg: a.Cfg, Log: a.Log, Pool: a.Pool, Redis: a.Redis, Store: a.Store,
+		Engine: a.Engine, Holds: a.Holds, BoxOffice: a.BoxOffice, Events: a.Events, Waitlist: a.Waitlist, Monitor: a.Monitor,
 		Accounts: a.Accounts, Bus: a.Bus, Registry: a.Registry}
 }
 

@@ -41,17 +41,27 @@ type App struct {
 	Store    *store.Store
 	Locks    *seatlock.Locks
 	Bus      *realtime.Bus
-	Core     *hold.Service
 	Accounts *auth.Accounts
 	Registry *prometheus.Registry
 	Metrics  *telemetry.Metrics
 	// Webhooks sends the outbox's deliveries (one worker per process).
 	Webhooks *webhook.Worker
 
+	// The hold core: one engine and the jobs around it (see package hold).
+	Engine    *hold.Engine
+	Holds     *hold.Holds
+	BoxOffice *hold.BoxOffice
+	Events    *hold.Events
+	Waitlist  *hold.Waitlist
+	Monitor   *hold.Monitor
+	Follower  *hold.Follower
+	Warmer    *hold.Warmer
+	Reaper    *hold.Reaper
+
 	holdPools []*pgxpool.Pool // the shared hold statements' and transactions' connections, when holds are shared
 }
 
-// New connects to Postgres and Redis and builds the core. It does not
+// New connects to Postgres and Redis and builds the hold core. It does not
 // migrate; call Migrate for that.
 func New(ctx context.Context, cfg config.Config, log *slog.Logger) (*App, error) {
 	pool, err := pg.Open(ctx, cfg.DatabaseURL, pg.Options{
@@ -98,18 +108,18 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger) (*App, error)
 			func() float64 { return cfg.ReaperInterval.Seconds() }),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "seatd_redis_unsynced_events",
 			Help: "Cached events whose Redis locks are not synced with Postgres; holds on them take the Postgres-only path."},
-			func() float64 { return float64(a.Core.UnsyncedEvents()) }),
+			func() float64 { return float64(a.Engine.UnsyncedEvents()) }),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "seatd_hot_cache_events",
 			Help: "Events in this process's hot cache (idle ones leave after SEATD_CACHE_IDLE)."},
-			func() float64 { return float64(a.Core.CachedEvents()) }))
+			func() float64 { return float64(a.Engine.CachedEvents()) }))
 	for i, name := range []string{"hold_statements", "hold_transactions"}[:len(a.holdPools)] {
 		reg.MustRegister(telemetry.NewPoolCollector(name, a.holdPools[i].Stat))
 	}
 	a.Locks = seatlock.New(rdb, cfg.KeyPrefix, cfg.LockMargin)
 	a.Locks.Coalesce(cfg.HoldBatchSlots, cfg.HoldBatchMax)
-	var core *hold.Service
-	a.Bus = realtime.New(rdb, pool, log, func() bool { return core == nil || core.FastPath() })
-	core = hold.New(a.Store, a.Locks, a.Bus, hold.Options{
+	var eng *hold.Engine
+	a.Bus = realtime.New(rdb, pool, log, func() bool { return eng == nil || eng.FastPath() })
+	eng = hold.NewEngine(a.Store, a.Locks, a.Bus, hold.Options{
 		HoldTTL: cfg.HoldTTL, Extension: cfg.HoldExtension, MaxExtensions: cfg.MaxExtensions,
 		MaxHoldsPerBuyer: cfg.MaxHoldsPerBuyer, MaxSeatsPerRequest: cfg.MaxSeatsPerRequest,
 		ReaperBatch: cfg.ReaperBatch, BreakerFailures: cfg.BreakerFailures, BreakerOpenFor: cfg.BreakerOpenFor,
@@ -119,8 +129,19 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger) (*App, error)
 		StaleLockAge: 2*cfg.PGStatementTimeout + time.Second,
 		CacheIdle:    cfg.CacheIdle,
 		OfferTTL:     cfg.WaitlistOfferTTL,
+		// The background jobs' pace (RunBackground starts them).
+		FeedEvery: cfg.FeedInterval, ReapEvery: cfg.ReaperInterval, OfferEvery: cfg.WaitlistInterval,
+		SnapshotEvery: cfg.SnapshotInterval, WarmEvery: cfg.WarmInterval, WarmEvents: cfg.WarmEvents, WarmSeats: cfg.WarmSeats,
 	}, log, m, time.Now)
-	a.Core = core
+	a.Engine = eng
+	a.Warmer = hold.NewWarmer(eng)
+	a.Follower = hold.NewFollower(eng, a.Warmer)
+	a.Holds = hold.NewHolds(eng)
+	a.BoxOffice = hold.NewBoxOffice(eng)
+	a.Events = hold.NewEvents(eng, a.Warmer)
+	a.Waitlist = hold.NewWaitlist(eng)
+	a.Monitor = hold.NewMonitor(eng, a.Follower)
+	a.Reaper = hold.NewReaper(eng)
 	cost := 0
 	if cfg.Env == "test" {
 		cost = 4 // bcrypt.MinCost: tests create many users
@@ -245,16 +266,16 @@ func (a *App) Migrate(ctx context.Context) error {
 // returns when they all stopped.
 func (a *App) RunBackground(ctx context.Context) {
 	var wg sync.WaitGroup
-	wg.Go(func() { a.Core.RunReaper(ctx, a.Cfg.ReaperInterval) })
+	wg.Go(func() { a.Reaper.Run(ctx) })
 	// The follower reads the change feed four times a second (and at once
 	// when asked): a change whose delta was lost reaches every cache, map
 	// and Redis within a quarter second plus one read.
-	wg.Go(func() { a.Core.RunFollower(ctx, a.Cfg.FeedInterval) })
+	wg.Go(func() { a.Follower.Run(ctx) })
 	// Waitlist work is queued in Postgres by the statements that free
 	// seats; every process polls for it (SKIP LOCKED) five times a second.
-	wg.Go(func() { a.Core.RunWaitlist(ctx, a.Cfg.WaitlistInterval) })
+	wg.Go(func() { a.Waitlist.Run(ctx) })
 	wg.Go(func() { a.Bus.Listen(ctx) })
-	wg.Go(func() { a.Core.RunSnapshots(ctx, a.Cfg.SnapshotInterval) })
+	wg.Go(func() { a.Monitor.Run(ctx) })
 	wg.Go(func() { a.Webhooks.Run(ctx) })
 	wg.Wait()
 }
@@ -283,7 +304,7 @@ func (a *App) Serve(ctx context.Context, ln net.Listener, handler http.Handler, 
 		// wait for every seat to load (their holds wait on that load only
 		// if they come first).
 		if a.Cfg.WarmEvents > 0 {
-			wg.Go(func() { a.Core.RunWarmer(bgCtx, a.Cfg.WarmInterval, a.Cfg.WarmEvents, a.Cfg.WarmSeats) })
+			wg.Go(func() { a.Warmer.Run(bgCtx) })
 		}
 		wg.Wait()
 		close(bgDone)
@@ -314,9 +335,9 @@ func (a *App) Serve(ctx context.Context, ln net.Listener, handler http.Handler, 
 	return errors.Join(serveErr, err)
 }
 
-// Close releases connections: the core's subscriptions, Redis, the pool.
+// Close releases connections: the engine's subscriptions, Redis, the pool.
 func (a *App) Close() {
-	a.Core.Close()
+	a.Engine.Close()
 	a.Bus.Close()
 	_ = a.Redis.Close()
 	a.closePools()

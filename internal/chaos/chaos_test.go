@@ -362,7 +362,10 @@ func (e *chaosEnv) finish(rows []*row, start time.Time, live bool) {
 }
 
 // runFault runs one row: warm load, fault, heal, recovery under load, then
-// the load stops and everything is checked.
+// the load stops and everything is checked. The phases are lengths of
+// time, not waits for a condition: how long the load runs warm, how long
+// the fault lasts under it, how long it runs after the heal (-chaos.full
+// makes each longer).
 func runFault(e *chaosEnv, f fault, r *row, tm timing) {
 	t := e.t
 	ctx := context.Background()
@@ -454,7 +457,7 @@ func runFault(e *chaosEnv, f fault, r *row, tm timing) {
 		// Every process's registry must agree in every tier (hot cache =
 		// Redis = Postgres) once the follower had a round or two.
 		start, ok := time.Now(), false
-		for deadline := start.Add(2 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		for deadline := start.Add(2 * time.Second); ; time.Sleep(100 * time.Millisecond) { // poll: the time taken is noted
 			if ok = e.c.registryConsistent(ctx, e.org); ok || time.Now().After(deadline) {
 				break
 			}
@@ -489,7 +492,7 @@ func (e *chaosEnv) freshness(ctx context.Context, f fault) []violation {
 	if err != nil {
 		return []violation{{msg: "freshness: " + err.Error()}}
 	}
-	time.Sleep(time.Second)
+	time.Sleep(time.Second) // not a condition: the bound itself (a second behind at most)
 	views, errs := e.c.views(ctx, e.ws, e.reader)
 	var out []violation
 	for _, m := range errs {

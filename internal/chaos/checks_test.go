@@ -82,7 +82,7 @@ func (c *cluster) waitlistServed(ctx context.Context, wait time.Duration) []viol
 			return []violation{{msg: fmt.Sprintf("waitlist not served %s after the load stopped: %d work rows queued, %d entries waiting with %d seats of section %s free",
 				wait, work, waiting, free, waitSection)}}
 		}
-		time.Sleep(100 * time.Millisecond)
+		time.Sleep(100 * time.Millisecond) // poll interval: the waitlist is served within wait
 	}
 }
 
@@ -286,7 +286,7 @@ func (c *cluster) converge(ctx context.Context, ws []*watcher, reader *client, t
 		if time.Since(start) > timeout {
 			return time.Since(start), &convergeError{timeout: timeout, msgs: msgs, diffs: diffs}
 		}
-		time.Sleep(25 * time.Millisecond)
+		time.Sleep(25 * time.Millisecond) // poll interval: the time to converge is the figure measured
 	}
 }
 
@@ -384,7 +384,7 @@ func (c *cluster) fastPath(ctx context.Context, reader *client, timeout time.Dur
 		if time.Since(start) > timeout {
 			return time.Since(start), summary(), fmt.Errorf("fast path not back after %s", timeout)
 		}
-		time.Sleep(50 * time.Millisecond)
+		time.Sleep(50 * time.Millisecond) // poll interval: the time to recover is the figure measured
 	}
 }
 

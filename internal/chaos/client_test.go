@@ -416,7 +416,7 @@ func (l *load) start() {
 		l.wg.Go(func() {
 			for ctx.Err() == nil {
 				l.step(context.WithoutCancel(ctx), cl)
-				time.Sleep(time.Duration(rand.IntN(4)) * time.Millisecond)
+				time.Sleep(time.Duration(rand.IntN(4)) * time.Millisecond) // a buyer's think time: spreads the requests
 			}
 		})
 	}
@@ -445,7 +445,7 @@ func (l *load) pick() *node {
 func (l *load) step(ctx context.Context, cl *client) {
 	n := l.pick()
 	if n == nil {
-		time.Sleep(20 * time.Millisecond)
+		time.Sleep(20 * time.Millisecond) // every process is down: a buyer waiting before the next try
 		return
 	}
 	if len(cl.holds) > 0 && (len(cl.holds) >= 3 || rand.Float64() < 0.5) {
@@ -567,7 +567,7 @@ func (l *load) holdChosen(ctx context.Context, cl *client) {
 	for attempt := 0; attempt < 4; attempt++ {
 		n := l.pick()
 		if n == nil {
-			time.Sleep(100 * time.Millisecond)
+			time.Sleep(100 * time.Millisecond) // every process is down: a buyer waiting before the next try
 			continue
 		}
 		o.Node = n.name
@@ -580,7 +580,7 @@ func (l *load) holdChosen(ctx context.Context, cl *client) {
 		if o.Result != resUnknown || hdr == nil {
 			break // a best-available request has no key to repeat it under
 		}
-		time.Sleep(time.Duration(50*(attempt+1)) * time.Millisecond)
+		time.Sleep(time.Duration(50*(attempt+1)) * time.Millisecond) // a client's back-off before repeating the request
 	}
 	if o.Result != resOK {
 		l.countChosen(cl.chooser, o.Result, o.Err)
@@ -785,7 +785,7 @@ func (l *load) purchase(ctx context.Context, cl *client, h heldSeat) {
 	for attempt := 0; attempt < 6; attempt++ {
 		n := l.pick()
 		if n == nil {
-			time.Sleep(100 * time.Millisecond)
+			time.Sleep(100 * time.Millisecond) // every process is down: a buyer waiting before the next try
 			continue
 		}
 		o.Node = n.name
@@ -818,7 +818,7 @@ func (l *load) purchase(ctx context.Context, cl *client, h heldSeat) {
 		if o.Result != resUnknown {
 			break
 		}
-		time.Sleep(time.Duration(50*(attempt+1)) * time.Millisecond)
+		time.Sleep(time.Duration(50*(attempt+1)) * time.Millisecond) // a client's back-off before repeating the request
 	}
 	l.rec.add(o)
 }

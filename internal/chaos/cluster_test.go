@@ -50,7 +50,7 @@ func TestClusterLiveUpdates(t *testing.T) {
 			if w.snapshot()[seat].Status == want {
 				return time.Since(start)
 			}
-			time.Sleep(5 * time.Millisecond)
+			time.Sleep(5 * time.Millisecond) // poll interval: the time seen is the figure measured
 		}
 		t.Fatalf("socket on %s did not see seat %s %s within 2 s (it shows %v)", w.n.name, seat, want, w.snapshot()[seat])
 		return 0

@@ -178,7 +178,7 @@ func (n *node) startErr() error {
 		if time.Now().After(deadline) {
 			return fmt.Errorf("%s not ready after 30s:\n%s", n.name, n.logTail(40))
 		}
-		time.Sleep(50 * time.Millisecond)
+		time.Sleep(50 * time.Millisecond) // poll interval of the readiness wait
 	}
 }
 

@@ -7,6 +7,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"seatd/internal/testenv"
 )
 
 // TestRestartRehydrates kills a process that had the event cached, changes
@@ -71,13 +73,13 @@ func TestRestartRehydrates(t *testing.T) {
 	}
 	// It hears changes again.
 	c.mustHold(t, cl, p1, c.seats[10])
-	deadline := time.Now().Add(2 * time.Second)
-	for {
+	var d string
+	if !testenv.Poll(2*time.Second, func() bool {
 		truth, err := c.pgSeats(ctx)
 		if err != nil {
 			t.Fatal(err)
 		}
-		d := diffSeats(mustSeats(t, cl, p2, c), truth)
+		d = diffSeats(mustSeats(t, cl, p2, c), truth)
 		if live && d == "" {
 			for _, w := range ws {
 				if d = diffSeats(w.snapshot(), truth); d != "" {
@@ -86,13 +88,9 @@ func TestRestartRehydrates(t *testing.T) {
 				}
 			}
 		}
-		if d == "" {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("a hold after the restart is not seen within 2 s: %s", d)
-		}
-		time.Sleep(25 * time.Millisecond)
+		return d == ""
+	}) {
+		t.Fatalf("a hold after the restart is not seen within 2 s: %s", d)
 	}
 }
 
@@ -128,12 +126,13 @@ func TestGracefulShutdown(t *testing.T) {
 			statuses[i], _, errs[i] = c.holdOn(ctx, cls[0], n, c.seats[i])
 		})
 	}
-	time.Sleep(150 * time.Millisecond)
+	time.Sleep(150 * time.Millisecond) // the holds reach the process and wait on Postgres (400 ms)
 	sent := time.Now()
 	exited := n.signal(syscall.SIGTERM)
 	n.up.Store(false)
 
-	// New connections are refused while the old requests finish.
+	// New connections are refused while the old requests finish (the
+	// listener closes as the signal is handled: a moment after sending it).
 	time.Sleep(50 * time.Millisecond)
 	if _, _, err := c.holdOn(ctx, cls[0], n, c.seats[15]); err == nil {
 		t.Errorf("a request after SIGTERM was served")
@@ -161,7 +160,15 @@ func TestGracefulShutdown(t *testing.T) {
 		t.Log("no live route: socket close codes not checked")
 		return
 	}
-	time.Sleep(100 * time.Millisecond)
+	// The watchers note the close frames as they read them.
+	testenv.Poll(time.Second, func() bool {
+		for _, w := range ws {
+			if w.closeCount(1012) < 1 {
+				return false
+			}
+		}
+		return true
+	})
 	for i, w := range ws {
 		if got := w.closeCount(1012); got < 1 {
 			err, _ := w.lastErr.Load().(string)

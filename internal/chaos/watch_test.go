@@ -199,7 +199,7 @@ func startWatchers(c *cluster, cls []*client) ([]*watcher, func(), bool) {
 		if ready == len(ws) {
 			break
 		}
-		time.Sleep(20 * time.Millisecond)
+		time.Sleep(20 * time.Millisecond) // poll interval of the connection wait
 	}
 	return ws, stop, true
 }

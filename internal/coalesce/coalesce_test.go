@@ -73,7 +73,7 @@ func TestCancelledBeforeSent(t *testing.T) {
 		if n == 1 {
 			break
 		}
-		time.Sleep(time.Millisecond)
+		time.Sleep(time.Millisecond) // poll interval: call 1 is in run
 	}
 	// Call 2 queues behind it and gives up.
 	ctx, cancel := context.WithCancel(context.Background())
@@ -83,7 +83,7 @@ func TestCancelledBeforeSent(t *testing.T) {
 		done2 <- err
 	}()
 	for b.Queued() != 1 {
-		time.Sleep(time.Millisecond)
+		time.Sleep(time.Millisecond) // poll interval: call 2 is queued
 	}
 	cancel()
 	if err := <-done2; !errors.Is(err, context.Canceled) {

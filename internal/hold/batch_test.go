@@ -45,7 +45,7 @@ func TestCoalescedHolds(t *testing.T) {
 				for _, u := range users {
 					x.acts = append(x.acts, buyer(u))
 				}
-				if _, _, err := a.Core.Seats(ctx, x.acts[0], ev.ID); err != nil {
+				if _, _, err := a.Events.Seats(ctx, x.acts[0], ev.ID); err != nil {
 					t.Fatal(err)
 				}
 				ts = append(ts, x)
@@ -61,7 +61,7 @@ func TestCoalescedHolds(t *testing.T) {
 					for range 2 {
 						wg.Go(func() {
 							<-start
-							res, err := a.Core.Hold(ctx, act, x.ev, []uuid.UUID{seat}, hold.SourceAPI)
+							res, err := a.Holds.Hold(ctx, act, hold.Request{Event: x.ev, Seats: []uuid.UUID{seat}, Source: hold.SourceAPI})
 							if err != nil {
 								t.Errorf("hold: %v", err)
 								return

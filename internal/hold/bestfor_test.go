@@ -32,7 +32,8 @@ func TestHoldBestForCustomer(t *testing.T) {
 	ctx := context.Background()
 	// A buyer has the front row's centre: 1 (accessible) and 2 (its
 	// companion) are held back, and any 3 of 7–10 leave a seat alone.
-	if _, err := a.Core.Hold(ctx, buyer(tn.Buyers[0]), e.ID, []uuid.UUID{pos["A/05"], pos["A/06"]}, hold.SourceAPI); err != nil {
+	if _, err := a.Holds.Hold(ctx, buyer(tn.Buyers[0]), hold.Request{Event: e.ID,
+		Seats: []uuid.UUID{pos["A/05"], pos["A/06"]}, Source: hold.SourceAPI}); err != nil {
 		t.Fatal(err)
 	}
 	box := staff(tn.BoxOffice)
@@ -57,7 +58,8 @@ func TestHoldBestForCustomer(t *testing.T) {
 		{"more than are left", box, hold.Best{Count: 7, Category: "front"}, customer, until, apperr.NotEnoughSeats},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			if _, err := a.Core.HoldBestFor(ctx, c.who, e.ID, c.best, c.c, c.until); apperr.CodeOf(err) != c.want {
+			if _, err := a.Holds.Hold(ctx, c.who, hold.Request{Event: e.ID, Best: &c.best, Customer: &c.c,
+				Until: c.until}); apperr.CodeOf(err) != c.want {
 				t.Fatalf("got %v, want %s", err, c.want)
 			}
 		})
@@ -66,7 +68,7 @@ func TestHoldBestForCustomer(t *testing.T) {
 		t.Fatalf("%d holds after refused requests, want the buyer's 2", n)
 	}
 
-	res, err := a.Core.HoldBestFor(ctx, box, e.ID, hold.Best{Count: 3}, customer, until)
+	res, err := a.Holds.Hold(ctx, box, hold.Request{Event: e.ID, Best: &hold.Best{Count: 3}, Customer: &customer, Until: until})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -86,7 +88,7 @@ func TestHoldBestForCustomer(t *testing.T) {
 	for _, h := range res.Holds {
 		assertLockFollows(t, a, tn.Org.ID, e.ID, h)
 	}
-	if _, err := a.Core.Reap(ctx); err != nil {
+	if _, err := a.Reaper.Reap(ctx); err != nil {
 		t.Fatal(err)
 	}
 	if n := count(t, a, `SELECT count(*) FROM seat_holds h JOIN hold_customers c ON c.hold_id = h.id
@@ -94,8 +96,8 @@ func TestHoldBestForCustomer(t *testing.T) {
 		t.Fatalf("%d customer holds active after a reaper run, want 3", n)
 	}
 	// Section and category filters apply as for a buyer.
-	res, err = a.Core.HoldBestFor(ctx, staff(tn.Organizer), e.ID, hold.Best{Count: 2, Section: "S", Category: "front"},
-		store.Customer{Name: "Grace Hopper", Email: "grace@example.com"}, until)
+	res, err = a.Holds.Hold(ctx, staff(tn.Organizer), hold.Request{Event: e.ID,
+		Best: &hold.Best{Count: 2, Section: "S", Category: "front"}, Customer: &store.Customer{Name: "Grace Hopper", Email: "grace@example.com"}, Until: until})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -110,15 +112,15 @@ func TestHoldBestForCustomer(t *testing.T) {
 	// accessible seating.
 	grace := store.Customer{Name: "Grace Hopper", Email: "grace@example.com"}
 	front := hold.Best{Count: 4, Category: "front"}
-	if res, err = a.Core.HoldBestFor(ctx, box, e.ID, front, grace, until); err != nil || len(res.Holds) != 4 {
+	if res, err = a.Holds.Hold(ctx, box, hold.Request{Event: e.ID, Best: &front, Customer: &grace, Until: until}); err != nil || len(res.Holds) != 4 {
 		t.Fatalf("4 front seats: %+v %v", res, err)
 	}
 	front.Count = 2
-	if _, err := a.Core.HoldBestFor(ctx, box, e.ID, front, grace, until); apperr.CodeOf(err) != apperr.NotEnoughSeats {
+	if _, err := a.Holds.Hold(ctx, box, hold.Request{Event: e.ID, Best: &front, Customer: &grace,
+		Until: until}); apperr.CodeOf(err) != apperr.NotEnoughSeats {
 		t.Fatalf("2 front seats with only the held-back ones left: %v, want not_enough_seats", err)
 	}
-	front.Accessible = true
-	if res, err = a.Core.HoldBestFor(ctx, box, e.ID, front, grace, until); err != nil {
+	if res, err = a.Holds.Hold(ctx, box, hold.Request{Event: e.ID, Best: &front, Accessible: true, Customer: &grace, Until: until}); err != nil {
 		t.Fatalf("2 accessible front seats: %v", err)
 	}
 	if got := []uuid.UUID{res.Holds[0].SeatID, res.Holds[1].SeatID}; !sameSeats(got, []uuid.UUID{pos["A/01"], pos["A/02"]}) {
@@ -165,17 +167,17 @@ func TestHoldBestForRacesBuyers(t *testing.T) {
 			}
 		}
 		for i, u := range buyers {
-			core := []*hold.Service{a.Core, b.Core}[i%2]
+			core := []*hold.Holds{a.Holds, b.Holds}[i%2]
 			wg.Go(func() {
-				res, err := core.HoldBest(ctx, buyer(u), e.ID, hold.Best{Count: 3}, hold.SourceAPI)
+				res, err := core.Hold(ctx, buyer(u), hold.Request{Event: e.ID, Best: &hold.Best{Count: 3}, Source: hold.SourceAPI})
 				grant(i, res, err, false)
 			})
 		}
 		for i, s := range []store.User{tn.BoxOffice, tn.Organizer} {
-			core := []*hold.Service{a.Core, b.Core}[i%2]
+			core := []*hold.Holds{a.Holds, b.Holds}[i%2]
 			c := store.Customer{Name: "Customer", Email: s.ID.String() + "@example.com"}
 			wg.Go(func() {
-				res, err := core.HoldBestFor(ctx, staff(s), e.ID, hold.Best{Count: 3}, c, until)
+				res, err := core.Hold(ctx, staff(s), hold.Request{Event: e.ID, Best: &hold.Best{Count: 3}, Customer: &c, Until: until})
 				grant(100+i, res, err, true)
 			})
 		}

@@ -38,7 +38,7 @@ func TestBestAvailablePostgresCrowd(t *testing.T) {
 	for _, u := range buyers {
 		wg.Go(func() {
 			<-start
-			res, err := a.Core.HoldBest(ctx, buyer(u), ev.ID, hold.Best{Count: 4}, hold.SourceAPI)
+			res, err := a.Holds.Hold(ctx, buyer(u), hold.Request{Event: ev.ID, Best: &hold.Best{Count: 4}, Source: hold.SourceAPI})
 			mu.Lock()
 			defer mu.Unlock()
 			if err != nil {

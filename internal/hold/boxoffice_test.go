@@ -22,7 +22,8 @@ var customer = store.Customer{Name: "Ada Lovelace", Email: "ada@example.com", No
 // holdFor holds seats for the test customer for a day.
 func holdFor(t testing.TB, a *app.App, who hold.Actor, event uuid.UUID, seats ...uuid.UUID) []store.Hold {
 	t.Helper()
-	res, err := a.Core.HoldFor(context.Background(), who, event, seats, customer, time.Now().Add(24*time.Hour))
+	res, err := a.Holds.Hold(context.Background(), who, hold.Request{Event: event, Seats: seats, Customer: &customer,
+		Until: time.Now().Add(24 * time.Hour)})
 	if err != nil {
 		t.Fatalf("hold for customer: %v", err)
 	}
@@ -74,7 +75,7 @@ func TestCustomerHoldLivesItsTime(t *testing.T) {
 	box := staff(tn.BoxOffice)
 
 	until := time.Now().Add(3 * 24 * time.Hour).Truncate(time.Millisecond)
-	res, err := a.Core.HoldFor(ctx, box, ev.ID, seats[0:2], customer, until)
+	res, err := a.Holds.Hold(ctx, box, hold.Request{Event: ev.ID, Seats: seats[0:2], Customer: &customer, Until: until})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -86,28 +87,29 @@ func TestCustomerHoldLivesItsTime(t *testing.T) {
 	}
 	// Again for the same customer: the same holds (200); for another
 	// customer: taken.
-	again, err := a.Core.HoldFor(ctx, box, ev.ID, seats[0:2], customer, until)
+	again, err := a.Holds.Hold(ctx, box, hold.Request{Event: ev.ID, Seats: seats[0:2], Customer: &customer, Until: until})
 	if err != nil || again.Created || again.Holds[0].ID != res.Holds[0].ID {
 		t.Fatalf("same customer again: %+v %v", again, err)
 	}
 	other := store.Customer{Name: "Grace Hopper", Email: "grace@example.com"}
-	if _, err := a.Core.HoldFor(ctx, box, ev.ID, seats[1:3], other, until); !errors.Is(err, apperr.ErrSeatTaken) {
+	if _, err := a.Holds.Hold(ctx, box, hold.Request{Event: ev.ID, Seats: seats[1:3], Customer: &other,
+		Until: until}); !errors.Is(err, apperr.ErrSeatTaken) {
 		t.Fatalf("another customer on a held seat: %v, want seat_taken", err)
 	}
 
 	// The Postgres-only path: Redis down.
 	r.Stop()
-	testenv.Eventually(t, 5*time.Second, "fallback", func() bool { return !a.Core.FastPath() })
-	res2, err := a.Core.HoldFor(ctx, box, ev.ID, seats[5:6], other, until)
+	testenv.Eventually(t, 5*time.Second, "fallback", func() bool { return !a.Engine.FastPath() })
+	res2, err := a.Holds.Hold(ctx, box, hold.Request{Event: ev.ID, Seats: seats[5:6], Customer: &other, Until: until})
 	if err != nil {
 		t.Fatalf("hold for a customer without redis: %v", err)
 	}
 	r.Start()
-	testenv.Eventually(t, 10*time.Second, "redis synced again", func() bool { return a.Core.FastPath() })
+	testenv.Eventually(t, 10*time.Second, "redis synced again", func() bool { return a.Engine.FastPath() })
 	assertLockFollows(t, a, tn.Org.ID, ev.ID, res2.Holds[0])
 
 	// The reaper leaves them alone before their time...
-	if _, err := a.Core.Reap(ctx); err != nil {
+	if _, err := a.Reaper.Reap(ctx); err != nil {
 		t.Fatal(err)
 	}
 	if n := count(t, a, `SELECT count(*) FROM seat_holds WHERE event_id = $1 AND status = 'active' AND source = 'box_office'`, ev.ID); n != 3 {
@@ -118,7 +120,7 @@ func TestCustomerHoldLivesItsTime(t *testing.T) {
 		WHERE event_id = $1 AND status = 'active'`, ev.ID); err != nil {
 		t.Fatal(err)
 	}
-	if n, err := a.Core.Reap(ctx); err != nil || n != 3 {
+	if n, err := a.Reaper.Reap(ctx); err != nil || n != 3 {
 		t.Fatalf("reaped %d (%v), want 3", n, err)
 	}
 	assertSeatInvariants(t, a, ev.ID)
@@ -150,7 +152,8 @@ func TestCustomerHoldRules(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			if _, err := a.Core.HoldFor(ctx, c.who, ev.ID, seats[:1], c.c, c.until); apperr.CodeOf(err) != c.want {
+			if _, err := a.Holds.Hold(ctx, c.who, hold.Request{Event: ev.ID, Seats: seats[:1], Customer: &c.c,
+				Until: c.until}); apperr.CodeOf(err) != c.want {
 				t.Fatalf("got %v, want %s", err, c.want)
 			}
 		})
@@ -159,7 +162,8 @@ func TestCustomerHoldRules(t *testing.T) {
 		t.Fatalf("%d holds written by refused requests", n)
 	}
 	// 14 days exactly is allowed, by an organizer too.
-	if _, err := a.Core.HoldFor(ctx, staff(tn.Organizer), ev.ID, seats[:1], customer, time.Now().Add(14*24*time.Hour-time.Second)); err != nil {
+	if _, err := a.Holds.Hold(ctx, staff(tn.Organizer), hold.Request{Event: ev.ID, Seats: seats[:1], Customer: &customer,
+		Until: time.Now().Add(14*24*time.Hour - time.Second)}); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -180,7 +184,7 @@ func TestSaleReplayedInParallel(t *testing.T) {
 	created := 0
 	for range 20 {
 		wg.Go(func() {
-			b, err := a.Core.Sell(context.Background(), box, ev.ID, "counter-1", ids, "card")
+			b, err := a.BoxOffice.Sell(context.Background(), box, ev.ID, "counter-1", ids, "card")
 			mu.Lock()
 			defer mu.Unlock()
 			if err != nil {
@@ -205,24 +209,24 @@ func TestSaleReplayedInParallel(t *testing.T) {
 	}
 	assertSeatInvariants(t, a, ev.ID)
 	// The same key with another payment is another payload.
-	if _, err := a.Core.Sell(context.Background(), box, ev.ID, "counter-1", ids, "cash"); apperr.CodeOf(err) != apperr.IdempotencyMismatch {
+	if _, err := a.BoxOffice.Sell(context.Background(), box, ev.ID, "counter-1", ids, "cash"); apperr.CodeOf(err) != apperr.IdempotencyMismatch {
 		t.Fatalf("key reused with another payment: %v", err)
 	}
 	// A colleague sells a customer hold they did not take; a buyer's own
 	// hold is no box-office hold.
 	h := holdFor(t, a, staff(tn.Organizer), ev.ID, seats[4])
-	if _, err := a.Core.Sell(context.Background(), box, ev.ID, "counter-2", holdIDs(h), "cash"); err != nil {
+	if _, err := a.BoxOffice.Sell(context.Background(), box, ev.ID, "counter-2", holdIDs(h), "cash"); err != nil {
 		t.Fatalf("sell a colleague's customer hold: %v", err)
 	}
 	bu := testenv.AddBuyers(t, a, tn.Org.ID, 1)[0]
-	res, err := a.Core.Hold(context.Background(), buyer(bu), ev.ID, seats[5:6], hold.SourceWeb)
+	res, err := a.Holds.Hold(context.Background(), buyer(bu), hold.Request{Event: ev.ID, Seats: seats[5:6], Source: hold.SourceWeb})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := a.Core.Sell(context.Background(), box, ev.ID, "counter-3", holdIDs(res.Holds), "cash"); apperr.CodeOf(err) != apperr.Invalid {
+	if _, err := a.BoxOffice.Sell(context.Background(), box, ev.ID, "counter-3", holdIDs(res.Holds), "cash"); apperr.CodeOf(err) != apperr.Invalid {
 		t.Fatalf("sell a buyer's own hold: %v, want invalid", err)
 	}
-	if _, err := a.Core.Sell(context.Background(), buyer(bu), ev.ID, "counter-4", holdIDs(res.Holds), "cash"); apperr.CodeOf(err) != apperr.Forbidden {
+	if _, err := a.BoxOffice.Sell(context.Background(), buyer(bu), ev.ID, "counter-4", holdIDs(res.Holds), "cash"); apperr.CodeOf(err) != apperr.Forbidden {
 		t.Fatalf("buyer selling: %v, want forbidden", err)
 	}
 }
@@ -230,7 +234,7 @@ func TestSaleReplayedInParallel(t *testing.T) {
 // sell holds and sells seats for the test customer.
 func sell(t testing.TB, a *app.App, who hold.Actor, event uuid.UUID, seats ...uuid.UUID) store.Booking {
 	t.Helper()
-	b, err := a.Core.Sell(context.Background(), who, event, uuid.NewString(), holdIDs(holdFor(t, a, who, event, seats...)), "cash")
+	b, err := a.BoxOffice.Sell(context.Background(), who, event, uuid.NewString(), holdIDs(holdFor(t, a, who, event, seats...)), "cash")
 	if err != nil {
 		t.Fatalf("sell: %v", err)
 	}
@@ -251,14 +255,14 @@ func TestPartialCancelAndResale(t *testing.T) {
 		t.Fatalf("reference %q", b.Reference)
 	}
 
-	if _, err := a.Core.Cancel(ctx, buyer(tn.Buyers[0]), b.ID, nil, "no"); apperr.CodeOf(err) != apperr.Forbidden {
+	if _, err := a.BoxOffice.Cancel(ctx, buyer(tn.Buyers[0]), b.ID, nil, "no"); apperr.CodeOf(err) != apperr.Forbidden {
 		t.Fatalf("buyer cancelling: %v", err)
 	}
-	if _, err := a.Core.Cancel(ctx, box, b.ID, nil, " "); apperr.CodeOf(err) != apperr.Invalid {
+	if _, err := a.BoxOffice.Cancel(ctx, box, b.ID, nil, " "); apperr.CodeOf(err) != apperr.Invalid {
 		t.Fatalf("cancel without a reason: %v", err)
 	}
 	first := b.Tickets[0]
-	got, err := a.Core.Cancel(ctx, box, b.ID, []uuid.UUID{first.ID}, "customer changed their mind")
+	got, err := a.BoxOffice.Cancel(ctx, box, b.ID, []uuid.UUID{first.ID}, "customer changed their mind")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -270,10 +274,10 @@ func TestPartialCancelAndResale(t *testing.T) {
 			t.Fatalf("ticket %s cancelled=%v", tk.Seat, tk.Cancelled())
 		}
 	}
-	if _, err := a.Core.Cancel(ctx, box, b.ID, []uuid.UUID{first.ID}, "again"); apperr.CodeOf(err) != apperr.Conflict {
+	if _, err := a.BoxOffice.Cancel(ctx, box, b.ID, []uuid.UUID{first.ID}, "again"); apperr.CodeOf(err) != apperr.Conflict {
 		t.Fatalf("cancelling a cancelled ticket: %v, want conflict", err)
 	}
-	if _, err := a.Core.Cancel(ctx, box, b.ID, []uuid.UUID{uuid.New()}, "x"); apperr.CodeOf(err) != apperr.NotFound {
+	if _, err := a.BoxOffice.Cancel(ctx, box, b.ID, []uuid.UUID{uuid.New()}, "x"); apperr.CodeOf(err) != apperr.NotFound {
 		t.Fatalf("cancelling a ticket of no booking: %v, want not_found", err)
 	}
 	if n := count(t, a, `SELECT count(*) FROM seats WHERE event_id = $1 AND status = 'sold'`, ev.ID); n != 2 {
@@ -286,19 +290,19 @@ func TestPartialCancelAndResale(t *testing.T) {
 
 	// Sold again: a buyer buys the freed seat.
 	u := tn.Buyers[0]
-	res, err := a.Core.Hold(ctx, buyer(u), ev.ID, []uuid.UUID{first.SeatID}, hold.SourceWeb)
+	res, err := a.Holds.Hold(ctx, buyer(u), hold.Request{Event: ev.ID, Seats: []uuid.UUID{first.SeatID}, Source: hold.SourceWeb})
 	if err != nil {
 		t.Fatalf("hold a cancelled seat: %v", err)
 	}
-	if _, err := a.Core.Purchase(ctx, buyer(u), ev.ID, "k", holdIDs(res.Holds)); err != nil {
+	if _, err := a.Holds.Purchase(ctx, buyer(u), ev.ID, "k", holdIDs(res.Holds)); err != nil {
 		t.Fatalf("buy a cancelled seat: %v", err)
 	}
 	// The rest of the first booking: cancelled whole.
-	got, err = a.Core.Cancel(ctx, box, b.ID, nil, "event moved")
+	got, err = a.BoxOffice.Cancel(ctx, box, b.ID, nil, "event moved")
 	if err != nil || got.Status != store.BookingCancelled {
 		t.Fatalf("cancel the rest: %v %v", got.Status, err)
 	}
-	if _, err := a.Core.Cancel(ctx, box, b.ID, nil, "again"); apperr.CodeOf(err) != apperr.Conflict {
+	if _, err := a.BoxOffice.Cancel(ctx, box, b.ID, nil, "again"); apperr.CodeOf(err) != apperr.Conflict {
 		t.Fatalf("cancelling a cancelled booking: %v", err)
 	}
 	assertSeatInvariants(t, a, ev.ID)
@@ -330,14 +334,14 @@ func TestCancelRacesHold(t *testing.T) {
 		var won atomic.Bool
 		start := make(chan struct{})
 		for i, u := range tn.Buyers {
-			core := a1.Core
+			core := a1.Holds
 			if i%2 == 1 {
-				core = a2.Core
+				core = a2.Holds
 			}
 			wg.Go(func() {
 				<-start
 				for deadline := time.Now().Add(3 * time.Second); time.Now().Before(deadline) && !won.Load(); {
-					_, err := core.Hold(ctx, buyer(u), ev.ID, []uuid.UUID{seat}, hold.SourceAPI)
+					_, err := core.Hold(ctx, buyer(u), hold.Request{Event: ev.ID, Seats: []uuid.UUID{seat}, Source: hold.SourceAPI})
 					if err == nil {
 						// The ticket must be cancelled by now.
 						var live int
@@ -361,8 +365,8 @@ func TestCancelRacesHold(t *testing.T) {
 			})
 		}
 		close(start)
-		time.Sleep(20 * time.Millisecond)
-		if _, err := a1.Core.Cancel(ctx, box, b.ID, nil, "race"); err != nil {
+		time.Sleep(20 * time.Millisecond) // not a condition: the holders are already retrying when the seat frees up
+		if _, err := a1.BoxOffice.Cancel(ctx, box, b.ID, nil, "race"); err != nil {
 			t.Fatal(err)
 		}
 		wg.Wait()
@@ -395,7 +399,7 @@ func TestCancelReachesOtherProcesses(t *testing.T) {
 
 	var mu sync.Mutex
 	kinds := map[uuid.UUID]string{}
-	stop, err := a2.Core.Watch(ctx, org, ev.ID, func(ds []hold.Delta) {
+	stop, err := a2.Engine.Watch(ctx, org, ev.ID, func(ds []hold.Delta) {
 		mu.Lock()
 		defer mu.Unlock()
 		for _, d := range ds {
@@ -407,7 +411,7 @@ func TestCancelReachesOtherProcesses(t *testing.T) {
 	}
 	defer stop()
 	status := func(a *app.App, seat uuid.UUID) store.SeatStatus {
-		_, ss, err := a.Core.Seats(ctx, org, ev.ID)
+		_, ss, err := a.Events.Seats(ctx, org, ev.ID)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -423,7 +427,7 @@ func TestCancelReachesOtherProcesses(t *testing.T) {
 	// Through the core: published at once.
 	b := sell(t, a1, box, ev.ID, seats[0], seats[1])
 	testenv.Eventually(t, 5*time.Second, "sold on the other process", func() bool { return status(a2, seats[0]) == store.Sold })
-	if _, err := a1.Core.Cancel(ctx, box, b.ID, []uuid.UUID{b.Tickets[0].ID}, "changed plans"); err != nil {
+	if _, err := a1.BoxOffice.Cancel(ctx, box, b.ID, []uuid.UUID{b.Tickets[0].ID}, "changed plans"); err != nil {
 		t.Fatal(err)
 	}
 	testenv.Eventually(t, 5*time.Second, "available on the other process", func() bool {
@@ -447,7 +451,7 @@ func TestCancelReachesOtherProcesses(t *testing.T) {
 	holdFor(t, a2, box, ev.ID, other)
 	for _, a := range []*app.App{a1, a2} {
 		testenv.Eventually(t, 5*time.Second, "registry consistent", func() bool {
-			r, err := a.Core.RegistryStatus(ctx, org, ev.ID)
+			r, err := a.Monitor.RegistryStatus(ctx, org, ev.ID)
 			return err == nil && r.Consistent && r.Postgres == 1
 		})
 	}
@@ -464,24 +468,24 @@ func TestBookingTenancy(t *testing.T) {
 	ctx := context.Background()
 	b := sell(t, a, staff(t1.BoxOffice), ev.ID, seats[0])
 
-	if _, err := a.Core.Booking(ctx, staff(t2.BoxOffice), b.ID); apperr.CodeOf(err) != apperr.NotFound {
+	if _, err := a.BoxOffice.Booking(ctx, staff(t2.BoxOffice), b.ID); apperr.CodeOf(err) != apperr.NotFound {
 		t.Fatalf("other org reading: %v", err)
 	}
-	if _, err := a.Core.Cancel(ctx, staff(t2.BoxOffice), b.ID, nil, "x"); apperr.CodeOf(err) != apperr.NotFound {
+	if _, err := a.BoxOffice.Cancel(ctx, staff(t2.BoxOffice), b.ID, nil, "x"); apperr.CodeOf(err) != apperr.NotFound {
 		t.Fatalf("other org cancelling: %v", err)
 	}
-	if _, err := a.Core.Booking(ctx, buyer(t1.Buyers[0]), b.ID); apperr.CodeOf(err) != apperr.NotFound {
+	if _, err := a.BoxOffice.Booking(ctx, buyer(t1.Buyers[0]), b.ID); apperr.CodeOf(err) != apperr.NotFound {
 		t.Fatalf("a buyer reading a booking not theirs: %v", err)
 	}
-	if got, err := a.Core.Booking(ctx, staff(t1.Organizer), b.ID); err != nil || got.ID != b.ID {
+	if got, err := a.BoxOffice.Booking(ctx, staff(t1.Organizer), b.ID); err != nil || got.ID != b.ID {
 		t.Fatalf("staff reading: %v", err)
 	}
-	bs, err := a.Core.FindBookings(ctx, staff(t2.BoxOffice), b.Reference)
+	bs, err := a.BoxOffice.FindBookings(ctx, staff(t2.BoxOffice), b.Reference)
 	if err != nil || len(bs) != 0 {
 		t.Fatalf("other org finding by reference: %d %v", len(bs), err)
 	}
 	for _, q := range []string{store.FormatReference(b.Reference), " " + b.Reference + " ", "ADA@example.com"} {
-		bs, err := a.Core.FindBookings(ctx, staff(t1.BoxOffice), q)
+		bs, err := a.BoxOffice.FindBookings(ctx, staff(t1.BoxOffice), q)
 		if err != nil || len(bs) != 1 || bs[0].ID != b.ID {
 			t.Fatalf("finding by %q: %d %v", q, len(bs), err)
 		}
@@ -498,25 +502,25 @@ func TestHouseSeats(t *testing.T) {
 	ctx := context.Background()
 	box := staff(tn.BoxOffice)
 	for _, s := range seats[:3] {
-		if _, err := a.Core.SetBlocked(ctx, box, ev.ID, s, true, "sponsor"); err != nil {
+		if _, err := a.Holds.SetBlocked(ctx, box, ev.ID, s, true, "sponsor"); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if _, err := a.Core.CreateHouseSeats(ctx, box, ev.ID, "Sponsor", seats[2:4]); apperr.CodeOf(err) != apperr.Conflict {
+	if _, err := a.BoxOffice.CreateHouseSeats(ctx, box, ev.ID, "Sponsor", seats[2:4]); apperr.CodeOf(err) != apperr.Conflict {
 		t.Fatalf("house seats with an available seat: %v", err)
 	}
-	h, err := a.Core.CreateHouseSeats(ctx, box, ev.ID, "Sponsor", seats[:3])
+	h, err := a.BoxOffice.CreateHouseSeats(ctx, box, ev.ID, "Sponsor", seats[:3])
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := a.Core.CreateHouseSeats(ctx, box, ev.ID, "Press", seats[2:3]); apperr.CodeOf(err) != apperr.Conflict {
+	if _, err := a.BoxOffice.CreateHouseSeats(ctx, box, ev.ID, "Press", seats[2:3]); apperr.CodeOf(err) != apperr.Conflict {
 		t.Fatalf("a seat in two house allocations: %v", err)
 	}
-	got, err := a.Core.ReleaseHouseSeats(ctx, box, h.ID)
+	got, err := a.BoxOffice.ReleaseHouseSeats(ctx, box, h.ID)
 	if err != nil || !got.Released() || len(got.Seats) != 3 {
 		t.Fatalf("release: %+v %v", got, err)
 	}
-	_, ss, err := a.Core.Seats(ctx, box, ev.ID)
+	_, ss, err := a.Events.Seats(ctx, box, ev.ID)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -528,11 +532,11 @@ func TestHouseSeats(t *testing.T) {
 	if n := count(t, a, `SELECT count(*) FROM seats WHERE event_id = $1 AND status = 'available'`, ev.ID); n != 10 {
 		t.Fatalf("%d seats available in postgres", n)
 	}
-	if _, err := a.Core.ReleaseHouseSeats(ctx, box, h.ID); apperr.CodeOf(err) != apperr.Conflict {
+	if _, err := a.BoxOffice.ReleaseHouseSeats(ctx, box, h.ID); apperr.CodeOf(err) != apperr.Conflict {
 		t.Fatalf("releasing twice: %v", err)
 	}
 	other := testenv.NewTenant(t, a, 0)
-	if _, err := a.Core.ReleaseHouseSeats(ctx, staff(other.BoxOffice), h.ID); apperr.CodeOf(err) != apperr.NotFound {
+	if _, err := a.BoxOffice.ReleaseHouseSeats(ctx, staff(other.BoxOffice), h.ID); apperr.CodeOf(err) != apperr.NotFound {
 		t.Fatalf("another org releasing: %v", err)
 	}
 }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"seatd/internal/app"
 	"seatd/internal/apperr"
 	"seatd/internal/config"
 	"seatd/internal/hold"
@@ -38,7 +39,7 @@ func TestHoldCapUnderBurst(t *testing.T) {
 					c.RedisURL = "redis://127.0.0.1:1/0" // nothing listens: Redis is down
 				}
 			}
-			procs := []*hold.Service{testenv.App(t, mod).Core, testenv.App(t, mod).Core, testenv.App(t, mod).Core}
+			procs := []*app.App{testenv.App(t, mod), testenv.App(t, mod), testenv.App(t, mod)}
 			a := testenv.App(t, mod)
 			tn := testenv.NewTenant(t, a, 1)
 			ev := testenv.NewEvent(t, a, tn.Org.ID, 1, 25, 20)
@@ -46,11 +47,11 @@ func TestHoldCapUnderBurst(t *testing.T) {
 			ctx := context.Background()
 			u := buyer(tn.Buyers[0])
 			for _, p := range procs {
-				if _, _, err := p.Seats(ctx, u, ev.ID); err != nil {
+				if _, _, err := p.Events.Seats(ctx, u, ev.ID); err != nil {
 					t.Fatal(err)
 				}
-				if p.FastPath() == tc.postgres {
-					t.Fatalf("fast path %v, want %v", p.FastPath(), !tc.postgres)
+				if p.Engine.FastPath() == tc.postgres {
+					t.Fatalf("fast path %v, want %v", p.Engine.FastPath(), !tc.postgres)
 				}
 			}
 
@@ -63,7 +64,7 @@ func TestHoldCapUnderBurst(t *testing.T) {
 				ids := seats[i*tc.perReq : (i+1)*tc.perReq]
 				wg.Go(func() {
 					<-start
-					res, err := p.Hold(ctx, u, ev.ID, ids, hold.SourceAPI)
+					res, err := p.Holds.Hold(ctx, u, hold.Request{Event: ev.ID, Seats: ids, Source: hold.SourceAPI})
 					mu.Lock()
 					defer mu.Unlock()
 					if err != nil {
@@ -110,7 +111,7 @@ func TestHoldCapUnderBurst(t *testing.T) {
 				ev.ID, u.User).Scan(&one); err != nil {
 				t.Fatal(err)
 			}
-			if _, err := procs[0].Release(ctx, u, one, ""); err != nil {
+			if _, err := procs[0].Holds.Release(ctx, u, one, ""); err != nil {
 				t.Fatal(err)
 			}
 			if n := count(t, a, `SELECT active FROM buyer_holds WHERE event_id = $1 AND user_id = $2`, ev.ID, u.User); n != granted-1 {

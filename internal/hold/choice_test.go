@@ -102,9 +102,9 @@ func TestBestAvailableCrowd(t *testing.T) {
 		granted := map[uuid.UUID]uuid.UUID{} // seat -> buyer
 		var refused []error
 		for i, u := range buyers {
-			core := []*hold.Service{a.Core, b.Core}[i%2]
+			core := []*hold.Holds{a.Holds, b.Holds}[i%2]
 			wg.Go(func() {
-				res, err := core.HoldBest(ctx, buyer(u), e.ID, hold.Best{Count: 4}, hold.SourceAPI)
+				res, err := core.Hold(ctx, buyer(u), hold.Request{Event: e.ID, Best: &hold.Best{Count: 4}, Source: hold.SourceAPI})
 				mu.Lock()
 				defer mu.Unlock()
 				if err != nil {
@@ -165,7 +165,7 @@ func TestBestAvailableChoosesAndRefuses(t *testing.T) {
 	e := onSale(t, a, tn, 2, nil)
 	byID, _ := seatMap(t, a, tn.Org.ID, e.ID)
 	ctx := context.Background()
-	res, err := a.Core.HoldBest(ctx, buyer(tn.Buyers[0]), e.ID, hold.Best{Count: 4}, hold.SourceAPI)
+	res, err := a.Holds.Hold(ctx, buyer(tn.Buyers[0]), hold.Request{Event: e.ID, Best: &hold.Best{Count: 4}, Source: hold.SourceAPI})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -181,7 +181,7 @@ func TestBestAvailableChoosesAndRefuses(t *testing.T) {
 	if !slices.Equal(nums, []int{4, 5, 6, 7}) && !slices.Equal(nums, []int{3, 4, 5, 6}) {
 		t.Errorf("front row seats %v, want the centre", nums)
 	}
-	res, err = a.Core.HoldBest(ctx, buyer(tn.Buyers[1]), e.ID, hold.Best{Count: 3, Category: "back"}, hold.SourceAPI)
+	res, err = a.Holds.Hold(ctx, buyer(tn.Buyers[1]), hold.Request{Event: e.ID, Best: &hold.Best{Count: 3, Category: "back"}, Source: hold.SourceAPI})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -190,17 +190,20 @@ func TestBestAvailableChoosesAndRefuses(t *testing.T) {
 			t.Errorf("seat of category %q, want back", byID[h.SeatID].Category)
 		}
 	}
-	_, err = a.Core.HoldBest(ctx, buyer(tn.Buyers[1]), e.ID, hold.Best{Count: 7, Section: "S", Category: "front"}, hold.SourceAPI)
+	_, err = a.Holds.Hold(ctx, buyer(tn.Buyers[1]), hold.Request{Event: e.ID,
+		Best: &hold.Best{Count: 7, Section: "S", Category: "front"}, Source: hold.SourceAPI})
 	if apperr.CodeOf(err) != apperr.NotEnoughSeats {
 		t.Errorf("7 of the 6 front seats left: %v, want not_enough_seats", err)
 	}
 	// The front row has 1–3 and 8–10 left: 4 seats are a split.
-	res, err = a.Core.HoldBest(ctx, buyer(tn.Buyers[1]), e.ID, hold.Best{Count: 4, Category: "front"}, hold.SourceAPI)
+	res, err = a.Holds.Hold(ctx, buyer(tn.Buyers[1]), hold.Request{Event: e.ID, Best: &hold.Best{Count: 4, Category: "front"},
+		Source: hold.SourceAPI})
 	if err != nil || len(res.Holds) != 4 {
 		t.Fatalf("split of 4 front seats: %v", err)
 	}
 	for _, bad := range []hold.Best{{Count: 0}, {Count: 11}, {Count: 2, Category: "nope"}, {Count: 2, Section: "Z"}} {
-		if _, err := a.Core.HoldBest(ctx, buyer(tn.Buyers[1]), e.ID, bad, hold.SourceAPI); apperr.CodeOf(err) != apperr.Invalid {
+		if _, err := a.Holds.Hold(ctx, buyer(tn.Buyers[1]), hold.Request{Event: e.ID, Best: &bad,
+			Source: hold.SourceAPI}); apperr.CodeOf(err) != apperr.Invalid {
 			t.Errorf("%+v: %v, want invalid", bad, err)
 		}
 	}
@@ -233,10 +236,10 @@ func TestOrphanRace(t *testing.T) {
 			errs := make([]error, 2)
 			start := make(chan struct{})
 			for i, part := range [][]uuid.UUID{seats(r, 1, 4), seats(r, 6, 10)} {
-				core := []*hold.Service{a.Core, b.Core}[i]
+				core := []*hold.Holds{a.Holds, b.Holds}[i]
 				wg.Go(func() {
 					<-start
-					_, errs[i] = core.Hold(ctx, buyer(tn.Buyers[i]), e.ID, part, hold.SourceAPI)
+					_, errs[i] = core.Hold(ctx, buyer(tn.Buyers[i]), hold.Request{Event: e.ID, Seats: part, Source: hold.SourceAPI})
 				})
 			}
 			close(start)
@@ -261,7 +264,7 @@ func TestOrphanRace(t *testing.T) {
 			// Release everything (through the process that held, whose
 			// cache counts the buyer's holds) so the cap never interferes.
 			for i, u := range tn.Buyers[:2] {
-				core := []*hold.Service{a.Core, b.Core}[i]
+				core := []*hold.Holds{a.Holds, b.Holds}[i]
 				hs, err := a.Store.Holds.OfUser(ctx, tn.Org.ID, e.ID, u.ID)
 				if err != nil {
 					t.Fatal(err)
@@ -288,28 +291,28 @@ func TestOrphanRule(t *testing.T) {
 	_, byPos := seatMap(t, a, tn.Org.ID, e.ID)
 	u := buyer(tn.Buyers[0])
 	b2, b1 := byPos["B/02"], byPos["B/01"]
-	_, err := a.Core.Hold(ctx, u, e.ID, []uuid.UUID{b2}, hold.SourceAPI)
+	_, err := a.Holds.Hold(ctx, u, hold.Request{Event: e.ID, Seats: []uuid.UUID{b2}, Source: hold.SourceAPI})
 	var ae *apperr.Error
 	if apperr.CodeOf(err) != apperr.OrphanSeat || !errors.As(err, &ae) || !slices.Equal(ae.Seats, []string{b1.String()}) {
 		t.Fatalf("hold B-2: %v, want orphan_seat naming B-1", err)
 	}
-	res, err := a.Core.Hold(ctx, u, e.ID, []uuid.UUID{b1, b2}, hold.SourceAPI)
+	res, err := a.Holds.Hold(ctx, u, hold.Request{Event: e.ID, Seats: []uuid.UUID{b1, b2}, Source: hold.SourceAPI})
 	if err != nil {
 		t.Fatalf("hold B-1 and B-2: %v", err)
 	}
 	// Releasing B-1 leaves it free beside a taken B-2 at the row's end:
 	// allowed all the same.
-	if _, err := a.Core.Release(ctx, u, res.Holds[0].ID, ""); err != nil {
+	if _, err := a.Holds.Release(ctx, u, res.Holds[0].ID, ""); err != nil {
 		t.Fatalf("release B-1: %v", err)
 	}
 	boxOffice := hold.Actor{Org: tn.Org.ID, User: tn.Organizer.ID, Role: hold.RoleOrganizer}
-	if _, err := a.Core.HoldFor(ctx, boxOffice, e.ID, []uuid.UUID{byPos["C/02"]}, store.Customer{Name: "A", Email: "a@example.com"},
-		time.Now().Add(time.Hour)); err != nil {
+	if _, err := a.Holds.Hold(ctx, boxOffice, hold.Request{Event: e.ID, Seats: []uuid.UUID{byPos["C/02"]},
+		Customer: &store.Customer{Name: "A", Email: "a@example.com"}, Until: time.Now().Add(time.Hour)}); err != nil {
 		t.Errorf("staff hold leaving an orphan: %v, want allowed", err)
 	}
 	off := onSale(t, a, tn, 2, nil)
 	_, offPos := seatMap(t, a, tn.Org.ID, off.ID)
-	if _, err := a.Core.Hold(ctx, u, off.ID, []uuid.UUID{offPos["B/02"]}, hold.SourceAPI); err != nil {
+	if _, err := a.Holds.Hold(ctx, u, hold.Request{Event: off.ID, Seats: []uuid.UUID{offPos["B/02"]}, Source: hold.SourceAPI}); err != nil {
 		t.Errorf("hold without the rule: %v", err)
 	}
 }
@@ -327,15 +330,17 @@ func TestAccessibleSeats(t *testing.T) {
 	_, byPos := seatMap(t, a, tn.Org.ID, e.ID)
 	wheel, comp := byPos["A/01"], byPos["A/02"]
 	for _, id := range []uuid.UUID{wheel, comp} {
-		if _, err := a.Core.Hold(ctx, buyer(tn.Buyers[0]), e.ID, []uuid.UUID{id}, hold.SourceAPI); apperr.CodeOf(err) != apperr.AccessibleReserved {
+		if _, err := a.Holds.Hold(ctx, buyer(tn.Buyers[0]), hold.Request{Event: e.ID, Seats: []uuid.UUID{id},
+			Source: hold.SourceAPI}); apperr.CodeOf(err) != apperr.AccessibleReserved {
 			t.Errorf("buyer not asking: %v, want accessible_reserved", err)
 		}
 	}
-	if _, err := a.Core.HoldBest(ctx, buyer(tn.Buyers[0]), e.ID, hold.Best{Count: 10, Category: "front"}, hold.SourceAPI); apperr.CodeOf(err) != apperr.NotEnoughSeats {
+	if _, err := a.Holds.Hold(ctx, buyer(tn.Buyers[0]), hold.Request{Event: e.ID,
+		Best: &hold.Best{Count: 10, Category: "front"}, Source: hold.SourceAPI}); apperr.CodeOf(err) != apperr.NotEnoughSeats {
 		t.Errorf("best 10 front seats without asking: %v, want not_enough_seats", err)
 	}
-	res, err := a.Core.HoldChosen(ctx, buyer(tn.Buyers[1]), e.ID, []uuid.UUID{wheel}, hold.SourceAPI,
-		hold.Choice{Accessible: true, WithCompanion: true})
+	res, err := a.Holds.Hold(ctx, buyer(tn.Buyers[1]), hold.Request{Event: e.ID, Seats: []uuid.UUID{wheel}, Accessible: true,
+		WithCompanion: true, Source: hold.SourceAPI})
 	if err != nil {
 		t.Fatalf("accessible with companion: %v", err)
 	}
@@ -343,21 +348,21 @@ func TestAccessibleSeats(t *testing.T) {
 		t.Fatalf("holds %+v, want the wheelchair space and its companion", res.Holds)
 	}
 	for _, h := range res.Holds {
-		if _, err := a.Core.Release(ctx, buyer(tn.Buyers[1]), h.ID, ""); err != nil {
+		if _, err := a.Holds.Release(ctx, buyer(tn.Buyers[1]), h.ID, ""); err != nil {
 			t.Fatal(err)
 		}
 	}
 	staffActor := hold.Actor{Org: tn.Org.ID, User: tn.Organizer.ID, Role: hold.RoleOrganizer}
-	if _, err := a.Core.HoldFor(ctx, staffActor, e.ID, []uuid.UUID{comp}, store.Customer{Name: "A", Email: "a@example.com"},
-		time.Now().Add(time.Hour)); err != nil {
+	if _, err := a.Holds.Hold(ctx, staffActor, hold.Request{Event: e.ID, Seats: []uuid.UUID{comp},
+		Customer: &store.Customer{Name: "A", Email: "a@example.com"}, Until: time.Now().Add(time.Hour)}); err != nil {
 		t.Errorf("staff: %v", err)
 	}
 	// The release time comes (moved to now): everybody may.
-	if _, err := a.Core.UpdateEvent(ctx, organizer(tn), e.ID, hold.EventInput{AccessibleReleaseAt: rfc(time.Now())}); err != nil {
+	if _, err := a.Events.Update(ctx, organizer(tn), e.ID, hold.EventInput{AccessibleReleaseAt: rfc(time.Now())}); err != nil {
 		t.Fatal(err)
 	}
 	testenv.Eventually(t, 10*time.Second, "the wheelchair space on general sale", func() bool {
-		_, err := a.Core.Hold(ctx, buyer(tn.Buyers[2]), e.ID, []uuid.UUID{wheel}, hold.SourceAPI)
+		_, err := a.Holds.Hold(ctx, buyer(tn.Buyers[2]), hold.Request{Event: e.ID, Seats: []uuid.UUID{wheel}, Source: hold.SourceAPI})
 		return err == nil
 	})
 }
@@ -370,11 +375,12 @@ func TestChoiceTenancy(t *testing.T) {
 	e := onSale(t, a, tn, 2, nil)
 	_, byPos := seatMap(t, a, tn.Org.ID, e.ID)
 	ctx := context.Background()
-	if _, err := a.Core.HoldBest(ctx, buyer(other.Buyers[0]), e.ID, hold.Best{Count: 2}, hold.SourceAPI); apperr.CodeOf(err) != apperr.NotFound {
+	if _, err := a.Holds.Hold(ctx, buyer(other.Buyers[0]), hold.Request{Event: e.ID, Best: &hold.Best{Count: 2},
+		Source: hold.SourceAPI}); apperr.CodeOf(err) != apperr.NotFound {
 		t.Errorf("best available on another org's event: %v", err)
 	}
-	if _, err := a.Core.HoldChosen(ctx, buyer(other.Buyers[0]), e.ID, []uuid.UUID{byPos["A/01"]}, hold.SourceAPI,
-		hold.Choice{WithCompanion: true}); apperr.CodeOf(err) != apperr.NotFound {
+	if _, err := a.Holds.Hold(ctx, buyer(other.Buyers[0]), hold.Request{Event: e.ID, Seats: []uuid.UUID{byPos["A/01"]},
+		WithCompanion: true, Source: hold.SourceAPI}); apperr.CodeOf(err) != apperr.NotFound {
 		t.Errorf("companion hold on another org's event: %v", err)
 	}
 	if n := count(t, a, `SELECT count(*) FROM seat_holds WHERE event_id = $1`, e.ID); n != 0 {

@@ -30,7 +30,7 @@ func TestDeletedDraftLeavesEveryProcess(t *testing.T) {
 	}
 	seats := testenv.SeatIDs(t, a1, tn.Org.ID, ev.ID)
 	org := staff(tn.Organizer)
-	if _, _, err := a2.Core.Seats(ctx, org, ev.ID); err != nil {
+	if _, _, err := a2.Events.Seats(ctx, org, ev.ID); err != nil {
 		t.Fatal(err)
 	}
 
@@ -45,19 +45,19 @@ func TestDeletedDraftLeavesEveryProcess(t *testing.T) {
 	if redisKeys() == 0 {
 		t.Fatal("loading the draft wrote no redis keys to check the delete against")
 	}
-	if err := a1.Core.DeleteEvent(ctx, buyer(tn.Organizer), ev.ID); apperr.CodeOf(err) != apperr.Forbidden {
+	if err := a1.Events.Delete(ctx, buyer(tn.Organizer), ev.ID); apperr.CodeOf(err) != apperr.Forbidden {
 		t.Fatalf("delete by a non-organizer: %v", err)
 	}
-	if err := a1.Core.DeleteEvent(ctx, org, ev.ID); err != nil {
+	if err := a1.Events.Delete(ctx, org, ev.ID); err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := a1.Core.Seats(ctx, org, ev.ID); apperr.CodeOf(err) != apperr.NotFound {
+	if _, _, err := a1.Events.Seats(ctx, org, ev.ID); apperr.CodeOf(err) != apperr.NotFound {
 		t.Fatalf("the deleting process still serves the event: %v", err)
 	}
 	if n := redisKeys(); n != 0 {
 		t.Fatalf("%d of the deleted draft's redis keys left", n)
 	}
-	if _, err := a2.Core.Hold(ctx, org, ev.ID, seats[:1], hold.SourceAPI); err == nil {
+	if _, err := a2.Holds.Hold(ctx, org, hold.Request{Event: ev.ID, Seats: seats[:1], Source: hold.SourceAPI}); err == nil {
 		t.Fatal("a staff hold on the deleted draft through a stale cache was granted")
 	}
 	var holds int
@@ -70,16 +70,16 @@ func TestDeletedDraftLeavesEveryProcess(t *testing.T) {
 
 	testenv.Background(t, a2)
 	testenv.Eventually(t, 5*time.Second, "the other process forgets the event", func() bool {
-		_, _, err := a2.Core.Seats(ctx, org, ev.ID)
+		_, _, err := a2.Events.Seats(ctx, org, ev.ID)
 		return apperr.CodeOf(err) == apperr.NotFound
 	})
 	if n := redisKeys(); n != 0 {
 		t.Fatalf("%d redis keys of the deleted draft written again", n)
 	}
-	if err := a2.Core.DeleteEvent(ctx, org, ev.ID); apperr.CodeOf(err) != apperr.NotFound {
+	if err := a2.Events.Delete(ctx, org, ev.ID); apperr.CodeOf(err) != apperr.NotFound {
 		t.Fatalf("deleting it again: %v", err)
 	}
-	if err := a2.Core.DeleteEvent(ctx, org, uuid.New()); apperr.CodeOf(err) != apperr.NotFound {
+	if err := a2.Events.Delete(ctx, org, uuid.New()); apperr.CodeOf(err) != apperr.NotFound {
 		t.Fatalf("deleting an unknown event: %v", err)
 	}
 }

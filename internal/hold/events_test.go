@@ -36,7 +36,7 @@ func chartEvent(t *testing.T, a *app.App, tn testenv.Tenant, mod func(*hold.Even
 	if mod != nil {
 		mod(&in)
 	}
-	e, err := a.Core.CreateEvent(context.Background(), organizer(tn), in)
+	e, err := a.Events.Create(context.Background(), organizer(tn), in)
 	if err != nil {
 		t.Fatalf("create event: %v", err)
 	}
@@ -49,7 +49,7 @@ func organizer(tn testenv.Tenant) hold.Actor {
 
 func setStatus(t *testing.T, a *app.App, tn testenv.Tenant, event uuid.UUID, status string) error {
 	t.Helper()
-	_, err := a.Core.UpdateEvent(context.Background(), organizer(tn), event, hold.EventInput{Status: &status})
+	_, err := a.Events.Update(context.Background(), organizer(tn), event, hold.EventInput{Status: &status})
 	return err
 }
 
@@ -163,31 +163,31 @@ func TestSaleWindow(t *testing.T) {
 				}
 			}
 			a := testenv.App(t, mod)
-			other := testenv.App(t, mod).Core // a second process, whose follower does not run
+			other := testenv.App(t, mod).Holds // a second process, whose follower does not run
 			tn := testenv.NewTenant(t, a, 1)
 			ctx := context.Background()
 			u, box := buyer(tn.Buyers[0]), staff(tn.BoxOffice)
 			e := chartEvent(t, a, tn, nil)
 			seats := testenv.SeatIDs(t, a, tn.Org.ID, e.ID)
-			hold1 := func(p *hold.Service, who hold.Actor, seat uuid.UUID) apperr.Code {
+			hold1 := func(p *hold.Holds, who hold.Actor, seat uuid.UUID) apperr.Code {
 				t.Helper()
-				_, err := p.Hold(ctx, who, e.ID, []uuid.UUID{seat}, hold.SourceAPI)
+				_, err := p.Hold(ctx, who, hold.Request{Event: e.ID, Seats: []uuid.UUID{seat}, Source: hold.SourceAPI})
 				return codeOrEmpty(err)
 			}
 
-			if got := hold1(a.Core, u, seats[0]); got != apperr.NotOnSale {
+			if got := hold1(a.Holds, u, seats[0]); got != apperr.NotOnSale {
 				t.Fatalf("buyer on a draft: %q, want not_on_sale", got)
 			}
-			if a.Core.FastPath() == postgres {
-				t.Fatalf("fast path %v, want %v", a.Core.FastPath(), !postgres)
+			if a.Engine.FastPath() == postgres {
+				t.Fatalf("fast path %v, want %v", a.Engine.FastPath(), !postgres)
 			}
-			if got := hold1(a.Core, box, seats[1]); got != "" {
+			if got := hold1(a.Holds, box, seats[1]); got != "" {
 				t.Fatalf("box office on a draft: %q, want a hold", got)
 			}
 			if err := setStatus(t, a, tn, e.ID, "on_sale"); err != nil {
 				t.Fatal(err)
 			}
-			if got := hold1(a.Core, u, seats[2]); got != "" {
+			if got := hold1(a.Holds, u, seats[2]); got != "" {
 				t.Fatalf("buyer on sale: %q, want a hold", got)
 			}
 			// The other process caches the event while it is on sale.
@@ -203,16 +203,16 @@ func TestSaleWindow(t *testing.T) {
 				{"before on_sale_at", time.Now().Add(time.Hour), time.Now().Add(2 * time.Hour)},
 				{"after sales_end_at", time.Now().Add(-2 * time.Hour), time.Now().Add(-time.Hour)},
 			} {
-				if _, err := a.Core.UpdateEvent(ctx, organizer(tn), e.ID, hold.EventInput{OnSaleAt: rfc(tc.onSale), SalesEndAt: rfc(tc.salesEnd)}); err != nil {
+				if _, err := a.Events.Update(ctx, organizer(tn), e.ID, hold.EventInput{OnSaleAt: rfc(tc.onSale), SalesEndAt: rfc(tc.salesEnd)}); err != nil {
 					t.Fatal(err)
 				}
-				if got := hold1(a.Core, u, seats[4]); got != apperr.NotOnSale {
+				if got := hold1(a.Holds, u, seats[4]); got != apperr.NotOnSale {
 					t.Fatalf("%s: %q, want not_on_sale", tc.name, got)
 				}
-				if got := hold1(a.Core, box, seats[5]); got != "" {
+				if got := hold1(a.Holds, box, seats[5]); got != "" {
 					t.Fatalf("%s, box office: %q, want a hold", tc.name, got)
 				}
-				if _, err := a.Core.Release(ctx, box, activeHoldOn(t, a, tn, e.ID, seats[5]), "test"); err != nil {
+				if _, err := a.Holds.Release(ctx, box, activeHoldOn(t, a, tn, e.ID, seats[5]), "test"); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -228,7 +228,7 @@ func TestSaleWindow(t *testing.T) {
 			if got := hold1(other, box, seats[7]); got != apperr.NotOnSale {
 				t.Fatalf("stale cache, closed event, box office: %q, want not_on_sale", got)
 			}
-			if got := hold1(a.Core, box, seats[8]); got != apperr.NotOnSale {
+			if got := hold1(a.Holds, box, seats[8]); got != apperr.NotOnSale {
 				t.Fatalf("closed event, box office: %q, want not_on_sale", got)
 			}
 			if n := count(t, a, `SELECT count(*) FROM seat_holds WHERE event_id = $1 AND seat_id = ANY($2::uuid[])`,
@@ -239,7 +239,7 @@ func TestSaleWindow(t *testing.T) {
 			// Redis let the stale process's lock through; it must not stay.
 			if !postgres {
 				testenv.Eventually(t, 10*time.Second, "the refused seat free again in every tier", func() bool {
-					reg, err := a.Core.RegistryStatus(ctx, organizer(tn), e.ID)
+					reg, err := a.Monitor.RegistryStatus(ctx, organizer(tn), e.ID)
 					return err == nil && reg.Redis == reg.Postgres
 				})
 			}
@@ -285,7 +285,7 @@ func TestEventHoldSettings(t *testing.T) {
 			}
 			seats := testenv.SeatIDs(t, a, tn.Org.ID, e.ID)
 			before := time.Now()
-			res, err := a.Core.Hold(ctx, u, e.ID, seats[:2], hold.SourceAPI)
+			res, err := a.Holds.Hold(ctx, u, hold.Request{Event: e.ID, Seats: seats[:2], Source: hold.SourceAPI})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -293,7 +293,7 @@ func TestEventHoldSettings(t *testing.T) {
 				t.Errorf("hold TTL %v, want the event's 90 s", ttl)
 			}
 			// Checkout adds the event's 120 s, not the default's 5 min.
-			out, err := a.Core.Checkout(ctx, u, e.ID)
+			out, err := a.Holds.Checkout(ctx, u, e.ID)
 			if err != nil || len(out) != 2 {
 				t.Fatalf("checkout: %d holds, %v", len(out), err)
 			}
@@ -302,10 +302,11 @@ func TestEventHoldSettings(t *testing.T) {
 					t.Errorf("checkout extended a hold by %v, want the event's 120 s", got)
 				}
 			}
-			if ext, err := a.Core.Extension(ctx, u, e.ID); err != nil || ext != 120*time.Second {
+			if ext, err := a.Holds.Extension(ctx, u, e.ID); err != nil || ext != 120*time.Second {
 				t.Errorf("extension %v (%v), want 120 s", ext, err)
 			}
-			if _, err := a.Core.Hold(ctx, u, e.ID, seats[2:4], hold.SourceAPI); apperr.CodeOf(err) != apperr.HoldLimit {
+			if _, err := a.Holds.Hold(ctx, u, hold.Request{Event: e.ID, Seats: seats[2:4],
+				Source: hold.SourceAPI}); apperr.CodeOf(err) != apperr.HoldLimit {
 				t.Fatalf("over the event's cap of 3: %v, want hold_limit", err)
 			}
 			// Lowered to 2 in SQL only: the cache and Redis still say 3, the
@@ -313,17 +314,18 @@ func TestEventHoldSettings(t *testing.T) {
 			if _, err := a.Pool.Exec(ctx, `UPDATE events SET max_holds_per_buyer = 2 WHERE id = $1`, e.ID); err != nil {
 				t.Fatal(err)
 			}
-			if _, err := a.Core.Hold(ctx, u, e.ID, seats[2:3], hold.SourceAPI); apperr.CodeOf(err) != apperr.HoldLimit {
+			if _, err := a.Holds.Hold(ctx, u, hold.Request{Event: e.ID, Seats: seats[2:3],
+				Source: hold.SourceAPI}); apperr.CodeOf(err) != apperr.HoldLimit {
 				t.Fatalf("over the cap lowered in Postgres: %v, want hold_limit", err)
 			}
 			if n := count(t, a, `SELECT count(*) FROM seat_holds WHERE event_id = $1 AND user_id = $2`, e.ID, u.User); n != 2 {
 				t.Errorf("%d holds written, want 2", n)
 			}
 			// Raised through the core: this process follows at once.
-			if _, err := a.Core.UpdateEvent(ctx, organizer(tn), e.ID, hold.EventInput{MaxHoldsPerBuyer: ptr(5)}); err != nil {
+			if _, err := a.Events.Update(ctx, organizer(tn), e.ID, hold.EventInput{MaxHoldsPerBuyer: ptr(5)}); err != nil {
 				t.Fatal(err)
 			}
-			if _, err := a.Core.Hold(ctx, u, e.ID, seats[2:5], hold.SourceAPI); err != nil {
+			if _, err := a.Holds.Hold(ctx, u, hold.Request{Event: e.ID, Seats: seats[2:5], Source: hold.SourceAPI}); err != nil {
 				t.Fatalf("within the raised cap: %v", err)
 			}
 			assertSeatInvariants(t, a, e.ID)
@@ -339,7 +341,7 @@ func TestCreateEventLeavesOtherEventsAlone(t *testing.T) {
 	ctx := context.Background()
 	old := testenv.NewEvent(t, a, tn.Org.ID, 1, 2, 5)
 	seats := testenv.SeatIDs(t, a, tn.Org.ID, old.ID)
-	if _, err := a.Core.Hold(ctx, buyer(tn.Buyers[0]), old.ID, seats[:3], hold.SourceAPI); err != nil {
+	if _, err := a.Holds.Hold(ctx, buyer(tn.Buyers[0]), hold.Request{Event: old.ID, Seats: seats[:3], Source: hold.SourceAPI}); err != nil {
 		t.Fatal(err)
 	}
 	snapshot := func() string {
@@ -414,7 +416,7 @@ func TestEventValidation(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			in := good()
 			tc.mod(&in)
-			_, err := a.Core.CreateEvent(ctx, organizer(tn), in)
+			_, err := a.Events.Create(ctx, organizer(tn), in)
 			e, ok := apperr.As(err)
 			if !ok || e.Code != tc.code {
 				t.Fatalf("got %v, want %s", err, tc.code)
@@ -432,10 +434,10 @@ func TestEventValidation(t *testing.T) {
 	if n := count(t, a, `SELECT count(*) FROM events WHERE org_id = $1`, tn.Org.ID); n != 0 {
 		t.Errorf("%d events written by refused requests", n)
 	}
-	if _, err := a.Core.CreateEvent(ctx, hold.Actor{Org: tn.Org.ID, User: tn.Organizer.ID, Role: hold.RoleBuyer}, good()); apperr.CodeOf(err) != apperr.Forbidden {
+	if _, err := a.Events.Create(ctx, hold.Actor{Org: tn.Org.ID, User: tn.Organizer.ID, Role: hold.RoleBuyer}, good()); apperr.CodeOf(err) != apperr.Forbidden {
 		t.Errorf("a buyer creating an event: %v, want forbidden", err)
 	}
-	if _, err := a.Core.CreateEvent(ctx, organizer(tn), good()); err != nil {
+	if _, err := a.Events.Create(ctx, organizer(tn), good()); err != nil {
 		t.Errorf("the good input: %v", err)
 	}
 }
@@ -472,9 +474,9 @@ func TestCloseDuringHolds(t *testing.T) {
 			}
 			seats := testenv.SeatIDs(t, a, tn.Org.ID, e.ID)
 			free := seats[len(seats)-1] // nobody else asks for it
-			procs := []*hold.Service{a.Core, b.Core}
+			procs := []*app.App{a, b}
 			for _, p := range procs { // both cache the event while it is on sale
-				if _, _, err := p.Seats(ctx, buyer(buyers[0]), e.ID); err != nil {
+				if _, _, err := p.Events.Seats(ctx, buyer(buyers[0]), e.ID); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -487,7 +489,7 @@ func TestCloseDuringHolds(t *testing.T) {
 				p := procs[i%2]
 				wg.Go(func() {
 					for _, seat := range seats[i*perBuyer : (i+1)*perBuyer] {
-						res, err := p.Hold(ctx, buyer(u), e.ID, []uuid.UUID{seat}, hold.SourceAPI)
+						res, err := p.Holds.Hold(ctx, buyer(u), hold.Request{Event: e.ID, Seats: []uuid.UUID{seat}, Source: hold.SourceAPI})
 						mu.Lock()
 						if err != nil {
 							refusals[apperr.CodeOf(err)]++
@@ -506,7 +508,8 @@ func TestCloseDuringHolds(t *testing.T) {
 			}
 			// The close has returned: no process grants a hold any more.
 			for i, p := range procs {
-				if _, err := p.Hold(ctx, buyer(tn.Buyers[0]), e.ID, []uuid.UUID{free}, hold.SourceAPI); apperr.CodeOf(err) != apperr.NotOnSale {
+				if _, err := p.Holds.Hold(ctx, buyer(tn.Buyers[0]), hold.Request{Event: e.ID, Seats: []uuid.UUID{free},
+					Source: hold.SourceAPI}); apperr.CodeOf(err) != apperr.NotOnSale {
 					t.Errorf("process %d after the close: %v, want not_on_sale", i, err)
 				}
 			}
@@ -532,7 +535,7 @@ func TestCloseDuringHolds(t *testing.T) {
 			assertSeatInvariants(t, a, e.ID)
 			if !postgres {
 				testenv.Eventually(t, 10*time.Second, "Redis agrees with Postgres", func() bool {
-					reg, err := a.Core.RegistryStatus(ctx, organizer(tn), e.ID)
+					reg, err := a.Monitor.RegistryStatus(ctx, organizer(tn), e.ID)
 					return err == nil && reg.Redis == reg.Postgres && reg.Postgres == len(granted)
 				})
 			}
@@ -565,12 +568,12 @@ func TestPaidRevenueUnderConcurrency(t *testing.T) {
 		for i := parity; i < len(tn.Buyers); i += 2 {
 			u := tn.Buyers[i]
 			wg.Go(func() {
-				res, err := a.Core.Hold(ctx, buyer(u), e.ID, []uuid.UUID{seats[i], seats[20+i]}, hold.SourceAPI)
+				res, err := a.Holds.Hold(ctx, buyer(u), hold.Request{Event: e.ID, Seats: []uuid.UUID{seats[i], seats[20+i]}, Source: hold.SourceAPI})
 				if err != nil {
 					errs <- err
 					return
 				}
-				b, err := a.Core.Purchase(ctx, buyer(u), e.ID, "k-"+u.ID.String(), []uuid.UUID{res.Holds[0].ID, res.Holds[1].ID})
+				b, err := a.Holds.Purchase(ctx, buyer(u), e.ID, "k-"+u.ID.String(), []uuid.UUID{res.Holds[0].ID, res.Holds[1].ID})
 				if err != nil {
 					errs <- err
 					return
@@ -585,7 +588,7 @@ func TestPaidRevenueUnderConcurrency(t *testing.T) {
 	wg.Wait()
 	buy(1)
 	wg.Go(func() {
-		_, err := a.Core.UpdateEvent(ctx, organizer(tn), e.ID, hold.EventInput{
+		_, err := a.Events.Update(ctx, organizer(tn), e.ID, hold.EventInput{
 			Prices: []store.Price{{Category: "front", PriceMinor: 6000, Currency: "USD"}, {Category: "back", PriceMinor: 2500, Currency: "EUR"}}})
 		if err != nil {
 			errs <- err
@@ -597,7 +600,7 @@ func TestPaidRevenueUnderConcurrency(t *testing.T) {
 			continue
 		}
 		wg.Go(func() {
-			if _, err := a.Core.Cancel(ctx, staff(tn.BoxOffice), bookings[i], nil, "refund"); err != nil {
+			if _, err := a.BoxOffice.Cancel(ctx, staff(tn.BoxOffice), bookings[i], nil, "refund"); err != nil {
 				errs <- err
 			}
 		})
@@ -620,7 +623,7 @@ func TestPaidRevenueUnderConcurrency(t *testing.T) {
 	if _, err := pgx.ForEachRow(rows, []any{&cat, &cur, &n}, func() error { want[cat+" "+cur] = n; return nil }); err != nil {
 		t.Fatal(err)
 	}
-	o, err := a.Core.PaidOccupancy(ctx, organizer(tn), e.ID)
+	o, err := a.Monitor.PaidOccupancy(ctx, organizer(tn), e.ID)
 	if err != nil {
 		t.Fatal(err)
 	}

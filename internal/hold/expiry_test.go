@@ -30,7 +30,7 @@ func TestReaperExpiresWithinTwoSeconds(t *testing.T) {
 
 	var mu sync.Mutex
 	freedAt := map[uuid.UUID]time.Time{}
-	cancel, err := short.Core.Watch(ctx, staff(tn.Organizer), ev.ID, func(ds []hold.Delta) {
+	cancel, err := short.Engine.Watch(ctx, staff(tn.Organizer), ev.ID, func(ds []hold.Delta) {
 		mu.Lock()
 		defer mu.Unlock()
 		for _, d := range ds {
@@ -50,11 +50,11 @@ func TestReaperExpiresWithinTwoSeconds(t *testing.T) {
 
 	until := map[uuid.UUID]time.Time{}
 	for i, u := range tn.Buyers {
-		core := short.Core
+		core := short.Holds
 		if i%2 == 1 {
-			core = long.Core
+			core = long.Holds
 		}
-		res, err := core.Hold(ctx, buyer(u), ev.ID, seats[2*i:2*i+2], hold.SourceWeb)
+		res, err := core.Hold(ctx, buyer(u), hold.Request{Event: ev.ID, Seats: seats[2*i : 2*i+2], Source: hold.SourceWeb})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -62,16 +62,11 @@ func TestReaperExpiresWithinTwoSeconds(t *testing.T) {
 			until[h.SeatID] = h.HeldUntil
 		}
 	}
-	deadline := time.Now().Add(6 * time.Second)
-	for {
+	testenv.Poll(6*time.Second, func() bool {
 		mu.Lock()
-		n := len(freedAt)
-		mu.Unlock()
-		if n == len(until) || time.Now().After(deadline) {
-			break
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		defer mu.Unlock()
+		return len(freedAt) == len(until)
+	})
 	var worst time.Duration
 	for seat, u := range until {
 		mu.Lock()
@@ -91,7 +86,7 @@ func TestReaperExpiresWithinTwoSeconds(t *testing.T) {
 	t.Logf("%d holds (1 s and 2 s TTL) expired; slowest visible to a watcher %v after held_until", len(until), worst.Round(time.Millisecond))
 	assertSeatInvariants(t, short, ev.ID)
 	// Expired seats can be held again.
-	if _, err := short.Core.Hold(ctx, buyer(tn.Buyers[0]), ev.ID, seats[5:6], hold.SourceWeb); err != nil {
+	if _, err := short.Holds.Hold(ctx, buyer(tn.Buyers[0]), hold.Request{Event: ev.ID, Seats: seats[5:6], Source: hold.SourceWeb}); err != nil {
 		t.Fatalf("hold after expiry: %v", err)
 	}
 }
@@ -100,7 +95,7 @@ func TestReaperExpiresWithinTwoSeconds(t *testing.T) {
 // run in a tight loop: each hold ends converted or expired, never both,
 // and no seat is sold without a booking.
 func TestPurchaseRacesExpiry(t *testing.T) {
-	a := testenv.App(t, func(c *config.Config) { c.HoldTTL = 1500 * time.Millisecond })
+	a := testenv.App(t, func(c *config.Config) { c.HoldTTL = time.Second })
 	tn := testenv.NewTenant(t, a, 10)
 	ev := testenv.NewEvent(t, a, tn.Org.ID, 1, 3, 10)
 	seats := testenv.SeatIDs(t, a, tn.Org.ID, ev.ID)
@@ -112,10 +107,10 @@ func TestPurchaseRacesExpiry(t *testing.T) {
 	for range 3 {
 		reapers.Go(func() {
 			for ctx.Err() == nil {
-				if _, err := a.Core.Reap(ctx); err != nil && ctx.Err() == nil {
+				if _, err := a.Reaper.Reap(ctx); err != nil && ctx.Err() == nil {
 					t.Errorf("reap: %v", err)
 				}
-				time.Sleep(2 * time.Millisecond)
+				time.Sleep(2 * time.Millisecond) // a tight loop that leaves the purchases some room
 			}
 		})
 	}
@@ -128,7 +123,7 @@ func TestPurchaseRacesExpiry(t *testing.T) {
 	var wg sync.WaitGroup
 	for i := range 30 {
 		u := tn.Buyers[i%10]
-		res, err := a.Core.Hold(ctx, buyer(u), ev.ID, seats[i:i+1], hold.SourceWeb)
+		res, err := a.Holds.Hold(ctx, buyer(u), hold.Request{Event: ev.ID, Seats: seats[i : i+1], Source: hold.SourceWeb})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -136,15 +131,18 @@ func TestPurchaseRacesExpiry(t *testing.T) {
 		// Aim at held_until, spread over ±30 ms.
 		at := h.HeldUntil.Add(time.Duration(i%7-3) * 10 * time.Millisecond)
 		wg.Go(func() {
-			time.Sleep(time.Until(at))
-			_, err := a.Core.Purchase(context.Background(), buyer(u), ev.ID, "key-"+h.ID.String(), []uuid.UUID{h.ID})
+			time.Sleep(time.Until(at)) // not a wait for a condition: the purchase is aimed at an instant (under the 1 s TTL)
+			_, err := a.Holds.Purchase(context.Background(), buyer(u), ev.ID, "key-"+h.ID.String(), []uuid.UUID{h.ID})
 			mu.Lock()
 			results = append(results, attempt{hold: h, err: err})
 			mu.Unlock()
 		})
 	}
 	wg.Wait()
-	time.Sleep(300 * time.Millisecond)
+	// The reapers expire what the purchases did not convert.
+	testenv.Eventually(t, 5*time.Second, "every hold converted or expired", func() bool {
+		return count(t, a, `SELECT count(*) FROM seat_holds WHERE event_id = $1 AND status = 'active'`, ev.ID) == 0
+	})
 	cancel()
 	reapers.Wait()
 

@@ -2,6 +2,6 @@ package hold
 
 import "context"
 
-// SetOfferHook makes the service's offer rounds call f before they commit
-// (nil: no hook).
-func (s *Service) SetOfferHook(f func(context.Context) error) { s.offerHook = f }
+// SetOfferHook makes the waitlist's offer rounds call f before they
+// commit (nil: no hook).
+func (wl *Waitlist) SetOfferHook(f func(context.Context) error) { wl.offerHook = f }

@@ -56,9 +56,9 @@ func TestRedisKilledDuringHolds(t *testing.T) {
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
 	for i, u := range users {
-		core := a1.Core
+		core := a1.Holds
 		if i%2 == 1 {
-			core = a2.Core
+			core = a2.Holds
 		}
 		wg.Go(func() {
 			for {
@@ -68,7 +68,8 @@ func TestRedisKilledDuringHolds(t *testing.T) {
 				default:
 				}
 				p := phase.Load()
-				res, err := core.Hold(ctx, buyer(u), ev.ID, []uuid.UUID{seats[rand.IntN(len(seats))]}, hold.SourceAPI)
+				res, err := core.Hold(ctx, buyer(u), hold.Request{Event: ev.ID,
+					Seats: []uuid.UUID{seats[rand.IntN(len(seats))]}, Source: hold.SourceAPI})
 				switch {
 				case err == nil:
 					ok[p].Add(1)
@@ -82,19 +83,26 @@ func TestRedisKilledDuringHolds(t *testing.T) {
 				default:
 					t.Errorf("hold in phase %d: %v", p, err)
 				}
-				time.Sleep(time.Duration(rand.IntN(5)) * time.Millisecond)
+				time.Sleep(time.Duration(rand.IntN(5)) * time.Millisecond) // a buyer's think time: spreads the requests
 			}
 		})
 	}
-	time.Sleep(700 * time.Millisecond)
+	// Each phase lasts until the load was served in it: with Redis dead,
+	// until both processes left the Redis fast path and went on holding.
+	halt := sync.OnceFunc(func() { close(stop); wg.Wait() })
+	defer halt()
+	testenv.Eventually(t, 10*time.Second, "50 holds granted with Redis up", func() bool { return ok[0].Load() >= 50 })
 	r.Stop()
 	phase.Store(1)
-	time.Sleep(1500 * time.Millisecond)
+	testenv.Eventually(t, 10*time.Second, "both processes off the Redis fast path", func() bool {
+		return !a1.Engine.FastPath() && !a2.Engine.FastPath()
+	})
+	served := ok[1].Load()
+	testenv.Eventually(t, 10*time.Second, "50 more holds granted with Redis dead", func() bool { return ok[1].Load() >= served+50 })
 	r.Start()
 	phase.Store(2)
-	time.Sleep(1500 * time.Millisecond)
-	close(stop)
-	wg.Wait()
+	testenv.Eventually(t, 10*time.Second, "50 holds granted with Redis back", func() bool { return ok[2].Load() >= 50 })
+	halt()
 
 	for p, name := range []string{"redis up", "redis killed", "redis restarted"} {
 		t.Logf("%-16s holds granted %4d, refused %4d", name, ok[p].Load(), refused[p].Load())
@@ -108,26 +116,20 @@ func TestRedisKilledDuringHolds(t *testing.T) {
 	assertSeatInvariants(t, a1, ev.ID)
 
 	deadline := time.Now().Add(20 * time.Second)
-	for !(a1.Core.FastPath() && a2.Core.FastPath()) {
-		if time.Now().After(deadline) {
-			t.Fatalf("fast path not back: %s / %s", a1.Core.BreakerState(), a2.Core.BreakerState())
-		}
-		time.Sleep(50 * time.Millisecond)
+	if !testenv.Poll(time.Until(deadline), func() bool { return a1.Engine.FastPath() && a2.Engine.FastPath() }) {
+		t.Fatalf("fast path not back: %s / %s", a1.Engine.BreakerState(), a2.Engine.BreakerState())
 	}
 	// Both processes rebuilt; the registry must now agree in every tier.
-	for i, a := range []*hold.Service{a1.Core, a2.Core} {
+	for i, a := range []*hold.Monitor{a1.Monitor, a2.Monitor} {
 		var reg hold.Registry
-		for time.Now().Before(deadline) {
+		testenv.Poll(time.Until(deadline), func() bool {
 			var err error
 			reg, err = a.RegistryStatus(ctx, org, ev.ID)
 			if err != nil {
 				t.Fatal(err)
 			}
-			if reg.Consistent {
-				break
-			}
-			time.Sleep(50 * time.Millisecond)
-		}
+			return reg.Consistent
+		})
 		if !reg.Consistent {
 			t.Fatalf("process %d registry after recovery: %+v", i+1, reg)
 		}
@@ -140,7 +142,7 @@ func TestRedisKilledDuringHolds(t *testing.T) {
 		t.Fatal(err)
 	}
 	fresh := testenv.AddBuyers(t, a1, tn.Org.ID, 1)[0]
-	if _, err := a1.Core.Hold(ctx, buyer(fresh), ev.ID, []uuid.UUID{free}, hold.SourceAPI); err != nil {
+	if _, err := a1.Holds.Hold(ctx, buyer(fresh), hold.Request{Event: ev.ID, Seats: []uuid.UUID{free}, Source: hold.SourceAPI}); err != nil {
 		lk, ok, lerr := a1.Locks.Get(ctx, tn.Org.ID, ev.ID, free)
 		var fence int64
 		_ = a1.Pool.QueryRow(ctx, `SELECT fence FROM seats WHERE id = $1`, free).Scan(&fence)
@@ -167,7 +169,7 @@ func TestStaleLockHolderCannotWrite(t *testing.T) {
 
 	// The event is loaded (and its Redis state synced); the slow holder
 	// takes the Redis lock and stalls before writing.
-	if _, _, err := a.Core.Seats(ctx, buyer(slow), ev.ID); err != nil {
+	if _, _, err := a.Events.Seats(ctx, buyer(slow), ev.ID); err != nil {
 		t.Fatal(err)
 	}
 	slowHold := uuid.New()
@@ -182,7 +184,7 @@ func TestStaleLockHolderCannotWrite(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Another buyer holds the seat through the core (newer fence).
-	res, err := a.Core.Hold(ctx, buyer(fast), ev.ID, seats[:1], hold.SourceAPI)
+	res, err := a.Holds.Hold(ctx, buyer(fast), hold.Request{Event: ev.ID, Seats: seats[:1], Source: hold.SourceAPI})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -204,7 +206,7 @@ func TestStaleLockHolderCannotWrite(t *testing.T) {
 	}
 	// The other buyer releases; the seat is free, but the late write
 	// carries an old fence and must still be refused.
-	if _, err := a.Core.Release(ctx, buyer(fast), res.Holds[0].ID, ""); err != nil {
+	if _, err := a.Holds.Release(ctx, buyer(fast), res.Holds[0].ID, ""); err != nil {
 		t.Fatal(err)
 	}
 	if out := late(); len(out.Created) != 0 || len(out.Stale) != 1 {
@@ -221,7 +223,7 @@ func TestStaleLockHolderCannotWrite(t *testing.T) {
 		t.Fatal(err)
 	}
 	other := testenv.App(t, nil) // a fresh process with a cold cache
-	res2, err := other.Core.Hold(ctx, buyer(slow), ev.ID, seats[:1], hold.SourceAPI)
+	res2, err := other.Holds.Hold(ctx, buyer(slow), hold.Request{Event: ev.ID, Seats: seats[:1], Source: hold.SourceAPI})
 	if err != nil {
 		t.Fatalf("hold after fence counter loss: %v", err)
 	}
@@ -243,7 +245,7 @@ func TestOrphanedLockIsCleared(t *testing.T) {
 	ev := testenv.NewEvent(t, a, tn.Org.ID, 1, 1, 2)
 	seats := testenv.SeatIDs(t, a, tn.Org.ID, ev.ID)
 	ctx := context.Background()
-	if _, _, err := a.Core.Seats(ctx, buyer(tn.Buyers[0]), ev.ID); err != nil {
+	if _, _, err := a.Events.Seats(ctx, buyer(tn.Buyers[0]), ev.ID); err != nil {
 		t.Fatal(err)
 	}
 	// A lock acquired long ago by a writer that never reached Postgres,
@@ -260,14 +262,15 @@ func TestOrphanedLockIsCleared(t *testing.T) {
 			t.Fatalf("acquire: %+v %v", acq, err)
 		}
 	}
-	if _, err := a.Core.Hold(ctx, buyer(tn.Buyers[1]), ev.ID, seats[1:2], hold.SourceAPI); !errors.Is(err, apperr.ErrSeatTaken) {
+	if _, err := a.Holds.Hold(ctx, buyer(tn.Buyers[1]), hold.Request{Event: ev.ID, Seats: seats[1:2],
+		Source: hold.SourceAPI}); !errors.Is(err, apperr.ErrSeatTaken) {
 		t.Fatalf("hold over an orphaned lock: %v, want seat_taken until the follower checked it", err)
 	}
 	testenv.Eventually(t, 5*time.Second, "the orphaned lock is dropped", func() bool {
 		_, ok, err := a.Locks.Get(ctx, tn.Org.ID, ev.ID, seats[1])
 		return err == nil && !ok
 	})
-	res, err := a.Core.Hold(ctx, buyer(tn.Buyers[1]), ev.ID, seats[1:2], hold.SourceAPI)
+	res, err := a.Holds.Hold(ctx, buyer(tn.Buyers[1]), hold.Request{Event: ev.ID, Seats: seats[1:2], Source: hold.SourceAPI})
 	if err != nil {
 		t.Fatalf("hold after the orphan was dropped: %v", err)
 	}
@@ -275,7 +278,8 @@ func TestOrphanedLockIsCleared(t *testing.T) {
 	if err != nil || !ok || lk.HoldID != res.Holds[0].ID {
 		t.Fatalf("lock after takeover: %+v %v %v", lk, ok, err)
 	}
-	if _, err := a.Core.Hold(ctx, buyer(tn.Buyers[1]), ev.ID, seats[:1], hold.SourceAPI); !errors.Is(err, apperr.ErrSeatTaken) {
+	if _, err := a.Holds.Hold(ctx, buyer(tn.Buyers[1]), hold.Request{Event: ev.ID, Seats: seats[:1],
+		Source: hold.SourceAPI}); !errors.Is(err, apperr.ErrSeatTaken) {
 		t.Fatalf("hold over a fresh lock: %v, want seat_taken", err)
 	}
 	if _, ok, _ := a.Locks.Get(ctx, tn.Org.ID, ev.ID, seats[0]); !ok {
@@ -322,7 +326,7 @@ func TestReleaseWhileCutOffFromRedis(t *testing.T) {
 		return n == 1
 	}
 
-	res, err := a.Core.Hold(ctx, buyer(users[0]), ev.ID, []uuid.UUID{seat}, hold.SourceAPI)
+	res, err := a.Holds.Hold(ctx, buyer(users[0]), hold.Request{Event: ev.ID, Seats: []uuid.UUID{seat}, Source: hold.SourceAPI})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -330,7 +334,7 @@ func TestReleaseWhileCutOffFromRedis(t *testing.T) {
 		t.Fatal("no redis lock after a fast-path hold")
 	}
 	proxy.Stop()
-	if _, err := a.Core.Release(ctx, buyer(users[0]), res.Holds[0].ID, ""); err != nil {
+	if _, err := a.Holds.Release(ctx, buyer(users[0]), res.Holds[0].ID, ""); err != nil {
 		t.Fatalf("release while cut off: %v", err)
 	}
 	if !locked() {
@@ -339,18 +343,18 @@ func TestReleaseWhileCutOffFromRedis(t *testing.T) {
 	if err := proxy.Start(); err != nil {
 		t.Fatal(err)
 	}
-	testenv.Eventually(t, 10*time.Second, "fast path back", a.Core.FastPath)
+	testenv.Eventually(t, 10*time.Second, "fast path back", a.Engine.FastPath)
 	if locked() {
 		t.Fatal("the released hold's lock is still in redis after the fast path came back")
 	}
 	before := testutil.ToFloat64(a.Metrics.HoldSuccess.WithLabelValues("fast"))
-	if _, err := a.Core.Hold(ctx, buyer(users[1]), ev.ID, []uuid.UUID{seat}, hold.SourceAPI); err != nil {
+	if _, err := a.Holds.Hold(ctx, buyer(users[1]), hold.Request{Event: ev.ID, Seats: []uuid.UUID{seat}, Source: hold.SourceAPI}); err != nil {
 		t.Fatalf("another buyer on the released seat: %v", err)
 	}
 	if testutil.ToFloat64(a.Metrics.HoldSuccess.WithLabelValues("fast")) == before {
 		t.Fatal("the second hold did not go through the fast path")
 	}
-	reg, err := a.Core.RegistryStatus(ctx, staff(tn.Organizer), ev.ID)
+	reg, err := a.Monitor.RegistryStatus(ctx, staff(tn.Organizer), ev.ID)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -372,7 +376,7 @@ func TestRepeatAfterLostLock(t *testing.T) {
 	seat := testenv.SeatIDs(t, a, tn.Org.ID, ev.ID)[0]
 	ctx := context.Background()
 	u := buyer(tn.Buyers[0])
-	first, err := a.Core.Hold(ctx, u, ev.ID, []uuid.UUID{seat}, hold.SourceAPI)
+	first, err := a.Holds.Hold(ctx, u, hold.Request{Event: ev.ID, Seats: []uuid.UUID{seat}, Source: hold.SourceAPI})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -380,7 +384,7 @@ func TestRepeatAfterLostLock(t *testing.T) {
 	if err := a.Redis.Del(ctx, k.Seat(seat)).Err(); err != nil {
 		t.Fatal(err)
 	}
-	again, err := a.Core.Hold(ctx, u, ev.ID, []uuid.UUID{seat}, hold.SourceAPI)
+	again, err := a.Holds.Hold(ctx, u, hold.Request{Event: ev.ID, Seats: []uuid.UUID{seat}, Source: hold.SourceAPI})
 	if err != nil || again.Created || again.Holds[0].ID != first.Holds[0].ID {
 		t.Fatalf("repeat: %+v %v, want hold %s again (200)", again, err, first.Holds[0].ID)
 	}
@@ -388,7 +392,7 @@ func TestRepeatAfterLostLock(t *testing.T) {
 		lk, ok, err := a.Locks.Get(ctx, tn.Org.ID, ev.ID, seat)
 		return err == nil && ok && lk.HoldID == first.Holds[0].ID
 	})
-	reg, err := a.Core.RegistryStatus(ctx, staff(tn.Organizer), ev.ID)
+	reg, err := a.Monitor.RegistryStatus(ctx, staff(tn.Organizer), ev.ID)
 	if err != nil || !reg.Consistent {
 		t.Fatalf("registry: %+v %v", reg, err)
 	}
@@ -421,10 +425,10 @@ func TestHoldWhilePostgresRefuses(t *testing.T) {
 	ev := testenv.NewEvent(t, a, tn.Org.ID, 1, 1, 4)
 	seats := testenv.SeatIDs(t, a, tn.Org.ID, ev.ID)
 	ctx := context.Background()
-	if _, _, err := a.Core.Seats(ctx, buyer(users[0]), ev.ID); err != nil {
+	if _, _, err := a.Events.Seats(ctx, buyer(users[0]), ev.ID); err != nil {
 		t.Fatal(err)
 	}
-	testenv.Eventually(t, 5*time.Second, "fast path", a.Core.FastPath)
+	testenv.Eventually(t, 5*time.Second, "fast path", a.Engine.FastPath)
 
 	proxy.Stop()
 	testenv.Eventually(t, 5*time.Second, "postgres refuses connections", func() bool {
@@ -434,7 +438,8 @@ func TestHoldWhilePostgresRefuses(t *testing.T) {
 	// One seat (a statement of its own or shared) and several (one
 	// transaction).
 	for _, ids := range [][]uuid.UUID{seats[:1], seats[1:3]} {
-		if _, err := a.Core.Hold(ctx, buyer(users[0]), ev.ID, ids, hold.SourceAPI); apperr.CodeOf(err) != apperr.Internal {
+		if _, err := a.Holds.Hold(ctx, buyer(users[0]), hold.Request{Event: ev.ID, Seats: ids,
+			Source: hold.SourceAPI}); apperr.CodeOf(err) != apperr.Internal {
 			t.Fatalf("hold of %d seats while postgres refuses: %v, want an internal error", len(ids), err)
 		}
 		for _, id := range ids {
@@ -447,7 +452,7 @@ func TestHoldWhilePostgresRefuses(t *testing.T) {
 	if err := proxy.Start(); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := a.Core.Hold(ctx, buyer(users[1]), ev.ID, seats[:3], hold.SourceAPI); err != nil {
+	if _, err := a.Holds.Hold(ctx, buyer(users[1]), hold.Request{Event: ev.ID, Seats: seats[:3], Source: hold.SourceAPI}); err != nil {
 		t.Fatalf("another buyer once postgres is back: %v", err)
 	}
 	assertSeatInvariants(t, a, ev.ID)
@@ -464,10 +469,11 @@ func TestIdleProcessNoticesRedisDown(t *testing.T) {
 	tn := testenv.NewTenant(t, a, 1)
 	ev := testenv.NewEvent(t, a, tn.Org.ID, 1, 2, 10)
 	seats := testenv.SeatIDs(t, a, tn.Org.ID, ev.ID)
-	if _, err := a.Core.Hold(context.Background(), buyer(tn.Buyers[0]), ev.ID, seats[:1], hold.SourceAPI); err != nil {
+	if _, err := a.Holds.Hold(context.Background(), buyer(tn.Buyers[0]), hold.Request{Event: ev.ID, Seats: seats[:1],
+		Source: hold.SourceAPI}); err != nil {
 		t.Fatal(err)
 	}
-	testenv.Eventually(t, 5*time.Second, "fast path", func() bool { return a.Core.FastPath() })
+	testenv.Eventually(t, 5*time.Second, "fast path", func() bool { return a.Engine.FastPath() })
 	r.Stop()
-	testenv.Eventually(t, 5*time.Second, "the idle process off the fast path", func() bool { return !a.Core.FastPath() })
+	testenv.Eventually(t, 5*time.Second, "the idle process off the fast path", func() bool { return !a.Engine.FastPath() })
 }

@@ -61,15 +61,16 @@ func TestGAFlashSale(t *testing.T) {
 			var granted, attempts atomic.Int64
 			var wg sync.WaitGroup
 			for i, u := range users {
-				core := a1.Core
+				core := a1.Holds
 				if i%2 == 1 {
-					core = a2.Core
+					core = a2.Holds
 				}
 				wg.Go(func() {
 					<-start
 					for range 200 {
 						attempts.Add(1)
-						res, err := core.HoldGA(ctx, buyer(u), ev.ID, "G", 1+rand.IntN(2), hold.SourceAPI)
+						res, err := core.Hold(ctx, buyer(u), hold.Request{Event: ev.ID,
+							GA: &hold.GA{Section: "G", Count: 1 + rand.IntN(2)}, Source: hold.SourceAPI})
 						switch {
 						case err == nil:
 							granted.Add(int64(len(res.Holds)))
@@ -94,8 +95,8 @@ func TestGAFlashSale(t *testing.T) {
 			}
 			assertSeatInvariants(t, a1, ev.ID)
 			late := testenv.AddBuyers(t, a1, tn.Org.ID, 1)[0]
-			for _, core := range []*hold.Service{a1.Core, a2.Core} {
-				_, err := core.HoldGA(ctx, buyer(late), ev.ID, "G", 1, hold.SourceAPI)
+			for _, core := range []*hold.Holds{a1.Holds, a2.Holds} {
+				_, err := core.Hold(ctx, buyer(late), hold.Request{Event: ev.ID, GA: &hold.GA{Section: "G", Count: 1}, Source: hold.SourceAPI})
 				if apperr.CodeOf(err) != apperr.SoldOut {
 					t.Fatalf("hold after the sell-out: %v, want sold_out", err)
 				}
@@ -122,11 +123,12 @@ func TestGAHoldsFollowTheRules(t *testing.T) {
 	ctx := context.Background()
 	u, v := buyer(tn.Buyers[0]), buyer(tn.Buyers[1])
 
-	res, err := a.Core.HoldGA(ctx, u, ev.ID, "G", 2, hold.SourceAPI)
+	res, err := a.Holds.Hold(ctx, u, hold.Request{Event: ev.ID, GA: &hold.GA{Section: "G", Count: 2}, Source: hold.SourceAPI})
 	if err != nil || len(res.Holds) != 2 || !res.Created {
 		t.Fatalf("hold 2 places: %+v %v", res, err)
 	}
-	if _, err := a.Core.HoldGA(ctx, u, ev.ID, "G", 2, hold.SourceAPI); apperr.CodeOf(err) != apperr.HoldLimit {
+	if _, err := a.Holds.Hold(ctx, u, hold.Request{Event: ev.ID, GA: &hold.GA{Section: "G", Count: 2},
+		Source: hold.SourceAPI}); apperr.CodeOf(err) != apperr.HoldLimit {
 		t.Fatalf("2 more places over a cap of 3: %v, want hold_limit", err)
 	}
 	before := count(t, a, `SELECT count(*) FROM seat_holds WHERE event_id = $1`, ev.ID)
@@ -135,12 +137,14 @@ func TestGAHoldsFollowTheRules(t *testing.T) {
 		n       int
 		code    apperr.Code
 	}{{"G", 0, apperr.Invalid}, {"G", 11, apperr.Invalid}, {"Z", 1, apperr.NotFound}, {"S", 1, apperr.NotFound}} {
-		if _, err := a.Core.HoldGA(ctx, v, ev.ID, bad.section, bad.n, hold.SourceAPI); apperr.CodeOf(err) != bad.code {
+		if _, err := a.Holds.Hold(ctx, v, hold.Request{Event: ev.ID, GA: &hold.GA{Section: bad.section, Count: bad.n},
+			Source: hold.SourceAPI}); apperr.CodeOf(err) != bad.code {
 			t.Errorf("hold %d of %q: %v, want %s", bad.n, bad.section, err, bad.code)
 		}
 	}
 	other := testenv.NewTenant(t, a, 1)
-	if _, err := a.Core.HoldGA(ctx, buyer(other.Buyers[0]), ev.ID, "G", 1, hold.SourceAPI); apperr.CodeOf(err) != apperr.NotFound {
+	if _, err := a.Holds.Hold(ctx, buyer(other.Buyers[0]), hold.Request{Event: ev.ID, GA: &hold.GA{Section: "G", Count: 1},
+		Source: hold.SourceAPI}); apperr.CodeOf(err) != apperr.NotFound {
 		t.Errorf("another tenant's event: %v, want not_found", err)
 	}
 	if after := count(t, a, `SELECT count(*) FROM seat_holds WHERE event_id = $1`, ev.ID); after != before {
@@ -150,23 +154,23 @@ func TestGAHoldsFollowTheRules(t *testing.T) {
 	// The TTL is one second: the reaper gives the places back.
 	testenv.Eventually(t, 10*time.Second, "the places expired", func() bool { return gaHeld(t, a, ev.ID) == 0 })
 	testenv.Eventually(t, 5*time.Second, "100 places left", func() bool {
-		secs, err := a.Core.GASections(ctx, u, ev.ID)
+		secs, err := a.Events.GASections(ctx, u, ev.ID)
 		return err == nil && len(secs) == 1 && secs[0].Left == 100 && secs[0].Capacity == 100
 	})
 
 	// Bought at the category price of the section (back: 2500 EUR).
-	res, err = a.Core.HoldGA(ctx, v, ev.ID, "G", 2, hold.SourceAPI)
+	res, err = a.Holds.Hold(ctx, v, hold.Request{Event: ev.ID, GA: &hold.GA{Section: "G", Count: 2}, Source: hold.SourceAPI})
 	if err != nil {
 		t.Fatal(err)
 	}
 	ids := []uuid.UUID{res.Holds[0].ID, res.Holds[1].ID}
-	if _, err := a.Core.Purchase(ctx, v, ev.ID, fmt.Sprint("ga-", ev.ID), ids); err != nil {
+	if _, err := a.Holds.Purchase(ctx, v, ev.ID, fmt.Sprint("ga-", ev.ID), ids); err != nil {
 		t.Fatalf("purchase places: %v", err)
 	}
 	if n := count(t, a, `SELECT count(*) FROM tickets WHERE event_id = $1 AND price_minor = 2500 AND currency = 'EUR'`, ev.ID); n != 2 {
 		t.Fatalf("%d tickets at 2500 EUR, want 2", n)
 	}
-	secs, err := a.Core.GASections(ctx, u, ev.ID)
+	secs, err := a.Events.GASections(ctx, u, ev.ID)
 	if err != nil || secs[0].Left != 98 {
 		t.Fatalf("places left after selling 2: %+v %v", secs, err)
 	}
@@ -200,9 +204,9 @@ func TestGARedisKilledDuringSale(t *testing.T) {
 	kept := map[uuid.UUID]uuid.UUID{} // place -> hold a buyer was told it has
 	var wg sync.WaitGroup
 	for i, u := range users {
-		core := a1.Core
+		core := a1.Holds
 		if i%2 == 1 {
-			core = a2.Core
+			core = a2.Holds
 		}
 		wg.Go(func() {
 			var mine []store.Hold
@@ -226,7 +230,8 @@ func TestGARedisKilledDuringSale(t *testing.T) {
 					}
 					continue
 				}
-				res, err := core.HoldGA(ctx, buyer(u), ev.ID, "G", 1+rand.IntN(2), hold.SourceAPI)
+				res, err := core.Hold(ctx, buyer(u), hold.Request{Event: ev.ID,
+					GA: &hold.GA{Section: "G", Count: 1 + rand.IntN(2)}, Source: hold.SourceAPI})
 				switch {
 				case err == nil:
 					granted[p].Add(int64(len(res.Holds)))
@@ -241,22 +246,29 @@ func TestGARedisKilledDuringSale(t *testing.T) {
 					mu.Unlock()
 				case apperr.CodeOf(err) == apperr.SeatTaken, apperr.CodeOf(err) == apperr.SoldOut,
 					apperr.CodeOf(err) == apperr.HoldLimit:
-					time.Sleep(time.Duration(rand.IntN(5)) * time.Millisecond)
+					time.Sleep(time.Duration(rand.IntN(5)) * time.Millisecond) // a buyer's pause before trying again
 				default:
 					t.Errorf("hold GA in phase %d: %v", p, err)
 				}
 			}
 		})
 	}
-	time.Sleep(400 * time.Millisecond)
+	// Each phase lasts until the load was served in it: with Redis dead,
+	// until both processes left the Redis fast path and went on granting.
+	halt := sync.OnceFunc(func() { close(stop); wg.Wait() })
+	defer halt()
+	testenv.Eventually(t, 10*time.Second, "30 places granted with Redis up", func() bool { return granted[0].Load() >= 30 })
 	r.Stop()
 	phase.Store(1)
-	time.Sleep(1200 * time.Millisecond)
+	testenv.Eventually(t, 10*time.Second, "both processes off the Redis fast path", func() bool {
+		return !a1.Engine.FastPath() && !a2.Engine.FastPath()
+	})
+	served := granted[1].Load()
+	testenv.Eventually(t, 10*time.Second, "30 more places granted with Redis dead", func() bool { return granted[1].Load() >= served+30 })
 	r.Start()
 	phase.Store(2)
-	time.Sleep(1200 * time.Millisecond)
-	close(stop)
-	wg.Wait()
+	testenv.Eventually(t, 10*time.Second, "30 places granted with Redis back", func() bool { return granted[2].Load() >= 30 })
+	halt()
 
 	for p, name := range []string{"redis up", "redis killed", "redis restarted"} {
 		t.Logf("%-16s places granted %d", name, granted[p].Load())
@@ -304,9 +316,9 @@ func TestGAHoldIdempotent(t *testing.T) {
 	errs := make([]error, 20)
 	var wg sync.WaitGroup
 	for i := range answers {
-		core := []*hold.Service{a.Core, b.Core}[i%2]
+		core := []*hold.Holds{a.Holds, b.Holds}[i%2]
 		wg.Go(func() {
-			res, err := core.HoldGAOnce(ctx, u, ev.ID, "G", 3, hold.SourceAPI, "order-1")
+			res, err := core.Hold(ctx, u, hold.Request{Event: ev.ID, GA: &hold.GA{Section: "G", Count: 3}, Key: "order-1", Source: hold.SourceAPI})
 			errs[i] = err
 			for _, h := range res.Holds {
 				answers[i] = append(answers[i], h.ID)
@@ -325,15 +337,17 @@ func TestGAHoldIdempotent(t *testing.T) {
 	if n := count(t, a, `SELECT count(*) FROM seat_holds WHERE event_id = $1`, ev.ID); n != 3 {
 		t.Fatalf("%d holds written, want 3", n)
 	}
-	if _, err := a.Core.HoldGAOnce(ctx, u, ev.ID, "G", 2, hold.SourceAPI, "order-1"); apperr.CodeOf(err) != apperr.IdempotencyMismatch {
+	if _, err := a.Holds.Hold(ctx, u, hold.Request{Event: ev.ID, GA: &hold.GA{Section: "G", Count: 2}, Key: "order-1",
+		Source: hold.SourceAPI}); apperr.CodeOf(err) != apperr.IdempotencyMismatch {
 		t.Errorf("same key, another count: %v, want idempotency_mismatch", err)
 	}
 	// Refused (more than one request may ask): nothing held, the key is
 	// free again, for any request.
-	if _, err := a.Core.HoldGAOnce(ctx, u, ev.ID, "G", 11, hold.SourceAPI, "order-2"); apperr.CodeOf(err) != apperr.Invalid {
+	if _, err := a.Holds.Hold(ctx, u, hold.Request{Event: ev.ID, GA: &hold.GA{Section: "G", Count: 11}, Key: "order-2",
+		Source: hold.SourceAPI}); apperr.CodeOf(err) != apperr.Invalid {
 		t.Fatalf("11 places: %v, want invalid", err)
 	}
-	res, err := b.Core.HoldGAOnce(ctx, u, ev.ID, "G", 1, hold.SourceAPI, "order-2")
+	res, err := b.Holds.Hold(ctx, u, hold.Request{Event: ev.ID, GA: &hold.GA{Section: "G", Count: 1}, Key: "order-2", Source: hold.SourceAPI})
 	if err != nil || !res.Created || len(res.Holds) != 1 {
 		t.Fatalf("the freed key again: %+v, %v", res, err)
 	}
@@ -342,11 +356,11 @@ func TestGAHoldIdempotent(t *testing.T) {
 	}
 	// Both processes' registries count the section's 4 held places in
 	// every tier.
-	for _, core := range []*hold.Service{a.Core, b.Core} {
+	for _, mon := range []*hold.Monitor{a.Monitor, b.Monitor} {
 		var reg hold.Registry
 		testenv.Eventually(t, 10*time.Second, "the GA count in every tier", func() bool {
 			var err error
-			reg, err = core.RegistryStatus(ctx, organizer(tn), ev.ID)
+			reg, err = mon.RegistryStatus(ctx, organizer(tn), ev.ID)
 			return err == nil && reg.Consistent
 		})
 		if len(reg.GA) != 1 || reg.GA[0] != (hold.RegistryGA{Section: "G", Capacity: 100, HotCache: 4, Redis: 4, Postgres: 4}) {

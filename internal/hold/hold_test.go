@@ -28,7 +28,7 @@ func TestThousandBuyersOneSeat(t *testing.T) {
 	seat := testenv.SeatIDs(t, a, tn.Org.ID, ev.ID)[3]
 	ctx := context.Background()
 	// Warm the hot cache so the race is about the seat, not the load.
-	if _, _, err := a.Core.Seats(ctx, buyer(users[0]), ev.ID); err != nil {
+	if _, _, err := a.Events.Seats(ctx, buyer(users[0]), ev.ID); err != nil {
 		t.Fatal(err)
 	}
 	writesBefore := pgWrites(a)
@@ -42,7 +42,7 @@ func TestThousandBuyersOneSeat(t *testing.T) {
 		wg.Go(func() {
 			<-start
 			t0 := time.Now()
-			_, err := a.Core.Hold(ctx, buyer(u), ev.ID, []uuid.UUID{seat}, hold.SourceAPI)
+			_, err := a.Holds.Hold(ctx, buyer(u), hold.Request{Event: ev.ID, Seats: []uuid.UUID{seat}, Source: hold.SourceAPI})
 			d := time.Since(t0)
 			for {
 				cur := slowest.Load()
@@ -101,15 +101,15 @@ func TestTwoCoresContend(t *testing.T) {
 	start := make(chan struct{})
 	var granted atomic.Int64
 	for i, u := range users {
-		core := a1.Core
+		core := a1.Holds
 		if i%2 == 1 {
-			core = a2.Core
+			core = a2.Holds
 		}
 		wg.Go(func() {
 			<-start
 			for range 8 {
 				seat := seats[rand.IntN(len(seats))]
-				res, err := core.Hold(ctx, buyer(u), ev.ID, []uuid.UUID{seat}, hold.SourceAPI)
+				res, err := core.Hold(ctx, buyer(u), hold.Request{Event: ev.ID, Seats: []uuid.UUID{seat}, Source: hold.SourceAPI})
 				if err == nil && res.Created {
 					granted.Add(1)
 					if rand.IntN(2) == 0 {
@@ -159,9 +159,9 @@ func TestOverlappingMultiSeatHolds(t *testing.T) {
 	var wg sync.WaitGroup
 	start := make(chan struct{})
 	for i, u := range users {
-		core := a1.Core
+		core := a1.Holds
 		if i%2 == 1 {
-			core = a2.Core
+			core = a2.Holds
 		}
 		// A window of 2 to 4 adjacent seats, shuffled so lock order differs.
 		n := 2 + rand.IntN(3)
@@ -170,7 +170,7 @@ func TestOverlappingMultiSeatHolds(t *testing.T) {
 		rand.Shuffle(len(want), func(i, j int) { want[i], want[j] = want[j], want[i] })
 		wg.Go(func() {
 			<-start
-			res, err := core.Hold(ctx, buyer(u), ev.ID, want, hold.SourceAPI)
+			res, err := core.Hold(ctx, buyer(u), hold.Request{Event: ev.ID, Seats: want, Source: hold.SourceAPI})
 			if err != nil {
 				if !errors.Is(err, apperr.ErrSeatTaken) {
 					t.Errorf("hold: %v", err)
@@ -219,12 +219,12 @@ func TestHoldIsIdempotent(t *testing.T) {
 	ctx := context.Background()
 	u := buyer(tn.Buyers[0])
 
-	first, err := a.Core.Hold(ctx, u, ev.ID, seats[:1], hold.SourceWeb)
+	first, err := a.Holds.Hold(ctx, u, hold.Request{Event: ev.ID, Seats: seats[:1], Source: hold.SourceWeb})
 	if err != nil || !first.Created {
 		t.Fatalf("first hold: created=%v err=%v", first.Created, err)
 	}
-	for name, core := range map[string]*hold.Service{"same process": a.Core, "other process": a2.Core} {
-		again, err := core.Hold(ctx, u, ev.ID, seats[:1], hold.SourceWeb)
+	for name, core := range map[string]*hold.Holds{"same process": a.Holds, "other process": a2.Holds} {
+		again, err := core.Hold(ctx, u, hold.Request{Event: ev.ID, Seats: seats[:1], Source: hold.SourceWeb})
 		if err != nil {
 			t.Fatalf("%s: again: %v", name, err)
 		}
@@ -234,7 +234,7 @@ func TestHoldIsIdempotent(t *testing.T) {
 	}
 	// A group containing the held seat plus new ones: the held one keeps
 	// its id, the others are new.
-	group, err := a2.Core.Hold(ctx, u, ev.ID, seats[:3], hold.SourceWeb)
+	group, err := a2.Holds.Hold(ctx, u, hold.Request{Event: ev.ID, Seats: seats[:3], Source: hold.SourceWeb})
 	if err != nil || !group.Created {
 		t.Fatalf("group: created=%v err=%v", group.Created, err)
 	}
@@ -242,7 +242,7 @@ func TestHoldIsIdempotent(t *testing.T) {
 		t.Fatalf("group reissued the held seat's hold")
 	}
 	// Another user is refused, naming the seat.
-	_, err = a.Core.Hold(ctx, buyer(tn.Buyers[1]), ev.ID, seats[:1], hold.SourceWeb)
+	_, err = a.Holds.Hold(ctx, buyer(tn.Buyers[1]), hold.Request{Event: ev.ID, Seats: seats[:1], Source: hold.SourceWeb})
 	var ae *apperr.Error
 	if !errors.As(err, &ae) || ae.Code != apperr.SeatTaken || len(ae.Seats) != 1 || ae.Seats[0] != seats[0].String() {
 		t.Fatalf("other user: %v", err)
@@ -261,10 +261,10 @@ func TestHoldLimitAndValidation(t *testing.T) {
 	seats := testenv.SeatIDs(t, a, tn.Org.ID, ev.ID)
 	ctx := context.Background()
 	u := buyer(tn.Buyers[0])
-	if _, err := a.Core.Hold(ctx, u, ev.ID, seats[:3], hold.SourceWeb); err != nil {
+	if _, err := a.Holds.Hold(ctx, u, hold.Request{Event: ev.ID, Seats: seats[:3], Source: hold.SourceWeb}); err != nil {
 		t.Fatal(err)
 	}
-	_, err := a.Core.Hold(ctx, u, ev.ID, seats[3:4], hold.SourceWeb)
+	_, err := a.Holds.Hold(ctx, u, hold.Request{Event: ev.ID, Seats: seats[3:4], Source: hold.SourceWeb})
 	if apperr.CodeOf(err) != apperr.HoldLimit {
 		t.Fatalf("fourth hold: %v, want hold_limit", err)
 	}
@@ -275,12 +275,13 @@ func TestHoldLimitAndValidation(t *testing.T) {
 	}
 	want := map[string]apperr.Code{"none": apperr.Invalid, "duplicate": apperr.Invalid, "unknown": apperr.NotFound}
 	for name, ids := range cases {
-		_, err := a.Core.Hold(ctx, buyer(tn.Buyers[0]), ev.ID, ids, hold.SourceWeb)
+		_, err := a.Holds.Hold(ctx, buyer(tn.Buyers[0]), hold.Request{Event: ev.ID, Seats: ids, Source: hold.SourceWeb})
 		if apperr.CodeOf(err) != want[name] {
 			t.Errorf("%s: %v, want %s", name, err, want[name])
 		}
 	}
-	if _, err := a.Core.Hold(ctx, u, uuid.New(), seats[:1], hold.SourceWeb); apperr.CodeOf(err) != apperr.NotFound {
+	if _, err := a.Holds.Hold(ctx, u, hold.Request{Event: uuid.New(), Seats: seats[:1],
+		Source: hold.SourceWeb}); apperr.CodeOf(err) != apperr.NotFound {
 		t.Errorf("unknown event: %v", err)
 	}
 	if n := count(t, a, `SELECT count(*) FROM seat_holds WHERE event_id = $1`, ev.ID); n != 3 {

@@ -11,6 +11,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"seatd/internal/config"
+	"seatd/internal/hold"
 	"seatd/internal/store"
 	"seatd/internal/testenv"
 )
@@ -30,15 +31,15 @@ func TestFeedLeavesOutOwnFastHolds(t *testing.T) {
 	u := testenv.AddBuyers(t, a, tn.Org.ID, 1)[0]
 	ev := testenv.NewEvent(t, a, tn.Org.ID, 1, 1, 10)
 	seats := testenv.SeatIDs(t, a, tn.Org.ID, ev.ID)
-	if _, _, err := a.Core.Seats(ctx, buyer(u), ev.ID); err != nil {
+	if _, _, err := a.Events.Seats(ctx, buyer(u), ev.ID); err != nil {
 		t.Fatal(err)
 	}
-	if !a.Core.FastPath() {
+	if !a.Engine.FastPath() {
 		t.Fatal("the loaded event is not synced into Redis")
 	}
 
 	fast := testutil.ToFloat64(a.Metrics.HoldSuccess.WithLabelValues("fast"))
-	res, err := a.Core.Hold(ctx, buyer(u), ev.ID, seats[:4], "web")
+	res, err := a.Holds.Hold(ctx, buyer(u), hold.Request{Event: ev.ID, Seats: seats[:4], Source: "web"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -77,7 +78,7 @@ func TestFeedLeavesOutOwnFastHolds(t *testing.T) {
 		}
 	}
 	// The cache has both, from the commit and from the feed.
-	_, view, err := a.Core.Seats(ctx, buyer(u), ev.ID)
+	_, view, err := a.Events.Seats(ctx, buyer(u), ev.ID)
 	if err != nil {
 		t.Fatal(err)
 	}

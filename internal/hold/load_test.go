@@ -30,7 +30,7 @@ func BenchmarkColdLoad(b *testing.B) {
 		}
 		b.StartTimer()
 		start := time.Now()
-		if _, _, err := fresh.Core.Seats(ctx, hold.Actor{Org: tn.Org.ID, User: tn.Buyers[0].ID, Role: hold.RoleBuyer}, ev.ID); err != nil {
+		if _, _, err := fresh.Events.Seats(ctx, hold.Actor{Org: tn.Org.ID, User: tn.Buyers[0].ID, Role: hold.RoleBuyer}, ev.ID); err != nil {
 			b.Fatal(err)
 		}
 		total += time.Since(start)

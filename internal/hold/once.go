@@ -1,5 +1,8 @@
 package hold
 
+// A keyed hold request runs at most once: its Idempotency-Key is claimed
+// in Postgres before its seats are picked and held.
+
 import (
 	"context"
 	"fmt"
@@ -21,70 +24,53 @@ const (
 	claimTimeout = 5 * time.Second
 )
 
-// HoldGAOnce is HoldGA under the buyer's idempotency key (see once).
-func (s *Service) HoldGAOnce(ctx context.Context, a Actor, event uuid.UUID, section string, count int, source, key string) (Result, error) {
-	return s.once(ctx, a, event, key, fmt.Sprintf("ga %s %d %q", event, count, section), func(ctx context.Context) (Result, error) {
-		return s.HoldGA(ctx, a, event, section, count, source)
-	})
+// fingerprint names what a keyed request asks for: the same key with
+// another request is refused (idempotency_mismatch).
+func (r Request) fingerprint() string {
+	var what string
+	if r.GA != nil {
+		what = fmt.Sprintf("ga %s %d %q", r.Event, r.GA.Count, r.GA.Section)
+	} else {
+		what = fmt.Sprintf("best %s %d %q %q accessible=%t", r.Event, r.Best.Count, r.Best.Category, r.Best.Section, r.Accessible)
+	}
+	if c := r.Customer; c != nil {
+		// The customer and the hold's end are part of the request.
+		what += fmt.Sprintf(" for %q %q %q until %s", c.Name, c.Email, c.Note, r.Until.UTC().Format(time.RFC3339Nano))
+	}
+	return what
 }
 
-// HoldBestOnce is HoldBest under the buyer's idempotency key (see once).
-func (s *Service) HoldBestOnce(ctx context.Context, a Actor, event uuid.UUID, b Best, source, key string) (Result, error) {
-	return s.once(ctx, a, event, key, b.request(event), func(ctx context.Context) (Result, error) {
-		return s.HoldBest(ctx, a, event, b, source)
-	})
-}
-
-// HoldBestForOnce is HoldBestFor under the staff member's idempotency key
-// (see once); the customer and the hold's end are part of the request.
-func (s *Service) HoldBestForOnce(ctx context.Context, a Actor, event uuid.UUID, b Best, c store.Customer, until time.Time, key string) (Result, error) {
-	what := fmt.Sprintf("%s for %q %q %q until %s", b.request(event), c.Name, c.Email, c.Note, until.UTC().Format(time.RFC3339Nano))
-	return s.once(ctx, a, event, key, what, func(ctx context.Context) (Result, error) {
-		return s.HoldBestFor(ctx, a, event, b, c, until)
-	})
-}
-
-// request fingerprints a best-available request for its idempotency key.
-func (b Best) request(event uuid.UUID) string {
-	return fmt.Sprintf("best %s %d %q %q accessible=%t", event, b.Count, b.Category, b.Section, b.Accessible)
-}
-
-// once runs do, a hold whose seats the service picks (best available, GA
-// places), at most once per key: repeating such a request would hold
+// once runs a hold whose seats the core picks (best available, GA
+// places) at most once per key: repeating such a request would hold
 // more, so with the same key a repeat answers the holds the first request
 // made (Created false) and holds nothing more, whichever process it
-// reaches and however many arrive at once. what fingerprints the request:
-// the same key with another one is refused (idempotency_mismatch). The
-// key is claimed in Postgres before do runs, with an id of this
-// request's own that the holds do makes carry (requestOf), so the claim
-// is done when they commit; a request that held nothing frees it, so the
-// key may be used again. No key: do alone.
-func (s *Service) once(ctx context.Context, a Actor, event uuid.UUID, key, what string, do func(context.Context) (Result, error)) (Result, error) {
-	if key == "" {
-		return do(ctx)
-	}
-	if _, err := s.event(ctx, a.Org, event); err != nil {
+// reaches and however many arrive at once. The key is claimed in Postgres
+// before the hold runs, with an id of this request's own that the holds
+// it makes carry (requestOf), so the claim is done when they commit; a
+// request that held nothing frees it, so the key may be used again.
+func (h *Holds) once(ctx context.Context, a Actor, r Request) (Result, error) {
+	if _, err := h.e.event(ctx, a.Org, r.Event); err != nil {
 		return Result{}, err
 	}
-	k := store.HoldKey{Org: a.Org, User: a.User, Event: event, Key: key, Hash: what, Request: store.NewID()}
-	deadline := s.now().Add(keyWait)
+	k := store.HoldKey{Org: a.Org, User: a.User, Event: r.Event, Key: r.Key, Hash: r.fingerprint(), Request: store.NewID()}
+	deadline := h.e.now().Add(keyWait)
 	for wait := 5 * time.Millisecond; ; wait = min(2*wait, 100*time.Millisecond) {
 		// The claim does not follow the caller away: a claim cancelled
 		// mid-statement may have committed all the same, and nothing would
 		// then free it; made, it is freed below if the request holds nothing.
 		claim, cancel := context.WithTimeout(context.WithoutCancel(ctx), claimTimeout)
-		c, err := s.store.Holds.ClaimRequest(claim, k, keyStale)
+		c, err := h.e.store.Holds.ClaimRequest(claim, k, keyStale)
 		cancel()
 		switch {
 		case err != nil:
 			return Result{}, err
 		case c.Mine:
-			return s.onceClaimed(ctx, a, k, do)
+			return h.onceClaimed(ctx, a, k, r)
 		case c.Done:
-			hs, err := s.store.Holds.ByIDs(ctx, a.Org, c.HoldIDs)
+			hs, err := h.e.store.Holds.ByIDs(ctx, a.Org, c.HoldIDs)
 			return Result{Holds: hs}, err
 		}
-		if s.now().After(deadline) {
+		if h.e.now().After(deadline) {
 			return Result{}, apperr.E(apperr.Conflict, "a request with this Idempotency-Key is still being processed; try again shortly")
 		}
 		select {
@@ -98,12 +84,12 @@ func (s *Service) once(ctx context.Context, a Actor, event uuid.UUID, key, what 
 // onceClaimed runs a keyed request whose key it claimed, its holds
 // carrying the request's id (which answers a repeat once they commit), or
 // frees the key if it held nothing.
-func (s *Service) onceClaimed(ctx context.Context, a Actor, k store.HoldKey, do func(context.Context) (Result, error)) (Result, error) {
-	res, err := do(context.WithValue(ctx, requestKey{}, k.Request))
+func (h *Holds) onceClaimed(ctx context.Context, a Actor, k store.HoldKey, r Request) (Result, error) {
+	res, err := h.hold(context.WithValue(ctx, requestKey{}, k.Request), a, r)
 	if err != nil {
 		// The caller going away must not leave the claim behind.
-		if derr := s.store.Holds.DropRequest(context.WithoutCancel(ctx), k); derr != nil {
-			s.log.Error("free idempotency key", "org", a.Org, "user", a.User, "err", derr)
+		if derr := h.e.store.Holds.DropRequest(context.WithoutCancel(ctx), k); derr != nil {
+			h.e.log.Error("free idempotency key", "org", a.Org, "user", a.User, "err", derr)
 		}
 	}
 	return res, err

@@ -34,9 +34,9 @@ func TestBestHoldIdempotent(t *testing.T) {
 	errs := make([]error, 20)
 	var wg sync.WaitGroup
 	for i := range answers {
-		core := []*hold.Service{a.Core, b.Core}[i%2]
+		core := []*hold.Holds{a.Holds, b.Holds}[i%2]
 		wg.Go(func() {
-			res, err := core.HoldBestOnce(ctx, u, ev.ID, hold.Best{Count: 4}, hold.SourceAPI, "block-1")
+			res, err := core.Hold(ctx, u, hold.Request{Event: ev.ID, Best: &hold.Best{Count: 4}, Key: "block-1", Source: hold.SourceAPI})
 			errs[i], created[i] = err, res.Created
 			for _, h := range res.Holds {
 				answers[i] = append(answers[i], h.ID)
@@ -62,20 +62,23 @@ func TestBestHoldIdempotent(t *testing.T) {
 	if n := count(t, a, `SELECT count(*) FROM seat_holds WHERE event_id = $1`, ev.ID); n != 4 {
 		t.Fatalf("%d holds written, want 4", n)
 	}
-	if _, err := a.Core.HoldBestOnce(ctx, u, ev.ID, hold.Best{Count: 2}, hold.SourceAPI, "block-1"); apperr.CodeOf(err) != apperr.IdempotencyMismatch {
+	if _, err := a.Holds.Hold(ctx, u, hold.Request{Event: ev.ID, Best: &hold.Best{Count: 2}, Key: "block-1",
+		Source: hold.SourceAPI}); apperr.CodeOf(err) != apperr.IdempotencyMismatch {
 		t.Errorf("same key, another count: %v, want idempotency_mismatch", err)
 	}
 	// Refused: nothing held, the key is free again.
-	if _, err := a.Core.HoldBestOnce(ctx, u, ev.ID, hold.Best{Count: 4, Section: "Z"}, hold.SourceAPI, "block-2"); apperr.CodeOf(err) != apperr.Invalid {
+	if _, err := a.Holds.Hold(ctx, u, hold.Request{Event: ev.ID, Best: &hold.Best{Count: 4, Section: "Z"}, Key: "block-2",
+		Source: hold.SourceAPI}); apperr.CodeOf(err) != apperr.Invalid {
 		t.Fatalf("an unknown section: %v, want invalid", err)
 	}
-	res, err := b.Core.HoldBestOnce(ctx, u, ev.ID, hold.Best{Count: 2}, hold.SourceAPI, "block-2")
+	res, err := b.Holds.Hold(ctx, u, hold.Request{Event: ev.ID, Best: &hold.Best{Count: 2}, Key: "block-2", Source: hold.SourceAPI})
 	if err != nil || !res.Created || len(res.Holds) != 2 {
 		t.Fatalf("the freed key again: %+v, %v", res, err)
 	}
 	// Without a key, each request holds.
 	for range 2 {
-		if res, err := a.Core.HoldBestOnce(ctx, u, ev.ID, hold.Best{Count: 2}, hold.SourceAPI, ""); err != nil || !res.Created {
+		if res, err := a.Holds.Hold(ctx, u, hold.Request{Event: ev.ID, Best: &hold.Best{Count: 2}, Key: "",
+			Source: hold.SourceAPI}); err != nil || !res.Created {
 			t.Fatalf("no key: %+v, %v", res, err)
 		}
 	}
@@ -85,15 +88,16 @@ func TestBestHoldIdempotent(t *testing.T) {
 
 	box := staff(tn.BoxOffice)
 	until := time.Now().Add(48 * time.Hour).Truncate(time.Millisecond)
-	first, err := a.Core.HoldBestForOnce(ctx, box, ev.ID, hold.Best{Count: 3}, customer, until, "for-1")
+	first, err := a.Holds.Hold(ctx, box, hold.Request{Event: ev.ID, Best: &hold.Best{Count: 3}, Customer: &customer, Until: until, Key: "for-1"})
 	if err != nil || !first.Created || len(first.Holds) != 3 {
 		t.Fatalf("for a customer: %+v, %v", first, err)
 	}
-	again, err := b.Core.HoldBestForOnce(ctx, box, ev.ID, hold.Best{Count: 3}, customer, until, "for-1")
+	again, err := b.Holds.Hold(ctx, box, hold.Request{Event: ev.ID, Best: &hold.Best{Count: 3}, Customer: &customer, Until: until, Key: "for-1"})
 	if err != nil || again.Created || !slices.EqualFunc(again.Holds, first.Holds, func(x, y store.Hold) bool { return x.ID == y.ID }) {
 		t.Fatalf("for a customer, again: %+v, %v; want the first request's holds", again, err)
 	}
-	if _, err := a.Core.HoldBestForOnce(ctx, box, ev.ID, hold.Best{Count: 3}, customer, until.Add(time.Hour), "for-1"); apperr.CodeOf(err) != apperr.IdempotencyMismatch {
+	if _, err := a.Holds.Hold(ctx, box, hold.Request{Event: ev.ID, Best: &hold.Best{Count: 3}, Customer: &customer,
+		Until: until.Add(time.Hour), Key: "for-1"}); apperr.CodeOf(err) != apperr.IdempotencyMismatch {
 		t.Errorf("same key, another end: %v, want idempotency_mismatch", err)
 	}
 	if n := count(t, a, `SELECT count(*) FROM seat_holds WHERE event_id = $1`, ev.ID); n != 13 {
@@ -115,7 +119,7 @@ func TestKeyedRequestCutOff(t *testing.T) {
 		ctx, cancel := context.WithCancel(context.Background())
 		timer := time.AfterFunc(time.Duration(i%30)*100*time.Microsecond, cancel)
 		key := fmt.Sprintf("cut-%d", i)
-		_, _ = a.Core.HoldBestOnce(ctx, u, ev.ID, hold.Best{Count: 1}, hold.SourceAPI, key)
+		_, _ = a.Holds.Hold(ctx, u, hold.Request{Event: ev.ID, Best: &hold.Best{Count: 1}, Key: key, Source: hold.SourceAPI})
 		timer.Stop()
 		cancel()
 		var stranded bool

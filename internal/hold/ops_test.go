@@ -24,11 +24,11 @@ func TestCheckoutExtendsOnce(t *testing.T) {
 	seats := testenv.SeatIDs(t, a, tn.Org.ID, ev.ID)
 	ctx := context.Background()
 	u := buyer(tn.Buyers[0])
-	res, err := a.Core.Hold(ctx, u, ev.ID, seats[:2], hold.SourceWeb)
+	res, err := a.Holds.Hold(ctx, u, hold.Request{Event: ev.ID, Seats: seats[:2], Source: hold.SourceWeb})
 	if err != nil {
 		t.Fatal(err)
 	}
-	first, err := a.Core.Checkout(ctx, u, ev.ID)
+	first, err := a.Holds.Checkout(ctx, u, ev.ID)
 	if err != nil || len(first) != 2 {
 		t.Fatalf("checkout: %v %d", err, len(first))
 	}
@@ -42,7 +42,7 @@ func TestCheckoutExtendsOnce(t *testing.T) {
 			return err == nil && ok && lk.Expires.Equal(h.HeldUntil.Truncate(time.Millisecond))
 		})
 	}
-	second, err := a.Core.Checkout(ctx, u, ev.ID)
+	second, err := a.Holds.Checkout(ctx, u, ev.ID)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -59,23 +59,23 @@ func TestReleaseRules(t *testing.T) {
 	ev := testenv.NewEvent(t, a, tn.Org.ID, 1, 1, 4)
 	seats := testenv.SeatIDs(t, a, tn.Org.ID, ev.ID)
 	ctx := context.Background()
-	res, err := a.Core.Hold(ctx, buyer(tn.Buyers[0]), ev.ID, seats[:2], hold.SourceWeb)
+	res, err := a.Holds.Hold(ctx, buyer(tn.Buyers[0]), hold.Request{Event: ev.ID, Seats: seats[:2], Source: hold.SourceWeb})
 	if err != nil {
 		t.Fatal(err)
 	}
 	// Another buyer may not release it.
-	if _, err := a.Core.Release(ctx, buyer(tn.Buyers[1]), res.Holds[0].ID, ""); apperr.CodeOf(err) != apperr.Forbidden {
+	if _, err := a.Holds.Release(ctx, buyer(tn.Buyers[1]), res.Holds[0].ID, ""); apperr.CodeOf(err) != apperr.Forbidden {
 		t.Fatalf("release by another buyer: %v, want forbidden", err)
 	}
 	// The holder may; a second release says it is gone.
-	if _, err := a.Core.Release(ctx, buyer(tn.Buyers[0]), res.Holds[0].ID, ""); err != nil {
+	if _, err := a.Holds.Release(ctx, buyer(tn.Buyers[0]), res.Holds[0].ID, ""); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := a.Core.Release(ctx, buyer(tn.Buyers[0]), res.Holds[0].ID, ""); apperr.CodeOf(err) != apperr.NotFound {
+	if _, err := a.Holds.Release(ctx, buyer(tn.Buyers[0]), res.Holds[0].ID, ""); apperr.CodeOf(err) != apperr.NotFound {
 		t.Fatalf("second release: %v, want not_found", err)
 	}
 	// Box office releases anyone's, and the reason is audited.
-	if _, err := a.Core.Release(ctx, staff(tn.BoxOffice), res.Holds[1].ID, "customer called"); err != nil {
+	if _, err := a.Holds.Release(ctx, staff(tn.BoxOffice), res.Holds[1].ID, "customer called"); err != nil {
 		t.Fatal(err)
 	}
 	var actor uuid.UUID
@@ -90,7 +90,7 @@ func TestReleaseRules(t *testing.T) {
 			t.Fatalf("lock left for released seat %s", s)
 		}
 	}
-	if _, err := a.Core.Hold(ctx, buyer(tn.Buyers[1]), ev.ID, seats[:2], hold.SourceWeb); err != nil {
+	if _, err := a.Holds.Hold(ctx, buyer(tn.Buyers[1]), hold.Request{Event: ev.ID, Seats: seats[:2], Source: hold.SourceWeb}); err != nil {
 		t.Fatalf("hold released seats: %v", err)
 	}
 	assertSeatInvariants(t, a, ev.ID)
@@ -103,37 +103,38 @@ func TestPurchaseIdempotency(t *testing.T) {
 	seats := testenv.SeatIDs(t, a, tn.Org.ID, ev.ID)
 	ctx := context.Background()
 	u := buyer(tn.Buyers[0])
-	res, err := a.Core.Hold(ctx, u, ev.ID, seats[:2], hold.SourceWeb)
+	res, err := a.Holds.Hold(ctx, u, hold.Request{Event: ev.ID, Seats: seats[:2], Source: hold.SourceWeb})
 	if err != nil {
 		t.Fatal(err)
 	}
 	ids := []uuid.UUID{res.Holds[0].ID, res.Holds[1].ID}
-	b1, err := a.Core.Purchase(ctx, u, ev.ID, "k1", ids)
+	b1, err := a.Holds.Purchase(ctx, u, ev.ID, "k1", ids)
 	if err != nil || b1.Replayed || len(b1.Tickets) != 2 {
 		t.Fatalf("purchase: %+v %v", b1, err)
 	}
-	b2, err := a.Core.Purchase(ctx, u, ev.ID, "k1", []uuid.UUID{ids[1], ids[0]})
+	b2, err := a.Holds.Purchase(ctx, u, ev.ID, "k1", []uuid.UUID{ids[1], ids[0]})
 	if err != nil || !b2.Replayed || b2.ID != b1.ID || len(b2.Tickets) != 2 {
 		t.Fatalf("replay: %+v %v", b2, err)
 	}
-	if _, err := a.Core.Purchase(ctx, u, ev.ID, "k1", ids[:1]); apperr.CodeOf(err) != apperr.IdempotencyMismatch {
+	if _, err := a.Holds.Purchase(ctx, u, ev.ID, "k1", ids[:1]); apperr.CodeOf(err) != apperr.IdempotencyMismatch {
 		t.Fatalf("same key other payload: %v", err)
 	}
 	// Sold seats are refused to everyone, at once, from the hot cache.
-	if _, err := a.Core.Hold(ctx, buyer(tn.Buyers[1]), ev.ID, seats[:1], hold.SourceWeb); !errors.Is(err, apperr.ErrSeatTaken) {
+	if _, err := a.Holds.Hold(ctx, buyer(tn.Buyers[1]), hold.Request{Event: ev.ID, Seats: seats[:1],
+		Source: hold.SourceWeb}); !errors.Is(err, apperr.ErrSeatTaken) {
 		t.Fatalf("hold sold seat: %v", err)
 	}
 	// Buying a hold that is not active any more is holds_expired.
-	res2, _ := a.Core.Hold(ctx, u, ev.ID, seats[2:3], hold.SourceWeb)
-	if _, err := a.Core.Release(ctx, u, res2.Holds[0].ID, ""); err != nil {
+	res2, _ := a.Holds.Hold(ctx, u, hold.Request{Event: ev.ID, Seats: seats[2:3], Source: hold.SourceWeb})
+	if _, err := a.Holds.Release(ctx, u, res2.Holds[0].ID, ""); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := a.Core.Purchase(ctx, u, ev.ID, "k2", []uuid.UUID{res2.Holds[0].ID}); apperr.CodeOf(err) != apperr.HoldsExpired {
+	if _, err := a.Holds.Purchase(ctx, u, ev.ID, "k2", []uuid.UUID{res2.Holds[0].ID}); apperr.CodeOf(err) != apperr.HoldsExpired {
 		t.Fatalf("purchase released hold: %v", err)
 	}
 	// Another buyer cannot buy my hold.
-	res3, _ := a.Core.Hold(ctx, u, ev.ID, seats[3:4], hold.SourceWeb)
-	if _, err := a.Core.Purchase(ctx, buyer(tn.Buyers[1]), ev.ID, "k3", []uuid.UUID{res3.Holds[0].ID}); apperr.CodeOf(err) != apperr.NotFound {
+	res3, _ := a.Holds.Hold(ctx, u, hold.Request{Event: ev.ID, Seats: seats[3:4], Source: hold.SourceWeb})
+	if _, err := a.Holds.Purchase(ctx, buyer(tn.Buyers[1]), ev.ID, "k3", []uuid.UUID{res3.Holds[0].ID}); apperr.CodeOf(err) != apperr.NotFound {
 		t.Fatalf("purchase another's hold: %v", err)
 	}
 	assertSeatInvariants(t, a, ev.ID)
@@ -146,26 +147,27 @@ func TestBlockUnblock(t *testing.T) {
 	seats := testenv.SeatIDs(t, a, tn.Org.ID, ev.ID)
 	ctx := context.Background()
 	org := staff(tn.Organizer)
-	if _, err := a.Core.SetBlocked(ctx, buyer(tn.Buyers[0]), ev.ID, seats[0], true, ""); apperr.CodeOf(err) != apperr.Forbidden {
+	if _, err := a.Holds.SetBlocked(ctx, buyer(tn.Buyers[0]), ev.ID, seats[0], true, ""); apperr.CodeOf(err) != apperr.Forbidden {
 		t.Fatalf("buyer blocks: %v", err)
 	}
-	if _, err := a.Core.SetBlocked(ctx, org, ev.ID, seats[0], true, "broken"); err != nil {
+	if _, err := a.Holds.SetBlocked(ctx, org, ev.ID, seats[0], true, "broken"); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := a.Core.SetBlocked(ctx, org, ev.ID, seats[0], true, ""); apperr.CodeOf(err) != apperr.Conflict {
+	if _, err := a.Holds.SetBlocked(ctx, org, ev.ID, seats[0], true, ""); apperr.CodeOf(err) != apperr.Conflict {
 		t.Fatalf("block twice: %v", err)
 	}
-	if _, err := a.Core.Hold(ctx, buyer(tn.Buyers[0]), ev.ID, seats[:1], hold.SourceWeb); !errors.Is(err, apperr.ErrSeatTaken) {
+	if _, err := a.Holds.Hold(ctx, buyer(tn.Buyers[0]), hold.Request{Event: ev.ID, Seats: seats[:1],
+		Source: hold.SourceWeb}); !errors.Is(err, apperr.ErrSeatTaken) {
 		t.Fatalf("hold blocked seat: %v", err)
 	}
-	occ, err := a.Core.Occupancy(ctx, org, ev.ID)
+	occ, err := a.Monitor.Occupancy(ctx, org, ev.ID)
 	if err != nil || occ.Blocked != 1 || occ.Available != 2 {
 		t.Fatalf("occupancy: %+v %v", occ, err)
 	}
-	if _, err := a.Core.SetBlocked(ctx, org, ev.ID, seats[0], false, ""); err != nil {
+	if _, err := a.Holds.SetBlocked(ctx, org, ev.ID, seats[0], false, ""); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := a.Core.Hold(ctx, buyer(tn.Buyers[0]), ev.ID, seats[:1], hold.SourceWeb); err != nil {
+	if _, err := a.Holds.Hold(ctx, buyer(tn.Buyers[0]), hold.Request{Event: ev.ID, Seats: seats[:1], Source: hold.SourceWeb}); err != nil {
 		t.Fatalf("hold unblocked seat: %v", err)
 	}
 }
@@ -181,27 +183,28 @@ func TestTenancy(t *testing.T) {
 	evb := testenv.NewEvent(t, a, tb.Org.ID, 1, 1, 4)
 	seatsA := testenv.SeatIDs(t, a, ta.Org.ID, eva.ID)
 	ctx := context.Background()
-	res, err := a.Core.Hold(ctx, buyer(ta.Buyers[0]), eva.ID, seatsA[:1], hold.SourceWeb)
+	res, err := a.Holds.Hold(ctx, buyer(ta.Buyers[0]), hold.Request{Event: eva.ID, Seats: seatsA[:1], Source: hold.SourceWeb})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := a.Core.Hold(ctx, buyer(tb.Buyers[0]), evb.ID, seatsA[:1], hold.SourceWeb); apperr.CodeOf(err) != apperr.NotFound {
+	if _, err := a.Holds.Hold(ctx, buyer(tb.Buyers[0]), hold.Request{Event: evb.ID, Seats: seatsA[:1],
+		Source: hold.SourceWeb}); apperr.CodeOf(err) != apperr.NotFound {
 		t.Fatalf("hold org A seat in org B event: %v", err)
 	}
 	b := buyer(tb.Buyers[0])
 	bs := staff(tb.Organizer)
 	checks := map[string]error{}
-	_, checks["hold"] = a.Core.Hold(ctx, b, eva.ID, seatsA[1:2], hold.SourceWeb)
-	_, checks["release"] = a.Core.Release(ctx, bs, res.Holds[0].ID, "")
-	_, checks["checkout"] = a.Core.Checkout(ctx, b, eva.ID)
-	_, _, checks["seats"] = a.Core.Seats(ctx, b, eva.ID)
-	_, checks["purchase"] = a.Core.Purchase(ctx, b, eva.ID, "k", []uuid.UUID{res.Holds[0].ID})
-	_, checks["purchase in own event"] = a.Core.Purchase(ctx, b, evb.ID, "k2", []uuid.UUID{res.Holds[0].ID})
-	_, checks["block"] = a.Core.SetBlocked(ctx, bs, eva.ID, seatsA[2], true, "")
-	_, checks["occupancy"] = a.Core.Occupancy(ctx, bs, eva.ID)
-	_, checks["event holds"] = a.Core.EventHolds(ctx, bs, eva.ID)
-	_, checks["registry"] = a.Core.RegistryStatus(ctx, bs, eva.ID)
-	_, checks["watch"] = a.Core.Watch(ctx, b, eva.ID, func([]hold.Delta) {})
+	_, checks["hold"] = a.Holds.Hold(ctx, b, hold.Request{Event: eva.ID, Seats: seatsA[1:2], Source: hold.SourceWeb})
+	_, checks["release"] = a.Holds.Release(ctx, bs, res.Holds[0].ID, "")
+	_, checks["checkout"] = a.Holds.Checkout(ctx, b, eva.ID)
+	_, _, checks["seats"] = a.Events.Seats(ctx, b, eva.ID)
+	_, checks["purchase"] = a.Holds.Purchase(ctx, b, eva.ID, "k", []uuid.UUID{res.Holds[0].ID})
+	_, checks["purchase in own event"] = a.Holds.Purchase(ctx, b, evb.ID, "k2", []uuid.UUID{res.Holds[0].ID})
+	_, checks["block"] = a.Holds.SetBlocked(ctx, bs, eva.ID, seatsA[2], true, "")
+	_, checks["occupancy"] = a.Monitor.Occupancy(ctx, bs, eva.ID)
+	_, checks["event holds"] = a.Holds.EventHolds(ctx, bs, eva.ID)
+	_, checks["registry"] = a.Monitor.RegistryStatus(ctx, bs, eva.ID)
+	_, checks["watch"] = a.Engine.Watch(ctx, b, eva.ID, func([]hold.Delta) {})
 	for name, err := range checks {
 		if apperr.CodeOf(err) != apperr.NotFound {
 			t.Errorf("%s across tenants: %v, want not_found", name, err)
@@ -213,10 +216,11 @@ func TestTenancy(t *testing.T) {
 	}
 	assertSeatInvariants(t, a, eva.ID)
 	// Exercise every kind of key, then check each names an org.
-	if _, err := a.Core.Hold(ctx, buyer(tb.Buyers[0]), evb.ID, testenv.SeatIDs(t, a, tb.Org.ID, evb.ID)[:1], hold.SourceWeb); err != nil {
+	if _, err := a.Holds.Hold(ctx, buyer(tb.Buyers[0]), hold.Request{Event: evb.ID,
+		Seats: testenv.SeatIDs(t, a, tb.Org.ID, evb.ID)[:1], Source: hold.SourceWeb}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := a.Core.SetBlocked(ctx, staff(ta.Organizer), eva.ID, seatsA[3], true, ""); err != nil {
+	if _, err := a.Holds.SetBlocked(ctx, staff(ta.Organizer), eva.ID, seatsA[3], true, ""); err != nil {
 		t.Fatal(err)
 	}
 	keys, err := a.Redis.Keys(ctx, "*").Result()

@@ -10,6 +10,7 @@ import (
 	"github.com/google/uuid"
 
 	"seatd/internal/config"
+	"seatd/internal/hold"
 	"seatd/internal/realtime"
 	"seatd/internal/testenv"
 )
@@ -26,7 +27,7 @@ func TestLargeCommitPublished(t *testing.T) {
 	u := testenv.AddBuyers(t, a, tn.Org.ID, 1)[0]
 	ev := testenv.NewEvent(t, a, tn.Org.ID, 2, 3, 10)
 	seats := testenv.SeatIDs(t, a, tn.Org.ID, ev.ID)[:40]
-	if _, _, err := a.Core.Seats(ctx, buyer(u), ev.ID); err != nil {
+	if _, _, err := a.Events.Seats(ctx, buyer(u), ev.ID); err != nil {
 		t.Fatal(err)
 	}
 	var mu sync.Mutex
@@ -53,7 +54,7 @@ func TestLargeCommitPublished(t *testing.T) {
 	}, nil)
 	defer unsubscribe()
 
-	if _, err := a.Core.Hold(ctx, buyer(u), ev.ID, seats, "web"); err != nil {
+	if _, err := a.Holds.Hold(ctx, buyer(u), hold.Request{Event: ev.ID, Seats: seats, Source: "web"}); err != nil {
 		t.Fatal(err)
 	}
 	testenv.Eventually(t, 5*time.Second, "a delta for every seat held", func() bool {

@@ -1,13 +1,21 @@
 package hold
 
+// The Redis tier: the seat locks behind a circuit breaker, which cached
+// events' locks are synced with Postgres, and the engine's calls that
+// change them outside a hold (drop, doubt, full sync)
+// (docs/architecture.md#redis-layout).
+
 import (
 	"context"
 	"errors"
 	"log/slog"
+	"sync/atomic"
 
+	"github.com/google/uuid"
 	"github.com/sony/gobreaker/v2"
 
 	"seatd/internal/seatlock"
+	"seatd/internal/store"
 	"seatd/internal/telemetry"
 )
 
@@ -18,6 +26,8 @@ import (
 type redisTier struct {
 	locks   *seatlock.Locks
 	breaker *gobreaker.CircuitBreaker[any]
+	// unsynced counts cached events whose Redis state is not synced.
+	unsynced atomic.Int64
 }
 
 func newRedisTier(locks *seatlock.Locks, opt Options, log *slog.Logger, m *telemetry.Metrics, onOpen func()) *redisTier {
@@ -59,4 +69,99 @@ func call[T any](r *redisTier, f func() (T, error)) (T, error) {
 		return zero, err
 	}
 	return v.(T), nil
+}
+
+// doubt hands locks whose hold may not be in Postgres to the follower.
+func (e *Engine) doubt(ev *eventState, rs []seatlock.Released) {
+	if len(rs) == 0 {
+		return
+	}
+	now := e.now()
+	for _, r := range rs {
+		ev.doubt(doubtfulLock{seat: r.Seat, hold: r.HoldID, notBefore: now})
+	}
+	e.wake()
+}
+
+// dropLocks compare-and-deletes Redis locks of holds that ended or were
+// never written, so their seats are free in Redis at once. It is only
+// that: what it cannot drop, the follower does.
+func (e *Engine) dropLocks(ctx context.Context, ev *eventState, rs []seatlock.Released) {
+	if len(rs) == 0 {
+		return
+	}
+	if e.redis.usable() {
+		_, err := call(e.redis, func() (int, error) {
+			return e.locks.Release(context.WithoutCancel(ctx), ev.org, ev.id, rs)
+		})
+		if err == nil {
+			return
+		}
+		e.log.Warn("drop redis locks", "org", ev.org, "event", ev.id, "err", err)
+	}
+	// Redis now disagrees with Postgres: the event's locks are not trusted
+	// until the follower synced it, which drops these (and checks them,
+	// for a write that may never have committed).
+	e.setSynced(ev, false)
+	e.doubt(ev, rs)
+}
+
+// fullSyncFrom makes Redis agree with Postgres for a whole event, from
+// Postgres's held seats and highest fence read at one snapshot (a load's,
+// or the follower's fullSync): the lock of every held seat, none for the
+// seats Redis has that Postgres does not hold (see seatlock.Sync for the
+// rule that keeps locks in flight), and a fence counter above every fence
+// used. Locks Redis has that Postgres does not know are checked again
+// once they are too old to be in flight.
+func (e *Engine) fullSyncFrom(ctx context.Context, ev *eventState, held []store.Seat, maxFence int64) error {
+	members, err := call(e.redis, func() ([]string, error) { return e.locks.HeldSeats(ctx, ev.org, ev.id) })
+	if err != nil {
+		return err
+	}
+	states := make([]seatlock.SeatState, 0, len(held)+len(members))
+	inPG := make(map[uuid.UUID]bool, len(held))
+	for i := range held {
+		states = append(states, lockState(&held[i]))
+		inPG[held[i].ID] = true
+	}
+	var extra []uuid.UUID
+	for _, m := range members {
+		if id, err := uuid.Parse(m); err == nil && !inPG[id] {
+			extra = append(extra, id)
+		}
+	}
+	if len(extra) > 0 {
+		seats, err := e.store.Events.SeatsByID(ctx, ev.org, ev.id, extra)
+		if err != nil {
+			return err
+		}
+		for i := range seats {
+			states = append(states, lockState(&seats[i]))
+		}
+	}
+	if _, err := call(e.redis, func() (int, error) {
+		return e.locks.Sync(ctx, ev.org, ev.id, states, maxFence, e.now(), e.opt.StaleLockAge, true)
+	}); err != nil {
+		return err
+	}
+	e.m.RedisSyncs.WithLabelValues("full").Inc()
+	e.setSynced(ev, true)
+	// What Sync left alone for being newer than Postgres may be a lock
+	// whose writer died: look again once no transaction can still commit it.
+	for _, id := range extra {
+		lk, ok, err := e.locks.Get(ctx, ev.org, ev.id, id)
+		if err == nil && ok {
+			ev.doubt(doubtfulLock{seat: id, hold: lk.HoldID, notBefore: lk.AcquiredAt.Add(e.opt.StaleLockAge)})
+		}
+	}
+	return nil
+}
+
+// lockState is what Redis should hold for a seat Postgres has as st.
+func lockState(st *store.Seat) seatlock.SeatState {
+	ls := seatlock.SeatState{ID: st.ID, Version: st.Version, Fence: st.Fence}
+	if st.Status == store.Held && st.HoldID != uuid.Nil {
+		ls.Lock = &seatlock.Lock{HoldID: st.HoldID, UserID: st.HolderID, Fence: st.Fence, Expires: st.HeldUntil}
+	}
+	return ls
 }

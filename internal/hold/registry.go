@@ -1,5 +1,9 @@
 package hold
 
+// The registry's health: whether the three tiers agree about an event's
+// holds, and reconcile, which makes them agree again
+// (docs/architecture.md#change-feed).
+
 import (
 	"context"
 	"fmt"
@@ -9,128 +13,7 @@ import (
 
 	"seatd/internal/apperr"
 	"seatd/internal/chart"
-	"seatd/internal/store"
 )
-
-// SectionOccupancy is one section's counts.
-type SectionOccupancy struct {
-	ID    uuid.UUID
-	Label string
-	Name  string
-	// Standing marks a general-admission section: its counts are places.
-	Standing bool
-	store.Counts
-}
-
-// CategoryOccupancy is one price category's counts and revenue: held at
-// the category's current price (what those holds would be paid now), sold
-// as paid (PaidOccupancy only; the cache does not know what was paid).
-type CategoryOccupancy struct {
-	store.Category
-	store.Counts
-	RevenueSold, RevenueHeld int64
-	// RevenueSoldOther is what was paid in other currencies than the
-	// category's current one (its currency was changed after sales).
-	RevenueSoldOther map[string]int64
-}
-
-// Occupancy is an event's counts, in total, per section and per category.
-type Occupancy struct {
-	store.Counts
-	Sections   []SectionOccupancy
-	Categories []CategoryOccupancy
-}
-
-// withCategories adds the counts per category (chart order, then seats
-// without a category, if any) to o.
-func withCategories(o Occupancy, cats []store.Category, counts map[string]store.Counts) Occupancy {
-	for _, c := range cats {
-		n := counts[c.Key]
-		o.Categories = append(o.Categories, CategoryOccupancy{Category: c, Counts: n, RevenueHeld: int64(n.Held) * c.PriceMinor})
-	}
-	if n, ok := counts[""]; ok && len(cats) > 0 && n.Total() > 0 {
-		o.Categories = append(o.Categories, CategoryOccupancy{Counts: n})
-	}
-	return o
-}
-
-func occupancyOf(secs []store.Section, counts []store.Counts) Occupancy {
-	var o Occupancy
-	for i, sec := range secs {
-		c := counts[i]
-		o.Available += c.Available
-		o.Held += c.Held
-		o.Sold += c.Sold
-		o.Blocked += c.Blocked
-		o.Sections = append(o.Sections, SectionOccupancy{ID: sec.ID, Label: sec.Label, Name: sec.Name, Standing: sec.Kind == chart.GA, Counts: c})
-	}
-	return o
-}
-
-// Occupancy returns the live counts from this process's hot cache, which
-// deltas keep current; staff only.
-func (s *Service) Occupancy(ctx context.Context, a Actor, event uuid.UUID) (Occupancy, error) {
-	if !a.Staff() {
-		return Occupancy{}, apperr.E(apperr.Forbidden, "only staff can see occupancy")
-	}
-	ev, err := s.event(ctx, a.Org, event)
-	if err != nil {
-		return Occupancy{}, err
-	}
-	return withCategories(occupancyOf(ev.occupancy()), ev.settings.Load().Categories, ev.categoryCounts()), nil
-}
-
-// PaidOccupancy is Occupancy with each category's sold revenue as the
-// live tickets were paid, read from Postgres, not at the category's price
-// today (a price changed during the sale). The counts are the cache's: a
-// sale committed between the two reads is in one and not yet the other,
-// and the next read has both.
-func (s *Service) PaidOccupancy(ctx context.Context, a Actor, event uuid.UUID) (Occupancy, error) {
-	o, err := s.Occupancy(ctx, a, event)
-	if err != nil {
-		return o, err
-	}
-	paid, err := s.store.Events.PaidRevenue(ctx, a.Org, event)
-	if err != nil {
-		return Occupancy{}, err
-	}
-	for i := range o.Categories {
-		c := &o.Categories[i]
-		for cur, n := range paid[c.Key] {
-			if cur == c.Currency {
-				c.RevenueSold = n
-				continue
-			}
-			if c.RevenueSoldOther == nil {
-				c.RevenueSoldOther = map[string]int64{}
-			}
-			c.RevenueSoldOther[cur] = n
-		}
-	}
-	return o, nil
-}
-
-// RecomputeOccupancy aggregates the counts from Postgres, per section and
-// per price category (the check the live counters are verified against).
-func (s *Service) RecomputeOccupancy(ctx context.Context, a Actor, event uuid.UUID) (Occupancy, error) {
-	if !a.Staff() {
-		return Occupancy{}, apperr.E(apperr.Forbidden, "only staff can see occupancy")
-	}
-	ev, err := s.event(ctx, a.Org, event)
-	if err != nil {
-		return Occupancy{}, err
-	}
-	bySection, byCategory, err := s.store.Events.Occupancy(ctx, a.Org, event)
-	if err != nil {
-		return Occupancy{}, err
-	}
-	secs, _ := ev.occupancy()
-	counts := make([]store.Counts, len(secs))
-	for i, sec := range secs {
-		counts[i] = bySection[sec.ID]
-	}
-	return withCategories(occupancyOf(secs, counts), ev.settings.Load().Categories, byCategory), nil
-}
 
 // Registry is the agreement of the three tiers about an event's holds.
 type Registry struct {
@@ -167,16 +50,16 @@ func (r *Registry) mismatch(format string, args ...any) {
 // (organizers only). Consistent means Redis holds exactly the seats
 // Postgres does, apart from locks young enough to belong to a hold still
 // being written, and the hot cache agrees.
-func (s *Service) RegistryStatus(ctx context.Context, a Actor, event uuid.UUID) (Registry, error) {
+func (mo *Monitor) RegistryStatus(ctx context.Context, a Actor, event uuid.UUID) (Registry, error) {
 	if a.Role != RoleOrganizer {
 		return Registry{}, apperr.E(apperr.Forbidden, "only organizers can see registry health")
 	}
-	ev, err := s.event(ctx, a.Org, event)
+	ev, err := mo.e.event(ctx, a.Org, event)
 	if err != nil {
 		return Registry{}, err
 	}
-	r := Registry{HotCache: ev.heldCount(), Breaker: s.BreakerState()}
-	active, err := s.store.Holds.OfEvent(ctx, a.Org, event)
+	r := Registry{HotCache: ev.heldCount(), Breaker: mo.e.BreakerState()}
+	active, err := mo.e.store.Holds.OfEvent(ctx, a.Org, event)
 	if err != nil {
 		return Registry{}, err
 	}
@@ -200,7 +83,7 @@ func (s *Service) RegistryStatus(ctx context.Context, a Actor, event uuid.UUID) 
 	for _, h := range active {
 		gaCount(h.SeatID, func(g *RegistryGA) *int { return &g.Postgres })
 	}
-	members, err := s.locks.HeldSeats(ctx, a.Org, event)
+	members, err := mo.e.locks.HeldSeats(ctx, a.Org, event)
 	if err != nil {
 		r.RedisError = "Redis is unavailable"
 		return r, nil
@@ -212,7 +95,7 @@ func (s *Service) RegistryStatus(ctx context.Context, a Actor, event uuid.UUID) 
 	}
 	same := true
 	inRedis := make(map[string]bool, len(members))
-	now := s.now()
+	now := mo.e.now()
 	for _, m := range members {
 		inRedis[m] = true
 		id, err := uuid.Parse(m)
@@ -225,15 +108,15 @@ func (s *Service) RegistryStatus(ctx context.Context, a Actor, event uuid.UUID) 
 			gaCount(id, func(g *RegistryGA) *int { return &g.Redis })
 			continue
 		}
-		lk, ok, err := s.locks.Get(ctx, a.Org, event, id)
+		lk, ok, err := mo.e.locks.Get(ctx, a.Org, event, id)
 		switch {
 		case err != nil || !ok:
 			same = false
 			r.mismatch("seat %s: listed in redis without a lock (%v)", id, err)
-		case now.Sub(lk.AcquiredAt) >= s.opt.StaleLockAge:
+		case now.Sub(lk.AcquiredAt) >= mo.e.opt.StaleLockAge:
 			same = false
 			gaCount(id, func(g *RegistryGA) *int { return &g.Redis })
-			h, herr := s.store.Holds.ByID(ctx, a.Org, lk.HoldID)
+			h, herr := mo.e.store.Holds.ByID(ctx, a.Org, lk.HoldID)
 			st, _ := ev.seat(id)
 			r.mismatch("seat %s: redis lock of hold %s (fence %d, taken %s ago) not active in postgres (hold %s %v created %s until %s; seat %s v%d fence %d)",
 				id, lk.HoldID, lk.Fence, now.Sub(lk.AcquiredAt).Round(time.Millisecond), h.Status, herr, h.CreatedAt.Format("15:04:05.000"),
@@ -264,43 +147,19 @@ func (s *Service) RegistryStatus(ctx context.Context, a Actor, event uuid.UUID) 
 // Reconcile syncs an event's Redis state from Postgres in full and brings
 // this process's cache up to the feed's head (organizers only); other
 // processes' caches follow the feed on their own.
-func (s *Service) Reconcile(ctx context.Context, a Actor, event uuid.UUID) (Registry, error) {
+func (mo *Monitor) Reconcile(ctx context.Context, a Actor, event uuid.UUID) (Registry, error) {
 	if a.Role != RoleOrganizer {
 		return Registry{}, apperr.E(apperr.Forbidden, "only organizers can reconcile")
 	}
-	ev, err := s.event(ctx, a.Org, event)
+	ev, err := mo.e.event(ctx, a.Org, event)
 	if err != nil {
 		return Registry{}, err
 	}
-	s.setSynced(ev, false)
-	s.follow(ctx)
-	s.m.Reconciles.Inc()
-	if !ev.synced.Load() && s.redis.usable() {
+	mo.e.setSynced(ev, false)
+	mo.follower.round(ctx)
+	mo.e.m.Reconciles.Inc()
+	if !ev.synced.Load() && mo.e.redis.usable() {
 		return Registry{}, apperr.E(apperr.Unavailable, "Redis could not be synced; try again")
 	}
-	return s.RegistryStatus(ctx, a, event)
-}
-
-// RunSnapshots records the occupancy of every cached event every interval
-// (the points of the organizer's chart).
-func (s *Service) RunSnapshots(ctx context.Context, every time.Duration) {
-	loop(ctx, every, nil, func(ctx context.Context) {
-		for _, ev := range s.cachedEvents() {
-			o := occupancyOf(ev.occupancy())
-			if err := s.store.Events.SaveSnapshot(ctx, ev.org, ev.id, o.Counts); err != nil && ctx.Err() == nil {
-				s.log.Warn("save occupancy snapshot", "event", ev.id, "err", err)
-			}
-		}
-	})
-}
-
-// Snapshots returns an event's recorded occupancy since a time.
-func (s *Service) Snapshots(ctx context.Context, a Actor, event uuid.UUID, since time.Time) ([]store.Snapshot, error) {
-	if !a.Staff() {
-		return nil, apperr.E(apperr.Forbidden, "only staff can see occupancy")
-	}
-	if _, err := s.event(ctx, a.Org, event); err != nil {
-		return nil, err
-	}
-	return s.store.Events.Snapshots(ctx, a.Org, event, since)
+	return mo.RegistryStatus(ctx, a, event)
 }

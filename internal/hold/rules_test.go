@@ -46,11 +46,11 @@ func TestChoosingRulesFromPostgres(t *testing.T) {
 		u := buyer(tn.Buyers[0])
 		// Changed on a, held through b; then changed on b, held through a.
 		for i, pair := range [][2]*app.App{{a, b}, {b, a}} {
-			changer, holder := pair[0].Store, pair[1].Core
+			changer, holder := pair[0].Store, pair[1].Holds
 			e := onSale(t, a, tn, 3, nil)
 			_, byPos := seatMap(t, a, tn.Org.ID, e.ID)
 			// The holding process caches the event with both rules off.
-			if _, err := holder.Hold(ctx, u, e.ID, []uuid.UUID{byPos["C/10"]}, hold.SourceAPI); err != nil {
+			if _, err := holder.Hold(ctx, u, hold.Request{Event: e.ID, Seats: []uuid.UUID{byPos["C/10"]}, Source: hold.SourceAPI}); err != nil {
 				t.Fatalf("process %d, rules off: %v", i, err)
 			}
 			later := time.Now().Add(time.Hour)
@@ -70,7 +70,7 @@ func TestChoosingRulesFromPostgres(t *testing.T) {
 				for j, p := range tc.seats {
 					ids[j] = byPos[p]
 				}
-				_, err := holder.Hold(ctx, u, e.ID, ids, hold.SourceAPI)
+				_, err := holder.Hold(ctx, u, hold.Request{Event: e.ID, Seats: ids, Source: hold.SourceAPI})
 				if got := apperr.CodeOf(err); got != tc.want {
 					t.Errorf("process %d, %s: %v, want %s", i, tc.name, err, tc.want)
 				}
@@ -80,26 +80,29 @@ func TestChoosingRulesFromPostgres(t *testing.T) {
 			}
 			// Asking for accessible seating, or being staff, still may; a
 			// hold that leaves nobody alone still may.
-			if _, err := holder.HoldChosen(ctx, u, e.ID, []uuid.UUID{byPos["A/01"]}, hold.SourceAPI, hold.Choice{Accessible: true}); err != nil {
+			if _, err := holder.Hold(ctx, u, hold.Request{Event: e.ID, Seats: []uuid.UUID{byPos["A/01"]}, Accessible: true,
+				Source: hold.SourceAPI}); err != nil {
 				t.Errorf("process %d, asking for accessible seating: %v", i, err)
 			}
-			if _, err := holder.Hold(ctx, u, e.ID, []uuid.UUID{byPos["B/01"], byPos["B/02"]}, hold.SourceAPI); err != nil {
+			if _, err := holder.Hold(ctx, u, hold.Request{Event: e.ID, Seats: []uuid.UUID{byPos["B/01"], byPos["B/02"]},
+				Source: hold.SourceAPI}); err != nil {
 				t.Errorf("process %d, B-1 and B-2: %v", i, err)
 			}
-			if _, err := holder.HoldFor(ctx, staff(tn.BoxOffice), e.ID, []uuid.UUID{byPos["C/02"]},
-				store.Customer{Name: "A", Email: "a@example.com"}, later); err != nil {
+			if _, err := holder.Hold(ctx, staff(tn.BoxOffice), hold.Request{Event: e.ID, Seats: []uuid.UUID{byPos["C/02"]},
+				Customer: &store.Customer{Name: "A", Email: "a@example.com"}, Until: later}); err != nil {
 				t.Errorf("process %d, staff leaving C-1 alone: %v", i, err)
 			}
 
 			// The other way: a process that cached the rule strict (it
 			// read the event after the change) refuses; turned off behind
 			// its back, the same hold (C-4, leaving C-3 alone) goes at once.
-			fresh := testenv.App(t, mod).Core
-			if _, err := fresh.Hold(ctx, u, e.ID, []uuid.UUID{byPos["C/04"]}, hold.SourceAPI); apperr.CodeOf(err) != apperr.OrphanSeat {
+			fresh := testenv.App(t, mod).Holds
+			if _, err := fresh.Hold(ctx, u, hold.Request{Event: e.ID, Seats: []uuid.UUID{byPos["C/04"]},
+				Source: hold.SourceAPI}); apperr.CodeOf(err) != apperr.OrphanSeat {
 				t.Fatalf("process %d, strict cached: %v, want orphan_seat", i, err)
 			}
 			setRules(t, changer, tn, e.ID, "off", nil)
-			if _, err := fresh.Hold(ctx, u, e.ID, []uuid.UUID{byPos["C/04"]}, hold.SourceAPI); err != nil {
+			if _, err := fresh.Hold(ctx, u, hold.Request{Event: e.ID, Seats: []uuid.UUID{byPos["C/04"]}, Source: hold.SourceAPI}); err != nil {
 				t.Errorf("process %d, rule turned off behind its back: %v", i, err)
 			}
 			assertSeatInvariants(t, a, e.ID)
@@ -161,7 +164,7 @@ func TestWaitlistOffersKeepTheRules(t *testing.T) {
 		if got := offeredSeats(t, a, tn.Org.ID, w, byID); got != nil {
 			t.Fatalf("offered %v before the accessible release time", got)
 		}
-		if _, err := a.Core.UpdateEvent(ctx, organizer(tn), e.ID, hold.EventInput{AccessibleReleaseAt: rfc(time.Now().Add(-time.Minute))}); err != nil {
+		if _, err := a.Events.Update(ctx, organizer(tn), e.ID, hold.EventInput{AccessibleReleaseAt: rfc(time.Now().Add(-time.Minute))}); err != nil {
 			t.Fatal(err)
 		}
 		if _, err := a.Pool.Exec(ctx, `INSERT INTO waitlist_work (org_id, event_id) VALUES ($1, $2)`, tn.Org.ID, e.ID); err != nil {
@@ -179,7 +182,7 @@ func TestWaitlistOffersKeepTheRules(t *testing.T) {
 		byID, byPos := seatMap(t, a, tn.Org.ID, e.ID)
 		keepFree(t, a, e.ID, byPos, "A/01", "A/02")
 		plain := join(t, a, buyer(tn.Buyers[2]), e.ID, 1, "", "")
-		needs, err := a.Core.JoinWaitlist(ctx, buyer(tn.Buyers[1]), e.ID, hold.WaitFor{Count: 1, Accessible: true})
+		needs, err := a.Waitlist.Join(ctx, buyer(tn.Buyers[1]), e.ID, hold.WaitFor{Count: 1, Accessible: true})
 		if err != nil || !needs.Accessible {
 			t.Fatalf("join asking for accessible seating: %+v, %v", needs, err)
 		}

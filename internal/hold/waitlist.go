@@ -1,5 +1,9 @@
 package hold
 
+// The waitlist: buyers join an event's line for seats, and offer rounds
+// hold freed seats for the first in line who fit
+// (docs/architecture.md#the-waitlist).
+
 import (
 	"context"
 	"fmt"
@@ -10,6 +14,17 @@ import (
 	"seatd/internal/apperr"
 	"seatd/internal/store"
 )
+
+// Waitlist keeps events' lines and makes their offers.
+type Waitlist struct {
+	e *Engine
+	// offerHook, set by tests only, runs before an offer round's
+	// transaction commits (store.OfferParams.BeforeCommit).
+	offerHook func(context.Context) error
+}
+
+// NewWaitlist builds the waitlist's job on the engine.
+func NewWaitlist(e *Engine) *Waitlist { return &Waitlist{e: e} }
 
 // DefaultOfferTTL is how long an offer's seats stay held for a waiting
 // buyer when Options.OfferTTL is not set.
@@ -25,57 +40,57 @@ type WaitFor struct {
 	Accessible        bool
 }
 
-// JoinWaitlist puts a buyer in line for what w asks for.
-func (s *Service) JoinWaitlist(ctx context.Context, a Actor, event uuid.UUID, w WaitFor) (store.WaitlistEntry, error) {
+// Join puts a buyer in line for what w asks for.
+func (wl *Waitlist) Join(ctx context.Context, a Actor, event uuid.UUID, w WaitFor) (store.WaitlistEntry, error) {
 	if a.Role != RoleBuyer {
 		return store.WaitlistEntry{}, apperr.E(apperr.Forbidden, "only buyers can join a waitlist")
 	}
-	if w.Count < 1 || w.Count > s.opt.MaxSeatsPerRequest {
+	if w.Count < 1 || w.Count > wl.e.opt.MaxSeatsPerRequest {
 		return store.WaitlistEntry{}, &apperr.Error{Code: apperr.Invalid,
-			Message: fmt.Sprintf("wait for between 1 and %d seats", s.opt.MaxSeatsPerRequest),
-			Fields:  map[string]string{"count": fmt.Sprintf("must be 1 to %d", s.opt.MaxSeatsPerRequest)}}
+			Message: fmt.Sprintf("wait for between 1 and %d seats", wl.e.opt.MaxSeatsPerRequest),
+			Fields:  map[string]string{"count": fmt.Sprintf("must be 1 to %d", wl.e.opt.MaxSeatsPerRequest)}}
 	}
-	if _, err := s.buyerEvent(ctx, a, event); err != nil {
+	if _, err := wl.e.buyerEvent(ctx, a, event); err != nil {
 		return store.WaitlistEntry{}, err
 	}
-	e, err := s.store.Waitlist.Join(ctx, store.WaitlistRequest{Org: a.Org, Event: event, User: a.User, Seats: w.Count,
+	e, err := wl.e.store.Waitlist.Join(ctx, store.WaitlistRequest{Org: a.Org, Event: event, User: a.User, Seats: w.Count,
 		Category: w.Category, Section: w.Section, Accessible: w.Accessible})
 	if err != nil {
 		return e, err
 	}
 	// A newcomer is last: only their own panels change.
-	s.publishWaitlist(ctx, a.Org, event, WaitlistChange{Users: []uuid.UUID{a.User}})
+	wl.e.publishWaitlist(ctx, a.Org, event, WaitlistChange{Users: []uuid.UUID{a.User}})
 	return e, nil
 }
 
-// MyWaitlist lists the actor's entries (waiting or offered) for an event.
-func (s *Service) MyWaitlist(ctx context.Context, a Actor, event uuid.UUID) ([]store.WaitlistEntry, error) {
-	if _, err := s.buyerEvent(ctx, a, event); err != nil {
+// Mine lists the actor's entries (waiting or offered) for an event.
+func (wl *Waitlist) Mine(ctx context.Context, a Actor, event uuid.UUID) ([]store.WaitlistEntry, error) {
+	if _, err := wl.e.buyerEvent(ctx, a, event); err != nil {
 		return nil, err
 	}
-	return s.store.Waitlist.OfUser(ctx, a.Org, event, a.User)
+	return wl.e.store.Waitlist.OfUser(ctx, a.Org, event, a.User)
 }
 
-// EventWaitlist is how many wait for an event and the first limit in line
+// Line is how many wait for an event and the first limit in line
 // (staff only).
-func (s *Service) EventWaitlist(ctx context.Context, a Actor, event uuid.UUID, limit int) (int, []store.WaitlistEntry, error) {
+func (wl *Waitlist) Line(ctx context.Context, a Actor, event uuid.UUID, limit int) (int, []store.WaitlistEntry, error) {
 	if !a.Staff() {
 		return 0, nil, apperr.E(apperr.Forbidden, "only staff can see an event's waitlist")
 	}
-	if _, err := s.event(ctx, a.Org, event); err != nil {
+	if _, err := wl.e.event(ctx, a.Org, event); err != nil {
 		return 0, nil, err
 	}
-	return s.store.Waitlist.OfEvent(ctx, a.Org, event, limit)
+	return wl.e.store.Waitlist.OfEvent(ctx, a.Org, event, limit)
 }
 
-// LeaveWaitlist takes the actor's waiting entry (or, for staff, anyone's)
+// Leave takes the actor's waiting entry (or, for staff, anyone's)
 // out of line.
-func (s *Service) LeaveWaitlist(ctx context.Context, a Actor, id uuid.UUID) error {
-	event, user, err := s.store.Waitlist.Leave(ctx, a.Org, id, a.User, a.Staff())
+func (wl *Waitlist) Leave(ctx context.Context, a Actor, id uuid.UUID) error {
+	event, user, err := wl.e.store.Waitlist.Leave(ctx, a.Org, id, a.User, a.Staff())
 	if err != nil {
 		return err
 	}
-	s.publishWaitlist(ctx, a.Org, event, WaitlistChange{Users: []uuid.UUID{user}, Line: true})
+	wl.e.publishWaitlist(ctx, a.Org, event, WaitlistChange{Users: []uuid.UUID{user}, Line: true})
 	return nil
 }
 
@@ -85,14 +100,14 @@ func (s *Service) LeaveWaitlist(ctx context.Context, a Actor, id uuid.UUID) erro
 // normal commit path, so every map and the buyer's cart show them at once;
 // the follower brings Redis in line from the feed, and Postgres refuses a
 // fast-path hold on an offered seat whatever Redis says.
-func (s *Service) OfferRound(ctx context.Context) (int, error) {
+func (wl *Waitlist) OfferRound(ctx context.Context) (int, error) {
 	total := 0
 	for ctx.Err() == nil {
-		found, offers, err := s.store.Waitlist.Offer(ctx, store.OfferParams{TTL: s.offerTTL(), BeforeCommit: s.offerHook})
+		found, offers, err := wl.e.store.Waitlist.Offer(ctx, store.OfferParams{TTL: wl.offerTTL(), BeforeCommit: wl.offerHook})
 		if err != nil {
 			return total, err
 		}
-		s.publishOffers(ctx, offers)
+		wl.publishOffers(ctx, offers)
 		total += len(offers)
 		if !found {
 			break
@@ -101,15 +116,15 @@ func (s *Service) OfferRound(ctx context.Context) (int, error) {
 	return total, nil
 }
 
-func (s *Service) offerTTL() time.Duration {
-	if s.opt.OfferTTL > 0 {
-		return s.opt.OfferTTL
+func (wl *Waitlist) offerTTL() time.Duration {
+	if wl.e.opt.OfferTTL > 0 {
+		return wl.e.opt.OfferTTL
 	}
 	return DefaultOfferTTL
 }
 
-func (s *Service) publishOffers(ctx context.Context, offers []store.Offer) {
-	now := s.now()
+func (wl *Waitlist) publishOffers(ctx context.Context, offers []store.Offer) {
+	now := wl.e.now()
 	// The offered buyers' entries changed and left the line, so everyone
 	// behind them moved up: told once per event, after its seats.
 	type eventKey struct{ org, event uuid.UUID }
@@ -121,38 +136,39 @@ func (s *Service) publishOffers(ctx context.Context, offers []store.Offer) {
 			events = append(events, k)
 		}
 		offered[k] = append(offered[k], o.Entry.User)
-		s.m.WaitlistOffers.Inc()
+		wl.e.m.WaitlistOffers.Inc()
 		ds := make([]Delta, len(o.Holds))
 		for i, h := range o.Holds {
 			ds[i] = holdDelta(h, KindOffered, store.Held, store.Available, h.UserID, now)
 		}
-		s.commit(ctx, o.Entry.Org, o.Entry.Event, ds)
-		s.log.Info("waitlist offer", "org", o.Entry.Org, "event", o.Entry.Event, "entry", o.Entry.ID,
+		wl.e.commit(ctx, o.Entry.Org, o.Entry.Event, ds)
+		wl.e.log.Info("waitlist offer", "org", o.Entry.Org, "event", o.Entry.Event, "entry", o.Entry.ID,
 			"user", o.Entry.User, "seats", len(o.Holds))
 	}
 	for _, k := range events {
-		s.publishWaitlist(ctx, k.org, k.event, WaitlistChange{Users: offered[k], Line: true})
+		wl.e.publishWaitlist(ctx, k.org, k.event, WaitlistChange{Users: offered[k], Line: true})
 	}
 	if len(offers) > 0 {
 		// Offers are written in Postgres only: the follower's round now,
 		// rather than at its next tick, brings Redis in line with them.
-		s.wake()
+		wl.e.wake()
 	}
 }
 
-// RunWaitlist runs the offer worker until ctx ends: a round every
-// interval. Work is durable (queued in Postgres by the statement that
-// freed the seats), so whichever process's worker polls next offers it.
-func (s *Service) RunWaitlist(ctx context.Context, interval time.Duration) {
+// Run runs the offer worker until ctx ends: a round every
+// Options.OfferEvery. Work is durable (queued in Postgres by the
+// statement that freed the seats), so whichever process's worker polls
+// next offers it.
+func (wl *Waitlist) Run(ctx context.Context) {
 	// No wake-up on a freed seat: the poll bounds an offer's delay (well
 	// under the 2 s target), while a round per freed seat cost a Postgres
 	// transaction on every release and expiry whether or not anyone waits.
-	loop(ctx, interval, nil, func(ctx context.Context) {
-		if n, err := s.OfferRound(ctx); err != nil && ctx.Err() == nil {
-			s.m.BackgroundErrors.WithLabelValues("waitlist").Inc()
-			s.log.Error("waitlist offers", "err", err)
+	loop(ctx, wl.e.opt.OfferEvery, nil, func(ctx context.Context) {
+		if n, err := wl.OfferRound(ctx); err != nil && ctx.Err() == nil {
+			wl.e.m.BackgroundErrors.WithLabelValues("waitlist").Inc()
+			wl.e.log.Error("waitlist offers", "err", err)
 		} else if n > 0 {
-			s.log.Info("waitlist offers made", "count", n)
+			wl.e.log.Info("waitlist offers made", "count", n)
 		}
 	})
 }

@@ -21,7 +21,7 @@ import (
 
 func join(t testing.TB, a *app.App, who hold.Actor, event uuid.UUID, n int, category, section string) store.WaitlistEntry {
 	t.Helper()
-	e, err := a.Core.JoinWaitlist(context.Background(), who, event, hold.WaitFor{Count: n, Category: category, Section: section})
+	e, err := a.Waitlist.Join(context.Background(), who, event, hold.WaitFor{Count: n, Category: category, Section: section})
 	if err != nil {
 		t.Fatalf("join waitlist: %v", err)
 	}
@@ -30,7 +30,7 @@ func join(t testing.TB, a *app.App, who hold.Actor, event uuid.UUID, n int, cate
 
 func offers(t testing.TB, a *app.App) int {
 	t.Helper()
-	n, err := a.Core.OfferRound(context.Background())
+	n, err := a.Waitlist.OfferRound(context.Background())
 	if err != nil {
 		t.Fatalf("offer round: %v", err)
 	}
@@ -54,7 +54,7 @@ func assertOffered(t testing.TB, a *app.App, who hold.Actor, event uuid.UUID, e 
 	if got.Status != store.WaitlistOffered || len(got.HoldIDs) != n || got.Position != 0 {
 		t.Fatalf("entry %+v, want offered %d seats", got, n)
 	}
-	hs, err := a.Core.Holds(context.Background(), who, event)
+	hs, err := a.Holds.Mine(context.Background(), who, event)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -80,7 +80,7 @@ func TestWaitlistFirstComeFirstServed(t *testing.T) {
 	seats := testenv.SeatIDs(t, a, tn.Org.ID, ev.ID)
 	ctx := context.Background()
 	holder, first, second := buyer(tn.Buyers[0]), buyer(tn.Buyers[1]), buyer(tn.Buyers[2])
-	res, err := a.Core.Hold(ctx, holder, ev.ID, seats, hold.SourceWeb)
+	res, err := a.Holds.Hold(ctx, holder, hold.Request{Event: ev.ID, Seats: seats, Source: hold.SourceWeb})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -89,14 +89,14 @@ func TestWaitlistFirstComeFirstServed(t *testing.T) {
 	if e1.Position != 1 || e2.Position != 2 {
 		t.Fatalf("positions %d, %d, want 1, 2", e1.Position, e2.Position)
 	}
-	if _, err := a.Core.JoinWaitlist(ctx, first, ev.ID, hold.WaitFor{Count: 1}); apperr.CodeOf(err) != apperr.Conflict {
+	if _, err := a.Waitlist.Join(ctx, first, ev.ID, hold.WaitFor{Count: 1}); apperr.CodeOf(err) != apperr.Conflict {
 		t.Fatalf("joining twice: %v, want conflict", err)
 	}
 	if n := offers(t, a); n != 0 {
 		t.Fatalf("%d offers with no seat free", n)
 	}
 
-	if _, err := a.Core.Release(ctx, holder, res.Holds[1].ID, ""); err != nil {
+	if _, err := a.Holds.Release(ctx, holder, res.Holds[1].ID, ""); err != nil {
 		t.Fatal(err)
 	}
 	if n := offers(t, a); n != 1 {
@@ -110,7 +110,7 @@ func TestWaitlistFirstComeFirstServed(t *testing.T) {
 		t.Fatalf("second entry %+v, want waiting first in line", got)
 	}
 
-	if _, err := a.Core.Release(ctx, holder, res.Holds[0].ID, ""); err != nil {
+	if _, err := a.Holds.Release(ctx, holder, res.Holds[0].ID, ""); err != nil {
 		t.Fatal(err)
 	}
 	offers(t, a)
@@ -138,7 +138,7 @@ func TestWaitlistExpiryAndLapse(t *testing.T) {
 	ev := testenv.NewEvent(t, a, tn.Org.ID, 1, 1, 1)
 	seats := testenv.SeatIDs(t, a, tn.Org.ID, ev.ID)
 	holder, first, second := buyer(tn.Buyers[0]), buyer(tn.Buyers[1]), buyer(tn.Buyers[2])
-	if _, err := a.Core.Hold(context.Background(), holder, ev.ID, seats, hold.SourceWeb); err != nil {
+	if _, err := a.Holds.Hold(context.Background(), holder, hold.Request{Event: ev.ID, Seats: seats, Source: hold.SourceWeb}); err != nil {
 		t.Fatal(err)
 	}
 	e1 := join(t, a, first, ev.ID, 1, "", "")
@@ -168,11 +168,11 @@ func TestWaitlistCancelAndUnblock(t *testing.T) {
 	seats := testenv.SeatIDs(t, a, tn.Org.ID, ev.ID)
 	ctx := context.Background()
 	box := staff(tn.BoxOffice)
-	b, err := a.Core.Sell(ctx, box, ev.ID, "k1", holdIDs(holdFor(t, a, box, ev.ID, seats[0])), "cash")
+	b, err := a.BoxOffice.Sell(ctx, box, ev.ID, "k1", holdIDs(holdFor(t, a, box, ev.ID, seats[0])), "cash")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := a.Core.SetBlocked(ctx, box, ev.ID, seats[1], true, "camera"); err != nil {
+	if _, err := a.Holds.SetBlocked(ctx, box, ev.ID, seats[1], true, "camera"); err != nil {
 		t.Fatal(err)
 	}
 	first, second := buyer(tn.Buyers[0]), buyer(tn.Buyers[1])
@@ -181,14 +181,14 @@ func TestWaitlistCancelAndUnblock(t *testing.T) {
 	if n := offers(t, a); n != 0 {
 		t.Fatalf("%d offers with the seats sold and blocked", n)
 	}
-	if _, err := a.Core.Cancel(ctx, box, b.ID, nil, "customer asked"); err != nil {
+	if _, err := a.BoxOffice.Cancel(ctx, box, b.ID, nil, "customer asked"); err != nil {
 		t.Fatal(err)
 	}
 	offers(t, a)
 	if h := assertOffered(t, a, first, ev.ID, e1, 1); h[0].SeatID != seats[0] {
 		t.Fatalf("offered %v, want the cancelled seat", h[0].SeatID)
 	}
-	if _, err := a.Core.SetBlocked(ctx, box, ev.ID, seats[1], false, ""); err != nil {
+	if _, err := a.Holds.SetBlocked(ctx, box, ev.ID, seats[1], false, ""); err != nil {
 		t.Fatal(err)
 	}
 	offers(t, a)
@@ -216,7 +216,7 @@ func TestWaitlistMatching(t *testing.T) {
 		t.Fatal(err)
 	}
 	holder, vip, inA := buyer(tn.Buyers[0]), buyer(tn.Buyers[1]), buyer(tn.Buyers[2])
-	res, err := a.Core.Hold(ctx, holder, ev.ID, seats, hold.SourceWeb)
+	res, err := a.Holds.Hold(ctx, holder, hold.Request{Event: ev.ID, Seats: seats, Source: hold.SourceWeb})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -226,7 +226,7 @@ func TestWaitlistMatching(t *testing.T) {
 	}
 	var a0, b0, b1 uuid.UUID
 	for _, id := range seats {
-		st, _ := a.Core.SeatLayout(tn.Org.ID, ev.ID, id)
+		st, _ := a.Events.SeatLayout(tn.Org.ID, ev.ID, id)
 		switch {
 		case st.Category == "vip" && b0 == uuid.Nil:
 			b0 = id
@@ -240,7 +240,7 @@ func TestWaitlistMatching(t *testing.T) {
 	eA := join(t, a, inA, ev.ID, 1, "", "A")
 
 	// A seat of A: not what the first in line asked for; the second's.
-	if _, err := a.Core.Release(ctx, holder, heldOn[a0].ID, ""); err != nil {
+	if _, err := a.Holds.Release(ctx, holder, heldOn[a0].ID, ""); err != nil {
 		t.Fatal(err)
 	}
 	offers(t, a)
@@ -248,14 +248,14 @@ func TestWaitlistMatching(t *testing.T) {
 		t.Fatalf("offered %v, want %v", h[0].SeatID, a0)
 	}
 	// One VIP seat of the two asked for: nothing yet.
-	if _, err := a.Core.Release(ctx, holder, heldOn[b0].ID, ""); err != nil {
+	if _, err := a.Holds.Release(ctx, holder, heldOn[b0].ID, ""); err != nil {
 		t.Fatal(err)
 	}
 	offers(t, a)
 	if got := entry(t, a, tn.Org.ID, eVip.ID); got.Status != store.WaitlistWaiting {
 		t.Fatalf("entry for 2 offered with 1 seat free: %+v", got)
 	}
-	if _, err := a.Core.Release(ctx, holder, heldOn[b1].ID, ""); err != nil {
+	if _, err := a.Holds.Release(ctx, holder, heldOn[b1].ID, ""); err != nil {
 		t.Fatal(err)
 	}
 	offers(t, a)
@@ -280,7 +280,7 @@ func TestWaitlistRefusals(t *testing.T) {
 		field        string
 	}{{0, "", "", "count"}, {1000, "", "", "count"}, {1, "nope", "", "category"}, {1, "", "Z", "section"},
 		{1, "", uuid.NewString(), "section"}} {
-		_, err := a.Core.JoinWaitlist(ctx, b0, ev.ID, hold.WaitFor{Count: c.n, Category: c.cat, Section: c.section})
+		_, err := a.Waitlist.Join(ctx, b0, ev.ID, hold.WaitFor{Count: c.n, Category: c.cat, Section: c.section})
 		var e *apperr.Error
 		if !errors.As(err, &e) || e.Code != apperr.Invalid || e.Fields[c.field] == "" {
 			t.Fatalf("join %+v: %v, want 422 on %s", c, err, c.field)
@@ -289,35 +289,35 @@ func TestWaitlistRefusals(t *testing.T) {
 	if n := count(t, a, `SELECT count(*) FROM waitlist_entries WHERE event_id = $1`, ev.ID); n != 0 {
 		t.Fatalf("%d entries written by refused requests", n)
 	}
-	if _, err := a.Core.JoinWaitlist(ctx, buyer(other.Buyers[0]), ev.ID, hold.WaitFor{Count: 1}); apperr.CodeOf(err) != apperr.NotFound {
+	if _, err := a.Waitlist.Join(ctx, buyer(other.Buyers[0]), ev.ID, hold.WaitFor{Count: 1}); apperr.CodeOf(err) != apperr.NotFound {
 		t.Fatalf("other org joining: %v, want not found", err)
 	}
-	if _, err := a.Core.JoinWaitlist(ctx, staff(tn.BoxOffice), ev.ID, hold.WaitFor{Count: 1}); apperr.CodeOf(err) != apperr.Forbidden {
+	if _, err := a.Waitlist.Join(ctx, staff(tn.BoxOffice), ev.ID, hold.WaitFor{Count: 1}); apperr.CodeOf(err) != apperr.Forbidden {
 		t.Fatalf("staff joining: %v, want forbidden", err)
 	}
 
-	res, err := a.Core.Hold(ctx, b1, ev.ID, seats, hold.SourceWeb)
+	res, err := a.Holds.Hold(ctx, b1, hold.Request{Event: ev.ID, Seats: seats, Source: hold.SourceWeb})
 	if err != nil {
 		t.Fatal(err)
 	}
 	e := join(t, a, b0, ev.ID, 1, "", "")
-	if err := a.Core.LeaveWaitlist(ctx, buyer(other.Buyers[0]), e.ID); apperr.CodeOf(err) != apperr.NotFound {
+	if err := a.Waitlist.Leave(ctx, buyer(other.Buyers[0]), e.ID); apperr.CodeOf(err) != apperr.NotFound {
 		t.Fatalf("other org leaving: %v, want not found", err)
 	}
-	if err := a.Core.LeaveWaitlist(ctx, b1, e.ID); apperr.CodeOf(err) != apperr.NotFound {
+	if err := a.Waitlist.Leave(ctx, b1, e.ID); apperr.CodeOf(err) != apperr.NotFound {
 		t.Fatalf("another buyer leaving: %v, want not found", err)
 	}
-	if err := a.Core.LeaveWaitlist(ctx, b0, e.ID); err != nil {
+	if err := a.Waitlist.Leave(ctx, b0, e.ID); err != nil {
 		t.Fatal(err)
 	}
-	if err := a.Core.LeaveWaitlist(ctx, b0, e.ID); apperr.CodeOf(err) != apperr.Conflict {
+	if err := a.Waitlist.Leave(ctx, b0, e.ID); apperr.CodeOf(err) != apperr.Conflict {
 		t.Fatalf("leaving twice: %v, want conflict", err)
 	}
-	mine, err := a.Core.MyWaitlist(ctx, b0, ev.ID)
+	mine, err := a.Waitlist.Mine(ctx, b0, ev.ID)
 	if err != nil || len(mine) != 0 {
 		t.Fatalf("my waitlist after leaving: %v %v", mine, err)
 	}
-	if _, err := a.Core.Release(ctx, b1, res.Holds[0].ID, ""); err != nil {
+	if _, err := a.Holds.Release(ctx, b1, res.Holds[0].ID, ""); err != nil {
 		t.Fatal(err)
 	}
 	offers(t, a)
@@ -338,7 +338,7 @@ func TestWaitlistWorkerDies(t *testing.T) {
 	seats := testenv.SeatIDs(t, a1, tn.Org.ID, ev.ID)
 	ctx := context.Background()
 	holder := buyer(tn.Buyers[0])
-	res, err := a1.Core.Hold(ctx, holder, ev.ID, seats, hold.SourceWeb)
+	res, err := a1.Holds.Hold(ctx, holder, hold.Request{Event: ev.ID, Seats: seats, Source: hold.SourceWeb})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -346,13 +346,13 @@ func TestWaitlistWorkerDies(t *testing.T) {
 	for _, u := range tn.Buyers[1:] {
 		es = append(es, join(t, a1, buyer(u), ev.ID, 1, "", ""))
 	}
-	if _, err := a1.Core.Release(ctx, holder, res.Holds[0].ID, ""); err != nil {
+	if _, err := a1.Holds.Release(ctx, holder, res.Holds[0].ID, ""); err != nil {
 		t.Fatal(err)
 	}
 	// The process "dies": its context ends after the offer was written.
 	dying, kill := context.WithCancel(ctx)
-	a1.Core.SetOfferHook(func(context.Context) error { kill(); return errors.New("process killed") })
-	if _, err := a1.Core.OfferRound(dying); err == nil {
+	a1.Waitlist.SetOfferHook(func(context.Context) error { kill(); return errors.New("process killed") })
+	if _, err := a1.Waitlist.OfferRound(dying); err == nil {
 		t.Fatal("the dying round reported success")
 	}
 	if n := count(t, a1, `SELECT count(*) FROM seat_holds WHERE event_id = $1 AND source = 'waitlist'`, ev.ID); n != 0 {
@@ -361,7 +361,7 @@ func TestWaitlistWorkerDies(t *testing.T) {
 	if n := count(t, a1, `SELECT count(*) FROM waitlist_work WHERE event_id = $1`, ev.ID); n == 0 {
 		t.Fatal("the dead worker's work was lost")
 	}
-	a1.Core.SetOfferHook(nil)
+	a1.Waitlist.SetOfferHook(nil)
 	if n := offers(t, a2); n != 1 {
 		t.Fatalf("the other process made %d offers, want 1", n)
 	}
@@ -369,14 +369,14 @@ func TestWaitlistWorkerDies(t *testing.T) {
 
 	// Both processes on the same freed seats at once.
 	for _, h := range res.Holds[1:] {
-		if _, err := a1.Core.Release(ctx, holder, h.ID, ""); err != nil {
+		if _, err := a1.Holds.Release(ctx, holder, h.ID, ""); err != nil {
 			t.Fatal(err)
 		}
 	}
 	var wg sync.WaitGroup
 	for _, a := range []*app.App{a1, a2, a1, a2} {
 		wg.Go(func() {
-			if _, err := a.Core.OfferRound(ctx); err != nil {
+			if _, err := a.Waitlist.OfferRound(ctx); err != nil {
 				t.Errorf("offer round: %v", err)
 			}
 		})
@@ -405,7 +405,7 @@ func TestWaitlistOfferRacesHoldsAndExpiry(t *testing.T) {
 	seats := testenv.SeatIDs(t, a, tn.Org.ID, ev.ID)
 	ctx := context.Background()
 	clicker := buyer(tn.Buyers[0])
-	if _, err := a.Core.Hold(ctx, clicker, ev.ID, seats, hold.SourceWeb); err != nil {
+	if _, err := a.Holds.Hold(ctx, clicker, hold.Request{Event: ev.ID, Seats: seats, Source: hold.SourceWeb}); err != nil {
 		t.Fatal(err)
 	}
 	for _, u := range tn.Buyers[1:] {
@@ -415,21 +415,21 @@ func TestWaitlistOfferRacesHoldsAndExpiry(t *testing.T) {
 	var wg sync.WaitGroup
 	wg.Go(func() {
 		for time.Now().Before(stop) {
-			if _, err := a.Core.Reap(ctx); err != nil {
+			if _, err := a.Reaper.Reap(ctx); err != nil {
 				t.Errorf("reap: %v", err)
 			}
 		}
 	})
 	wg.Go(func() {
 		for time.Now().Before(stop) {
-			if _, err := a.Core.OfferRound(ctx); err != nil {
+			if _, err := a.Waitlist.OfferRound(ctx); err != nil {
 				t.Errorf("offer round: %v", err)
 			}
 		}
 	})
 	wg.Go(func() {
 		for time.Now().Before(stop) {
-			_, _ = a.Core.Hold(ctx, clicker, ev.ID, seats, hold.SourceWeb)
+			_, _ = a.Holds.Hold(ctx, clicker, hold.Request{Event: ev.ID, Seats: seats, Source: hold.SourceWeb})
 		}
 	})
 	wg.Wait()
@@ -468,7 +468,8 @@ func newFeedOnly(t *testing.T, buyers int) feedOnly {
 	f.ev = testenv.NewEvent(t, f.a1, f.tn.Org.ID, 1, 1, 1)
 	f.seat = testenv.SeatIDs(t, f.a1, f.tn.Org.ID, f.ev.ID)[0]
 	var err error
-	if f.held, err = f.a1.Core.Hold(context.Background(), buyer(f.tn.Buyers[0]), f.ev.ID, []uuid.UUID{f.seat}, hold.SourceWeb); err != nil {
+	if f.held, err = f.a1.Holds.Hold(context.Background(), buyer(f.tn.Buyers[0]), hold.Request{Event: f.ev.ID,
+		Seats: []uuid.UUID{f.seat}, Source: hold.SourceWeb}); err != nil {
 		t.Fatal(err)
 	}
 	return f
@@ -488,7 +489,7 @@ func TestWaitlistOfferThroughFeed(t *testing.T) {
 	e := join(t, a1, buyer(tn.Buyers[1]), ev.ID, 1, "", "")
 	var mu sync.Mutex
 	var kinds []string
-	stop, err := a2.Core.Watch(ctx, buyer(tn.Buyers[1]), ev.ID, func(ds []hold.Delta) {
+	stop, err := a2.Engine.Watch(ctx, buyer(tn.Buyers[1]), ev.ID, func(ds []hold.Delta) {
 		mu.Lock()
 		defer mu.Unlock()
 		for _, d := range ds {
@@ -502,7 +503,7 @@ func TestWaitlistOfferThroughFeed(t *testing.T) {
 	}
 	defer stop()
 	var lines []hold.WaitlistChange
-	stopLine, err := a2.Core.WatchWaitlist(ctx, buyer(tn.Buyers[1]), ev.ID, func(c hold.WaitlistChange) {
+	stopLine, err := a2.Engine.WatchWaitlist(ctx, buyer(tn.Buyers[1]), ev.ID, func(c hold.WaitlistChange) {
 		mu.Lock()
 		defer mu.Unlock()
 		lines = append(lines, c)
@@ -511,7 +512,7 @@ func TestWaitlistOfferThroughFeed(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer stopLine()
-	if _, err := a1.Core.Release(ctx, holder, res.Holds[0].ID, ""); err != nil {
+	if _, err := a1.Holds.Release(ctx, holder, res.Holds[0].ID, ""); err != nil {
 		t.Fatal(err)
 	}
 	if n := offers(t, a1); n != 1 {
@@ -543,7 +544,7 @@ func TestWaitlistLineThroughFeed(t *testing.T) {
 	holder, first, second := buyer(tn.Buyers[0]), buyer(tn.Buyers[1]), buyer(tn.Buyers[2])
 	var mu sync.Mutex
 	var lines []hold.WaitlistChange
-	stop, err := a2.Core.WatchWaitlist(ctx, second, ev.ID, func(c hold.WaitlistChange) {
+	stop, err := a2.Engine.WatchWaitlist(ctx, second, ev.ID, func(c hold.WaitlistChange) {
 		mu.Lock()
 		defer mu.Unlock()
 		lines = append(lines, c)
@@ -569,24 +570,24 @@ func TestWaitlistLineThroughFeed(t *testing.T) {
 	n := told("the first join", 0, func(c hold.WaitlistChange) bool { return slices.Contains(c.Users, first.User) })
 	join(t, a1, second, ev.ID, 1, "", "")
 	n = told("the second join", n, func(c hold.WaitlistChange) bool { return slices.Contains(c.Users, second.User) })
-	if err := a1.Core.LeaveWaitlist(ctx, first, e1.ID); err != nil {
+	if err := a1.Waitlist.Leave(ctx, first, e1.ID); err != nil {
 		t.Fatal(err)
 	}
 	n = told("the leave, which moves the line", n, func(c hold.WaitlistChange) bool {
 		return c.Line && slices.Contains(c.Users, first.User)
 	})
-	if _, err := a1.Core.Release(ctx, holder, res.Holds[0].ID, ""); err != nil {
+	if _, err := a1.Holds.Release(ctx, holder, res.Holds[0].ID, ""); err != nil {
 		t.Fatal(err)
 	}
 	if got := offers(t, a1); got != 1 {
 		t.Fatalf("%d offers, want 1", got)
 	}
 	n = told("the offer", n, func(c hold.WaitlistChange) bool { return c.Line && slices.Contains(c.Users, second.User) })
-	hs, err := a1.Core.Holds(ctx, second, ev.ID)
+	hs, err := a1.Holds.Mine(ctx, second, ev.ID)
 	if err != nil || len(hs) != 1 {
 		t.Fatalf("the offered buyer's holds: %+v, %v", hs, err)
 	}
-	if _, err := a1.Core.Release(ctx, second, hs[0].ID, ""); err != nil {
+	if _, err := a1.Holds.Release(ctx, second, hs[0].ID, ""); err != nil {
 		t.Fatal(err)
 	}
 	told("the offer's release", n, func(c hold.WaitlistChange) bool { return slices.Contains(c.Users, second.User) })
@@ -606,7 +607,7 @@ func TestWaitlistChangesAreTold(t *testing.T) {
 	seats := testenv.SeatIDs(t, a1, tn.Org.ID, ev.ID)
 	ctx := context.Background()
 	holder, first, second := buyer(tn.Buyers[0]), buyer(tn.Buyers[1]), buyer(tn.Buyers[2])
-	res, err := a1.Core.Hold(ctx, holder, ev.ID, seats, hold.SourceWeb)
+	res, err := a1.Holds.Hold(ctx, holder, hold.Request{Event: ev.ID, Seats: seats, Source: hold.SourceWeb})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -616,7 +617,7 @@ func TestWaitlistChangesAreTold(t *testing.T) {
 	}
 	watch := func(a *app.App) *seen {
 		s := &seen{}
-		stop, err := a.Core.WatchWaitlist(ctx, second, ev.ID, func(c hold.WaitlistChange) {
+		stop, err := a.Engine.WatchWaitlist(ctx, second, ev.ID, func(c hold.WaitlistChange) {
 			s.mu.Lock()
 			defer s.mu.Unlock()
 			s.changes = append(s.changes, c)
@@ -653,30 +654,30 @@ func TestWaitlistChangesAreTold(t *testing.T) {
 	expect("a join", hold.WaitlistChange{Users: []uuid.UUID{first.User}})
 	e2 := join(t, a1, second, ev.ID, 1, "", "")
 	expect("a join", hold.WaitlistChange{Users: []uuid.UUID{second.User}})
-	if err := a1.Core.LeaveWaitlist(ctx, staff(tn.Organizer), e1.ID); err != nil {
+	if err := a1.Waitlist.Leave(ctx, staff(tn.Organizer), e1.ID); err != nil {
 		t.Fatal(err)
 	}
 	// Staff took the entry out: the change names its buyer, not staff.
 	expect("a leave", hold.WaitlistChange{Users: []uuid.UUID{first.User}, Line: true})
-	if _, err := a1.Core.Release(ctx, holder, res.Holds[0].ID, ""); err != nil {
+	if _, err := a1.Holds.Release(ctx, holder, res.Holds[0].ID, ""); err != nil {
 		t.Fatal(err)
 	}
 	expect("an offer", hold.WaitlistChange{Users: []uuid.UUID{second.User}, Line: true})
 	offer := assertOffered(t, a1, second, ev.ID, e2, 1)
-	if _, err := a1.Core.Purchase(ctx, second, ev.ID, "offer", []uuid.UUID{offer[0].ID}); err != nil {
+	if _, err := a1.Holds.Purchase(ctx, second, ev.ID, "offer", []uuid.UUID{offer[0].ID}); err != nil {
 		t.Fatal(err)
 	}
 	expect("an offer bought", hold.WaitlistChange{Users: []uuid.UUID{second.User}})
 
 	e3 := join(t, a1, first, ev.ID, 1, "", "")
 	expect("a join", hold.WaitlistChange{Users: []uuid.UUID{first.User}})
-	if _, err := a1.Core.Release(ctx, holder, res.Holds[1].ID, ""); err != nil {
+	if _, err := a1.Holds.Release(ctx, holder, res.Holds[1].ID, ""); err != nil {
 		t.Fatal(err)
 	}
 	expect("an offer", hold.WaitlistChange{Users: []uuid.UUID{first.User}, Line: true})
 	offer = assertOffered(t, a1, first, ev.ID, e3, 1)
 	// Staff released it: the change names the offer's buyer.
-	if _, err := a1.Core.Release(ctx, staff(tn.Organizer), offer[0].ID, "no-show"); err != nil {
+	if _, err := a1.Holds.Release(ctx, staff(tn.Organizer), offer[0].ID, "no-show"); err != nil {
 		t.Fatal(err)
 	}
 	expect("an offer released", hold.WaitlistChange{Users: []uuid.UUID{first.User}})
@@ -696,7 +697,7 @@ func TestWaitlistStandingPlaces(t *testing.T) {
 	// The holder takes every place and every seat.
 	var places []store.Hold
 	for len(places) < 100 {
-		res, err := a.Core.HoldGA(ctx, holder, ev.ID, "G", 10, hold.SourceAPI)
+		res, err := a.Holds.Hold(ctx, holder, hold.Request{Event: ev.ID, GA: &hold.GA{Section: "G", Count: 10}, Source: hold.SourceAPI})
 		if err != nil {
 			t.Fatalf("hold places: %v", err)
 		}
@@ -713,7 +714,7 @@ func TestWaitlistStandingPlaces(t *testing.T) {
 	}
 	var seats []store.Hold
 	for _, part := range [][]uuid.UUID{seated[:10], seated[10:]} {
-		res, err := a.Core.Hold(ctx, holder, ev.ID, part, hold.SourceWeb)
+		res, err := a.Holds.Hold(ctx, holder, hold.Request{Event: ev.ID, Seats: part, Source: hold.SourceWeb})
 		if err != nil {
 			t.Fatalf("hold seats: %v", err)
 		}
@@ -725,7 +726,7 @@ func TestWaitlistStandingPlaces(t *testing.T) {
 	release := func(hs ...store.Hold) {
 		t.Helper()
 		for _, h := range hs {
-			if _, err := a.Core.Release(ctx, holder, h.ID, ""); err != nil {
+			if _, err := a.Holds.Release(ctx, holder, h.ID, ""); err != nil {
 				t.Fatal(err)
 			}
 		}

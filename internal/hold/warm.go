@@ -1,7 +1,11 @@
 package hold
 
+// Warming: on-sale events are loaded before their first buyer and kept
+// loaded while on sale (docs/architecture.md#background-work).
+
 import (
 	"context"
+	"sync"
 	"time"
 
 	"github.com/google/uuid"
@@ -10,22 +14,32 @@ import (
 	"seatd/internal/store"
 )
 
-// An on-sale event is loaded before its first buyer asks (the first hold
-// on an event not in the cache waits for every seat to load, and so does
-// every request behind it, at the very second a sale opens) and kept
-// loaded while it is on sale: pinned events are never evicted for being
-// idle, and one missing from the cache (a load that failed, a cache
-// dropped) is loaded again in the background by the follower.
+// Warmer loads on-sale events into the engine's hot cache before their
+// first buyer asks (the first hold on an event not in the cache waits for
+// every seat to load, and so does every request behind it, at the very
+// second a sale opens) and keeps them there while on sale: pinned events
+// are never evicted for being idle, and one missing from the cache (a
+// load that failed, a cache dropped) is loaded again in the background at
+// the follower's round.
+type Warmer struct {
+	e  *Engine
+	mu sync.Mutex
+	// pinned are events kept loaded while on sale, until when.
+	pinned map[[2]uuid.UUID]*pin
+}
+
+// NewWarmer builds the warmer of the engine's cache.
+func NewWarmer(e *Engine) *Warmer { return &Warmer{e: e, pinned: map[[2]uuid.UUID]*pin{}} }
 
 // Warm loads an event into this process's hot cache now and keeps it
 // there until its sale ends (sales_end_at, else its start); an event whose
 // sale has ended is not kept. Publishing an event calls it and announces
 // it; every process warms the on-sale events at startup, on each
-// announcement and every interval after (RunWarmer), so an event
-// published on another process reaches this one at once, or within an
-// interval if the announcement was lost.
-func (s *Service) Warm(ctx context.Context, org, event uuid.UUID) error {
-	e, err := s.store.Events.Event(ctx, org, event)
+// announcement and every interval after (Run), so an event published on
+// another process reaches this one at once, or within an interval if the
+// announcement was lost.
+func (w *Warmer) Warm(ctx context.Context, org, event uuid.UUID) error {
+	e, err := w.e.store.Events.Event(ctx, org, event)
 	if err != nil {
 		return err
 	}
@@ -33,7 +47,7 @@ func (s *Service) Warm(ctx context.Context, org, event uuid.UUID) error {
 	if e.SalesEndAt != nil {
 		until = *e.SalesEndAt
 	}
-	return s.warm(ctx, store.SaleEvent{Org: org, ID: event, Until: until, Seats: e.Seats})
+	return w.warm(ctx, store.SaleEvent{Org: org, ID: event, Until: until, Seats: e.Seats})
 }
 
 // pin is an event kept loaded until its sale ends.
@@ -46,27 +60,27 @@ type pin struct {
 // failing (Postgres away), so they neither pile up nor flood the log.
 const rewarmEvery = 5 * time.Second
 
-func (s *Service) warm(ctx context.Context, e store.SaleEvent) error {
-	if !e.Until.After(s.now()) {
+func (w *Warmer) warm(ctx context.Context, e store.SaleEvent) error {
+	if !e.Until.After(w.e.now()) {
 		return nil
 	}
-	s.mu.Lock()
-	s.pinned[[2]uuid.UUID{e.Org, e.ID}] = &pin{until: e.Until}
-	s.mu.Unlock()
+	w.mu.Lock()
+	w.pinned[[2]uuid.UUID{e.Org, e.ID}] = &pin{until: e.Until}
+	w.mu.Unlock()
 	start := time.Now()
-	if _, err := s.event(ctx, e.Org, e.ID); err != nil {
+	if _, err := w.e.event(ctx, e.Org, e.ID); err != nil {
 		return err
 	}
-	s.m.CacheWarms.Inc()
-	s.log.Info("warmed event", "org", e.Org, "event", e.ID, "seats", e.Seats, "took", time.Since(start).Round(time.Millisecond))
+	w.e.m.CacheWarms.Inc()
+	w.e.log.Info("warmed event", "org", e.Org, "event", e.ID, "seats", e.Seats, "took", time.Since(start).Round(time.Millisecond))
 	return nil
 }
 
-// RunWarmer warms the events on sale (WarmOnSale) at once, every interval
-// after, and whenever a process announces an event it put on sale, until
-// ctx ends. An announcement lost (a resubscribe) is a round too; one lost
-// otherwise waits for the interval.
-func (s *Service) RunWarmer(ctx context.Context, every time.Duration, maxEvents, maxSeats int) {
+// Run warms the events on sale (WarmOnSale) at once, every
+// Options.WarmEvery after, and whenever a process announces an event it
+// put on sale, until ctx ends. An announcement lost (a resubscribe) is a
+// round too; one lost otherwise waits for the interval.
+func (w *Warmer) Run(ctx context.Context) {
 	kick := make(chan struct{}, 1)
 	poke := func() {
 		select {
@@ -74,21 +88,21 @@ func (s *Service) RunWarmer(ctx context.Context, every time.Duration, maxEvents,
 		default:
 		}
 	}
-	stop := s.bus.Subscribe(s.locks.Published(), func([]byte) { poke() }, poke)
+	stop := w.e.bus.Subscribe(w.e.locks.Published(), func([]byte) { poke() }, poke)
 	defer stop()
 	round := func(ctx context.Context) {
 		start := time.Now()
-		n, err := s.WarmOnSale(ctx, maxEvents, maxSeats)
+		n, err := w.WarmOnSale(ctx, w.e.opt.WarmEvents, w.e.opt.WarmSeats)
 		switch {
 		case err != nil && ctx.Err() == nil:
-			s.log.Warn("warm on-sale events", "warmed", n, "err", err)
-			s.m.BackgroundErrors.WithLabelValues("warm").Inc()
+			w.e.log.Warn("warm on-sale events", "warmed", n, "err", err)
+			w.e.m.BackgroundErrors.WithLabelValues("warm").Inc()
 		case n > 0:
-			s.log.Info("warmed on-sale events", "events", n, "took", time.Since(start).Round(time.Millisecond))
+			w.e.log.Info("warmed on-sale events", "events", n, "took", time.Since(start).Round(time.Millisecond))
 		}
 	}
 	round(ctx)
-	loop(ctx, every, kick, round)
+	loop(ctx, w.e.opt.WarmEvery, kick, round)
 }
 
 // WarmOnSale warms the events on sale now or soonest, at most maxEvents
@@ -96,8 +110,8 @@ func (s *Service) RunWarmer(ctx context.Context, every time.Duration, maxEvents,
 // holds ~250 bytes a seat). Events already warm count towards the limits
 // and are left as they are. It returns how many it warmed; one event
 // failing to load does not stop the others.
-func (s *Service) WarmOnSale(ctx context.Context, maxEvents, maxSeats int) (int, error) {
-	evs, err := s.store.Events.OnSale(ctx, s.now(), maxEvents)
+func (w *Warmer) WarmOnSale(ctx context.Context, maxEvents, maxSeats int) (int, error) {
+	evs, err := w.e.store.Events.OnSale(ctx, w.e.now(), maxEvents)
 	if err != nil {
 		return 0, err
 	}
@@ -106,13 +120,13 @@ func (s *Service) WarmOnSale(ctx context.Context, maxEvents, maxSeats int) (int,
 		if kept > 0 && seats+e.Seats > maxSeats {
 			break
 		}
-		if !s.isPinned(e.Org, e.ID) {
-			if err := s.warm(ctx, e); err != nil {
+		if !w.isPinned(e.Org, e.ID) {
+			if err := w.warm(ctx, e); err != nil {
 				if ctx.Err() != nil {
 					return warmed, ctx.Err()
 				}
-				s.log.Warn("warm event", "org", e.Org, "event", e.ID, "err", err)
-				s.m.BackgroundErrors.WithLabelValues("warm").Inc()
+				w.e.log.Warn("warm event", "org", e.Org, "event", e.ID, "err", err)
+				w.e.m.BackgroundErrors.WithLabelValues("warm").Inc()
 				continue
 			}
 			warmed++
@@ -125,22 +139,22 @@ func (s *Service) WarmOnSale(ctx context.Context, maxEvents, maxSeats int) (int,
 
 // isPinned reports whether an event is kept warm already (a pinned event
 // missing from the cache is reloaded by rewarm).
-func (s *Service) isPinned(org, event uuid.UUID) bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	_, ok := s.pinned[[2]uuid.UUID{org, event}]
+func (w *Warmer) isPinned(org, event uuid.UUID) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	_, ok := w.pinned[[2]uuid.UUID{org, event}]
 	return ok
 }
 
 // pinnedAt reports whether an event is pinned at now, dropping a pin
 // whose time has passed.
-func (s *Service) pinnedAt(ev *eventState, now time.Time) bool {
+func (w *Warmer) pinnedAt(ev *eventState, now time.Time) bool {
 	key := [2]uuid.UUID{ev.org, ev.id}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	p, ok := s.pinned[key]
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	p, ok := w.pinned[key]
 	if ok && !p.until.After(now) {
-		delete(s.pinned, key)
+		delete(w.pinned, key)
 		return false
 	}
 	return ok
@@ -149,34 +163,34 @@ func (s *Service) pinnedAt(ev *eventState, now time.Time) bool {
 // rewarm loads, in the background, pinned events missing from the cache.
 // A load already under way is joined, not repeated (singleflight); an
 // event that no longer exists is unpinned.
-func (s *Service) rewarm(ctx context.Context) {
-	now := s.now()
+func (w *Warmer) rewarm(ctx context.Context) {
+	now := w.e.now()
 	var missing [][2]uuid.UUID
-	s.mu.Lock()
-	for key, p := range s.pinned {
+	w.mu.Lock()
+	for key, p := range w.pinned {
 		if !p.until.After(now) {
-			delete(s.pinned, key)
+			delete(w.pinned, key)
 			continue
 		}
-		if _, ok := s.events[key]; !ok && now.Sub(p.tried) >= rewarmEvery {
+		if w.e.cached(key[0], key[1]) == nil && now.Sub(p.tried) >= rewarmEvery {
 			p.tried = now
 			missing = append(missing, key)
 		}
 	}
-	s.mu.Unlock()
+	w.mu.Unlock()
 	for _, key := range missing {
 		go func() {
-			_, err := s.event(ctx, key[0], key[1])
+			_, err := w.e.event(ctx, key[0], key[1])
 			switch {
 			case err == nil:
-				s.m.CacheWarms.Inc()
+				w.e.m.CacheWarms.Inc()
 			case apperr.CodeOf(err) == apperr.NotFound:
-				s.mu.Lock()
-				delete(s.pinned, key)
-				s.mu.Unlock()
+				w.mu.Lock()
+				delete(w.pinned, key)
+				w.mu.Unlock()
 			case ctx.Err() == nil:
-				s.log.Warn("reload pinned event", "org", key[0], "event", key[1], "err", err)
-				s.m.BackgroundErrors.WithLabelValues("warm").Inc()
+				w.e.log.Warn("reload pinned event", "org", key[0], "event", key[1], "err", err)
+				w.e.m.BackgroundErrors.WithLabelValues("warm").Inc()
 			}
 		}()
 	}

@@ -89,11 +89,8 @@ func TestConcurrentPublishes(t *testing.T) {
 			}
 			wg.Wait()
 			want := int64(publishers * each)
-			deadline := time.Now().Add(10 * time.Second)
-			for total.Load() < want && time.Now().Before(deadline) {
-				time.Sleep(10 * time.Millisecond)
-			}
-			time.Sleep(100 * time.Millisecond) // a duplicate would arrive now
+			testenv.Poll(10*time.Second, func() bool { return total.Load() >= want })
+			time.Sleep(100 * time.Millisecond) // not a condition: a duplicate would arrive now
 			if n := total.Load(); n != want {
 				t.Errorf("received %d messages, want %d", n, want)
 			}
@@ -127,7 +124,7 @@ func waitSubscribed(t *testing.T, bus *realtime.Bus, names []string, heard func(
 			if err := bus.Publish(context.Background(), name, []byte("probe")); err != nil {
 				t.Fatalf("probe: %v", err)
 			}
-			time.Sleep(20 * time.Millisecond)
+			time.Sleep(20 * time.Millisecond) // poll interval: one probe per round
 		}
 	}
 }

@@ -51,11 +51,11 @@ func TestStaffQueries(t *testing.T) {
 
 	b0, b1 := tn.Buyers[0], tn.Buyers[1]
 	act := func(u store.User) hold.Actor { return hold.Actor{Org: u.OrgID, User: u.ID, Role: hold.Role(u.Role)} }
-	hold1, err := a.Core.Hold(ctx, act(b0), ev.ID, []uuid.UUID{seats[0], seats[4]}, hold.SourceWeb)
+	hold1, err := a.Holds.Hold(ctx, act(b0), hold.Request{Event: ev.ID, Seats: []uuid.UUID{seats[0], seats[4]}, Source: hold.SourceWeb})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := a.Core.Hold(ctx, act(b1), ev.ID, []uuid.UUID{seats[5]}, hold.SourceWeb); err != nil {
+	if _, err := a.Holds.Hold(ctx, act(b1), hold.Request{Event: ev.ID, Seats: []uuid.UUID{seats[5]}, Source: hold.SourceWeb}); err != nil {
 		t.Fatal(err)
 	}
 	labels := func(hs []store.StaffHold) []string {
@@ -111,11 +111,11 @@ func TestStaffQueries(t *testing.T) {
 	}
 
 	// Audit: b0's holds (created by b0), one released by the box office.
-	if _, err := a.Core.Release(ctx, act(tn.BoxOffice), hold1.Holds[0].ID, "moved to B"); err != nil {
+	if _, err := a.Holds.Release(ctx, act(tn.BoxOffice), hold1.Holds[0].ID, "moved to B"); err != nil {
 		t.Fatal(err)
 	}
 	for i := range 7 {
-		if _, err := a.Core.SetBlocked(ctx, act(tn.Organizer), ev.ID, seats[8], i%2 == 0, "maintenance"); err != nil {
+		if _, err := a.Holds.SetBlocked(ctx, act(tn.Organizer), ev.ID, seats[8], i%2 == 0, "maintenance"); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -174,11 +174,11 @@ func TestStaffQueries(t *testing.T) {
 	}
 
 	// A buyer's activity: holds and bookings for this event.
-	h, err := a.Core.Hold(ctx, act(b1), ev.ID, []uuid.UUID{seats[6]}, hold.SourceWeb)
+	h, err := a.Holds.Hold(ctx, act(b1), hold.Request{Event: ev.ID, Seats: []uuid.UUID{seats[6]}, Source: hold.SourceWeb})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := a.Core.Purchase(ctx, act(b1), ev.ID, uuid.NewString(), []uuid.UUID{h.Holds[0].ID}); err != nil {
+	if _, err := a.Holds.Purchase(ctx, act(b1), ev.ID, uuid.NewString(), []uuid.UUID{h.Holds[0].ID}); err != nil {
 		t.Fatal(err)
 	}
 	ba, err := st.Audit.BuyerActivity(ctx, tn.Org.ID, ev.ID, "  "+b1.Email+" ")

@@ -13,7 +13,7 @@ import (
 // expired, counted and exported by the same statements as a seat, with the
 // same rules (the buyer's cap counts places, the sales window, the event's
 // TTL, fencing), and a flash sale does not serialize on one counter row:
-// each buyer claims different rows (see hold.HoldGA), so concurrent holds
+// each buyer claims different rows (see hold.Holds.ga), so concurrent holds
 // lock different rows and Postgres' row-level check (status = 'available')
 // is the one guard against overselling, whatever Redis says.
 const GARow = "GA"

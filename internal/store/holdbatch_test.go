@@ -83,7 +83,7 @@ func TestHoldBatchRowsStayApart(t *testing.T) {
 		if time.Now().After(deadline) {
 			t.Fatalf("%d of %d holds queued", queued(), len(calls))
 		}
-		time.Sleep(5 * time.Millisecond)
+		time.Sleep(5 * time.Millisecond) // poll interval: every hold queued
 	}
 	statements, _ := st.Holds.BatchStats()
 	unblock()
@@ -184,7 +184,7 @@ func TestHoldBatchCap(t *testing.T) {
 		if time.Now().After(deadline) {
 			t.Fatalf("%d of %d holds queued", queued(), len(calls))
 		}
-		time.Sleep(5 * time.Millisecond)
+		time.Sleep(5 * time.Millisecond) // poll interval: every hold queued
 	}
 	unblock()
 	wg.Wait()

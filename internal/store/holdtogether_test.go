@@ -267,7 +267,7 @@ func TestHoldsTogetherAllOrNone(t *testing.T) {
 	for i, p := range reqs {
 		wg.Go(func() { outs[i], errs[i] = st.Holds.Create(ctx, p) })
 	}
-	for deadline := time.Now().Add(10 * time.Second); queued() < len(reqs); time.Sleep(5 * time.Millisecond) {
+	for deadline := time.Now().Add(10 * time.Second); queued() < len(reqs); time.Sleep(5 * time.Millisecond) { // poll: every request queued
 		if time.Now().After(deadline) {
 			t.Fatalf("%d of %d requests queued", queued(), len(reqs))
 		}

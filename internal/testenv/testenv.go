@@ -355,13 +355,23 @@ func (r *Redis) Stop() {
 // and fails the test with what was awaited if it never does.
 func Eventually(t testing.TB, timeout time.Duration, what string, cond func() bool) {
 	t.Helper()
+	if !Poll(timeout, cond) {
+		t.Fatalf("after %s: not yet %s", timeout, what)
+	}
+}
+
+// Poll waits up to timeout for cond to hold, checking every 10 ms, and
+// says whether it did: for a test that reports the failure itself, with
+// what cond saw at its last check.
+func Poll(timeout time.Duration, cond func() bool) bool {
 	deadline := time.Now().Add(timeout)
 	for !cond() {
 		if time.Now().After(deadline) {
-			t.Fatalf("after %s: not yet %s", timeout, what)
+			return false
 		}
-		time.Sleep(10 * time.Millisecond)
+		time.Sleep(10 * time.Millisecond) // the poll interval
 	}
+	return true
 }
 
 // NewChart saves a small chart of org: a seated section "S" of rows×perRow

@@ -105,7 +105,7 @@ func TestDialRefusesPrivate(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := a.Core.SetBlocked(ctx, actor(tn.Organizer), ev.ID, seat, true, ""); err != nil {
+	if _, err := a.Holds.SetBlocked(ctx, actor(tn.Organizer), ev.ID, seat, true, ""); err != nil {
 		t.Fatal(err)
 	}
 	var ds []store.Delivery

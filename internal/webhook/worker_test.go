@@ -157,24 +157,24 @@ func TestDeliverySigned(t *testing.T) {
 	ctx := context.Background()
 
 	// A sale: hold.created then booking.created for the third seat.
-	sale, err := a.Core.Hold(ctx, actor(tn.Buyers[0]), ev.ID, seats[2:3], hold.SourceAPI)
+	sale, err := a.Holds.Hold(ctx, actor(tn.Buyers[0]), hold.Request{Event: ev.ID, Seats: seats[2:3], Source: hold.SourceAPI})
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err := a.Core.Purchase(ctx, actor(tn.Buyers[0]), ev.ID, "k-"+uuid.NewString(), []uuid.UUID{sale.Holds[0].ID})
+	b, err := a.Holds.Purchase(ctx, actor(tn.Buyers[0]), ev.ID, "k-"+uuid.NewString(), []uuid.UUID{sale.Holds[0].ID})
 	if err != nil {
 		t.Fatal(err)
 	}
 
-	res, err := a.Core.Hold(ctx, actor(tn.Buyers[0]), ev.ID, seats[:1], hold.SourceAPI)
+	res, err := a.Holds.Hold(ctx, actor(tn.Buyers[0]), hold.Request{Event: ev.ID, Seats: seats[:1], Source: hold.SourceAPI})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := a.Core.Release(ctx, actor(tn.Buyers[0]), res.Holds[0].ID, ""); err != nil {
+	if _, err := a.Holds.Release(ctx, actor(tn.Buyers[0]), res.Holds[0].ID, ""); err != nil {
 		t.Fatal(err)
 	}
 	for _, b := range []bool{true, false} {
-		if _, err := a.Core.SetBlocked(ctx, actor(tn.Organizer), ev.ID, seats[1], b, "test"); err != nil {
+		if _, err := a.Holds.SetBlocked(ctx, actor(tn.Organizer), ev.ID, seats[1], b, "test"); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -253,13 +253,13 @@ func TestReceiverKilledMidStream(t *testing.T) {
 				case 9:
 					r.fail.Store("")
 				}
-				res, err := a.Core.Hold(ctx, actor(u), ev.ID, mine, hold.SourceAPI)
+				res, err := a.Holds.Hold(ctx, actor(u), hold.Request{Event: ev.ID, Seats: mine, Source: hold.SourceAPI})
 				if err != nil {
 					t.Error(err)
 					return
 				}
 				for _, h := range res.Holds {
-					if _, err := a.Core.Release(ctx, actor(u), h.ID, ""); err != nil {
+					if _, err := a.Holds.Release(ctx, actor(u), h.ID, ""); err != nil {
 						t.Error(err)
 						return
 					}
@@ -370,7 +370,7 @@ func TestRetryBackoff(t *testing.T) {
 	ep := r.register(t, a, tn.Org.ID)
 	r.fail.Store("503")
 	ctx := context.Background()
-	if _, err := a.Core.SetBlocked(ctx, actor(tn.Organizer), ev.ID, seats[0], true, ""); err != nil {
+	if _, err := a.Holds.SetBlocked(ctx, actor(tn.Organizer), ev.ID, seats[0], true, ""); err != nil {
 		t.Fatal(err)
 	}
 	testenv.Eventually(t, 5*time.Second, "four failed attempts", func() bool {
@@ -452,14 +452,14 @@ func TestOutboxInChangeTransaction(t *testing.T) {
 		t.Fatalf("a rolled-back change left %d outbox rows", n)
 	}
 
-	if _, err := a.Core.SetBlocked(ctx, actor(tn.Organizer), ev.ID, seats[1], true, ""); err != nil {
+	if _, err := a.Holds.SetBlocked(ctx, actor(tn.Organizer), ev.ID, seats[1], true, ""); err != nil {
 		t.Fatal(err)
 	}
 	if n := outbox(); n != 1 {
 		t.Fatalf("a committed change has %d outbox rows when it returns, want 1", n)
 	}
 	evO := testenv.NewEvent(t, a, other.Org.ID, 1, 1, 1)
-	if _, err := a.Core.SetBlocked(ctx, actor(other.Organizer), evO.ID, testenv.SeatIDs(t, a, other.Org.ID, evO.ID)[0], true, ""); err != nil {
+	if _, err := a.Holds.SetBlocked(ctx, actor(other.Organizer), evO.ID, testenv.SeatIDs(t, a, other.Org.ID, evO.ID)[0], true, ""); err != nil {
 		t.Fatal(err)
 	}
 	var n int
@@ -481,17 +481,17 @@ func TestWaitlistOfferDelivered(t *testing.T) {
 	ev := testenv.NewEvent(t, a, tn.Org.ID, 1, 1, 1)
 	seat := testenv.SeatIDs(t, a, tn.Org.ID, ev.ID)[0]
 	ctx := context.Background()
-	held, err := a.Core.Hold(ctx, actor(tn.Buyers[0]), ev.ID, []uuid.UUID{seat}, hold.SourceAPI)
+	held, err := a.Holds.Hold(ctx, actor(tn.Buyers[0]), hold.Request{Event: ev.ID, Seats: []uuid.UUID{seat}, Source: hold.SourceAPI})
 	if err != nil {
 		t.Fatal(err)
 	}
-	entry, err := a.Core.JoinWaitlist(ctx, actor(tn.Buyers[1]), ev.ID, hold.WaitFor{Count: 1})
+	entry, err := a.Waitlist.Join(ctx, actor(tn.Buyers[1]), ev.ID, hold.WaitFor{Count: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
 	r := newReceiver(t)
 	ep := r.register(t, a, tn.Org.ID)
-	if _, err := a.Core.Release(ctx, actor(tn.Buyers[0]), held.Holds[0].ID, ""); err != nil {
+	if _, err := a.Holds.Release(ctx, actor(tn.Buyers[0]), held.Holds[0].ID, ""); err != nil {
 		t.Fatal(err)
 	}
 	var offered webhook.Body
@@ -559,7 +559,7 @@ func TestWaitlistLineDelivered(t *testing.T) {
 	ev := testenv.NewEvent(t, a, tn.Org.ID, 1, 1, 1)
 	seat := testenv.SeatIDs(t, a, tn.Org.ID, ev.ID)[0]
 	ctx := context.Background()
-	if _, err := a.Core.Hold(ctx, actor(tn.Buyers[0]), ev.ID, []uuid.UUID{seat}, hold.SourceAPI); err != nil {
+	if _, err := a.Holds.Hold(ctx, actor(tn.Buyers[0]), hold.Request{Event: ev.ID, Seats: []uuid.UUID{seat}, Source: hold.SourceAPI}); err != nil {
 		t.Fatal(err)
 	}
 	r := newReceiver(t)
@@ -571,18 +571,18 @@ func TestWaitlistLineDelivered(t *testing.T) {
 	}
 	holdsOnly.secret.Store(e.Secret)
 
-	own, err := a.Core.JoinWaitlist(ctx, actor(tn.Buyers[1]), ev.ID, hold.WaitFor{Count: 1, Section: "A"})
+	own, err := a.Waitlist.Join(ctx, actor(tn.Buyers[1]), ev.ID, hold.WaitFor{Count: 1, Section: "A"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	removed, err := a.Core.JoinWaitlist(ctx, actor(tn.Buyers[2]), ev.ID, hold.WaitFor{Count: 1, Accessible: true})
+	removed, err := a.Waitlist.Join(ctx, actor(tn.Buyers[2]), ev.ID, hold.WaitFor{Count: 1, Accessible: true})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := a.Core.LeaveWaitlist(ctx, actor(tn.Buyers[1]), own.ID); err != nil {
+	if err := a.Waitlist.Leave(ctx, actor(tn.Buyers[1]), own.ID); err != nil {
 		t.Fatal(err)
 	}
-	if err := a.Core.LeaveWaitlist(ctx, actor(tn.Organizer), removed.ID); err != nil {
+	if err := a.Waitlist.Leave(ctx, actor(tn.Organizer), removed.ID); err != nil {
 		t.Fatal(err)
 	}
 

@@ -468,7 +468,7 @@ func TestPingsKeepLiveClientsAndDropDeadOnes(t *testing.T) {
 		}
 	}()
 	testenv.Eventually(t, 5*time.Second, "the silent client to be closed", func() bool { return e.hub.Stats().Clients == 1 })
-	time.Sleep(time.Second) // over three pong timeouts
+	time.Sleep(time.Second) // not a condition: the reading client must stay over three pong timeouts
 	if s := e.hub.Stats(); s.Clients != 1 {
 		t.Fatalf("the reading client was closed: %+v", s)
 	}

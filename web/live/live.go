@@ -45,7 +45,7 @@ type Renderer interface {
 	Render(d hold.Delta, mine bool) []byte
 }
 
-// Source is the change feed the hub needs from the hold core; *hold.Service
+// Source is the change feed the hub needs from the hold core; *hold.Engine
 // satisfies it. Watch must call f with every committed change of the event
 // until the returned function is called; f never blocks.
 type Source interface {
@@ -170,7 +170,7 @@ func (o StaffOptions) withDefaults() StaffOptions {
 	return o
 }
 
-// WaitlistSource tells of changes to events' waitlists; *hold.Service
+// WaitlistSource tells of changes to events' waitlists; *hold.Engine
 // satisfies it. WatchWaitlist must call f with every committed change of
 // the event's waitlist (and with a change of the whole line when some may
 // have been missed) until the returned function is called; f never

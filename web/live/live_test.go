@@ -25,7 +25,7 @@ import (
 )
 
 // The hold core is the production Source.
-var _ live.Source = (*hold.Service)(nil)
+var _ live.Source = (*hold.Engine)(nil)
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 

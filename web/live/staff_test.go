@@ -8,6 +8,7 @@ import (
 	"net/url"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -17,13 +18,15 @@ import (
 
 	"seatd/internal/hold"
 	"seatd/internal/store"
+	"seatd/internal/testenv"
 	"seatd/web/live"
 )
 
 // fakeStaff renders a staff frame that names the stream and the batch's
 // sizes, and records every call.
 type fakeStaff struct {
-	block chan struct{} // if set, renders wait for it to close
+	block   chan struct{} // if set, renders wait for it to close
+	started atomic.Int32  // renders begun
 
 	mu    sync.Mutex
 	calls []staffCall
@@ -35,6 +38,7 @@ type staffCall struct {
 }
 
 func (f *fakeStaff) RenderStaff(ctx context.Context, s live.Stream, b live.StaffBatch) []byte {
+	f.started.Add(1)
 	if f.block != nil {
 		select {
 		case <-f.block:
@@ -262,8 +266,9 @@ func TestStaffBatchKeepsEveryChange(t *testing.T) {
 	seat := uuid.New()
 	// The first push starts a render, which blocks; the next 120 changes
 	// pile up behind it.
+	renders := staff.started.Load()
 	e.src.push(ev, e.delta(ev, uuid.New(), "blocked", "blocked", 2, uuid.Nil, u))
-	time.Sleep(50 * time.Millisecond)
+	testenv.Eventually(t, 5*time.Second, "the render of the first change started", func() bool { return staff.started.Load() > renders })
 	for v := int64(2); v < 122; v++ {
 		st, kind := store.Held, "held"
 		if v%2 == 1 {

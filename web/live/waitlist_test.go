@@ -14,11 +14,12 @@ import (
 	"github.com/gorilla/websocket"
 
 	"seatd/internal/hold"
+	"seatd/internal/testenv"
 	"seatd/web/live"
 )
 
 // The hold core is the production WaitlistSource.
-var _ live.WaitlistSource = (*hold.Service)(nil)
+var _ live.WaitlistSource = (*hold.Engine)(nil)
 
 // fakeLines is a waitlist source and renderer: a test sets each buyer's
 // place in line, pushes changes and reads what was rendered.
@@ -243,13 +244,7 @@ func TestWaitlistRendersCoalesce(t *testing.T) {
 	conn := e.dial(event, a, "")
 
 	lines.push(hold.WaitlistChange{Line: true})
-	deadline := time.Now().Add(5 * time.Second)
-	for lines.startedRenders() == 0 {
-		if time.Now().After(deadline) {
-			t.Fatal("no render started")
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	testenv.Eventually(t, 5*time.Second, "a render started", func() bool { return lines.startedRenders() > 0 })
 	for range 100 {
 		lines.push(hold.WaitlistChange{Users: []uuid.UUID{uuid.New()}, Line: true})
 	}
