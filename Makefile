@@ -19,25 +19,41 @@ STATICCHECK_VERSION := v0.8.2
 # gosec v2.29.0: newest that builds here (v2.30.0 depends on a module version
 # the Go module proxy does not serve).
 GOSEC_VERSION := v2.29.0
+# Mailpit, the mail server of dev and tests (scripts/services.sh); the
+# module proxy serves v1.33.1.
+MAILPIT_VERSION := v1.33.1
+# stripe-mock: Stripe's API server, answering from Stripe's API description
+# (no state, no webhooks, any sk_test_ key). scripts/services.sh runs it for
+# the test and bench profiles, so every Stripe call seatd makes is checked.
+STRIPE_MOCK_VERSION := v0.203.0
 
 TEMPL := go run github.com/a-h/templ/cmd/templ@$(TEMPL_VERSION)
 STATICCHECK := go run honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION)
 GOSEC := go run github.com/securego/gosec/v2/cmd/gosec@$(GOSEC_VERSION)
+# Mailpit is a service (scripts/services.sh), installed into ./.bin; one
+# stamp per version, so bumping the pin reinstalls it.
+BIN_DIR := $(CURDIR)/.bin
+MAILPIT := $(BIN_DIR)/mailpit
+MAILPIT_STAMP := $(BIN_DIR)/.mailpit-$(MAILPIT_VERSION)
+STRIPE_MOCK := $(BIN_DIR)/stripe-mock
+STRIPE_MOCK_STAMP := $(BIN_DIR)/.stripe-mock-$(STRIPE_MOCK_VERSION)
 
 # Short fuzz runs done by `make test`, as pkg/path:FuzzName, space separated,
 # e.g. internal/hold:FuzzDelta. Each runs for FUZZ_TIME (default 2000x: 2 000 executions).
 FUZZ_TARGETS := internal/chart:FuzzChart web:FuzzDecode web:FuzzLogin web:FuzzSignup web:FuzzHold web:FuzzPurchase web:FuzzStaffRelease web:FuzzStaffLookups
 
-.PHONY: help tools generate templates css services-up services-down \
+.PHONY: help tools mailpit stripe-mock generate templates css services-up services-down \
 	services-up-test services-down-test build run run-cluster run-observe test-rules lint test vendor-js
 
 help:
 	@cat <<-'EOF'
 	make tools              build the pinned Go tools (kept in the Go build cache)
+	make mailpit            install the pinned Mailpit into ./.bin (services.sh does when needed)
+	make stripe-mock        install the pinned stripe-mock into ./.bin (services.sh does when needed)
 	make generate           templ generate (views/) + css
 	make css                build static/css/app.css with Tailwind
 	make build              go build -o bin/seatd ./cmd/seatd
-	make run                dev services + migrate + seed demo + serve on :8080
+	make run                dev services (Postgres, Redis, Mailpit) + migrate + seed demo + serve on :8080
 	make run-cluster        haproxy on :8080 in front of three seatd processes (dev services)
 	make run-observe        make run + Prometheus on 127.0.0.1:29090 scraping seatd, alerts loaded
 	make test-rules         promtool check + unit tests of deploy/prometheus/alerts.yml
@@ -46,8 +62,8 @@ help:
 	make perf-doc           docs/performance.md from bench/results/latest.json
 	make bench-compare      two result files side by side: A=... B=... (baseline, latest)
 	make test               test services + lint + go test -race (+ fuzz), services stopped after
-	make services-up        start dev Postgres/Redis   (services-down to stop)
-	make services-up-test   start test Postgres/Redis  (services-down-test to stop)
+	make services-up        start dev Postgres/Redis/Mailpit   (services-down to stop)
+	make services-up-test   start test Postgres/Redis/Mailpit  (services-down-test to stop)
 	EOF
 
 # ---------------------------------------------------------------------------
@@ -65,6 +81,19 @@ tools:
 	wait $$templ
 	wait $$staticcheck
 	wait $$gosec
+
+# Built on demand by scripts/services.sh (test and bench profiles).
+stripe-mock: $(STRIPE_MOCK_STAMP)
+
+mailpit: $(MAILPIT_STAMP)
+
+$(MAILPIT_STAMP):
+	GOBIN=$(BIN_DIR) go install github.com/axllent/mailpit@$(MAILPIT_VERSION)
+	touch $@
+
+$(STRIPE_MOCK_STAMP):
+	GOBIN=$(BIN_DIR) go install github.com/stripe/stripe-mock@$(STRIPE_MOCK_VERSION)
+	touch $@
 
 # ---------------------------------------------------------------------------
 # Code generation
@@ -132,6 +161,9 @@ run: build
 	eval "$$svc_env"
 	bin/seatd migrate
 	bin/seatd seed demo
+	if [[ -n $${SEATD_MAILPIT_URL:-} ]]; then
+		echo "mail: $${SEATD_MAILPIT_URL/127.0.0.1/localhost} (every message seatd sends, for any address)"
+	fi
 	export SEATD_ADDR="$${SEATD_ADDR:-:8080}"
 	exec bin/seatd serve
 

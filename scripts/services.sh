@@ -1,10 +1,13 @@
 #!/usr/bin/env bash
-# Private Postgres + Redis instances for seatd development and tests.
+# Private Postgres, Redis and Mailpit instances for seatd development and
+# tests, and for the test and bench profiles a stripe-mock (Stripe's API
+# server, built into .bin by `make stripe-mock`; it keeps no state and
+# sends no webhooks).
 #
 # Usage: scripts/services.sh up|down|status|env [dev|test]
 #
-#   up      start both services (idempotent), then print the env exports
-#   down    stop both services (by PID only), keeping their data
+#   up      start the services (idempotent), then print the env exports
+#   down    stop the services (by PID only), keeping their data
 #   status  report what is running; exits 0 only if every managed service is up
 #   env     print the env exports without touching anything
 #
@@ -16,14 +19,27 @@
 #   dev   Postgres 25432, Redis 26379, durable settings
 #   test  Postgres 25442, Redis 26389, fsync/synchronous_commit/full_page_writes off
 #   bench Postgres 25452, Redis 26399, durable settings
+# Mailpit (a mail server that keeps what it receives; its inbox and REST
+# API are on a web port) listens for SMTP on the Postgres port + 5 and
+# serves its inbox on the Postgres port + 6 (dev 25437/25438, test
+# 25447/25448, bench 25457/25458), or on SEATD_SMTP_PORT /
+# SEATD_MAILPIT_PORT. The binary is .bin/mailpit, pinned and installed by
+# `make mailpit` (which `up` runs when needed).
+#
+# test and bench also run stripe-mock on the Postgres port + 20 (HTTP; the
+# HTTPS port is the next one), overridable with SEATD_STRIPE_MOCK_PORT /
+# SEATD_STRIPE_MOCK_HTTPS_PORT, and export SEATD_STRIPE_MOCK_URL.
 # The ports lie below Linux's ephemeral range (32768-60999), so an outgoing
 # connection of some other program can never be holding one of them.
 #
 # If DATABASE_URL is already set, Postgres is left alone entirely (someone
-# else provides it); likewise REDIS_URL for Redis.
+# else provides it); likewise REDIS_URL for Redis, SEATD_SMTP_URL for
+# Mailpit (SEATD_MAILPIT_URL is then printed only if set too) and
+# SEATD_STRIPE_MOCK_URL for stripe-mock.
 #
 # State lives in .data/<profile>/: pg/ (data dir), redis/ (working dir),
-# *.log, redis.pid. When run as root, Postgres runs as the unprivileged
+# mailpit.db, stripe-mock/ (its working dir), *.log, redis.pid, mailpit.pid,
+# stripe-mock.pid. When run as root, Postgres runs as the unprivileged
 # `postgres` user (it refuses to run as root); if that user cannot reach
 # .data/ (e.g. the repo is under /root), the data dir is placed under
 # /tmp/seatd-<profile>-<hash> and .data/<profile>/pg is a symlink to it.
@@ -38,8 +54,9 @@ source "$SCRIPT_DIR/lib/common.sh"
 usage() {
 	cat <<-'EOF'
 	usage: scripts/services.sh up|down|status|env [dev|test]
-	  env overrides: SEATD_PG_PORT, SEATD_REDIS_PORT;
-	  DATABASE_URL / REDIS_URL set => that service is external and not managed.
+	  env overrides: SEATD_PG_PORT, SEATD_REDIS_PORT, SEATD_SMTP_PORT, SEATD_MAILPIT_PORT,
+	    SEATD_STRIPE_MOCK_PORT, SEATD_STRIPE_MOCK_HTTPS_PORT;
+	  DATABASE_URL / REDIS_URL / SEATD_SMTP_URL / SEATD_STRIPE_MOCK_URL set => that service is external and not managed.
 	EOF
 }
 
@@ -64,6 +81,18 @@ bench) PG_PORT=${SEATD_PG_PORT:-25452} REDIS_PORT=${SEATD_REDIS_PORT:-26399} ;;
 esac
 [[ $PG_PORT =~ ^[0-9]+$ ]] || die "SEATD_PG_PORT must be a number, got '$PG_PORT'"
 [[ $REDIS_PORT =~ ^[0-9]+$ ]] || die "SEATD_REDIS_PORT must be a number, got '$REDIS_PORT'"
+# Beside the Postgres port: a worktree that moved its Postgres port moves
+# Mailpit's with it.
+SMTP_PORT=${SEATD_SMTP_PORT:-$((PG_PORT + 5))}
+MAILPIT_PORT=${SEATD_MAILPIT_PORT:-$((PG_PORT + 6))}
+[[ $SMTP_PORT =~ ^[0-9]+$ ]] || die "SEATD_SMTP_PORT must be a number, got '$SMTP_PORT'"
+[[ $MAILPIT_PORT =~ ^[0-9]+$ ]] || die "SEATD_MAILPIT_PORT must be a number, got '$MAILPIT_PORT'"
+# stripe-mock follows the Postgres port, so a worktree that moved its
+# Postgres gets a stripe-mock port of its own too.
+STRIPE_MOCK_PORT=${SEATD_STRIPE_MOCK_PORT:-$((PG_PORT + 20))}
+[[ $STRIPE_MOCK_PORT =~ ^[0-9]+$ ]] || die "SEATD_STRIPE_MOCK_PORT must be a number, got '$STRIPE_MOCK_PORT'"
+STRIPE_MOCK_HTTPS_PORT=${SEATD_STRIPE_MOCK_HTTPS_PORT:-$((STRIPE_MOCK_PORT + 1))}
+[[ $STRIPE_MOCK_HTTPS_PORT =~ ^[0-9]+$ ]] || die "SEATD_STRIPE_MOCK_HTTPS_PORT must be a number, got '$STRIPE_MOCK_HTTPS_PORT'"
 
 DATA_DIR=$ROOT/.data/$PROFILE
 IS_ROOT=0
@@ -74,6 +103,13 @@ MANAGE_PG=1
 [[ -n ${DATABASE_URL:-} ]] && MANAGE_PG=0
 MANAGE_REDIS=1
 [[ -n ${REDIS_URL:-} ]] && MANAGE_REDIS=0
+MANAGE_MAIL=1
+[[ -n ${SEATD_SMTP_URL:-} ]] && MANAGE_MAIL=0
+# stripe-mock serves the tests and the bench; dev uses seatd's test provider.
+WANT_STRIPE_MOCK=0
+[[ $PROFILE == test || $PROFILE == bench ]] && WANT_STRIPE_MOCK=1
+MANAGE_STRIPE_MOCK=$WANT_STRIPE_MOCK
+[[ -n ${SEATD_STRIPE_MOCK_URL:-} ]] && MANAGE_STRIPE_MOCK=0
 
 # ---------------------------------------------------------------------------
 # env output
@@ -86,6 +122,19 @@ print_env() {
 	local rd=${REDIS_URL:-redis://127.0.0.1:$REDIS_PORT/0}
 	printf 'export DATABASE_URL=%s\n' "$(shell_quote "$db")"
 	printf 'export REDIS_URL=%s\n' "$(shell_quote "$rd")"
+	if ((MANAGE_MAIL)); then
+		printf 'export SEATD_SMTP_URL=%s\n' "$(shell_quote "smtp://127.0.0.1:$SMTP_PORT")"
+		printf 'export SEATD_MAILPIT_URL=%s\n' "$(shell_quote "http://127.0.0.1:$MAILPIT_PORT")"
+	else
+		printf 'export SEATD_SMTP_URL=%s\n' "$(shell_quote "$SEATD_SMTP_URL")"
+		if [[ -n ${SEATD_MAILPIT_URL:-} ]]; then
+			printf 'export SEATD_MAILPIT_URL=%s\n' "$(shell_quote "$SEATD_MAILPIT_URL")"
+		fi
+	fi
+	if ((WANT_STRIPE_MOCK)); then
+		local sm=${SEATD_STRIPE_MOCK_URL:-http://127.0.0.1:$STRIPE_MOCK_PORT}
+		printf 'export SEATD_STRIPE_MOCK_URL=%s\n' "$(shell_quote "$sm")"
+	fi
 }
 
 # ---------------------------------------------------------------------------
@@ -390,26 +439,31 @@ redis_up() {
 	fi
 }
 
-redis_down() {
-	local pid i
-	if ! pid=$(redis_pid); then
-		log "redis ($PROFILE) not running"
-		rm -f "$REDIS_PIDFILE"
+# stop_daemon NAME PIDFN PIDFILE: SIGTERM the process PIDFN names (a
+# function that prints our daemon's PID or fails), wait up to 10s, then
+# SIGKILL it if the PID is still our daemon's; remove its pidfile.
+stop_daemon() {
+	local name=$1 pidfn=$2 pidfile=$3 pid i
+	if ! pid=$("$pidfn"); then
+		log "$name ($PROFILE) not running"
+		rm -f "$pidfile"
 		return 0
 	fi
-	log "stopping redis ($PROFILE) pid $pid"
+	log "stopping $name ($PROFILE) pid $pid"
 	kill -TERM "$pid"
 	for ((i = 0; i < 100; i++)); do
 		[[ -e /proc/$pid ]] || break
 		sleep 0.1
 	done
-	# Still there after 10s: force it, but only if the PID is still our redis.
-	if redis_pid >/dev/null; then
-		log "redis did not exit on SIGTERM; sending SIGKILL to $pid"
+	# Still there after 10s: force it, but only if the PID is still ours.
+	if "$pidfn" >/dev/null; then
+		log "$name did not exit on SIGTERM; sending SIGKILL to $pid"
 		kill -KILL "$pid"
 	fi
-	rm -f "$REDIS_PIDFILE"
+	rm -f "$pidfile"
 }
+
+redis_down() { stop_daemon redis redis_pid "$REDIS_PIDFILE"; }
 
 redis_status() {
 	local pid
@@ -418,6 +472,164 @@ redis_status() {
 		return 0
 	fi
 	echo "redis ($PROFILE): stopped"
+	return 1
+}
+
+# ---------------------------------------------------------------------------
+# Mailpit
+
+MAILPIT_BIN=$ROOT/.bin/mailpit
+MAILPIT_DB=$DATA_DIR/mailpit.db
+MAILPIT_PIDFILE=$DATA_DIR/mailpit.pid
+MAILPIT_LOG=$DATA_DIR/mailpit.log
+
+# Print the PID from our pidfile if it is a live mailpit on our database
+# (not a recycled PID, not someone else's Mailpit).
+mailpit_pid() {
+	[[ -s $MAILPIT_PIDFILE ]] || return 1
+	local pid
+	pid=$(<"$MAILPIT_PIDFILE")
+	[[ $pid =~ ^[0-9]+$ ]] || return 1
+	[[ $(cat "/proc/$pid/comm" 2>/dev/null) == mailpit ]] || return 1
+	[[ $(tr '\0' '\n' <"/proc/$pid/cmdline" 2>/dev/null) == *$'\n'"$MAILPIT_DB"$'\n'* ]] || return 1
+	echo "$pid"
+}
+
+# The SMTP port of a running mailpit (its --smtp 127.0.0.1:PORT argument).
+mailpit_running_port() { tr '\0' '\n' <"/proc/$1/cmdline" | sed -n '/^--smtp$/{n;s/.*:\([0-9][0-9]*\)$/\1/p}'; }
+
+# Both ports accept connections (bash's /dev/tcp: no client needed).
+mailpit_ready() {
+	(exec 3<>"/dev/tcp/127.0.0.1/$SMTP_PORT") 2>/dev/null &&
+		(exec 3<>"/dev/tcp/127.0.0.1/$MAILPIT_PORT") 2>/dev/null
+}
+
+mailpit_up() {
+	mkdir -p "$DATA_DIR"
+	local pid
+	if pid=$(mailpit_pid); then
+		local port
+		port=$(mailpit_running_port "$pid")
+		if [[ -n $port && $port != "$SMTP_PORT" ]]; then
+			die "mailpit ($PROFILE) is already running with SMTP on port $port, not $SMTP_PORT; run 'down $PROFILE' first"
+		fi
+		log "mailpit ($PROFILE) already running: SMTP 127.0.0.1:$SMTP_PORT, inbox http://127.0.0.1:$MAILPIT_PORT (pid $pid)"
+		return 0
+	fi
+	rm -f "$MAILPIT_PIDFILE" # stale
+	# The pinned version, installed once (a stamp file makes later calls free).
+	"${MAKE:-make}" -s --no-print-directory -C "$ROOT" mailpit 9>&- >&2 || die "could not install mailpit (make mailpit)"
+	# Keep what tests send (they read it back) without growing for ever.
+	local max=500
+	[[ $PROFILE == dev ]] || max=10000
+	log "starting mailpit ($PROFILE): SMTP 127.0.0.1:$SMTP_PORT, inbox http://127.0.0.1:$MAILPIT_PORT (log: .data/$PROFILE/mailpit.log)"
+	# Its own session, no terminal, stdout away from our caller's $(...)
+	# capture, and not the lock fd.
+	setsid "$MAILPIT_BIN" --smtp "127.0.0.1:$SMTP_PORT" --listen "127.0.0.1:$MAILPIT_PORT" \
+		--database "$MAILPIT_DB" --max "$max" --disable-version-check --smtp-disable-rdns \
+		</dev/null >>"$MAILPIT_LOG" 2>&1 9>&- &
+	pid=$!
+	echo "$pid" >"$MAILPIT_PIDFILE"
+	local i
+	for ((i = 0; i < 100; i++)); do
+		# (Until setsid has exec'd, the PID is not yet mailpit's.)
+		[[ -e /proc/$pid ]] || break
+		mailpit_pid >/dev/null && mailpit_ready && return 0
+		sleep 0.1
+	done
+	tail -n 20 "$MAILPIT_LOG" >&2 || true
+	die "mailpit did not answer on 127.0.0.1:$SMTP_PORT and http://127.0.0.1:$MAILPIT_PORT within 10s"
+}
+
+mailpit_down() { stop_daemon mailpit mailpit_pid "$MAILPIT_PIDFILE"; }
+
+mailpit_status() {
+	local pid
+	if pid=$(mailpit_pid); then
+		echo "mailpit ($PROFILE): SMTP on 127.0.0.1:$(mailpit_running_port "$pid"), inbox http://127.0.0.1:$MAILPIT_PORT (pid $pid)"
+		return 0
+	fi
+	echo "mailpit ($PROFILE): stopped"
+	return 1
+}
+
+# ---------------------------------------------------------------------------
+# stripe-mock
+
+STRIPE_MOCK_BIN=$ROOT/.bin/stripe-mock
+STRIPE_MOCK_DIR=$DATA_DIR/stripe-mock
+STRIPE_MOCK_PIDFILE=$DATA_DIR/stripe-mock.pid
+STRIPE_MOCK_LOG=$DATA_DIR/stripe-mock.log
+
+# Print the PID from our pidfile if it is a live stripe-mock started from
+# our dir (a recycled PID, or someone else's stripe-mock, does not count).
+stripe_mock_pid() {
+	[[ -s $STRIPE_MOCK_PIDFILE ]] || return 1
+	local pid
+	pid=$(<"$STRIPE_MOCK_PIDFILE")
+	[[ $pid =~ ^[0-9]+$ ]] || return 1
+	[[ $(cat "/proc/$pid/comm" 2>/dev/null) == stripe-mock ]] || return 1
+	[[ $(readlink "/proc/$pid/cwd" 2>/dev/null) == "$STRIPE_MOCK_DIR" ]] || return 1
+	echo "$pid"
+}
+
+# The HTTP port a running stripe-mock was started with.
+stripe_mock_running_port() { tr '\0' '\n' <"/proc/$1/cmdline" | sed -n '/^-http-port$/{n;p;}'; }
+
+port_open() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
+
+stripe_mock_up() {
+	mkdir -p "$STRIPE_MOCK_DIR"
+	local pid
+	if pid=$(stripe_mock_pid); then
+		local port
+		port=$(stripe_mock_running_port "$pid")
+		if [[ -n $port && $port != "$STRIPE_MOCK_PORT" ]]; then
+			die "stripe-mock ($PROFILE) is already running on port $port, not $STRIPE_MOCK_PORT; run 'down $PROFILE' first"
+		fi
+		log "stripe-mock ($PROFILE) already running on 127.0.0.1:$STRIPE_MOCK_PORT (pid $pid)"
+		return 0
+	fi
+	rm -f "$STRIPE_MOCK_PIDFILE" # stale
+	# The Makefile pins the version; its stamp makes this a no-op once built.
+	"${MAKE:-make}" -C "$ROOT" --no-print-directory stripe-mock >&2
+	if port_open "$STRIPE_MOCK_PORT"; then
+		die "127.0.0.1:$STRIPE_MOCK_PORT is taken by another program; set SEATD_STRIPE_MOCK_PORT"
+	fi
+	log "starting stripe-mock ($PROFILE) on 127.0.0.1:$STRIPE_MOCK_PORT (https $STRIPE_MOCK_HTTPS_PORT; log: .data/$PROFILE/stripe-mock.log)"
+	# setsid: its own session, so a Ctrl-C meant for the caller does not
+	# stop it; only `down` does, by PID. All output goes to the log (an
+	# inherited stdout would keep $(services.sh up) waiting).
+	(
+		cd "$STRIPE_MOCK_DIR"
+		exec setsid "$STRIPE_MOCK_BIN" -http-port "$STRIPE_MOCK_PORT" -https-port "$STRIPE_MOCK_HTTPS_PORT" \
+			</dev/null >>"$STRIPE_MOCK_LOG" 2>&1 9>&-
+	) &
+	pid=$!
+	echo "$pid" >"$STRIPE_MOCK_PIDFILE"
+	# It loads Stripe's API description first (a second or two). Until its
+	# exec the child is still a shell, so wait on the PID being alive (not
+	# a zombie), then on the port and the PID being stripe-mock.
+	local i
+	for ((i = 0; i < 300; i++)); do
+		[[ $(sed 's/.*) //' "/proc/$pid/stat" 2>/dev/null | cut -d' ' -f1) =~ ^[RSD]$ ]] || break
+		port_open "$STRIPE_MOCK_PORT" && stripe_mock_pid >/dev/null && return 0
+		sleep 0.1
+	done
+	tail -n 20 "$STRIPE_MOCK_LOG" >&2 || true
+	stripe_mock_down
+	die "stripe-mock did not listen on 127.0.0.1:$STRIPE_MOCK_PORT"
+}
+
+stripe_mock_down() { stop_daemon stripe-mock stripe_mock_pid "$STRIPE_MOCK_PIDFILE"; }
+
+stripe_mock_status() {
+	local pid
+	if pid=$(stripe_mock_pid); then
+		echo "stripe-mock ($PROFILE): running on 127.0.0.1:$(stripe_mock_running_port "$pid") (pid $pid)"
+		return 0
+	fi
+	echo "stripe-mock ($PROFILE): stopped"
 	return 1
 }
 
@@ -441,6 +653,12 @@ up)
 	take_lock
 	if ((MANAGE_PG)); then pg_up; else log "DATABASE_URL is set; not managing postgres"; fi
 	if ((MANAGE_REDIS)); then redis_up; else log "REDIS_URL is set; not managing redis"; fi
+	if ((MANAGE_MAIL)); then mailpit_up; else log "SEATD_SMTP_URL is set; not managing mailpit"; fi
+	if ((MANAGE_STRIPE_MOCK)); then
+		stripe_mock_up
+	elif ((WANT_STRIPE_MOCK)); then
+		log "SEATD_STRIPE_MOCK_URL is set; not managing stripe-mock"
+	fi
 	print_env
 	;;
 down)
@@ -451,11 +669,23 @@ down)
 	take_lock
 	if ((MANAGE_PG)); then pg_down; else log "DATABASE_URL is set; not touching postgres"; fi
 	if ((MANAGE_REDIS)); then redis_down; else log "REDIS_URL is set; not touching redis"; fi
+	if ((MANAGE_MAIL)); then mailpit_down; else log "SEATD_SMTP_URL is set; not touching mailpit"; fi
+	if ((MANAGE_STRIPE_MOCK)); then
+		stripe_mock_down
+	elif ((WANT_STRIPE_MOCK)); then
+		log "SEATD_STRIPE_MOCK_URL is set; not touching stripe-mock"
+	fi
 	;;
 status)
 	rc=0
 	if ((MANAGE_PG)); then pg_status || rc=3; else echo "postgres: external (DATABASE_URL set)"; fi
 	if ((MANAGE_REDIS)); then redis_status || rc=3; else echo "redis: external (REDIS_URL set)"; fi
+	if ((MANAGE_MAIL)); then mailpit_status || rc=3; else echo "mailpit: external (SEATD_SMTP_URL set)"; fi
+	if ((MANAGE_STRIPE_MOCK)); then
+		stripe_mock_status || rc=3
+	elif ((WANT_STRIPE_MOCK)); then
+		echo "stripe-mock: external (SEATD_STRIPE_MOCK_URL set)"
+	fi
 	exit $rc
 	;;
 esac

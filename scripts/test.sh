@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
 # Full test run, as used by `make test` and CI:
-#   1. start the test-profile Postgres + Redis (scripts/services.sh up test)
+#   1. start the test-profile Postgres, Redis and Mailpit (scripts/services.sh up test)
 #   2. make lint
 #   3. promtool checks and unit-tests the alert rules (deploy/prometheus)
 #   4. go test -race over all packages but internal/chaos, then the short
 #      chaos run alone (see below), with DATABASE_URL, REDIS_URL,
-#      SEATD_CHROMIUM and SEATD_PROMETHEUS exported (Prometheus is installed
+#      SEATD_SMTP_URL, SEATD_MAILPIT_URL, SEATD_CHROMIUM and SEATD_PROMETHEUS exported (Prometheus is installed
 #      when missing: the alert test starts one)
 #   5. a short fuzz run for each entry of FUZZ_TARGETS ("pkg/path:FuzzName ..."),
 #      from one instrumented test binary per package

@@ -3,7 +3,6 @@ package web
 import (
 	"context"
 	"fmt"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -42,10 +41,7 @@ func waitText(sel, want string) chromedp.Action[chromedp.Void] {
 func TestBrowserChartEditor(t *testing.T) {
 	newTab := browser(t)
 	a := testenv.App(t, nil)
-	ws := New(depsOf(a))
-	t.Cleanup(ws.sessions.Close) // before the app's pool closes
-	srv := httptest.NewServer(ws)
-	t.Cleanup(srv.Close)
+	srv := serveApp(t, a, options{}).ts
 	tn := testenv.NewTenant(t, a, 0)
 
 	ctx, cancel := context.WithTimeout(newTab(), 90*time.Second)

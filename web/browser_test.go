@@ -137,11 +137,7 @@ func browserApp(t *testing.T) (func() context.Context, *app.App, *httptest.Serve
 	newTab := browser(t)
 	a := testenv.App(t, nil)
 	testenv.Background(t, a)
-	ws := New(depsOf(a))
-	t.Cleanup(ws.sessions.Close) // before the app's pool closes
-	srv := httptest.NewServer(ws)
-	t.Cleanup(srv.Close)
-	return newTab, a, srv
+	return newTab, a, serveApp(t, a, options{}).ts
 }
 
 func signIn(base, org, email string) []chromedp.Action[chromedp.Void] {

@@ -20,9 +20,9 @@ import (
 type Deps struct {
 	Cfg config.Config
 	Log *slog.Logger
-	// Pool stores the session rows (pgxstore needs the pool itself),
-	// listens for session ends on a connection of its own and answers the
-	// readiness probe.
+	// Pool stores the session rows (pgxstore needs the pool itself), sends
+	// the session-end listener's heartbeats and answers the readiness
+	// probe.
 	Pool *pgxpool.Pool
 	// Redis keeps the rate-limit counters shared by processes and answers
 	// the readiness probe.
@@ -39,10 +39,17 @@ type Deps struct {
 	Waitlist  *hold.Waitlist
 	Monitor   *hold.Monitor
 	Accounts  Accounts
-	// Bus carries API key revocations between processes.
-	Bus auth.Bus
+	// Notifier hears session ends and API key revocations announced by
+	// Postgres (the process's notifier, internal/notify).
+	Notifier Notifier
 	// Registry takes the HTTP metrics and is served on the ops listener.
 	Registry *prometheus.Registry
+}
+
+// Notifier is what the web layer needs of the process's notifier.
+type Notifier interface {
+	Listen(channel string, fn func(payload string)) (unlisten func())
+	OnReady(fn func()) (remove func())
 }
 
 // Accounts is what sign-in, sign-up and the session check ask of the

@@ -52,8 +52,12 @@ func newTestServer(t testing.TB, mod func(*config.Config)) *testServer {
 // "process" sharing the databases).
 func serveApp(t testing.TB, a *app.App, o options) *testServer {
 	t.Helper()
-	s := newServer(depsOf(a), o)
-	t.Cleanup(s.sessions.Close) // before the app's pool closes
+	d := depsOf(a)
+	// A notifier of the server's own: a test may run the app's loops
+	// (with its notifier) or not, and may serve two servers on one app.
+	d.Notifier = testenv.Notifier(t, a)
+	s := newServer(d, o)
+	testenv.Run(t, s) // stopped before its notifier and the app
 	ts := httptest.NewServer(s)
 	t.Cleanup(ts.Close)
 	return &testServer{t: t, app: a, srv: s, ts: ts}
@@ -63,7 +67,7 @@ func serveApp(t testing.TB, a *app.App, o options) *testServer {
 func depsOf(a *app.App) Deps {
 	return Deps{Cfg: a.Cfg, Log: a.Log, Pool: a.Pool, Redis: a.Redis, Store: a.Store,
 		Engine: a.Engine, Holds: a.Holds, BoxOffice: a.BoxOffice, Events: a.Events, Waitlist: a.Waitlist, Monitor: a.Monitor,
-		Accounts: a.Accounts, Bus: a.Bus, Registry: a.Registry}
+		Accounts: a.Accounts, Notifier: a.Notifier, Registry: a.Registry}
 }
 
 // client is one browser-like user agent: its own cookie jar, no redirects

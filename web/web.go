@@ -35,7 +35,6 @@ type Server struct {
 	limits   *ratelimit.Limiter
 	lockout  *ratelimit.Lockout
 	keys     *auth.APIKeys
-	unkeys   func() // stops listening for key revocations
 	hooks    *webhook.Endpoints
 	flights  *registryFlights
 }
@@ -65,11 +64,11 @@ func newServer(d Deps, o options) *Server {
 	s.limits = ratelimit.New(d.Redis, d.Cfg, d.Engine.FastPath, d.Log, d.Registry)
 	s.lockout = ratelimit.NewLockout(s.limits, d.Cfg)
 	s.flights = newRegistryFlights(d.Monitor, d.Cfg.RegistryCheckCooldown)
-	s.keys = auth.NewAPIKeys(d.Store.Accounts, d.Bus, d.Cfg.KeyPrefix, d.Log.With("component", "api_keys"))
-	s.sessions = session.New(session.Options{Pool: d.Pool, Store: d.Store.Accounts, Hub: s.hub, Keys: s.keys, KeyLimit: s.limits,
-		Errors: s.errs, Log: d.Log, Lifetime: d.Cfg.SessionLifetime, IdleTimeout: d.Cfg.SessionIdleTimeout,
+	s.keys = auth.NewAPIKeys(d.Store.Accounts, d.Notifier, d.Log.With("component", "api_keys"))
+	s.sessions = session.New(session.Options{Pool: d.Pool, Store: d.Store.Accounts, Notifier: d.Notifier, Hub: s.hub,
+		Keys: s.keys, KeyLimit: s.limits, Errors: s.errs, Log: d.Log,
+		Lifetime: d.Cfg.SessionLifetime, IdleTimeout: d.Cfg.SessionIdleTimeout,
 		CookieSecure: d.Cfg.CookieSecure, NoCache: o.noSessionCache})
-	s.unkeys = s.keys.Listen()
 	s.hooks = webhook.NewEndpoints(d.Store.Webhooks, d.Cfg.WebhookAllowPrivate)
 	s.routes()
 	// Outermost first: log and recover, compress, headers on every answer, refuse
@@ -95,13 +94,21 @@ func hasBearerKey(r *http.Request) bool {
 // ServeHTTP implements http.Handler.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.handler.ServeHTTP(w, r) }
 
+// Run is the server's background work, until ctx ends: it hears session
+// ends (and proves it does, see web/session) and API key revocations
+// through the notifier. New starts nothing: the caller runs it (app runs
+// it with the process's other jobs, after the notifier).
+func (s *Server) Run(ctx context.Context) {
+	stop := s.keys.Listen()
+	defer stop()
+	s.sessions.Run(ctx)
+}
+
 // Shutdown closes the live sockets with "service restart", so browsers
 // reconnect (to another process), and waits for their goroutines.
 func (s *Server) Shutdown() {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	s.sessions.Close()
-	s.unkeys()
 	if err := s.hub.Shutdown(ctx); err != nil {
 		s.log.Warn("live hub shutdown", "err", err)
 	}

@@ -19,7 +19,7 @@ import (
 // deletes it; bad input is refused with fields and writes nothing.
 func TestWebhooksAPI(t *testing.T) {
 	t.Parallel()
-	s := newTestServer(t, func(c *config.Config) { c.WebhookPoll = 20 * time.Millisecond })
+	s := newTestServer(t, nil)
 	testenv.Background(t, s.app)
 	tn := testenv.NewTenant(t, s.app, 1)
 	ev := testenv.NewEvent(t, s.app, tn.Org.ID, 1, 1, 2)

@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"github.com/gorilla/websocket"
+
+	"seatd/internal/freeport"
 )
 
 // balancer is a haproxy in front of bench servers, as make run-cluster
@@ -35,7 +37,7 @@ func (b *bench) startBalancer(ctx context.Context, servers []*server) (*balancer
 		return nil, fmt.Errorf("scripts/haproxy.sh: %w", err)
 	}
 	bin := strings.TrimSpace(string(out))
-	port, err := freePort()
+	port, err := freeport.Loopback()
 	if err != nil {
 		return nil, err
 	}

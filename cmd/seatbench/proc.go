@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"maps"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -19,6 +18,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"seatd/internal/freeport"
 )
 
 // server is one `seatd serve` process started by this run.
@@ -83,11 +84,11 @@ func (b *bench) serverEnv(addr string, extra map[string]string) []string {
 // startServer starts `seatd serve` on a free loopback port and waits until
 // it answers /healthz (it migrates first).
 func (b *bench) startServer(ctx context.Context, name string, extra map[string]string) (*server, error) {
-	port, err := freePort()
+	port, err := freeport.Loopback()
 	if err != nil {
 		return nil, err
 	}
-	opsPort, err := freePort()
+	opsPort, err := freeport.Loopback()
 	if err != nil {
 		return nil, err
 	}
@@ -176,15 +177,6 @@ func (b *bench) stopServer(s *server) {
 		<-s.exited
 	}
 	b.log.printf("stopped seatd %s pid %d", s.name, s.pid)
-}
-
-func freePort() (int, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port, nil
 }
 
 func tail(path string, n int) string {

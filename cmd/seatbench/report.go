@@ -340,7 +340,7 @@ func (r *Report) printTable(w io.Writer) {
 	if wl := r.Waitlist; wl != nil {
 		name := fmt.Sprintf("waitlist, %d seats freed one at a time", wl.Frees)
 		row(name+": free → offer frame p50/p99/max", fmt.Sprintf("%.0f / %.0f / %.0f ms", wl.Latency.P50, wl.Latency.P99, wl.Latency.Max),
-			"the offer worker polls every 200 ms", "", "< 2 s")
+			"the offer worker wakes on the freeing statement's NOTIFY", "", "< 2 s")
 		row(name+": missed", fmt.Sprintf("%d", wl.Missed), "", "", "0")
 	}
 	if m := r.BigMap; m != nil {

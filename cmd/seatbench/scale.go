@@ -7,6 +7,8 @@ import (
 	"net/http"
 	"strings"
 	"time"
+
+	"seatd/internal/freeport"
 )
 
 // phaseMulti spreads -multi-buyers buyers round-robin over 2 and 3 seatd
@@ -103,7 +105,7 @@ func (b *bench) levelResults(c int) (fast, ref *Load) {
 func (b *bench) phaseFallback(ctx context.Context) error {
 	// Nothing else runs meanwhile.
 	b.stopNamed("main")
-	port, err := freePort()
+	port, err := freeport.Loopback()
 	if err != nil {
 		return err
 	}

@@ -24,7 +24,7 @@ commands:
   migrate               apply database migrations
   seed demo             create the demo organizations, users and event
   user add -org SLUG -email EMAIL -role ROLE [-password-stdin]
-                        create a user (role: buyer, organizer, box_office);
+                        create a user (role: buyer, organizer, box_office, door);
                         the password is read from standard input
   user disable -org SLUG -email EMAIL
                         disable a user: they cannot sign in, and their
@@ -103,14 +103,14 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 	}
 	log.Info("serving", "addr", ln.Addr().String(), "url", "http://"+displayAddr(ln.Addr().String()))
 	_, _ = fmt.Fprintf(stdout, "seatd is running at http://%s\n", displayAddr(ln.Addr().String()))
-	return a.Serve(ctx, ln, srv, srv.Shutdown)
+	return a.Serve(ctx, ln, srv, srv.Shutdown, srv)
 }
 
 // webDeps are the parts of the app the HTTP layer uses.
 func webDeps(a *app.App) web.Deps {
 	return web.Deps{Cfg: a.Cfg, Log: a.Log, Pool: a.Pool, Redis: a.Redis, Store: a.Store,
 		Engine: a.Engine, Holds: a.Holds, BoxOffice: a.BoxOffice, Events: a.Events, Waitlist: a.Waitlist, Monitor: a.Monitor,
-		Accounts: a.Accounts, Bus: a.Bus, Registry: a.Registry}
+		Accounts: a.Accounts, Notifier: a.Notifier, Registry: a.Registry}
 }
 
 func displayAddr(addr string) string {
@@ -156,7 +156,7 @@ func userCmd(ctx context.Context, a *app.App, args []string, stdin io.Reader, st
 	fs := flag.NewFlagSet("user add", flag.ContinueOnError)
 	org := fs.String("org", "", "organization slug")
 	email := fs.String("email", "", "email address")
-	role := fs.String("role", "buyer", "buyer, organizer or box_office")
+	role := fs.String("role", "buyer", "buyer, organizer, box_office or door")
 	orgName := fs.String("create-org", "", "create the organization with this display name if it does not exist")
 	if err := fs.Parse(args[1:]); err != nil {
 		return err

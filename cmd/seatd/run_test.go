@@ -49,6 +49,18 @@ func TestServeRefusesProductionWithoutSecureCookies(t *testing.T) {
 	}
 }
 
+// TestServeRefusesProductionWithoutSMTP: `seatd serve` with
+// SEATD_ENV=production and no SEATD_SMTP_URL stops before connecting: its
+// mail would never leave the outbox.
+func TestServeRefusesProductionWithoutSMTP(t *testing.T) {
+	t.Parallel()
+	err := run(t.Context(), []string{"serve"}, unreachable(map[string]string{"SEATD_ENV": "production", "COOKIE_SECURE": "true"}),
+		strings.NewReader(""), io.Discard, io.Discard)
+	if err == nil || !strings.Contains(err.Error(), "SEATD_SMTP_URL") {
+		t.Fatalf("%v, want a refusal naming SEATD_SMTP_URL", err)
+	}
+}
+
 // TestSeedDemoOnlyInDevelopmentAndTest: `seatd seed demo` is refused in
 // production before connecting, and runs in test.
 func TestSeedDemoOnlyInDevelopmentAndTest(t *testing.T) {

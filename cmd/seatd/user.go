@@ -19,7 +19,7 @@ func userChangeCmd(ctx context.Context, a *app.App, args []string, stdout io.Wri
 	fs := flag.NewFlagSet("user "+sub, flag.ContinueOnError)
 	org := fs.String("org", "", "organization slug")
 	email := fs.String("email", "", "email address")
-	role := fs.String("role", "", "buyer, organizer or box_office (user role)")
+	role := fs.String("role", "", "buyer, organizer, box_office or door (user role)")
 	if err := fs.Parse(args[1:]); err != nil {
 		return err
 	}

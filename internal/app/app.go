@@ -13,7 +13,6 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -24,6 +23,8 @@ import (
 	"seatd/internal/auth"
 	"seatd/internal/config"
 	"seatd/internal/hold"
+	"seatd/internal/mail"
+	"seatd/internal/notify"
 	"seatd/internal/pg"
 	"seatd/internal/realtime"
 	"seatd/internal/seatlock"
@@ -46,6 +47,14 @@ type App struct {
 	Metrics  *telemetry.Metrics
 	// Webhooks sends the outbox's deliveries (one worker per process).
 	Webhooks *webhook.Worker
+	// Mail sends the mail outbox (one worker per process); nil without
+	// SEATD_SMTP_URL.
+	Mail *mail.Worker
+
+	// Notifier is the process's one LISTEN connection: the bus's
+	// fallback, the workers' wake-ups, the web server's session ends and
+	// key revocations (RunBackground runs it first).
+	Notifier *notify.Notifier
 
 	// The hold core: one engine and the jobs around it (see package hold).
 	Engine    *hold.Engine
@@ -79,6 +88,7 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger) (*App, error)
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	m := telemetry.New(reg)
 	a := &App{Cfg: cfg, Log: log, Pool: pool, Redis: rdb, Store: store.New(pool), Registry: reg, Metrics: m}
+	a.Notifier = notify.New(pool.Config().ConnConfig, log.With("component", "notifier"))
 	if cfg.HoldBatchMax > 1 {
 		// The shared hold statements and the shared transactions get
 		// connections of their own (see store.Holds.Batch): one for each
@@ -118,7 +128,7 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger) (*App, error)
 	a.Locks = seatlock.New(rdb, cfg.KeyPrefix, cfg.LockMargin)
 	a.Locks.Coalesce(cfg.HoldBatchSlots, cfg.HoldBatchMax)
 	var eng *hold.Engine
-	a.Bus = realtime.New(rdb, pool, log, func() bool { return eng == nil || eng.FastPath() })
+	a.Bus = realtime.New(rdb, pool, a.Notifier, log, func() bool { return eng == nil || eng.FastPath() })
 	eng = hold.NewEngine(a.Store, a.Locks, a.Bus, hold.Options{
 		HoldTTL: cfg.HoldTTL, Extension: cfg.HoldExtension, MaxExtensions: cfg.MaxExtensions,
 		MaxHoldsPerBuyer: cfg.MaxHoldsPerBuyer, MaxSeatsPerRequest: cfg.MaxSeatsPerRequest,
@@ -139,7 +149,7 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger) (*App, error)
 	a.Holds = hold.NewHolds(eng)
 	a.BoxOffice = hold.NewBoxOffice(eng)
 	a.Events = hold.NewEvents(eng, a.Warmer)
-	a.Waitlist = hold.NewWaitlist(eng)
+	a.Waitlist = hold.NewWaitlist(eng, a.Notifier)
 	a.Monitor = hold.NewMonitor(eng, a.Follower)
 	a.Reaper = hold.NewReaper(eng)
 	cost := 0
@@ -148,7 +158,7 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger) (*App, error)
 	}
 	a.Accounts = auth.New(a.Store.Accounts, cost)
 	a.Accounts.LimitHashing(cfg.MaxPasswordHashes)
-	a.Webhooks = webhook.NewWorker(a.Store.Webhooks, webhook.Options{
+	a.Webhooks = webhook.NewWorker(a.Store.Webhooks, a.Notifier, webhook.Options{
 		AllowPrivate: cfg.WebhookAllowPrivate, Timeout: cfg.WebhookTimeout, RetryFor: cfg.WebhookRetryFor,
 		Backoff: cfg.WebhookBackoff, BackoffMax: cfg.WebhookBackoffMax, Poll: cfg.WebhookPoll,
 		Batch: 4 * cfg.WebhookConcurrency, Concurrency: cfg.WebhookConcurrency, Keep: 30 * 24 * time.Hour,
@@ -161,6 +171,10 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger) (*App, error)
 		}
 		return float64(n)
 	}))
+	if err := a.newMail(); err != nil {
+		a.Close()
+		return nil, err
+	}
 	return a, nil
 }
 
@@ -261,30 +275,86 @@ func (a *App) Migrate(ctx context.Context) error {
 	return nil
 }
 
-// RunBackground runs the per-process loops (reaper, change-feed follower,
-// Postgres NOTIFY listener, occupancy snapshots) until ctx ends, and
-// returns when they all stopped.
-func (a *App) RunBackground(ctx context.Context) {
-	var wg sync.WaitGroup
-	wg.Go(func() { a.Reaper.Run(ctx) })
-	// The follower reads the change feed four times a second (and at once
-	// when asked): a change whose delta was lost reaches every cache, map
-	// and Redis within a quarter second plus one read.
-	wg.Go(func() { a.Follower.Run(ctx) })
-	// Waitlist work is queued in Postgres by the statements that free
-	// seats; every process polls for it (SKIP LOCKED) five times a second.
-	wg.Go(func() { a.Waitlist.Run(ctx) })
-	wg.Go(func() { a.Bus.Listen(ctx) })
-	wg.Go(func() { a.Monitor.Run(ctx) })
-	wg.Go(func() { a.Webhooks.Run(ctx) })
-	wg.Wait()
+// Job is a background loop: Run returns once ctx ends.
+type Job interface{ Run(ctx context.Context) }
+
+// JobFunc makes a function a Job.
+type JobFunc func(ctx context.Context)
+
+// Run calls f.
+func (f JobFunc) Run(ctx context.Context) { f(ctx) }
+
+// jobs are the process's own background loops, in the order they start;
+// they stop in the reverse order.
+//
+//  1. The notifier: every job after it hears Postgres through it, and
+//     asks for its channels as it starts (the notifier LISTENs to them on
+//     its live connection, then tells the job it is ready). It stops last,
+//     once nobody listens.
+//  2. The follower: it keeps the hot caches and Redis in line with the
+//     change feed, every FeedInterval while an event is cached (a change
+//     whose delta was lost reaches every cache, map and Redis within an
+//     interval plus one read), and at once when asked; the jobs after it
+//     wake it when they changed seats.
+//  3. The reaper, every ReaperInterval.
+//  4. Occupancy snapshots, every SnapshotInterval.
+//  5. The waitlist offer worker: on the notifier, with a WaitlistInterval
+//     backstop.
+//  6. The webhook worker: on the notifier, with a WebhookPoll backstop.
+//  7. The mail worker (with SEATD_SMTP_URL set): on the notifier, with a
+//     MailPoll backstop.
+//  8. The warmer (warm: only when serving, and with WarmEvents set): on
+//     the bus, with a WarmInterval backstop.
+//
+// What RunBackground is given (the web server's jobs) starts after them
+// all and stops first.
+func (a *App) jobs(warm bool) []Job {
+	js := []Job{a.Notifier, a.Follower, a.Reaper, a.Monitor, a.Waitlist, a.Webhooks}
+	if a.Mail != nil {
+		js = append(js, a.Mail)
+	}
+	if warm && a.Cfg.WarmEvents > 0 {
+		// Load on-sale events while the listener opens, and those another
+		// process publishes later, so the first buyers of a sale do not
+		// wait for every seat to load (their holds wait on that load only
+		// if they come first).
+		js = append(js, a.Warmer)
+	}
+	return js
+}
+
+// RunBackground runs the process's background loops (see jobs) and then
+// extra until ctx ends, and returns once they all stopped.
+func (a *App) RunBackground(ctx context.Context, extra ...Job) {
+	runJobs(ctx, append(a.jobs(false), extra...))
+}
+
+// runJobs starts jobs in order, each on a goroutine of its own, and once
+// ctx ends stops them in reverse order: a job is stopped, and has
+// returned, before the one started before it is stopped.
+func runJobs(ctx context.Context, jobs []Job) {
+	stops := make([]func(), len(jobs))
+	for i, j := range jobs {
+		jctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			j.Run(jctx)
+		}()
+		stops[i] = func() { cancel(); <-done }
+	}
+	<-ctx.Done()
+	for i := len(stops) - 1; i >= 0; i-- {
+		stops[i]()
+	}
 }
 
 // Serve runs handler on the configured address with the background loops
-// until ctx ends, then shuts down in order: stop accepting HTTP and finish
-// requests, run onShutdown (closing sockets), stop the loops, close Redis
-// and the pool.
-func (a *App) Serve(ctx context.Context, ln net.Listener, handler http.Handler, onShutdown func()) error {
+// (see jobs, then the given jobs: the web server's) until ctx ends, then
+// shuts down in order: stop accepting HTTP and finish requests, run
+// onShutdown (closing sockets), stop the loops in reverse order. Close
+// then closes Redis and the pool.
+func (a *App) Serve(ctx context.Context, ln net.Listener, handler http.Handler, onShutdown func(), jobs ...Job) error {
 	srv := &http.Server{
 		Handler:           handler,
 		ReadHeaderTimeout: 5 * time.Second,
@@ -297,17 +367,8 @@ func (a *App) Serve(ctx context.Context, ln net.Listener, handler http.Handler, 
 	bgCtx, stopBg := context.WithCancel(context.WithoutCancel(ctx))
 	bgDone := make(chan struct{})
 	go func() {
-		var wg sync.WaitGroup
-		wg.Go(func() { a.RunBackground(bgCtx) })
-		// Load on-sale events while the listener opens, and those another
-		// process publishes later, so the first buyers of a sale do not
-		// wait for every seat to load (their holds wait on that load only
-		// if they come first).
-		if a.Cfg.WarmEvents > 0 {
-			wg.Go(func() { a.Warmer.Run(bgCtx) })
-		}
-		wg.Wait()
-		close(bgDone)
+		defer close(bgDone)
+		runJobs(bgCtx, append(a.jobs(true), jobs...))
 	}()
 
 	errc := make(chan error, 1)
@@ -335,7 +396,8 @@ func (a *App) Serve(ctx context.Context, ln net.Listener, handler http.Handler, 
 	return errors.Join(serveErr, err)
 }
 
-// Close releases connections: the engine's subscriptions, Redis, the pool.
+// Close releases connections: the engine's subscriptions (once its own
+// background work finished), the bus's, Redis, the pool.
 func (a *App) Close() {
 	a.Engine.Close()
 	a.Bus.Close()

@@ -30,6 +30,8 @@ const (
 	IdempotencyMismatch Code = "idempotency_mismatch" // key reused with another payload (422)
 	RateLimited         Code = "rate_limited"         // too many requests (429)
 	Unavailable         Code = "unavailable"          // a dependency is down (503)
+	PaymentDeclined     Code = "payment_declined"     // the buyer's card or bank refused the payment (402)
+	ProviderUnavailable Code = "provider_unavailable" // the payment provider is down, slow or refused our credentials (502)
 	Internal            Code = "internal"             // a bug or an unexpected failure (500)
 )
 

@@ -25,8 +25,9 @@ const KeyPrefix = "seatd_"
 // API key cache settings.
 const (
 	// keyFresh is how long a process trusts its cached copy of a key. A
-	// revocation is announced on the bus and drops the copy at once; this
-	// bounds how long a key stays usable when that message is lost.
+	// revocation is announced (RevokedChannel) and drops the copy at once;
+	// this bounds how long a key stays usable while that announcement is on
+	// its way, or when it was sent while the process was not listening.
 	keyFresh = time.Second
 	// keyTouchEvery is how often a key's last use is written, at most, per
 	// process: the list shows last use to the minute, not per request.
@@ -35,10 +36,16 @@ const (
 	keyCacheMax = 10_000
 )
 
-// Bus is what APIKeys needs of the realtime bus.
-type Bus interface {
-	Publish(ctx context.Context, channel string, payload []byte) error
-	Subscribe(channel string, h func([]byte), resync func()) (unsubscribe func())
+// RevokedChannel is the Postgres notification channel on which a key's
+// revocation is announced, with the key's id, by the statement that
+// revokes it (migration 029's trigger): no revocation commits unannounced.
+const RevokedChannel = "seatd_api_keys"
+
+// Notifier is what APIKeys needs of the process's notifier
+// (internal/notify).
+type Notifier interface {
+	Listen(channel string, fn func(payload string)) (unlisten func())
+	OnReady(fn func()) (remove func())
 }
 
 // APIKeys creates, checks and revokes API keys. A key acts with its
@@ -47,11 +54,10 @@ type Bus interface {
 // it by trying hashes: a slow password hash would add nothing but a
 // bcrypt per request.
 type APIKeys struct {
-	store   *store.Accounts
-	bus     Bus
-	channel string
-	log     *slog.Logger
-	now     func() time.Time
+	store    *store.Accounts
+	notifier Notifier
+	log      *slog.Logger
+	now      func() time.Time
 
 	mu      sync.Mutex
 	entries map[[sha256.Size]byte]*keyEntry
@@ -63,10 +69,9 @@ type keyEntry struct {
 	checked time.Time
 }
 
-// NewAPIKeys returns the API keys of the deployment whose bus keys start
-// with keyPrefix.
-func NewAPIKeys(st *store.Accounts, bus Bus, keyPrefix string, log *slog.Logger) *APIKeys {
-	return &APIKeys{store: st, bus: bus, channel: keyPrefix + ":{apikeys}:revoked", log: log, now: time.Now,
+// NewAPIKeys returns the API keys of st; Listen hears revocations through n.
+func NewAPIKeys(st *store.Accounts, n Notifier, log *slog.Logger) *APIKeys {
+	return &APIKeys{store: st, notifier: n, log: log, now: time.Now,
 		entries: map[[sha256.Size]byte]*keyEntry{}, touched: map[uuid.UUID]time.Time{}}
 }
 
@@ -149,33 +154,36 @@ func (k *APIKeys) touch(ctx context.Context, org, id uuid.UUID, now time.Time) {
 	}
 }
 
-// Revoke revokes a key of org and announces it, so every process refuses
-// it at once (within keyFresh if the announcement is lost).
+// Revoke revokes a key of org. This process refuses it at once; the
+// others when they hear the revocation's announcement (within keyFresh
+// whatever happens to it).
 func (k *APIKeys) Revoke(ctx context.Context, org, id uuid.UUID) (store.APIKey, error) {
 	key, err := k.store.RevokeAPIKey(ctx, org, id)
 	if err != nil {
 		return key, err
 	}
 	k.forget(id)
-	if err := k.bus.Publish(context.WithoutCancel(ctx), k.channel, []byte(id.String())); err != nil {
-		k.log.WarnContext(ctx, "announce API key revocation", "key", id, "err", err)
-	}
 	return key, nil
 }
 
-// Listen applies revocations announced by any process until the returned
-// function is called. When messages may have been lost, every cached key
-// is dropped.
+// Listen applies the revocations announced by any process until the
+// returned function is called. Whenever the notifier (re)connects,
+// announcements may have been missed: every cached key is dropped.
 func (k *APIKeys) Listen() (stop func()) {
-	return k.bus.Subscribe(k.channel, func(b []byte) {
-		if id, err := uuid.ParseBytes(b); err == nil {
+	unlisten := k.notifier.Listen(RevokedChannel, func(p string) {
+		if id, err := uuid.Parse(p); err == nil {
 			k.forget(id)
 		}
-	}, func() {
+	})
+	unready := k.notifier.OnReady(func() {
 		k.mu.Lock()
 		clear(k.entries)
 		k.mu.Unlock()
 	})
+	return func() {
+		unlisten()
+		unready()
+	}
 }
 
 func (k *APIKeys) forget(id uuid.UUID) {

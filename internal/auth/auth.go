@@ -124,11 +124,11 @@ func (a *Accounts) Create(ctx context.Context, org uuid.UUID, email, password, r
 
 func checkRole(role string) error {
 	switch role {
-	case "buyer", "organizer", "box_office":
+	case "buyer", "organizer", "box_office", "door":
 		return nil
 	}
 	return &apperr.Error{Code: apperr.Invalid, Message: "unknown role",
-		Fields: map[string]string{"role": "must be buyer, organizer or box_office"}}
+		Fields: map[string]string{"role": "must be buyer, organizer, box_office or door"}}
 }
 
 // Authenticate checks an organization slug, email and password. Every

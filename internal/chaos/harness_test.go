@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"io"
 	"maps"
-	"net"
 	"net/http"
 	"net/url"
 	"os"
@@ -32,6 +31,7 @@ import (
 
 	"seatd/internal/app"
 	"seatd/internal/config"
+	"seatd/internal/freeport"
 	"seatd/internal/store"
 	"seatd/internal/testenv"
 )
@@ -90,12 +90,11 @@ func seatdBinary(t testing.TB) string {
 // freePort returns a loopback port nobody listens on right now.
 func freePort(t testing.TB) int {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	port, err := freeport.Loopback()
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port
+	return port
 }
 
 // ---------------------------------------------------------------------------

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/mail"
 	"net/netip"
 	"net/url"
 	"strconv"
@@ -24,7 +25,7 @@ type Config struct {
 	HoldTTL            time.Duration // SEATD_HOLD_TTL
 	FeedInterval       time.Duration // SEATD_FEED_INTERVAL: how often each process reads the change feed
 	WaitlistOfferTTL   time.Duration // SEATD_WAITLIST_OFFER_TTL: how long an offer holds a waiting buyer's seats
-	WaitlistInterval   time.Duration // SEATD_WAITLIST_INTERVAL: how often each process looks for waitlist work
+	WaitlistInterval   time.Duration // SEATD_WAITLIST_INTERVAL: how often each process looks for waitlist work it was not told of (a backstop: the statements that queue it announce it)
 	CacheIdle          time.Duration // SEATD_CACHE_IDLE: an event nobody watched or asked about this long leaves the hot cache
 	WarmEvents         int           // SEATD_WARM_EVENTS: on-sale events loaded into the hot cache at startup (0: none)
 	WarmSeats          int           // SEATD_WARM_SEATS: at most this many seats in all kept warm (past the first event)
@@ -81,9 +82,31 @@ type Config struct {
 	WebhookRetryFor     time.Duration // SEATD_WEBHOOK_RETRY_FOR: give a delivery up this long after its change
 	WebhookBackoff      time.Duration // SEATD_WEBHOOK_BACKOFF: wait after a first failed attempt (doubles per failure)
 	WebhookBackoffMax   time.Duration // SEATD_WEBHOOK_BACKOFF_MAX: longest wait between attempts
-	WebhookPoll         time.Duration // SEATD_WEBHOOK_POLL: how often an idle worker looks for due deliveries
+	WebhookPoll         time.Duration // SEATD_WEBHOOK_POLL: how often an idle worker looks for due deliveries it was not told of (a backstop: the statements that queue them announce them)
 	WebhookConcurrency  int           // SEATD_WEBHOOK_CONCURRENCY: attempts in flight per process
+
+	// Mail.
+	SMTPURL      string        // SEATD_SMTP_URL: the SMTP server mail goes out through (internal/mail.ParseURL); empty: mail stays queued
+	MailFrom     string        // SEATD_MAIL_FROM: default sender, "Name <address>" or an address
+	MailPoll     time.Duration // SEATD_MAIL_POLL: how often an idle mail worker looks for due mail without being woken
+	MailRetryFor time.Duration // SEATD_MAIL_RETRY_FOR: give a message up this long after it was enqueued
+
+	// Tickets.
+	TicketSecret string // SEATD_TICKET_SECRET: seals the events' ticket signing keys in Postgres (at least 32 characters; production must set its own)
+
+	// Payments (docs/payments.md): with both Stripe keys set buyers pay
+	// through Stripe; with neither, through the embedded test provider.
+	StripeSecretKey      string // STRIPE_SECRET_KEY: sk_… (or a restricted rk_…) key of the Stripe account
+	StripePublishableKey string // STRIPE_PUBLISHABLE_KEY: pk_… key the buyer's page loads Stripe.js with
+	StripeWebhookSecret  string // STRIPE_WEBHOOK_SECRET: whsec_… signing secret of the webhook endpoint (the test provider generates one when unset)
+	StripeAPIBase        string // SEATD_STRIPE_API_BASE: Stripe API base URL; empty for Stripe itself (stripe-mock in tests)
 }
+
+// DevTicketSecret is SEATD_TICKET_SECRET outside production when it is not
+// set. It is published, so it protects nothing; it is fixed rather than
+// drawn at each start so a development database's sealed keys still open
+// after a restart.
+const DevTicketSecret = "seatd-development-ticket-secret-not-for-production"
 
 // DefaultOpsAddr is where the ops listener serves unless SEATD_OPS_ADDR
 // says otherwise; OpsOff turns it off.
@@ -101,7 +124,7 @@ func Defaults() Config {
 		HoldTTL:            15 * time.Minute,
 		FeedInterval:       250 * time.Millisecond,
 		WaitlistOfferTTL:   10 * time.Minute,
-		WaitlistInterval:   200 * time.Millisecond,
+		WaitlistInterval:   5 * time.Second,
 		CacheIdle:          10 * time.Minute,
 		WarmEvents:         20,
 		WarmSeats:          2_000_000,
@@ -147,8 +170,12 @@ func Defaults() Config {
 		WebhookRetryFor:     24 * time.Hour,
 		WebhookBackoff:      time.Second,
 		WebhookBackoffMax:   time.Hour,
-		WebhookPoll:         100 * time.Millisecond,
+		WebhookPoll:         5 * time.Second,
 		WebhookConcurrency:  32,
+
+		MailFrom:     "seatd <no-reply@localhost>",
+		MailPoll:     5 * time.Second,
+		MailRetryFor: 48 * time.Hour,
 	}
 }
 
@@ -264,6 +291,18 @@ func Load(getenv func(string) string) (Config, error) {
 	dur("SEATD_WEBHOOK_BACKOFF_MAX", &c.WebhookBackoffMax)
 	dur("SEATD_WEBHOOK_POLL", &c.WebhookPoll)
 	num("SEATD_WEBHOOK_CONCURRENCY", &c.WebhookConcurrency)
+	str("SEATD_SMTP_URL", &c.SMTPURL)
+	str("SEATD_MAIL_FROM", &c.MailFrom)
+	dur("SEATD_MAIL_POLL", &c.MailPoll)
+	dur("SEATD_MAIL_RETRY_FOR", &c.MailRetryFor)
+	str("SEATD_TICKET_SECRET", &c.TicketSecret)
+	if c.TicketSecret == "" && c.Env != EnvProduction {
+		c.TicketSecret = DevTicketSecret
+	}
+	str("STRIPE_SECRET_KEY", &c.StripeSecretKey)
+	str("STRIPE_PUBLISHABLE_KEY", &c.StripePublishableKey)
+	str("STRIPE_WEBHOOK_SECRET", &c.StripeWebhookSecret)
+	str("SEATD_STRIPE_API_BASE", &c.StripeAPIBase)
 
 	errs = append(errs, c.validate()...)
 	return c, errors.Join(errs...)
@@ -348,6 +387,14 @@ func (c Config) validate() []error {
 		bad("SEATD_WEBHOOK_BACKOFF_MAX: %s must be at least SEATD_WEBHOOK_BACKOFF (%s)", c.WebhookBackoffMax, c.WebhookBackoff)
 	}
 	atLeast("SEATD_WEBHOOK_CONCURRENCY", c.WebhookConcurrency, 1)
+	if _, err := c.Sender(); err != nil {
+		bad("SEATD_MAIL_FROM: %q must be an address or Name <address>", c.MailFrom)
+	}
+	positive("SEATD_MAIL_POLL", c.MailPoll)
+	positive("SEATD_MAIL_RETRY_FOR", c.MailRetryFor)
+	if c.TicketSecret != "" && len(c.TicketSecret) < 32 {
+		bad("SEATD_TICKET_SECRET: must be at least 32 characters (openssl rand -base64 32), got %d", len(c.TicketSecret))
+	}
 	if c.OpsAddr != OpsOff {
 		if _, _, err := net.SplitHostPort(c.OpsAddr); err != nil {
 			bad("SEATD_OPS_ADDR: %q must be host:port (port 0 picks a free one) or %q", c.OpsAddr, OpsOff)
@@ -365,8 +412,54 @@ func (c Config) validate() []error {
 	default:
 		bad("SEATD_LOG_LEVEL: %q must be debug, info, warn or error", c.LogLevel)
 	}
+	errs = append(errs, c.stripeProblems()...)
 	return errs
 }
+
+// stripeProblems checks the Stripe settings. Messages never repeat a key:
+// they end up in logs.
+func (c Config) stripeProblems() []error {
+	var errs []error
+	bad := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
+	if (c.StripeSecretKey == "") != (c.StripePublishableKey == "") {
+		// The server creates intents with the secret key, the page confirms
+		// them with the publishable one: one without the other cannot sell.
+		bad("STRIPE_SECRET_KEY and STRIPE_PUBLISHABLE_KEY: set both (payments through Stripe) or neither (the test provider)")
+	}
+	mode := func(key string, prefixes ...string) string {
+		for _, p := range prefixes {
+			for _, m := range []string{"test", "live"} {
+				if strings.HasPrefix(key, p+"_"+m+"_") {
+					return m
+				}
+			}
+		}
+		return ""
+	}
+	secretMode, publicMode := mode(c.StripeSecretKey, "sk", "rk"), mode(c.StripePublishableKey, "pk")
+	if c.StripeSecretKey != "" && secretMode == "" {
+		bad("STRIPE_SECRET_KEY: must be a secret key (sk_test_…, sk_live_…) or a restricted key (rk_…), never the publishable one")
+	}
+	if c.StripePublishableKey != "" && publicMode == "" {
+		bad("STRIPE_PUBLISHABLE_KEY: must be a publishable key (pk_test_…, pk_live_…)")
+	}
+	if secretMode != "" && publicMode != "" && secretMode != publicMode {
+		bad("STRIPE_SECRET_KEY is a %s key but STRIPE_PUBLISHABLE_KEY a %s key: use the pair of one mode", secretMode, publicMode)
+	}
+	if c.StripeWebhookSecret != "" && !strings.HasPrefix(c.StripeWebhookSecret, "whsec_") {
+		bad("STRIPE_WEBHOOK_SECRET: must be the endpoint's signing secret (whsec_…)")
+	}
+	if c.StripeAPIBase != "" {
+		if u, err := url.Parse(c.StripeAPIBase); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			bad("SEATD_STRIPE_API_BASE: %q must be an http(s) URL such as https://api.stripe.com", c.StripeAPIBase)
+		}
+	}
+	return errs
+}
+
+// StripeEnabled tells whether buyers pay through Stripe (both keys set);
+// otherwise the embedded test provider takes payments, and no money moves.
+func (c Config) StripeEnabled() bool { return c.StripeSecretKey != "" }
 
 // Environments in which seatd may run.
 const (
@@ -376,13 +469,37 @@ const (
 )
 
 // ServeProblem is why `seatd serve` must not start with this
-// configuration, or nil. Production needs Secure cookies: a session cookie
-// sent over plain HTTP can be read on the way.
+// configuration, or nil. Production needs Secure cookies (a session cookie
+// sent over plain HTTP can be read on the way), a mail server (without
+// one, confirmations and links would wait in the outbox for ever), its
+// own ticket secret (with none, or the published development one, the
+// ticket signing keys would be as good as unsealed) and, with Stripe, the
+// webhook signing secret (without it no payment's confirmation can be
+// verified, so every buyer would pay and get nothing).
 func (c Config) ServeProblem() error {
+	var errs []error
 	if c.Env == EnvProduction && !c.CookieSecure {
-		return errors.New("SEATD_ENV=production needs COOKIE_SECURE=true (session cookies only over HTTPS)")
+		errs = append(errs, errors.New("SEATD_ENV=production needs COOKIE_SECURE=true (session cookies only over HTTPS)"))
 	}
-	return nil
+	if c.Env == EnvProduction && c.SMTPURL == "" {
+		errs = append(errs, errors.New("SEATD_ENV=production needs SEATD_SMTP_URL (without it mail is never sent)"))
+	}
+	if c.Env == EnvProduction && (c.TicketSecret == "" || c.TicketSecret == DevTicketSecret) {
+		errs = append(errs, errors.New("SEATD_ENV=production needs SEATD_TICKET_SECRET (its own, at least 32 characters: openssl rand -base64 32)"))
+	}
+	if c.Env == EnvProduction && c.StripeEnabled() && c.StripeWebhookSecret == "" {
+		errs = append(errs, errors.New("SEATD_ENV=production with Stripe keys needs STRIPE_WEBHOOK_SECRET (the signing secret of the endpoint https://<host>/webhooks/stripe)"))
+	}
+	return errors.Join(errs...)
+}
+
+// Sender is SEATD_MAIL_FROM parsed.
+func (c Config) Sender() (mail.Address, error) {
+	a, err := mail.ParseAddress(c.MailFrom)
+	if err != nil {
+		return mail.Address{}, err
+	}
+	return *a, nil
 }
 
 // DemoAllowed tells whether the demo accounts (with a published password)

@@ -28,7 +28,7 @@ func TestProductionNeedsSecureCookies(t *testing.T) {
 		{"", "", false}, // development
 		{"test", "", false},
 	} {
-		c, err := load(t, map[string]string{"SEATD_ENV": tc.env, "COOKIE_SECURE": tc.secure})
+		c, err := load(t, map[string]string{"SEATD_ENV": tc.env, "COOKIE_SECURE": tc.secure, "SEATD_SMTP_URL": "smtp://mail.example:25", "SEATD_TICKET_SECRET": testTicketSecret})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -42,6 +42,59 @@ func TestProductionNeedsSecureCookies(t *testing.T) {
 	}
 	if c, _ := load(t, nil); c.Env != EnvDevelopment {
 		t.Errorf("default SEATD_ENV %q, want development", c.Env)
+	}
+}
+
+// TestProductionNeedsSMTP: serve refuses production without
+// SEATD_SMTP_URL (mail would never leave the outbox); development and test
+// run without it, their mail staying queued.
+func TestProductionNeedsSMTP(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		env, smtp string
+		refused   bool
+	}{
+		{"production", "", true},
+		{"production", "smtps://u:p@mail.example", false},
+		{"", "", false},
+		{"test", "", false},
+	} {
+		c, err := load(t, map[string]string{"SEATD_ENV": tc.env, "COOKIE_SECURE": "true", "SEATD_SMTP_URL": tc.smtp, "SEATD_TICKET_SECRET": testTicketSecret})
+		if err != nil {
+			t.Fatal(err)
+		}
+		err = c.ServeProblem()
+		if (err != nil) != tc.refused || (err != nil && !strings.Contains(err.Error(), "SEATD_SMTP_URL")) {
+			t.Errorf("SEATD_ENV=%q SEATD_SMTP_URL=%q: %v, want a refusal naming SEATD_SMTP_URL: %v", tc.env, tc.smtp, err, tc.refused)
+		}
+	}
+}
+
+// TestMailSettings: SEATD_MAIL_FROM takes an address or Name <address>
+// and refuses anything else; the durations must be positive.
+func TestMailSettings(t *testing.T) {
+	t.Parallel()
+	c, err := load(t, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a, err := c.Sender(); err != nil || a.Address != "no-reply@localhost" {
+		t.Errorf("default sender %v, %v", a, err)
+	}
+	for _, tc := range []struct {
+		env map[string]string
+		bad string
+	}{
+		{map[string]string{"SEATD_MAIL_FROM": "Box office <tickets@theatre.example>"}, ""},
+		{map[string]string{"SEATD_MAIL_FROM": "tickets@theatre.example"}, ""},
+		{map[string]string{"SEATD_MAIL_FROM": "tickets"}, "SEATD_MAIL_FROM"},
+		{map[string]string{"SEATD_MAIL_POLL": "0s"}, "SEATD_MAIL_POLL"},
+		{map[string]string{"SEATD_MAIL_RETRY_FOR": "-1h"}, "SEATD_MAIL_RETRY_FOR"},
+	} {
+		_, err := load(t, tc.env)
+		if (err != nil) != (tc.bad != "") || (err != nil && !strings.Contains(err.Error(), tc.bad)) {
+			t.Errorf("%v: %v, want an error naming %q", tc.env, err, tc.bad)
+		}
 	}
 }
 
@@ -101,5 +154,44 @@ func TestRedisCredentials(t *testing.T) {
 	}
 	if c.RedisUsername != "seatd" || c.RedisPassword != " p w " {
 		t.Errorf("credentials %q %q", c.RedisUsername, c.RedisPassword)
+	}
+}
+
+// testTicketSecret is a SEATD_TICKET_SECRET of the right length.
+const testTicketSecret = "0123456789abcdef0123456789abcdef"
+
+// TestProductionNeedsTicketSecret: serve refuses production without a
+// SEATD_TICKET_SECRET of its own (the published development default does
+// not count); development and test get that default; a short secret is
+// refused everywhere.
+func TestProductionNeedsTicketSecret(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		env, secret string
+		refused     bool
+	}{
+		{"production", "", true},
+		{"production", DevTicketSecret, true},
+		{"production", testTicketSecret, false},
+		{"", "", false},
+		{"test", "", false},
+	} {
+		c, err := load(t, map[string]string{"SEATD_ENV": tc.env, "COOKIE_SECURE": "true", "SEATD_TICKET_SECRET": tc.secret, "SEATD_SMTP_URL": "smtp://mail.example:25"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		err = c.ServeProblem()
+		if (err != nil) != tc.refused {
+			t.Errorf("SEATD_ENV=%q SEATD_TICKET_SECRET=%q: %v, refused want %v", tc.env, tc.secret, err, tc.refused)
+		}
+		if err != nil && !strings.Contains(err.Error(), "SEATD_TICKET_SECRET") {
+			t.Errorf("refusal does not name SEATD_TICKET_SECRET: %v", err)
+		}
+		if tc.env != "production" && tc.secret == "" && c.TicketSecret != DevTicketSecret {
+			t.Errorf("SEATD_ENV=%q: ticket secret %q, want the development default", tc.env, c.TicketSecret)
+		}
+	}
+	if _, err := load(t, map[string]string{"SEATD_TICKET_SECRET": "too short"}); err == nil || !strings.Contains(err.Error(), "SEATD_TICKET_SECRET") {
+		t.Errorf("short secret: %v, want a SEATD_TICKET_SECRET error", err)
 	}
 }

@@ -20,6 +20,8 @@ const (
 	RoleBuyer     Role = "buyer"
 	RoleOrganizer Role = "organizer"
 	RoleBoxOffice Role = "box_office"
+	// RoleDoor scans tickets at the door (package door) and nothing else.
+	RoleDoor Role = "door"
 )
 
 // Hold sources.

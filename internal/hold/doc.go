@@ -19,5 +19,8 @@
 //	Reaper     expiring holds past their time
 //
 // Background jobs (Follower, Warmer, Reaper, Waitlist, Monitor) each have
-// a Run(ctx) that the app starts and that returns when ctx ends.
+// a Run(ctx) that the app starts and that returns when ctx ends. What a
+// job starts on its own in the background (a warm after publishing, the
+// reload of a pinned event) is tracked by the Engine, whose Close cancels
+// it and waits for it.
 package hold

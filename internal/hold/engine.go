@@ -49,7 +49,8 @@ type Options struct {
 	OfferTTL time.Duration
 
 	// FeedEvery, ReapEvery, OfferEvery and SnapshotEvery are how often
-	// the follower, the reaper, the waitlist's offer rounds and the
+	// the follower (while an event is cached), the reaper, the waitlist's
+	// offer rounds (a backstop: queued work is announced) and the
 	// occupancy snapshots run (docs/architecture.md#background-work).
 	FeedEvery, ReapEvery, OfferEvery, SnapshotEvery time.Duration
 	// WarmEvery is how often the warmer looks for events on sale; it
@@ -81,7 +82,15 @@ type Engine struct {
 	// kick asks the follower for a round now (buffered, never blocks).
 	kick chan struct{}
 
+	// tasks is the work the engine's jobs start in the background (a warm
+	// after publishing, reloads of pinned events); Close cancels its
+	// context (tasksCtx) and waits for it.
+	tasks     sync.WaitGroup
+	tasksCtx  context.Context
+	stopTasks context.CancelFunc
+
 	mu     sync.Mutex
+	closed bool // Close began: no more tasks
 	events map[[2]uuid.UUID]*eventState
 	loads  singleflight.Group
 }
@@ -97,6 +106,7 @@ func NewEngine(st *store.Store, locks *seatlock.Locks, bus Bus, opt Options, log
 	self := uuid.New()
 	e := &Engine{store: st, locks: locks, bus: bus, opt: opt, log: log, m: m, now: now, self: self, own: ownPrefix(self),
 		kick: make(chan struct{}, 1), events: map[[2]uuid.UUID]*eventState{}}
+	e.tasksCtx, e.stopTasks = context.WithCancel(context.Background())
 	// While Redis was out of reach, locks may have been taken or dropped
 	// there without this process seeing it: no event's locks are trusted
 	// until synced again.
@@ -285,8 +295,25 @@ func (e *Engine) evict(ev *eventState) {
 	e.m.CacheEvictions.Inc()
 }
 
-// Close drops every subscription.
+// background runs f on a goroutine of its own that Close waits for;
+// after Close began, f does not run.
+func (e *Engine) background(f func(ctx context.Context)) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.closed {
+		return
+	}
+	e.tasks.Go(func() { f(e.tasksCtx) })
+}
+
+// Close ends the engine's background work, waits for it, and drops every
+// subscription.
 func (e *Engine) Close() {
+	e.mu.Lock()
+	e.closed = true
+	e.mu.Unlock()
+	e.stopTasks()
+	e.tasks.Wait()
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	for k, ev := range e.events {
@@ -296,7 +323,8 @@ func (e *Engine) Close() {
 }
 
 // loop runs round every interval, and at once on each kick (nil: never),
-// until ctx ends: the shape of every background job of the core.
+// until ctx ends: the shape of the core's timed jobs (reaper, snapshots,
+// warmer).
 func loop(ctx context.Context, every time.Duration, kick <-chan struct{}, round func(context.Context)) {
 	t := time.NewTicker(every)
 	defer t.Stop()

@@ -137,12 +137,12 @@ func (es *Events) Update(ctx context.Context, a Actor, id uuid.UUID, in EventInp
 		if err := es.e.bus.Publish(context.WithoutCancel(ctx), es.e.locks.Published(), []byte(a.Org.String()+":"+id.String())); err != nil {
 			es.e.log.Warn("announce a published event", "org", a.Org, "event", id, "err", err)
 		}
-		go func() {
-			if err := es.warmer.Warm(context.WithoutCancel(ctx), a.Org, id); err != nil {
+		es.e.background(func(ctx context.Context) {
+			if err := es.warmer.Warm(ctx, a.Org, id); err != nil && ctx.Err() == nil {
 				es.e.log.Warn("warm a published event", "org", a.Org, "event", id, "err", err)
 				es.e.m.BackgroundErrors.WithLabelValues("warm").Inc()
 			}
-		}()
+		})
 	}
 	return e, nil
 }

@@ -41,13 +41,33 @@ func NewFollower(e *Engine, warmer *Warmer) *Follower { return &Follower{e: e, w
 // Options.FeedEvery, and at once when something asks for it (a
 // resubscribe, a new event, a reconcile, a hold that found Redis
 // unsynced).
+//
+// With no event cached (nor pinned) there is no feed to read: the
+// follower then sleeps until something asks for a round (loading an event
+// does, and the new event starts from the snapshot it was loaded at),
+// waking every Options.FeedEvery only while the Redis breaker is not
+// closed, to notice Redis is back.
 func (f *Follower) Run(ctx context.Context) {
-	loop(ctx, f.e.opt.FeedEvery, f.e.kick, f.round)
+	every := f.e.opt.FeedEvery
+	t := time.NewTimer(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		case <-f.e.kick:
+		}
+		if f.round(ctx) || !f.e.redis.usable() {
+			t.Reset(every)
+		}
+	}
 }
 
 // round is one round: evict idle events, read the feed of every cached
-// event from its cursor and apply it, then bring Redis in line.
-func (f *Follower) round(ctx context.Context) {
+// event from its cursor and apply it, then bring Redis in line. It
+// reports whether any event is cached or pinned (idle otherwise).
+func (f *Follower) round(ctx context.Context) (busy bool) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.e.m.FeedRounds.Inc()
@@ -63,11 +83,11 @@ func (f *Follower) round(ctx context.Context) {
 	if len(evs) > 0 {
 		evs = f.reloadSettings(ctx, evs)
 	}
+	pinned := f.warmer.rewarm()
 	if len(evs) == 0 {
 		f.probeRedis(ctx)
-		return
+		return pinned
 	}
-	f.warmer.rewarm(ctx)
 	reads := make([]store.FeedRead, len(evs))
 	taken := make([][]uuid.UUID, len(evs))
 	var known []uuid.UUID
@@ -88,7 +108,7 @@ func (f *Follower) round(ctx context.Context) {
 			f.e.log.Warn("read change feed", "events", len(evs), "err", err)
 			f.e.m.BackgroundErrors.WithLabelValues("feed").Inc()
 		}
-		return
+		return true
 	}
 	usedRedis := false
 	for i, ev := range evs {
@@ -128,6 +148,7 @@ func (f *Follower) round(ctx context.Context) {
 	if !usedRedis {
 		f.probeRedis(ctx)
 	}
+	return true
 }
 
 // offersChanged lists the buyers of the waitlist offers whose seats'

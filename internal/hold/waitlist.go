@@ -12,19 +12,23 @@ import (
 	"github.com/google/uuid"
 
 	"seatd/internal/apperr"
+	"seatd/internal/notify"
 	"seatd/internal/store"
 )
 
 // Waitlist keeps events' lines and makes their offers.
 type Waitlist struct {
 	e *Engine
+	// n wakes the offer worker (Run) when work is announced.
+	n notify.Subscriber
 	// offerHook, set by tests only, runs before an offer round's
 	// transaction commits (store.OfferParams.BeforeCommit).
 	offerHook func(context.Context) error
 }
 
-// NewWaitlist builds the waitlist's job on the engine.
-func NewWaitlist(e *Engine) *Waitlist { return &Waitlist{e: e} }
+// NewWaitlist builds the waitlist's job on the engine; its offer worker
+// hears queued work announced through n.
+func NewWaitlist(e *Engine, n notify.Subscriber) *Waitlist { return &Waitlist{e: e, n: n} }
 
 // DefaultOfferTTL is how long an offer's seats stay held for a waiting
 // buyer when Options.OfferTTL is not set.
@@ -155,20 +159,26 @@ func (wl *Waitlist) publishOffers(ctx context.Context, offers []store.Offer) {
 	}
 }
 
-// Run runs the offer worker until ctx ends: a round every
-// Options.OfferEvery. Work is durable (queued in Postgres by the
-// statement that freed the seats), so whichever process's worker polls
-// next offers it.
+// WaitlistChannel is the Postgres notification channel on which the
+// statements that queue waitlist work announce it (migration 029).
+const WaitlistChannel = "seatd_waitlist"
+
+// Run runs the offer worker until ctx ends. Work is durable (queued in
+// Postgres by the statement that freed the seats, which announces it on
+// WaitlistChannel in the same transaction), so whichever process's worker
+// wakes first offers it: a round runs on each announcement (at most ten
+// rounds a second: a round takes all the work queued), whenever the
+// notifier (re)connects (announcements may have been missed) and every
+// Options.OfferEvery, a backstop for the rest (see notify.Work).
 func (wl *Waitlist) Run(ctx context.Context) {
-	// No wake-up on a freed seat: the poll bounds an offer's delay (well
-	// under the 2 s target), while a round per freed seat cost a Postgres
-	// transaction on every release and expiry whether or not anyone waits.
-	loop(ctx, wl.e.opt.OfferEvery, nil, func(ctx context.Context) {
+	sched := notify.Schedule{Cooldown: 100 * time.Millisecond, Settle: 250 * time.Millisecond, Backstop: wl.e.opt.OfferEvery}
+	notify.Work(ctx, wl.n, WaitlistChannel, sched, func(ctx context.Context) time.Duration {
 		if n, err := wl.OfferRound(ctx); err != nil && ctx.Err() == nil {
 			wl.e.m.BackgroundErrors.WithLabelValues("waitlist").Inc()
 			wl.e.log.Error("waitlist offers", "err", err)
 		} else if n > 0 {
 			wl.e.log.Info("waitlist offers made", "count", n)
 		}
+		return notify.Idle
 	})
 }

@@ -457,13 +457,11 @@ type feedOnly struct {
 func newFeedOnly(t *testing.T, buyers int) feedOnly {
 	t.Helper()
 	f := feedOnly{a1: testenv.App(t, nil)}
-	// a2 follows the feed but makes no offer itself: its offer worker
-	// (which would otherwise race a1's round for the work) waits an hour.
-	f.a2 = testenv.App(t, func(c *config.Config) {
-		c.KeyPrefix = "seatd-feed-" + uuid.NewString()[:8]
-		c.WaitlistInterval = time.Hour
-	})
-	testenv.Background(t, f.a2)
+	// a2 follows the feed but makes no offer itself: it runs its follower
+	// alone, without the offer worker that would race a1's round for the
+	// work.
+	f.a2 = testenv.App(t, func(c *config.Config) { c.KeyPrefix = "seatd-feed-" + uuid.NewString()[:8] })
+	testenv.Run(t, f.a2.Follower)
 	f.tn = testenv.NewTenant(t, f.a1, buyers)
 	f.ev = testenv.NewEvent(t, f.a1, f.tn.Org.ID, 1, 1, 1)
 	f.seat = testenv.SeatIDs(t, f.a1, f.tn.Org.ID, f.ev.ID)[0]

@@ -160,10 +160,11 @@ func (w *Warmer) pinnedAt(ev *eventState, now time.Time) bool {
 	return ok
 }
 
-// rewarm loads, in the background, pinned events missing from the cache.
-// A load already under way is joined, not repeated (singleflight); an
-// event that no longer exists is unpinned.
-func (w *Warmer) rewarm(ctx context.Context) {
+// rewarm loads, in the background (the follower's round does not wait for
+// it; Engine.Close does), pinned events missing from the cache. A load
+// already under way is joined, not repeated (singleflight); an event that
+// no longer exists is unpinned. It reports whether any event is pinned.
+func (w *Warmer) rewarm() (pinned bool) {
 	now := w.e.now()
 	var missing [][2]uuid.UUID
 	w.mu.Lock()
@@ -177,9 +178,10 @@ func (w *Warmer) rewarm(ctx context.Context) {
 			missing = append(missing, key)
 		}
 	}
+	pinned = len(w.pinned) > 0
 	w.mu.Unlock()
 	for _, key := range missing {
-		go func() {
+		w.e.background(func(ctx context.Context) {
 			_, err := w.e.event(ctx, key[0], key[1])
 			switch {
 			case err == nil:
@@ -192,6 +194,7 @@ func (w *Warmer) rewarm(ctx context.Context) {
 				w.e.log.Warn("reload pinned event", "org", key[0], "event", key[1], "err", err)
 				w.e.m.BackgroundErrors.WithLabelValues("warm").Inc()
 			}
-		}()
+		})
 	}
+	return pinned
 }

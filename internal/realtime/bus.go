@@ -1,7 +1,8 @@
 // Package realtime carries change messages between seatd processes. Each
 // event has a Redis sharded pub/sub channel; while Redis is unhealthy,
 // messages travel through Postgres NOTIFY instead, which every process
-// listens to all the time, so live views keep moving during an outage.
+// listens to all the time (through its notifier, internal/notify), so
+// live views keep moving during an outage.
 package realtime
 
 import (
@@ -29,16 +30,26 @@ const MaxPayload = 7000
 // Handler receives the payload of a message on a subscribed channel.
 type Handler func(payload []byte)
 
+// Notifier is what the bus needs of the process's notifier.
+type Notifier interface {
+	Listen(channel string, fn func(payload string)) (unlisten func())
+	OnReady(fn func()) (remove func())
+}
+
 // Bus publishes and subscribes to per-event channels.
 type Bus struct {
 	rdb          redis.UniversalClient
 	pool         *pgxpool.Pool
 	log          *slog.Logger
 	redisHealthy func() bool
+	// unlisten stops hearing the NOTIFY fallback.
+	unlisten func()
 
 	mu   sync.Mutex
 	subs map[string]*channel
 	next int
+	// receivers are the Redis subscriptions' goroutines; Close waits.
+	receivers sync.WaitGroup
 
 	// publishes share Redis round trips, notifies Postgres statements
 	// (see send).
@@ -68,13 +79,18 @@ type channel struct {
 // the resync callbacks run then).
 const subscribeWait = time.Second
 
-// New returns a bus. redisHealthy reports whether Redis should be used to
-// publish (the breaker is closed); when false, Publish goes through
-// Postgres.
-func New(rdb redis.UniversalClient, pool *pgxpool.Pool, log *slog.Logger, redisHealthy func() bool) *Bus {
+// New returns a bus that hears the Postgres fallback through n. redisHealthy
+// reports whether Redis should be used to publish (the breaker is closed);
+// when false, Publish goes through Postgres.
+func New(rdb redis.UniversalClient, pool *pgxpool.Pool, n Notifier, log *slog.Logger, redisHealthy func() bool) *Bus {
 	b := &Bus{rdb: rdb, pool: pool, log: log, redisHealthy: redisHealthy, subs: map[string]*channel{}}
 	b.publishes = coalesce.New(1, maxPipeline, b.sendPipeline)
 	b.notifies = coalesce.New(1, maxPipeline, b.sendNotifies)
+	unlisten := n.Listen(notifyChannel, b.heard)
+	// Fallback messages sent while the notifier was not listening are
+	// lost: every subscriber resyncs, as after a Redis resubscribe.
+	unready := n.OnReady(b.resyncAll)
+	b.unlisten = func() { unlisten(); unready() }
 	return b
 }
 
@@ -148,8 +164,9 @@ func (b *Bus) sendPipeline(ctx context.Context, batch []*coalesce.Call[publicati
 
 // Subscribe calls h for every message on channel until the returned
 // function is called. resync (optional) is called when the Redis
-// subscription was re-established after a disconnect: messages may have
-// been missed, so the subscriber should reload its state.
+// subscription was re-established after a disconnect, and when the
+// notifier (re)connected: messages may have been missed, so the
+// subscriber should reload its state. It must not block.
 func (b *Bus) Subscribe(name string, h func(payload []byte), resync func()) (unsubscribe func()) {
 	unsubscribe, ready := b.subscribe(name, h, resync)
 	// Callers subscribe before reading the state the messages keep
@@ -169,7 +186,7 @@ func (b *Bus) subscribe(name string, h func(payload []byte), resync func()) (uns
 		// go-redis reconnects and resubscribes on its own.
 		c.ps = b.rdb.SSubscribe(context.Background(), name)
 		b.subs[name] = c
-		go b.receive(name, c)
+		b.receivers.Go(func() { b.receive(name, c) })
 	}
 	b.next++
 	id := b.next
@@ -252,53 +269,37 @@ func (b *Bus) dispatch(name string, payload []byte) {
 	}
 }
 
-// Listen receives the Postgres NOTIFY fallback until ctx ends, reconnecting
-// after errors. Run it once per process.
-func (b *Bus) Listen(ctx context.Context) {
-	for ctx.Err() == nil {
-		err := b.listenOnce(ctx)
-		if ctx.Err() != nil {
-			return
-		}
-		b.log.Warn("postgres listen failed, retrying", "err", err)
-		select {
-		case <-ctx.Done():
-			return
-		case <-time.After(500 * time.Millisecond):
-		}
-	}
-}
-
-func (b *Bus) listenOnce(ctx context.Context) error {
-	conn, err := b.pool.Acquire(ctx)
-	if err != nil {
-		return err
-	}
-	// A connection that LISTENed must not go back to the pool.
-	c := conn.Hijack()
-	defer func() { _ = c.Close(context.Background()) }()
-	if _, err := c.Exec(ctx, "LISTEN "+notifyChannel); err != nil {
-		return err
-	}
-	for {
-		n, err := c.WaitForNotification(ctx)
-		if err != nil {
-			return err
-		}
-		name, payload, ok := strings.Cut(n.Payload, "\n")
-		if !ok {
-			continue
-		}
+// heard routes a fallback message to the subscribers of its channel.
+func (b *Bus) heard(n string) {
+	if name, payload, ok := strings.Cut(n, "\n"); ok {
 		b.dispatch(name, []byte(payload))
 	}
 }
 
-// Close ends every subscription.
-func (b *Bus) Close() {
+// resyncAll calls every subscriber's resync callback. They only kick a
+// loop (the notifier's ready callbacks must not block).
+func (b *Bus) resyncAll() {
 	b.mu.Lock()
-	defer b.mu.Unlock()
+	var fs []func()
+	for _, c := range b.subs {
+		for _, f := range c.resync {
+			fs = append(fs, f)
+		}
+	}
+	b.mu.Unlock()
+	for _, f := range fs {
+		f()
+	}
+}
+
+// Close ends every subscription and waits for their goroutines.
+func (b *Bus) Close() {
+	b.unlisten()
+	b.mu.Lock()
 	for name, c := range b.subs {
 		_ = c.ps.Close()
 		delete(b.subs, name)
 	}
+	b.mu.Unlock()
+	b.receivers.Wait()
 }

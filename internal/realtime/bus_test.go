@@ -30,11 +30,10 @@ func TestConcurrentPublishes(t *testing.T) {
 	}{{"redis", true}, {"postgres notify", false}} {
 		t.Run(tc.name, func(t *testing.T) {
 			a := testenv.App(t, nil)
-			bus := realtime.New(a.Redis, a.Pool, testenv.Logger(t), func() bool { return tc.redis })
+			bus := realtime.New(a.Redis, a.Pool, testenv.Notifier(t, a), testenv.Logger(t), func() bool { return tc.redis })
 			t.Cleanup(bus.Close)
 			ctx, cancel := context.WithCancel(context.Background())
 			t.Cleanup(cancel)
-			go bus.Listen(ctx)
 
 			const channels, publishers, each = 4, 50, 20
 			names := make([]string, channels)

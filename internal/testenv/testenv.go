@@ -1,6 +1,7 @@
-// Package testenv gives tests real Postgres and Redis: the ones named by
-// DATABASE_URL and REDIS_URL (make test starts private instances), plus
-// throwaway redis-server processes for tests that kill Redis.
+// Package testenv gives tests real Postgres, Redis and Mailpit: the ones
+// named by DATABASE_URL, REDIS_URL and SEATD_SMTP_URL (make test starts
+// private instances), plus throwaway redis-server and Mailpit processes
+// for tests that stop them.
 package testenv
 
 import (
@@ -29,6 +30,7 @@ import (
 	"seatd/internal/app"
 	"seatd/internal/chart"
 	"seatd/internal/config"
+	"seatd/internal/notify"
 	"seatd/internal/store"
 )
 
@@ -48,6 +50,8 @@ func Config(t testing.TB) config.Config {
 		}
 		env[k] = v
 	}
+	// With a mail server, apps' background loops send the outbox to it.
+	env["SEATD_SMTP_URL"] = os.Getenv("SEATD_SMTP_URL")
 	pkgDB.once.Do(func() { pkgDB.url, pkgDB.err = packageDatabase(env["DATABASE_URL"]) })
 	if pkgDB.err != nil {
 		t.Fatalf("package database: %v", pkgDB.err)
@@ -180,12 +184,29 @@ func App(t testing.TB, mod func(*config.Config)) *app.App {
 
 var migrateMu sync.Mutex
 
-// Background runs the app's background loops until the test ends.
-func Background(t testing.TB, a *app.App) {
+// Background runs the app's background loops, then extra, until the test
+// ends (app.RunBackground).
+func Background(t testing.TB, a *app.App, extra ...app.Job) {
+	Run(t, app.JobFunc(func(ctx context.Context) { a.RunBackground(ctx, extra...) }))
+}
+
+// Run runs job until the test ends: its context is cancelled, and the job
+// waited for, in the test's cleanup (before the cleanups registered
+// earlier, such as closing the app).
+func Run(t testing.TB, job app.Job) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
-	go func() { a.RunBackground(ctx); close(done) }()
+	go func() { job.Run(ctx); close(done) }()
 	t.Cleanup(func() { cancel(); <-done })
+}
+
+// Notifier runs a notifier of its own on a's database until the test
+// ends: the one of another process sharing a's connections, or of a test
+// that runs none of a's loops.
+func Notifier(t testing.TB, a *app.App) *notify.Notifier {
+	n := notify.New(a.Pool.Config().ConnConfig, Logger(t))
+	Run(t, n)
+	return n
 }
 
 // Password is every test user's password.

@@ -15,6 +15,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"seatd/internal/notify"
 	"seatd/internal/store"
 	"seatd/internal/telemetry"
 )
@@ -26,7 +27,7 @@ type Options struct {
 	RetryFor     time.Duration // give up on a delivery this long after its change
 	Backoff      time.Duration // wait after the first failure; doubles per failure
 	BackoffMax   time.Duration // longest wait between attempts
-	Poll         time.Duration // how often an idle worker looks for due deliveries
+	Poll         time.Duration // how often an idle worker looks for due deliveries, a backstop to DeliveriesChannel
 	Batch        int           // deliveries claimed at once
 	Concurrency  int           // attempts in flight at once per worker
 	// Keep is how long delivered and given-up deliveries stay listed.
@@ -45,6 +46,7 @@ type Options struct {
 // LOCKED claims, a lease, backoff — is the one query in the store.
 type Worker struct {
 	st  *store.Webhooks
+	n   notify.Subscriber
 	hc  *http.Client
 	o   Options
 	log *slog.Logger
@@ -54,8 +56,13 @@ type Worker struct {
 	pruned time.Time
 }
 
-// NewWorker returns a worker on st.
-func NewWorker(st *store.Webhooks, o Options, log *slog.Logger, m *telemetry.Webhooks) *Worker {
+// DeliveriesChannel is the Postgres notification channel on which the
+// statements that queue deliveries (the outbox trigger, a redelivery)
+// announce them, in their transaction (migration 029).
+const DeliveriesChannel = "seatd_webhooks"
+
+// NewWorker returns a worker on st that wakes on n's notifications.
+func NewWorker(st *store.Webhooks, n notify.Subscriber, o Options, log *slog.Logger, m *telemetry.Webhooks) *Worker {
 	tr := &http.Transport{
 		// No proxy: a proxy would dial for us, past the address check.
 		Proxy:                 nil,
@@ -69,7 +76,7 @@ func NewWorker(st *store.Webhooks, o Options, log *slog.Logger, m *telemetry.Web
 		// A redirect is an answer, not a delivery: following it would
 		// let a receiver point us anywhere.
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
-	return &Worker{st: st, hc: hc, o: o, log: log, m: m, now: time.Now}
+	return &Worker{st: st, n: n, hc: hc, o: o, log: log, m: m, now: time.Now}
 }
 
 // pruneEvery is how often a worker deletes old deliveries.
@@ -93,42 +100,60 @@ func (w *Worker) maybePrune(ctx context.Context) {
 	}
 }
 
+// cooldown is the least time between two rounds woken by announcements,
+// and the wait after a round that found deliveries but not a full batch
+// (a delivery finished may let its seat's next one go): under a stream
+// of changes a round takes what accumulated meanwhile.
+const cooldown = 100 * time.Millisecond
+
 // Run sends deliveries until ctx ends: it claims a batch, sends it, records
-// the outcomes, and goes on at once while batches come back full, else
-// after Poll.
+// the outcomes, and goes on at once while batches come back full, after
+// cooldown while it finds any. Else it waits for deliveries announced
+// (DeliveriesChannel; see notify.Work for when exactly), a retry it
+// scheduled falling due, or Poll — a backstop for what it was not told of
+// (another process's retries, announcements lost).
 func (w *Worker) Run(ctx context.Context) {
-	t := time.NewTimer(0)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
+	// Keep-alive connections to receivers end with the worker.
+	defer w.hc.CloseIdleConnections()
+	var retryAt time.Time // the earliest retry scheduled here and not yet looked for
+	s := notify.Schedule{Cooldown: cooldown, Settle: 250 * time.Millisecond, Backstop: w.o.Poll}
+	notify.Work(ctx, w.n, DeliveriesChannel, s, func(ctx context.Context) time.Duration {
 		w.maybePrune(ctx)
-		n, err := w.Once(ctx)
-		wait := w.o.Poll
+		if !retryAt.After(w.now()) {
+			retryAt = time.Time{} // due: this round looks for it
+		}
+		n, retry, err := w.once(ctx)
+		if !retry.IsZero() && (retryAt.IsZero() || retry.Before(retryAt)) {
+			retryAt = retry
+		}
+		soon := notify.Idle
 		switch {
 		case err != nil && ctx.Err() == nil:
 			w.log.Warn("webhook deliveries", "err", err)
 		case n == w.o.Batch:
-			wait = 0
+			return 0
+		case n > 0:
+			soon = cooldown
 		}
-		if !t.Stop() {
-			select {
-			case <-t.C:
-			default:
-			}
+		if !retryAt.IsZero() {
+			soon = min(soon, max(retryAt.Sub(w.now()), 0))
 		}
-		t.Reset(wait)
-	}
+		return soon
+	})
 }
 
 // Once claims and sends one batch, returning how many were claimed.
 func (w *Worker) Once(ctx context.Context) (int, error) {
+	n, _, err := w.once(ctx)
+	return n, err
+}
+
+// once is Once, also returning when the earliest retry it scheduled is
+// due (zero: none).
+func (w *Worker) once(ctx context.Context) (int, time.Time, error) {
 	ds, err := w.st.ClaimDeliveries(ctx, w.o.Batch, w.o.Timeout+5*time.Second)
 	if err != nil || len(ds) == 0 {
-		return 0, err
+		return 0, time.Time{}, err
 	}
 	out := make([]store.Attempt, len(ds))
 	sem := make(chan struct{}, w.o.Concurrency)
@@ -145,7 +170,16 @@ func (w *Worker) Once(ctx context.Context) (int, error) {
 	// otherwise a delivered row would be sent again after the lease.
 	fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 	defer cancel()
-	return len(ds), w.st.FinishDeliveries(fctx, out)
+	if err := w.st.FinishDeliveries(fctx, out); err != nil {
+		return len(ds), time.Time{}, err
+	}
+	var retry time.Time
+	for _, a := range out {
+		if a.State == store.DeliveryPending && (retry.IsZero() || a.NextAt.Before(retry)) {
+			retry = a.NextAt
+		}
+	}
+	return len(ds), retry, nil
 }
 
 // Body is the JSON a delivery posts.

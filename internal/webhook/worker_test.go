@@ -133,7 +133,6 @@ func (r *receiver) register(t testing.TB, a *app.App, org uuid.UUID) store.Webho
 func fastRetries(c *config.Config) {
 	c.WebhookBackoff = 20 * time.Millisecond
 	c.WebhookBackoffMax = 200 * time.Millisecond
-	c.WebhookPoll = 20 * time.Millisecond
 	c.WebhookTimeout = 2 * time.Second
 	c.PGMaxConns = 8
 }

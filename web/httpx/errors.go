@@ -45,6 +45,10 @@ func Status(code apperr.Code) int {
 		return http.StatusTooManyRequests
 	case apperr.Unavailable:
 		return http.StatusServiceUnavailable
+	case apperr.PaymentDeclined:
+		return http.StatusPaymentRequired
+	case apperr.ProviderUnavailable:
+		return http.StatusBadGateway
 	case codeUnsupportedMediaType:
 		return http.StatusUnsupportedMediaType
 	case codeTooLarge:

@@ -17,20 +17,26 @@ import (
 // a logout, a disabled account, a role change (every session of the user
 // is deleted), the expiry cleanup — announces it on the seatd_sessions
 // channel in its own transaction (migrations 018 and 019's trigger), so
-// no end can commit unannounced. Every process listens: it forgets its
-// cached copy and closes the session's sockets with
-// live.CodeSessionEnded. A change of a session's data (a flash message)
-// is announced too, apart: copies are forgotten, sockets stay open. Expiry and
-// idle timeouts need no message: every socket carries its session's
-// deadline and asks the store when it comes (live.Options.SessionExpiry).
+// no end can commit unannounced. Every process listens (through its
+// notifier): it forgets its cached copy and closes the session's sockets
+// with live.CodeSessionEnded. A change of a session's data (a flash
+// message) is announced too, apart: copies are forgotten, sockets stay
+// open. Expiry and idle timeouts need no message: every socket carries
+// its session's deadline and asks the store when it comes
+// (live.Options.SessionExpiry).
 //
 // While the cache is in use, the listener also proves, four times a second,
 // that it hears every end: it announces a heartbeat of its own on the
-// channel and notes when it sent it. Postgres delivers notifications in commit order, so once the
-// heartbeat sent at t arrives, every end committed before t has arrived
-// too. While that proof is recent, the session cache keeps what it read
-// until an end is announced for it (sessionStore.told) instead of asking
-// Postgres again every second.
+// channel and notes when it sent it. Postgres delivers notifications in
+// commit order, and the notifier hands them to the listener in that
+// order, so once the heartbeat sent at t arrives, every end committed
+// before t has arrived too. While that proof is recent, the session cache
+// keeps what it read until an end is announced for it (sessionStore.told)
+// instead of asking Postgres again every second. Ends committed while the
+// notifier was not listening are not heard: after each (re)connect every
+// socket checks its session in the store, and the cache trusts only what
+// it reads from then on (sessionStore.listeningFrom). While it is cut off,
+// no heartbeat comes back, so the proof ages past sessionFresh.
 
 // sessionsChannel is the trigger's channel.
 const sessionsChannel = "seatd_sessions"
@@ -42,16 +48,15 @@ const (
 	heartbeatEvery = 250 * time.Millisecond
 	// heartbeatsKept bounds the heartbeats in flight remembered.
 	heartbeatsKept = 64
-	// relistenAfter is the pause before listening again after a failure.
-	relistenAfter = 500 * time.Millisecond
 )
 
 // sessionEnds listens for announced session ends (see above).
 type sessionEnds struct {
-	pool  *pgxpool.Pool
-	store *sessionStore
-	hub   Hub
-	log   *slog.Logger
+	pool     *pgxpool.Pool
+	notifier Notifier
+	store    *sessionStore
+	hub      Hub
+	log      *slog.Logger
 	// id tells this process's heartbeats from other processes'.
 	id string
 
@@ -60,74 +65,38 @@ type sessionEnds struct {
 	sent map[uint64]time.Time // heartbeats sent and not heard yet
 }
 
-// listenSessionEnds starts listening for session ends; Close stops it.
-func (s *Sessions) listenSessionEnds() {
+func newSessionEnds(pool *pgxpool.Pool, n Notifier, st *sessionStore, hub Hub, log *slog.Logger) *sessionEnds {
 	var b [8]byte
 	_, _ = rand.Read(b[:])
-	l := &sessionEnds{pool: s.pool, store: s.store, hub: s.hub, log: s.log.With("component", "session_ends"),
+	return &sessionEnds{pool: pool, notifier: n, store: st, hub: hub, log: log,
 		id: hex.EncodeToString(b[:]), sent: map[uint64]time.Time{}}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		l.run(ctx)
-	}()
-	s.unlisten = func() {
-		cancel()
-		<-done
-	}
 }
 
-// run listens until ctx ends, listening again after failures. Ends
-// committed while nobody listened were not heard, so after each (re)start
-// every socket checks its session in the store, and the cache trusts only
-// what it reads from then on.
+// run listens until ctx ends (Sessions.Run).
 func (l *sessionEnds) run(ctx context.Context) {
-	for ctx.Err() == nil {
-		err := l.listen(ctx)
+	unlisten := l.notifier.Listen(sessionsChannel, l.heard)
+	// Registered after Listen: it runs once the channel is LISTENed.
+	unready := l.notifier.OnReady(l.ready)
+	defer func() {
+		unready()
+		unlisten()
 		l.store.stopListening()
-		if ctx.Err() != nil {
-			return
-		}
-		l.log.Warn("listening for session ends failed, retrying", "err", err)
-		select {
-		case <-ctx.Done():
-			return
-		case <-time.After(relistenAfter):
-		}
-	}
+	}()
+	l.beat(ctx)
 }
 
-func (l *sessionEnds) listen(ctx context.Context) error {
-	conn, err := l.pool.Acquire(ctx)
-	if err != nil {
-		return err
-	}
-	// A connection that LISTENed must not go back to the pool.
-	c := conn.Hijack()
-	defer func() { _ = c.Close(context.Background()) }()
-	if _, err := c.Exec(ctx, "LISTEN "+sessionsChannel); err != nil {
-		return err
-	}
+// ready runs when the notifier LISTENs to the channel, after every
+// (re)connect: ends committed before were not heard.
+func (l *sessionEnds) ready() {
 	l.store.listeningFrom(l.store.now())
 	l.hub.RecheckSessions()
-	bctx, stop := context.WithCancel(ctx)
-	defer stop()
-	go l.beat(bctx)
-	for {
-		n, err := c.WaitForNotification(ctx)
-		if err != nil {
-			return err
-		}
-		l.heard(n.Payload)
-	}
 }
 
 // beat sends a heartbeat every heartbeatEvery until ctx ends, while the
 // cache was used in the last two sessionFresh: every listener wakes for
-// every heartbeat, so idle processes send none. A heartbeat that fails is
-// simply not heard: the proof ages, and past sessionFresh the cache asks
-// Postgres again.
+// every heartbeat, so idle processes send none. A heartbeat that fails, or
+// is sent while the notifier is not listening, is simply not heard: the
+// proof ages, and past sessionFresh the cache asks Postgres again.
 func (l *sessionEnds) beat(ctx context.Context) {
 	t := time.NewTicker(heartbeatEvery)
 	defer t.Stop()

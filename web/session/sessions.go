@@ -54,6 +54,13 @@ type Keys interface {
 	Authenticate(ctx context.Context, secret string) (store.APIKey, error)
 }
 
+// Notifier hears the session ends Postgres announces (the process's
+// notifier, internal/notify).
+type Notifier interface {
+	Listen(channel string, fn func(payload string)) (unlisten func())
+	OnReady(fn func()) (remove func())
+}
+
 // KeyLimit counts a request made with an API key; *ratelimit.Limiter
 // satisfies it.
 type KeyLimit interface {
@@ -63,9 +70,10 @@ type KeyLimit interface {
 // Options are what Sessions are built from.
 type Options struct {
 	// Pool stores the session rows (pgxstore needs the pool itself) and
-	// listens for session ends on a connection of its own.
+	// sends the session-end listener's heartbeats.
 	Pool     *pgxpool.Pool
 	Store    Store
+	Notifier Notifier
 	Hub      Hub
 	Keys     Keys
 	KeyLimit KeyLimit
@@ -81,20 +89,19 @@ type Options struct {
 }
 
 // Sessions loads and saves the session of each request and tells whose
-// it is. New starts listening for session ends; Close stops it.
+// it is. New starts nothing: Run hears the session ends.
 type Sessions struct {
 	sm       *scs.SessionManager
 	store    *sessionStore
-	pool     *pgxpool.Pool
+	ends     *sessionEnds
 	hub      Hub
 	keys     Keys
 	keyLimit KeyLimit
 	errs     *httpx.Errors
 	log      *slog.Logger
-	unlisten func() // stops listening for session ends
 }
 
-// New builds the sessions and starts listening for session ends.
+// New builds the sessions.
 func New(o Options) *Sessions {
 	st := &sessionStore{
 		db:      pgxstore.NewWithCleanupInterval(o.Pool, 0), // cleanup runs from Commit, without a goroutine
@@ -125,13 +132,13 @@ func New(o Options) *Sessions {
 	sm.Cookie.Secure = o.CookieSecure
 	sm.Cookie.Path = "/"
 	sm.Cookie.Persist = true
-	s := &Sessions{sm: sm, store: st, pool: o.Pool, hub: o.Hub, keys: o.Keys, keyLimit: o.KeyLimit, errs: o.Errors, log: o.Log}
-	s.listenSessionEnds()
-	return s
+	return &Sessions{sm: sm, store: st, hub: o.Hub, keys: o.Keys, keyLimit: o.KeyLimit, errs: o.Errors, log: o.Log,
+		ends: newSessionEnds(o.Pool, o.Notifier, st, o.Hub, o.Log.With("component", "session_ends"))}
 }
 
-// Close stops listening for session ends.
-func (s *Sessions) Close() { s.unlisten() }
+// Run hears session ends through the notifier, and proves it does (see
+// sessionEnds), until ctx ends.
+func (s *Sessions) Run(ctx context.Context) { s.ends.run(ctx) }
 
 // CookieName is the session cookie's name.
 func (s *Sessions) CookieName() string { return s.sm.Cookie.Name }

@@ -59,9 +59,10 @@ func newProcess(t testing.TB, a *app.App, noCache bool) *process {
 	t.Helper()
 	hub := &recordingHub{}
 	errs := httpx.NewErrors(a.Log)
-	s := New(Options{Pool: a.Pool, Store: a.Store.Accounts, Hub: hub, Errors: errs, Log: a.Log,
-		Lifetime: a.Cfg.SessionLifetime, IdleTimeout: a.Cfg.SessionIdleTimeout, NoCache: noCache})
-	t.Cleanup(s.Close) // before the app's pool closes
+	// A notifier of the process's own, as each seatd process has.
+	s := New(Options{Pool: a.Pool, Store: a.Store.Accounts, Notifier: testenv.Notifier(t, a), Hub: hub, Errors: errs,
+		Log: a.Log, Lifetime: a.Cfg.SessionLifetime, IdleTimeout: a.Cfg.SessionIdleTimeout, NoCache: noCache})
+	testenv.Run(t, s) // stopped before its notifier and the app
 	g := Guards{Errors: errs}
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /login", g.Public(func(w http.ResponseWriter, r *http.Request) error {
