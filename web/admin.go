@@ -1,11 +1,9 @@
 package web
 
 import (
-	"encoding/base64"
 	"math"
 	"net/http"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/google/uuid"
@@ -14,6 +12,7 @@ import (
 	"seatd/internal/hold"
 	"seatd/internal/store"
 	"seatd/web/httpx"
+	"seatd/web/query"
 )
 
 // Pages of the staff hold list.
@@ -47,7 +46,7 @@ func (s *Server) eventHolds(w http.ResponseWriter, r *http.Request, a hold.Actor
 		}
 		limit = n
 	}
-	after, err := decodeHoldCursor(q.Get("after"))
+	after, err := query.DecodeHoldCursor(q.Get("after"))
 	if err != nil {
 		return err
 	}
@@ -65,43 +64,11 @@ func (s *Server) eventHolds(w http.ResponseWriter, r *http.Request, a hold.Actor
 		out.Holds[i].UserID = &user
 	}
 	if !p.Next.IsZero() {
-		next := encodeHoldCursor(p.Next)
+		next := query.EncodeHoldCursor(p.Next)
 		out.Next = &next
 	}
 	httpx.WriteJSON(w, http.StatusOK, out)
 	return nil
-}
-
-// encodeHoldCursor makes a page cursor opaque to clients: they hand it
-// back, they do not build it.
-func encodeHoldCursor(c store.HoldCursor) string {
-	return base64.RawURLEncoding.EncodeToString([]byte(c.HeldUntil.UTC().Format(time.RFC3339Nano) + "|" + c.ID.String()))
-}
-
-// decodeHoldCursor reads a cursor of encodeHoldCursor; "" is the start.
-func decodeHoldCursor(v string) (store.HoldCursor, error) {
-	if v == "" {
-		return store.HoldCursor{}, nil
-	}
-	bad := &apperr.Error{Code: apperr.Invalid, Message: "after must be the next cursor of a previous page",
-		Fields: map[string]string{"after": "is not a cursor this server gave"}}
-	if len(v) > 200 {
-		return store.HoldCursor{}, bad
-	}
-	b, err := base64.RawURLEncoding.DecodeString(v)
-	if err != nil {
-		return store.HoldCursor{}, bad
-	}
-	at, id, ok := strings.Cut(string(b), "|")
-	if !ok {
-		return store.HoldCursor{}, bad
-	}
-	t, err1 := time.Parse(time.RFC3339Nano, at)
-	u, err2 := uuid.Parse(id)
-	if err1 != nil || err2 != nil || u == uuid.Nil {
-		return store.HoldCursor{}, bad
-	}
-	return store.HoldCursor{HeldUntil: t, ID: u}, nil
 }
 
 type countsJSON struct {

@@ -76,7 +76,7 @@ func (s *Server) login(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		if isForm {
 			return s.formFailed(w, r, err, func(msg string) templ.Component {
-				return views.Login(s.pageMeta(r, "Sign in"), views.LoginForm{Org: in.Org, Email: in.Email, Error: msg})
+				return views.Login(s.pages.Meta(r, "Sign in"), views.LoginForm{Org: in.Org, Email: in.Email, Error: msg})
 			})
 		}
 		return err
@@ -91,7 +91,7 @@ func (s *Server) formFailed(w http.ResponseWriter, r *http.Request, err error, p
 	if !ok || e.Code == apperr.Internal {
 		return err
 	}
-	s.render(w, r, httpx.Status(e.Code), page(e.Message))
+	s.pages.Render(w, r, httpx.Status(e.Code), page(e.Message))
 	return nil
 }
 
@@ -120,7 +120,7 @@ func (s *Server) signup(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		if isForm {
 			return s.formFailed(w, r, err, func(msg string) templ.Component {
-				return views.Signup(s.pageMeta(r, "Sign up"), views.SignupForm{OrgSlug: org.Slug, OrgName: org.Name, Email: in.Email, Error: msg})
+				return views.Signup(s.pages.Meta(r, "Sign up"), views.SignupForm{OrgSlug: org.Slug, OrgName: org.Name, Email: in.Email, Error: msg})
 			})
 		}
 		return err

@@ -78,7 +78,7 @@ func (s *Server) sell(w http.ResponseWriter, r *http.Request, a hold.Actor) erro
 	if err != nil {
 		return err
 	}
-	key, err := idempotencyKey(r)
+	key, err := httpx.IdempotencyKey(r)
 	if err != nil {
 		return err
 	}
@@ -104,11 +104,7 @@ func (s *Server) sell(w http.ResponseWriter, r *http.Request, a hold.Actor) erro
 
 // getBooking answers a booking: any of the org's for staff, a buyer's own.
 func (s *Server) getBooking(w http.ResponseWriter, r *http.Request, a hold.Actor) error {
-	id, err := httpx.PathID(r, "booking")
-	if err != nil {
-		return err
-	}
-	b, err := s.deps.BoxOffice.Booking(r.Context(), a, id)
+	b, err := s.bookings.FromPath(r, a)
 	if err != nil {
 		return err
 	}

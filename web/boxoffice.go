@@ -17,6 +17,7 @@ import (
 	"seatd/views"
 	"seatd/web/httpx"
 	"seatd/web/live"
+	"seatd/web/query"
 )
 
 // The box office: the active holds table, the customer lookup, the seat
@@ -83,7 +84,7 @@ func (s *staffPages) boxOfficeWith(w http.ResponseWriter, r *http.Request, a hol
 			return err
 		}
 	}
-	s.renderStaff(w, r, ev, views.BoxOfficePage(s.pageMeta(r, ev.Name+" · box office"), b))
+	s.renderStaff(w, r, ev, views.BoxOfficePage(s.pages.Meta(r, ev.Name+" · box office"), b))
 	return nil
 }
 
@@ -96,7 +97,7 @@ func (s *staffPages) holdTable(ctx context.Context, a hold.Actor, event uuid.UUI
 	for _, sec := range secs {
 		t.Sections = append(t.Sections, sec.Label)
 	}
-	after, err := decodeHoldCursor(f.After)
+	after, err := query.DecodeHoldCursor(f.After)
 	if err != nil {
 		// A cursor not of ours (edited by hand): the first page.
 		after, t.Filter.After = store.HoldCursor{}, ""
@@ -108,7 +109,7 @@ func (s *staffPages) holdTable(ctx context.Context, a hold.Actor, event uuid.UUI
 	}
 	t.Rows, t.Total = holdRows(p.Holds), p.Total
 	if !p.Next.IsZero() {
-		t.Next = encodeHoldCursor(p.Next)
+		t.Next = query.EncodeHoldCursor(p.Next)
 	}
 	return t, nil
 }

@@ -145,7 +145,7 @@ func (s *Server) deleteChartForm(w http.ResponseWriter, r *http.Request, a hold.
 func (s *Server) flashAndReturn(w http.ResponseWriter, r *http.Request, err error, ok, page string) error {
 	switch {
 	case apperr.CodeOf(err) == apperr.Conflict:
-		s.sessions.Flash(r.Context(), apperrMessage(err))
+		s.sessions.Flash(r.Context(), httpx.Message(err))
 	case err != nil:
 		return err
 	default:
@@ -206,13 +206,13 @@ func (s *Server) chartsPage(w http.ResponseWriter, r *http.Request, a hold.Actor
 	for i, v := range vs {
 		out[i] = views.ChartRow{ID: v.ChartID.String(), Name: v.Name, Version: v.Version, Seats: v.Seats, Sections: v.Sections, UpdatedAt: v.CreatedAt}
 	}
-	s.render(w, r, http.StatusOK, views.ChartsPage(s.pageMeta(r, "Charts"), out))
+	s.pages.Render(w, r, http.StatusOK, views.ChartsPage(s.pages.Meta(r, "Charts"), out))
 	return nil
 }
 
 // newChartPage is the editor for a new chart.
 func (s *Server) newChartPage(w http.ResponseWriter, r *http.Request, _ hold.Actor) error {
-	s.render(w, r, http.StatusOK, views.ChartEditorPage(s.pageMeta(r, "New chart"), ""))
+	s.pages.Render(w, r, http.StatusOK, views.ChartEditorPage(s.pages.Meta(r, "New chart"), ""))
 	return nil
 }
 
@@ -227,6 +227,6 @@ func (s *Server) chartPage(w http.ResponseWriter, r *http.Request, a hold.Actor)
 	if err != nil {
 		return err
 	}
-	s.render(w, r, http.StatusOK, views.ChartEditorPage(s.pageMeta(r, v.Name), id.String()))
+	s.pages.Render(w, r, http.StatusOK, views.ChartEditorPage(s.pages.Meta(r, v.Name), id.String()))
 	return nil
 }

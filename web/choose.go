@@ -39,8 +39,8 @@ func (s *Server) bestSeats(w http.ResponseWriter, r *http.Request, a hold.Actor)
 		return s.answerCart(w, r, a, event, "Say how many seats you want.", "error", "")
 	}
 	key := r.FormValue("key")
-	if !validFormKey(key) {
-		return s.answerCart(w, r, a, event, malformedFormKey, "error", "")
+	if !httpx.ValidFormKey(key) {
+		return s.answerCart(w, r, a, event, httpx.MalformedFormKey, "error", "")
 	}
 	accessible, _ := choiceOf(r)
 	res, err := s.deps.Holds.Hold(r.Context(), a, hold.Request{Event: event,
@@ -60,15 +60,3 @@ func (s *Server) bestSeats(w http.ResponseWriter, r *http.Request, a hold.Actor)
 	}
 	return s.answerCart(w, r, a, event, fmt.Sprintf("Held the best %d seats: %s.", len(labels), strings.Join(labels, ", ")), "success", "", seats...)
 }
-
-// validFormKey says whether a form's "key" field may name its request: the
-// key the page's script gives a request whose seats the server picks (a
-// data-keyed form: best seats, standing places; the box office's hold for
-// a customer draws one with the page), the same for every submit of the
-// request until one is answered, so a double click or a resubmit while the
-// first is on its way holds once (hold.Holds' once, as the API's
-// Idempotency-Key). No key (no script) is valid: the request is not keyed.
-func validFormKey(key string) bool { return key == "" || validKey(key) }
-
-// malformedFormKey is the answer to a form whose key is not valid.
-const malformedFormKey = "The form sent a malformed request key; reload the page."

@@ -15,6 +15,7 @@ import (
 	"seatd/internal/store"
 	"seatd/views"
 	"seatd/web/httpx"
+	"seatd/web/render"
 )
 
 // The box office's counter pages: holding seats for a customer, selling
@@ -88,8 +89,8 @@ func (s *staffPages) customerBest(w http.ResponseWriter, r *http.Request, a hold
 		return s.backWith(w, r, back, "Choose how long to hold the seats: at most 14 days.")
 	}
 	key := v.Get("key")
-	if !validFormKey(key) {
-		return s.backWith(w, r, back, malformedFormKey)
+	if !httpx.ValidFormKey(key) {
+		return s.backWith(w, r, back, httpx.MalformedFormKey)
 	}
 	// The customer is chosen for as a buyer is: seats held back for
 	// accessible seating only when the customer needs it. The form's key
@@ -168,16 +169,7 @@ func (s *staffPages) sellHolds(w http.ResponseWriter, r *http.Request, a hold.Ac
 
 // confirmationPage is a booking, printable for the customer.
 func (s *staffPages) confirmationPage(w http.ResponseWriter, r *http.Request, a hold.Actor) error {
-	id, err := httpx.PathID(r, "booking")
-	if err != nil {
-		return err
-	}
-	ctx := r.Context()
-	b, err := s.deps.BoxOffice.Booking(ctx, a, id)
-	if err != nil {
-		return err
-	}
-	ev, err := s.deps.Store.Events.Event(ctx, a.Org, b.EventID)
+	b, ev, err := s.bookings.WithEvent(r, a)
 	if err != nil {
 		return err
 	}
@@ -192,16 +184,16 @@ func (s *staffPages) confirmationPage(w http.ResponseWriter, r *http.Request, a 
 	}
 	// The prices are those the tickets were sold at, whatever the event
 	// charges now; cancelled tickets are not in the total.
-	var total sum
+	var total render.Sum
 	for _, t := range b.Tickets {
 		c.Tickets = append(c.Tickets, views.ConfirmationTicket{ID: t.ID.String(), Seat: t.Seat, Cancelled: t.Cancelled(),
-			Price: formatPrice(t.PriceMinor, t.Currency)})
+			Price: render.Price(t.PriceMinor, t.Currency)})
 		if !t.Cancelled() && t.Currency != "" {
-			total.add(t.PriceMinor, t.Currency)
+			total.Add(t.PriceMinor, t.Currency)
 		}
 	}
 	c.Total = total.String()
-	s.renderStaff(w, r, ev, views.ConfirmationPage(s.pageMeta(r, "Booking "+c.Reference), c))
+	s.renderStaff(w, r, ev, views.ConfirmationPage(s.pages.Meta(r, "Booking "+c.Reference), c))
 	return nil
 }
 

@@ -15,6 +15,7 @@ import (
 	"seatd/internal/store"
 	"seatd/views"
 	"seatd/web/live"
+	"seatd/web/render"
 )
 
 // The organizer's dashboard: occupancy with its check against Postgres,
@@ -52,7 +53,7 @@ func (s *staffPages) dashboardPage(w http.ResponseWriter, r *http.Request, a hol
 	if d.Feed, err = s.recentFeed(ctx, a, ev.ID); err != nil {
 		return err
 	}
-	s.renderStaff(w, r, ev, views.DashboardPage(s.pageMeta(r, ev.Name+" · dashboard"), d))
+	s.renderStaff(w, r, ev, views.DashboardPage(s.pages.Meta(r, ev.Name+" · dashboard"), d))
 	return nil
 }
 
@@ -66,12 +67,12 @@ func occupancyVM(event uuid.UUID, o hold.Occupancy) views.Occupancy {
 		if c.Key == "" {
 			name = "No category"
 		}
-		sold := formatPrice(c.RevenueSold, c.Currency)
+		sold := render.Price(c.RevenueSold, c.Currency)
 		for _, cur := range slices.Sorted(maps.Keys(c.RevenueSoldOther)) {
-			sold += " + " + formatPrice(c.RevenueSoldOther[cur], cur)
+			sold += " + " + render.Price(c.RevenueSoldOther[cur], cur)
 		}
-		out.Categories = append(out.Categories, views.CategoryCounts{Name: name, Price: formatPrice(c.PriceMinor, c.Currency),
-			RevenueSold: sold, RevenueHeld: formatPrice(c.RevenueHeld, c.Currency), Counts: countsVM(c.Counts)})
+		out.Categories = append(out.Categories, views.CategoryCounts{Name: name, Price: render.Price(c.PriceMinor, c.Currency),
+			RevenueSold: sold, RevenueHeld: render.Price(c.RevenueHeld, c.Currency), Counts: countsVM(c.Counts)})
 	}
 	return out
 }

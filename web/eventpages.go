@@ -9,13 +9,13 @@ import (
 	"time"
 
 	"github.com/google/uuid"
-	"golang.org/x/text/currency"
 
 	"seatd/internal/apperr"
 	"seatd/internal/hold"
 	"seatd/internal/store"
 	"seatd/views"
 	"seatd/web/httpx"
+	"seatd/web/render"
 )
 
 // The organizer's event pages: the list with status, create (from a
@@ -25,83 +25,12 @@ import (
 // formTime is how datetime-local inputs send and show times.
 const formTime = "2006-01-02T15:04"
 
-// venueTime is the event's time zone (UTC if it is unknown here).
-func venueTime(e store.Event) *time.Location {
-	if loc, err := time.LoadLocation(e.TimeZone); err == nil {
-		return loc
-	}
-	return time.UTC
-}
-
-// formatPrice shows minor units in the currency's own decimals
-// ("45.00 EUR", "4500 JPY"); "" for no currency.
-func formatPrice(minor int64, cur string) string {
-	if cur == "" {
-		return ""
-	}
-	scale := currencyScale(cur)
-	if scale == 0 {
-		return strconv.FormatInt(minor, 10) + " " + cur
-	}
-	div := int64(1)
-	for range scale {
-		div *= 10
-	}
-	sign := ""
-	if minor < 0 {
-		sign, minor = "-", -minor
-	}
-	return fmt.Sprintf("%s%d.%0*d %s", sign, minor/div, scale, minor%div, cur)
-}
-
-// currencyScale is how many digits of cur's minor units follow the point
-// (2 for an unknown code).
-func currencyScale(cur string) int {
-	if u, err := currency.ParseISO(cur); err == nil {
-		scale, _ := currency.Standard.Rounding(u)
-		return scale
-	}
-	return 2
-}
-
-// sum adds prices per currency (an event normally has one).
-type sum struct {
-	order []string
-	by    map[string]int64
-}
-
-func (s *sum) add(minor int64, cur string) {
-	if s.by == nil {
-		s.by = map[string]int64{}
-	}
-	if _, ok := s.by[cur]; !ok {
-		s.order = append(s.order, cur)
-	}
-	s.by[cur] += minor
-}
-
-func (s sum) String() string {
-	parts := make([]string, len(s.order))
-	for i, c := range s.order {
-		parts[i] = formatPrice(s.by[c], c)
-	}
-	return strings.Join(parts, " + ")
-}
-
-// apperrMessage is the human sentence of a domain error.
-func apperrMessage(err error) string {
-	if e, ok := httpx.DomainError(err); ok {
-		return e.Message
-	}
-	return httpx.InternalMessage
-}
-
 func (s *staffPages) adminEventsPage(w http.ResponseWriter, r *http.Request, a hold.Actor) error {
 	evs, err := s.deps.Store.Events.List(r.Context(), a.Org)
 	if err != nil {
 		return err
 	}
-	s.render(w, r, http.StatusOK, views.AdminEventsPage(s.pageMeta(r, "Manage events"), eventsVM(evs)))
+	s.pages.Render(w, r, http.StatusOK, views.AdminEventsPage(s.pages.Meta(r, "Manage events"), render.Events(evs)))
 	return nil
 }
 
@@ -131,7 +60,7 @@ func (s *staffPages) newEventPage(w http.ResponseWriter, r *http.Request, a hold
 			f.Charts = append(f.Charts, views.ChartChoice{ID: c.ChartID.String(), Name: c.Name, Version: c.Version, Seats: c.Seats})
 		}
 	}
-	s.render(w, r, http.StatusOK, views.EventFormPage(s.pageMeta(r, "New event"), f))
+	s.pages.Render(w, r, http.StatusOK, views.EventFormPage(s.pages.Meta(r, "New event"), f))
 	return nil
 }
 
@@ -144,12 +73,12 @@ func (s *staffPages) editEventPage(w http.ResponseWriter, r *http.Request, a hol
 	if err != nil {
 		return err
 	}
-	s.render(w, r, http.StatusOK, views.EventFormPage(s.pageMeta(r, "Edit "+e.Name), eventFormOf(e)))
+	s.pages.Render(w, r, http.StatusOK, views.EventFormPage(s.pages.Meta(r, "Edit "+e.Name), eventFormOf(e)))
 	return nil
 }
 
 func eventFormOf(e store.Event) views.EventForm {
-	loc := venueTime(e)
+	loc := render.VenueTime(e)
 	show := func(t *time.Time) string {
 		if t == nil {
 			return ""
@@ -281,7 +210,7 @@ func (s *staffPages) renderFormErrors(w http.ResponseWriter, r *http.Request, f 
 	// Prices are reported by their position among the sent prices; the
 	// form shows every category, so name the category too.
 	f.Message = "Some fields need attention."
-	s.render(w, r, http.StatusUnprocessableEntity, views.EventFormPage(s.pageMeta(r, "Event"), f))
+	s.pages.Render(w, r, http.StatusUnprocessableEntity, views.EventFormPage(s.pages.Meta(r, "Event"), f))
 }
 
 // updateEventForm saves the edit form.
@@ -337,7 +266,7 @@ func (s *staffPages) setEventStatus(w http.ResponseWriter, r *http.Request, a ho
 		if apperr.CodeOf(err) != apperr.Conflict && apperr.CodeOf(err) != apperr.Invalid {
 			return err
 		}
-		s.sessions.Flash(r.Context(), apperrMessage(err))
+		s.sessions.Flash(r.Context(), httpx.Message(err))
 	} else {
 		s.sessions.Flash(r.Context(), "The event is now "+strings.ReplaceAll(status, "_", " ")+".")
 	}

@@ -1,17 +1,15 @@
 package web
 
 import (
-	"context"
 	"net/http"
-	"slices"
 	"time"
 
 	"github.com/google/uuid"
 
-	"seatd/internal/apperr"
 	"seatd/internal/hold"
 	"seatd/internal/store"
 	"seatd/web/httpx"
+	"seatd/web/query"
 )
 
 type priceJSON struct {
@@ -67,8 +65,7 @@ func eventView(e store.Event) eventJSON {
 
 // listEvents answers the events of the session's organization.
 func (s *Server) listEvents(w http.ResponseWriter, r *http.Request, a hold.Actor) error {
-	evs, err := s.deps.Store.Events.List(r.Context(), a.Org)
-	return httpx.List(w, "events", eventView)(visibleEvents(a, evs), err)
+	return httpx.List(w, "events", eventView)(s.events.List(r.Context(), a))
 }
 
 func (s *Server) getEvent(w http.ResponseWriter, r *http.Request, a hold.Actor) error {
@@ -76,31 +73,12 @@ func (s *Server) getEvent(w http.ResponseWriter, r *http.Request, a hold.Actor) 
 	if err != nil {
 		return err
 	}
-	e, err := s.eventFor(r.Context(), a, id)
+	e, err := s.events.Event(r.Context(), a, id)
 	if err != nil {
 		return err
 	}
 	httpx.WriteJSON(w, http.StatusOK, eventView(e))
 	return nil
-}
-
-// eventFor reads an event the actor may see. A draft is its organizers'
-// until it is published: to a buyer it does not exist.
-func (s *Server) eventFor(ctx context.Context, a hold.Actor, id uuid.UUID) (store.Event, error) {
-	e, err := s.deps.Store.Events.Event(ctx, a.Org, id)
-	if err == nil && hidden(a, e) {
-		return store.Event{}, errNoEvent
-	}
-	return e, err
-}
-
-var errNoEvent = apperr.E(apperr.NotFound, "event not found")
-
-func hidden(a hold.Actor, e store.Event) bool { return !a.Staff() && e.Status == store.EventDraft }
-
-// visibleEvents leaves out the drafts a buyer may not see (eventFor).
-func visibleEvents(a hold.Actor, evs []store.Event) []store.Event {
-	return slices.DeleteFunc(evs, func(e store.Event) bool { return hidden(a, e) })
 }
 
 // eventInput is the body of POST and PATCH /api/v1/events: every field is
@@ -207,8 +185,8 @@ func (s *Server) listSeats(w http.ResponseWriter, r *http.Request, a hold.Actor)
 	}
 	if e, err := s.deps.Events.Settings(r.Context(), a, event); err != nil {
 		return err
-	} else if hidden(a, e) {
-		return errNoEvent
+	} else if query.Hidden(a, e) {
+		return query.ErrNoEvent
 	}
 	secs, seats, err := s.deps.Events.Seats(r.Context(), a, event)
 	if err != nil {

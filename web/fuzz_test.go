@@ -93,7 +93,7 @@ func FuzzDecode(f *testing.F) {
 		if err != nil && apperr.CodeOf(err) != apperr.NotFound {
 			t.Fatalf("malformed path id: %v, want not_found", err)
 		}
-		_, err = idempotencyKey(req())
+		_, err = httpx.IdempotencyKey(req())
 		check("idempotency key", err)
 	})
 }

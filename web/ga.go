@@ -57,8 +57,8 @@ func (s *Server) holdGAPlaces(w http.ResponseWriter, r *http.Request, a hold.Act
 		return s.answerCart(w, r, a, event, "You are clicking very fast; wait a moment and try again.", "error", "")
 	}
 	key := r.FormValue("key")
-	if !validFormKey(key) {
-		return s.answerCart(w, r, a, event, malformedFormKey, "error", "")
+	if !httpx.ValidFormKey(key) {
+		return s.answerCart(w, r, a, event, httpx.MalformedFormKey, "error", "")
 	}
 	req := hold.Request{Event: event, GA: &hold.GA{Section: section, Count: n}, Key: key, Source: hold.SourceWeb}
 	if _, err := s.deps.Holds.Hold(r.Context(), a, req); err != nil {

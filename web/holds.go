@@ -169,7 +169,7 @@ func (s *Server) createHold(w http.ResponseWriter, r *http.Request, a hold.Actor
 			return &apperr.Error{Code: apperr.Invalid, Message: "best_available chooses the seats: name none",
 				Fields: map[string]string{"best_available": "must not be given with seat_id, seat_ids or with_companion"}}
 		}
-		key, err := optionalIdempotencyKey(r)
+		key, err := httpx.OptionalIdempotencyKey(r)
 		if err != nil {
 			return err
 		}
@@ -223,7 +223,7 @@ func (s *Server) holdGA(w http.ResponseWriter, r *http.Request, a hold.Actor, ev
 		return &apperr.Error{Code: apperr.Invalid, Message: "give ga or seats, not both",
 			Fields: map[string]string{"ga": "must not be given with seat_id, seat_ids or best_available"}}
 	}
-	key, err := optionalIdempotencyKey(r)
+	key, err := httpx.OptionalIdempotencyKey(r)
 	if err != nil {
 		return err
 	}
@@ -308,39 +308,6 @@ type purchaseInput struct {
 	HoldIDs []string `json:"hold_ids" validate:"required,min=1,max=100,unique,dive,id"`
 }
 
-// maxIdempotencyKey matches the bookings column's limit.
-const maxIdempotencyKey = 200
-
-// optionalIdempotencyKey reads an Idempotency-Key header if the request
-// has one ("" if not), as idempotencyKey does.
-func optionalIdempotencyKey(r *http.Request) (string, error) {
-	if _, ok := r.Header["Idempotency-Key"]; !ok {
-		return "", nil
-	}
-	return idempotencyKey(r)
-}
-
-// idempotencyKey reads the Idempotency-Key header: 1 to 200 visible ASCII
-// characters (it is stored and compared verbatim).
-func idempotencyKey(r *http.Request) (string, error) {
-	key := r.Header.Get("Idempotency-Key")
-	if !validKey(key) {
-		return "", &apperr.Error{Code: apperr.Invalid,
-			Message: "send an Idempotency-Key header of 1 to 200 visible ASCII characters",
-			Fields:  map[string]string{"Idempotency-Key": "must be 1 to 200 visible ASCII characters"}}
-	}
-	return key, nil
-}
-
-// validKey says whether key is 1 to 200 visible ASCII characters.
-func validKey(key string) bool {
-	bad := len(key) == 0 || len(key) > maxIdempotencyKey
-	for i := 0; i < len(key) && !bad; i++ {
-		bad = key[i] < 0x21 || key[i] > 0x7e
-	}
-	return !bad
-}
-
 // purchase turns the listed holds into a booking: 201 new, 200 replayed
 // (same key and payload), 422 when the key was used for another payload.
 func (s *Server) purchase(w http.ResponseWriter, r *http.Request, a hold.Actor) error {
@@ -348,7 +315,7 @@ func (s *Server) purchase(w http.ResponseWriter, r *http.Request, a hold.Actor) 
 	if err != nil {
 		return err
 	}
-	key, err := idempotencyKey(r)
+	key, err := httpx.IdempotencyKey(r)
 	if err != nil {
 		return err
 	}

@@ -20,37 +20,9 @@ import (
 	"seatd/views"
 	"seatd/web/httpx"
 	"seatd/web/live"
+	"seatd/web/render"
 	"seatd/web/session"
 )
-
-// renderError shows an error as a page; internal errors are logged and
-// shown as a generic sentence.
-func (s *Server) renderError(w http.ResponseWriter, r *http.Request, err error) {
-	status, e := s.errs.Resolve(w, r, err)
-	if status == http.StatusInternalServerError && r.Context().Err() != nil {
-		return // the browser went away; nobody reads the page
-	}
-	s.render(w, r, status, views.ErrorPage(s.pageMeta(r, http.StatusText(status)), status, e.Message))
-}
-
-func (s *Server) render(w http.ResponseWriter, r *http.Request, status int, c templ.Component) {
-	w.Header().Set("Content-Type", "text/html; charset=utf-8")
-	w.WriteHeader(status)
-	if err := c.Render(r.Context(), w); err != nil {
-		s.log.WarnContext(r.Context(), "render", "path", r.URL.Path, "err", err)
-	}
-}
-
-func (s *Server) pageMeta(r *http.Request, title string) views.Page {
-	p := views.Page{Title: title, Asset: s.assets.Path}
-	if _, ok := session.ActorFrom(r.Context()); ok {
-		ctx := r.Context()
-		acct := s.sessions.Account(ctx)
-		p.User = &views.User{Email: acct.Email, Role: string(acct.Role), OrgName: acct.OrgName, OrgSlug: acct.OrgSlug}
-		p.Flash = s.sessions.PopFlash(ctx)
-	}
-	return p
-}
 
 func (s *Server) home(w http.ResponseWriter, r *http.Request) {
 	if _, ok := session.ActorFrom(r.Context()); ok {
@@ -65,35 +37,26 @@ func (s *Server) loginPage(w http.ResponseWriter, r *http.Request) {
 	if len(org) > 40 {
 		org = ""
 	}
-	s.render(w, r, http.StatusOK, views.Login(s.pageMeta(r, "Sign in"), views.LoginForm{Org: org}))
+	s.pages.Render(w, r, http.StatusOK, views.Login(s.pages.Meta(r, "Sign in"), views.LoginForm{Org: org}))
 }
 
 func (s *Server) signupPage(w http.ResponseWriter, r *http.Request) {
 	slug := strings.ToLower(r.PathValue("org"))
 	org, err := s.deps.Store.Accounts.OrgBySlug(r.Context(), slug)
 	if err != nil || len(slug) > 40 {
-		s.renderError(w, r, apperr.E(apperr.NotFound, "no such organization"))
+		s.pages.Error(w, r, apperr.E(apperr.NotFound, "no such organization"))
 		return
 	}
-	s.render(w, r, http.StatusOK, views.Signup(s.pageMeta(r, "Sign up"), views.SignupForm{OrgSlug: org.Slug, OrgName: org.Name}))
+	s.pages.Render(w, r, http.StatusOK, views.Signup(s.pages.Meta(r, "Sign up"), views.SignupForm{OrgSlug: org.Slug, OrgName: org.Name}))
 }
 
 func (s *Server) eventsPage(w http.ResponseWriter, r *http.Request, a hold.Actor) error {
-	evs, err := s.deps.Store.Events.List(r.Context(), a.Org)
+	evs, err := s.events.List(r.Context(), a)
 	if err != nil {
 		return err
 	}
-	s.render(w, r, http.StatusOK, views.Events(s.pageMeta(r, "Events"), eventsVM(visibleEvents(a, evs))))
+	s.pages.Render(w, r, http.StatusOK, views.Events(s.pages.Meta(r, "Events"), render.Events(evs)))
 	return nil
-}
-
-func eventsVM(evs []store.Event) []views.Event {
-	out := make([]views.Event, len(evs))
-	for i, e := range evs {
-		out[i] = views.Event{ID: e.ID.String(), Name: e.Name, Venue: e.Venue, StartsAt: e.StartsAt.In(venueTime(e)),
-			Seats: e.Seats, Status: string(e.Status)}
-	}
-	return out
 }
 
 // seatMap builds the venue view of an event for the actor: the overview
@@ -101,7 +64,7 @@ func eventsVM(evs []store.Event) []views.Event {
 // empty or unknown). Only that section's seats become elements, so the
 // page grows with the largest section, not with the venue.
 func (s *Server) seatMap(ctx context.Context, a hold.Actor, event uuid.UUID, section string) (views.SeatMap, error) {
-	ev, err := s.eventFor(ctx, a, event)
+	ev, err := s.events.Event(ctx, a, event)
 	if err != nil {
 		return views.SeatMap{}, err
 	}
@@ -116,10 +79,10 @@ func (s *Server) seatMap(ctx context.Context, a hold.Actor, event uuid.UUID, sec
 	m := views.SeatMap{EventID: event.String(), EventName: ev.Name, GA: ga}
 	for i, c := range ev.Categories {
 		m.Categories = append(m.Categories, views.Category{Cat: i + 1, Key: c.Key, Name: c.Name, Color: c.Color,
-			Price: formatPrice(c.PriceMinor, c.Currency)})
+			Price: render.Price(c.PriceMinor, c.Currency)})
 	}
 	if err := hold.NotOnSale(ev, time.Now()); err != nil && a.Role == hold.RoleBuyer {
-		m.NotOnSale = apperrMessage(err) + "."
+		m.NotOnSale = httpx.Message(err) + "."
 	}
 	m.Choose = views.Choose{EventID: m.EventID, Categories: m.Categories, Strict: ev.OrphanRule == "strict",
 		MaxSeats: s.deps.Cfg.MaxSeatsPerRequest}
@@ -302,7 +265,7 @@ func (s *Server) seatMapPage(w http.ResponseWriter, r *http.Request, a hold.Acto
 	if err != nil {
 		return err
 	}
-	s.render(w, r, http.StatusOK, views.SeatMapPage(s.pageMeta(r, m.EventName), m, c))
+	s.pages.Render(w, r, http.StatusOK, views.SeatMapPage(s.pages.Meta(r, m.EventName), m, c))
 	return nil
 }
 
@@ -315,7 +278,7 @@ func (s *Server) venueFragment(w http.ResponseWriter, r *http.Request, a hold.Ac
 	if err != nil {
 		return err
 	}
-	s.render(w, r, http.StatusOK, views.Venue(m))
+	s.pages.Render(w, r, http.StatusOK, views.Venue(m))
 	return nil
 }
 
@@ -338,12 +301,12 @@ func (s *Server) cart(ctx context.Context, a hold.Actor, event uuid.UUID) (views
 		return c, err
 	}
 	c.Extension = moreTime(ext)
-	var total sum
+	var total render.Sum
 	for _, h := range hs {
 		item, cat := s.cartHold(a, event, h, prices)
 		c.Holds = append(c.Holds, item)
 		if p, ok := prices[cat]; ok {
-			total.add(p.PriceMinor, p.Currency)
+			total.Add(p.PriceMinor, p.Currency)
 		}
 	}
 	c.Total = total.String()
@@ -379,8 +342,8 @@ func moreTime(d time.Duration) string {
 // category.
 func priced(item *views.CartHold, prices map[string]store.Category, cat string) {
 	if p, ok := prices[cat]; ok && cat != "" && p.Currency != "" {
-		item.Price = formatPrice(p.PriceMinor, p.Currency)
-		item.PriceMinor, item.Currency, item.Scale = p.PriceMinor, p.Currency, currencyScale(p.Currency)
+		item.Price = render.Price(p.PriceMinor, p.Currency)
+		item.PriceMinor, item.Currency, item.Scale = p.PriceMinor, p.Currency, render.Scale(p.Currency)
 	}
 }
 
@@ -402,7 +365,7 @@ func (s *Server) cartFragment(w http.ResponseWriter, r *http.Request, a hold.Act
 	if err != nil {
 		return err
 	}
-	s.render(w, r, http.StatusOK, views.CartPanel(c))
+	s.pages.Render(w, r, http.StatusOK, views.CartPanel(c))
 	return nil
 }
 
@@ -420,7 +383,7 @@ func (s *Server) answerCart(w http.ResponseWriter, r *http.Request, a hold.Actor
 			comps = append(comps, views.SeatButton(seatVM(event, st, a.User), true))
 		}
 	}
-	s.render(w, r, http.StatusOK, templ.Join(comps...))
+	s.pages.Render(w, r, http.StatusOK, templ.Join(comps...))
 	return nil
 }
 
@@ -549,15 +512,7 @@ func (s *Server) pay(w http.ResponseWriter, r *http.Request, a hold.Actor) error
 }
 
 func (s *Server) bookingPage(w http.ResponseWriter, r *http.Request, a hold.Actor) error {
-	id, err := httpx.PathID(r, "booking")
-	if err != nil {
-		return err
-	}
-	b, err := s.deps.BoxOffice.Booking(r.Context(), a, id)
-	if err != nil {
-		return err
-	}
-	ev, err := s.deps.Store.Events.Event(r.Context(), a.Org, b.EventID)
+	b, ev, err := s.bookings.WithEvent(r, a)
 	if err != nil {
 		return err
 	}
@@ -565,9 +520,9 @@ func (s *Server) bookingPage(w http.ResponseWriter, r *http.Request, a hold.Acto
 		CancelReason: b.CancelReason, EventName: ev.Name, CreatedAt: b.CreatedAt}
 	for _, t := range b.Tickets {
 		out.Tickets = append(out.Tickets, views.Ticket{ID: t.ID.String(), Label: cmp.Or(t.Place, "Seat "+t.Seat), Cancelled: t.Cancelled(),
-			Price: formatPrice(t.PriceMinor, t.Currency)})
+			Price: render.Price(t.PriceMinor, t.Currency)})
 	}
-	s.render(w, r, http.StatusOK, views.BookingPage(s.pageMeta(r, "Booking"), out))
+	s.pages.Render(w, r, http.StatusOK, views.BookingPage(s.pages.Meta(r, "Booking"), out))
 	return nil
 }
 
@@ -587,8 +542,8 @@ func (s *Server) liveSocket(stream live.Stream) session.Handler {
 		if err != nil {
 			return err
 		}
-		// A draft's live view is its organizers' (eventFor).
-		if _, err := s.eventFor(r.Context(), a, event); err != nil {
+		// A draft's live view is its organizers' (query.Events).
+		if _, err := s.events.Event(r.Context(), a, event); err != nil {
 			return err
 		}
 		s.hub.Serve(w, r, live.Viewer{Actor: a, Event: event, SessionToken: s.sessions.StoredToken(r.Context()),

@@ -14,6 +14,7 @@ import (
 	"seatd/internal/hold"
 	"seatd/views"
 	"seatd/web/httpx"
+	"seatd/web/render"
 )
 
 // Staff releasing buyers' holds from the box office, and the notice the
@@ -107,7 +108,7 @@ func (s *staffPages) releaseNotice(d hold.Delta) []byte {
 	if st, ok := s.deps.Events.SeatLayout(d.Org, d.Event, d.Seat); ok {
 		label = st.Label()
 	}
-	b, err := renderBytes(context.Background(), views.ReleaseNotice(label))
+	b, err := render.Bytes(context.Background(), views.ReleaseNotice(label))
 	if err != nil {
 		return nil
 	}

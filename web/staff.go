@@ -1,7 +1,6 @@
 package web
 
 import (
-	"bytes"
 	"context"
 	"net/http"
 	"sync"
@@ -15,6 +14,7 @@ import (
 	"seatd/views"
 	"seatd/web/httpx"
 	"seatd/web/live"
+	"seatd/web/render"
 )
 
 // Staff pages: the organizer's dashboard (dashboard.go, registrypanel.go),
@@ -60,7 +60,7 @@ func (s *staffPages) staffEvent(r *http.Request, a hold.Actor) (store.Event, err
 // navigation bar.
 func (s *staffPages) renderStaff(w http.ResponseWriter, r *http.Request, ev store.Event, c templ.Component) {
 	ctx := views.WithEventNav(r.Context(), views.EventNav{ID: ev.ID.String()})
-	s.render(w, r.WithContext(ctx), http.StatusOK, c)
+	s.pages.Render(w, r.WithContext(ctx), http.StatusOK, c)
 }
 
 // internalText logs an internal error and returns what a panel shows
@@ -96,7 +96,7 @@ func (sr *staffPages) RenderStaff(ctx context.Context, st live.Stream, b live.St
 	}
 	var out []byte
 	if err == nil {
-		out, err = renderBytes(ctx, comps...)
+		out, err = render.Bytes(ctx, comps...)
 	}
 	if err != nil {
 		if ctx.Err() == nil {
@@ -105,16 +105,6 @@ func (sr *staffPages) RenderStaff(ctx context.Context, st live.Stream, b live.St
 		return nil
 	}
 	return out
-}
-
-func renderBytes(ctx context.Context, comps ...templ.Component) ([]byte, error) {
-	var b bytes.Buffer
-	for _, c := range comps {
-		if err := c.Render(ctx, &b); err != nil {
-			return nil, err
-		}
-	}
-	return b.Bytes(), nil
 }
 
 func plural(n int, one, many string) string {

@@ -14,6 +14,7 @@ import (
 	"seatd/internal/store"
 	"seatd/views"
 	"seatd/web/httpx"
+	"seatd/web/render"
 )
 
 // waitlistInput is a request to wait for seats (docs/architecture.md#the-waitlist).
@@ -127,7 +128,7 @@ func (s *Server) waitlistStatus(w http.ResponseWriter, r *http.Request, a hold.A
 	if err != nil {
 		return err
 	}
-	s.render(w, r, http.StatusOK, views.WaitlistStatus(waitlistVM(event, es, time.Now(), msg)))
+	s.pages.Render(w, r, http.StatusOK, views.WaitlistStatus(waitlistVM(event, es, time.Now(), msg)))
 	return nil
 }
 
@@ -139,7 +140,7 @@ func (s *Server) waitlistStatus(w http.ResponseWriter, r *http.Request, a hold.A
 func waitlistVM(event uuid.UUID, es []store.WaitlistEntry, now time.Time, msg string) views.Waitlist {
 	vm := views.Waitlist{EventID: event.String(), Message: msg}
 	for _, e := range es {
-		we := waitEntry(e)
+		we := render.WaitEntry(e)
 		if e.Status == store.WaitlistOffered {
 			switch e.Offer {
 			case store.OfferBought:
@@ -184,13 +185,13 @@ func (lp livePanels) RenderWaitlists(ctx context.Context, org, event uuid.UUID, 
 			continue
 		}
 		vm.Live = true
-		b, err := renderBytes(ctx, views.WaitlistStatus(vm))
+		b, err := render.Bytes(ctx, views.WaitlistStatus(vm))
 		if err != nil {
 			return nil, nil, err
 		}
 		panels[user] = b
 	}
-	cleared, err := renderBytes(ctx, views.WaitlistStatus(views.Waitlist{EventID: event.String(), Live: true}))
+	cleared, err := render.Bytes(ctx, views.WaitlistStatus(views.Waitlist{EventID: event.String(), Live: true}))
 	if err != nil {
 		return nil, nil, err
 	}
@@ -247,7 +248,7 @@ func (p *staffPages) staffWaitlistFragment(w http.ResponseWriter, r *http.Reques
 	if err != nil {
 		return err
 	}
-	p.render(w, r, http.StatusOK, views.StaffWaitlistPanel(staffWaitlistVM(event, n, first), false))
+	p.pages.Render(w, r, http.StatusOK, views.StaffWaitlistPanel(staffWaitlistVM(event, n, first), false))
 	return nil
 }
 
@@ -257,15 +258,9 @@ const staffWaitlistFirst = 10
 func staffWaitlistVM(event uuid.UUID, waiting int, first []store.WaitlistEntry) views.StaffWaitlist {
 	vm := views.StaffWaitlist{EventID: event.String(), Waiting: waiting}
 	for _, e := range first {
-		vm.First = append(vm.First, waitEntry(e))
+		vm.First = append(vm.First, render.WaitEntry(e))
 	}
 	return vm
-}
-
-// waitEntry is an entry as the buyer's and the staff's panels show it.
-func waitEntry(e store.WaitlistEntry) views.WaitEntry {
-	return views.WaitEntry{ID: e.ID.String(), Seats: e.Seats, Category: e.Category, Section: e.SectionLabel,
-		Accessible: e.Accessible, Status: e.Status, Position: e.Position, OfferUntil: e.OfferUntil}
 }
 
 // RenderStaffWaitlist renders the dashboard's waitlist panel, out of band
@@ -275,5 +270,5 @@ func (lp livePanels) RenderStaffWaitlist(ctx context.Context, org, event uuid.UU
 	if err != nil {
 		return nil, err
 	}
-	return renderBytes(ctx, views.StaffWaitlistPanel(staffWaitlistVM(event, n, first), true))
+	return render.Bytes(ctx, views.StaffWaitlistPanel(staffWaitlistVM(event, n, first), true))
 }

@@ -16,7 +16,9 @@ import (
 	"seatd/static"
 	"seatd/web/httpx"
 	"seatd/web/live"
+	"seatd/web/query"
 	"seatd/web/ratelimit"
+	"seatd/web/render"
 	"seatd/web/session"
 )
 
@@ -32,6 +34,10 @@ type Server struct {
 	sessions *session.Sessions
 	assets   *static.Assets
 	hub      *live.Hub
+	pages    *render.Pages
+	events   *query.Events
+	bookings *query.Bookings
+	delivery *query.Deliveries
 	limits   *ratelimit.Limiter
 	lockout  *ratelimit.Lockout
 	keys     *auth.APIKeys
@@ -55,7 +61,9 @@ func newServer(d Deps, o options) *Server {
 		panic(err)
 	}
 	s := &Server{deps: d, log: d.Log, mux: http.NewServeMux(), dec: httpx.NewDecoder(), errs: httpx.NewErrors(d.Log), assets: assets}
-	s.guard = session.Guards{Errors: s.errs, RenderError: s.renderError}
+	s.events = query.NewEvents(d.Store.Events)
+	s.bookings = query.NewBookings(d.BoxOffice, d.Store.Events)
+	s.delivery = query.NewDeliveries(d.Store.Webhooks)
 	s.hub = live.New(d.Engine, liveRenderer{events: d.Events}, d.Log, live.Options{
 		MaxClients:    d.Cfg.MaxSockets,
 		MaxPerSession: d.Cfg.MaxSocketsPerSession,
@@ -69,6 +77,8 @@ func newServer(d Deps, o options) *Server {
 		Keys: s.keys, KeyLimit: s.limits, Errors: s.errs, Log: d.Log,
 		Lifetime: d.Cfg.SessionLifetime, IdleTimeout: d.Cfg.SessionIdleTimeout,
 		CookieSecure: d.Cfg.CookieSecure, NoCache: o.noSessionCache})
+	s.pages = render.New(d.Log, s.errs, s.sessions, assets.Path)
+	s.guard = session.Guards{Errors: s.errs, RenderError: s.pages.Error}
 	s.hooks = webhook.NewEndpoints(d.Store.Webhooks, d.Cfg.WebhookAllowPrivate)
 	s.routes()
 	// Outermost first: log and recover, compress, headers on every answer, refuse
@@ -77,7 +87,7 @@ func newServer(d Deps, o options) *Server {
 	s.handler = httpx.Observe(d.Log, d.Registry,
 		httpx.Compress(
 			httpx.SecurityHeaders(d.Cfg.CookieSecure,
-				httpx.RefuseHostileText(s.errs, s.renderError,
+				httpx.RefuseHostileText(s.errs, s.pages.Error,
 					httpx.CrossOrigin(s.errs, hasBearerKey,
 						s.sessions.Load(
 							httpx.RouteInfo(s.errs, s.mux)))))))

@@ -8,7 +8,6 @@ import (
 
 	"github.com/google/uuid"
 
-	"seatd/internal/apperr"
 	"seatd/internal/hold"
 	"seatd/internal/store"
 	"seatd/internal/webhook"
@@ -19,9 +18,6 @@ import (
 // Webhooks: organizers register URLs that receive the organization's
 // changes; the deliveries themselves are written by the change's own
 // transaction and sent by internal/webhook.
-
-// deliveriesPageSize is the number of deliveries listed per page.
-const deliveriesPageSize = 50
 
 type webhookInput struct {
 	URL    string   `json:"url" validate:"required,max=2000"`
@@ -88,38 +84,8 @@ type deliveryJSON struct {
 	DeliveredAt   *time.Time      `json:"delivered_at"`
 }
 
-// endpointDeliveries reads a page of an endpoint's deliveries (?before= a
-// cursor from the previous page).
-func (s *Server) endpointDeliveries(r *http.Request, a hold.Actor) (store.WebhookEndpoint, []store.Delivery, int64, error) {
-	id, err := httpx.PathID(r, "webhook")
-	if err != nil {
-		return store.WebhookEndpoint{}, nil, 0, err
-	}
-	var before int64
-	if b := r.URL.Query().Get("before"); b != "" {
-		if before, err = strconv.ParseInt(b, 10, 64); err != nil || before <= 0 {
-			return store.WebhookEndpoint{}, nil, 0, &apperr.Error{Code: apperr.Invalid, Message: "before must be a cursor from a previous page",
-				Fields: map[string]string{"before": "must be a positive integer"}}
-		}
-	}
-	e, err := s.deps.Store.Webhooks.Endpoint(r.Context(), a.Org, id)
-	if err != nil {
-		return e, nil, 0, err
-	}
-	ds, err := s.deps.Store.Webhooks.Deliveries(r.Context(), a.Org, id, before, deliveriesPageSize+1)
-	if err != nil {
-		return e, nil, 0, err
-	}
-	var next int64
-	if len(ds) > deliveriesPageSize {
-		ds = ds[:deliveriesPageSize]
-		next = ds[len(ds)-1].ID
-	}
-	return e, ds, next, nil
-}
-
 func (s *Server) listDeliveries(w http.ResponseWriter, r *http.Request, a hold.Actor) error {
-	_, ds, next, err := s.endpointDeliveries(r, a)
+	_, ds, next, err := s.delivery.Page(r, a)
 	if err != nil {
 		return err
 	}
@@ -178,7 +144,7 @@ func (s *Server) renderWebhooks(w http.ResponseWriter, r *http.Request, a hold.A
 	for _, e := range es {
 		v.Endpoints = append(v.Endpoints, views.Webhook{ID: e.ID.String(), URL: e.URL, Events: e.Events, CreatedAt: e.CreatedAt})
 	}
-	s.render(w, r, status, views.WebhooksPage(s.pageMeta(r, "Webhooks"), v))
+	s.pages.Render(w, r, status, views.WebhooksPage(s.pages.Meta(r, "Webhooks"), v))
 	return nil
 }
 
@@ -214,7 +180,7 @@ func (s *Server) deleteWebhookForm(w http.ResponseWriter, r *http.Request, a hol
 }
 
 func (s *Server) deliveriesPage(w http.ResponseWriter, r *http.Request, a hold.Actor) error {
-	e, ds, next, err := s.endpointDeliveries(r, a)
+	e, ds, next, err := s.delivery.Page(r, a)
 	if err != nil {
 		return err
 	}
@@ -237,7 +203,7 @@ func (s *Server) deliveriesPage(w http.ResponseWriter, r *http.Request, a hold.A
 		}
 		v.Rows = append(v.Rows, row)
 	}
-	s.render(w, r, http.StatusOK, views.DeliveriesPage(s.pageMeta(r, "Webhook deliveries"), v))
+	s.pages.Render(w, r, http.StatusOK, views.DeliveriesPage(s.pages.Meta(r, "Webhook deliveries"), v))
 	return nil
 }
 

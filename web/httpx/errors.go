@@ -91,6 +91,15 @@ func DomainError(err error) (*apperr.Error, bool) {
 	return nil, false
 }
 
+// Message is the sentence a person is shown for err: a domain error's
+// message, InternalMessage for a failure of ours.
+func Message(err error) string {
+	if e, ok := DomainError(err); ok {
+		return e.Message
+	}
+	return InternalMessage
+}
+
 // retryAfter is an error that says when to try again, in seconds: the
 // rate limits' refusals (web/ratelimit).
 type retryAfter interface {
