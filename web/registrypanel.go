@@ -18,7 +18,7 @@ import (
 // registryVM reads the tiers' agreement; a failure shows in the panel.
 func (s *staffPages) registryVM(ctx context.Context, a hold.Actor, event uuid.UUID, msg string) views.Registry {
 	out := views.Registry{EventID: event.String(), Message: msg, CheckedAt: time.Now()}
-	reg, at, err := s.flights.status(ctx, a, event)
+	reg, at, err := s.flights.Status(ctx, a, event)
 	if err != nil {
 		out.Err = s.internalText(ctx, "registry status", err)
 		return out
@@ -53,7 +53,7 @@ func (s *staffPages) reconcileFragment(w http.ResponseWriter, r *http.Request, a
 	}
 	ctx := r.Context()
 	out := views.Registry{EventID: ev.ID.String(), CheckedAt: time.Now()}
-	reg, at, err := s.flights.reconciled(ctx, a, ev.ID)
+	reg, at, err := s.flights.Reconciled(ctx, a, ev.ID)
 	if err != nil {
 		out = s.registryVM(ctx, a, ev.ID, "Reconcile failed: "+s.internalText(ctx, "reconcile", err))
 	} else {
@@ -98,7 +98,7 @@ func (sr *staffPages) liveRegistry(ctx context.Context, a hold.Actor, event uuid
 	sr.registry[key] = &registryCheck{at: now, inconsistent: last != nil && last.inconsistent}
 	sr.mu.Unlock()
 
-	reg, _, err := sr.flights.status(ctx, a, event)
+	reg, _, err := sr.flights.Status(ctx, a, event)
 	if err != nil {
 		sr.log.Warn("live registry check", "org", a.Org, "event", event, "err", err)
 		return views.Registry{}, false

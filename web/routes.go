@@ -16,6 +16,7 @@ import (
 func (s *Server) routes() {
 	authed, page, public := s.guard.Authed, s.guard.Page, s.guard.Public
 	const buyer, staff, organizer, anyRole = session.Buyer, session.Staff, session.Organizer, session.AnyRole
+	h := s.api
 
 	// Probes, where load balancers look; metrics and profiles are on the
 	// ops listener only (Ops, ops.go).
@@ -23,70 +24,70 @@ func (s *Server) routes() {
 	s.mux.HandleFunc("GET /readyz", s.readyz)
 
 	// Accounts.
-	s.mux.HandleFunc("POST /login", public(s.login))
-	s.mux.HandleFunc("POST /o/{org}/signup", public(s.signup))
-	s.mux.HandleFunc("POST /logout", public(s.logout))
-	s.mux.HandleFunc("GET /api/v1/me", authed(anyRole, s.me))
+	s.mux.HandleFunc("POST /login", public(h.Accounts.Login))
+	s.mux.HandleFunc("POST /o/{org}/signup", public(h.Accounts.Signup))
+	s.mux.HandleFunc("POST /logout", public(h.Accounts.Logout))
+	s.mux.HandleFunc("GET /api/v1/me", authed(anyRole, h.Accounts.Me))
 
 	// Events and seats.
-	s.mux.HandleFunc("GET /api/v1/events", authed(anyRole, s.listEvents))
-	s.mux.HandleFunc("GET /api/v1/events/{event}", authed(anyRole, s.getEvent))
-	s.mux.HandleFunc("GET /api/v1/events/{event}/seats", authed(anyRole, s.listSeats))
-	s.mux.HandleFunc("POST /api/v1/events", authed(organizer, s.createEvent))
-	s.mux.HandleFunc("PATCH /api/v1/events/{event}", authed(organizer, s.updateEvent))
-	s.mux.HandleFunc("DELETE /api/v1/events/{event}", authed(organizer, s.deleteEvent))
+	s.mux.HandleFunc("GET /api/v1/events", authed(anyRole, h.Events.List))
+	s.mux.HandleFunc("GET /api/v1/events/{event}", authed(anyRole, h.Events.Get))
+	s.mux.HandleFunc("GET /api/v1/events/{event}/seats", authed(anyRole, h.Events.Seats))
+	s.mux.HandleFunc("POST /api/v1/events", authed(organizer, h.Events.Create))
+	s.mux.HandleFunc("PATCH /api/v1/events/{event}", authed(organizer, h.Events.Update))
+	s.mux.HandleFunc("DELETE /api/v1/events/{event}", authed(organizer, h.Events.Delete))
 
 	// Venue charts (docs/architecture.md#charts-and-events); the organizer's alone.
-	s.mux.HandleFunc("POST /api/v1/charts", authed(organizer, s.createChart))
-	s.mux.HandleFunc("GET /api/v1/charts", authed(organizer, s.listCharts))
-	s.mux.HandleFunc("GET /api/v1/charts/{chart}", authed(organizer, s.getChart))
-	s.mux.HandleFunc("PUT /api/v1/charts/{chart}", authed(organizer, s.updateChart))
-	s.mux.HandleFunc("DELETE /api/v1/charts/{chart}", authed(organizer, s.deleteChart))
+	s.mux.HandleFunc("POST /api/v1/charts", authed(organizer, h.Charts.Create))
+	s.mux.HandleFunc("GET /api/v1/charts", authed(organizer, h.Charts.List))
+	s.mux.HandleFunc("GET /api/v1/charts/{chart}", authed(organizer, h.Charts.Get))
+	s.mux.HandleFunc("PUT /api/v1/charts/{chart}", authed(organizer, h.Charts.Update))
+	s.mux.HandleFunc("DELETE /api/v1/charts/{chart}", authed(organizer, h.Charts.Delete))
 
 	// Buying.
 	// Staff hold here too, for a named customer only (createHold).
-	s.mux.HandleFunc("POST /api/v1/events/{event}/holds", authed(anyRole, s.createHold))
-	s.mux.HandleFunc("GET /api/v1/events/{event}/holds/mine", authed(buyer, s.myHolds))
-	s.mux.HandleFunc("DELETE /api/v1/holds/{hold}", authed(anyRole, s.releaseHold))
-	s.mux.HandleFunc("POST /api/v1/events/{event}/checkout", authed(buyer, s.checkout))
-	s.mux.HandleFunc("POST /api/v1/events/{event}/purchase", authed(buyer, s.purchase))
+	s.mux.HandleFunc("POST /api/v1/events/{event}/holds", authed(anyRole, h.Holds.Create))
+	s.mux.HandleFunc("GET /api/v1/events/{event}/holds/mine", authed(buyer, h.Holds.Mine))
+	s.mux.HandleFunc("DELETE /api/v1/holds/{hold}", authed(anyRole, h.Holds.Release))
+	s.mux.HandleFunc("POST /api/v1/events/{event}/checkout", authed(buyer, h.Holds.Checkout))
+	s.mux.HandleFunc("POST /api/v1/events/{event}/purchase", authed(buyer, h.Holds.Purchase))
 	// The waitlist (docs/architecture.md#the-waitlist): buyers join and
 	// leave; staff see the line and may take anyone out of it.
-	s.mux.HandleFunc("POST /api/v1/events/{event}/waitlist", authed(buyer, s.joinWaitlist))
-	s.mux.HandleFunc("GET /api/v1/events/{event}/waitlist/mine", authed(buyer, s.myWaitlist))
-	s.mux.HandleFunc("GET /api/v1/events/{event}/waitlist", authed(staff, s.eventWaitlist))
-	s.mux.HandleFunc("DELETE /api/v1/waitlist/{entry}", authed(anyRole, s.leaveWaitlist))
+	s.mux.HandleFunc("POST /api/v1/events/{event}/waitlist", authed(buyer, h.Waitlist.Join))
+	s.mux.HandleFunc("GET /api/v1/events/{event}/waitlist/mine", authed(buyer, h.Waitlist.Mine))
+	s.mux.HandleFunc("GET /api/v1/events/{event}/waitlist", authed(staff, h.Waitlist.Line))
+	s.mux.HandleFunc("DELETE /api/v1/waitlist/{entry}", authed(anyRole, h.Waitlist.Leave))
 
 	// Staff.
-	s.mux.HandleFunc("GET /api/v1/events/{event}/holds", authed(staff, s.eventHolds))
-	s.mux.HandleFunc("GET /api/v1/events/{event}/occupancy", authed(staff, s.occupancy))
+	s.mux.HandleFunc("GET /api/v1/events/{event}/holds", authed(staff, h.Holds.EventHolds))
+	s.mux.HandleFunc("GET /api/v1/events/{event}/occupancy", authed(staff, h.Registry.Occupancy))
 	// Box office blocks and unblocks too (docs/box-office.md: their page
 	// has a small seat map for it).
-	s.mux.HandleFunc("POST /api/v1/events/{event}/seats/{seat}/block", authed(staff, s.blockSeat))
-	s.mux.HandleFunc("POST /api/v1/events/{event}/seats/{seat}/unblock", authed(staff, s.unblockSeat))
-	s.mux.HandleFunc("POST /api/v1/events/{event}/sales", authed(staff, s.sell))
-	s.mux.HandleFunc("GET /api/v1/bookings", authed(staff, s.findBookings))
-	s.mux.HandleFunc("GET /api/v1/bookings/{booking}", authed(anyRole, s.getBooking))
-	s.mux.HandleFunc("POST /api/v1/bookings/{booking}/cancel", authed(staff, s.cancelBooking))
-	s.mux.HandleFunc("GET /api/v1/events/{event}/house-seats", authed(staff, s.listHouseSeats))
-	s.mux.HandleFunc("POST /api/v1/events/{event}/house-seats", authed(staff, s.createHouseSeats))
-	s.mux.HandleFunc("POST /api/v1/house-seats/{allocation}/release", authed(staff, s.releaseHouseSeats))
-	s.mux.HandleFunc("GET /api/v1/events/{event}/registry", authed(organizer, s.registry))
-	s.mux.HandleFunc("POST /api/v1/events/{event}/registry/reconcile", authed(organizer, s.reconcile))
-	s.mux.HandleFunc("GET /api/v1/events/{event}/exports/seats.csv", authed(organizer, s.exportCSV(store.ExportSeats)))
-	s.mux.HandleFunc("GET /api/v1/events/{event}/exports/bookings.csv", authed(organizer, s.exportCSV(store.ExportBookings)))
-	s.mux.HandleFunc("GET /api/v1/events/{event}/exports/audit.csv", authed(organizer, s.exportCSV(store.ExportAudit)))
+	s.mux.HandleFunc("POST /api/v1/events/{event}/seats/{seat}/block", authed(staff, h.Events.Block))
+	s.mux.HandleFunc("POST /api/v1/events/{event}/seats/{seat}/unblock", authed(staff, h.Events.Unblock))
+	s.mux.HandleFunc("POST /api/v1/events/{event}/sales", authed(staff, h.BoxOffice.Sell))
+	s.mux.HandleFunc("GET /api/v1/bookings", authed(staff, h.BoxOffice.Find))
+	s.mux.HandleFunc("GET /api/v1/bookings/{booking}", authed(anyRole, h.BoxOffice.Booking))
+	s.mux.HandleFunc("POST /api/v1/bookings/{booking}/cancel", authed(staff, h.BoxOffice.Cancel))
+	s.mux.HandleFunc("GET /api/v1/events/{event}/house-seats", authed(staff, h.BoxOffice.HouseSeats))
+	s.mux.HandleFunc("POST /api/v1/events/{event}/house-seats", authed(staff, h.BoxOffice.CreateHouseSeats))
+	s.mux.HandleFunc("POST /api/v1/house-seats/{allocation}/release", authed(staff, h.BoxOffice.ReleaseHouseSeats))
+	s.mux.HandleFunc("GET /api/v1/events/{event}/registry", authed(organizer, h.Registry.Status))
+	s.mux.HandleFunc("POST /api/v1/events/{event}/registry/reconcile", authed(organizer, h.Registry.Reconcile))
+	s.mux.HandleFunc("GET /api/v1/events/{event}/exports/seats.csv", authed(organizer, h.Exports.CSV(store.ExportSeats)))
+	s.mux.HandleFunc("GET /api/v1/events/{event}/exports/bookings.csv", authed(organizer, h.Exports.CSV(store.ExportBookings)))
+	s.mux.HandleFunc("GET /api/v1/events/{event}/exports/audit.csv", authed(organizer, h.Exports.CSV(store.ExportAudit)))
 
 	// Integrators.
 	s.mux.HandleFunc("GET /api/v1/openapi.json", public(s.openAPIDoc))
-	s.mux.HandleFunc("POST /api/v1/api-keys", authed(organizer, s.createAPIKey))
-	s.mux.HandleFunc("GET /api/v1/api-keys", authed(organizer, s.listAPIKeys))
-	s.mux.HandleFunc("DELETE /api/v1/api-keys/{key}", authed(organizer, s.revokeAPIKey))
-	s.mux.HandleFunc("POST /api/v1/webhooks", authed(organizer, s.createWebhook))
-	s.mux.HandleFunc("GET /api/v1/webhooks", authed(organizer, s.listWebhooks))
-	s.mux.HandleFunc("DELETE /api/v1/webhooks/{webhook}", authed(organizer, s.deleteWebhook))
-	s.mux.HandleFunc("GET /api/v1/webhooks/{webhook}/deliveries", authed(organizer, s.listDeliveries))
-	s.mux.HandleFunc("POST /api/v1/webhooks/{webhook}/deliveries/{delivery}/redeliver", authed(organizer, s.redeliver))
+	s.mux.HandleFunc("POST /api/v1/api-keys", authed(organizer, h.Keys.Create))
+	s.mux.HandleFunc("GET /api/v1/api-keys", authed(organizer, h.Keys.List))
+	s.mux.HandleFunc("DELETE /api/v1/api-keys/{key}", authed(organizer, h.Keys.Revoke))
+	s.mux.HandleFunc("POST /api/v1/webhooks", authed(organizer, h.Webhooks.Create))
+	s.mux.HandleFunc("GET /api/v1/webhooks", authed(organizer, h.Webhooks.List))
+	s.mux.HandleFunc("DELETE /api/v1/webhooks/{webhook}", authed(organizer, h.Webhooks.Delete))
+	s.mux.HandleFunc("GET /api/v1/webhooks/{webhook}/deliveries", authed(organizer, h.Webhooks.Deliveries))
+	s.mux.HandleFunc("POST /api/v1/webhooks/{webhook}/deliveries/{delivery}/redeliver", authed(organizer, h.Webhooks.Redeliver))
 
 	// Pages and the buyer's live socket.
 	s.mux.Handle("GET /static/", s.assets)

@@ -12,6 +12,7 @@ import (
 
 	"seatd/internal/config"
 	"seatd/internal/testenv"
+	"seatd/web/api"
 )
 
 // withToken sends a request carrying exactly the given session token.
@@ -190,7 +191,7 @@ func TestFormLogin(t *testing.T) {
 	if r.header.Get("Location") != "/" || c.cookie() == "" {
 		t.Fatalf("form login: Location %q, cookie %q", r.header.Get("Location"), c.cookie())
 	}
-	var me accountJSON
+	var me api.AccountJSON
 	c.do("GET", "/api/v1/me", nil).want(t, http.StatusOK).json(t, &me)
 	if me.User.ID != tn.Buyers[0].ID || me.Org.Slug != tn.Org.Slug || me.User.Role != "buyer" {
 		t.Fatalf("me %+v", me)

@@ -11,6 +11,7 @@ import (
 
 	"seatd/internal/config"
 	"seatd/internal/testenv"
+	"seatd/web/api"
 	"seatd/web/httpx"
 	"seatd/web/live"
 )
@@ -124,7 +125,7 @@ func TestSessionEndClosesSocketsEverywhere(t *testing.T) {
 		bothClosed(t, a, b)
 		// The session is ended, not carried on with either role.
 		c.do("GET", "/api/v1/me", nil).wantErr(t, http.StatusUnauthorized, "unauthorized")
-		var me accountJSON
+		var me api.AccountJSON
 		s1.as(tn.Org, u).do("GET", "/api/v1/me", nil).want(t, http.StatusOK).json(t, &me)
 		if me.User.Role != "buyer" {
 			t.Fatalf("signed in again as %q, want buyer", me.User.Role)

@@ -14,6 +14,7 @@ import (
 	"seatd/internal/auth"
 	"seatd/internal/webhook"
 	"seatd/static"
+	"seatd/web/api"
 	"seatd/web/httpx"
 	"seatd/web/live"
 	"seatd/web/query"
@@ -42,7 +43,8 @@ type Server struct {
 	lockout  *ratelimit.Lockout
 	keys     *auth.APIKeys
 	hooks    *webhook.Endpoints
-	flights  *registryFlights
+	flights  *api.RegistryFlights
+	api      *api.API
 }
 
 // options are knobs tests turn; New uses the defaults.
@@ -71,7 +73,7 @@ func newServer(d Deps, o options) *Server {
 	})
 	s.limits = ratelimit.New(d.Redis, d.Cfg, d.Engine.FastPath, d.Log, d.Registry)
 	s.lockout = ratelimit.NewLockout(s.limits, d.Cfg)
-	s.flights = newRegistryFlights(d.Monitor, d.Cfg.RegistryCheckCooldown)
+	s.flights = api.NewRegistryFlights(d.Monitor, d.Cfg.RegistryCheckCooldown)
 	s.keys = auth.NewAPIKeys(d.Store.Accounts, d.Notifier, d.Log.With("component", "api_keys"))
 	s.sessions = session.New(session.Options{Pool: d.Pool, Store: d.Store.Accounts, Notifier: d.Notifier, Hub: s.hub,
 		Keys: s.keys, KeyLimit: s.limits, Errors: s.errs, Log: d.Log,
@@ -80,6 +82,11 @@ func newServer(d Deps, o options) *Server {
 	s.pages = render.New(d.Log, s.errs, s.sessions, assets.Path)
 	s.guard = session.Guards{Errors: s.errs, RenderError: s.pages.Error}
 	s.hooks = webhook.NewEndpoints(d.Store.Webhooks, d.Cfg.WebhookAllowPrivate)
+	s.api = api.New(api.Deps{Log: d.Log, Decoder: s.dec, Limits: s.limits, Lockout: s.lockout, Sessions: s.sessions,
+		Pages: s.pages, Holds: d.Holds, BoxOffice: d.BoxOffice, Events: d.Events, Waitlist: d.Waitlist, Monitor: d.Monitor,
+		Auth: d.Accounts, Keys: s.keys, Endpoints: s.hooks, Accounts: d.Store.Accounts, Charts: d.Store.Charts,
+		EventStore: d.Store.Events, Audit: d.Store.Audit, Webhooks: d.Store.Webhooks,
+		Visible: s.events, Bookings: s.bookings, Deliveries: s.delivery, Registry: s.flights})
 	s.routes()
 	// Outermost first: log and recover, compress, headers on every answer, refuse
 	// hostile text and cross-site writes before touching the session

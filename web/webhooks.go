@@ -1,10 +1,8 @@
 package web
 
 import (
-	"encoding/json"
 	"net/http"
 	"strconv"
-	"time"
 
 	"github.com/google/uuid"
 
@@ -12,108 +10,13 @@ import (
 	"seatd/internal/store"
 	"seatd/internal/webhook"
 	"seatd/views"
+	"seatd/web/api"
 	"seatd/web/httpx"
 )
 
 // Webhooks: organizers register URLs that receive the organization's
 // changes; the deliveries themselves are written by the change's own
 // transaction and sent by internal/webhook.
-
-type webhookInput struct {
-	URL    string   `json:"url" validate:"required,max=2000"`
-	Events []string `json:"events" validate:"required,min=1,max=20,dive,max=40"`
-}
-
-type webhookJSON struct {
-	ID        uuid.UUID `json:"id"`
-	URL       string    `json:"url"`
-	Events    []string  `json:"events"`
-	CreatedAt time.Time `json:"created_at"`
-}
-
-func webhookView(e store.WebhookEndpoint) webhookJSON {
-	return webhookJSON{ID: e.ID, URL: e.URL, Events: e.Events, CreatedAt: e.CreatedAt.UTC()}
-}
-
-// createWebhook registers an endpoint; its signing secret is in this
-// answer only.
-func (s *Server) createWebhook(w http.ResponseWriter, r *http.Request, a hold.Actor) error {
-	var in webhookInput
-	if err := s.dec.JSON(w, r, &in); err != nil {
-		return err
-	}
-	e, err := s.hooks.Create(r.Context(), a.Org, in.URL, in.Events)
-	if err != nil {
-		return err
-	}
-	httpx.WriteJSON(w, http.StatusCreated, struct {
-		webhookJSON
-		Secret string `json:"secret"`
-	}{webhookView(e), e.Secret})
-	return nil
-}
-
-func (s *Server) listWebhooks(w http.ResponseWriter, r *http.Request, a hold.Actor) error {
-	return httpx.List(w, "webhooks", webhookView)(s.deps.Store.Webhooks.Endpoints(r.Context(), a.Org))
-}
-
-func (s *Server) deleteWebhook(w http.ResponseWriter, r *http.Request, a hold.Actor) error {
-	id, err := httpx.PathID(r, "webhook")
-	if err != nil {
-		return err
-	}
-	if err := s.deps.Store.Webhooks.DeleteEndpoint(r.Context(), a.Org, id); err != nil {
-		return err
-	}
-	w.WriteHeader(http.StatusNoContent)
-	return nil
-}
-
-type deliveryJSON struct {
-	ID            uuid.UUID       `json:"id"`
-	Type          string          `json:"type"`
-	CreatedAt     time.Time       `json:"created_at"`
-	EventID       *uuid.UUID      `json:"event_id"`
-	SeatID        *uuid.UUID      `json:"seat_id"`
-	Data          json.RawMessage `json:"data"`
-	State         string          `json:"state"`
-	Attempts      int             `json:"attempts"`
-	NextAttemptAt *time.Time      `json:"next_attempt_at"`
-	LastStatus    *int            `json:"last_status"`
-	LastError     *string         `json:"last_error"`
-	DeliveredAt   *time.Time      `json:"delivered_at"`
-}
-
-func (s *Server) listDeliveries(w http.ResponseWriter, r *http.Request, a hold.Actor) error {
-	_, ds, next, err := s.delivery.Page(r, a)
-	if err != nil {
-		return err
-	}
-	out := make([]deliveryJSON, len(ds))
-	for i, d := range ds {
-		out[i] = deliveryJSON{ID: d.PublicID, Type: d.Type, CreatedAt: d.CreatedAt.UTC(), EventID: d.EventID, SeatID: d.SeatID,
-			Data: d.Data, State: d.State, Attempts: d.Attempts, LastStatus: d.LastStatus, LastError: d.LastError, DeliveredAt: d.DeliveredAt}
-		if d.State == store.DeliveryPending {
-			t := d.NextAt.UTC()
-			out[i].NextAttemptAt = &t
-		}
-	}
-	body := map[string]any{"deliveries": out}
-	if next > 0 {
-		body["next_before"] = strconv.FormatInt(next, 10)
-	}
-	httpx.WriteJSON(w, http.StatusOK, body)
-	return nil
-}
-
-// redeliver sends a delivery again, whatever its state: 202, it is queued.
-func (s *Server) redeliver(w http.ResponseWriter, r *http.Request, a hold.Actor) error {
-	if _, err := s.redeliverFrom(r, a); err != nil {
-		return err
-	}
-	httpx.WriteJSON(w, http.StatusAccepted, map[string]string{"state": store.DeliveryPending})
-	return nil
-}
 
 // redeliverFrom sends the request's delivery again and returns its
 // endpoint.
@@ -155,7 +58,7 @@ func (s *Server) createWebhookForm(w http.ResponseWriter, r *http.Request, a hol
 	if err != nil {
 		return err
 	}
-	in := webhookInput{URL: f.Get("url"), Events: f["events"]}
+	in := api.WebhookInput{URL: f.Get("url"), Events: f["events"]}
 	if err := s.dec.Validate(&in); err != nil {
 		return err
 	}

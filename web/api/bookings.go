@@ -1,6 +1,7 @@
-package web
+package api
 
 import (
+	"context"
 	"net/http"
 	"net/mail"
 	"strings"
@@ -17,6 +18,31 @@ import (
 // Bookings through the JSON API: sales at the counter, reading a booking,
 // cancelling it, and house seats (docs/architecture.md#box-office-and-bookings).
 
+// BoxOfficeCore is what the box office's routes ask of the hold core;
+// *hold.BoxOffice satisfies it.
+type BoxOfficeCore interface {
+	Sell(ctx context.Context, a hold.Actor, event uuid.UUID, key string, holdIDs []uuid.UUID, payment string) (store.Booking, error)
+	FindBookings(ctx context.Context, a hold.Actor, query string) ([]store.Booking, error)
+	Cancel(ctx context.Context, a hold.Actor, booking uuid.UUID, ticketIDs []uuid.UUID, reason string) (store.Booking, error)
+	HouseSeats(ctx context.Context, a hold.Actor, event uuid.UUID) ([]store.HouseAllocation, error)
+	CreateHouseSeats(ctx context.Context, a hold.Actor, event uuid.UUID, name string, seatIDs []uuid.UUID) (store.HouseAllocation, error)
+	ReleaseHouseSeats(ctx context.Context, a hold.Actor, id uuid.UUID) (store.HouseAllocation, error)
+}
+
+// BookingReads reads the booking a request names; *query.Bookings
+// satisfies it.
+type BookingReads interface {
+	FromPath(r *http.Request, a hold.Actor) (store.Booking, error)
+}
+
+// BoxOffice sells customer holds, reads, finds and cancels bookings, and
+// keeps house seats.
+type BoxOffice struct {
+	dec      *httpx.Decoder
+	core     BoxOfficeCore
+	bookings BookingReads
+}
+
 type ticketJSON struct {
 	ID     uuid.UUID `json:"id"`
 	SeatID uuid.UUID `json:"seat_id"`
@@ -30,7 +56,8 @@ type ticketJSON struct {
 	Currency   string `json:"currency,omitempty"`
 }
 
-type bookingJSON struct {
+// BookingJSON is a booking as the API answers it.
+type BookingJSON struct {
 	ID            uuid.UUID     `json:"id"`
 	EventID       uuid.UUID     `json:"event_id"`
 	Status        string        `json:"status"`
@@ -44,8 +71,8 @@ type bookingJSON struct {
 	Tickets       []ticketJSON  `json:"tickets"`
 }
 
-func bookingView(b store.Booking) bookingJSON {
-	out := bookingJSON{ID: b.ID, EventID: b.EventID, Status: b.Status, Reference: store.FormatReference(b.Reference),
+func bookingView(b store.Booking) BookingJSON {
+	out := BookingJSON{ID: b.ID, EventID: b.EventID, Status: b.Status, Reference: store.FormatReference(b.Reference),
 		Channel: b.Channel, PaymentMethod: b.PaymentMethod, Customer: customerView(b.Customer), CreatedAt: b.CreatedAt.UTC(),
 		CancelReason: b.CancelReason, Tickets: make([]ticketJSON, len(b.Tickets))}
 	if !b.CancelledAt.IsZero() {
@@ -70,10 +97,10 @@ type saleInput struct {
 	PaymentMethod string   `json:"payment_method" validate:"required,oneof=cash card comp"`
 }
 
-// sell turns customer holds into a booking paid at the counter: 201 new,
+// Sell turns customer holds into a booking paid at the counter: 201 new,
 // 200 replayed (same key and payload), 422 when the key was used for
 // another payload.
-func (s *Server) sell(w http.ResponseWriter, r *http.Request, a hold.Actor) error {
+func (h *BoxOffice) Sell(w http.ResponseWriter, r *http.Request, a hold.Actor) error {
 	event, err := httpx.PathID(r, "event")
 	if err != nil {
 		return err
@@ -83,14 +110,14 @@ func (s *Server) sell(w http.ResponseWriter, r *http.Request, a hold.Actor) erro
 		return err
 	}
 	var in saleInput
-	if err := s.dec.JSON(w, r, &in); err != nil {
+	if err := h.dec.JSON(w, r, &in); err != nil {
 		return err
 	}
 	ids, err := httpx.BodyIDs("hold_ids", in.HoldIDs)
 	if err != nil {
 		return err
 	}
-	b, err := s.deps.BoxOffice.Sell(r.Context(), a, event, key, ids, in.PaymentMethod)
+	b, err := h.core.Sell(r.Context(), a, event, key, ids, in.PaymentMethod)
 	if err != nil {
 		return err
 	}
@@ -102,9 +129,9 @@ func (s *Server) sell(w http.ResponseWriter, r *http.Request, a hold.Actor) erro
 	return nil
 }
 
-// getBooking answers a booking: any of the org's for staff, a buyer's own.
-func (s *Server) getBooking(w http.ResponseWriter, r *http.Request, a hold.Actor) error {
-	b, err := s.bookings.FromPath(r, a)
+// Booking answers a booking: any of the org's for staff, a buyer's own.
+func (h *BoxOffice) Booking(w http.ResponseWriter, r *http.Request, a hold.Actor) error {
+	b, err := h.bookings.FromPath(r, a)
 	if err != nil {
 		return err
 	}
@@ -112,10 +139,10 @@ func (s *Server) getBooking(w http.ResponseWriter, r *http.Request, a hold.Actor
 	return nil
 }
 
-// findBookings finds the organization's bookings by reference (as people
-// type it: "abcd-2345") or by email (the box-office customer's, or the
-// buying account's): {bookings}, newest first, at most 50. Staff only.
-func (s *Server) findBookings(w http.ResponseWriter, r *http.Request, a hold.Actor) error {
+// Find finds the organization's bookings by reference (as people type
+// it: "abcd-2345") or by email (the box-office customer's, or the buying
+// account's): {bookings}, newest first, at most 50. Staff only.
+func (h *BoxOffice) Find(w http.ResponseWriter, r *http.Request, a hold.Actor) error {
 	q := r.URL.Query()
 	ref, email := strings.TrimSpace(q.Get("reference")), strings.TrimSpace(q.Get("email"))
 	var query string
@@ -135,7 +162,7 @@ func (s *Server) findBookings(w http.ResponseWriter, r *http.Request, a hold.Act
 		}
 		query = email
 	}
-	return httpx.List(w, "bookings", bookingView)(s.deps.BoxOffice.FindBookings(r.Context(), a, query))
+	return httpx.List(w, "bookings", bookingView)(h.core.FindBookings(r.Context(), a, query))
 }
 
 type cancelInput struct {
@@ -143,15 +170,15 @@ type cancelInput struct {
 	Reason    string   `json:"reason" validate:"required,max=500"`
 }
 
-// cancelBooking cancels a booking, whole or the listed tickets: 200 with
-// the booking (cancelled or partially_cancelled).
-func (s *Server) cancelBooking(w http.ResponseWriter, r *http.Request, a hold.Actor) error {
+// Cancel cancels a booking, whole or the listed tickets: 200 with the
+// booking (cancelled or partially_cancelled).
+func (h *BoxOffice) Cancel(w http.ResponseWriter, r *http.Request, a hold.Actor) error {
 	id, err := httpx.PathID(r, "booking")
 	if err != nil {
 		return err
 	}
 	var in cancelInput
-	if err := s.dec.JSON(w, r, &in); err != nil {
+	if err := h.dec.JSON(w, r, &in); err != nil {
 		return err
 	}
 	var tickets []uuid.UUID
@@ -160,7 +187,7 @@ func (s *Server) cancelBooking(w http.ResponseWriter, r *http.Request, a hold.Ac
 			return err
 		}
 	}
-	b, err := s.deps.BoxOffice.Cancel(r.Context(), a, id, tickets, in.Reason)
+	b, err := h.core.Cancel(r.Context(), a, id, tickets, in.Reason)
 	if err != nil {
 		return err
 	}
@@ -187,12 +214,13 @@ func houseView(h store.HouseAllocation) houseJSON {
 	return out
 }
 
-func (s *Server) listHouseSeats(w http.ResponseWriter, r *http.Request, a hold.Actor) error {
+// HouseSeats lists an event's house-seat allocations.
+func (h *BoxOffice) HouseSeats(w http.ResponseWriter, r *http.Request, a hold.Actor) error {
 	event, err := httpx.PathID(r, "event")
 	if err != nil {
 		return err
 	}
-	return httpx.List(w, "house_seats", houseView)(s.deps.BoxOffice.HouseSeats(r.Context(), a, event))
+	return httpx.List(w, "house_seats", houseView)(h.core.HouseSeats(r.Context(), a, event))
 }
 
 type houseInput struct {
@@ -200,42 +228,42 @@ type houseInput struct {
 	SeatIDs []string `json:"seat_ids" validate:"required,min=1,max=1000,unique,dive,id"`
 }
 
-// createHouseSeats names blocked seats as house seats: 201.
-func (s *Server) createHouseSeats(w http.ResponseWriter, r *http.Request, a hold.Actor) error {
+// CreateHouseSeats names blocked seats as house seats: 201.
+func (h *BoxOffice) CreateHouseSeats(w http.ResponseWriter, r *http.Request, a hold.Actor) error {
 	event, err := httpx.PathID(r, "event")
 	if err != nil {
 		return err
 	}
 	var in houseInput
-	if err := s.dec.JSON(w, r, &in); err != nil {
+	if err := h.dec.JSON(w, r, &in); err != nil {
 		return err
 	}
 	ids, err := httpx.BodyIDs("seat_ids", in.SeatIDs)
 	if err != nil {
 		return err
 	}
-	h, err := s.deps.BoxOffice.CreateHouseSeats(r.Context(), a, event, in.Name, ids)
+	alloc, err := h.core.CreateHouseSeats(r.Context(), a, event, in.Name, ids)
 	if err != nil {
 		return err
 	}
-	httpx.WriteJSON(w, http.StatusCreated, houseView(h))
+	httpx.WriteJSON(w, http.StatusCreated, houseView(alloc))
 	return nil
 }
 
-// releaseHouseSeats puts every seat of an allocation on sale: 200.
-func (s *Server) releaseHouseSeats(w http.ResponseWriter, r *http.Request, a hold.Actor) error {
+// ReleaseHouseSeats puts every seat of an allocation on sale: 200.
+func (h *BoxOffice) ReleaseHouseSeats(w http.ResponseWriter, r *http.Request, a hold.Actor) error {
 	id, err := httpx.PathID(r, "allocation")
 	if err != nil {
 		return err
 	}
 	var in struct{}
-	if err := s.dec.OptionalJSON(w, r, &in); err != nil {
+	if err := h.dec.OptionalJSON(w, r, &in); err != nil {
 		return err
 	}
-	h, err := s.deps.BoxOffice.ReleaseHouseSeats(r.Context(), a, id)
+	alloc, err := h.core.ReleaseHouseSeats(r.Context(), a, id)
 	if err != nil {
 		return err
 	}
-	httpx.WriteJSON(w, http.StatusOK, houseView(h))
+	httpx.WriteJSON(w, http.StatusOK, houseView(alloc))
 	return nil
 }

@@ -1,13 +1,18 @@
-package web
+package api
 
 import (
+	"context"
 	"encoding/csv"
+	"log/slog"
 	"net/http"
+
+	"github.com/google/uuid"
 
 	"seatd/internal/apperr"
 	"seatd/internal/hold"
 	"seatd/internal/store"
 	"seatd/web/httpx"
+	"seatd/web/session"
 )
 
 // exportFlushEvery is how many rows go out per flush: the client sees the
@@ -21,9 +26,22 @@ var exportColumns = map[string][]string{
 	store.ExportAudit:    store.AuditExportColumns,
 }
 
-// exportCSV streams an export of an event as CSV (organizer): seats.csv,
-// bookings.csv or audit.csv.
-func (s *Server) exportCSV(kind string) func(http.ResponseWriter, *http.Request, hold.Actor) error {
+// ExportStore streams an event's exports; *store.Events satisfies it.
+type ExportStore interface {
+	Event(ctx context.Context, org, id uuid.UUID) (store.Event, error)
+	Export(ctx context.Context, org, event uuid.UUID, kind string, row func([]string) error) error
+}
+
+// Exports streams an event's seats, bookings and audit log as CSV files
+// (organizer).
+type Exports struct {
+	store ExportStore
+	log   *slog.Logger
+}
+
+// CSV streams an export of an event as CSV: seats.csv, bookings.csv or
+// audit.csv (kind: store.ExportSeats, ...).
+func (h *Exports) CSV(kind string) session.Handler {
 	return func(w http.ResponseWriter, r *http.Request, a hold.Actor) error {
 		event, err := httpx.PathID(r, "event")
 		if err != nil {
@@ -33,7 +51,7 @@ func (s *Server) exportCSV(kind string) func(http.ResponseWriter, *http.Request,
 			return apperr.E(apperr.Forbidden, "only organizers can export")
 		}
 		// Another organization's event is a 404, not an empty file.
-		if _, err := s.deps.Store.Events.Event(r.Context(), a.Org, event); err != nil {
+		if _, err := h.store.Event(r.Context(), a.Org, event); err != nil {
 			return err
 		}
 		w.Header().Set("Content-Type", "text/csv; charset=utf-8")
@@ -45,7 +63,7 @@ func (s *Server) exportCSV(kind string) func(http.ResponseWriter, *http.Request,
 			return nil // the client went away
 		}
 		n := 0
-		err = s.deps.Store.Events.Export(r.Context(), a.Org, event, kind, func(row []string) error {
+		err = h.store.Export(r.Context(), a.Org, event, kind, func(row []string) error {
 			if err := cw.Write(row); err != nil {
 				return err
 			}
@@ -61,7 +79,7 @@ func (s *Server) exportCSV(kind string) func(http.ResponseWriter, *http.Request,
 		if err != nil {
 			// The status line is sent: the truncated file is all the
 			// client gets; the log says why.
-			s.log.ErrorContext(r.Context(), "export failed midway", "kind", kind, "org", a.Org, "event", event, "rows", n, "err", err)
+			h.log.ErrorContext(r.Context(), "export failed midway", "kind", kind, "org", a.Org, "event", event, "rows", n, "err", err)
 		}
 		return nil
 	}

@@ -1,4 +1,4 @@
-package web
+package api
 
 import (
 	"context"
@@ -11,7 +11,7 @@ import (
 	"seatd/internal/hold"
 )
 
-// registryFlights bounds what an event's registry checks and reconciles
+// RegistryFlights bounds what an event's registry checks and reconciles
 // cost, whoever asks and however often. Each reads every active hold of
 // the event from Postgres and Redis; a reconcile also rewrites the
 // event's Redis state. Per (organization, event):
@@ -25,10 +25,11 @@ import (
 //     Checks have a cooldown of checkCooldown only, so "check again" soon
 //     shows a change; a reconcile's result is also the latest check.
 //
-// The routes that use it are the organizer's, and the key includes the
-// organization, so a shared answer never crosses tenants or roles.
-type registryFlights struct {
-	core     registryCore
+// The routes that use it (the API's and the dashboard's) are the
+// organizer's, and the key includes the organization, so a shared answer
+// never crosses tenants or roles.
+type RegistryFlights struct {
+	core     RegistryCore
 	cooldown time.Duration
 	now      func() time.Time
 	g        singleflight.Group
@@ -38,8 +39,9 @@ type registryFlights struct {
 	reconcile map[[2]uuid.UUID]registryAnswer
 }
 
-// registryCore is what registryFlights needs of the hold core.
-type registryCore interface {
+// RegistryCore is what RegistryFlights needs of the hold core;
+// *hold.Monitor satisfies it.
+type RegistryCore interface {
 	RegistryStatus(ctx context.Context, a hold.Actor, event uuid.UUID) (hold.Registry, error)
 	Reconcile(ctx context.Context, a hold.Actor, event uuid.UUID) (hold.Registry, error)
 }
@@ -57,27 +59,29 @@ const checkCooldown = time.Second
 // waiting, so no one caller's cancellation ends it.
 const registryCallTimeout = 30 * time.Second
 
-func newRegistryFlights(core registryCore, cooldown time.Duration) *registryFlights {
-	return &registryFlights{core: core, cooldown: cooldown, now: time.Now,
+// NewRegistryFlights returns the bounded registry calls of core, a
+// reconcile at most once per cooldown.
+func NewRegistryFlights(core RegistryCore, cooldown time.Duration) *RegistryFlights {
+	return &RegistryFlights{core: core, cooldown: cooldown, now: time.Now,
 		checks: map[[2]uuid.UUID]registryAnswer{}, reconcile: map[[2]uuid.UUID]registryAnswer{}}
 }
 
-// status answers the event's registry check.
-func (f *registryFlights) status(ctx context.Context, a hold.Actor, event uuid.UUID) (hold.Registry, time.Time, error) {
+// Status answers the event's registry check and when it was taken.
+func (f *RegistryFlights) Status(ctx context.Context, a hold.Actor, event uuid.UUID) (hold.Registry, time.Time, error) {
 	return f.do(ctx, "check", checkCooldown, a, event, f.checks, func(ctx context.Context) (hold.Registry, error) {
 		return f.core.RegistryStatus(ctx, a, event)
 	})
 }
 
-// reconciled rebuilds the event's Redis state and caches from Postgres, at
-// most once per cooldown.
-func (f *registryFlights) reconciled(ctx context.Context, a hold.Actor, event uuid.UUID) (hold.Registry, time.Time, error) {
+// Reconciled rebuilds the event's Redis state and caches from Postgres, at
+// most once per cooldown, and answers the result and when it was taken.
+func (f *RegistryFlights) Reconciled(ctx context.Context, a hold.Actor, event uuid.UUID) (hold.Registry, time.Time, error) {
 	return f.do(ctx, "reconcile", f.cooldown, a, event, f.reconcile, func(ctx context.Context) (hold.Registry, error) {
 		return f.core.Reconcile(ctx, a, event)
 	})
 }
 
-func (f *registryFlights) do(ctx context.Context, kind string, cooldown time.Duration, a hold.Actor, event uuid.UUID,
+func (f *RegistryFlights) do(ctx context.Context, kind string, cooldown time.Duration, a hold.Actor, event uuid.UUID,
 	last map[[2]uuid.UUID]registryAnswer, call func(context.Context) (hold.Registry, error)) (hold.Registry, time.Time, error) {
 	key := [2]uuid.UUID{a.Org, event}
 	if ans, ok := f.recent(last, key, cooldown); ok {
@@ -115,7 +119,7 @@ func (f *registryFlights) do(ctx context.Context, kind string, cooldown time.Dur
 
 // recent returns the last answer if it is within the cooldown, and drops
 // answers past it (so the maps hold only events asked about lately).
-func (f *registryFlights) recent(last map[[2]uuid.UUID]registryAnswer, key [2]uuid.UUID, cooldown time.Duration) (registryAnswer, bool) {
+func (f *RegistryFlights) recent(last map[[2]uuid.UUID]registryAnswer, key [2]uuid.UUID, cooldown time.Duration) (registryAnswer, bool) {
 	now := f.now()
 	f.mu.Lock()
 	defer f.mu.Unlock()

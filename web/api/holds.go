@@ -1,7 +1,9 @@
-package web
+package api
 
 import (
+	"context"
 	"net/http"
+	"strconv"
 	"strings"
 	"time"
 
@@ -11,9 +13,43 @@ import (
 	"seatd/internal/hold"
 	"seatd/internal/store"
 	"seatd/web/httpx"
+	"seatd/web/query"
 )
 
-type holdJSON struct {
+// HoldCore is what the buying routes ask of the hold core; *hold.Holds
+// satisfies it.
+type HoldCore interface {
+	Hold(ctx context.Context, a hold.Actor, r hold.Request) (hold.Result, error)
+	Mine(ctx context.Context, a hold.Actor, event uuid.UUID) ([]store.Hold, error)
+	Release(ctx context.Context, a hold.Actor, holdID uuid.UUID, reason string) (store.Hold, error)
+	Checkout(ctx context.Context, a hold.Actor, event uuid.UUID) ([]store.Hold, error)
+	Purchase(ctx context.Context, a hold.Actor, event uuid.UUID, key string, holdIDs []uuid.UUID) (store.Booking, error)
+}
+
+// HoldLimit counts a user's hold requests; *ratelimit.Limiter satisfies
+// it.
+type HoldLimit interface {
+	Hold(ctx context.Context, org, user uuid.UUID) error
+}
+
+// HoldPages reads pages of an event's active holds with their holders;
+// *store.Audit satisfies it.
+type HoldPages interface {
+	ActiveHoldsPage(ctx context.Context, org, event uuid.UUID, f store.HoldFilter, after store.HoldCursor, limit int, total bool) (store.HoldPage, error)
+}
+
+// Holds holds seats, releases them, checks out and buys (buyers, and
+// staff for a named customer), and lists an event's holds for staff.
+type Holds struct {
+	dec     *httpx.Decoder
+	limits  HoldLimit
+	core    HoldCore
+	visible VisibleEvents
+	pages   HoldPages
+}
+
+// HoldJSON is a hold as the API answers it.
+type HoldJSON struct {
 	ID        uuid.UUID        `json:"id"`
 	SeatID    uuid.UUID        `json:"seat_id"`
 	EventID   uuid.UUID        `json:"event_id"`
@@ -36,22 +72,18 @@ func customerView(c *store.Customer) *customerJSON {
 	return &customerJSON{Name: c.Name, Email: c.Email, Note: c.Note}
 }
 
-func holdView(h store.Hold) holdJSON {
-	return holdJSON{ID: h.ID, SeatID: h.SeatID, EventID: h.EventID, HeldUntil: h.HeldUntil.UTC(), Status: h.Status,
+func holdView(h store.Hold) HoldJSON {
+	return HoldJSON{ID: h.ID, SeatID: h.SeatID, EventID: h.EventID, HeldUntil: h.HeldUntil.UTC(), Status: h.Status,
 		Customer: customerView(h.Customer)}
 }
 
-// holdsView renders holds; withUser adds the holder (for staff).
-func holdsView(hs []store.Hold, withUser bool) map[string][]holdJSON {
-	out := make([]holdJSON, len(hs))
+// holdsView renders holds.
+func holdsView(hs []store.Hold) map[string][]HoldJSON {
+	out := make([]HoldJSON, len(hs))
 	for i, h := range hs {
 		out[i] = holdView(h)
-		if withUser {
-			user := h.UserID
-			out[i].UserID = &user
-		}
 	}
-	return map[string][]holdJSON{"holds": out}
+	return map[string][]HoldJSON{"holds": out}
 }
 
 // holdInput names one seat (seat_id) or several (seat_ids), not both; staff
@@ -135,11 +167,11 @@ func (in holdInput) seats() (ids []uuid.UUID, single bool, err error) {
 	}
 }
 
-// createHold holds seats for the buyer, or for a named customer when staff
+// Create holds seats for the buyer, or for a named customer when staff
 // ask (docs/architecture.md#box-office-and-bookings): 201 when new, 200
 // when they held them already.
-func (s *Server) createHold(w http.ResponseWriter, r *http.Request, a hold.Actor) error {
-	if err := s.limits.Hold(r.Context(), a.Org, a.User); err != nil {
+func (h *Holds) Create(w http.ResponseWriter, r *http.Request, a hold.Actor) error {
+	if err := h.limits.Hold(r.Context(), a.Org, a.User); err != nil {
 		return err
 	}
 	event, err := httpx.PathID(r, "event")
@@ -147,7 +179,7 @@ func (s *Server) createHold(w http.ResponseWriter, r *http.Request, a hold.Actor
 		return err
 	}
 	var in holdInput
-	if err := s.dec.JSON(w, r, &in); err != nil {
+	if err := h.dec.JSON(w, r, &in); err != nil {
 		return err
 	}
 	if a.Staff() != (in.Customer != nil) {
@@ -161,7 +193,7 @@ func (s *Server) createHold(w http.ResponseWriter, r *http.Request, a hold.Actor
 			Fields: map[string]string{"held_until": "is only allowed with customer"}}
 	}
 	if in.GA != nil {
-		return s.holdGA(w, r, a, event, in)
+		return h.holdGA(w, r, a, event, in)
 	}
 	var res hold.Result
 	if in.Best != nil {
@@ -178,11 +210,11 @@ func (s *Server) createHold(w http.ResponseWriter, r *http.Request, a hold.Actor
 		if err := in.forCustomer(&req); err != nil {
 			return err
 		}
-		res, err = s.deps.Holds.Hold(r.Context(), a, req)
+		res, err = h.core.Hold(r.Context(), a, req)
 		if err != nil {
 			return err
 		}
-		httpx.WriteJSON(w, createdOrRepeated(res), holdsView(res.Holds, false))
+		httpx.WriteJSON(w, createdOrRepeated(res), holdsView(res.Holds))
 		return nil
 	}
 	ids, single, err := in.seats()
@@ -197,7 +229,7 @@ func (s *Server) createHold(w http.ResponseWriter, r *http.Request, a hold.Actor
 			return err
 		}
 	}
-	res, err = s.deps.Holds.Hold(r.Context(), a, req)
+	res, err = h.core.Hold(r.Context(), a, req)
 	if err != nil {
 		return err
 	}
@@ -208,7 +240,7 @@ func (s *Server) createHold(w http.ResponseWriter, r *http.Request, a hold.Actor
 	if single && len(res.Holds) == 1 {
 		httpx.WriteJSON(w, status, holdView(res.Holds[0]))
 	} else {
-		httpx.WriteJSON(w, status, holdsView(res.Holds, false))
+		httpx.WriteJSON(w, status, holdsView(res.Holds))
 	}
 	return nil
 }
@@ -218,7 +250,7 @@ func (s *Server) createHold(w http.ResponseWriter, r *http.Request, a hold.Actor
 // Places are picked for the buyer, so a repeated request would hold more:
 // with an Idempotency-Key header, a repeat answers 200 with the holds the
 // first request made (422 when the key was used for another request).
-func (s *Server) holdGA(w http.ResponseWriter, r *http.Request, a hold.Actor, event uuid.UUID, in holdInput) error {
+func (h *Holds) holdGA(w http.ResponseWriter, r *http.Request, a hold.Actor, event uuid.UUID, in holdInput) error {
 	if in.SeatID != "" || in.SeatIDs != nil || in.Best != nil {
 		return &apperr.Error{Code: apperr.Invalid, Message: "give ga or seats, not both",
 			Fields: map[string]string{"ga": "must not be given with seat_id, seat_ids or best_available"}}
@@ -227,12 +259,12 @@ func (s *Server) holdGA(w http.ResponseWriter, r *http.Request, a hold.Actor, ev
 	if err != nil {
 		return err
 	}
-	res, err := s.deps.Holds.Hold(r.Context(), a, hold.Request{Event: event, GA: &hold.GA{Section: in.GA.Section, Count: in.GA.Count},
+	res, err := h.core.Hold(r.Context(), a, hold.Request{Event: event, GA: &hold.GA{Section: in.GA.Section, Count: in.GA.Count},
 		Key: key, Source: hold.SourceAPI})
 	if err != nil {
 		return err
 	}
-	httpx.WriteJSON(w, createdOrRepeated(res), holdsView(res.Holds, false))
+	httpx.WriteJSON(w, createdOrRepeated(res), holdsView(res.Holds))
 	return nil
 }
 
@@ -245,29 +277,29 @@ func createdOrRepeated(res hold.Result) int {
 	return http.StatusOK
 }
 
-// myHolds lists the buyer's own active holds for an event.
-func (s *Server) myHolds(w http.ResponseWriter, r *http.Request, a hold.Actor) error {
+// Mine lists the buyer's own active holds for an event.
+func (h *Holds) Mine(w http.ResponseWriter, r *http.Request, a hold.Actor) error {
 	event, err := httpx.PathID(r, "event")
 	if err != nil {
 		return err
 	}
-	return httpx.List(w, "holds", holdView)(s.deps.Holds.Mine(r.Context(), a, event))
+	return httpx.List(w, "holds", holdView)(h.core.Mine(r.Context(), a, event))
 }
 
 type releaseInput struct {
 	Reason string `json:"reason" validate:"max=500"`
 }
 
-// releaseHold ends a hold: its holder may, and staff of the org may with a
+// Release ends a hold: its holder may, and staff of the org may with a
 // reason for the audit log, as on the box-office page (422 without one; a
 // buyer's reason is not kept).
-func (s *Server) releaseHold(w http.ResponseWriter, r *http.Request, a hold.Actor) error {
+func (h *Holds) Release(w http.ResponseWriter, r *http.Request, a hold.Actor) error {
 	id, err := httpx.PathID(r, "hold")
 	if err != nil {
 		return err
 	}
 	var in releaseInput
-	if err := s.dec.OptionalJSON(w, r, &in); err != nil {
+	if err := h.dec.OptionalJSON(w, r, &in); err != nil {
 		return err
 	}
 	reason := ""
@@ -278,29 +310,29 @@ func (s *Server) releaseHold(w http.ResponseWriter, r *http.Request, a hold.Acto
 				Fields: map[string]string{"reason": "is required"}}
 		}
 	}
-	if _, err := s.deps.Holds.Release(r.Context(), a, id, reason); err != nil {
+	if _, err := h.core.Release(r.Context(), a, id, reason); err != nil {
 		return err
 	}
 	w.WriteHeader(http.StatusNoContent)
 	return nil
 }
 
-// checkout extends the buyer's holds for the event (once each) and answers
+// Checkout extends the buyer's holds for the event (once each) and answers
 // them with their new deadlines.
-func (s *Server) checkout(w http.ResponseWriter, r *http.Request, a hold.Actor) error {
+func (h *Holds) Checkout(w http.ResponseWriter, r *http.Request, a hold.Actor) error {
 	event, err := httpx.PathID(r, "event")
 	if err != nil {
 		return err
 	}
 	var in struct{}
-	if err := s.dec.OptionalJSON(w, r, &in); err != nil {
+	if err := h.dec.OptionalJSON(w, r, &in); err != nil {
 		return err
 	}
-	hs, err := s.deps.Holds.Checkout(r.Context(), a, event)
+	hs, err := h.core.Checkout(r.Context(), a, event)
 	if err != nil {
 		return err
 	}
-	httpx.WriteJSON(w, http.StatusOK, holdsView(hs, false))
+	httpx.WriteJSON(w, http.StatusOK, holdsView(hs))
 	return nil
 }
 
@@ -308,9 +340,9 @@ type purchaseInput struct {
 	HoldIDs []string `json:"hold_ids" validate:"required,min=1,max=100,unique,dive,id"`
 }
 
-// purchase turns the listed holds into a booking: 201 new, 200 replayed
+// Purchase turns the listed holds into a booking: 201 new, 200 replayed
 // (same key and payload), 422 when the key was used for another payload.
-func (s *Server) purchase(w http.ResponseWriter, r *http.Request, a hold.Actor) error {
+func (h *Holds) Purchase(w http.ResponseWriter, r *http.Request, a hold.Actor) error {
 	event, err := httpx.PathID(r, "event")
 	if err != nil {
 		return err
@@ -320,14 +352,14 @@ func (s *Server) purchase(w http.ResponseWriter, r *http.Request, a hold.Actor) 
 		return err
 	}
 	var in purchaseInput
-	if err := s.dec.JSON(w, r, &in); err != nil {
+	if err := h.dec.JSON(w, r, &in); err != nil {
 		return err
 	}
 	ids, err := httpx.BodyIDs("hold_ids", in.HoldIDs)
 	if err != nil {
 		return err
 	}
-	b, err := s.deps.Holds.Purchase(r.Context(), a, event, key, ids)
+	b, err := h.core.Purchase(r.Context(), a, event, key, ids)
 	if err != nil {
 		return err
 	}
@@ -336,5 +368,61 @@ func (s *Server) purchase(w http.ResponseWriter, r *http.Request, a hold.Actor) 
 		status = http.StatusOK
 	}
 	httpx.WriteJSON(w, status, bookingView(b))
+	return nil
+}
+
+// Pages of the staff hold list.
+const (
+	holdPageDefault = 100
+	holdPageMax     = 500
+)
+
+// holdPageJSON is a page of an event's active holds; next is the cursor of
+// the following page (the after parameter), null on the last page.
+type holdPageJSON struct {
+	Holds []HoldJSON `json:"holds"`
+	Next  *string    `json:"next"`
+}
+
+// EventHolds lists an event's active holds with their holders (staff), a
+// page at a time: ?limit= (1 to 500, default 100) and ?after= (the next
+// cursor of the page before), soonest expiry first.
+func (h *Holds) EventHolds(w http.ResponseWriter, r *http.Request, a hold.Actor) error {
+	event, err := httpx.PathID(r, "event")
+	if err != nil {
+		return err
+	}
+	q := r.URL.Query()
+	limit := holdPageDefault
+	if v := q.Get("limit"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > holdPageMax {
+			return &apperr.Error{Code: apperr.Invalid, Message: "limit must be a number from 1 to 500",
+				Fields: map[string]string{"limit": "must be 1 to 500"}}
+		}
+		limit = n
+	}
+	after, err := query.DecodeHoldCursor(q.Get("after"))
+	if err != nil {
+		return err
+	}
+	if _, err := h.visible.Event(r.Context(), a, event); err != nil {
+		return err
+	}
+	p, err := h.pages.ActiveHoldsPage(r.Context(), a.Org, event, store.HoldFilter{}, after, limit, false)
+	if err != nil {
+		return err
+	}
+	out := holdPageJSON{Holds: make([]HoldJSON, len(p.Holds))}
+	for i, sh := range p.Holds {
+		out.Holds[i] = holdView(sh.Hold)
+		user := sh.UserID
+		out.Holds[i].UserID = &user
+	}
+	if !p.Next.IsZero() {
+		next := query.EncodeHoldCursor(p.Next)
+		out.Next = &next
+	}
+	httpx.WriteJSON(w, http.StatusOK, out)
 	return nil
 }

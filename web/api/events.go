@@ -1,6 +1,7 @@
-package web
+package api
 
 import (
+	"context"
 	"net/http"
 	"time"
 
@@ -12,6 +13,38 @@ import (
 	"seatd/web/query"
 )
 
+// EventCore is what the event routes ask of the hold core; *hold.Events
+// satisfies it.
+type EventCore interface {
+	Create(ctx context.Context, a hold.Actor, in hold.EventInput) (store.Event, error)
+	Update(ctx context.Context, a hold.Actor, id uuid.UUID, in hold.EventInput) (store.Event, error)
+	Delete(ctx context.Context, a hold.Actor, id uuid.UUID) error
+	Settings(ctx context.Context, a hold.Actor, event uuid.UUID) (store.Event, error)
+	Seats(ctx context.Context, a hold.Actor, event uuid.UUID) ([]store.Section, []store.Seat, error)
+	Prices(ctx context.Context, a hold.Actor, event uuid.UUID) (map[string]store.Category, error)
+}
+
+// VisibleEvents reads the events the actor may see; *query.Events
+// satisfies it.
+type VisibleEvents interface {
+	Event(ctx context.Context, a hold.Actor, id uuid.UUID) (store.Event, error)
+	List(ctx context.Context, a hold.Actor) ([]store.Event, error)
+}
+
+// Blocker blocks and unblocks seats; *hold.Holds satisfies it.
+type Blocker interface {
+	SetBlocked(ctx context.Context, a hold.Actor, event, seat uuid.UUID, blocked bool, reason string) (int64, error)
+}
+
+// Events answers events and their seats, and lets organizers create,
+// change and delete events and staff block seats.
+type Events struct {
+	dec     *httpx.Decoder
+	core    EventCore
+	visible VisibleEvents
+	blocker Blocker
+}
+
 type priceJSON struct {
 	Category   string `json:"category"`
 	Name       string `json:"name,omitempty"`
@@ -20,7 +53,8 @@ type priceJSON struct {
 	Currency   string `json:"currency"`
 }
 
-type eventJSON struct {
+// EventJSON is an event as the API answers it.
+type EventJSON struct {
 	ID                  uuid.UUID         `json:"id"`
 	Name                string            `json:"name"`
 	Venue               string            `json:"venue"`
@@ -39,8 +73,8 @@ type eventJSON struct {
 	Seats               int               `json:"seats"`
 }
 
-func eventView(e store.Event) eventJSON {
-	out := eventJSON{ID: e.ID, Name: e.Name, Venue: e.Venue, StartsAt: e.StartsAt.UTC(), Seats: e.Seats,
+func eventView(e store.Event) EventJSON {
+	out := EventJSON{ID: e.ID, Name: e.Name, Venue: e.Venue, StartsAt: e.StartsAt.UTC(), Seats: e.Seats,
 		TimeZone: e.TimeZone, Status: e.Status, OnSaleAt: e.OnSaleAt, SalesEndAt: e.SalesEndAt, OrphanRule: e.OrphanRule,
 		AccessibleReleaseAt: e.AccessibleReleaseAt}
 	if e.ChartVersionID != uuid.Nil {
@@ -63,17 +97,18 @@ func eventView(e store.Event) eventJSON {
 	return out
 }
 
-// listEvents answers the events of the session's organization.
-func (s *Server) listEvents(w http.ResponseWriter, r *http.Request, a hold.Actor) error {
-	return httpx.List(w, "events", eventView)(s.events.List(r.Context(), a))
+// List answers the events of the session's organization.
+func (h *Events) List(w http.ResponseWriter, r *http.Request, a hold.Actor) error {
+	return httpx.List(w, "events", eventView)(h.visible.List(r.Context(), a))
 }
 
-func (s *Server) getEvent(w http.ResponseWriter, r *http.Request, a hold.Actor) error {
+// Get answers one event.
+func (h *Events) Get(w http.ResponseWriter, r *http.Request, a hold.Actor) error {
 	id, err := httpx.PathID(r, "event")
 	if err != nil {
 		return err
 	}
-	e, err := s.events.Event(r.Context(), a, id)
+	e, err := h.visible.Event(r.Context(), a, id)
 	if err != nil {
 		return err
 	}
@@ -114,13 +149,13 @@ func (in eventInput) core() hold.EventInput {
 	return out
 }
 
-// createEvent makes a draft event from a chart (organizer).
-func (s *Server) createEvent(w http.ResponseWriter, r *http.Request, a hold.Actor) error {
+// Create makes a draft event from a chart (organizer).
+func (h *Events) Create(w http.ResponseWriter, r *http.Request, a hold.Actor) error {
 	var in eventInput
-	if err := s.dec.JSON(w, r, &in); err != nil {
+	if err := h.dec.JSON(w, r, &in); err != nil {
 		return err
 	}
-	e, err := s.deps.Events.Create(r.Context(), a, in.core())
+	e, err := h.core.Create(r.Context(), a, in.core())
 	if err != nil {
 		return err
 	}
@@ -129,17 +164,17 @@ func (s *Server) createEvent(w http.ResponseWriter, r *http.Request, a hold.Acto
 	return nil
 }
 
-// updateEvent changes an event's fields or status (organizer).
-func (s *Server) updateEvent(w http.ResponseWriter, r *http.Request, a hold.Actor) error {
+// Update changes an event's fields or status (organizer).
+func (h *Events) Update(w http.ResponseWriter, r *http.Request, a hold.Actor) error {
 	id, err := httpx.PathID(r, "event")
 	if err != nil {
 		return err
 	}
 	var in eventInput
-	if err := s.dec.JSON(w, r, &in); err != nil {
+	if err := h.dec.JSON(w, r, &in); err != nil {
 		return err
 	}
-	e, err := s.deps.Events.Update(r.Context(), a, id, in.core())
+	e, err := h.core.Update(r.Context(), a, id, in.core())
 	if err != nil {
 		return err
 	}
@@ -147,21 +182,22 @@ func (s *Server) updateEvent(w http.ResponseWriter, r *http.Request, a hold.Acto
 	return nil
 }
 
-// deleteEvent deletes a draft nobody acted on (204); any other event is
-// a conflict and stays as it is.
-func (s *Server) deleteEvent(w http.ResponseWriter, r *http.Request, a hold.Actor) error {
+// Delete deletes a draft nobody acted on (204); any other event is a
+// conflict and stays as it is.
+func (h *Events) Delete(w http.ResponseWriter, r *http.Request, a hold.Actor) error {
 	id, err := httpx.PathID(r, "event")
 	if err != nil {
 		return err
 	}
-	if err := s.deps.Events.Delete(r.Context(), a, id); err != nil {
+	if err := h.core.Delete(r.Context(), a, id); err != nil {
 		return err
 	}
 	w.WriteHeader(http.StatusNoContent)
 	return nil
 }
 
-type seatJSON struct {
+// SeatJSON is a seat of an event as the API answers it.
+type SeatJSON struct {
 	ID         uuid.UUID        `json:"id"`
 	Section    string           `json:"section"`
 	Row        string           `json:"row"`
@@ -177,22 +213,22 @@ type seatJSON struct {
 	Companion  bool             `json:"companion"`
 }
 
-// listSeats answers every seat of an event from the hot cache.
-func (s *Server) listSeats(w http.ResponseWriter, r *http.Request, a hold.Actor) error {
+// Seats answers every seat of an event from the hot cache.
+func (h *Events) Seats(w http.ResponseWriter, r *http.Request, a hold.Actor) error {
 	event, err := httpx.PathID(r, "event")
 	if err != nil {
 		return err
 	}
-	if e, err := s.deps.Events.Settings(r.Context(), a, event); err != nil {
+	if e, err := h.core.Settings(r.Context(), a, event); err != nil {
 		return err
 	} else if query.Hidden(a, e) {
 		return query.ErrNoEvent
 	}
-	secs, seats, err := s.deps.Events.Seats(r.Context(), a, event)
+	secs, seats, err := h.core.Seats(r.Context(), a, event)
 	if err != nil {
 		return err
 	}
-	prices, err := s.deps.Events.Prices(r.Context(), a, event)
+	prices, err := h.core.Prices(r.Context(), a, event)
 	if err != nil {
 		return err
 	}
@@ -200,9 +236,9 @@ func (s *Server) listSeats(w http.ResponseWriter, r *http.Request, a hold.Actor)
 	for _, sec := range secs {
 		labels[sec.ID] = sec.Label
 	}
-	out := make([]seatJSON, len(seats))
+	out := make([]SeatJSON, len(seats))
 	for i, st := range seats {
-		out[i] = seatJSON{ID: st.ID, Section: labels[st.SectionID], Row: st.Row, Number: st.Number,
+		out[i] = SeatJSON{ID: st.ID, Section: labels[st.SectionID], Row: st.Row, Number: st.Number,
 			Status: st.Status, Version: st.Version, X: st.X, Y: st.Y, Category: st.Category,
 			Accessible: st.Accessible, Companion: st.Companion}
 		if c, ok := prices[st.Category]; ok && st.Category != "" {
@@ -210,5 +246,53 @@ func (s *Server) listSeats(w http.ResponseWriter, r *http.Request, a hold.Actor)
 		}
 	}
 	httpx.WriteJSON(w, http.StatusOK, map[string]any{"seats": out})
+	return nil
+}
+
+type blockInput struct {
+	Reason string `json:"reason" validate:"max=500"`
+}
+
+// BlockJSON is a seat's state after it was blocked or unblocked.
+type BlockJSON struct {
+	SeatID  uuid.UUID        `json:"seat_id"`
+	Status  store.SeatStatus `json:"status"`
+	Version int64            `json:"version"`
+}
+
+// Block blocks an available seat (staff).
+func (h *Events) Block(w http.ResponseWriter, r *http.Request, a hold.Actor) error {
+	return h.setBlocked(w, r, a, true)
+}
+
+// Unblock puts a blocked seat back on sale (staff).
+func (h *Events) Unblock(w http.ResponseWriter, r *http.Request, a hold.Actor) error {
+	return h.setBlocked(w, r, a, false)
+}
+
+// setBlocked blocks an available seat or unblocks a blocked one; 409 when
+// the seat is in another state.
+func (h *Events) setBlocked(w http.ResponseWriter, r *http.Request, a hold.Actor, blocked bool) error {
+	event, err := httpx.PathID(r, "event")
+	if err != nil {
+		return err
+	}
+	seat, err := httpx.PathID(r, "seat")
+	if err != nil {
+		return err
+	}
+	var in blockInput
+	if err := h.dec.OptionalJSON(w, r, &in); err != nil {
+		return err
+	}
+	version, err := h.blocker.SetBlocked(r.Context(), a, event, seat, blocked, in.Reason)
+	if err != nil {
+		return err
+	}
+	status := store.Available
+	if blocked {
+		status = store.Blocked
+	}
+	httpx.WriteJSON(w, http.StatusOK, BlockJSON{SeatID: seat, Status: status, Version: version})
 	return nil
 }
