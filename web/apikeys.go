@@ -24,7 +24,7 @@ func (s *Server) renderAPIKeys(w http.ResponseWriter, r *http.Request, a hold.Ac
 		v.Keys = append(v.Keys, views.APIKey{ID: k.ID.String(), Name: k.Name, Role: k.Role, Hint: k.Hint,
 			CreatedAt: k.CreatedAt, LastUsedAt: k.LastUsedAt, RevokedAt: k.RevokedAt})
 	}
-	s.pages.Render(w, r, status, views.APIKeysPage(s.pages.Meta(r, "API keys"), v))
+	s.render.Render(w, r, status, views.APIKeysPage(s.render.Meta(r, "API keys"), v))
 	return nil
 }
 

@@ -75,6 +75,6 @@ func (s *staffPages) auditPage(w http.ResponseWriter, r *http.Request, a hold.Ac
 				Seat: e.Seat, Reason: e.Reason})
 		}
 	}
-	s.renderStaff(w, r, ev, views.AuditPage(s.pages.Meta(r, ev.Name+" · audit log"), l))
+	s.renderStaff(w, r, ev, views.AuditPage(s.render.Meta(r, ev.Name+" · audit log"), l))
 	return nil
 }

@@ -84,7 +84,7 @@ func (s *staffPages) boxOfficeWith(w http.ResponseWriter, r *http.Request, a hol
 			return err
 		}
 	}
-	s.renderStaff(w, r, ev, views.BoxOfficePage(s.pages.Meta(r, ev.Name+" · box office"), b))
+	s.renderStaff(w, r, ev, views.BoxOfficePage(s.render.Meta(r, ev.Name+" · box office"), b))
 	return nil
 }
 

@@ -45,13 +45,13 @@ func (s *Server) chartsPage(w http.ResponseWriter, r *http.Request, a hold.Actor
 	for i, v := range vs {
 		out[i] = views.ChartRow{ID: v.ChartID.String(), Name: v.Name, Version: v.Version, Seats: v.Seats, Sections: v.Sections, UpdatedAt: v.CreatedAt}
 	}
-	s.pages.Render(w, r, http.StatusOK, views.ChartsPage(s.pages.Meta(r, "Charts"), out))
+	s.render.Render(w, r, http.StatusOK, views.ChartsPage(s.render.Meta(r, "Charts"), out))
 	return nil
 }
 
 // newChartPage is the editor for a new chart.
 func (s *Server) newChartPage(w http.ResponseWriter, r *http.Request, _ hold.Actor) error {
-	s.pages.Render(w, r, http.StatusOK, views.ChartEditorPage(s.pages.Meta(r, "New chart"), ""))
+	s.render.Render(w, r, http.StatusOK, views.ChartEditorPage(s.render.Meta(r, "New chart"), ""))
 	return nil
 }
 
@@ -66,6 +66,6 @@ func (s *Server) chartPage(w http.ResponseWriter, r *http.Request, a hold.Actor)
 	if err != nil {
 		return err
 	}
-	s.pages.Render(w, r, http.StatusOK, views.ChartEditorPage(s.pages.Meta(r, v.Name), id.String()))
+	s.render.Render(w, r, http.StatusOK, views.ChartEditorPage(s.render.Meta(r, v.Name), id.String()))
 	return nil
 }

@@ -193,7 +193,7 @@ func (s *staffPages) confirmationPage(w http.ResponseWriter, r *http.Request, a 
 		}
 	}
 	c.Total = total.String()
-	s.renderStaff(w, r, ev, views.ConfirmationPage(s.pages.Meta(r, "Booking "+c.Reference), c))
+	s.renderStaff(w, r, ev, views.ConfirmationPage(s.render.Meta(r, "Booking "+c.Reference), c))
 	return nil
 }
 

@@ -53,7 +53,7 @@ func (s *staffPages) dashboardPage(w http.ResponseWriter, r *http.Request, a hol
 	if d.Feed, err = s.recentFeed(ctx, a, ev.ID); err != nil {
 		return err
 	}
-	s.renderStaff(w, r, ev, views.DashboardPage(s.pages.Meta(r, ev.Name+" · dashboard"), d))
+	s.renderStaff(w, r, ev, views.DashboardPage(s.render.Meta(r, ev.Name+" · dashboard"), d))
 	return nil
 }
 

@@ -30,7 +30,7 @@ func (s *staffPages) adminEventsPage(w http.ResponseWriter, r *http.Request, a h
 	if err != nil {
 		return err
 	}
-	s.pages.Render(w, r, http.StatusOK, views.AdminEventsPage(s.pages.Meta(r, "Manage events"), render.Events(evs)))
+	s.render.Render(w, r, http.StatusOK, views.AdminEventsPage(s.render.Meta(r, "Manage events"), render.Events(evs)))
 	return nil
 }
 
@@ -60,7 +60,7 @@ func (s *staffPages) newEventPage(w http.ResponseWriter, r *http.Request, a hold
 			f.Charts = append(f.Charts, views.ChartChoice{ID: c.ChartID.String(), Name: c.Name, Version: c.Version, Seats: c.Seats})
 		}
 	}
-	s.pages.Render(w, r, http.StatusOK, views.EventFormPage(s.pages.Meta(r, "New event"), f))
+	s.render.Render(w, r, http.StatusOK, views.EventFormPage(s.render.Meta(r, "New event"), f))
 	return nil
 }
 
@@ -73,7 +73,7 @@ func (s *staffPages) editEventPage(w http.ResponseWriter, r *http.Request, a hol
 	if err != nil {
 		return err
 	}
-	s.pages.Render(w, r, http.StatusOK, views.EventFormPage(s.pages.Meta(r, "Edit "+e.Name), eventFormOf(e)))
+	s.render.Render(w, r, http.StatusOK, views.EventFormPage(s.render.Meta(r, "Edit "+e.Name), eventFormOf(e)))
 	return nil
 }
 
@@ -210,7 +210,7 @@ func (s *staffPages) renderFormErrors(w http.ResponseWriter, r *http.Request, f 
 	// Prices are reported by their position among the sent prices; the
 	// form shows every category, so name the category too.
 	f.Message = "Some fields need attention."
-	s.pages.Render(w, r, http.StatusUnprocessableEntity, views.EventFormPage(s.pages.Meta(r, "Event"), f))
+	s.render.Render(w, r, http.StatusUnprocessableEntity, views.EventFormPage(s.render.Meta(r, "Event"), f))
 }
 
 // updateEventForm saves the edit form.

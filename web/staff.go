@@ -60,7 +60,7 @@ func (s *staffPages) staffEvent(r *http.Request, a hold.Actor) (store.Event, err
 // navigation bar.
 func (s *staffPages) renderStaff(w http.ResponseWriter, r *http.Request, ev store.Event, c templ.Component) {
 	ctx := views.WithEventNav(r.Context(), views.EventNav{ID: ev.ID.String()})
-	s.pages.Render(w, r.WithContext(ctx), http.StatusOK, c)
+	s.render.Render(w, r.WithContext(ctx), http.StatusOK, c)
 }
 
 // internalText logs an internal error and returns what a panel shows

@@ -17,6 +17,7 @@ import (
 	"seatd/web/api"
 	"seatd/web/httpx"
 	"seatd/web/live"
+	"seatd/web/pages"
 	"seatd/web/query"
 	"seatd/web/ratelimit"
 	"seatd/web/render"
@@ -35,7 +36,7 @@ type Server struct {
 	sessions *session.Sessions
 	assets   *static.Assets
 	hub      *live.Hub
-	pages    *render.Pages
+	render   *render.Pages
 	events   *query.Events
 	bookings *query.Bookings
 	delivery *query.Deliveries
@@ -45,6 +46,7 @@ type Server struct {
 	hooks    *webhook.Endpoints
 	flights  *api.RegistryFlights
 	api      *api.API
+	pages    *pages.Pages
 }
 
 // options are knobs tests turn; New uses the defaults.
@@ -66,7 +68,7 @@ func newServer(d Deps, o options) *Server {
 	s.events = query.NewEvents(d.Store.Events)
 	s.bookings = query.NewBookings(d.BoxOffice, d.Store.Events)
 	s.delivery = query.NewDeliveries(d.Store.Webhooks)
-	s.hub = live.New(d.Engine, liveRenderer{events: d.Events}, d.Log, live.Options{
+	s.hub = live.New(d.Engine, pages.NewLiveSeats(d.Events), d.Log, live.Options{
 		MaxClients:    d.Cfg.MaxSockets,
 		MaxPerSession: d.Cfg.MaxSocketsPerSession,
 		SessionExpiry: d.Store.Accounts.SessionExpiry,
@@ -79,14 +81,17 @@ func newServer(d Deps, o options) *Server {
 		Keys: s.keys, KeyLimit: s.limits, Errors: s.errs, Log: d.Log,
 		Lifetime: d.Cfg.SessionLifetime, IdleTimeout: d.Cfg.SessionIdleTimeout,
 		CookieSecure: d.Cfg.CookieSecure, NoCache: o.noSessionCache})
-	s.pages = render.New(d.Log, s.errs, s.sessions, assets.Path)
-	s.guard = session.Guards{Errors: s.errs, RenderError: s.pages.Error}
+	s.render = render.New(d.Log, s.errs, s.sessions, assets.Path)
+	s.guard = session.Guards{Errors: s.errs, RenderError: s.render.Error}
 	s.hooks = webhook.NewEndpoints(d.Store.Webhooks, d.Cfg.WebhookAllowPrivate)
 	s.api = api.New(api.Deps{Log: d.Log, Decoder: s.dec, Limits: s.limits, Lockout: s.lockout, Sessions: s.sessions,
-		Pages: s.pages, Holds: d.Holds, BoxOffice: d.BoxOffice, Events: d.Events, Waitlist: d.Waitlist, Monitor: d.Monitor,
+		Pages: s.render, Holds: d.Holds, BoxOffice: d.BoxOffice, Events: d.Events, Waitlist: d.Waitlist, Monitor: d.Monitor,
 		Auth: d.Accounts, Keys: s.keys, Endpoints: s.hooks, Accounts: d.Store.Accounts, Charts: d.Store.Charts,
 		EventStore: d.Store.Events, Audit: d.Store.Audit, Webhooks: d.Store.Webhooks,
 		Visible: s.events, Bookings: s.bookings, Deliveries: s.delivery, Registry: s.flights})
+	s.pages = pages.New(pages.Deps{Cfg: d.Cfg, Pages: s.render, Limits: s.limits, Sessions: s.sessions, Holds: d.Holds,
+		Events: d.Events, Waitlist: d.Waitlist, Accounts: d.Store.Accounts, WaitlistStore: d.Store.Waitlist,
+		Visible: s.events, Bookings: s.bookings})
 	s.routes()
 	// Outermost first: log and recover, compress, headers on every answer, refuse
 	// hostile text and cross-site writes before touching the session
@@ -94,7 +99,7 @@ func newServer(d Deps, o options) *Server {
 	s.handler = httpx.Observe(d.Log, d.Registry,
 		httpx.Compress(
 			httpx.SecurityHeaders(d.Cfg.CookieSecure,
-				httpx.RefuseHostileText(s.errs, s.pages.Error,
+				httpx.RefuseHostileText(s.errs, s.render.Error,
 					httpx.CrossOrigin(s.errs, hasBearerKey,
 						s.sessions.Load(
 							httpx.RouteInfo(s.errs, s.mux)))))))
@@ -152,4 +157,11 @@ func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
 		out["mode"] = "degraded: Redis unavailable, running on Postgres"
 	}
 	httpx.WriteJSON(w, status, out)
+}
+
+// waitlistPanels renders the waitlist panels the live hub pushes: the
+// buyers' (web/pages) and the dashboard's.
+type waitlistPanels struct {
+	*pages.WaitlistPanels
+	staffPanel
 }

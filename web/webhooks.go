@@ -47,7 +47,7 @@ func (s *Server) renderWebhooks(w http.ResponseWriter, r *http.Request, a hold.A
 	for _, e := range es {
 		v.Endpoints = append(v.Endpoints, views.Webhook{ID: e.ID.String(), URL: e.URL, Events: e.Events, CreatedAt: e.CreatedAt})
 	}
-	s.pages.Render(w, r, status, views.WebhooksPage(s.pages.Meta(r, "Webhooks"), v))
+	s.render.Render(w, r, status, views.WebhooksPage(s.render.Meta(r, "Webhooks"), v))
 	return nil
 }
 
@@ -106,7 +106,7 @@ func (s *Server) deliveriesPage(w http.ResponseWriter, r *http.Request, a hold.A
 		}
 		v.Rows = append(v.Rows, row)
 	}
-	s.pages.Render(w, r, http.StatusOK, views.DeliveriesPage(s.pages.Meta(r, "Webhook deliveries"), v))
+	s.render.Render(w, r, http.StatusOK, views.DeliveriesPage(s.render.Meta(r, "Webhook deliveries"), v))
 	return nil
 }
 
