@@ -15,6 +15,7 @@ import (
 	"seatd/internal/config"
 	"seatd/internal/testenv"
 	"seatd/web/live"
+	"seatd/web/staff"
 )
 
 // dialAs opens the seat-map socket of an event with c's cookies and extra
@@ -257,8 +258,8 @@ func TestBoxOfficeHoldPages(t *testing.T) {
 	}
 	box := s.as(tn.Org, tn.BoxOffice)
 	r := box.do("GET", "/box-office/events/"+ev.ID.String(), nil).want(t, http.StatusOK)
-	if n := len(holdRowRe.FindAll(r.body, -1)); n != holdPageRows {
-		t.Fatalf("first page shows %d holds, want %d", n, holdPageRows)
+	if n := len(holdRowRe.FindAll(r.body, -1)); n != staff.HoldPageRows {
+		t.Fatalf("first page shows %d holds, want %d", n, staff.HoldPageRows)
 	}
 	m := nextLinkRe.FindSubmatch(r.body)
 	if m == nil {

@@ -28,6 +28,7 @@ import (
 	"seatd/internal/store"
 	"seatd/internal/testenv"
 	"seatd/web/httpx"
+	"seatd/web/staff"
 )
 
 // --- helpers ---
@@ -1221,7 +1222,7 @@ func TestOccupancyRecompute100k(t *testing.T) {
 	}
 	var db hold.Occupancy
 	recBest, recMedian := measure(7, func() (err error) { db, err = a.Monitor.RecomputeOccupancy(ctx, org, ev.ID); return err })
-	if d := occupancyDiff(db, live); d != "" {
+	if d := staff.OccupancyDiff(db, live); d != "" {
 		t.Fatalf("recomputed %+v, live %+v: %s differ", db.Counts, live.Counts, d)
 	}
 	liveBest, liveMedian := measure(50, func() error { _, err := a.Monitor.Occupancy(ctx, org, ev.ID); return err })

@@ -22,6 +22,7 @@ import (
 	"seatd/web/ratelimit"
 	"seatd/web/render"
 	"seatd/web/session"
+	"seatd/web/staff"
 )
 
 // Server holds the handlers' dependencies.
@@ -47,6 +48,7 @@ type Server struct {
 	flights  *api.RegistryFlights
 	api      *api.API
 	pages    *pages.Pages
+	staff    *staff.Pages
 }
 
 // options are knobs tests turn; New uses the defaults.
@@ -92,6 +94,15 @@ func newServer(d Deps, o options) *Server {
 	s.pages = pages.New(pages.Deps{Cfg: d.Cfg, Pages: s.render, Limits: s.limits, Sessions: s.sessions, Holds: d.Holds,
 		Events: d.Events, Waitlist: d.Waitlist, Accounts: d.Store.Accounts, WaitlistStore: d.Store.Waitlist,
 		Visible: s.events, Bookings: s.bookings})
+	s.staff = staff.New(staff.Deps{Cfg: d.Cfg, Log: d.Log, Pages: s.render, Decoder: s.dec, Sessions: s.sessions,
+		Engine: d.Engine, Holds: d.Holds, BoxOffice: d.BoxOffice, Events: d.Events, Waitlist: d.Waitlist, Monitor: d.Monitor,
+		Keys: s.keys, Endpoints: s.hooks, Accounts: d.Store.Accounts, Audit: d.Store.Audit, Charts: d.Store.Charts,
+		EventStore: d.Store.Events, HoldStore: d.Store.Holds, BookingStore: d.Store.Bookings, Webhooks: d.Store.Webhooks,
+		WaitlistStore: d.Store.Waitlist, Visible: s.events, Bookings: s.bookings, Deliveries: s.delivery, Registry: s.flights})
+	// The hub pushes buyers their place in line on the seat map's socket,
+	// and staff their frames on the dashboard's and box office's.
+	s.hub.EnableWaitlist(live.WaitlistOptions{Source: d.Engine, Renderer: waitlistPanels{s.pages.Panels, s.staff.Panel}})
+	s.hub.EnableStaff(live.StaffOptions{Renderer: s.staff, Notice: s.staff.BoxOffice.ReleaseNotice})
 	s.routes()
 	// Outermost first: log and recover, compress, headers on every answer, refuse
 	// hostile text and cross-site writes before touching the session
@@ -160,8 +171,8 @@ func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
 }
 
 // waitlistPanels renders the waitlist panels the live hub pushes: the
-// buyers' (web/pages) and the dashboard's.
+// buyers' (web/pages) and the dashboard's (web/staff).
 type waitlistPanels struct {
 	*pages.WaitlistPanels
-	staffPanel
+	*staff.WaitlistPanel
 }

@@ -142,15 +142,11 @@ func (h *Webhooks) Deliveries(w http.ResponseWriter, r *http.Request, a hold.Act
 
 // Redeliver sends a delivery again, whatever its state: 202, it is queued.
 func (h *Webhooks) Redeliver(w http.ResponseWriter, r *http.Request, a hold.Actor) error {
-	id, err := httpx.PathID(r, "webhook")
+	ids, err := httpx.PathIDs(r, "webhook", "delivery")
 	if err != nil {
 		return err
 	}
-	d, err := httpx.PathID(r, "delivery")
-	if err != nil {
-		return err
-	}
-	if err := h.store.Redeliver(r.Context(), a.Org, id, d); err != nil {
+	if err := h.store.Redeliver(r.Context(), a.Org, ids[0], ids[1]); err != nil {
 		return err
 	}
 	httpx.WriteJSON(w, http.StatusAccepted, map[string]string{"state": store.DeliveryPending})

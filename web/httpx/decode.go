@@ -314,6 +314,20 @@ func PathID(r *http.Request, name string) (uuid.UUID, error) {
 	return ParsePathID(r.PathValue(name), name)
 }
 
+// PathIDs parses the ids in path segments names, in order, as PathID
+// does.
+func PathIDs(r *http.Request, names ...string) ([]uuid.UUID, error) {
+	ids := make([]uuid.UUID, len(names))
+	for i, name := range names {
+		id, err := PathID(r, name)
+		if err != nil {
+			return nil, err
+		}
+		ids[i] = id
+	}
+	return ids, nil
+}
+
 // ParsePathID parses v, the value of path segment name, as PathID does.
 func ParsePathID(v, name string) (uuid.UUID, error) {
 	id, err := uuid.Parse(v)

@@ -1,4 +1,4 @@
-package web
+package staff
 
 import (
 	"context"
@@ -13,13 +13,13 @@ import (
 	"seatd/web/render"
 )
 
-// staffWaitlistFragment is the dashboard's waitlist panel.
-func (p *staffPages) staffWaitlistFragment(w http.ResponseWriter, r *http.Request, a hold.Actor) error {
+// Waitlist is the dashboard's waitlist panel.
+func (p *Dashboard) Waitlist(w http.ResponseWriter, r *http.Request, a hold.Actor) error {
 	event, err := httpx.PathID(r, "event")
 	if err != nil {
 		return err
 	}
-	n, first, err := p.deps.Waitlist.Line(r.Context(), a, event, staffWaitlistFirst)
+	n, first, err := p.waitlist.Line(r.Context(), a, event, staffWaitlistFirst)
 	if err != nil {
 		return err
 	}
@@ -38,14 +38,16 @@ func staffWaitlistVM(event uuid.UUID, waiting int, first []store.WaitlistEntry) 
 	return vm
 }
 
-// staffPanel renders the dashboard's waitlist panel for the live hub.
-type staffPanel struct {
-	store *store.Waitlist
+// WaitlistPanel renders the dashboard's waitlist panel for the live hub
+// (the dashboard's half of live.WaitlistRenderer; the buyers' panels are
+// web/pages').
+type WaitlistPanel struct {
+	store WaitlistReads
 }
 
 // RenderStaffWaitlist renders the dashboard's waitlist panel, out of band
 // (live.WaitlistRenderer).
-func (lp staffPanel) RenderStaffWaitlist(ctx context.Context, org, event uuid.UUID) ([]byte, error) {
+func (lp *WaitlistPanel) RenderStaffWaitlist(ctx context.Context, org, event uuid.UUID) ([]byte, error) {
 	n, first, err := lp.store.OfEvent(ctx, org, event, staffWaitlistFirst)
 	if err != nil {
 		return nil, err

@@ -1,11 +1,14 @@
-package web
+package staff
 
 import (
+	"context"
 	"net/http"
 	"slices"
 	"strconv"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/google/uuid"
 
 	"seatd/internal/apperr"
 	"seatd/internal/hold"
@@ -13,15 +16,33 @@ import (
 	"seatd/views"
 )
 
-// The audit log page.
+// AuditLog reads an event's audit log; *store.Audit satisfies it.
+type AuditLog interface {
+	Log(ctx context.Context, org, event uuid.UUID, f store.AuditFilter) ([]store.AuditEntry, error)
+	SeatByLabel(ctx context.Context, org, event uuid.UUID, label string) (uuid.UUID, error)
+}
+
+// Users finds an account by email; *store.Accounts satisfies it.
+type Users interface {
+	UserByEmail(ctx context.Context, org uuid.UUID, email string) (store.User, error)
+}
+
+// Audit is an event's audit log page.
+type Audit struct {
+	*frame
+	audit AuditLog
+	users Users
+}
 
 const (
 	// auditPageSize is the number of audit entries per page.
 	auditPageSize = 50
 )
 
-func (s *staffPages) auditPage(w http.ResponseWriter, r *http.Request, a hold.Actor) error {
-	ev, err := s.staffEvent(r, a)
+// Page is a page of an event's audit log, filtered by seat, account or
+// action, newest first.
+func (p *Audit) Page(w http.ResponseWriter, r *http.Request, a hold.Actor) error {
+	ev, err := p.visible.FromPath(r, a)
 	if err != nil {
 		return err
 	}
@@ -44,7 +65,7 @@ func (s *staffPages) auditPage(w http.ResponseWriter, r *http.Request, a hold.Ac
 	}
 	l.First = f.Before == 0
 	if l.Filter.Seat != "" {
-		if f.Seat, err = s.deps.Store.Audit.SeatByLabel(ctx, a.Org, ev.ID, l.Filter.Seat); err != nil {
+		if f.Seat, err = p.audit.SeatByLabel(ctx, a.Org, ev.ID, l.Filter.Seat); err != nil {
 			if apperr.CodeOf(err) != apperr.NotFound {
 				return err
 			}
@@ -52,7 +73,7 @@ func (s *staffPages) auditPage(w http.ResponseWriter, r *http.Request, a hold.Ac
 		}
 	}
 	if l.Filter.Email != "" && l.Message == "" {
-		u, err := s.deps.Store.Accounts.UserByEmail(ctx, a.Org, l.Filter.Email)
+		u, err := p.users.UserByEmail(ctx, a.Org, l.Filter.Email)
 		if err != nil {
 			if apperr.CodeOf(err) != apperr.NotFound {
 				return err
@@ -62,7 +83,7 @@ func (s *staffPages) auditPage(w http.ResponseWriter, r *http.Request, a hold.Ac
 		f.User = u.ID
 	}
 	if l.Message == "" {
-		es, err := s.deps.Store.Audit.Log(ctx, a.Org, ev.ID, f)
+		es, err := p.audit.Log(ctx, a.Org, ev.ID, f)
 		if err != nil {
 			return err
 		}
@@ -75,6 +96,6 @@ func (s *staffPages) auditPage(w http.ResponseWriter, r *http.Request, a hold.Ac
 				Seat: e.Seat, Reason: e.Reason})
 		}
 	}
-	s.renderStaff(w, r, ev, views.AuditPage(s.render.Meta(r, ev.Name+" · audit log"), l))
+	p.page(w, r, ev, views.AuditPage(p.render.Meta(r, ev.Name+" · audit log"), l))
 	return nil
 }

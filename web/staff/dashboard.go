@@ -1,4 +1,4 @@
-package web
+package staff
 
 import (
 	"cmp"
@@ -6,6 +6,7 @@ import (
 	"maps"
 	"net/http"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/a-h/templ"
@@ -19,8 +20,8 @@ import (
 )
 
 // The organizer's dashboard: occupancy with its check against Postgres,
-// the expiry forecast, the occupancy chart and the activity feed, and the
-// dashboard's live frame.
+// the expiry forecast, the occupancy chart and the activity feed, the
+// waitlist and registry panels, and the dashboard's live frame.
 
 const (
 	// forecastWindow is the dashboard's "expire in the next ..." window.
@@ -29,31 +30,90 @@ const (
 	chartSpan = 2 * time.Hour
 )
 
-func (s *staffPages) dashboardPage(w http.ResponseWriter, r *http.Request, a hold.Actor) error {
-	ev, err := s.staffEvent(r, a)
+// MonitorCore is what the dashboard asks of the hold core's monitor;
+// *hold.Monitor satisfies it.
+type MonitorCore interface {
+	Occupancy(ctx context.Context, a hold.Actor, event uuid.UUID) (hold.Occupancy, error)
+	PaidOccupancy(ctx context.Context, a hold.Actor, event uuid.UUID) (hold.Occupancy, error)
+	RecomputeOccupancy(ctx context.Context, a hold.Actor, event uuid.UUID) (hold.Occupancy, error)
+	Snapshots(ctx context.Context, a hold.Actor, event uuid.UUID, since time.Time) ([]store.Snapshot, error)
+}
+
+// ActivityReads reads when an event's holds end and its audit log;
+// *store.Audit satisfies it.
+type ActivityReads interface {
+	HoldExpiries(ctx context.Context, org, event uuid.UUID) ([]store.ExpiryCount, error)
+	Log(ctx context.Context, org, event uuid.UUID, f store.AuditFilter) ([]store.AuditEntry, error)
+}
+
+// RegistryChecks checks and reconciles an event's registry, boundedly;
+// *api.RegistryFlights satisfies it.
+type RegistryChecks interface {
+	Status(ctx context.Context, a hold.Actor, event uuid.UUID) (hold.Registry, time.Time, error)
+	Reconciled(ctx context.Context, a hold.Actor, event uuid.UUID) (hold.Registry, time.Time, error)
+}
+
+// Line reads the head of an event's waitlist; *hold.Waitlist satisfies
+// it.
+type Line interface {
+	Line(ctx context.Context, a hold.Actor, event uuid.UUID, limit int) (int, []store.WaitlistEntry, error)
+}
+
+// WaitlistReads reads the head of an event's waitlist as the live hub's
+// renderer does (no actor); *store.Waitlist satisfies it.
+type WaitlistReads interface {
+	OfEvent(ctx context.Context, org, event uuid.UUID, limit int) (int, []store.WaitlistEntry, error)
+}
+
+// Layout finds a seat in the hold core's cache; *hold.Events satisfies
+// it.
+type Layout interface {
+	SeatLayout(org, event, seat uuid.UUID) (hold.SeatView, bool)
+}
+
+// Dashboard is an event's dashboard for its organizers, its panels, and
+// its live frame. It keeps, per event, the recorded snapshots between
+// frames and the last live registry check.
+type Dashboard struct {
+	*frame
+	monitor          MonitorCore
+	audit            ActivityReads
+	checks           RegistryChecks
+	waitlist         Line
+	seats            Layout
+	snapshotInterval time.Duration
+
+	mu       sync.Mutex
+	charts   map[[2]uuid.UUID]*chartCache
+	registry map[[2]uuid.UUID]*registryCheck
+}
+
+// Page is an event's dashboard.
+func (p *Dashboard) Page(w http.ResponseWriter, r *http.Request, a hold.Actor) error {
+	ev, err := p.visible.FromPath(r, a)
 	if err != nil {
 		return err
 	}
 	ctx := r.Context()
-	occ, err := s.deps.Monitor.PaidOccupancy(ctx, a, ev.ID)
+	occ, err := p.monitor.PaidOccupancy(ctx, a, ev.ID)
 	if err != nil {
 		return err
 	}
 	now := time.Now()
-	d := views.Dashboard{EventID: ev.ID.String(), EventName: ev.Name, Mode: s.mode(),
-		Occupancy: occupancyVM(ev.ID, occ), Verify: s.verify(ctx, a, ev.ID), Registry: s.registryVM(ctx, a, ev.ID, "")}
-	if d.Forecast, err = s.forecast(ctx, a.Org, ev.ID, now); err != nil {
+	d := views.Dashboard{EventID: ev.ID.String(), EventName: ev.Name, Mode: p.mode(),
+		Occupancy: occupancyVM(ev.ID, occ), Verify: p.verify(ctx, a, ev.ID), Registry: p.registryVM(ctx, a, ev.ID, "")}
+	if d.Forecast, err = p.forecast(ctx, a.Org, ev.ID, now); err != nil {
 		return err
 	}
-	snaps, err := s.deps.Monitor.Snapshots(ctx, a, ev.ID, now.Add(-chartSpan))
+	snaps, err := p.monitor.Snapshots(ctx, a, ev.ID, now.Add(-chartSpan))
 	if err != nil {
 		return err
 	}
 	d.Chart = views.NewChart(chartPoints(snaps, occ.Counts, now))
-	if d.Feed, err = s.recentFeed(ctx, a, ev.ID); err != nil {
+	if d.Feed, err = p.recentFeed(ctx, a, ev.ID); err != nil {
 		return err
 	}
-	s.renderStaff(w, r, ev, views.DashboardPage(s.render.Meta(r, ev.Name+" · dashboard"), d))
+	p.page(w, r, ev, views.DashboardPage(p.render.Meta(r, ev.Name+" · dashboard"), d))
 	return nil
 }
 
@@ -80,41 +140,41 @@ func occupancyVM(event uuid.UUID, o hold.Occupancy) views.Occupancy {
 // verify checks the live counters against a recount in Postgres. The
 // counters are read before and after the recount: a change committed
 // meanwhile makes one of them differ, but not both.
-func (s *staffPages) verify(ctx context.Context, a hold.Actor, event uuid.UUID) views.Verification {
+func (p *Dashboard) verify(ctx context.Context, a hold.Actor, event uuid.UUID) views.Verification {
 	v := views.Verification{EventID: event.String(), At: time.Now()}
-	before, err := s.deps.Monitor.Occupancy(ctx, a, event)
+	before, err := p.monitor.Occupancy(ctx, a, event)
 	if err != nil {
-		v.Err = s.internalText(ctx, "verify occupancy", err)
+		v.Err = p.internalText(ctx, "verify occupancy", err)
 		return v
 	}
 	start := time.Now()
-	db, err := s.deps.Monitor.RecomputeOccupancy(ctx, a, event)
+	db, err := p.monitor.RecomputeOccupancy(ctx, a, event)
 	v.Took = time.Since(start)
 	if err != nil {
-		v.Err = s.internalText(ctx, "recompute occupancy", err)
+		v.Err = p.internalText(ctx, "recompute occupancy", err)
 		return v
 	}
-	after, err := s.deps.Monitor.Occupancy(ctx, a, event)
+	after, err := p.monitor.Occupancy(ctx, a, event)
 	if err != nil {
-		v.Err = s.internalText(ctx, "verify occupancy", err)
+		v.Err = p.internalText(ctx, "verify occupancy", err)
 		return v
 	}
-	v.OK = occupancyDiff(db, before) == "" || occupancyDiff(db, after) == ""
+	v.OK = OccupancyDiff(db, before) == "" || OccupancyDiff(db, after) == ""
 	v.Live, v.DB = countsVM(after.Counts), countsVM(db.Counts)
 	if !v.OK {
-		v.Where = occupancyDiff(db, after)
+		v.Where = OccupancyDiff(db, after)
 	}
 	if !v.OK {
-		s.log.WarnContext(ctx, "live occupancy differs from postgres", "org", a.Org, "event", event,
+		p.log.WarnContext(ctx, "live occupancy differs from postgres", "org", a.Org, "event", event,
 			"live", after.Counts, "postgres", db.Counts)
 	}
 	return v
 }
 
-// occupancyDiff names the first part of an event's occupancy where x and
+// OccupancyDiff names the first part of an event's occupancy where x and
 // y disagree (the totals, a section, a price category); "" when they
 // agree everywhere.
-func occupancyDiff(x, y hold.Occupancy) string {
+func OccupancyDiff(x, y hold.Occupancy) string {
 	if x.Counts != y.Counts {
 		return "the totals"
 	}
@@ -149,8 +209,8 @@ func categoryName(cs []hold.CategoryOccupancy, i int) string {
 }
 
 // forecast reads when the event's active holds end.
-func (s *staffPages) forecast(ctx context.Context, org, event uuid.UUID, now time.Time) (views.Forecast, error) {
-	ex, err := s.deps.Store.Audit.HoldExpiries(ctx, org, event)
+func (p *Dashboard) forecast(ctx context.Context, org, event uuid.UUID, now time.Time) (views.Forecast, error) {
+	ex, err := p.audit.HoldExpiries(ctx, org, event)
 	if err != nil {
 		return views.Forecast{}, err
 	}
@@ -180,8 +240,8 @@ var feedKinds = map[string]string{
 
 // recentFeed fills the feed on page load from the audit log; live frames
 // add to it from then on.
-func (s *staffPages) recentFeed(ctx context.Context, a hold.Actor, event uuid.UUID) ([]views.FeedEntry, error) {
-	es, err := s.deps.Store.Audit.Log(ctx, a.Org, event, store.AuditFilter{Limit: 30})
+func (p *Dashboard) recentFeed(ctx context.Context, a hold.Actor, event uuid.UUID) ([]views.FeedEntry, error) {
+	es, err := p.audit.Log(ctx, a.Org, event, store.AuditFilter{Limit: 30})
 	if err != nil {
 		return nil, err
 	}
@@ -194,55 +254,57 @@ func (s *staffPages) recentFeed(ctx context.Context, a hold.Actor, event uuid.UU
 	return out, nil
 }
 
-func (s *staffPages) occupancyFragment(w http.ResponseWriter, r *http.Request, a hold.Actor) error {
-	ev, err := s.staffEvent(r, a)
+// Occupancy is the occupancy panel alone.
+func (p *Dashboard) Occupancy(w http.ResponseWriter, r *http.Request, a hold.Actor) error {
+	ev, err := p.visible.FromPath(r, a)
 	if err != nil {
 		return err
 	}
-	occ, err := s.deps.Monitor.PaidOccupancy(r.Context(), a, ev.ID)
+	occ, err := p.monitor.PaidOccupancy(r.Context(), a, ev.ID)
 	if err != nil {
 		return err
 	}
-	s.renderStaff(w, r, ev, views.OccupancyPanel(occupancyVM(ev.ID, occ), false))
+	p.page(w, r, ev, views.OccupancyPanel(occupancyVM(ev.ID, occ), false))
 	return nil
 }
 
-func (s *staffPages) verifyFragment(w http.ResponseWriter, r *http.Request, a hold.Actor) error {
-	ev, err := s.staffEvent(r, a)
+// Verify checks the live counts against Postgres and shows the outcome.
+func (p *Dashboard) Verify(w http.ResponseWriter, r *http.Request, a hold.Actor) error {
+	ev, err := p.visible.FromPath(r, a)
 	if err != nil {
 		return err
 	}
-	s.renderStaff(w, r, ev, views.VerifyLine(s.verify(r.Context(), a, ev.ID)))
+	p.page(w, r, ev, views.VerifyLine(p.verify(r.Context(), a, ev.ID)))
 	return nil
 }
 
-func (s *staffPages) feedFragment(w http.ResponseWriter, r *http.Request, a hold.Actor) error {
-	ev, err := s.staffEvent(r, a)
+// Feed is the activity feed alone, from the audit log.
+func (p *Dashboard) Feed(w http.ResponseWriter, r *http.Request, a hold.Actor) error {
+	ev, err := p.visible.FromPath(r, a)
 	if err != nil {
 		return err
 	}
-	feed, err := s.recentFeed(r.Context(), a, ev.ID)
+	feed, err := p.recentFeed(r.Context(), a, ev.ID)
 	if err != nil {
 		return err
 	}
-	s.renderStaff(w, r, ev, views.Feed(ev.ID.String(), feed))
+	p.page(w, r, ev, views.Feed(ev.ID.String(), feed))
 	return nil
 }
 
-// dashboard is the dashboard's frame: the panels that changed, replaced,
-// and the batch's changes at the top of the feed.
-func (sr *staffPages) dashboard(ctx context.Context, a hold.Actor, b live.StaffBatch) ([]templ.Component, error) {
-	s := sr
+// liveFrame is the dashboard's live frame: the panels that changed,
+// replaced, and the batch's changes at the top of the feed.
+func (p *Dashboard) liveFrame(ctx context.Context, a hold.Actor, b live.StaffBatch) ([]templ.Component, error) {
 	now := time.Now()
-	occ, err := s.deps.Monitor.PaidOccupancy(ctx, a, b.Event)
+	occ, err := p.monitor.PaidOccupancy(ctx, a, b.Event)
 	if err != nil {
 		return nil, err
 	}
-	fc, err := s.forecast(ctx, a.Org, b.Event, now)
+	fc, err := p.forecast(ctx, a.Org, b.Event, now)
 	if err != nil {
 		return nil, err
 	}
-	snaps, err := sr.snapshots(ctx, a, b.Event, now)
+	snaps, err := p.snapshots(ctx, a, b.Event, now)
 	if err != nil {
 		return nil, err
 	}
@@ -252,15 +314,15 @@ func (sr *staffPages) dashboard(ctx context.Context, a hold.Actor, b live.StaffB
 		if d.Kind == hold.KindSync {
 			continue
 		}
-		feed = append(feed, views.FeedEntry{Kind: d.Kind, Seat: sr.label(d), At: d.At})
+		feed = append(feed, views.FeedEntry{Kind: d.Kind, Seat: p.label(d), At: d.At})
 	}
 	comps := []templ.Component{
-		views.ModeBanner(s.mode(), true),
+		views.ModeBanner(p.mode(), true),
 		views.OccupancyPanel(occupancyVM(b.Event, occ), true),
 		views.ForecastPanel(fc, true),
 		views.ChartFigure(views.NewChart(chartPoints(snaps, occ.Counts, now)), true),
 	}
-	if reg, ok := sr.liveRegistry(ctx, a, b.Event, now); ok {
+	if reg, ok := p.liveRegistry(ctx, a, b.Event, now); ok {
 		comps = append(comps, views.RegistryPanel(reg, true))
 	}
 	if len(feed) > 0 {
@@ -269,8 +331,8 @@ func (sr *staffPages) dashboard(ctx context.Context, a hold.Actor, b live.StaffB
 	return comps, nil
 }
 
-func (sr *staffPages) label(d hold.Delta) string {
-	if st, ok := sr.deps.Events.SeatLayout(d.Org, d.Event, d.Seat); ok {
+func (p *Dashboard) label(d hold.Delta) string {
+	if st, ok := p.seats.SeatLayout(d.Org, d.Event, d.Seat); ok {
 		return st.Label()
 	}
 	return d.Seat.String()
@@ -286,21 +348,21 @@ type chartCache struct {
 
 // snapshots returns the event's recorded occupancy for the chart, read
 // from Postgres at most every third of the snapshot interval.
-func (sr *staffPages) snapshots(ctx context.Context, a hold.Actor, event uuid.UUID, now time.Time) ([]store.Snapshot, error) {
+func (p *Dashboard) snapshots(ctx context.Context, a hold.Actor, event uuid.UUID, now time.Time) ([]store.Snapshot, error) {
 	key := [2]uuid.UUID{a.Org, event}
-	every := max(sr.deps.Cfg.SnapshotInterval/3, time.Second)
-	sr.mu.Lock()
-	c, ok := sr.charts[key]
-	sr.mu.Unlock()
+	every := max(p.snapshotInterval/3, time.Second)
+	p.mu.Lock()
+	c, ok := p.charts[key]
+	p.mu.Unlock()
 	if ok && now.Sub(c.read) < every {
 		return c.snaps, nil
 	}
-	snaps, err := sr.deps.Monitor.Snapshots(ctx, a, event, now.Add(-chartSpan))
+	snaps, err := p.monitor.Snapshots(ctx, a, event, now.Add(-chartSpan))
 	if err != nil {
 		return nil, err
 	}
-	sr.mu.Lock()
-	sr.charts[key] = &chartCache{read: now, snaps: snaps}
-	sr.mu.Unlock()
+	p.mu.Lock()
+	p.charts[key] = &chartCache{read: now, snaps: snaps}
+	p.mu.Unlock()
 	return snaps, nil
 }

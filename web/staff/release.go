@@ -1,4 +1,4 @@
-package web
+package staff
 
 import (
 	"context"
@@ -25,21 +25,18 @@ const (
 	releaseMax = 500
 )
 
-// releaseHolds releases the selected holds with a reason (the core writes
+// Release releases the selected holds with a reason (the core writes
 // it to the audit log) and goes back to the box office. Every hold must be
 // one of this event's holds in the session's organization: otherwise the
 // answer is 404, as for a hold that does not exist, and nothing is
 // released.
-func (s *staffPages) releaseHolds(w http.ResponseWriter, r *http.Request, a hold.Actor) error {
-	ev, err := s.staffEvent(r, a)
+func (p *BoxOffice) Release(w http.ResponseWriter, r *http.Request, a hold.Actor) error {
+	f, err := p.boxForm(w, r, a)
 	if err != nil {
 		return err
 	}
-	v, err := httpx.Form(w, r)
-	if err != nil {
-		return err
-	}
-	back := "/box-office/events/" + ev.ID.String() + holdFilter(v).Query()
+	ev, v := f.ev, f.v
+	back := f.back + holdFilter(v).Query()
 	if len(v["hold_id"]) > releaseMax {
 		return apperr.E(apperr.Invalid, "release at most %d holds at once", releaseMax)
 	}
@@ -53,14 +50,14 @@ func (s *staffPages) releaseHolds(w http.ResponseWriter, r *http.Request, a hold
 	ctx := r.Context()
 	switch {
 	case len(ids) == 0:
-		return s.backWith(w, r, back, "Select the holds to release first.")
+		return p.backWith(w, r, back, "Select the holds to release first.")
 	case reason == "":
-		return s.backWith(w, r, back, "Give a reason for releasing; it is kept in the audit log.")
+		return p.backWith(w, r, back, "Give a reason for releasing; it is kept in the audit log.")
 	case utf8.RuneCountInString(reason) > reasonMax:
-		return s.backWith(w, r, back, fmt.Sprintf("The reason is too long (at most %d characters).", reasonMax))
+		return p.backWith(w, r, back, fmt.Sprintf("The reason is too long (at most %d characters).", reasonMax))
 	}
 	for _, id := range ids {
-		h, err := s.deps.Store.Holds.ByID(ctx, a.Org, id)
+		h, err := p.holdByID.ByID(ctx, a.Org, id)
 		if err != nil {
 			return err
 		}
@@ -71,10 +68,10 @@ func (s *staffPages) releaseHolds(w http.ResponseWriter, r *http.Request, a hold
 	var released []string
 	ended := 0
 	for _, id := range ids {
-		h, err := s.deps.Holds.Release(ctx, a, id, reason)
+		h, err := p.release.Release(ctx, a, id, reason)
 		switch {
 		case err == nil:
-			released = append(released, s.deps.Events.SeatLabel(ctx, a, ev.ID, h.SeatID))
+			released = append(released, p.seats.SeatLabel(ctx, a, ev.ID, h.SeatID))
 		case apperr.CodeOf(err) == apperr.NotFound:
 			ended++ // ended meanwhile: expired, bought or released by someone else
 		default:
@@ -90,22 +87,14 @@ func (s *staffPages) releaseHolds(w http.ResponseWriter, r *http.Request, a hold
 	if ended > 0 {
 		msg = append(msg, fmt.Sprintf("%d had already ended.", ended))
 	}
-	return s.backWith(w, r, back, strings.Join(msg, " "))
+	return p.backWith(w, r, back, strings.Join(msg, " "))
 }
 
-// backWith redirects to a page of this site that shows msg as its flash.
-// to is always built here from a path and escaped query values.
-func (s *staffPages) backWith(w http.ResponseWriter, r *http.Request, to, msg string) error {
-	s.sessions.Flash(r.Context(), msg)
-	http.Redirect(w, r, to, http.StatusSeeOther) // #nosec G710 -- a local path ("/box-office/events/<uuid>?..."), not user input
-	return nil
-}
-
-// releaseNotice is what a buyer's seat map is told when staff released
-// their hold.
-func (s *staffPages) releaseNotice(d hold.Delta) []byte {
+// ReleaseNotice is what a buyer's seat map is told when staff released
+// their hold (live.StaffOptions.Notice).
+func (p *BoxOffice) ReleaseNotice(d hold.Delta) []byte {
 	label := d.Seat.String()
-	if st, ok := s.deps.Events.SeatLayout(d.Org, d.Event, d.Seat); ok {
+	if st, ok := p.seats.SeatLayout(d.Org, d.Event, d.Seat); ok {
 		label = st.Label()
 	}
 	b, err := render.Bytes(context.Background(), views.ReleaseNotice(label))

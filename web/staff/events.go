@@ -1,6 +1,7 @@
-package web
+package staff
 
 import (
+	"context"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -18,31 +19,53 @@ import (
 	"seatd/web/render"
 )
 
+// EventCore makes, changes and deletes events; *hold.Events satisfies
+// it.
+type EventCore interface {
+	Create(ctx context.Context, a hold.Actor, in hold.EventInput) (store.Event, error)
+	Update(ctx context.Context, a hold.Actor, id uuid.UUID, in hold.EventInput) (store.Event, error)
+	Delete(ctx context.Context, a hold.Actor, id uuid.UUID) error
+}
+
+// ChartReads reads the organization's charts; *store.Charts satisfies it.
+type ChartReads interface {
+	LatestVersion(ctx context.Context, org, chartID uuid.UUID) (store.ChartVersion, error)
+	List(ctx context.Context, org uuid.UUID) ([]store.ChartVersion, error)
+}
+
+// Events is the organizer's event pages.
+type Events struct {
+	*frame
+	core   EventCore
+	charts ChartReads
+}
+
 // The organizer's event pages: the list with status, create (from a
 // chart) and edit forms, publish and close. They call the same core
 // methods as the JSON API.
 
-// formTime is how datetime-local inputs send and show times.
-const formTime = "2006-01-02T15:04"
+// FormTime is how datetime-local inputs send and show times.
+const FormTime = "2006-01-02T15:04"
 
-func (s *staffPages) adminEventsPage(w http.ResponseWriter, r *http.Request, a hold.Actor) error {
-	evs, err := s.deps.Store.Events.List(r.Context(), a.Org)
+// List is the organizer's events list, drafts too.
+func (p *Events) List(w http.ResponseWriter, r *http.Request, a hold.Actor) error {
+	evs, err := p.visible.List(r.Context(), a)
 	if err != nil {
 		return err
 	}
-	s.render.Render(w, r, http.StatusOK, views.AdminEventsPage(s.render.Meta(r, "Manage events"), render.Events(evs)))
+	p.render.Render(w, r, http.StatusOK, views.AdminEventsPage(p.render.Meta(r, "Manage events"), render.Events(evs)))
 	return nil
 }
 
-// newEventPage asks for a chart, then shows the form for it.
-func (s *staffPages) newEventPage(w http.ResponseWriter, r *http.Request, a hold.Actor) error {
+// New asks for a chart, then shows the form for it.
+func (p *Events) New(w http.ResponseWriter, r *http.Request, a hold.Actor) error {
 	f := views.EventForm{TimeZone: "UTC"}
 	if id := r.URL.Query().Get("chart"); id != "" {
 		chartID, err := uuid.Parse(id)
 		if err != nil {
 			return apperr.E(apperr.NotFound, "chart not found")
 		}
-		v, err := s.deps.Store.Charts.LatestVersion(r.Context(), a.Org, chartID)
+		v, err := p.charts.LatestVersion(r.Context(), a.Org, chartID)
 		if err != nil {
 			return err
 		}
@@ -52,7 +75,7 @@ func (s *staffPages) newEventPage(w http.ResponseWriter, r *http.Request, a hold
 		}
 		f.Name = v.Name
 	} else {
-		cs, err := s.deps.Store.Charts.List(r.Context(), a.Org)
+		cs, err := p.charts.List(r.Context(), a.Org)
 		if err != nil {
 			return err
 		}
@@ -60,20 +83,21 @@ func (s *staffPages) newEventPage(w http.ResponseWriter, r *http.Request, a hold
 			f.Charts = append(f.Charts, views.ChartChoice{ID: c.ChartID.String(), Name: c.Name, Version: c.Version, Seats: c.Seats})
 		}
 	}
-	s.render.Render(w, r, http.StatusOK, views.EventFormPage(s.render.Meta(r, "New event"), f))
+	p.render.Render(w, r, http.StatusOK, views.EventFormPage(p.render.Meta(r, "New event"), f))
 	return nil
 }
 
-func (s *staffPages) editEventPage(w http.ResponseWriter, r *http.Request, a hold.Actor) error {
+// Edit is an event's form, filled in.
+func (p *Events) Edit(w http.ResponseWriter, r *http.Request, a hold.Actor) error {
 	id, err := httpx.PathID(r, "event")
 	if err != nil {
 		return err
 	}
-	e, err := s.deps.Store.Events.Event(r.Context(), a.Org, id)
+	e, err := p.visible.Event(r.Context(), a, id)
 	if err != nil {
 		return err
 	}
-	s.render.Render(w, r, http.StatusOK, views.EventFormPage(s.render.Meta(r, "Edit "+e.Name), eventFormOf(e)))
+	p.render.Render(w, r, http.StatusOK, views.EventFormPage(p.render.Meta(r, "Edit "+e.Name), eventFormOf(e)))
 	return nil
 }
 
@@ -83,7 +107,7 @@ func eventFormOf(e store.Event) views.EventForm {
 		if t == nil {
 			return ""
 		}
-		return t.In(loc).Format(formTime)
+		return t.In(loc).Format(FormTime)
 	}
 	f := views.EventForm{EventID: e.ID.String(), Status: string(e.Status), Name: e.Name, Venue: e.Venue, TimeZone: e.TimeZone,
 		StartsAt: show(&e.StartsAt), OnSaleAt: show(e.OnSaleAt), SalesEndAt: show(e.SalesEndAt)}
@@ -119,7 +143,7 @@ func formInput(v url.Values, keys []string) (hold.EventInput, map[string]string)
 		if x == "" {
 			return nil
 		}
-		if t, err := time.ParseInLocation(formTime, x, loc); err == nil {
+		if t, err := time.ParseInLocation(FormTime, x, loc); err == nil {
 			x = t.Format(time.RFC3339)
 		}
 		return &x
@@ -155,8 +179,8 @@ func formInput(v url.Values, keys []string) (hold.EventInput, map[string]string)
 	return in, bad
 }
 
-// createEventForm creates a draft from the form and opens its edit page.
-func (s *staffPages) createEventForm(w http.ResponseWriter, r *http.Request, a hold.Actor) error {
+// Create creates a draft from the form and opens its edit page.
+func (p *Events) Create(w http.ResponseWriter, r *http.Request, a hold.Actor) error {
 	v, err := httpx.Form(w, r)
 	if err != nil {
 		return err
@@ -165,7 +189,7 @@ func (s *staffPages) createEventForm(w http.ResponseWriter, r *http.Request, a h
 	if err != nil {
 		return apperr.E(apperr.NotFound, "chart not found")
 	}
-	cv, err := s.deps.Store.Charts.LatestVersion(r.Context(), a.Org, chartID)
+	cv, err := p.charts.LatestVersion(r.Context(), a.Org, chartID)
 	if err != nil {
 		return err
 	}
@@ -178,7 +202,7 @@ func (s *staffPages) createEventForm(w http.ResponseWriter, r *http.Request, a h
 	in.ChartID = &id
 	var e store.Event
 	if len(bad) == 0 {
-		e, err = s.deps.Events.Create(r.Context(), a, in)
+		e, err = p.core.Create(r.Context(), a, in)
 	}
 	if len(bad) > 0 || apperr.CodeOf(err) == apperr.Invalid {
 		f := views.EventForm{ChartID: id, Name: v.Get("name"), Venue: v.Get("venue"), TimeZone: v.Get("time_zone"),
@@ -188,19 +212,19 @@ func (s *staffPages) createEventForm(w http.ResponseWriter, r *http.Request, a h
 			f.Prices = append(f.Prices, views.PriceField{Key: c.Key, Name: c.Name, Minor: v.Get("price_" + c.Key),
 				Cur: v.Get("currency_" + c.Key), Field: fmt.Sprintf("prices[%d]", i)})
 		}
-		s.renderFormErrors(w, r, f, bad, err)
+		p.renderFormErrors(w, r, f, bad, err)
 		return nil
 	}
 	if err != nil {
 		return err
 	}
-	s.sessions.Flash(r.Context(), "Draft created. Publish it when it is ready.")
+	p.flash.Flash(r.Context(), "Draft created. Publish it when it is ready.")
 	http.Redirect(w, r, "/admin/events/"+e.ID.String()+"/edit", http.StatusSeeOther) // #nosec G710 -- a UUID we made
 	return nil
 }
 
 // renderFormErrors shows the form again with what is wrong (422).
-func (s *staffPages) renderFormErrors(w http.ResponseWriter, r *http.Request, f views.EventForm, bad map[string]string, err error) {
+func (p *Events) renderFormErrors(w http.ResponseWriter, r *http.Request, f views.EventForm, bad map[string]string, err error) {
 	f.Errors = bad
 	if e, ok := apperr.As(err); ok {
 		for k, m := range e.Fields {
@@ -210,16 +234,16 @@ func (s *staffPages) renderFormErrors(w http.ResponseWriter, r *http.Request, f 
 	// Prices are reported by their position among the sent prices; the
 	// form shows every category, so name the category too.
 	f.Message = "Some fields need attention."
-	s.render.Render(w, r, http.StatusUnprocessableEntity, views.EventFormPage(s.render.Meta(r, "Event"), f))
+	p.render.Render(w, r, http.StatusUnprocessableEntity, views.EventFormPage(p.render.Meta(r, "Event"), f))
 }
 
-// updateEventForm saves the edit form.
-func (s *staffPages) updateEventForm(w http.ResponseWriter, r *http.Request, a hold.Actor) error {
+// Update saves the edit form.
+func (p *Events) Update(w http.ResponseWriter, r *http.Request, a hold.Actor) error {
 	id, err := httpx.PathID(r, "event")
 	if err != nil {
 		return err
 	}
-	cur, err := s.deps.Store.Events.Event(r.Context(), a.Org, id)
+	cur, err := p.visible.Event(r.Context(), a, id)
 	if err != nil {
 		return err
 	}
@@ -233,26 +257,26 @@ func (s *staffPages) updateEventForm(w http.ResponseWriter, r *http.Request, a h
 	}
 	in, bad := formInput(v, keys)
 	if len(bad) == 0 {
-		_, err = s.deps.Events.Update(r.Context(), a, id, in)
+		_, err = p.core.Update(r.Context(), a, id, in)
 	}
 	if len(bad) > 0 || apperr.CodeOf(err) == apperr.Invalid {
 		f := eventFormOf(cur)
 		f.Name, f.Venue, f.TimeZone = v.Get("name"), v.Get("venue"), v.Get("time_zone")
 		f.StartsAt, f.OnSaleAt, f.SalesEndAt = v.Get("starts_at"), v.Get("on_sale_at"), v.Get("sales_end_at")
 		f.HoldTTL, f.MaxHolds, f.Extension = v.Get("hold_ttl"), v.Get("max_holds_per_buyer"), v.Get("hold_extension")
-		s.renderFormErrors(w, r, f, bad, err)
+		p.renderFormErrors(w, r, f, bad, err)
 		return nil
 	}
 	if err != nil {
 		return err
 	}
-	s.sessions.Flash(r.Context(), "Saved.")
+	p.flash.Flash(r.Context(), "Saved.")
 	http.Redirect(w, r, "/admin/events/"+id.String()+"/edit", http.StatusSeeOther) // #nosec G710 -- a parsed UUID
 	return nil
 }
 
-// setEventStatus publishes or closes an event from the list or the form.
-func (s *staffPages) setEventStatus(w http.ResponseWriter, r *http.Request, a hold.Actor) error {
+// SetStatus publishes or closes an event from the list or the form.
+func (p *Events) SetStatus(w http.ResponseWriter, r *http.Request, a hold.Actor) error {
 	id, err := httpx.PathID(r, "event")
 	if err != nil {
 		return err
@@ -262,25 +286,25 @@ func (s *staffPages) setEventStatus(w http.ResponseWriter, r *http.Request, a ho
 		return err
 	}
 	status := v.Get("status")
-	if _, err := s.deps.Events.Update(r.Context(), a, id, hold.EventInput{Status: &status}); err != nil {
+	if _, err := p.core.Update(r.Context(), a, id, hold.EventInput{Status: &status}); err != nil {
 		if apperr.CodeOf(err) != apperr.Conflict && apperr.CodeOf(err) != apperr.Invalid {
 			return err
 		}
-		s.sessions.Flash(r.Context(), httpx.Message(err))
+		p.flash.Flash(r.Context(), httpx.Message(err))
 	} else {
-		s.sessions.Flash(r.Context(), "The event is now "+strings.ReplaceAll(status, "_", " ")+".")
+		p.flash.Flash(r.Context(), "The event is now "+strings.ReplaceAll(status, "_", " ")+".")
 	}
 	http.Redirect(w, r, "/admin/events", http.StatusSeeOther)
 	return nil
 }
 
-// deleteEventForm is Delete on the events list and a draft's form: a
+// Delete is Delete on the events list and a draft's form: a
 // draft that was used, or an event that is not a draft, stays, and the
 // list says why.
-func (s *staffPages) deleteEventForm(w http.ResponseWriter, r *http.Request, a hold.Actor) error {
+func (p *Events) Delete(w http.ResponseWriter, r *http.Request, a hold.Actor) error {
 	id, err := httpx.PathID(r, "event")
 	if err != nil {
 		return err
 	}
-	return s.flashAndReturn(w, r, s.deps.Events.Delete(r.Context(), a, id), "Draft deleted.", "/admin/events")
+	return p.flashAndReturn(w, r, p.core.Delete(r.Context(), a, id), "Draft deleted.", "/admin/events")
 }

@@ -1,4 +1,4 @@
-package web
+package staff
 
 import (
 	"context"
@@ -6,6 +6,7 @@ import (
 	"net/url"
 	"slices"
 	"strings"
+	"sync"
 	"unicode/utf8"
 
 	"github.com/a-h/templ"
@@ -21,11 +22,72 @@ import (
 )
 
 // The box office: the active holds table, the customer lookup, the seat
-// map that blocks and unblocks seats, and the box office's live frame.
+// map that blocks and unblocks seats, releasing holds (release.go), and
+// the box office's live frame.
+
+// Counts counts an event's seats live; *hold.Monitor satisfies it.
+type Counts interface {
+	Occupancy(ctx context.Context, a hold.Actor, event uuid.UUID) (hold.Occupancy, error)
+}
+
+// BookingFinder finds bookings and lists house seats; *hold.BoxOffice
+// satisfies it.
+type BookingFinder interface {
+	FindBookings(ctx context.Context, a hold.Actor, query string) ([]store.Booking, error)
+	HouseSeats(ctx context.Context, a hold.Actor, event uuid.UUID) ([]store.HouseAllocation, error)
+}
+
+// Sections lists an event's sections; *store.Events satisfies it.
+type Sections interface {
+	Sections(ctx context.Context, org, event uuid.UUID) ([]store.Section, error)
+}
+
+// HoldReads reads an event's active holds with their holders, and a
+// buyer's activity; *store.Audit satisfies it.
+type HoldReads interface {
+	ActiveHoldsPage(ctx context.Context, org, event uuid.UUID, f store.HoldFilter, after store.HoldCursor, limit int, total bool) (store.HoldPage, error)
+	ActiveHolds(ctx context.Context, org, event uuid.UUID, f store.HoldFilter) ([]store.StaffHold, error)
+	BuyerActivity(ctx context.Context, org, event uuid.UUID, email string) (store.BuyerActivity, error)
+}
+
+// Seats is what the box office's map reads of an event's seats from the
+// hold core's cache; *hold.Events satisfies it.
+type Seats interface {
+	SeatViews(ctx context.Context, a hold.Actor, event uuid.UUID) ([]store.Section, []hold.SeatView, error)
+	SeatLayout(org, event, seat uuid.UUID) (hold.SeatView, bool)
+	SeatLabel(ctx context.Context, a hold.Actor, event, seat uuid.UUID) string
+}
+
+// Releaser releases holds and blocks seats; *hold.Holds satisfies it.
+type Releaser interface {
+	Release(ctx context.Context, a hold.Actor, holdID uuid.UUID, reason string) (store.Hold, error)
+	SetBlocked(ctx context.Context, a hold.Actor, event, seat uuid.UUID, blocked bool, reason string) (int64, error)
+}
+
+// HoldByID reads a hold of the organization; *store.Holds satisfies it.
+type HoldByID interface {
+	ByID(ctx context.Context, org, id uuid.UUID) (store.Hold, error)
+}
+
+// BoxOffice is an event's box office for its staff, its panels, and its
+// live frame. It keeps where each section of an event starts on the grid.
+type BoxOffice struct {
+	*frame
+	occupancy Counts
+	core      BookingFinder
+	sections  Sections
+	holds     HoldReads
+	seats     Seats
+	release   Releaser
+	holdByID  HoldByID
+
+	mu     sync.Mutex
+	layout map[[2]uuid.UUID]map[string]origin
+}
 
 const (
-	// holdPageRows is the box office table's page size.
-	holdPageRows = 100
+	// HoldPageRows is the box office table's page size.
+	HoldPageRows = 100
 )
 
 // holdFilter reads the box office's filter from query or form values.
@@ -46,51 +108,52 @@ func holdFilter(v url.Values) views.HoldFilter {
 	return f
 }
 
-func (s *staffPages) boxOfficePage(w http.ResponseWriter, r *http.Request, a hold.Actor) error {
-	return s.boxOfficeWith(w, r, a, r.URL.Query(), "")
+// Page is an event's box office.
+func (p *BoxOffice) Page(w http.ResponseWriter, r *http.Request, a hold.Actor) error {
+	return p.with(w, r, a, r.URL.Query(), "")
 }
 
-// boxOfficeWith renders the box office with the filters in q and, for an
+// with renders the box office with the filters in q and, for an
 // email, that customer's lookup.
-func (s *staffPages) boxOfficeWith(w http.ResponseWriter, r *http.Request, a hold.Actor, q url.Values, email string) error {
-	ev, err := s.staffEvent(r, a)
+func (p *BoxOffice) with(w http.ResponseWriter, r *http.Request, a hold.Actor, q url.Values, email string) error {
+	ev, err := p.visible.FromPath(r, a)
 	if err != nil {
 		return err
 	}
 	ctx := r.Context()
-	b := views.BoxOffice{EventID: ev.ID.String(), EventName: ev.Name, Mode: s.mode(), Organizer: a.Role == hold.RoleOrganizer,
+	b := views.BoxOffice{EventID: ev.ID.String(), EventName: ev.Name, Mode: p.mode(), Organizer: a.Role == hold.RoleOrganizer,
 		HoldKey: "bo-" + uuid.NewString()}
 	for _, c := range ev.Categories {
 		b.Categories = append(b.Categories, views.Category{Key: c.Key, Name: c.Name})
 	}
-	occ, err := s.deps.Monitor.Occupancy(ctx, a, ev.ID)
+	occ, err := p.occupancy.Occupancy(ctx, a, ev.ID)
 	if err != nil {
 		return err
 	}
 	b.Summary = countsVM(occ.Counts)
-	if b.Holds, err = s.holdTable(ctx, a, ev.ID, holdFilter(q)); err != nil {
+	if b.Holds, err = p.holdTable(ctx, a, ev.ID, holdFilter(q)); err != nil {
 		return err
 	}
-	if b.Map, err = s.boxMap(ctx, a, ev.ID, q.Get("map")); err != nil {
+	if b.Map, err = p.boxMap(ctx, a, ev.ID, q.Get("map")); err != nil {
 		return err
 	}
-	hs, err := s.deps.BoxOffice.HouseSeats(ctx, a, ev.ID)
+	hs, err := p.core.HouseSeats(ctx, a, ev.ID)
 	if err != nil {
 		return err
 	}
 	b.House = houseRows(hs)
 	if email != "" {
-		if b.Lookup, err = s.lookup(ctx, a, ev.ID, email); err != nil {
+		if b.Lookup, err = p.lookup(ctx, a, ev.ID, email); err != nil {
 			return err
 		}
 	}
-	s.renderStaff(w, r, ev, views.BoxOfficePage(s.render.Meta(r, ev.Name+" · box office"), b))
+	p.page(w, r, ev, views.BoxOfficePage(p.render.Meta(r, ev.Name+" · box office"), b))
 	return nil
 }
 
-func (s *staffPages) holdTable(ctx context.Context, a hold.Actor, event uuid.UUID, f views.HoldFilter) (views.HoldTable, error) {
+func (p *BoxOffice) holdTable(ctx context.Context, a hold.Actor, event uuid.UUID, f views.HoldFilter) (views.HoldTable, error) {
 	t := views.HoldTable{EventID: event.String(), Filter: f, SellKey: newSellKey()}
-	secs, err := s.deps.Store.Events.Sections(ctx, a.Org, event)
+	secs, err := p.sections.Sections(ctx, a.Org, event)
 	if err != nil {
 		return t, err
 	}
@@ -102,14 +165,14 @@ func (s *staffPages) holdTable(ctx context.Context, a hold.Actor, event uuid.UUI
 		// A cursor not of ours (edited by hand): the first page.
 		after, t.Filter.After = store.HoldCursor{}, ""
 	}
-	p, err := s.deps.Store.Audit.ActiveHoldsPage(ctx, a.Org, event, store.HoldFilter{Section: f.Section, Holder: f.Holder},
-		after, holdPageRows, true)
+	pg, err := p.holds.ActiveHoldsPage(ctx, a.Org, event, store.HoldFilter{Section: f.Section, Holder: f.Holder},
+		after, HoldPageRows, true)
 	if err != nil {
 		return t, err
 	}
-	t.Rows, t.Total = holdRows(p.Holds), p.Total
-	if !p.Next.IsZero() {
-		t.Next = query.EncodeHoldCursor(p.Next)
+	t.Rows, t.Total = holdRows(pg.Holds), pg.Total
+	if !pg.Next.IsZero() {
+		t.Next = query.EncodeHoldCursor(pg.Next)
 	}
 	return t, nil
 }
@@ -126,25 +189,26 @@ func holdRows(hs []store.StaffHold) []views.HoldRow {
 	return out
 }
 
-func (s *staffPages) holdsFragment(w http.ResponseWriter, r *http.Request, a hold.Actor) error {
-	ev, err := s.staffEvent(r, a)
+// Holds is the holds table alone, filtered and paged.
+func (p *BoxOffice) Holds(w http.ResponseWriter, r *http.Request, a hold.Actor) error {
+	ev, err := p.visible.FromPath(r, a)
 	if err != nil {
 		return err
 	}
-	t, err := s.holdTable(r.Context(), a, ev.ID, holdFilter(r.URL.Query()))
+	t, err := p.holdTable(r.Context(), a, ev.ID, holdFilter(r.URL.Query()))
 	if err != nil {
 		return err
 	}
-	s.renderStaff(w, r, ev, views.HoldsPanel(t))
+	p.page(w, r, ev, views.HoldsPanel(t))
 	return nil
 }
 
 // boxMap lays out one section of the event (the first if section names
 // none) with its top-left seat at the grid's second column, first row:
 // the first column holds the row letters.
-func (s *staffPages) boxMap(ctx context.Context, a hold.Actor, event uuid.UUID, section string) (views.BoxMap, error) {
+func (p *BoxOffice) boxMap(ctx context.Context, a hold.Actor, event uuid.UUID, section string) (views.BoxMap, error) {
 	m := views.BoxMap{EventID: event.String()}
-	secs, seats, err := s.deps.Events.SeatViews(ctx, a, event)
+	secs, seats, err := p.seats.SeatViews(ctx, a, event)
 	if err != nil {
 		return m, err
 	}
@@ -191,22 +255,22 @@ func origins(seats []hold.SeatView) map[string]origin {
 
 // origins returns where each section of the event starts on the grid; a
 // venue's layout never changes, so it is computed once per event.
-func (sr *staffPages) origins(ctx context.Context, a hold.Actor, event uuid.UUID) (map[string]origin, error) {
+func (p *BoxOffice) origins(ctx context.Context, a hold.Actor, event uuid.UUID) (map[string]origin, error) {
 	key := [2]uuid.UUID{a.Org, event}
-	sr.mu.Lock()
-	o, ok := sr.layout[key]
-	sr.mu.Unlock()
+	p.mu.Lock()
+	o, ok := p.layout[key]
+	p.mu.Unlock()
 	if ok {
 		return o, nil
 	}
-	_, seats, err := sr.deps.Events.SeatViews(ctx, a, event)
+	_, seats, err := p.seats.SeatViews(ctx, a, event)
 	if err != nil {
 		return nil, err
 	}
 	o = origins(seats)
-	sr.mu.Lock()
-	sr.layout[key] = o
-	sr.mu.Unlock()
+	p.mu.Lock()
+	p.layout[key] = o
+	p.mu.Unlock()
 	return o, nil
 }
 
@@ -215,27 +279,28 @@ func boxSeatVM(event uuid.UUID, st hold.SeatView, o origin) views.Seat {
 		Col: st.X - o.x + 2, GridRow: st.Y - o.y + 1, Status: string(st.Status), Version: st.Version}
 }
 
-func (s *staffPages) boxMapFragment(w http.ResponseWriter, r *http.Request, a hold.Actor) error {
-	ev, err := s.staffEvent(r, a)
+// Map is the box office's seat map alone, of the ?map= section.
+func (p *BoxOffice) Map(w http.ResponseWriter, r *http.Request, a hold.Actor) error {
+	ev, err := p.visible.FromPath(r, a)
 	if err != nil {
 		return err
 	}
-	m, err := s.boxMap(r.Context(), a, ev.ID, r.URL.Query().Get("map"))
+	m, err := p.boxMap(r.Context(), a, ev.ID, r.URL.Query().Get("map"))
 	if err != nil {
 		return err
 	}
-	s.renderStaff(w, r, ev, views.BoxMapPanel(m))
+	p.page(w, r, ev, views.BoxMapPanel(m))
 	return nil
 }
 
 // lookup finds bookings by reference or email and, for an email, the
 // customer's account with their holds and bookings for the event.
-func (s *staffPages) lookup(ctx context.Context, a hold.Actor, event uuid.UUID, query string) (*views.Lookup, error) {
+func (p *BoxOffice) lookup(ctx context.Context, a hold.Actor, event uuid.UUID, query string) (*views.Lookup, error) {
 	if len(query) > 254 || !utf8.ValidString(query) {
 		return &views.Lookup{Query: "(invalid)"}, nil
 	}
 	l := &views.Lookup{Query: query}
-	bs, err := s.deps.BoxOffice.FindBookings(ctx, a, query)
+	bs, err := p.core.FindBookings(ctx, a, query)
 	if err != nil {
 		return nil, err
 	}
@@ -245,7 +310,7 @@ func (s *staffPages) lookup(ctx context.Context, a hold.Actor, event uuid.UUID, 
 	}
 	email := strings.ToLower(query)
 	l.Email = email
-	act, err := s.deps.Store.Audit.BuyerActivity(ctx, a.Org, event, email)
+	act, err := p.holds.BuyerActivity(ctx, a.Org, event, email)
 	if apperr.CodeOf(err) == apperr.NotFound {
 		return l, nil
 	}
@@ -260,45 +325,47 @@ func (s *staffPages) lookup(ctx context.Context, a hold.Actor, event uuid.UUID, 
 	return l, nil
 }
 
-// lookupCustomer answers the lookup form. The email comes in the body,
+// Lookup answers the lookup form. The email comes in the body,
 // never in the URL, which logs, browser history and Referer headers keep:
 // htmx gets the panel, a plain form post the whole page.
-func (s *staffPages) lookupCustomer(w http.ResponseWriter, r *http.Request, a hold.Actor) error {
+func (p *BoxOffice) Lookup(w http.ResponseWriter, r *http.Request, a hold.Actor) error {
 	v, err := httpx.Form(w, r)
 	if err != nil {
 		return err
 	}
 	email := strings.TrimSpace(v.Get("lookup"))
 	if r.Header.Get("HX-Request") != "true" {
-		return s.boxOfficeWith(w, r, a, v, email)
+		return p.with(w, r, a, v, email)
 	}
-	ev, err := s.staffEvent(r, a)
+	ev, err := p.visible.FromPath(r, a)
 	if err != nil {
 		return err
 	}
 	var l *views.Lookup
 	if email != "" {
-		if l, err = s.lookup(r.Context(), a, ev.ID, email); err != nil {
+		if l, err = p.lookup(r.Context(), a, ev.ID, email); err != nil {
 			return err
 		}
 	}
-	s.renderStaff(w, r, ev, views.LookupPanel(ev.ID.String(), holdFilter(v), l))
+	p.page(w, r, ev, views.LookupPanel(ev.ID.String(), holdFilter(v), l))
 	return nil
 }
 
-func (s *staffPages) boxBlock(w http.ResponseWriter, r *http.Request, a hold.Actor) error {
-	return s.boxSetBlocked(w, r, a, true)
+// Block blocks the clicked seat of the box office's map.
+func (p *BoxOffice) Block(w http.ResponseWriter, r *http.Request, a hold.Actor) error {
+	return p.setBlocked(w, r, a, true)
 }
 
-func (s *staffPages) boxUnblock(w http.ResponseWriter, r *http.Request, a hold.Actor) error {
-	return s.boxSetBlocked(w, r, a, false)
+// Unblock unblocks the clicked seat of the box office's map.
+func (p *BoxOffice) Unblock(w http.ResponseWriter, r *http.Request, a hold.Actor) error {
+	return p.setBlocked(w, r, a, false)
 }
 
-// boxSetBlocked answers a click on the box office map with a message and
+// setBlocked answers a click on the box office map with a message and
 // the seat's state; a seat that is held or sold is not blockable, and
 // the message says so.
-func (s *staffPages) boxSetBlocked(w http.ResponseWriter, r *http.Request, a hold.Actor, blocked bool) error {
-	ev, err := s.staffEvent(r, a)
+func (p *BoxOffice) setBlocked(w http.ResponseWriter, r *http.Request, a hold.Actor, blocked bool) error {
+	ev, err := p.visible.FromPath(r, a)
 	if err != nil {
 		return err
 	}
@@ -315,12 +382,12 @@ func (s *staffPages) boxSetBlocked(w http.ResponseWriter, r *http.Request, a hol
 		return apperr.E(apperr.Invalid, "the reason is too long (at most %d characters)", reasonMax)
 	}
 	ctx := r.Context()
-	_, err = s.deps.Holds.SetBlocked(ctx, a, ev.ID, seat, blocked, reason)
+	_, err = p.release.SetBlocked(ctx, a, ev.ID, seat, blocked, reason)
 	if err != nil && apperr.CodeOf(err) != apperr.Conflict {
 		return err
 	}
-	label := s.deps.Events.SeatLabel(ctx, a, ev.ID, seat)
-	st, ok := s.deps.Events.SeatLayout(a.Org, ev.ID, seat)
+	label := p.seats.SeatLabel(ctx, a, ev.ID, seat)
+	st, ok := p.seats.SeatLayout(a.Org, ev.ID, seat)
 	msg, kind := "Seat "+label+" blocked.", "success"
 	switch {
 	case err == nil && !blocked:
@@ -334,30 +401,29 @@ func (s *staffPages) boxSetBlocked(w http.ResponseWriter, r *http.Request, a hol
 	}
 	comps := []templ.Component{views.MapMessage(msg, kind)}
 	if ok {
-		orig, err := s.origins(ctx, a, ev.ID)
+		orig, err := p.origins(ctx, a, ev.ID)
 		if err != nil {
 			return err
 		}
 		comps = append(comps, views.BoxSeat(boxSeatVM(ev.ID, st, orig[st.Section]), true))
 	}
-	s.renderStaff(w, r, ev, templ.Join(comps...))
+	p.page(w, r, ev, templ.Join(comps...))
 	return nil
 }
 
-// boxOffice is the box office's frame: rows removed for holds that ended
+// liveFrame is the box office's live frame: rows removed for holds that ended
 // (or changed), rows added for current holds, the changed seats of its
 // map, and the counts.
-func (sr *staffPages) boxOffice(ctx context.Context, a hold.Actor, b live.StaffBatch) ([]templ.Component, error) {
-	s := sr
-	occ, err := s.deps.Monitor.Occupancy(ctx, a, b.Event)
+func (p *BoxOffice) liveFrame(ctx context.Context, a hold.Actor, b live.StaffBatch) ([]templ.Component, error) {
+	occ, err := p.occupancy.Occupancy(ctx, a, b.Event)
 	if err != nil {
 		return nil, err
 	}
-	orig, err := sr.origins(ctx, a, b.Event)
+	orig, err := p.origins(ctx, a, b.Event)
 	if err != nil {
 		return nil, err
 	}
-	comps := []templ.Component{views.ModeBanner(s.mode(), true), views.BoxSummary(countsVM(occ.Counts), true)}
+	comps := []templ.Component{views.ModeBanner(p.mode(), true), views.BoxSummary(countsVM(occ.Counts), true)}
 	var held []uuid.UUID
 	for _, d := range b.Seats {
 		// A row can only exist if the seat was held: deleting only then
@@ -368,7 +434,7 @@ func (sr *staffPages) boxOffice(ctx context.Context, a hold.Actor, b live.StaffB
 		if d.Status == store.Held {
 			held = append(held, d.Seat)
 		}
-		if st, ok := s.deps.Events.SeatLayout(b.Org, b.Event, d.Seat); ok {
+		if st, ok := p.seats.SeatLayout(b.Org, b.Event, d.Seat); ok {
 			// The change is the truth for this frame; the cache may be
 			// newer already.
 			st.Status, st.Version = d.Status, d.Version
@@ -378,7 +444,7 @@ func (sr *staffPages) boxOffice(ctx context.Context, a hold.Actor, b live.StaffB
 	if len(held) > 0 {
 		// Postgres has the holder's email and the hold's start; a hold
 		// that ended since is not found, and its own change removes it.
-		hs, err := s.deps.Store.Audit.ActiveHolds(ctx, a.Org, b.Event, store.HoldFilter{Seats: held})
+		hs, err := p.holds.ActiveHolds(ctx, a.Org, b.Event, store.HoldFilter{Seats: held})
 		if err != nil {
 			return nil, err
 		}

@@ -1,4 +1,4 @@
-package web
+package staff
 
 import (
 	"context"
@@ -16,11 +16,11 @@ import (
 // agree on the active holds, the reconcile button, and the live checks.
 
 // registryVM reads the tiers' agreement; a failure shows in the panel.
-func (s *staffPages) registryVM(ctx context.Context, a hold.Actor, event uuid.UUID, msg string) views.Registry {
+func (p *Dashboard) registryVM(ctx context.Context, a hold.Actor, event uuid.UUID, msg string) views.Registry {
 	out := views.Registry{EventID: event.String(), Message: msg, CheckedAt: time.Now()}
-	reg, at, err := s.flights.Status(ctx, a, event)
+	reg, at, err := p.checks.Status(ctx, a, event)
 	if err != nil {
-		out.Err = s.internalText(ctx, "registry status", err)
+		out.Err = p.internalText(ctx, "registry status", err)
 		return out
 	}
 	out.CheckedAt = at
@@ -33,36 +33,37 @@ func registryView(out views.Registry, reg hold.Registry) views.Registry {
 	return out
 }
 
-func (s *staffPages) registryFragment(w http.ResponseWriter, r *http.Request, a hold.Actor) error {
-	ev, err := s.staffEvent(r, a)
+// Registry is the registry panel alone.
+func (p *Dashboard) Registry(w http.ResponseWriter, r *http.Request, a hold.Actor) error {
+	ev, err := p.visible.FromPath(r, a)
 	if err != nil {
 		return err
 	}
-	s.renderStaff(w, r, ev, views.RegistryPanel(s.registryVM(r.Context(), a, ev.ID, ""), false))
+	p.page(w, r, ev, views.RegistryPanel(p.registryVM(r.Context(), a, ev.ID, ""), false))
 	return nil
 }
 
-// reconcileFragment rebuilds Redis and the hot caches from Postgres and
+// Reconcile rebuilds Redis and the hot caches from Postgres and
 // shows the outcome in the panel (a failure too: htmx would not swap an
 // error status, and the organizer must see it). A second click within the
-// cooldown shows the first one's outcome and time (see registryFlights).
-func (s *staffPages) reconcileFragment(w http.ResponseWriter, r *http.Request, a hold.Actor) error {
-	ev, err := s.staffEvent(r, a)
+// cooldown shows the first one's outcome and time (see api.RegistryFlights).
+func (p *Dashboard) Reconcile(w http.ResponseWriter, r *http.Request, a hold.Actor) error {
+	ev, err := p.visible.FromPath(r, a)
 	if err != nil {
 		return err
 	}
 	ctx := r.Context()
 	out := views.Registry{EventID: ev.ID.String(), CheckedAt: time.Now()}
-	reg, at, err := s.flights.Reconciled(ctx, a, ev.ID)
+	reg, at, err := p.checks.Reconciled(ctx, a, ev.ID)
 	if err != nil {
-		out = s.registryVM(ctx, a, ev.ID, "Reconcile failed: "+s.internalText(ctx, "reconcile", err))
+		out = p.registryVM(ctx, a, ev.ID, "Reconcile failed: "+p.internalText(ctx, "reconcile", err))
 	} else {
 		out.CheckedAt = at
 		out = registryView(out, reg)
 		out.Message = fmt.Sprintf("Reconciled at %s: Redis and the hot caches were rebuilt from Postgres (%d active %s).",
 			out.CheckedAt.UTC().Format("15:04:05 MST"), reg.Postgres, plural(reg.Postgres, "hold", "holds"))
 	}
-	s.renderStaff(w, r, ev, views.RegistryPanel(out, false))
+	p.page(w, r, ev, views.RegistryPanel(out, false))
 	return nil
 }
 
@@ -86,26 +87,26 @@ const (
 // registryEvery. A disagreement is shown only when the check before (at
 // most registryConfirm earlier) found one too; until then the panel keeps
 // what it showed.
-func (sr *staffPages) liveRegistry(ctx context.Context, a hold.Actor, event uuid.UUID, now time.Time) (views.Registry, bool) {
+func (p *Dashboard) liveRegistry(ctx context.Context, a hold.Actor, event uuid.UUID, now time.Time) (views.Registry, bool) {
 	key := [2]uuid.UUID{a.Org, event}
-	sr.mu.Lock()
-	last, ok := sr.registry[key]
+	p.mu.Lock()
+	last, ok := p.registry[key]
 	if ok && now.Sub(last.at) < registryEvery {
-		sr.mu.Unlock()
+		p.mu.Unlock()
 		return views.Registry{}, false
 	}
 	prev := ok && last.inconsistent && now.Sub(last.at) <= registryConfirm
-	sr.registry[key] = &registryCheck{at: now, inconsistent: last != nil && last.inconsistent}
-	sr.mu.Unlock()
+	p.registry[key] = &registryCheck{at: now, inconsistent: last != nil && last.inconsistent}
+	p.mu.Unlock()
 
-	reg, _, err := sr.flights.Status(ctx, a, event)
+	reg, _, err := p.checks.Status(ctx, a, event)
 	if err != nil {
-		sr.log.Warn("live registry check", "org", a.Org, "event", event, "err", err)
+		p.log.Warn("live registry check", "org", a.Org, "event", event, "err", err)
 		return views.Registry{}, false
 	}
-	sr.mu.Lock()
-	sr.registry[key] = &registryCheck{at: now, inconsistent: !reg.Consistent}
-	sr.mu.Unlock()
+	p.mu.Lock()
+	p.registry[key] = &registryCheck{at: now, inconsistent: !reg.Consistent}
+	p.mu.Unlock()
 	if !reg.Consistent && !prev {
 		return views.Registry{}, false
 	}

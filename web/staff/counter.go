@@ -1,6 +1,7 @@
-package web
+package staff
 
 import (
+	"context"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -24,6 +25,47 @@ import (
 // can act on (a seat taken, a bad email) are that message, not an error
 // page.
 
+// CounterCore is what the counter asks of the hold core's box office;
+// *hold.BoxOffice satisfies it.
+type CounterCore interface {
+	Sell(ctx context.Context, a hold.Actor, event uuid.UUID, key string, holdIDs []uuid.UUID, payment string) (store.Booking, error)
+	Cancel(ctx context.Context, a hold.Actor, booking uuid.UUID, ticketIDs []uuid.UUID, reason string) (store.Booking, error)
+	CreateHouseSeats(ctx context.Context, a hold.Actor, event uuid.UUID, name string, seatIDs []uuid.UUID) (store.HouseAllocation, error)
+	ReleaseHouseSeats(ctx context.Context, a hold.Actor, id uuid.UUID) (store.HouseAllocation, error)
+}
+
+// Holder holds seats; *hold.Holds satisfies it.
+type Holder interface {
+	Hold(ctx context.Context, a hold.Actor, r hold.Request) (hold.Result, error)
+}
+
+// Labels names seats; *hold.Events satisfies it.
+type Labels interface {
+	SeatLabel(ctx context.Context, a hold.Actor, event, seat uuid.UUID) string
+}
+
+// BookingReads reads the booking a request names with its event;
+// *query.Bookings satisfies it.
+type BookingReads interface {
+	WithEvent(r *http.Request, a hold.Actor) (store.Booking, store.Event, error)
+}
+
+// HouseReads reads a house-seat allocation; *store.Bookings satisfies it.
+type HouseReads interface {
+	HouseAllocation(ctx context.Context, org, id uuid.UUID) (store.HouseAllocation, error)
+}
+
+// Counter is the box office's counter: customer holds, sales,
+// confirmations, cancellations and house seats.
+type Counter struct {
+	*frame
+	core     CounterCore
+	holds    Holder
+	seats    Labels
+	bookings BookingReads
+	houses   HouseReads
+}
+
 // counterRefusal turns a refusal into the flash message; any other error
 // is returned as is.
 func counterRefusal(err error) (string, error) {
@@ -41,65 +83,56 @@ func counterRefusal(err error) (string, error) {
 	return msg, nil
 }
 
-// customerHold holds the selected seats for a customer for the chosen
+// CustomerHold holds the selected seats for a customer for the chosen
 // number of hours.
-func (s *staffPages) customerHold(w http.ResponseWriter, r *http.Request, a hold.Actor) error {
-	ev, err := s.staffEvent(r, a)
+func (p *Counter) CustomerHold(w http.ResponseWriter, r *http.Request, a hold.Actor) error {
+	f, err := p.boxForm(w, r, a)
 	if err != nil {
 		return err
 	}
-	v, err := httpx.Form(w, r)
-	if err != nil {
-		return err
-	}
-	back := "/box-office/events/" + ev.ID.String()
-	ids, err := httpx.BodyIDs("seat_id", v["seat_id"])
+	ids, err := httpx.BodyIDs("seat_id", f.v["seat_id"])
 	if err != nil {
 		return err
 	}
 	if len(ids) == 0 {
-		return s.backWith(w, r, back, "Select the seats on the map first (choose “selects it” above the map).")
+		return p.backWith(w, r, f.back, "Select the seats on the map first (choose “selects it” above the map).")
 	}
-	c, until, ok := customerForm(v)
+	c, until, ok := customerForm(f.v)
 	if !ok {
-		return s.backWith(w, r, back, "Choose how long to hold the seats: at most 14 days.")
+		return p.backWith(w, r, f.back, "Choose how long to hold the seats: at most 14 days.")
 	}
-	res, err := s.deps.Holds.Hold(r.Context(), a, hold.Request{Event: ev.ID, Seats: ids, Customer: &c, Until: until})
-	return s.customerHeld(w, r, a, ev.ID, c, res, err)
+	res, err := p.holds.Hold(r.Context(), a, hold.Request{Event: f.ev.ID, Seats: ids, Customer: &c, Until: until})
+	return p.customerHeld(w, r, a, f.ev.ID, c, res, err)
 }
 
-// customerBest holds the best seats (as many as asked, of a category or
+// CustomerBest holds the best seats (as many as asked, of a category or
 // section if chosen) for the customer named in the form.
-func (s *staffPages) customerBest(w http.ResponseWriter, r *http.Request, a hold.Actor) error {
-	ev, err := s.staffEvent(r, a)
+func (p *Counter) CustomerBest(w http.ResponseWriter, r *http.Request, a hold.Actor) error {
+	f, err := p.boxForm(w, r, a)
 	if err != nil {
 		return err
 	}
-	v, err := httpx.Form(w, r)
-	if err != nil {
-		return err
-	}
-	back := "/box-office/events/" + ev.ID.String()
+	v := f.v
 	n, err := strconv.Atoi(v.Get("count"))
 	if err != nil || n < 1 {
-		return s.backWith(w, r, back, "Say how many seats to choose.")
+		return p.backWith(w, r, f.back, "Say how many seats to choose.")
 	}
 	c, until, ok := customerForm(v)
 	if !ok {
-		return s.backWith(w, r, back, "Choose how long to hold the seats: at most 14 days.")
+		return p.backWith(w, r, f.back, "Choose how long to hold the seats: at most 14 days.")
 	}
 	key := v.Get("key")
 	if !httpx.ValidFormKey(key) {
-		return s.backWith(w, r, back, httpx.MalformedFormKey)
+		return p.backWith(w, r, f.back, httpx.MalformedFormKey)
 	}
 	// The customer is chosen for as a buyer is: seats held back for
 	// accessible seating only when the customer needs it. The form's key
 	// (one a rendering) makes a second submit answer with the first's
 	// seats.
-	res, err := s.deps.Holds.Hold(r.Context(), a, hold.Request{Event: ev.ID,
+	res, err := p.holds.Hold(r.Context(), a, hold.Request{Event: f.ev.ID,
 		Best:       &hold.Best{Count: n, Category: v.Get("category"), Section: v.Get("section")},
 		Accessible: v.Get("accessible") == "on", Customer: &c, Until: until, Key: key})
-	return s.customerHeld(w, r, a, ev.ID, c, res, err)
+	return p.customerHeld(w, r, a, f.ev.ID, c, res, err)
 }
 
 // customerForm reads the customer and the hours to hold for; false when
@@ -111,40 +144,37 @@ func customerForm(v url.Values) (store.Customer, time.Time, bool) {
 		return c, time.Time{}, false
 	}
 	// To the minute: the same form sent twice names the same end, which
-	// its key binds (customerBest).
+	// its key binds (CustomerBest).
 	return c, time.Now().Add(time.Duration(hours) * time.Hour).Truncate(time.Minute), true
 }
 
 // customerHeld goes back to the box office saying which seats were held
 // for the customer, or why none were.
-func (s *staffPages) customerHeld(w http.ResponseWriter, r *http.Request, a hold.Actor, event uuid.UUID, c store.Customer, res hold.Result, err error) error {
+func (p *Counter) customerHeld(w http.ResponseWriter, r *http.Request, a hold.Actor, event uuid.UUID, c store.Customer, res hold.Result, err error) error {
 	back := "/box-office/events/" + event.String()
 	if err != nil {
 		msg, err := counterRefusal(err)
 		if err != nil {
 			return err
 		}
-		return s.backWith(w, r, back, msg)
+		return p.backWith(w, r, back, msg)
 	}
 	labels := make([]string, len(res.Holds))
 	for i, h := range res.Holds {
-		labels[i] = s.deps.Events.SeatLabel(r.Context(), a, event, h.SeatID)
+		labels[i] = p.seats.SeatLabel(r.Context(), a, event, h.SeatID)
 	}
-	return s.backWith(w, r, back, fmt.Sprintf("Held %s for %s until %s.", strings.Join(labels, ", "),
+	return p.backWith(w, r, back, fmt.Sprintf("Held %s for %s until %s.", strings.Join(labels, ", "),
 		strings.TrimSpace(c.Name), res.Holds[0].HeldUntil.UTC().Format("Mon 2 Jan 15:04 MST")))
 }
 
-// sellHolds sells the selected customer holds and shows the confirmation.
-func (s *staffPages) sellHolds(w http.ResponseWriter, r *http.Request, a hold.Actor) error {
-	ev, err := s.staffEvent(r, a)
+// Sell sells the selected customer holds and shows the confirmation.
+func (p *Counter) Sell(w http.ResponseWriter, r *http.Request, a hold.Actor) error {
+	f, err := p.boxForm(w, r, a)
 	if err != nil {
 		return err
 	}
-	v, err := httpx.Form(w, r)
-	if err != nil {
-		return err
-	}
-	back := "/box-office/events/" + ev.ID.String() + holdFilter(v).Query()
+	v := f.v
+	back := f.back + holdFilter(v).Query()
 	if len(v["hold_id"]) > releaseMax {
 		return apperr.E(apperr.Invalid, "sell at most %d holds at once", releaseMax)
 	}
@@ -153,23 +183,23 @@ func (s *staffPages) sellHolds(w http.ResponseWriter, r *http.Request, a hold.Ac
 		return err
 	}
 	if len(ids) == 0 {
-		return s.backWith(w, r, back, "Select the customer's holds to sell first.")
+		return p.backWith(w, r, back, "Select the customer's holds to sell first.")
 	}
-	b, err := s.deps.BoxOffice.Sell(r.Context(), a, ev.ID, v.Get("key"), ids, v.Get("payment_method"))
+	b, err := p.core.Sell(r.Context(), a, f.ev.ID, v.Get("key"), ids, v.Get("payment_method"))
 	if err != nil {
 		msg, err := counterRefusal(err)
 		if err != nil {
 			return err
 		}
-		return s.backWith(w, r, back, msg)
+		return p.backWith(w, r, back, msg)
 	}
 	http.Redirect(w, r, "/box-office/bookings/"+b.ID.String(), http.StatusSeeOther) // #nosec G710 -- a local path with a UUID
 	return nil
 }
 
-// confirmationPage is a booking, printable for the customer.
-func (s *staffPages) confirmationPage(w http.ResponseWriter, r *http.Request, a hold.Actor) error {
-	b, ev, err := s.bookings.WithEvent(r, a)
+// Confirmation is a booking, printable for the customer.
+func (p *Counter) Confirmation(w http.ResponseWriter, r *http.Request, a hold.Actor) error {
+	b, ev, err := p.bookings.WithEvent(r, a)
 	if err != nil {
 		return err
 	}
@@ -193,12 +223,12 @@ func (s *staffPages) confirmationPage(w http.ResponseWriter, r *http.Request, a 
 		}
 	}
 	c.Total = total.String()
-	s.renderStaff(w, r, ev, views.ConfirmationPage(s.render.Meta(r, "Booking "+c.Reference), c))
+	p.page(w, r, ev, views.ConfirmationPage(p.render.Meta(r, "Booking "+c.Reference), c))
 	return nil
 }
 
-// cancelTickets cancels the selected tickets (all when none is selected).
-func (s *staffPages) cancelTickets(w http.ResponseWriter, r *http.Request, a hold.Actor) error {
+// Cancel cancels the selected tickets (all when none is selected).
+func (p *Counter) Cancel(w http.ResponseWriter, r *http.Request, a hold.Actor) error {
 	id, err := httpx.PathID(r, "booking")
 	if err != nil {
 		return err
@@ -212,49 +242,44 @@ func (s *staffPages) cancelTickets(w http.ResponseWriter, r *http.Request, a hol
 		return err
 	}
 	back := "/box-office/bookings/" + id.String()
-	b, err := s.deps.BoxOffice.Cancel(r.Context(), a, id, tickets, v.Get("reason"))
+	b, err := p.core.Cancel(r.Context(), a, id, tickets, v.Get("reason"))
 	if err != nil {
 		msg, err := counterRefusal(err)
 		if err != nil {
 			return err
 		}
-		return s.backWith(w, r, back, msg)
+		return p.backWith(w, r, back, msg)
 	}
 	msg := "Booking cancelled; its seats are on sale again."
 	if b.Status == store.BookingPartiallyCancelled {
 		msg = "Tickets cancelled; their seats are on sale again."
 	}
-	return s.backWith(w, r, back, msg)
+	return p.backWith(w, r, back, msg)
 }
 
-// createHouse keeps the selected blocked seats as named house seats.
-func (s *staffPages) createHouse(w http.ResponseWriter, r *http.Request, a hold.Actor) error {
-	ev, err := s.staffEvent(r, a)
+// CreateHouse keeps the selected blocked seats as named house seats.
+func (p *Counter) CreateHouse(w http.ResponseWriter, r *http.Request, a hold.Actor) error {
+	f, err := p.boxForm(w, r, a)
 	if err != nil {
 		return err
 	}
-	v, err := httpx.Form(w, r)
+	ids, err := httpx.BodyIDs("seat_id", f.v["seat_id"])
 	if err != nil {
 		return err
 	}
-	back := "/box-office/events/" + ev.ID.String()
-	ids, err := httpx.BodyIDs("seat_id", v["seat_id"])
-	if err != nil {
-		return err
-	}
-	h, err := s.deps.BoxOffice.CreateHouseSeats(r.Context(), a, ev.ID, v.Get("name"), ids)
+	h, err := p.core.CreateHouseSeats(r.Context(), a, f.ev.ID, f.v.Get("name"), ids)
 	if err != nil {
 		msg, err := counterRefusal(err)
 		if err != nil {
 			return err
 		}
-		return s.backWith(w, r, back, msg)
+		return p.backWith(w, r, f.back, msg)
 	}
-	return s.backWith(w, r, back, fmt.Sprintf("House seats %q: %s.", h.Name, strings.Join(h.Seats, ", ")))
+	return p.backWith(w, r, f.back, fmt.Sprintf("House seats %q: %s.", h.Name, strings.Join(h.Seats, ", ")))
 }
 
-// releaseHouse puts house seats on sale.
-func (s *staffPages) releaseHouse(w http.ResponseWriter, r *http.Request, a hold.Actor) error {
+// ReleaseHouse puts house seats on sale.
+func (p *Counter) ReleaseHouse(w http.ResponseWriter, r *http.Request, a hold.Actor) error {
 	id, err := httpx.PathID(r, "allocation")
 	if err != nil {
 		return err
@@ -262,19 +287,19 @@ func (s *staffPages) releaseHouse(w http.ResponseWriter, r *http.Request, a hold
 	if _, err := httpx.Form(w, r); err != nil {
 		return err
 	}
-	h, err := s.deps.BoxOffice.ReleaseHouseSeats(r.Context(), a, id)
+	h, err := p.core.ReleaseHouseSeats(r.Context(), a, id)
 	if err != nil {
 		msg, err := counterRefusal(err)
 		if err != nil {
 			return err
 		}
-		cur, err := s.deps.Store.Bookings.HouseAllocation(r.Context(), a.Org, id)
+		cur, err := p.houses.HouseAllocation(r.Context(), a.Org, id)
 		if err != nil {
 			return err
 		}
-		return s.backWith(w, r, "/box-office/events/"+cur.EventID.String(), msg)
+		return p.backWith(w, r, "/box-office/events/"+cur.EventID.String(), msg)
 	}
-	return s.backWith(w, r, "/box-office/events/"+h.EventID.String(),
+	return p.backWith(w, r, "/box-office/events/"+h.EventID.String(),
 		fmt.Sprintf("House seats %q are on sale: %s.", h.Name, strings.Join(h.Seats, ", ")))
 }
 
