@@ -16,7 +16,7 @@ import (
 func (s *Server) routes() {
 	authed, page, public := s.guard.Authed, s.guard.Page, s.guard.Public
 	const buyer, staff, organizer, anyRole = session.Buyer, session.Staff, session.Organizer, session.AnyRole
-	h, p, st := s.api, s.pages, s.staff
+	h, p, st := s.api, s.pages, s.staff // the JSON API, the buyer pages, the staff pages
 
 	// Probes, where load balancers look; metrics and profiles are on the
 	// ops listener only (Ops, ops.go).

@@ -9,6 +9,9 @@ package api
 
 import (
 	"log/slog"
+	"net/http"
+
+	"github.com/google/uuid"
 
 	"seatd/internal/auth"
 	"seatd/internal/hold"
@@ -86,4 +89,15 @@ func New(d Deps) *API {
 		Keys:      &Keys{dec: d.Decoder, core: d.Keys, list: d.Accounts},
 		Webhooks:  &Webhooks{dec: d.Decoder, endpoints: d.Endpoints, store: d.Webhooks, deliveries: d.Deliveries},
 	}
+}
+
+// idAndNoInput reads a request that takes no input: the id of path
+// segment name, and a body that is empty or an empty JSON object.
+func idAndNoInput(dec *httpx.Decoder, w http.ResponseWriter, r *http.Request, name string) (uuid.UUID, error) {
+	id, err := httpx.PathID(r, name)
+	if err != nil {
+		return id, err
+	}
+	var in struct{}
+	return id, dec.OptionalJSON(w, r, &in)
 }

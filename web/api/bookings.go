@@ -101,32 +101,53 @@ type saleInput struct {
 // 200 replayed (same key and payload), 422 when the key was used for
 // another payload.
 func (h *BoxOffice) Sell(w http.ResponseWriter, r *http.Request, a hold.Actor) error {
-	event, err := httpx.PathID(r, "event")
-	if err != nil {
-		return err
-	}
-	key, err := httpx.IdempotencyKey(r)
-	if err != nil {
-		return err
-	}
 	var in saleInput
-	if err := h.dec.JSON(w, r, &in); err != nil {
+	k, err := readKeyed(h.dec, w, r, &in)
+	if err != nil {
 		return err
 	}
 	ids, err := httpx.BodyIDs("hold_ids", in.HoldIDs)
 	if err != nil {
 		return err
 	}
-	b, err := h.core.Sell(r.Context(), a, event, key, ids, in.PaymentMethod)
+	return writeBooking(w)(h.core.Sell(r.Context(), a, k.event, k.key, ids, in.PaymentMethod))
+}
+
+// keyed is what a keyed booking request (a purchase, a sale) names: the
+// event of its path and its Idempotency-Key.
+type keyed struct {
+	event uuid.UUID
+	key   string
+}
+
+// readKeyed reads a keyed booking request: the {event} of the path, the
+// Idempotency-Key header, and the JSON body into in.
+func readKeyed(dec *httpx.Decoder, w http.ResponseWriter, r *http.Request, in any) (keyed, error) {
+	event, err := httpx.PathID(r, "event")
 	if err != nil {
-		return err
+		return keyed{}, err
 	}
-	status := http.StatusCreated
-	if b.Replayed {
-		status = http.StatusOK
+	key, err := httpx.IdempotencyKey(r)
+	if err != nil {
+		return keyed{}, err
 	}
-	httpx.WriteJSON(w, status, bookingView(b))
-	return nil
+	return keyed{event: event, key: key}, dec.JSON(w, r, in)
+}
+
+// writeBooking answers a keyed booking request with the booking it made:
+// 201 new, 200 replayed (same key and payload); the error as it is.
+func writeBooking(w http.ResponseWriter) func(store.Booking, error) error {
+	return func(b store.Booking, err error) error {
+		if err != nil {
+			return err
+		}
+		status := http.StatusCreated
+		if b.Replayed {
+			status = http.StatusOK
+		}
+		httpx.WriteJSON(w, status, bookingView(b))
+		return nil
+	}
 }
 
 // Booking answers a booking: any of the org's for staff, a buyer's own.
@@ -252,12 +273,8 @@ func (h *BoxOffice) CreateHouseSeats(w http.ResponseWriter, r *http.Request, a h
 
 // ReleaseHouseSeats puts every seat of an allocation on sale: 200.
 func (h *BoxOffice) ReleaseHouseSeats(w http.ResponseWriter, r *http.Request, a hold.Actor) error {
-	id, err := httpx.PathID(r, "allocation")
+	id, err := idAndNoInput(h.dec, w, r, "allocation")
 	if err != nil {
-		return err
-	}
-	var in struct{}
-	if err := h.dec.OptionalJSON(w, r, &in); err != nil {
 		return err
 	}
 	alloc, err := h.core.ReleaseHouseSeats(r.Context(), a, id)

@@ -273,14 +273,11 @@ func (h *Events) Unblock(w http.ResponseWriter, r *http.Request, a hold.Actor) e
 // setBlocked blocks an available seat or unblocks a blocked one; 409 when
 // the seat is in another state.
 func (h *Events) setBlocked(w http.ResponseWriter, r *http.Request, a hold.Actor, blocked bool) error {
-	event, err := httpx.PathID(r, "event")
+	ids, err := httpx.PathIDs(r, "event", "seat")
 	if err != nil {
 		return err
 	}
-	seat, err := httpx.PathID(r, "seat")
-	if err != nil {
-		return err
-	}
+	event, seat := ids[0], ids[1]
 	var in blockInput
 	if err := h.dec.OptionalJSON(w, r, &in); err != nil {
 		return err

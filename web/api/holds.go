@@ -320,12 +320,8 @@ func (h *Holds) Release(w http.ResponseWriter, r *http.Request, a hold.Actor) er
 // Checkout extends the buyer's holds for the event (once each) and answers
 // them with their new deadlines.
 func (h *Holds) Checkout(w http.ResponseWriter, r *http.Request, a hold.Actor) error {
-	event, err := httpx.PathID(r, "event")
+	event, err := idAndNoInput(h.dec, w, r, "event")
 	if err != nil {
-		return err
-	}
-	var in struct{}
-	if err := h.dec.OptionalJSON(w, r, &in); err != nil {
 		return err
 	}
 	hs, err := h.core.Checkout(r.Context(), a, event)
@@ -343,32 +339,16 @@ type purchaseInput struct {
 // Purchase turns the listed holds into a booking: 201 new, 200 replayed
 // (same key and payload), 422 when the key was used for another payload.
 func (h *Holds) Purchase(w http.ResponseWriter, r *http.Request, a hold.Actor) error {
-	event, err := httpx.PathID(r, "event")
-	if err != nil {
-		return err
-	}
-	key, err := httpx.IdempotencyKey(r)
-	if err != nil {
-		return err
-	}
 	var in purchaseInput
-	if err := h.dec.JSON(w, r, &in); err != nil {
+	k, err := readKeyed(h.dec, w, r, &in)
+	if err != nil {
 		return err
 	}
 	ids, err := httpx.BodyIDs("hold_ids", in.HoldIDs)
 	if err != nil {
 		return err
 	}
-	b, err := h.core.Purchase(r.Context(), a, event, key, ids)
-	if err != nil {
-		return err
-	}
-	status := http.StatusCreated
-	if b.Replayed {
-		status = http.StatusOK
-	}
-	httpx.WriteJSON(w, status, bookingView(b))
-	return nil
+	return writeBooking(w)(h.core.Purchase(r.Context(), a, k.event, k.key, ids))
 }
 
 // Pages of the staff hold list.

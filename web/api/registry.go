@@ -145,12 +145,8 @@ func (h *Registry) Status(w http.ResponseWriter, r *http.Request, a hold.Actor) 
 // asked for within the cooldown of the last one is not run again: it is
 // answered with the last one's result, and checked_at says when that was.
 func (h *Registry) Reconcile(w http.ResponseWriter, r *http.Request, a hold.Actor) error {
-	event, err := httpx.PathID(r, "event")
+	event, err := idAndNoInput(h.dec, w, r, "event")
 	if err != nil {
-		return err
-	}
-	var in struct{}
-	if err := h.dec.OptionalJSON(w, r, &in); err != nil {
 		return err
 	}
 	reg, at, err := h.checks.Reconciled(r.Context(), a, event)

@@ -153,14 +153,11 @@ func (p *Cart) answer(w http.ResponseWriter, r *http.Request, a hold.Actor, even
 // already theirs. Refusals are shown in the cart, not as HTTP errors, so
 // the page can say what happened.
 func (p *Cart) Toggle(w http.ResponseWriter, r *http.Request, a hold.Actor) error {
-	event, err := httpx.PathID(r, "event")
+	ids, err := httpx.PathIDs(r, "event", "seat")
 	if err != nil {
 		return err
 	}
-	seat, err := httpx.PathID(r, "seat")
-	if err != nil {
-		return err
-	}
+	event, seat := ids[0], ids[1]
 	if a.Role != hold.RoleBuyer {
 		return p.answer(w, r, a, event, "Staff accounts cannot hold seats here; use the box office.", "info", "", seat)
 	}
@@ -193,14 +190,11 @@ func (p *Cart) Toggle(w http.ResponseWriter, r *http.Request, a hold.Actor) erro
 
 // Release ends one of the buyer's holds from the cart.
 func (p *Cart) Release(w http.ResponseWriter, r *http.Request, a hold.Actor) error {
-	event, err := httpx.PathID(r, "event")
+	ids, err := httpx.PathIDs(r, "event", "hold")
 	if err != nil {
 		return err
 	}
-	holdID, err := httpx.PathID(r, "hold")
-	if err != nil {
-		return err
-	}
+	event, holdID := ids[0], ids[1]
 	h, err := p.holds.Release(r.Context(), a, holdID, "")
 	if err != nil {
 		if apperr.CodeOf(err) == apperr.Internal {

@@ -225,11 +225,7 @@ func seatFlag(st store.Seat) string {
 
 // Page is an event's seat map with the buyer's cart.
 func (p *SeatMap) Page(w http.ResponseWriter, r *http.Request, a hold.Actor) error {
-	event, err := httpx.PathID(r, "event")
-	if err != nil {
-		return err
-	}
-	m, err := p.build(r.Context(), a, event, r.URL.Query().Get("section"))
+	event, m, err := p.ofRequest(r, a)
 	if err != nil {
 		return err
 	}
@@ -244,16 +240,23 @@ func (p *SeatMap) Page(w http.ResponseWriter, r *http.Request, a hold.Actor) err
 // Venue is the map alone, of the ?section= asked for (the section
 // buttons fetch it).
 func (p *SeatMap) Venue(w http.ResponseWriter, r *http.Request, a hold.Actor) error {
-	event, err := httpx.PathID(r, "event")
-	if err != nil {
-		return err
-	}
-	m, err := p.build(r.Context(), a, event, r.URL.Query().Get("section"))
+	_, m, err := p.ofRequest(r, a)
 	if err != nil {
 		return err
 	}
 	p.render.Render(w, r, http.StatusOK, views.Venue(m))
 	return nil
+}
+
+// ofRequest builds the map of the {event} of the path, showing the
+// ?section= asked for.
+func (p *SeatMap) ofRequest(r *http.Request, a hold.Actor) (uuid.UUID, views.SeatMap, error) {
+	event, err := httpx.PathID(r, "event")
+	if err != nil {
+		return event, views.SeatMap{}, err
+	}
+	m, err := p.build(r.Context(), a, event, r.URL.Query().Get("section"))
+	return event, m, err
 }
 
 // gaPanel is the map's list of GA sections, and the seats without the GA

@@ -66,6 +66,16 @@ type Counter struct {
 	houses   HouseReads
 }
 
+// refused goes back to the page with a refusal as its flash message;
+// any other error is returned as is.
+func (p *Counter) refused(w http.ResponseWriter, r *http.Request, back string, err error) error {
+	msg, err := counterRefusal(err)
+	if err != nil {
+		return err
+	}
+	return p.backWith(w, r, back, msg)
+}
+
 // counterRefusal turns a refusal into the flash message; any other error
 // is returned as is.
 func counterRefusal(err error) (string, error) {
@@ -153,11 +163,7 @@ func customerForm(v url.Values) (store.Customer, time.Time, bool) {
 func (p *Counter) customerHeld(w http.ResponseWriter, r *http.Request, a hold.Actor, event uuid.UUID, c store.Customer, res hold.Result, err error) error {
 	back := "/box-office/events/" + event.String()
 	if err != nil {
-		msg, err := counterRefusal(err)
-		if err != nil {
-			return err
-		}
-		return p.backWith(w, r, back, msg)
+		return p.refused(w, r, back, err)
 	}
 	labels := make([]string, len(res.Holds))
 	for i, h := range res.Holds {
@@ -187,11 +193,7 @@ func (p *Counter) Sell(w http.ResponseWriter, r *http.Request, a hold.Actor) err
 	}
 	b, err := p.core.Sell(r.Context(), a, f.ev.ID, v.Get("key"), ids, v.Get("payment_method"))
 	if err != nil {
-		msg, err := counterRefusal(err)
-		if err != nil {
-			return err
-		}
-		return p.backWith(w, r, back, msg)
+		return p.refused(w, r, back, err)
 	}
 	http.Redirect(w, r, "/box-office/bookings/"+b.ID.String(), http.StatusSeeOther) // #nosec G710 -- a local path with a UUID
 	return nil
@@ -244,11 +246,7 @@ func (p *Counter) Cancel(w http.ResponseWriter, r *http.Request, a hold.Actor) e
 	back := "/box-office/bookings/" + id.String()
 	b, err := p.core.Cancel(r.Context(), a, id, tickets, v.Get("reason"))
 	if err != nil {
-		msg, err := counterRefusal(err)
-		if err != nil {
-			return err
-		}
-		return p.backWith(w, r, back, msg)
+		return p.refused(w, r, back, err)
 	}
 	msg := "Booking cancelled; its seats are on sale again."
 	if b.Status == store.BookingPartiallyCancelled {
@@ -269,11 +267,7 @@ func (p *Counter) CreateHouse(w http.ResponseWriter, r *http.Request, a hold.Act
 	}
 	h, err := p.core.CreateHouseSeats(r.Context(), a, f.ev.ID, f.v.Get("name"), ids)
 	if err != nil {
-		msg, err := counterRefusal(err)
-		if err != nil {
-			return err
-		}
-		return p.backWith(w, r, f.back, msg)
+		return p.refused(w, r, f.back, err)
 	}
 	return p.backWith(w, r, f.back, fmt.Sprintf("House seats %q: %s.", h.Name, strings.Join(h.Seats, ", ")))
 }

@@ -15,6 +15,7 @@ import (
 	"seatd/internal/hold"
 	"seatd/internal/store"
 	"seatd/views"
+	"seatd/web/api"
 	"seatd/web/live"
 	"seatd/web/render"
 )
@@ -46,13 +47,6 @@ type ActivityReads interface {
 	Log(ctx context.Context, org, event uuid.UUID, f store.AuditFilter) ([]store.AuditEntry, error)
 }
 
-// RegistryChecks checks and reconciles an event's registry, boundedly;
-// *api.RegistryFlights satisfies it.
-type RegistryChecks interface {
-	Status(ctx context.Context, a hold.Actor, event uuid.UUID) (hold.Registry, time.Time, error)
-	Reconciled(ctx context.Context, a hold.Actor, event uuid.UUID) (hold.Registry, time.Time, error)
-}
-
 // Line reads the head of an event's waitlist; *hold.Waitlist satisfies
 // it.
 type Line interface {
@@ -78,7 +72,7 @@ type Dashboard struct {
 	*frame
 	monitor          MonitorCore
 	audit            ActivityReads
-	checks           RegistryChecks
+	checks           api.RegistryChecks
 	waitlist         Line
 	seats            Layout
 	snapshotInterval time.Duration

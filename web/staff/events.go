@@ -33,16 +33,14 @@ type ChartReads interface {
 	List(ctx context.Context, org uuid.UUID) ([]store.ChartVersion, error)
 }
 
-// Events is the organizer's event pages.
+// Events is the organizer's event pages: the list with status, create
+// (from a chart) and edit forms, publish and close. They call the same
+// core methods as the JSON API.
 type Events struct {
 	*frame
 	core   EventCore
 	charts ChartReads
 }
-
-// The organizer's event pages: the list with status, create (from a
-// chart) and edit forms, publish and close. They call the same core
-// methods as the JSON API.
 
 // FormTime is how datetime-local inputs send and show times.
 const FormTime = "2006-01-02T15:04"

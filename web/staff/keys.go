@@ -1,35 +1,20 @@
 package staff
 
 import (
-	"context"
 	"net/http"
 
-	"github.com/google/uuid"
-
 	"seatd/internal/hold"
-	"seatd/internal/store"
 	"seatd/views"
 	"seatd/web/api"
 	"seatd/web/httpx"
 )
 
-// KeyCore makes and revokes API keys; *auth.APIKeys satisfies it.
-type KeyCore interface {
-	Create(ctx context.Context, org, by uuid.UUID, name, role string) (store.APIKey, string, error)
-	Revoke(ctx context.Context, org, id uuid.UUID) (store.APIKey, error)
-}
-
-// KeyList lists an organization's API keys; *store.Accounts satisfies it.
-type KeyList interface {
-	APIKeys(ctx context.Context, org uuid.UUID) ([]store.APIKey, error)
-}
-
-// Keys is the organizer's API keys page.
+// Keys is the organizer's API keys page; it makes the API's calls.
 type Keys struct {
 	*frame
 	dec  *httpx.Decoder
-	core KeyCore
-	list KeyList
+	core api.KeyCore
+	list api.KeyList
 }
 
 // Page lists the organization's keys with the form for a new one.

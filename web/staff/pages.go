@@ -12,6 +12,7 @@ import (
 	"seatd/internal/hold"
 	"seatd/internal/store"
 	"seatd/internal/webhook"
+	"seatd/web/api"
 	"seatd/web/httpx"
 	"seatd/web/live"
 	"seatd/web/query"
@@ -52,7 +53,7 @@ type Deps struct {
 	Visible    *query.Events
 	Bookings   *query.Bookings
 	Deliveries *query.Deliveries
-	Registry   RegistryChecks
+	Registry   api.RegistryChecks
 }
 
 // Pages is the staff pages' handlers, and the renderers the live hub

@@ -1,11 +1,8 @@
 package staff
 
 import (
-	"context"
 	"net/http"
 	"strconv"
-
-	"github.com/google/uuid"
 
 	"seatd/internal/hold"
 	"seatd/internal/store"
@@ -15,35 +12,16 @@ import (
 	"seatd/web/httpx"
 )
 
-// EndpointCreator registers webhook endpoints, checking their URLs;
-// *webhook.Endpoints satisfies it.
-type EndpointCreator interface {
-	Create(ctx context.Context, org uuid.UUID, rawURL string, types []string) (store.WebhookEndpoint, error)
-}
-
-// WebhookStore lists and deletes endpoints and sends deliveries again;
-// *store.Webhooks satisfies it.
-type WebhookStore interface {
-	Endpoints(ctx context.Context, org uuid.UUID) ([]store.WebhookEndpoint, error)
-	DeleteEndpoint(ctx context.Context, org, id uuid.UUID) error
-	Redeliver(ctx context.Context, org, endpoint uuid.UUID, id uuid.UUID) error
-}
-
-// DeliveryPages reads pages of an endpoint's deliveries; *query.Deliveries
-// satisfies it.
-type DeliveryPages interface {
-	Page(r *http.Request, a hold.Actor) (store.WebhookEndpoint, []store.Delivery, int64, error)
-}
-
 // Webhooks is the organizer's webhook pages: the endpoints, and each
 // one's deliveries (organizers register URLs that receive the
-// organization's changes; internal/webhook sends them).
+// organization's changes; internal/webhook sends them). It makes the
+// API's calls.
 type Webhooks struct {
 	*frame
 	dec        *httpx.Decoder
-	endpoints  EndpointCreator
-	store      WebhookStore
-	deliveries DeliveryPages
+	endpoints  api.EndpointCreator
+	store      api.WebhookStore
+	deliveries api.DeliveryPages
 }
 
 // Page lists the organization's endpoints with the form for a new one.
