@@ -45,7 +45,7 @@ func (s *Server) routes() {
 	s.mux.HandleFunc("DELETE /api/v1/charts/{chart}", authed(organizer, h.Charts.Delete))
 
 	// Buying.
-	// Staff hold here too, for a named customer only (createHold).
+	// Staff hold here too, for a named customer only (api.Holds.Create).
 	s.mux.HandleFunc("POST /api/v1/events/{event}/holds", authed(anyRole, h.Holds.Create))
 	s.mux.HandleFunc("GET /api/v1/events/{event}/holds/mine", authed(buyer, h.Holds.Mine))
 	s.mux.HandleFunc("DELETE /api/v1/holds/{hold}", authed(anyRole, h.Holds.Release))

@@ -425,7 +425,7 @@ func TestRegistryInconsistentThenReconcile(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	// A check is answered from the last one for a second (registryFlights).
+	// A check is answered from the last one for a second (api.RegistryFlights).
 	testenv.Poll(3*time.Second, func() bool {
 		got, _ := org.do("GET", path, nil).want(t, 200).doc(t).Find("#registry").Attr("data-consistent")
 		return got == "false"

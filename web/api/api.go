@@ -31,9 +31,9 @@ type Deps struct {
 	Limits   *ratelimit.Limiter
 	Lockout  *ratelimit.Lockout
 	Sessions *session.Sessions
-	// Pages shows the sign-in and sign-up forms again after a refused form
+	// Render shows the sign-in and sign-up forms again after a refused form
 	// post.
-	Pages *render.Pages
+	Render *render.Pages
 
 	// The hold core's jobs.
 	Holds     *hold.Holds
@@ -78,7 +78,7 @@ type API struct {
 func New(d Deps) *API {
 	return &API{
 		Accounts: &Accounts{dec: d.Decoder, limits: d.Limits, lockout: d.Lockout, auth: d.Auth, reads: d.Accounts,
-			sessions: d.Sessions, pages: d.Pages},
+			sessions: d.Sessions, pages: d.Render},
 		Events:    &Events{dec: d.Decoder, core: d.Events, visible: d.Visible, blocker: d.Holds},
 		Charts:    &Charts{store: d.Charts},
 		Holds:     &Holds{dec: d.Decoder, limits: d.Limits, core: d.Holds, visible: d.Visible, pages: d.Audit},

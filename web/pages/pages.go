@@ -52,7 +52,7 @@ type Seats interface {
 // Deps are the parts the buyer pages are built from.
 type Deps struct {
 	Cfg      config.Config
-	Pages    *render.Pages
+	Render   *render.Pages
 	Limits   *ratelimit.Limiter
 	Sessions *session.Sessions
 	Holds    *hold.Holds
@@ -81,15 +81,15 @@ type Pages struct {
 
 // New builds the buyer pages.
 func New(d Deps) *Pages {
-	cart := &Cart{render: d.Pages, holds: d.Holds, seats: d.Events, limits: d.Limits, flash: d.Sessions,
+	cart := &Cart{render: d.Render, holds: d.Holds, seats: d.Events, limits: d.Limits, flash: d.Sessions,
 		maxSeats: d.Cfg.MaxSeatsPerRequest}
 	return &Pages{
-		SignIn:   &SignIn{render: d.Pages, orgs: d.Accounts},
-		Events:   &Events{render: d.Pages, visible: d.Visible},
-		SeatMap:  &SeatMap{render: d.Pages, visible: d.Visible, seats: d.Events, cart: cart, maxSeats: d.Cfg.MaxSeatsPerRequest},
+		SignIn:   &SignIn{render: d.Render, orgs: d.Accounts},
+		Events:   &Events{render: d.Render, visible: d.Visible},
+		SeatMap:  &SeatMap{render: d.Render, visible: d.Visible, seats: d.Events, cart: cart, maxSeats: d.Cfg.MaxSeatsPerRequest},
 		Cart:     cart,
-		Waitlist: &Waitlist{render: d.Pages, core: d.Waitlist},
-		Booking:  &Booking{render: d.Pages, bookings: d.Bookings},
+		Waitlist: &Waitlist{render: d.Render, core: d.Waitlist},
+		Booking:  &Booking{render: d.Render, bookings: d.Bookings},
 		Panels:   &WaitlistPanels{store: d.WaitlistStore},
 	}
 }

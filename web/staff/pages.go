@@ -24,7 +24,7 @@ import (
 type Deps struct {
 	Cfg      config.Config
 	Log      *slog.Logger
-	Pages    *render.Pages
+	Render   *render.Pages
 	Decoder  *httpx.Decoder
 	Sessions *session.Sessions
 
@@ -76,7 +76,7 @@ type Pages struct {
 
 // New builds the staff pages.
 func New(d Deps) *Pages {
-	f := &frame{render: d.Pages, visible: d.Visible, flash: d.Sessions, engine: d.Engine, log: d.Log}
+	f := &frame{render: d.Render, visible: d.Visible, flash: d.Sessions, engine: d.Engine, log: d.Log}
 	return &Pages{
 		Events: &Events{frame: f, core: d.Events, charts: d.Charts},
 		Dashboard: &Dashboard{frame: f, monitor: d.Monitor, audit: d.Audit, checks: d.Registry, waitlist: d.Waitlist,
