@@ -5,9 +5,9 @@ import (
 	"net/http"
 
 	"seatd/internal/hold"
+	"seatd/internal/money"
 	"seatd/internal/store"
 	"seatd/views"
-	"seatd/web/render"
 )
 
 // BookingReads reads the booking a request names with its event;
@@ -32,7 +32,7 @@ func (p *Booking) Page(w http.ResponseWriter, r *http.Request, a hold.Actor) err
 		CancelReason: b.CancelReason, EventName: ev.Name, CreatedAt: b.CreatedAt}
 	for _, t := range b.Tickets {
 		out.Tickets = append(out.Tickets, views.Ticket{ID: t.ID.String(), Label: cmp.Or(t.Place, "Seat "+t.Seat), Cancelled: t.Cancelled(),
-			Price: render.Price(t.PriceMinor, t.Currency)})
+			Price: money.Format(t.PriceMinor, t.Currency)})
 	}
 	p.render.Render(w, r, http.StatusOK, views.BookingPage(p.render.Meta(r, "Booking"), out))
 	return nil

@@ -11,6 +11,7 @@ import (
 
 	"seatd/internal/apperr"
 	"seatd/internal/hold"
+	"seatd/internal/money"
 	"seatd/internal/store"
 	"seatd/views"
 	"seatd/web/httpx"
@@ -112,8 +113,8 @@ func moreTime(d time.Duration) string {
 // category.
 func priced(item *views.CartHold, prices map[string]store.Category, cat string) {
 	if p, ok := prices[cat]; ok && cat != "" && p.Currency != "" {
-		item.Price = render.Price(p.PriceMinor, p.Currency)
-		item.PriceMinor, item.Currency, item.Scale = p.PriceMinor, p.Currency, render.Scale(p.Currency)
+		item.Price = money.Format(p.PriceMinor, p.Currency)
+		item.PriceMinor, item.Currency, item.Scale = p.PriceMinor, p.Currency, money.Scale(p.Currency)
 	}
 }
 

@@ -13,10 +13,10 @@ import (
 	"github.com/google/uuid"
 
 	"seatd/internal/hold"
+	"seatd/internal/money"
 	"seatd/internal/store"
 	"seatd/views"
 	"seatd/web/httpx"
-	"seatd/web/render"
 )
 
 // SeatMap is an event's venue for a buyer (and for staff looking): the
@@ -50,7 +50,7 @@ func (p *SeatMap) build(ctx context.Context, a hold.Actor, event uuid.UUID, sect
 	m := views.SeatMap{EventID: event.String(), EventName: ev.Name, GA: ga}
 	for i, c := range ev.Categories {
 		m.Categories = append(m.Categories, views.Category{Cat: i + 1, Key: c.Key, Name: c.Name, Color: c.Color,
-			Price: render.Price(c.PriceMinor, c.Currency)})
+			Price: money.Format(c.PriceMinor, c.Currency)})
 	}
 	if err := hold.NotOnSale(ev, time.Now()); err != nil && a.Role == hold.RoleBuyer {
 		m.NotOnSale = httpx.Message(err) + "."

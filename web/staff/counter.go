@@ -13,6 +13,7 @@ import (
 
 	"seatd/internal/apperr"
 	"seatd/internal/hold"
+	"seatd/internal/money"
 	"seatd/internal/store"
 	"seatd/views"
 	"seatd/web/httpx"
@@ -219,7 +220,7 @@ func (p *Counter) Confirmation(w http.ResponseWriter, r *http.Request, a hold.Ac
 	var total render.Sum
 	for _, t := range b.Tickets {
 		c.Tickets = append(c.Tickets, views.ConfirmationTicket{ID: t.ID.String(), Seat: t.Seat, Cancelled: t.Cancelled(),
-			Price: render.Price(t.PriceMinor, t.Currency)})
+			Price: money.Format(t.PriceMinor, t.Currency)})
 		if !t.Cancelled() && t.Currency != "" {
 			total.Add(t.PriceMinor, t.Currency)
 		}

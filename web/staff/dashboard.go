@@ -13,11 +13,11 @@ import (
 	"github.com/google/uuid"
 
 	"seatd/internal/hold"
+	"seatd/internal/money"
 	"seatd/internal/store"
 	"seatd/views"
 	"seatd/web/api"
 	"seatd/web/live"
-	"seatd/web/render"
 )
 
 // The organizer's dashboard: occupancy with its check against Postgres,
@@ -121,12 +121,12 @@ func occupancyVM(event uuid.UUID, o hold.Occupancy) views.Occupancy {
 		if c.Key == "" {
 			name = "No category"
 		}
-		sold := render.Price(c.RevenueSold, c.Currency)
+		sold := money.Format(c.RevenueSold, c.Currency)
 		for _, cur := range slices.Sorted(maps.Keys(c.RevenueSoldOther)) {
-			sold += " + " + render.Price(c.RevenueSoldOther[cur], cur)
+			sold += " + " + money.Format(c.RevenueSoldOther[cur], cur)
 		}
-		out.Categories = append(out.Categories, views.CategoryCounts{Name: name, Price: render.Price(c.PriceMinor, c.Currency),
-			RevenueSold: sold, RevenueHeld: render.Price(c.RevenueHeld, c.Currency), Counts: countsVM(c.Counts)})
+		out.Categories = append(out.Categories, views.CategoryCounts{Name: name, Price: money.Format(c.PriceMinor, c.Currency),
+			RevenueSold: sold, RevenueHeld: money.Format(c.RevenueHeld, c.Currency), Counts: countsVM(c.Counts)})
 	}
 	return out
 }
