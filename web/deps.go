@@ -8,8 +8,10 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"seatd/internal/config"
+	"seatd/internal/door"
 	"seatd/internal/hold"
 	"seatd/internal/store"
+	"seatd/internal/ticket"
 	"seatd/web/api"
 )
 
@@ -39,6 +41,11 @@ type Deps struct {
 	Waitlist  *hold.Waitlist
 	Monitor   *hold.Monitor
 	Accounts  api.Authenticator
+	// The door and tickets: admissions, ticket codes, and the bookings
+	// with their tickets as pages and PDFs show them.
+	Door    *door.Door
+	Tickets ticket.Signer
+	Details *store.BookingMail
 	// Notifier hears session ends and API key revocations announced by
 	// Postgres (the process's notifier, internal/notify).
 	Notifier Notifier

@@ -67,7 +67,8 @@ func serveApp(t testing.TB, a *app.App, o options) *testServer {
 func depsOf(a *app.App) Deps {
 	return Deps{Cfg: a.Cfg, Log: a.Log, Pool: a.Pool, Redis: a.Redis, Store: a.Store,
 		Engine: a.Engine, Holds: a.Holds, BoxOffice: a.BoxOffice, Events: a.Events, Waitlist: a.Waitlist, Monitor: a.Monitor,
-		Accounts: a.Accounts, Notifier: a.Notifier, Registry: a.Registry}
+		Accounts: a.Accounts, Notifier: a.Notifier, Registry: a.Registry,
+		Door: a.Door, Tickets: a.TicketKeys, Details: a.BookingDetails}
 }
 
 // client is one browser-like user agent: its own cookie jar, no redirects

@@ -16,6 +16,7 @@ import (
 func (s *Server) routes() {
 	authed, page, public := s.guard.Authed, s.guard.Page, s.guard.Public
 	const buyer, staff, organizer, anyRole = session.Buyer, session.Staff, session.Organizer, session.AnyRole
+	const scanners = session.Scanners // door staff, and staff standing in for them
 	h, p, st := s.api, s.pages, s.staff // the JSON API, the buyer pages, the staff pages
 
 	// Probes, where load balancers look; metrics and profiles are on the
@@ -78,6 +79,14 @@ func (s *Server) routes() {
 	s.mux.HandleFunc("GET /api/v1/events/{event}/exports/bookings.csv", authed(organizer, h.Exports.CSV(store.ExportBookings)))
 	s.mux.HandleFunc("GET /api/v1/events/{event}/exports/audit.csv", authed(organizer, h.Exports.CSV(store.ExportAudit)))
 
+	// Tickets and the door (docs/architecture.md#ticket-codes, #check-ins).
+	s.mux.HandleFunc("GET /api/v1/me/bookings", authed(buyer, h.Tickets.Mine))
+	s.mux.HandleFunc("POST /api/v1/events/{event}/checkins", authed(scanners, h.Door.Checkin))
+	s.mux.HandleFunc("POST /api/v1/events/{event}/checkins/sync", authed(scanners, h.Door.Sync))
+	s.mux.HandleFunc("GET /api/v1/events/{event}/checkins/key", authed(scanners, h.Door.Key))
+	s.mux.HandleFunc("GET /api/v1/events/{event}/checkins", authed(scanners, h.Door.Counts))
+	s.mux.HandleFunc("GET /api/v1/events/{event}/exports/checkins.csv", authed(organizer, h.Door.CSV))
+
 	// Integrators.
 	s.mux.HandleFunc("GET /api/v1/openapi.json", public(s.openAPIDoc))
 	s.mux.HandleFunc("POST /api/v1/api-keys", authed(organizer, h.Keys.Create))
@@ -108,6 +117,10 @@ func (s *Server) routes() {
 	s.mux.HandleFunc("POST /e/{event}/waitlist", page(buyer, p.Waitlist.Join))
 	s.mux.HandleFunc("DELETE /e/{event}/waitlist/{entry}", page(buyer, p.Waitlist.Leave))
 	s.mux.HandleFunc("GET /bookings/{booking}", page(buyer, p.Booking.Page))
+	s.mux.HandleFunc("GET /bookings/{booking}/tickets.pdf", page(buyer, p.Booking.PDF))
+	s.mux.HandleFunc("GET /me/tickets", page(buyer, p.MyTickets.Page))
+	s.mux.HandleFunc("GET /door", page(scanners, st.Door.Events))
+	s.mux.HandleFunc("GET /door/e/{event}", page(scanners, st.Door.Scanner))
 	s.mux.HandleFunc("GET /live/events/{event}", authed(anyRole, s.liveSocket(live.StreamSeats)))
 
 	// Organizer.

@@ -94,10 +94,11 @@ func newServer(d Deps, o options) *Server {
 		Render: frame, Holds: d.Holds, BoxOffice: d.BoxOffice, Events: d.Events, Waitlist: d.Waitlist, Monitor: d.Monitor,
 		Auth: d.Accounts, Keys: s.keys, Endpoints: s.hooks, Accounts: d.Store.Accounts, Charts: d.Store.Charts,
 		EventStore: d.Store.Events, Audit: d.Store.Audit, Webhooks: d.Store.Webhooks,
-		Visible: s.events, Bookings: bookings, Deliveries: deliveries, Registry: registry})
+		Visible: s.events, Bookings: bookings, Deliveries: deliveries, Registry: registry,
+		Door: d.Door, Tickets: d.Tickets, BookingStore: d.Store.Bookings})
 	s.pages = pages.New(pages.Deps{Cfg: d.Cfg, Render: frame, Limits: s.limits, Sessions: s.sessions, Holds: d.Holds,
 		Events: d.Events, Waitlist: d.Waitlist, Accounts: d.Store.Accounts, WaitlistStore: d.Store.Waitlist,
-		Visible: s.events, Bookings: bookings})
+		Visible: s.events, Bookings: bookings, Details: d.Details, Codes: d.Tickets, MyBookings: d.Store.Bookings})
 	s.staff = staff.New(staff.Deps{Cfg: d.Cfg, Log: d.Log, Render: frame, Decoder: dec, Sessions: s.sessions,
 		Engine: d.Engine, Holds: d.Holds, BoxOffice: d.BoxOffice, Events: d.Events, Waitlist: d.Waitlist, Monitor: d.Monitor,
 		Keys: s.keys, Endpoints: s.hooks, Accounts: d.Store.Accounts, Audit: d.Store.Audit, Charts: d.Store.Charts,

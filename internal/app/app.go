@@ -23,6 +23,7 @@ import (
 	"seatd/internal/auth"
 	"seatd/internal/bookingmail"
 	"seatd/internal/config"
+	"seatd/internal/door"
 	"seatd/internal/hold"
 	"seatd/internal/mail"
 	"seatd/internal/notify"
@@ -54,6 +55,11 @@ type App struct {
 	Mail *mail.Worker
 	// TicketKeys signs and checks ticket codes with each event's key.
 	TicketKeys *ticket.Keys
+	// Door admits tickets (once each, also from offline scanners).
+	Door *door.Door
+	// BookingDetails reads bookings as their mail, page and PDF show them,
+	// and keeps the queue of booking mail.
+	BookingDetails *store.BookingMail
 	// BookingMail writes the mail of bookings made and cancelled into the
 	// outbox (one worker per process).
 	BookingMail *bookingmail.Worker
@@ -186,7 +192,9 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger) (*App, error)
 		a.Close()
 		return nil, err
 	}
-	a.BookingMail = bookingmail.New(store.NewBookingMail(a.Pool), a.TicketKeys, a.Notifier,
+	a.Door = door.New(store.NewCheckins(a.Pool), a.TicketKeys, a.Redis, door.Options{KeyPrefix: cfg.KeyPrefix})
+	a.BookingDetails = store.NewBookingMail(a.Pool)
+	a.BookingMail = bookingmail.New(a.BookingDetails, a.TicketKeys, a.Notifier,
 		bookingmail.Options{PublicURL: cfg.PublicURL, Poll: cfg.MailPoll}, log.With("component", "bookingmail"))
 	return a, nil
 }

@@ -16,6 +16,7 @@ import (
 	"seatd/internal/auth"
 	"seatd/internal/hold"
 	"seatd/internal/store"
+	"seatd/internal/ticket"
 	"seatd/internal/webhook"
 	"seatd/web/httpx"
 	"seatd/web/query"
@@ -58,6 +59,11 @@ type Deps struct {
 	Bookings   *query.Bookings
 	Deliveries *query.Deliveries
 	Registry   *RegistryFlights
+
+	// The door and tickets.
+	Door         DoorCore
+	Tickets      ticket.Signer
+	BookingStore TicketReads
 }
 
 // API is the JSON handlers, one field per feature.
@@ -72,10 +78,13 @@ type API struct {
 	Exports   *Exports
 	Keys      *Keys
 	Webhooks  *Webhooks
+	Door      *Door
+	Tickets   *Tickets
 }
 
 // New builds the handlers.
 func New(d Deps) *API {
+	tickets := &Tickets{reads: d.BookingStore, codes: d.Tickets}
 	return &API{
 		Accounts: &Accounts{dec: d.Decoder, limits: d.Limits, lockout: d.Lockout, auth: d.Auth, reads: d.Accounts,
 			sessions: d.Sessions, pages: d.Render},
@@ -83,11 +92,13 @@ func New(d Deps) *API {
 		Charts:    &Charts{store: d.Charts},
 		Holds:     &Holds{dec: d.Decoder, limits: d.Limits, core: d.Holds, visible: d.Visible, pages: d.Audit},
 		Waitlist:  &Waitlist{dec: d.Decoder, core: d.Waitlist},
-		BoxOffice: &BoxOffice{dec: d.Decoder, core: d.BoxOffice, bookings: d.Bookings},
+		BoxOffice: &BoxOffice{dec: d.Decoder, core: d.BoxOffice, bookings: d.Bookings, tickets: tickets},
 		Registry:  &Registry{dec: d.Decoder, occupancy: d.Monitor, checks: d.Registry},
 		Exports:   &Exports{store: d.EventStore, log: d.Log},
 		Keys:      &Keys{dec: d.Decoder, core: d.Keys, list: d.Accounts},
 		Webhooks:  &Webhooks{dec: d.Decoder, endpoints: d.Endpoints, store: d.Webhooks, deliveries: d.Deliveries},
+		Door:      &Door{dec: d.Decoder, core: d.Door},
+		Tickets:   tickets,
 	}
 }
 

@@ -41,6 +41,7 @@ type BoxOffice struct {
 	dec      *httpx.Decoder
 	core     BoxOfficeCore
 	bookings BookingReads
+	tickets  *Tickets
 }
 
 type ticketJSON struct {
@@ -54,6 +55,11 @@ type ticketJSON struct {
 	// seat).
 	PriceMinor *int64 `json:"price_minor,omitempty"`
 	Currency   string `json:"currency,omitempty"`
+	// Code is a live ticket's signed code (what its QR code says), in the
+	// answer of GET /api/v1/bookings/{booking}; CheckedInAt when it got
+	// in at the door.
+	Code        string     `json:"code,omitempty"`
+	CheckedInAt *time.Time `json:"checked_in_at,omitempty"`
 }
 
 // BookingJSON is a booking as the API answers it.
@@ -150,13 +156,18 @@ func writeBooking(w http.ResponseWriter) func(store.Booking, error) error {
 	}
 }
 
-// Booking answers a booking: any of the org's for staff, a buyer's own.
+// Booking answers a booking — any of the org's for staff, a buyer's own —
+// with its live tickets' codes and its admissions.
 func (h *BoxOffice) Booking(w http.ResponseWriter, r *http.Request, a hold.Actor) error {
 	b, err := h.bookings.FromPath(r, a)
 	if err != nil {
 		return err
 	}
-	httpx.WriteJSON(w, http.StatusOK, bookingView(b))
+	out := bookingView(b)
+	if err := h.tickets.annotate(r.Context(), b, &out); err != nil {
+		return err
+	}
+	httpx.WriteJSON(w, http.StatusOK, out)
 	return nil
 }
 

@@ -17,6 +17,7 @@ import (
 	"seatd/internal/config"
 	"seatd/internal/hold"
 	"seatd/internal/store"
+	"seatd/internal/ticket"
 	"seatd/views"
 	"seatd/web/query"
 	"seatd/web/ratelimit"
@@ -63,6 +64,10 @@ type Deps struct {
 	WaitlistStore *store.Waitlist
 	Visible       *query.Events
 	Bookings      *query.Bookings
+	// The tickets: booking details, codes, the buyer's list.
+	Details    BookingDetails
+	Codes      ticket.Signer
+	MyBookings MyBookings
 }
 
 // Pages is the buyer pages' handlers, and the renderers the live hub
@@ -74,6 +79,8 @@ type Pages struct {
 	Cart     *Cart
 	Waitlist *Waitlist
 	Booking  *Booking
+	// MyTickets is the buyer's list of their bookings.
+	MyTickets *MyTickets
 	// Panels renders buyers' waitlist panels (half of
 	// live.WaitlistRenderer; the dashboard's panel is web/staff's).
 	Panels *WaitlistPanels
@@ -84,12 +91,13 @@ func New(d Deps) *Pages {
 	cart := &Cart{render: d.Render, holds: d.Holds, seats: d.Events, limits: d.Limits, flash: d.Sessions,
 		maxSeats: d.Cfg.MaxSeatsPerRequest}
 	return &Pages{
-		SignIn:   &SignIn{render: d.Render, orgs: d.Accounts},
-		Events:   &Events{render: d.Render, visible: d.Visible},
-		SeatMap:  &SeatMap{render: d.Render, visible: d.Visible, seats: d.Events, cart: cart, maxSeats: d.Cfg.MaxSeatsPerRequest},
-		Cart:     cart,
-		Waitlist: &Waitlist{render: d.Render, core: d.Waitlist},
-		Booking:  &Booking{render: d.Render, bookings: d.Bookings},
-		Panels:   &WaitlistPanels{store: d.WaitlistStore},
+		SignIn:    &SignIn{render: d.Render, orgs: d.Accounts},
+		Events:    &Events{render: d.Render, visible: d.Visible},
+		SeatMap:   &SeatMap{render: d.Render, visible: d.Visible, seats: d.Events, cart: cart, maxSeats: d.Cfg.MaxSeatsPerRequest},
+		Cart:      cart,
+		Waitlist:  &Waitlist{render: d.Render, core: d.Waitlist},
+		Booking:   &Booking{render: d.Render, bookings: d.Bookings, details: d.Details, codes: d.Codes},
+		MyTickets: &MyTickets{render: d.Render, mine: d.MyBookings},
+		Panels:    &WaitlistPanels{store: d.WaitlistStore},
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"seatd/internal/apperr"
+	"seatd/internal/hold"
 	"seatd/internal/store"
 	"seatd/views"
 	"seatd/web/session"
@@ -24,10 +25,15 @@ type SignIn struct {
 	orgs   OrgReads
 }
 
-// Home sends a signed-in user to the events, anyone else to sign in.
+// Home sends a signed-in user to the events (door staff to the scanner's
+// events), anyone else to sign in.
 func (p *SignIn) Home(w http.ResponseWriter, r *http.Request) {
-	if _, ok := session.ActorFrom(r.Context()); ok {
-		http.Redirect(w, r, "/events", http.StatusSeeOther)
+	if a, ok := session.ActorFrom(r.Context()); ok {
+		to := "/events"
+		if a.Role == hold.RoleDoor {
+			to = "/door"
+		}
+		http.Redirect(w, r, to, http.StatusSeeOther)
 		return
 	}
 	http.Redirect(w, r, "/login", http.StatusSeeOther)

@@ -16,12 +16,16 @@ const (
 	Buyer Roles = 1 << iota
 	BoxOffice
 	Organizer
+	Door
 
 	Staff   = BoxOffice | Organizer
 	AnyRole = Buyer | Staff
+	// Scanners admit tickets at the door: door staff, and the box office
+	// and organizers who may stand in for them.
+	Scanners = Door | Staff
 
 	noRole   = Roles(0)
-	roleMask = AnyRole
+	roleMask = AnyRole | Door
 )
 
 func roleBit(role hold.Role) Roles {
@@ -32,6 +36,8 @@ func roleBit(role hold.Role) Roles {
 		return BoxOffice
 	case hold.RoleOrganizer:
 		return Organizer
+	case hold.RoleDoor:
+		return Door
 	}
 	return noRole
 }

@@ -67,6 +67,7 @@ type Pages struct {
 	Charts    *Charts
 	Keys      *Keys
 	Webhooks  *Webhooks
+	Door      *Door
 	// Panel renders the dashboard's waitlist panel (half of
 	// live.WaitlistRenderer; the buyers' panels are web/pages').
 	Panel *WaitlistPanel
@@ -90,6 +91,7 @@ func New(d Deps) *Pages {
 		Charts:   &Charts{frame: f, store: d.Charts},
 		Keys:     &Keys{frame: f, dec: d.Decoder, core: d.Keys, list: d.Accounts},
 		Webhooks: &Webhooks{frame: f, dec: d.Decoder, endpoints: d.Endpoints, store: d.Webhooks, deliveries: d.Deliveries},
+		Door:     &Door{frame: f},
 		Panel:    &WaitlistPanel{store: d.WaitlistStore},
 		log:      d.Log,
 	}
