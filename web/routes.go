@@ -16,7 +16,7 @@ import (
 func (s *Server) routes() {
 	authed, page, public := s.guard.Authed, s.guard.Page, s.guard.Public
 	const buyer, staff, organizer, anyRole = session.Buyer, session.Staff, session.Organizer, session.AnyRole
-	const scanners = session.Scanners // door staff, and staff standing in for them
+	const scanners = session.Scanners   // door staff, and staff standing in for them
 	h, p, st := s.api, s.pages, s.staff // the JSON API, the buyer pages, the staff pages
 
 	// Probes, where load balancers look; metrics and profiles are on the

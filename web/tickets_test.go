@@ -12,6 +12,7 @@ import (
 
 	"seatd/internal/store"
 	"seatd/internal/testenv"
+	"seatd/internal/ticket"
 )
 
 // ticketFixture is an organization with a sold booking of three seats, a
@@ -263,4 +264,9 @@ func TestDoorCancelledTicket(t *testing.T) {
 	if len(key.Revoked) != 1 || key.Revoked[0] != f.booking.Tickets[0].ID {
 		t.Errorf("revoked %v, want the cancelled ticket", key.Revoked)
 	}
+}
+
+// ticketClaims are the claims of ticket i of booking b.
+func ticketClaims(b store.Booking, i int) ticket.Claims {
+	return ticket.Claims{Org: b.OrgID, Event: b.EventID, Ticket: b.Tickets[i].ID, Seat: b.Tickets[i].SeatID}
 }
