@@ -91,8 +91,9 @@ func (e *Engine) commitThen(ctx context.Context, org, event uuid.UUID, ds []Delt
 	e.m.DeltasOut.Add(float64(len(ds)))
 }
 
-// commitSale publishes a new booking's seats (a purchase or a counter
-// sale): their locks go (the holds ended) and every map shows them sold.
+// commitSale publishes a new booking's seats (a purchase, a counter sale,
+// a payment's success): their locks go (the holds ended) and every map
+// shows them sold.
 func (e *Engine) commitSale(ctx context.Context, ev *eventState, a Actor, b store.Booking) {
 	e.m.Converted.Add(float64(len(b.Sold)))
 	now := e.now()
@@ -100,7 +101,11 @@ func (e *Engine) commitSale(ctx context.Context, ev *eventState, a Actor, b stor
 	ds := make([]Delta, len(b.Sold))
 	for i, x := range b.Sold {
 		rs[i] = seatlock.Released{Seat: x.SeatID, HoldID: x.HoldID, Version: x.Version}
-		ds[i] = Delta{Org: a.Org, Event: ev.id, Seat: x.SeatID, Kind: KindSold, Status: store.Sold, Prev: store.Held,
+		prev := store.Held
+		if x.Prev != "" {
+			prev = x.Prev
+		}
+		ds[i] = Delta{Org: a.Org, Event: ev.id, Seat: x.SeatID, Kind: KindSold, Status: store.Sold, Prev: prev,
 			Version: x.Version, Actor: a.User, At: now}
 	}
 	e.dropLocks(ctx, ev, rs)

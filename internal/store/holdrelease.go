@@ -12,12 +12,14 @@ import (
 )
 
 // Release ends an active hold. Only its holder may release it, unless
-// staff is set (box office and organizers of the same org).
+// staff is set (box office and organizers of the same org); a holder may
+// not while a payment of theirs covers it (the payment may still succeed,
+// and would then sell the seat).
 func (s *Holds) Release(ctx context.Context, org, holdID, actor uuid.UUID, staff bool, reason string) (Hold, error) {
 	rows, err := s.db.Query(ctx, `
 		WITH h AS (
 		    UPDATE seat_holds SET status = 'released', ended_at = now(), released_by = $3, release_reason = NULLIF($5, '')
-		    WHERE org_id = $1 AND id = $2 AND status = 'active' AND ($4 OR user_id = $3)
+		    WHERE org_id = $1 AND id = $2 AND status = 'active' AND ($4 OR (user_id = $3 AND payment_id IS NULL))
 		    RETURNING id, org_id, event_id, seat_id, user_id, status, held_until, created_at, extensions, fence, source
 		), st AS (
 		    UPDATE seats SET status = 'available', hold_id = NULL, version = version + 1, updated_at = now()
@@ -51,6 +53,8 @@ func (s *Holds) Release(ctx context.Context, org, holdID, actor uuid.UUID, staff
 		return Hold{}, err
 	case !staff && cur.UserID != actor:
 		return Hold{}, apperr.E(apperr.Forbidden, "only the holder or box-office staff can release this hold")
+	case !staff && cur.Status == HoldActive && cur.PaymentID != uuid.Nil:
+		return Hold{}, apperr.E(apperr.Conflict, "this seat is being paid for: cancel the payment to release it")
 	default:
 		return Hold{}, apperr.E(apperr.NotFound, "hold is no longer active (it was %s)", cur.Status)
 	}

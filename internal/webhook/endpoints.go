@@ -21,6 +21,7 @@ var Types = []string{
 	"booking.created", "booking.cancelled",
 	"seat.blocked", "seat.unblocked",
 	"waitlist.offered", "waitlist.joined", "waitlist.left",
+	"booking.paid", "payment.failed", "refund.succeeded",
 }
 
 // Endpoints registers webhook endpoints.
