@@ -32,7 +32,7 @@ func (p *Payments) Run(ctx context.Context) {
 // provider. Refunds whose answer was never stored are sent again with
 // their keys.
 func (p *Payments) Reconcile(ctx context.Context) (int, error) {
-	pays, err := p.e.store.Payments.DuePayments(ctx, p.opt.ReconcileAfter, p.opt.Batch)
+	pays, err := p.e.store.Payments.DuePayments(ctx, p.opt.Provider, p.opt.ReconcileAfter, p.opt.Batch)
 	if err != nil {
 		return 0, err
 	}
@@ -42,7 +42,7 @@ func (p *Payments) Reconcile(ctx context.Context) (int, error) {
 		}
 		p.check(ctx, pay)
 	}
-	refunds, err := p.e.store.Payments.DueRefunds(ctx, p.opt.ReconcileAfter, p.opt.Batch)
+	refunds, err := p.e.store.Payments.DueRefunds(ctx, p.opt.Provider, p.opt.ReconcileAfter, p.opt.Batch)
 	if err != nil {
 		return len(pays), err
 	}

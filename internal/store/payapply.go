@@ -68,6 +68,13 @@ func (s *Payments) Apply(ctx context.Context, org, id uuid.UUID, ch PaymentChang
 	var out PaymentApplied
 	err := inTx(ctx, s.db, func(tx pgx.Tx) error {
 		out = PaymentApplied{}
+		// Copies of an event wait here for the one applying it, in a
+		// line on the payment's row: they are answered once it commits,
+		// which a sale under load may take longer than the pool's lock
+		// timeout (set for buyers' requests, which answer busy instead).
+		if _, err := tx.Exec(ctx, `SET LOCAL lock_timeout = '`+applyLockTimeout+`'`); err != nil {
+			return err
+		}
 		if ch.EventID != "" {
 			tag, err := tx.Exec(ctx, `
 				INSERT INTO payment_events (org_id, event_id, payment_id, type, result, created_at)
@@ -128,13 +135,16 @@ func (s *Payments) Apply(ctx context.Context, org, id uuid.UUID, ch PaymentChang
 	return out, err
 }
 
+// applyLockTimeout bounds Apply's waits for the payment's other changes.
+const applyLockTimeout = "10s"
+
 // lock reads a payment under its row lock.
 func (s *Payments) lock(ctx context.Context, tx pgx.Tx, org, id uuid.UUID) (payRow, error) {
 	var p payRow
 	p.org, p.id = org, id
 	err := tx.QueryRow(ctx, `
 		SELECT event_id, user_id, status, coalesce(intent_id, ''), amount_minor, currency, status_at
-		FROM payments WHERE org_id = $1 AND id = $2 FOR UPDATE`, org, id).
+		FROM payments WHERE org_id = $1 AND id = $2 FOR NO KEY UPDATE`, org, id).
 		Scan(&p.event, &p.user, &p.Status, &p.IntentID, &p.amount, &p.currency, &p.statusAt)
 	return p, notFoundIfNoRows(err, "payment")
 }
@@ -167,7 +177,9 @@ func (p payRow) accepts(ch PaymentChange) bool {
 	if !p.Status.Live() || ch.Status == p.Status {
 		return false
 	}
-	if ch.EventID != "" && ch.At.Before(p.statusAt) {
+	// Providers stamp events to the second: news of the same second as
+	// the status it would replace is not older.
+	if ch.EventID != "" && ch.At.Before(p.statusAt.Truncate(time.Second)) {
 		return false
 	}
 	switch ch.Status {

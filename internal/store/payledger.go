@@ -66,7 +66,7 @@ func (l *PaymentLedger) UpdateIntent(ctx context.Context, id string, change func
 		var org, pay uuid.UUID
 		var stored []byte
 		err := tx.QueryRow(ctx, `
-			SELECT org_id, id, test_intent FROM payments WHERE intent_id = $1 AND test_intent IS NOT NULL LIMIT 1 FOR UPDATE`, id).
+			SELECT org_id, id, test_intent FROM payments WHERE intent_id = $1 AND test_intent IS NOT NULL LIMIT 1 FOR NO KEY UPDATE`, id).
 			Scan(&org, &pay, &stored)
 		if errors.Is(err, pgx.ErrNoRows) {
 			return errNoTestIntent

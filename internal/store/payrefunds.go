@@ -115,7 +115,7 @@ func (s *Payments) CancelBooking(ctx context.Context, org, booking, actor uuid.U
 			return nil
 		}
 		var currency, intent string
-		if err := tx.QueryRow(ctx, `SELECT currency, coalesce(intent_id, '') FROM payments WHERE org_id = $1 AND id = $2 FOR UPDATE`,
+		if err := tx.QueryRow(ctx, `SELECT currency, coalesce(intent_id, '') FROM payments WHERE org_id = $1 AND id = $2 FOR NO KEY UPDATE`,
 			org, c.payment).Scan(&currency, &intent); err != nil {
 			return err
 		}
@@ -140,7 +140,7 @@ func (s *Payments) RetryRefund(ctx context.Context, org, id uuid.UUID) (Refund, 
 	err := inTx(ctx, s.db, func(tx pgx.Tx) error {
 		var status RefundStatus
 		var attempt int
-		if err := tx.QueryRow(ctx, `SELECT status, attempt FROM refunds WHERE org_id = $1 AND id = $2 FOR UPDATE`, org, id).
+		if err := tx.QueryRow(ctx, `SELECT status, attempt FROM refunds WHERE org_id = $1 AND id = $2 FOR NO KEY UPDATE`, org, id).
 			Scan(&status, &attempt); err != nil {
 			return notFoundIfNoRows(err, "refund")
 		}
@@ -172,7 +172,7 @@ func (s *Payments) refundChange(ctx context.Context, tx pgx.Tx, p payRow, ch Pay
 		var cur Refund
 		rows, err := tx.Query(ctx, refundColumns+`
 			WHERE r.org_id = $1 AND r.payment_id = $2 AND (r.id = $3 OR ($3::uuid IS NULL AND r.provider_refund_id = $4))
-			FOR UPDATE OF r`, p.org, p.id, nilIfZero(rc.RefundID), rc.ProviderID)
+			FOR NO KEY UPDATE OF r`, p.org, p.id, nilIfZero(rc.RefundID), rc.ProviderID)
 		if err != nil {
 			return err
 		}

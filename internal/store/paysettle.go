@@ -52,7 +52,7 @@ func (s *Payments) succeed(ctx context.Context, tx pgx.Tx, p payRow, ch PaymentC
 	if _, err := tx.Exec(ctx, `
 		SELECT 1 FROM seat_holds
 		WHERE org_id = $1 AND (id = ANY($2::uuid[]) OR (event_id = $3 AND seat_id = ANY($4::uuid[]) AND status = 'active'))
-		ORDER BY seat_id, id FOR UPDATE`, p.org, holdIDs, p.event, seatIDs); err != nil {
+		ORDER BY seat_id, id FOR NO KEY UPDATE`, p.org, holdIDs, p.event, seatIDs); err != nil {
 		return err
 	}
 	rows, err = tx.Query(ctx, `
@@ -64,7 +64,7 @@ func (s *Payments) succeed(ctx context.Context, tx pgx.Tx, p payRow, ch PaymentC
 		JOIN sections sec ON sec.org_id = s.org_id AND sec.id = s.section_id
 		JOIN seat_holds oh ON oh.org_id = $1 AND oh.id = x.hold_id
 		LEFT JOIN seat_holds h ON h.org_id = $1 AND h.id = s.hold_id
-		ORDER BY s.id FOR UPDATE OF s`, p.org, seatIDs, holdIDs, p.user)
+		ORDER BY s.id FOR NO KEY UPDATE OF s`, p.org, seatIDs, holdIDs, p.user)
 	if err != nil {
 		return err
 	}

@@ -172,7 +172,7 @@ func (s *Payments) Mark(ctx context.Context, org, id uuid.UUID, intentID string)
 		var deadline time.Time
 		var stored string
 		err := tx.QueryRow(ctx, `
-			SELECT user_id, status, deadline, coalesce(intent_id, '') FROM payments WHERE org_id = $1 AND id = $2 FOR UPDATE`,
+			SELECT user_id, status, deadline, coalesce(intent_id, '') FROM payments WHERE org_id = $1 AND id = $2 FOR NO KEY UPDATE`,
 			org, id).Scan(&user, &status, &deadline, &stored)
 		if err != nil {
 			return notFoundIfNoRows(err, "payment")
@@ -191,7 +191,7 @@ func (s *Payments) Mark(ctx context.Context, org, id uuid.UUID, intentID string)
 			JOIN seat_holds h ON h.org_id = ph.org_id AND h.id = ph.hold_id
 			LEFT JOIN payments p ON p.org_id = h.org_id AND p.id = h.payment_id
 			WHERE ph.org_id = $1 AND ph.payment_id = $2
-			ORDER BY h.seat_id FOR UPDATE OF h`, org, id, user)
+			ORDER BY h.seat_id FOR NO KEY UPDATE OF h`, org, id, user)
 		if err != nil {
 			return err
 		}
