@@ -2,7 +2,6 @@ package door
 
 import (
 	"context"
-	"encoding/csv"
 	"io"
 
 	"github.com/google/uuid"
@@ -29,20 +28,7 @@ func (d *Door) WriteCSV(ctx context.Context, a hold.Actor, event uuid.UUID, w io
 	if err := d.st.EventExists(ctx, a.Org, event); err != nil {
 		return err
 	}
-	cw := csv.NewWriter(w)
-	if err := cw.Write(CSVColumns); err != nil {
-		return err
-	}
-	cells := make([]string, len(CSVColumns))
-	err := d.st.ExportCheckins(ctx, a.Org, event, func(row []string) error {
-		for i, v := range row {
-			cells[i] = csvsafe.Cell(v)
-		}
-		return cw.Write(cells)
+	return csvsafe.Write(w, CSVColumns, func(row func([]string) error) error {
+		return d.st.ExportCheckins(ctx, a.Org, event, row)
 	})
-	cw.Flush()
-	if err != nil {
-		return err
-	}
-	return cw.Error()
 }

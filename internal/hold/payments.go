@@ -138,8 +138,9 @@ func (p *Payments) Start(ctx context.Context, a Actor, event uuid.UUID, key stri
 	marked, err := p.e.store.Payments.Mark(context.WithoutCancel(ctx), a.Org, pay.ID, in.ID)
 	if err != nil {
 		// The holds lapsed, or another payment of them is processing:
-		// this intent must not be paid.
-		p.cancel(context.WithoutCancel(ctx), a.Org, pay.ID, in.ID)
+		// this intent must not be paid (a cancel that fails is logged;
+		// the reconciler cancels it past its deadline).
+		_ = p.cancel(context.WithoutCancel(ctx), a.Org, pay.ID, in.ID)
 		return Started{}, err
 	}
 	p.m.Outcomes.WithLabelValues("started").Inc()
@@ -151,7 +152,10 @@ func (p *Payments) Start(ctx context.Context, a Actor, event uuid.UUID, key stri
 		p.e.commit(ctx, a.Org, event, ds)
 	}
 	for _, old := range marked.Superseded {
-		p.cancel(context.WithoutCancel(ctx), old.OrgID, old.ID, old.IntentID)
+		// Logged when it fails; the reconciler cancels it past its
+		// deadline, and its success, if the buyer paid it after all,
+		// sells what it still can and refunds otherwise.
+		_ = p.cancel(context.WithoutCancel(ctx), old.OrgID, old.ID, old.IntentID)
 	}
 	if pay, err = p.e.store.Payments.Get(ctx, a.Org, a.User, pay.ID); err != nil {
 		return Started{}, err

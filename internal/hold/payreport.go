@@ -5,7 +5,6 @@ package hold
 
 import (
 	"context"
-	"encoding/csv"
 	"io"
 
 	"github.com/google/uuid"
@@ -45,20 +44,7 @@ func (p *Payments) WriteCSV(ctx context.Context, a Actor, event uuid.UUID, w io.
 	if _, err := p.e.store.Events.Event(ctx, a.Org, event); err != nil {
 		return err
 	}
-	cw := csv.NewWriter(w)
-	if err := cw.Write(PaymentCSVColumns); err != nil {
-		return err
-	}
-	cells := make([]string, len(PaymentCSVColumns))
-	err := p.e.store.Payments.ExportPayments(ctx, a.Org, event, func(row []string) error {
-		for i, v := range row {
-			cells[i] = csvsafe.Cell(v)
-		}
-		return cw.Write(cells)
+	return csvsafe.Write(w, PaymentCSVColumns, func(row func([]string) error) error {
+		return p.e.store.Payments.ExportPayments(ctx, a.Org, event, row)
 	})
-	cw.Flush()
-	if err != nil {
-		return err
-	}
-	return cw.Error()
 }

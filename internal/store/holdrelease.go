@@ -36,13 +36,7 @@ func (s *Holds) Release(ctx context.Context, org, holdID, actor uuid.UUID, staff
 	if err != nil {
 		return Hold{}, err
 	}
-	h, err := pgx.CollectExactlyOneRow(rows, func(r pgx.CollectableRow) (Hold, error) {
-		var h Hold
-		err := r.Scan(&h.ID, &h.OrgID, &h.EventID, &h.SeatID, &h.UserID, &h.Status, &h.HeldUntil, &h.CreatedAt,
-			&h.Extensions, &h.Fence, &h.Source, &h.SeatVersion)
-		h.HeldUntil, h.CreatedAt = h.HeldUntil.UTC(), h.CreatedAt.UTC()
-		return h, err
-	})
+	h, err := pgx.CollectExactlyOneRow(rows, scanChangedHold)
 	if !errors.Is(err, pgx.ErrNoRows) {
 		return h, err
 	}
@@ -85,13 +79,7 @@ func (s *Holds) Extend(ctx context.Context, org, event, user uuid.UUID, by time.
 		if err != nil {
 			return err
 		}
-		changed, err = pgx.CollectRows(rows, func(r pgx.CollectableRow) (Hold, error) {
-			var h Hold
-			err := r.Scan(&h.ID, &h.OrgID, &h.EventID, &h.SeatID, &h.UserID, &h.Status, &h.HeldUntil, &h.CreatedAt,
-				&h.Extensions, &h.Fence, &h.Source, &h.SeatVersion)
-			h.HeldUntil, h.CreatedAt = h.HeldUntil.UTC(), h.CreatedAt.UTC()
-			return h, err
-		})
+		changed, err = pgx.CollectRows(rows, scanChangedHold)
 		return err
 	})
 	if err != nil {

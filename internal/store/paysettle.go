@@ -146,17 +146,7 @@ func (s *Payments) sell(ctx context.Context, tx pgx.Tx, p payRow, ch PaymentChan
 	if err != nil {
 		return err
 	}
-	for rows.Next() {
-		var t Ticket
-		var v int64
-		if err := rows.Scan(&t.ID, &t.SeatID, &t.HoldID, &t.PriceMinor, &t.Currency, &v); err != nil {
-			rows.Close()
-			return err
-		}
-		b.Tickets = append(b.Tickets, t)
-		b.Sold = append(b.Sold, SoldSeat{SeatID: t.SeatID, HoldID: t.HoldID, Version: v, Prev: prev[t.SeatID]})
-	}
-	if err := rows.Err(); err != nil {
+	if err := b.collectSold(rows, prev); err != nil {
 		return err
 	}
 	if len(b.Tickets) != len(seats) {

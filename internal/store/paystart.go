@@ -255,13 +255,10 @@ func (s *Payments) Mark(ctx context.Context, org, id uuid.UUID, intentID string)
 		if err != nil {
 			return err
 		}
-		out.Extended, err = pgx.CollectRows(rows, func(r pgx.CollectableRow) (Hold, error) {
-			var h Hold
-			err := r.Scan(&h.ID, &h.OrgID, &h.EventID, &h.SeatID, &h.UserID, &h.Status, &h.HeldUntil, &h.CreatedAt,
-				&h.Extensions, &h.Fence, &h.Source, &h.SeatVersion)
-			h.HeldUntil, h.CreatedAt, h.PaymentID = h.HeldUntil.UTC(), h.CreatedAt.UTC(), id
-			return h, err
-		})
+		out.Extended, err = pgx.CollectRows(rows, scanChangedHold)
+		for i := range out.Extended {
+			out.Extended[i].PaymentID = id
+		}
 		return err
 	})
 	return out, err
