@@ -73,6 +73,12 @@ func (p *Payments) Apply(ctx context.Context, ev payment.Event) (Applied, error)
 		return Applied{}, err
 	}
 	res, err := p.apply(ctx, org, id, ch)
+	if apperr.CodeOf(err) == apperr.NotFound {
+		// Named by its metadata, but not in this database (another
+		// deployment on the same provider account).
+		p.m.Events.WithLabelValues("unknown").Inc()
+		return Applied{Result: "unknown"}, nil
+	}
 	if err != nil {
 		return Applied{Payment: id}, err
 	}

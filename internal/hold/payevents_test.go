@@ -17,7 +17,8 @@ import (
 // and out of order (the intent made by stripe-mock): an older decline
 // after processing changes nothing, a redelivery is a duplicate,
 // processing after succeeded changes nothing, and a second success (a new
-// event id) makes no second booking.
+// event id) makes no second booking; an event naming a payment that is not
+// seatd's is answered and ignored.
 func TestPaymentEventsDuplicateAndReordered(t *testing.T) {
 	t.Parallel()
 	e := newPayEnv(t, payOpts{stripe: true})
@@ -51,6 +52,12 @@ func TestPaymentEventsDuplicateAndReordered(t *testing.T) {
 	if n := count(t, e.a, `SELECT count(*) FROM bookings WHERE org_id = $1 AND payment_id = $2`, e.tn.Org.ID, p.ID); n != 1 {
 		t.Errorf("%d bookings for the payment", n)
 	}
+	// A payment of another database on the same provider account.
+	ghost := p
+	ghost.ID, ghost.IntentID = uuid.New(), "pi_elsewhere"
+	e.mustDeliver(intentEvent("evt_ghost", payment.EventIntentSucceeded, ghost, time.Now(), "succeeded", ""), "unknown")
+	ghost.OrgID = uuid.New()
+	e.mustDeliver(intentEvent("evt_ghost2", payment.EventIntentSucceeded, ghost, time.Now(), "succeeded", ""), "unknown")
 	results := map[string]string{}
 	rows, err := e.a.Pool.Query(context.Background(), `SELECT event_id, result FROM payment_events WHERE payment_id = $1`, p.ID)
 	if err != nil {

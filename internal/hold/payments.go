@@ -2,20 +2,10 @@ package hold
 
 // Payments: a buyer pays for their holds through the payment provider, and
 // the provider's confirmation alone makes the booking
-// (docs/architecture.md#payments, docs/payments.md). The web layer calls:
-//
-//	Start(ctx, actor, event, key)           the payment for the buyer's active holds of
-//	                                        the event (same key: same payment); its
-//	                                        ClientSecret goes to the buyer's page
-//	ClientSecret(ctx, actor, payment)       the secret again, for the page reloaded
-//	Abandon(ctx, actor, payment)            the buyer gives up; the holds stay theirs
-//	Get(ctx, actor, payment), Mine(ctx, actor, event), List(ctx, actor, filter)
-//	Webhook(ctx, body, signatureHeader)     POST /webhooks/stripe: verify, then Apply
-//	Cancel(ctx, actor, booking, tickets, reason)   staff cancel with refund
-//	RetryRefund(ctx, actor, refund), FailedRefunds(ctx, actor)
-//	Summary(ctx, actor, event), WriteCSV(ctx, actor, event, w)   organizers
-//
-// and the app runs Run, the reconciler. The booking is made in Apply only.
+// (docs/architecture.md#payments, docs/payments.md). The calls the web
+// layer makes are listed in the package comment (doc.go). Reading on:
+// payapply.go (the provider's events and answers: the one path that books),
+// payrefund.go, payreconcile.go, payreport.go.
 
 import (
 	"context"

@@ -59,20 +59,25 @@ type PaymentApplied struct {
 }
 
 // Apply applies a change of the provider to a payment of org in one
-// transaction: an event is recorded in payment_events first, so a copy of
-// it (delivered again, or at the same time) finds it and changes nothing;
-// the payment's row lock then puts every change of one payment in a line.
+// transaction: the payment's row lock puts every change of one payment in a
+// line, and an event is recorded in payment_events under it, so a copy of
+// it (delivered again, or at the same time) finds it and changes nothing.
+// A payment that does not exist is NotFound.
 // A success sells the payment's seats (see succeed) exactly once: the
 // payment's booking is written once, under the row lock and a unique key.
 func (s *Payments) Apply(ctx context.Context, org, id uuid.UUID, ch PaymentChange) (PaymentApplied, error) {
 	var out PaymentApplied
 	err := inTx(ctx, s.db, func(tx pgx.Tx) error {
 		out = PaymentApplied{}
-		// Copies of an event wait here for the one applying it, in a
-		// line on the payment's row: they are answered once it commits,
+		// Copies of an event wait for the one applying it, in a line on
+		// the payment's row: they are answered once it commits,
 		// which a sale under load may take longer than the pool's lock
 		// timeout (set for buyers' requests, which answer busy instead).
 		if _, err := tx.Exec(ctx, `SET LOCAL lock_timeout = '`+applyLockTimeout+`'`); err != nil {
+			return err
+		}
+		p, err := s.lock(ctx, tx, org, id)
+		if err != nil {
 			return err
 		}
 		if ch.EventID != "" {
@@ -87,10 +92,6 @@ func (s *Payments) Apply(ctx context.Context, org, id uuid.UUID, ch PaymentChang
 				out.Duplicate = true
 				return nil
 			}
-		}
-		p, err := s.lock(ctx, tx, org, id)
-		if err != nil {
-			return err
 		}
 		if ch.IntentID != "" && p.IntentID != "" && ch.IntentID != p.IntentID {
 			// Not this payment's intent (a superseded one is its own
