@@ -48,7 +48,7 @@ func (o *BoxOffice) Sell(ctx context.Context, a Actor, event uuid.UUID, key stri
 	if err != nil || b.Replayed {
 		return b, err
 	}
-	o.e.commitSale(ctx, ev, a, b)
+	o.e.commitSale(ctx, a.Org, ev.id, a, b)
 	return b, nil
 }
 

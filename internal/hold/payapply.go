@@ -180,10 +180,7 @@ func (p *Payments) apply(ctx context.Context, org, id uuid.UUID, ch store.Paymen
 	switch {
 	case res.Booking != nil:
 		p.m.Outcomes.WithLabelValues("booked").Inc()
-		a := Actor{Org: org, User: pay.UserID, Role: RoleBuyer}
-		if ev, err := p.e.event(ctx, org, pay.EventID); err == nil {
-			p.e.commitSale(ctx, ev, a, *res.Booking)
-		} // else committed: the feed tells every process
+		p.e.commitSale(ctx, org, pay.EventID, Actor{Org: org, User: pay.UserID, Role: RoleBuyer}, *res.Booking)
 		if res.Booking.Offer {
 			p.e.publishWaitlist(ctx, org, pay.EventID, WaitlistChange{Users: []uuid.UUID{pay.UserID}})
 		}
