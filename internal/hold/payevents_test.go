@@ -9,8 +9,10 @@ import (
 
 	"github.com/google/uuid"
 
+	"seatd/internal/app"
 	"seatd/internal/payment"
 	"seatd/internal/store"
+	"seatd/internal/testenv"
 )
 
 // TestPaymentEventsDuplicateAndReordered: Stripe's events delivered again
@@ -115,6 +117,36 @@ func TestPaymentTwentyParallelSuccesses(t *testing.T) {
 	}
 	if n := count(t, e.a, `SELECT count(*) FROM audit_log WHERE org_id = $1 AND action = 'booking.paid'`, e.tn.Org.ID); n != 1 {
 		t.Errorf("%d booking.paid audit rows", n)
+	}
+	assertSeatInvariants(t, e.a, e.ev.ID)
+}
+
+// TestPaymentConfirmedWhileRedisIsDown: a success applied while Redis is
+// down makes its one booking all the same (Postgres decides; the
+// event's locks are synced again when Redis is back), copies of it at
+// once included.
+func TestPaymentConfirmedWhileRedisIsDown(t *testing.T) {
+	t.Parallel()
+	r := testenv.StartRedis(t)
+	e := newPayEnv(t, payOpts{stripe: true, app: func(t *testing.T) *app.App {
+		return testenv.App(t, onRedis(r, 200*time.Millisecond))
+	}})
+	testenv.Background(t, e.a)
+	e.hold(0, e.seats[2], e.seats[3])
+	p := e.start(0, "k").Payment
+	r.Stop()
+	body := intentEvent("evt_redis_down", payment.EventIntentSucceeded, p, time.Now(), "succeeded", "")
+	var wg sync.WaitGroup
+	for range 5 {
+		wg.Go(func() {
+			if status, err := e.post(body); err != nil || status != 200 {
+				t.Errorf("delivery: %d %v", status, err)
+			}
+		})
+	}
+	wg.Wait()
+	if n := count(t, e.a, `SELECT count(*) FROM bookings WHERE org_id = $1 AND payment_id = $2`, e.tn.Org.ID, p.ID); n != 1 {
+		t.Fatalf("%d bookings", n)
 	}
 	assertSeatInvariants(t, e.a, e.ev.ID)
 }
