@@ -136,8 +136,10 @@ func (s *Payments) Apply(ctx context.Context, org, id uuid.UUID, ch PaymentChang
 	return out, err
 }
 
-// applyLockTimeout bounds Apply's waits for the payment's other changes.
-const applyLockTimeout = "10s"
+// applyLockTimeout bounds Apply's waits for the payment's other changes:
+// longer than the pool's, below its statement timeout (5 s by default), so
+// a wait that ends is a lock timeout the caller may try again.
+const applyLockTimeout = "3s"
 
 // lock reads a payment under its row lock.
 func (s *Payments) lock(ctx context.Context, tx pgx.Tx, org, id uuid.UUID) (payRow, error) {
