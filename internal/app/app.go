@@ -27,6 +27,7 @@ import (
 	"seatd/internal/hold"
 	"seatd/internal/mail"
 	"seatd/internal/notify"
+	"seatd/internal/payment"
 	"seatd/internal/pg"
 	"seatd/internal/realtime"
 	"seatd/internal/seatlock"
@@ -79,6 +80,15 @@ type App struct {
 	Follower  *hold.Follower
 	Warmer    *hold.Warmer
 	Reaper    *hold.Reaper
+	// Payments takes buyers' payments and makes their bookings from the
+	// provider's confirmations (its Run is the reconciler).
+	Payments *hold.Payments
+
+	// PaymentProvider is Stripe, or the embedded test provider (then
+	// TestPayments too: its card page confirms through it; nil with
+	// Stripe).
+	PaymentProvider payment.Provider
+	TestPayments    *payment.TestProvider
 
 	holdPools []*pgxpool.Pool // the shared hold statements' and transactions' connections, when holds are shared
 }
@@ -196,6 +206,10 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger) (*App, error)
 	a.BookingDetails = store.NewBookingMail(a.Pool)
 	a.BookingMail = bookingmail.New(a.BookingDetails, a.TicketKeys, a.Notifier,
 		bookingmail.Options{PublicURL: cfg.PublicURL, Poll: cfg.MailPoll}, log.With("component", "bookingmail"))
+	if err := a.newPayments(); err != nil {
+		a.Close()
+		return nil, err
+	}
 	return a, nil
 }
 
@@ -326,7 +340,13 @@ func (f JobFunc) Run(ctx context.Context) { f(ctx) }
 //     it writes into the outbox the next job sends.
 //  8. The mail worker (with SEATD_SMTP_URL set): on the notifier, with a
 //     MailPoll backstop.
-//  9. The warmer (warm: only when serving, and with WarmEvents set): on
+//  9. The payment reconciler, every PaymentReconcileEvery: it asks the
+//     provider about payments without news and sends refunds again, and
+//     applies the answers as webhooks are applied (docs/payments.md).
+//  10. The test provider's deliveries (without Stripe keys): a delayed
+//     card's confirmation and failed sends, to this process's own webhook
+//     endpoint.
+//  11. The warmer (warm: only when serving, and with WarmEvents set): on
 //     the bus, with a WarmInterval backstop.
 //
 // What RunBackground is given (the web server's jobs) starts after them
@@ -335,6 +355,10 @@ func (a *App) jobs(warm bool) []Job {
 	js := []Job{a.Notifier, a.Follower, a.Reaper, a.Monitor, a.Waitlist, a.Webhooks, a.BookingMail}
 	if a.Mail != nil {
 		js = append(js, a.Mail)
+	}
+	js = append(js, a.Payments)
+	if a.TestPayments != nil {
+		js = append(js, a.TestPayments)
 	}
 	if warm && a.Cfg.WarmEvents > 0 {
 		// Load on-sale events while the listener opens, and those another

@@ -97,10 +97,13 @@ type Config struct {
 
 	// Payments (docs/payments.md): with both Stripe keys set buyers pay
 	// through Stripe; with neither, through the embedded test provider.
-	StripeSecretKey      string // STRIPE_SECRET_KEY: sk_… (or a restricted rk_…) key of the Stripe account
-	StripePublishableKey string // STRIPE_PUBLISHABLE_KEY: pk_… key the buyer's page loads Stripe.js with
-	StripeWebhookSecret  string // STRIPE_WEBHOOK_SECRET: whsec_… signing secret of the webhook endpoint (the test provider generates one when unset)
-	StripeAPIBase        string // SEATD_STRIPE_API_BASE: Stripe API base URL; empty for Stripe itself (stripe-mock in tests)
+	StripeSecretKey       string        // STRIPE_SECRET_KEY: sk_… (or a restricted rk_…) key of the Stripe account
+	StripePublishableKey  string        // STRIPE_PUBLISHABLE_KEY: pk_… key the buyer's page loads Stripe.js with
+	StripeWebhookSecret   string        // STRIPE_WEBHOOK_SECRET: whsec_… signing secret of the webhook endpoint (the test provider generates one when unset)
+	StripeAPIBase         string        // SEATD_STRIPE_API_BASE: Stripe API base URL; empty for Stripe itself (stripe-mock in tests)
+	PaymentTTL            time.Duration // SEATD_PAYMENT_TTL: how long a buyer has to pay once they start; their holds are kept until then (at most 1h)
+	PaymentReconcileAfter time.Duration // SEATD_PAYMENT_RECONCILE_AFTER: a payment without news this long is asked about at the provider
+	PaymentReconcileEvery time.Duration // SEATD_PAYMENT_RECONCILE_INTERVAL: how often each process's reconciler looks for such payments
 }
 
 // DevTicketSecret is SEATD_TICKET_SECRET outside production when it is not
@@ -178,6 +181,10 @@ func Defaults() Config {
 		MailPoll:     5 * time.Second,
 		MailRetryFor: 48 * time.Hour,
 		PublicURL:    "http://localhost:8080",
+
+		PaymentTTL:            15 * time.Minute,
+		PaymentReconcileAfter: 3 * time.Minute,
+		PaymentReconcileEvery: 30 * time.Second,
 	}
 }
 
@@ -307,6 +314,9 @@ func Load(getenv func(string) string) (Config, error) {
 	str("STRIPE_PUBLISHABLE_KEY", &c.StripePublishableKey)
 	str("STRIPE_WEBHOOK_SECRET", &c.StripeWebhookSecret)
 	str("SEATD_STRIPE_API_BASE", &c.StripeAPIBase)
+	dur("SEATD_PAYMENT_TTL", &c.PaymentTTL)
+	dur("SEATD_PAYMENT_RECONCILE_AFTER", &c.PaymentReconcileAfter)
+	dur("SEATD_PAYMENT_RECONCILE_INTERVAL", &c.PaymentReconcileEvery)
 
 	errs = append(errs, c.validate()...)
 	return c, errors.Join(errs...)
@@ -419,9 +429,18 @@ func (c Config) validate() []error {
 	default:
 		bad("SEATD_LOG_LEVEL: %q must be debug, info, warn or error", c.LogLevel)
 	}
+	if c.PaymentTTL < time.Minute || c.PaymentTTL > MaxPaymentTTL {
+		// A payment keeps its seats from everyone else until then.
+		bad("SEATD_PAYMENT_TTL: must be 1m to %s, got %s", MaxPaymentTTL, c.PaymentTTL)
+	}
+	positive("SEATD_PAYMENT_RECONCILE_AFTER", c.PaymentReconcileAfter)
+	positive("SEATD_PAYMENT_RECONCILE_INTERVAL", c.PaymentReconcileEvery)
 	errs = append(errs, c.stripeProblems()...)
 	return errs
 }
+
+// MaxPaymentTTL caps SEATD_PAYMENT_TTL (hold.MaxPaymentTTL).
+const MaxPaymentTTL = time.Hour
 
 // stripeProblems checks the Stripe settings. Messages never repeat a key:
 // they end up in logs.

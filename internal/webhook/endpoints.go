@@ -23,6 +23,7 @@ var Types = []string{
 	"seat.blocked", "seat.unblocked",
 	"waitlist.offered", "waitlist.joined", "waitlist.left",
 	"ticket.checked_in",
+	"booking.paid", "payment.failed", "refund.succeeded",
 }
 
 // Endpoints registers webhook endpoints.
