@@ -6,6 +6,7 @@
 #
 # Usage: scripts/services.sh up|down|status|env [dev|test]
 #
+#   install install the missing system packages (Postgres, Redis) only
 #   up      start the services (idempotent), then print the env exports
 #   down    stop the services (by PID only), keeping their data
 #   status  report what is running; exits 0 only if every managed service is up
@@ -53,7 +54,7 @@ source "$SCRIPT_DIR/lib/common.sh"
 
 usage() {
 	cat <<-'EOF'
-	usage: scripts/services.sh up|down|status|env [dev|test]
+	usage: scripts/services.sh up|down|status|env|install [dev|test|bench]
 	  env overrides: SEATD_PG_PORT, SEATD_REDIS_PORT, SEATD_SMTP_PORT, SEATD_MAILPIT_PORT,
 	    SEATD_STRIPE_MOCK_PORT, SEATD_STRIPE_MOCK_HTTPS_PORT;
 	  DATABASE_URL / REDIS_URL / SEATD_SMTP_URL / SEATD_STRIPE_MOCK_URL set => that service is external and not managed.
@@ -63,7 +64,7 @@ usage() {
 CMD=${1:-}
 PROFILE=${2:-dev}
 case $CMD in
-up | down | status | env) ;;
+up | down | status | env | install) ;;
 -h | --help | help)
 	usage
 	exit 0
@@ -647,6 +648,9 @@ take_lock() {
 case $CMD in
 env)
 	print_env
+	;;
+install)
+	ensure_binaries
 	;;
 up)
 	ensure_binaries

@@ -1,5 +1,10 @@
 #!/usr/bin/env bash
 # Full test run, as used by `make test` and CI:
+#   0. prepare: the Go builds (Mailpit, stripe-mock, the lint tools, the
+#      project's modules) run in the background while the system packages
+#      (Postgres, Redis, Chromium, Prometheus) and npm's install, which wait
+#      on the network and dpkg more than on the CPU; on a machine that has
+#      them all this takes a second
 #   1. start the test-profile Postgres, Redis and Mailpit (scripts/services.sh up test)
 #   2. make lint
 #   3. promtool checks and unit-tests the alert rules (deploy/prometheus)
@@ -30,26 +35,40 @@ FUZZ_BIN_DIR=$(mktemp -d "${TMPDIR:-/tmp}/seatd-fuzz.XXXXXX")
 # The trap runs in this shell, whose environment we never modify below: if we
 # exported the URLs printed by `up` here, `down` would take them as "external
 # service, hands off" and leave the test instances running.
-trap 'scripts/services.sh down test || true; rm -rf "$FUZZ_BIN_DIR"' EXIT
+builds=
+trap '[[ -z $builds ]] || kill "$builds" 2>/dev/null || true; scripts/services.sh down test || true; rm -rf "$FUZZ_BIN_DIR"' EXIT
 # Turn Ctrl-C / SIGTERM into a normal exit so the EXIT trap runs.
 trap 'exit 130' INT
 trap 'exit 143' TERM
+# Every log line of this run and of the scripts it calls says the seconds
+# since here.
+SEATD_LOG_T0=$EPOCHSECONDS
+export SEATD_LOG_T0
+
+log "prepare: Go builds in the background; system packages and npm meanwhile"
+builds_log=$FUZZ_BIN_DIR/builds.log
+(go mod download && "$MAKE" --no-print-directory -j2 mailpit stripe-mock tools) >"$builds_log" 2>&1 &
+builds=$!
+scripts/services.sh install test
+# Separate assignments so a failing script stops the run (export would mask it).
+SEATD_CHROMIUM=${SEATD_CHROMIUM:-$(scripts/chromium.sh)}
+SEATD_PROMETHEUS=${SEATD_PROMETHEUS:-$(scripts/prometheus.sh install)}
+export SEATD_CHROMIUM SEATD_PROMETHEUS
+"$MAKE" --no-print-directory node_modules/.package-lock.json
+if ! wait "$builds"; then
+	builds=
+	cat "$builds_log" >&2
+	die "the Go builds failed (Mailpit, stripe-mock, lint tools; output above)"
+fi
+builds=
+log "prepared"
 
 svc_env=$(scripts/services.sh up test)
 
 (
 	eval "$svc_env"
-	# Separate assignment so a failing chromium.sh stops the run (export would mask it).
-	SEATD_CHROMIUM=${SEATD_CHROMIUM:-$(scripts/chromium.sh)}
-	export SEATD_CHROMIUM
-	SEATD_PROMETHEUS=${SEATD_PROMETHEUS:-$(scripts/prometheus.sh install)}
-	export SEATD_PROMETHEUS
 
 	log "lint"
-	# On a machine's first run the lint tools build while npm installs the
-	# CSS build's packages (one mostly waits on the CPU, the other on the
-	# network); lint then finds both ready.
-	"$MAKE" --no-print-directory -j2 tools node_modules/.package-lock.json
 	"$MAKE" --no-print-directory lint
 
 	log "alert rules (promtool)"
@@ -92,4 +111,5 @@ svc_env=$(scripts/services.sh up test)
 				-test.fuzzcachedir="$fuzz_cache/$pkg" -test.paniconexit0)
 		done
 	done
+	log "passed"
 )

@@ -4,7 +4,15 @@
 # Convention: everything meant for humans goes to stderr, so stdout stays
 # clean for machine-readable output (e.g. `eval "$(scripts/services.sh env)"`).
 
-log() { printf '[%s] %s\n' "${LOG_TAG:-seatd}" "$*" >&2; }
+# With SEATD_LOG_T0 (epoch seconds) set, as scripts/test.sh does, each line
+# says how long the run has taken so far: a slow phase shows in the log.
+log() {
+	if [[ -n ${SEATD_LOG_T0:-} ]]; then
+		printf '[%s %ds] %s\n' "${LOG_TAG:-seatd}" "$((EPOCHSECONDS - SEATD_LOG_T0))" "$*" >&2
+	else
+		printf '[%s] %s\n' "${LOG_TAG:-seatd}" "$*" >&2
+	fi
+}
 die() { log "error: $*"; exit 1; }
 
 # as_root CMD...: run CMD with root privileges. Uses sudo only when we are not
@@ -22,9 +30,14 @@ as_root() {
 # apt_install PKG...: install Debian packages non-interactively.
 # `apt-get update` runs at most once per script invocation: on a fresh machine
 # the package lists are empty, so an install without it finds nothing.
+# Package lists fetched in the last hour (by another script of the same run)
+# count as updated too.
 _APT_UPDATED=0
 apt_install() {
 	command -v apt-get >/dev/null 2>&1 || die "apt-get not found; install $* manually"
+	if [[ $_APT_UPDATED -eq 0 ]] && find /var/lib/apt/lists -maxdepth 1 -name '*_Packages*' -mmin -60 2>/dev/null | grep -q .; then
+		_APT_UPDATED=1
+	fi
 	if [[ $_APT_UPDATED -eq 0 ]]; then
 		log "apt-get update"
 		as_root apt-get update >&2
