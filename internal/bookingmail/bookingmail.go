@@ -19,7 +19,6 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"seatd/internal/mail"
-	"seatd/internal/money"
 	"seatd/internal/notify"
 	"seatd/internal/pg"
 	"seatd/internal/store"
@@ -151,13 +150,6 @@ func (w *Worker) confirmation(ctx context.Context, b store.BookingDetail) (mail.
 	}
 	view := w.view(b)
 	var atts []mail.Attachment
-	var total int64
-	var cur string
-	for _, t := range b.Tickets {
-		if !t.Cancelled {
-			total, cur = total+t.PriceMinor, t.Currency
-		}
-	}
 	for i, t := range tickets.Tickets {
 		qr, err := ticket.NewQR(t.Code)
 		if err != nil {
@@ -171,9 +163,7 @@ func (w *Worker) confirmation(ctx context.Context, b store.BookingDetail) (mail.
 		atts = append(atts, mail.Attachment{Filename: cid + ".png", ContentType: "image/png", ContentID: cid, Data: png})
 		view.Tickets = append(view.Tickets, email.Ticket{Where: t.Where(), Category: t.Category, Price: t.Price, QR: cid, Code: t.Code})
 	}
-	if total > 0 {
-		view.Total = money.Format(total, cur)
-	}
+	view.Total = tickets.Total
 	doc, err := ticket.PDF(tickets)
 	if err != nil {
 		return mail.Message{}, err

@@ -66,7 +66,7 @@ func NewBookingMail(db *pgxpool.Pool) *BookingMail { return &BookingMail{db: db}
 // InTx runs fn in a transaction: the worker claims notices, enqueues their
 // mail and deletes them in one.
 func (s *BookingMail) InTx(ctx context.Context, fn func(tx pgx.Tx) error) error {
-	return pgx.BeginFunc(ctx, s.db, fn)
+	return inTx(ctx, s.db, fn)
 }
 
 // Claim locks up to n queued notices, oldest first, skipping those another

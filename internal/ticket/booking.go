@@ -19,6 +19,8 @@ type Signer interface {
 func FromDetail(ctx context.Context, codes Signer, b store.BookingDetail) (Booking, error) {
 	out := Booking{Reference: store.FormatReference(b.Reference), Holder: b.Holder,
 		Event: Event{Name: b.EventName, Venue: b.Venue, StartsAt: b.StartsAt, TimeZone: b.TimeZone}}
+	var total int64
+	var currency string
 	for _, t := range b.Tickets {
 		if t.Cancelled {
 			continue
@@ -30,6 +32,10 @@ func FromDetail(ctx context.Context, codes Signer, b store.BookingDetail) (Booki
 		tk := OfDetail(t)
 		tk.Code = code
 		out.Tickets = append(out.Tickets, tk)
+		total, currency = total+t.PriceMinor, t.Currency
+	}
+	if total > 0 {
+		out.Total = money.Format(total, currency)
 	}
 	return out, nil
 }

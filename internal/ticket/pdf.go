@@ -22,6 +22,7 @@ type Booking struct {
 	Holder    string // the buyer's or box-office customer's name; "" when not known
 	Event     Event
 	Tickets   []Ticket
+	Total     string // the live tickets' prices summed, formatted; "" when free
 }
 
 // Event is what a ticket says of its event.
