@@ -14,7 +14,9 @@ import (
 // list rather than the codes.
 type fixedSigner struct{}
 
-func (fixedSigner) Code(_ context.Context, c ticket.Claims) (string, error) { return c.Ticket.String(), nil }
+func (fixedSigner) Code(_ context.Context, c ticket.Claims) (string, error) {
+	return c.Ticket.String(), nil
+}
 
 // TestFromDetail: a booking's tickets as mail and PDFs show them leave the
 // cancelled ones out, and the total sums only the live ones; a free
