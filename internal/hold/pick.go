@@ -28,10 +28,6 @@ const bestAttempts = 8
 // first try (when as many requests are in flight here).
 const bestSpread = 4
 
-// gaAttempts bounds how often one GA request picks new places after the
-// ones it picked were taken by someone else in the meantime.
-const gaAttempts = 8
-
 // best holds the best Count seats available, all or none, through the
 // same path as named seats. Best means: Count seats side by side in one
 // row if any row has them — the frontmost such row (the chart lists rows
@@ -186,10 +182,15 @@ func notEnough(count int, contended bool) error {
 // free in the hot cache, starting at a random place of the section: many
 // buyers of one section at once pick different rows rather than queueing
 // on one counter. When some of its picks were taken meanwhile (Redis or
-// Postgres refuses them), it picks others, up to gaAttempts times. The
-// cache only chooses; Redis and Postgres grant, so a lagging cache (or no
-// Redis) can cost a retry but never oversell. 409 sold_out when fewer than
-// count places are left.
+// Postgres refuses them), it picks others, and keeps doing so until it is
+// granted or fewer than count places are left that it has not been
+// refused: a race among buyers is settled here, never handed back as
+// "try again". Each refusal names at least one place it had not been
+// refused before, so this ends within the section's size; before calling
+// the section sold out it looks once more at the places it was refused,
+// in case one came free meanwhile. The cache only chooses; Redis and
+// Postgres grant, so a lagging cache (or no Redis) can cost a retry but
+// never oversell. 409 sold_out when fewer than count places are left.
 func (h *Holds) ga(ctx context.Context, a Actor, r Request) (Result, error) {
 	section, count, most := r.GA.Section, r.GA.Count, h.e.opt.MaxSeatsPerRequest
 	if count < 1 || count > most {
@@ -205,25 +206,37 @@ func (h *Holds) ga(ctx context.Context, a Actor, r Request) (Result, error) {
 	if !ok {
 		return Result{}, &apperr.Error{Code: apperr.NotFound, Message: fmt.Sprintf("no general-admission section %q in this event", section)}
 	}
-	refused := map[uuid.UUID]bool{}
-	for range gaAttempts {
+	refused, relooked := map[uuid.UUID]bool{}, false
+	for {
+		if err := ctx.Err(); err != nil {
+			return Result{}, err
+		}
 		ids := ev.pickPlaces(secID, count, refused)
 		if len(ids) < count {
-			return Result{}, soldOut(section, len(ids))
+			if relooked || len(refused) == 0 {
+				return Result{}, soldOut(section, len(ids))
+			}
+			relooked = true
+			clear(refused)
+			continue
 		}
 		res, err := h.observe(a, r.Event, func() (Result, string, error) { return h.holdSeats(ctx, a, r, ids) })
 		var e *apperr.Error
 		if apperr.CodeOf(err) != apperr.SeatTaken || !errors.As(err, &e) {
 			return res, err
 		}
+		grew := false
 		for _, id := range e.Seats {
-			if u, err := uuid.Parse(id); err == nil {
-				refused[u] = true
+			if u, err := uuid.Parse(id); err == nil && !refused[u] {
+				refused[u], grew = true, true
 			}
 		}
+		if !grew {
+			// A refusal that names no new place cannot be settled by
+			// picking others.
+			return res, err
+		}
 	}
-	return Result{}, &apperr.Error{Code: apperr.SeatTaken,
-		Message: fmt.Sprintf("the places of section %s are going fast and were taken while we tried; try again", section)}
 }
 
 func soldOut(section string, left int) error {
