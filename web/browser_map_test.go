@@ -57,6 +57,12 @@ func openSection(ctx context.Context, label string, tap bool) error {
 	return chromedp.Do(ctx, poll(fmt.Sprintf(`!!document.querySelector(%q)`, sel+`[aria-current="true"]`)), settled())
 }
 
+// clippedSeats counts the open section's seats that lie (partly) outside
+// the visible part of their panel, across its width.
+const clippedSeats = `(() => { const p = document.querySelector("#venue [data-fit-panel]").getBoundingClientRect();
+	return [...document.querySelectorAll("#venue .seat")].filter(s => { const r = s.getBoundingClientRect();
+		return r.left < p.left - 0.5 || r.right > p.right + 0.5; }).length; })()`
+
 // freeIs waits until the overview says n seats of the section are free:
 // its count, its accessible name and its shade's data all agree.
 func freeIs(label string, n, total int) chromedp.Action[chromedp.Void] {
@@ -165,6 +171,24 @@ func TestBrowserMapWholeVenue(t *testing.T) {
 			if n, err := chromedp.Run(tab, chromedp.Evaluate[int](`document.querySelectorAll("#venue .seat").length`)); err != nil || n != 600 {
 				t.Fatalf("%d seats on the page with the balcony open, want its 600 (%v)", n, err)
 			}
+			// The open section fits its panel: no seat is cut off at its
+			// edges, at either size.
+			if err := chromedp.Do(tab, poll(clippedSeats+` === 0`)); err != nil {
+				n, _ := chromedp.Run(tab, chromedp.Evaluate[int](clippedSeats))
+				diagnose(t, tab, "fit-"+size.name)
+				t.Fatalf("%d of section D's 600 seats cut off by the panel at %dx%d", n, size.w, size.h)
+			}
+			if size.mobile {
+				// Zoomed out on a phone, "Larger seats" shows them at full
+				// size and the panel pans instead; "Fit to screen" goes back.
+				full := `(() => { const s = document.querySelector("#venue .seat").getBoundingClientRect(), p = document.querySelector("#venue [data-fit-panel]");
+					return s.width > 21 && p.scrollWidth > p.clientWidth; })()`
+				if err := chromedp.Do(tab, chromedp.Click(css("#venue [data-fit-toggle]")), poll(full),
+					chromedp.Click(css("#venue [data-fit-toggle]")), poll(clippedSeats+` === 0`)); err != nil {
+					diagnose(t, tab, "fit-toggle")
+					t.Fatalf("larger seats and back on a phone: %v", err)
+				}
+			}
 			png, err := chromedp.Run(tab, chromedp.CaptureScreenshot())
 			if err != nil {
 				t.Fatal(err)
@@ -189,11 +213,21 @@ func TestBrowserMapWholeVenue(t *testing.T) {
 				t.Fatalf("the map is not live after Back: %v", err)
 			}
 			// The keyboard: Enter on section C opens it and puts the
-			// focus on its heading, from where Tab reaches its seats.
+			// focus on its heading, from where Tab reaches its seats (past
+			// "Larger seats" when the section was zoomed out to fit).
 			if err := chromedp.Do(tab, chromedp.Focus(css(`a[data-section-key="C"]`)), chromedp.KeyEvent("\r"),
 				poll(`!!document.querySelector('a[data-section-key="C"][aria-current="true"]')`), settled(),
 				poll(`document.activeElement && document.activeElement.id === "section-title"`),
-				chromedp.KeyEvent("\t"),
+				chromedp.KeyEvent("\t")); err != nil {
+				diagnose(t, tab, "keyboard")
+				t.Fatalf("open section C with the keyboard: %v", err)
+			}
+			if on, _ := chromedp.Run(tab, chromedp.Evaluate[bool](`document.activeElement.matches("[data-fit-toggle]")`)); on {
+				if err := chromedp.Do(tab, chromedp.KeyEvent("\t")); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := chromedp.Do(tab,
 				poll(`document.activeElement && document.activeElement.matches("#venue .seat") &&
 					document.activeElement.getAttribute("aria-label").indexOf("Section C, row ") === 0`)); err != nil {
 				diagnose(t, tab, "keyboard")

@@ -467,4 +467,41 @@
       document.querySelectorAll("form[data-keyed]").forEach(function (f) { delete f.dataset.key; });
     });
   });
+
+  // An open section fits its panel: when its seats are wider than the
+  // panel (a phone, the box office's column) the grid is zoomed out to the
+  // panel's width, so no seat is cut off at the edge. "Larger seats" shows
+  // them at full size instead, and the panel scrolls (touch pans it; Tab
+  // brings the focused seat into view). Zoom keeps the chart's layout —
+  // aisles and row gaps — as it is.
+  function fit() {
+    document.querySelectorAll("[data-fit-panel]").forEach(function (panel) {
+      var grid = panel.querySelector(".venue");
+      if (!grid) return;
+      var btn = panel.previousElementSibling;
+      if (btn && !btn.hasAttribute("data-fit-toggle")) btn = null;
+      var full = btn && btn.getAttribute("aria-pressed") === "true";
+      grid.style.zoom = "";
+      var k = Math.min(1, Math.floor(panel.clientWidth / grid.scrollWidth * 1000) / 1000);
+      if (btn) btn.hidden = k >= 1 && !full;
+      if (!full && k < 1) grid.style.zoom = String(k);
+    });
+  }
+  var fitQueued = false;
+  function fitSoon() {
+    if (fitQueued) return;
+    fitQueued = true;
+    requestAnimationFrame(function () { fitQueued = false; fit(); });
+  }
+  document.addEventListener("DOMContentLoaded", fit);
+  document.addEventListener("htmx:afterSettle", fitSoon);
+  window.addEventListener("resize", fitSoon);
+  document.addEventListener("click", function (evt) {
+    var btn = evt.target.closest && evt.target.closest("[data-fit-toggle]");
+    if (!btn) return;
+    var full = btn.getAttribute("aria-pressed") !== "true";
+    btn.setAttribute("aria-pressed", String(full));
+    btn.textContent = full ? "Fit to screen" : "Larger seats";
+    fit();
+  });
 })();
