@@ -1,7 +1,9 @@
 package web
 
 import (
+	"bytes"
 	"context"
+	"encoding/csv"
 	"net/http"
 	"net/url"
 	"slices"
@@ -82,6 +84,27 @@ func TestBoxOfficeAPI(t *testing.T) {
 		t.Fatalf("replay answered booking %s, want %s", again.ID, b.ID)
 	}
 	box.do("POST", sales, map[string]any{"hold_ids": ids, "payment_method": "card"}, "Idempotency-Key", "k1").wantErr(t, 422, "idempotency_mismatch")
+
+	// The bookings export names the customer, not the staff member, as
+	// the buyer, and says who sold it.
+	csvRows, err := csv.NewReader(bytes.NewReader(s.as(tn.Org, tn.Organizer).do("GET", "/api/v1/events/"+e+"/exports/bookings.csv", nil).
+		want(t, 200).body)).ReadAll()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(csvRows) != 3 {
+		t.Fatalf("bookings.csv has %d rows, want a header and 2 tickets", len(csvRows))
+	}
+	col := map[string]int{}
+	for i, name := range csvRows[0] {
+		col[name] = i
+	}
+	for _, r := range csvRows[1:] {
+		if r[col["buyer_email"]] != "ada@example.com" || r[col["buyer_name"]] != "Ada Lovelace" || r[col["channel"]] != "box_office" ||
+			r[col["sold_by"]] != tn.BoxOffice.Email || r[col["reference"]] != b.Reference {
+			t.Errorf("bookings.csv row %v: want the customer as buyer, sold by %s, reference %s", r, tn.BoxOffice.Email, b.Reference)
+		}
+	}
 
 	path := "/api/v1/bookings/" + b.ID.String()
 	s.as(other.Org, other.BoxOffice).do("GET", path, nil).wantErr(t, 404, "not_found")

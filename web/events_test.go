@@ -222,7 +222,7 @@ func TestEventsAPI(t *testing.T) {
 	}
 	bookingRows := rowsOf("bookings")
 	if len(bookingRows) != 2 || bookingRows[1][0] != booking.ID.String() || bookingRows[1][2] != tn.Buyers[0].Email ||
-		bookingRows[1][9] != "4000" || bookingRows[1][10] != "USD" {
+		bookingRows[1][9] != "4000" || bookingRows[1][10] != "USD" || bookingRows[1][12] != "web" || bookingRows[1][14] != "" {
 		t.Errorf("bookings.csv %v", bookingRows)
 	}
 	actions := map[string]bool{}

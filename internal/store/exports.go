@@ -11,8 +11,10 @@ import (
 var (
 	SeatExportColumns = []string{"section", "row", "number", "status", "category", "price_minor", "currency",
 		"accessible", "companion", "holder_email", "hold_id", "held_until"}
+	// buyer_email is the box-office customer's for a box-office sale,
+	// sold_by the staff member who sold it (empty for a sale on the web).
 	BookingExportColumns = []string{"booking_id", "booked_at", "buyer_email", "status", "ticket_id", "section", "row",
-		"number", "category", "price_minor", "currency"}
+		"number", "category", "price_minor", "currency", "reference", "channel", "buyer_name", "sold_by"}
 	AuditExportColumns = []string{"id", "at", "action", "entity", "entity_id", "seat_id", "actor_email", "data"}
 )
 
@@ -31,9 +33,12 @@ const (
 		LEFT JOIN users u ON u.org_id = s.org_id AND u.id = h.user_id
 		WHERE s.org_id = $1 AND s.event_id = $2 ORDER BY s.idx`
 	bookingExportSQL = `
-		SELECT b.id::text, to_char(b.created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"'), u.email, b.status,
+		SELECT b.id::text, to_char(b.created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"'),
+		       coalesce(b.customer_email, u.email), b.status,
 		       t.id::text, sec.label, s.row_label, s.number::text, coalesce(s.category, ''),
-		       coalesce(t.price_minor::text, ''), coalesce(t.currency, '')
+		       coalesce(t.price_minor::text, ''), coalesce(t.currency, ''),
+		       left(b.reference, 4) || '-' || right(b.reference, 4), b.channel, coalesce(b.customer_name, ''),
+		       CASE WHEN b.channel = 'box_office' THEN u.email ELSE '' END
 		FROM bookings b
 		JOIN users u ON u.org_id = b.org_id AND u.id = b.user_id
 		JOIN tickets t ON t.org_id = b.org_id AND t.booking_id = b.id
