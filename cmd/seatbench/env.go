@@ -37,6 +37,7 @@ type bench struct {
 	tmp      string // work dir: seatd binary, server logs, pgbench logs
 	dbURL    string
 	redisURL string
+	services map[string]string // what services.sh exported (URLs of Mailpit too)
 	db       *pgxpool.Pool
 
 	procs   *procs
@@ -85,9 +86,10 @@ func (b *bench) setup(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if b.dbURL, b.redisURL, err = servicesUp(ctx, b.root, b.log); err != nil {
+	if b.services, err = servicesUp(ctx, b.root, b.log); err != nil {
 		return err
 	}
+	b.dbURL, b.redisURL = b.services["DATABASE_URL"], b.services["REDIS_URL"]
 	if b.cfg.freshDB {
 		if err := freshDatabase(ctx, b.dbURL, b.redisURL, b.log); err != nil {
 			return err
@@ -176,9 +178,10 @@ func serviceEnv() []string {
 	return env
 }
 
-// servicesUp brings up the bench Postgres and Redis and returns the URLs
-// services.sh prints for them.
-func servicesUp(ctx context.Context, root string, log *progress) (dbURL, redisURL string, err error) {
+// servicesUp brings up the bench services and returns the variables
+// services.sh exports for them (DATABASE_URL, REDIS_URL, SEATD_SMTP_URL,
+// SEATD_MAILPIT_URL, …).
+func servicesUp(ctx context.Context, root string, log *progress) (map[string]string, error) {
 	log.printf("scripts/services.sh up bench")
 	cmd := exec.CommandContext(ctx, filepath.Join(root, "scripts/services.sh"), "up", "bench")
 	cmd.Env = serviceEnv()
@@ -186,26 +189,20 @@ func servicesUp(ctx context.Context, root string, log *progress) (dbURL, redisUR
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, log.w
 	if err := cmd.Run(); err != nil {
-		return "", "", fmt.Errorf("services.sh up bench: %w", err)
+		return nil, fmt.Errorf("services.sh up bench: %w", err)
 	}
+	vars := map[string]string{}
 	sc := bufio.NewScanner(&out)
 	for sc.Scan() {
 		k, v, ok := strings.Cut(strings.TrimPrefix(sc.Text(), "export "), "=")
-		if !ok {
-			continue
-		}
-		v = strings.Trim(v, "'")
-		switch k {
-		case "DATABASE_URL":
-			dbURL = v
-		case "REDIS_URL":
-			redisURL = v
+		if ok {
+			vars[k] = strings.Trim(v, "'")
 		}
 	}
-	if dbURL == "" || redisURL == "" {
-		return "", "", fmt.Errorf("services.sh up bench printed no DATABASE_URL / REDIS_URL")
+	if vars["DATABASE_URL"] == "" || vars["REDIS_URL"] == "" {
+		return nil, fmt.Errorf("services.sh up bench printed no DATABASE_URL / REDIS_URL")
 	}
-	return dbURL, redisURL, nil
+	return vars, nil
 }
 
 // servicesDown stops the bench Postgres and Redis.

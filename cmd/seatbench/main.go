@@ -82,6 +82,9 @@ type config struct {
 	wsSessions    int // distinct sessions the WebSocket clients share
 	expiryHolds   int
 	waitlistFrees int // seats freed one at a time to waiting buyers
+	doorTickets   int // tickets sold, ten a booking, then scanned at the door
+	doorScanners  int // concurrent scanners (and reference clients)
+	doorMailSales int // sales paced one at a time and timed to their mail
 	occSeats      int
 	chartSeats    int // seats of the imported chart
 	occRequests   int
@@ -104,7 +107,7 @@ type config struct {
 }
 
 // phases, in the order they run.
-var allPhases = []string{"idle", "opening", "holds", "hotseat", "best", "occupancy", "charts", "multi", "fallback", "live", "expiry", "webhooks", "ga", "waitlist", "bigmap"}
+var allPhases = []string{"idle", "opening", "holds", "hotseat", "best", "occupancy", "charts", "multi", "fallback", "live", "expiry", "webhooks", "ga", "waitlist", "door", "bigmap"}
 
 func parseConfig(args []string, stderr io.Writer) (config, error) {
 	quick := false
@@ -121,6 +124,7 @@ func parseConfig(args []string, stderr io.Writer) (config, error) {
 		eventSeats: 200_000, refSeats: 200_000, refMaxConns: 200,
 		fallback: []int{50, 200, 500}, hotBuyers: 1000, gaBuyers: 200, gaKeyed: true, bestBursts: 15, bestKeyed: 5,
 		wsClients: 5000, wsHolds: 30, wsSessions: 100, expiryHolds: 40, waitlistFrees: 40,
+		doorTickets: 2000, doorScanners: 16, doorMailSales: 30,
 		occSeats: 100_000, occRequests: 1000, chartSeats: 100_000,
 		multiProcs: []int{2, 3}, multiBuyers: 200, pacedBuyers: 200,
 		openingSeats: 300_000, openingBuyers: 32,
@@ -136,6 +140,7 @@ func parseConfig(args []string, stderr io.Writer) (config, error) {
 		c.expiryHolds = 10
 		c.bestBursts, c.bestKeyed = 2, 1
 		c.waitlistFrees = 10
+		c.doorTickets, c.doorMailSales = 500, 10
 		c.occRequests = 300
 		c.openingSeats = 100_000
 		c.webhookOutage = 10 * time.Second
@@ -166,6 +171,9 @@ func parseConfig(args []string, stderr io.Writer) (config, error) {
 	fs.IntVar(&c.wsSessions, "ws-sessions", c.wsSessions, "buyer sessions the WebSocket clients share")
 	fs.IntVar(&c.expiryHolds, "expiry-holds", c.expiryHolds, "2-second holds whose expiry is timed")
 	fs.IntVar(&c.waitlistFrees, "waitlist-frees", c.waitlistFrees, "seats freed one at a time to waiting buyers")
+	fs.IntVar(&c.doorTickets, "door-tickets", c.doorTickets, "tickets sold (ten a booking) and scanned at the door")
+	fs.IntVar(&c.doorScanners, "door-scanners", c.doorScanners, "concurrent door scanners")
+	fs.IntVar(&c.doorMailSales, "door-mail-sales", c.doorMailSales, "sales timed one at a time to their confirmation mail")
 	fs.IntVar(&c.occSeats, "occupancy-seats", c.occSeats, "seats of the occupancy event")
 	fs.IntVar(&c.chartSeats, "chart-seats", c.chartSeats, "seats of the imported venue chart")
 	fs.IntVar(&c.occRequests, "occupancy-requests", c.occRequests, "occupancy requests timed")
@@ -229,7 +237,7 @@ func (c config) runs(phase string) bool { return len(c.only) == 0 || c.only[phas
 // buyersNeeded is how many buyer accounts (and sessions) the run needs.
 func (c config) buyersNeeded() int {
 	n := max(c.hotBuyers, c.gaBuyers)
-	for _, l := range append(append(append([]int{}, c.levels...), c.fallback...), c.multiBuyers, c.pacedBuyers, c.openingBuyers, c.wsSessions+1, 2*c.waitlistFrees) {
+	for _, l := range append(append(append([]int{}, c.levels...), c.fallback...), c.multiBuyers, c.pacedBuyers, c.openingBuyers, c.wsSessions+1, 2*c.waitlistFrees, (c.doorTickets+9)/10) {
 		n = max(n, l)
 	}
 	return n
@@ -264,7 +272,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	phases := map[string]func(context.Context) error{
 		"idle": b.phaseIdle, "opening": b.phaseOpening, "holds": b.phaseHolds, "hotseat": b.phaseHotSeat, "best": b.phaseBest, "occupancy": b.phaseOccupancy, "charts": b.phaseCharts, "multi": b.phaseMulti,
 		"fallback": b.phaseFallback, "live": b.phaseLive, "expiry": b.phaseExpiry, "webhooks": b.phaseWebhooks, "ga": b.phaseGA, "waitlist": b.phaseWaitlist,
-		"bigmap": b.phaseBigMap,
+		"door": b.phaseDoor, "bigmap": b.phaseBigMap,
 	}
 	for _, p := range allPhases {
 		if !cfg.runs(p) {

@@ -35,6 +35,7 @@ type Report struct {
 	Webhooks   *Webhooks    `json:"webhooks,omitempty"`
 	GA         *GAFlash     `json:"ga_flash_sale,omitempty"`
 	Waitlist   *Waitlist    `json:"waitlist,omitempty"`
+	Door       *Door        `json:"door,omitempty"`
 	Expiry     *Expiry      `json:"expiry,omitempty"`
 	BigMap     *BigMap      `json:"big_map,omitempty"`
 	Profiles   []string     `json:"profiles,omitempty"`
@@ -358,6 +359,17 @@ func (r *Report) printTable(w io.Writer) {
 		row(name+": free → offer frame p50/p99/max", fmt.Sprintf("%.0f / %.0f / %.0f ms", wl.Latency.P50, wl.Latency.P99, wl.Latency.Max),
 			"the offer worker wakes on the freeing statement's NOTIFY", "", "< 2 s")
 		row(name+": missed", fmt.Sprintf("%d", wl.Missed), "", "", "0")
+	}
+	if d := r.Door; d != nil {
+		name := fmt.Sprintf("door, %d tickets scanned once by %d scanners", d.Tickets, d.Scanners)
+		row(name+": scans/s", fmt.Sprintf("%.0f", d.PerSec), fmt.Sprintf("GET /api/v1/me %.0f/s", d.RefPerSec),
+			fmt.Sprintf("%.2f", ratio2(d.PerSec, d.RefPerSec)), "")
+		row(name+": scan p50/p95/p99", lat(d.Scan), "GET /api/v1/me "+lat(d.Ref), fmt.Sprintf("%.2f", ratio2(d.Scan.P99, d.Ref.P99)), "p99 ≤ 3 × reference")
+		row(name+": second scan (already admitted) p50/p95/p99", lat(d.Rescan), "", "", "")
+		row(name+": first scans refused", fmt.Sprintf("%d", d.Refused), "", "", "0")
+		row(fmt.Sprintf("sale → confirmation mail in Mailpit, %d sales one at a time: p50/p99/max", d.Sales),
+			fmt.Sprintf("%.0f / %.0f / %.0f ms", d.SaleToMail.P50, d.SaleToMail.P99, d.SaleToMail.Max),
+			"QR codes and PDF rendered, outbox, SMTP", "", fmt.Sprintf("%d missed", d.MailMissed))
 	}
 	if m := r.BigMap; m != nil {
 		name := fmt.Sprintf("seat map, %d seats in %d sections, Chromium", m.Seats, m.Sections)
