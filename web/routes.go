@@ -166,6 +166,7 @@ func (s *Server) routes() {
 	s.mux.HandleFunc("POST /box-office/events/{event}/house-seats", page(staff, st.Counter.CreateHouse))
 	s.mux.HandleFunc("POST /box-office/house-seats/{allocation}/release", page(staff, st.Counter.ReleaseHouse))
 	s.mux.HandleFunc("GET /box-office/bookings/{booking}", page(staff, st.Counter.Confirmation))
+	s.mux.HandleFunc("GET /admin/events/{event}/attendees", page(staff, st.Attendees.Page))
 	s.mux.HandleFunc("POST /box-office/bookings/{booking}/cancel", page(staff, st.Counter.Cancel))
 
 	// Their live sockets.

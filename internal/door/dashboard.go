@@ -8,6 +8,7 @@ import (
 
 	"seatd/internal/apperr"
 	"seatd/internal/hold"
+	"seatd/internal/store"
 )
 
 // Counts are an event's figures at the door, for the live dashboard.
@@ -86,4 +87,26 @@ func (d *Door) Conflicts(ctx context.Context, a hold.Actor, event uuid.UUID) ([]
 		}
 	}
 	return out, nil
+}
+
+// attendeePage bounds a page of the attendee list.
+const attendeePage = 100
+
+// Attendees reads a page of an event's attendee list for the organizer
+// and the box office (door staff see who a ticket is for only as they
+// scan it): every ticket in seat order with its holder and admission,
+// after the seat idx given (-1 for the first page), filtered by query.
+// more says a further page follows.
+func (d *Door) Attendees(ctx context.Context, a hold.Actor, event uuid.UUID, query string, after int) (list []store.Attendee, more bool, err error) {
+	if a.Role != hold.RoleOrganizer && a.Role != hold.RoleBoxOffice {
+		return nil, false, apperr.E(apperr.Forbidden, "only organizers and the box office see the attendee list")
+	}
+	if err := d.st.EventExists(ctx, a.Org, event); err != nil {
+		return nil, false, err
+	}
+	list, err = d.st.Attendees(ctx, a.Org, event, store.AttendeeFilter{Query: query, After: after, Limit: attendeePage + 1})
+	if len(list) > attendeePage {
+		return list[:attendeePage], true, err
+	}
+	return list, false, err
 }

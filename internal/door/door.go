@@ -34,6 +34,7 @@ type Store interface {
 	Conflicts(ctx context.Context, org, event uuid.UUID) ([]store.CheckinConflict, error)
 	ExportCheckins(ctx context.Context, org, event uuid.UUID, row func([]string) error) error
 	EventExists(ctx context.Context, org, event uuid.UUID) error
+	Attendees(ctx context.Context, org, event uuid.UUID, f store.AttendeeFilter) ([]store.Attendee, error)
 }
 
 // Codes verifies ticket codes and gives the events' public keys

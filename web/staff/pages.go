@@ -38,6 +38,8 @@ type Deps struct {
 
 	Keys      *auth.APIKeys
 	Endpoints *webhook.Endpoints
+	// Door answers the attendee list and the figures at the door.
+	Door AttendeeList
 
 	// The stores read beside the core.
 	Accounts      *store.Accounts
@@ -68,6 +70,7 @@ type Pages struct {
 	Keys      *Keys
 	Webhooks  *Webhooks
 	Door      *Door
+	Attendees *Attendees
 	// Panel renders the dashboard's waitlist panel (half of
 	// live.WaitlistRenderer; the buyers' panels are web/pages').
 	Panel *WaitlistPanel
@@ -88,12 +91,13 @@ func New(d Deps) *Pages {
 			seats: d.Events, release: d.Holds, holdByID: d.HoldStore, layout: map[[2]uuid.UUID]map[string]origin{}},
 		Counter: &Counter{frame: f, core: d.BoxOffice, holds: d.Holds, seats: d.Events, bookings: d.Bookings,
 			houses: d.BookingStore},
-		Charts:   &Charts{frame: f, store: d.Charts},
-		Keys:     &Keys{frame: f, dec: d.Decoder, core: d.Keys, list: d.Accounts},
-		Webhooks: &Webhooks{frame: f, dec: d.Decoder, endpoints: d.Endpoints, store: d.Webhooks, deliveries: d.Deliveries},
-		Door:     &Door{frame: f},
-		Panel:    &WaitlistPanel{store: d.WaitlistStore},
-		log:      d.Log,
+		Charts:    &Charts{frame: f, store: d.Charts},
+		Keys:      &Keys{frame: f, dec: d.Decoder, core: d.Keys, list: d.Accounts},
+		Webhooks:  &Webhooks{frame: f, dec: d.Decoder, endpoints: d.Endpoints, store: d.Webhooks, deliveries: d.Deliveries},
+		Door:      &Door{frame: f},
+		Attendees: &Attendees{frame: f, door: d.Door},
+		Panel:     &WaitlistPanel{store: d.WaitlistStore},
+		log:       d.Log,
 	}
 }
 
