@@ -41,7 +41,7 @@ func TestAttendees(t *testing.T) {
 		t.Errorf("the admitted ticket's row says %q, want its entrance", admitted)
 	}
 	holder := func(ticket uuid.UUID) string {
-		return strings.Join(strings.Fields(page.Find(`#attendees tr[data-ticket="` + ticket.String() + `"] [data-col=holder]`).Text()), " ")
+		return strings.Join(strings.Fields(page.Find(`#attendees tr[data-ticket="`+ticket.String()+`"] [data-col=holder]`).Text()), " ")
 	}
 	if h := holder(counter.Tickets[0].ID); h != "Ada Lovelace · ada@example.com" {
 		t.Errorf("a box-office ticket is shown for %q, want its customer", h)
