@@ -8,6 +8,7 @@ import (
 	"net/mail"
 	"runtime"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/google/uuid"
@@ -23,13 +24,33 @@ const Cost = 11
 // MinPasswordLen is the shortest password accepted.
 const MinPasswordLen = 10
 
-// hashWait is how long a sign-in waits for a hashing slot before it is
-// refused: long enough to ride out a short burst, short enough that a
-// flood is answered at once rather than queued.
-const hashWait = 100 * time.Millisecond
+// hashWait is how long a sign-in waits in line for a hashing slot before
+// it is refused: a surge of sign-ins (an on-sale's opening minute) is
+// served in turn within it rather than refused, while the line's length
+// (hashQueuePerSlot) keeps a flood from piling up behind it.
+const hashWait = 3 * time.Second
 
-// ErrBusy is the answer when every password-hashing slot is taken.
-var ErrBusy = apperr.E(apperr.Unavailable, "too many sign-ins at once; please try again in a moment")
+// hashQueuePerSlot is how many sign-ins may wait per hashing slot; one
+// more is refused at once. A hash takes ~50-100 ms of a core at Cost, so
+// a full line drains within hashWait.
+const hashQueuePerSlot = 8
+
+// busyRetry is the Retry-After of ErrBusy, in seconds.
+const busyRetry = 2
+
+// busyError is ErrBusy: unavailable, with when to try again.
+type busyError struct{ err *apperr.Error }
+
+func (e busyError) Error() string { return e.err.Error() }
+func (e busyError) Unwrap() error { return e.err }
+
+// RetryAfter says when to try again, in seconds (web/httpx sets the
+// Retry-After header from it).
+func (busyError) RetryAfter() int { return busyRetry }
+
+// ErrBusy is the answer when every password-hashing slot is taken and
+// the line for them is full or did not move within hashWait.
+var ErrBusy error = busyError{apperr.E(apperr.Unavailable, "too many sign-ins at once; please try again in a moment")}
 
 // Accounts manages users.
 type Accounts struct {
@@ -43,6 +64,8 @@ type Accounts struct {
 	// make every one of them slower, and a flood of sign-ins would starve
 	// hold requests of CPU.
 	hashing chan struct{}
+	// waiting counts the sign-ins waiting for a slot.
+	waiting atomic.Int64
 }
 
 // New returns Accounts; cost 0 means Cost (tests pass bcrypt.MinCost).
@@ -67,12 +90,17 @@ func (a *Accounts) LimitHashing(n int) {
 	}
 }
 
-// hash runs f in a hashing slot, or returns ErrBusy when no slot frees up
-// within hashWait.
+// hash runs f in a hashing slot, or returns ErrBusy when the line for
+// one is full or no slot frees up within hashWait.
 func (a *Accounts) hash(ctx context.Context, f func()) error {
 	select {
 	case a.hashing <- struct{}{}:
 	default:
+		if a.waiting.Add(1) > int64(hashQueuePerSlot*cap(a.hashing)) {
+			a.waiting.Add(-1)
+			return ErrBusy
+		}
+		defer a.waiting.Add(-1)
 		t := time.NewTimer(hashWait)
 		defer t.Stop()
 		select {

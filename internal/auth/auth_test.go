@@ -3,6 +3,7 @@ package auth_test
 import (
 	"context"
 	"errors"
+	"sync"
 	"testing"
 	"time"
 
@@ -12,28 +13,64 @@ import (
 	"seatd/internal/testenv"
 )
 
-// TestHashingCap: with every hashing slot taken, a sign-in or sign-up is
-// refused at once as unavailable (503) instead of queueing, and works
-// again when a slot frees.
+// TestHashingCap: with every hashing slot taken, a sign-in waits in line
+// and is served when a slot frees; one that waits too long, and one that
+// finds the line full, are refused as unavailable (503) with Retry-After,
+// the latter at once rather than queueing.
 func TestHashingCap(t *testing.T) {
 	a := testenv.App(t, func(c *config.Config) { c.MaxPasswordHashes = 2 })
 	tn := testenv.NewTenant(t, a, 1)
 	ctx := context.Background()
+	signIn := func() error {
+		_, _, err := a.Accounts.Authenticate(ctx, tn.Org.Slug, tn.Buyers[0].Email, testenv.Password)
+		return err
+	}
+
+	// Served in turn.
 	release := a.Accounts.TakeHashSlots()
+	served := make(chan error, 1)
+	go func() { served <- signIn() }()
+	testenv.Eventually(t, 5*time.Second, "a sign-in waiting in line", func() bool { return a.Accounts.Waiting() == 1 })
+	release()
+	if err := <-served; err != nil {
+		t.Fatalf("a sign-in waiting when a slot freed: %v", err)
+	}
+
+	// Too long in line.
+	release = a.Accounts.TakeHashSlots()
+	defer func() { release() }()
+	err := signIn()
+	var ra interface{ RetryAfter() int }
+	if !errors.Is(err, auth.ErrBusy) || apperr.CodeOf(err) != apperr.Unavailable || !errors.As(err, &ra) || ra.RetryAfter() < 1 {
+		t.Fatalf("sign-in while no slot frees: %v, want ErrBusy with a Retry-After", err)
+	}
+
+	// The line full: 8 a slot wait; the next is refused at once, sign-ups
+	// too.
+	var wg sync.WaitGroup
+	results := make(chan error, 16)
+	for range 16 {
+		wg.Go(func() { results <- signIn() })
+	}
+	testenv.Eventually(t, 5*time.Second, "16 sign-ins in line", func() bool { return a.Accounts.Waiting() == 16 })
 	start := time.Now()
-	_, _, err := a.Accounts.Authenticate(ctx, tn.Org.Slug, tn.Buyers[0].Email, testenv.Password)
-	if !errors.Is(err, auth.ErrBusy) || apperr.CodeOf(err) != apperr.Unavailable {
-		t.Fatalf("sign-in with every slot taken: %v, want ErrBusy", err)
+	if err := signIn(); !errors.Is(err, auth.ErrBusy) {
+		t.Fatalf("sign-in with the line full: %v, want ErrBusy", err)
 	}
 	if _, err := a.Accounts.Create(ctx, tn.Org.ID, "new@x.example", testenv.Password, "buyer"); !errors.Is(err, auth.ErrBusy) {
-		t.Fatalf("sign-up with every slot taken: %v, want ErrBusy", err)
+		t.Fatalf("sign-up with the line full: %v, want ErrBusy", err)
 	}
-	if took := time.Since(start); took > 2*time.Second {
-		t.Fatalf("refusals took %v; they must not queue", took)
+	if took := time.Since(start); took > time.Second {
+		t.Fatalf("refusals with the line full took %v; they must not queue", took)
 	}
 	release()
-	if _, _, err := a.Accounts.Authenticate(ctx, tn.Org.Slug, tn.Buyers[0].Email, testenv.Password); err != nil {
-		t.Fatalf("sign-in after the slots freed: %v", err)
+	release = func() {}
+	wg.Wait()
+	close(results)
+	for err := range results {
+		if err != nil {
+			t.Errorf("a sign-in in line when the slots freed: %v", err)
+		}
 	}
 }
 

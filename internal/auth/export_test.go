@@ -13,3 +13,6 @@ func (a *Accounts) TakeHashSlots() (release func()) {
 		}
 	}
 }
+
+// Waiting is how many sign-ins wait for a hashing slot.
+func (a *Accounts) Waiting() int64 { return a.waiting.Load() }
