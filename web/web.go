@@ -80,7 +80,8 @@ func newServer(d Deps, o options) *Server {
 	s.sessions = session.New(session.Options{Pool: d.Pool, Store: d.Store.Accounts, Notifier: d.Notifier, Hub: s.hub,
 		Keys: s.keys, KeyLimit: s.limits, Errors: errs, Log: d.Log,
 		Lifetime: d.Cfg.SessionLifetime, IdleTimeout: d.Cfg.SessionIdleTimeout,
-		CookieSecure: d.Cfg.CookieSecure, NoCache: o.noSessionCache})
+		CookieSecure: d.Cfg.CookieSecure, NoCache: o.noSessionCache,
+		ClientIP: s.limits.ClientIP, MaxPerUser: d.Cfg.MaxSessionsPerUser})
 	frame := render.New(d.Log, errs, s.sessions, assets.Path)
 	s.guard = session.Guards{Errors: errs, RenderError: frame.Error}
 
