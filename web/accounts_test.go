@@ -379,4 +379,12 @@ func TestSignupPolicy(t *testing.T) {
 	s.as(tn.Org, tn.Buyers[0]).do("PATCH", "/api/v1/org", map[string]string{"signup_policy": "open"}).wantErr(t, http.StatusForbidden, "forbidden")
 	org.do("PATCH", "/api/v1/org", map[string]string{"signup_policy": "open"}).want(t, http.StatusOK)
 	signup().want(t, http.StatusAccepted)
+	// The settings page sets it too.
+	if p := org.do("GET", "/admin/settings", nil).want(t, http.StatusOK); !strings.Contains(string(p.body), `value="open" checked`) {
+		t.Fatalf("settings page: %s", p.body)
+	}
+	form := url.Values{"signup_policy": {"closed"}}
+	org.do("POST", "/admin/settings", raw{contentType: "application/x-www-form-urlencoded", body: []byte(form.Encode())}).
+		want(t, http.StatusSeeOther)
+	signup().wantErr(t, http.StatusForbidden, "signup_closed")
 }

@@ -165,6 +165,8 @@ func (s *Server) routes() {
 	s.mux.HandleFunc("GET /admin/api-keys", page(organizer, st.Keys.Page))
 	s.mux.HandleFunc("POST /admin/api-keys", page(organizer, st.Keys.Create))
 	s.mux.HandleFunc("POST /admin/api-keys/{key}/revoke", page(organizer, st.Keys.Revoke))
+	s.mux.HandleFunc("GET /admin/settings", page(organizer, st.Settings.Page))
+	s.mux.HandleFunc("POST /admin/settings", page(organizer, st.Settings.Save))
 	s.mux.HandleFunc("GET /admin/webhooks", page(organizer, st.Webhooks.Page))
 	s.mux.HandleFunc("POST /admin/webhooks", page(organizer, st.Webhooks.Create))
 	s.mux.HandleFunc("POST /admin/webhooks/{webhook}/delete", page(organizer, st.Webhooks.Delete))

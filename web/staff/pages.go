@@ -38,6 +38,8 @@ type Deps struct {
 
 	Keys      *auth.APIKeys
 	Endpoints *webhook.Endpoints
+	// Policy sets the organization's sign-up policy.
+	Policy PolicySetter
 
 	// The stores read beside the core.
 	Accounts      *store.Accounts
@@ -68,6 +70,7 @@ type Pages struct {
 	Keys      *Keys
 	Webhooks  *Webhooks
 	Door      *Door
+	Settings  *Settings
 	// Panel renders the dashboard's waitlist panel (half of
 	// live.WaitlistRenderer; the buyers' panels are web/pages').
 	Panel *WaitlistPanel
@@ -92,6 +95,7 @@ func New(d Deps) *Pages {
 		Keys:     &Keys{frame: f, dec: d.Decoder, core: d.Keys, list: d.Accounts},
 		Webhooks: &Webhooks{frame: f, dec: d.Decoder, endpoints: d.Endpoints, store: d.Webhooks, deliveries: d.Deliveries},
 		Door:     &Door{frame: f},
+		Settings: &Settings{frame: f, orgs: d.Accounts, policy: d.Policy},
 		Panel:    &WaitlistPanel{store: d.WaitlistStore},
 		log:      d.Log,
 	}
