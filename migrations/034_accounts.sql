@@ -33,8 +33,9 @@ CREATE TABLE account_tokens (
     PRIMARY KEY (org_id, id),
     FOREIGN KEY (org_id, user_id) REFERENCES users (org_id, id) ON DELETE CASCADE
 );
+-- A user's tokens: spent together by a reset, and their expired ones
+-- deleted when a new one is made.
 CREATE INDEX account_tokens_user_idx ON account_tokens (org_id, user_id, purpose);
-CREATE INDEX account_tokens_expires_idx ON account_tokens (expires_at);
 
 -- The device index of the session store: one row per signed-in session,
 -- naming its device (from the User-Agent), the address it signed in from

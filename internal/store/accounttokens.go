@@ -44,8 +44,13 @@ func (s *Accounts) SignupUser(ctx context.Context, db pg.DBTX, org uuid.UUID, em
 }
 
 // CreateToken stores the hash of a new token of user for purpose, valid
-// for ttl, and returns its id.
+// for ttl, and returns its id. The user's expired tokens are deleted with
+// it: they can do nothing more, and this keeps each user's rows few.
 func (s *Accounts) CreateToken(ctx context.Context, db pg.DBTX, org, user uuid.UUID, purpose string, hash []byte, ttl time.Duration) (uuid.UUID, error) {
+	if _, err := db.Exec(ctx, `DELETE FROM account_tokens WHERE org_id = $1 AND user_id = $2 AND expires_at < now()`,
+		org, user); err != nil {
+		return uuid.Nil, err
+	}
 	var id uuid.UUID
 	err := db.QueryRow(ctx,
 		`INSERT INTO account_tokens (org_id, user_id, purpose, token_hash, expires_at)
@@ -112,13 +117,6 @@ func (s *Accounts) ResetPassword(ctx context.Context, db pg.DBTX, org, user uuid
 	}
 	return deleteSessions(ctx, db, `DELETE FROM sessions WHERE org_id = $1 AND user_id = $2 AND token <> $3 RETURNING token`,
 		org, user, keep)
-}
-
-// DeleteExpiredTokens deletes tokens that expired before before (used or
-// not): they can no longer do anything.
-func (s *Accounts) DeleteExpiredTokens(ctx context.Context, before time.Time) (int64, error) {
-	tag, err := s.db.Exec(ctx, `DELETE FROM account_tokens WHERE expires_at < $1`, before)
-	return tag.RowsAffected(), err
 }
 
 // SetSignupPolicy sets who may sign up on org's storefront.
