@@ -1,4 +1,4 @@
--- Accounts people can trust (docs/security.md#accounts): verified email,
+-- Accounts people can trust (docs/api.md#accounts): verified email,
 -- password reset by emailed link, per-device sessions, and each
 -- organization's sign-up policy.
 

@@ -21,7 +21,7 @@ type SessionDevices interface {
 	EndOthers(ctx context.Context, a hold.Actor) (int, error)
 }
 
-// Devices are the signed-in user's sessions (docs/api.md#devices): listed,
+// Devices are the signed-in user's sessions (docs/api.md#accounts): listed,
 // and ended one or all but the current one. API keys have no sessions,
 // and may not end their creator's: 403.
 type Devices struct {

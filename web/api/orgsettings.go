@@ -16,7 +16,7 @@ type SignupPolicySetter interface {
 	SetSignupPolicy(ctx context.Context, org uuid.UUID, policy string) error
 }
 
-// Org is the organization's settings (docs/api.md#organization): read by
+// Org is the organization's settings (docs/api.md#accounts): read by
 // its organizers, who set its sign-up policy.
 type Org struct {
 	dec    *httpx.Decoder
