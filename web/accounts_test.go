@@ -9,10 +9,12 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/gorilla/websocket"
 
 	"seatd/internal/config"
 	"seatd/internal/testenv"
 	"seatd/web/api"
+	"seatd/web/live"
 )
 
 // linkToken waits for the newest mail to addr whose subject contains
@@ -387,4 +389,48 @@ func TestSignupPolicy(t *testing.T) {
 	org.do("POST", "/admin/settings", raw{contentType: "application/x-www-form-urlencoded", body: []byte(form.Encode())}).
 		want(t, http.StatusSeeOther)
 	signup().wantErr(t, http.StatusForbidden, "signup_closed")
+}
+
+// TestEndedDeviceSocketsClose: a device signed out from another (one by
+// id, or all others) has its live sockets closed on every process, as a
+// logout does.
+func TestEndedDeviceSocketsClose(t *testing.T) {
+	s1 := newTestServer(t, nil)
+	s2 := serveApp(t, testenv.App(t, func(c *config.Config) {
+		c.PGMaxConns = 8
+		c.HoldRatePerMinute, c.LoginRatePerMinute, c.UpgradeRatePerMinute = 100_000, 100_000, 100_000
+	}), options{})
+	tn := testenv.NewTenant(t, s1.app, 1)
+	ev := testenv.NewEvent(t, s1.app, tn.Org.ID, 1, 2, 4)
+	u := tn.Buyers[0]
+	laptop := s1.as(tn.Org, u)
+	for _, byID := range []bool{true, false} {
+		phone := s1.as(tn.Org, u)
+		a, _, err := s1.socket(t, phone, ev.ID, s1.ts.URL)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _, err := s2.socket(t, phone, ev.ID, s2.ts.URL)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if byID {
+			var list sessionsJSON
+			laptop.do("GET", "/api/v1/me/sessions", nil).want(t, http.StatusOK).json(t, &list)
+			for _, d := range list.Sessions {
+				if !d.Current {
+					laptop.do("DELETE", "/api/v1/me/sessions/"+d.ID.String(), nil).want(t, http.StatusNoContent)
+				}
+			}
+		} else {
+			laptop.do("POST", "/api/v1/me/sessions/revoke-others", nil).want(t, http.StatusOK)
+		}
+		for _, conn := range []*websocket.Conn{a, b} {
+			if code, _ := waitClosed(t, conn, 2*time.Second); code != live.CodeSessionEnded {
+				t.Fatalf("ended device's socket closed with %d, want %d", code, live.CodeSessionEnded)
+			}
+		}
+		phone.do("GET", "/api/v1/me", nil).want(t, http.StatusUnauthorized)
+	}
+	laptop.do("GET", "/api/v1/me", nil).want(t, http.StatusOK)
 }
