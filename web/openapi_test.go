@@ -27,6 +27,10 @@ func documented(method, path string) bool {
 	if method != http.MethodPost {
 		return false
 	}
+	switch path {
+	case "/verify-email", "/verify-email/resend", "/password-reset", "/password-reset/confirm":
+		return true
+	}
 	return path == "/login" || path == "/logout" || path == "/o/{org}/signup" ||
 		(strings.HasPrefix(path, "/o/") && strings.HasSuffix(path, "/signup") && strings.Count(path, "/") == 3)
 }

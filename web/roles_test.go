@@ -76,7 +76,18 @@ func TestRoleMatrix(t *testing.T) {
 		{"POST /o/{org}/signup", func(*testing.T) req {
 			return req{method: "POST", path: "/o/" + tn.Org.Slug + "/signup",
 				body: map[string]string{"email": "new-" + uuid.NewString()[:8] + "@x.example", "password": testenv.Password}}
-		}, all(200)},
+		}, all(202)},
+		{"POST /password-reset", func(*testing.T) req {
+			return req{method: "POST", path: "/password-reset",
+				body: map[string]string{"org": tn.Org.Slug, "email": "nobody-" + uuid.NewString()[:8] + "@x.example"}}
+		}, all(202)},
+		{"POST /verify-email/resend", simple("POST", "/verify-email/resend"), signedIn(202)},
+		{"GET /api/v1/me/sessions", simple("GET", "/api/v1/me/sessions"), signedIn(200)},
+		{"POST /api/v1/me/sessions/revoke-others", simple("POST", "/api/v1/me/sessions/revoke-others"), signedIn(200)},
+		{"GET /api/v1/org", simple("GET", "/api/v1/org"), only(200, "organizer")},
+		{"PATCH /api/v1/org", func(*testing.T) req {
+			return req{method: "PATCH", path: "/api/v1/org", body: map[string]string{"signup_policy": "open"}}
+		}, only(200, "organizer")},
 		{"POST /logout", simple("POST", "/logout"), all(204)},
 		{"GET /api/v1/me", simple("GET", "/api/v1/me"), signedIn(200)},
 		{"GET /api/v1/events", simple("GET", "/api/v1/events"), signedIn(200)},

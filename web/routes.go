@@ -29,6 +29,19 @@ func (s *Server) routes() {
 	s.mux.HandleFunc("POST /o/{org}/signup", public(h.Accounts.Signup))
 	s.mux.HandleFunc("POST /logout", public(h.Accounts.Logout))
 	s.mux.HandleFunc("GET /api/v1/me", authed(anyRole, h.Accounts.Me))
+	// Emailed links (docs/api.md#accounts): verification and password
+	// reset; their pages only show a form that posts here.
+	s.mux.HandleFunc("POST /verify-email", public(h.Accounts.VerifyEmail))
+	s.mux.HandleFunc("POST /verify-email/resend", authed(anyRole, h.Accounts.ResendVerification))
+	s.mux.HandleFunc("POST /password-reset", public(h.Accounts.RequestReset))
+	s.mux.HandleFunc("POST /password-reset/confirm", public(h.Accounts.ConfirmReset))
+	// Devices: the signed-in user's sessions.
+	s.mux.HandleFunc("GET /api/v1/me/sessions", authed(anyRole|session.Door, h.Devices.List))
+	s.mux.HandleFunc("DELETE /api/v1/me/sessions/{id}", authed(anyRole|session.Door, h.Devices.End))
+	s.mux.HandleFunc("POST /api/v1/me/sessions/revoke-others", authed(anyRole|session.Door, h.Devices.EndOthers))
+	// The organization's settings (its sign-up policy).
+	s.mux.HandleFunc("GET /api/v1/org", authed(organizer, h.Org.Get))
+	s.mux.HandleFunc("PATCH /api/v1/org", authed(organizer, h.Org.Update))
 
 	// Events and seats.
 	s.mux.HandleFunc("GET /api/v1/events", authed(anyRole, h.Events.List))
@@ -119,6 +132,12 @@ func (s *Server) routes() {
 	s.mux.HandleFunc("GET /bookings/{booking}", page(buyer, p.Booking.Page))
 	s.mux.HandleFunc("GET /bookings/{booking}/tickets.pdf", page(buyer, p.Booking.PDF))
 	s.mux.HandleFunc("GET /me/tickets", page(buyer, p.MyTickets.Page))
+	s.mux.HandleFunc("GET /verify-email", p.Account.VerifyEmail)
+	s.mux.HandleFunc("GET /password-reset", p.Account.ResetRequest)
+	s.mux.HandleFunc("GET /password-reset/confirm", p.Account.ResetConfirm)
+	s.mux.HandleFunc("GET /me/devices", page(anyRole|session.Door, p.Account.Devices))
+	s.mux.HandleFunc("POST /me/devices/{id}/end", page(anyRole|session.Door, p.Account.EndDevice))
+	s.mux.HandleFunc("POST /me/devices/end-others", page(anyRole|session.Door, p.Account.EndOthers))
 	s.mux.HandleFunc("GET /door", page(scanners, st.Door.Events))
 	s.mux.HandleFunc("GET /door/e/{event}", page(scanners, st.Door.Scanner))
 	s.mux.HandleFunc("GET /live/events/{event}", authed(anyRole, s.liveSocket(live.StreamSeats)))
@@ -146,6 +165,8 @@ func (s *Server) routes() {
 	s.mux.HandleFunc("GET /admin/api-keys", page(organizer, st.Keys.Page))
 	s.mux.HandleFunc("POST /admin/api-keys", page(organizer, st.Keys.Create))
 	s.mux.HandleFunc("POST /admin/api-keys/{key}/revoke", page(organizer, st.Keys.Revoke))
+	s.mux.HandleFunc("GET /admin/settings", page(organizer, st.Settings.Page))
+	s.mux.HandleFunc("POST /admin/settings", page(organizer, st.Settings.Save))
 	s.mux.HandleFunc("GET /admin/webhooks", page(organizer, st.Webhooks.Page))
 	s.mux.HandleFunc("POST /admin/webhooks", page(organizer, st.Webhooks.Create))
 	s.mux.HandleFunc("POST /admin/webhooks/{webhook}/delete", page(organizer, st.Webhooks.Delete))

@@ -80,7 +80,8 @@ func newServer(d Deps, o options) *Server {
 	s.sessions = session.New(session.Options{Pool: d.Pool, Store: d.Store.Accounts, Notifier: d.Notifier, Hub: s.hub,
 		Keys: s.keys, KeyLimit: s.limits, Errors: errs, Log: d.Log,
 		Lifetime: d.Cfg.SessionLifetime, IdleTimeout: d.Cfg.SessionIdleTimeout,
-		CookieSecure: d.Cfg.CookieSecure, NoCache: o.noSessionCache})
+		CookieSecure: d.Cfg.CookieSecure, NoCache: o.noSessionCache,
+		ClientIP: s.limits.ClientIP, MaxPerUser: d.Cfg.MaxSessionsPerUser})
 	frame := render.New(d.Log, errs, s.sessions, assets.Path)
 	s.guard = session.Guards{Errors: errs, RenderError: frame.Error}
 
@@ -101,7 +102,7 @@ func newServer(d Deps, o options) *Server {
 		Visible: s.events, Bookings: bookings, Details: d.Details, Codes: d.Tickets, MyBookings: d.Store.Bookings})
 	s.staff = staff.New(staff.Deps{Cfg: d.Cfg, Log: d.Log, Render: frame, Decoder: dec, Sessions: s.sessions,
 		Engine: d.Engine, Holds: d.Holds, BoxOffice: d.BoxOffice, Events: d.Events, Waitlist: d.Waitlist, Monitor: d.Monitor,
-		Keys: s.keys, Endpoints: s.hooks, Accounts: d.Store.Accounts, Audit: d.Store.Audit, Charts: d.Store.Charts,
+		Keys: s.keys, Endpoints: s.hooks, Policy: d.Accounts, Accounts: d.Store.Accounts, Audit: d.Store.Audit, Charts: d.Store.Charts,
 		EventStore: d.Store.Events, HoldStore: d.Store.Holds, BookingStore: d.Store.Bookings, Webhooks: d.Store.Webhooks,
 		WaitlistStore: d.Store.Waitlist, Visible: s.events, Bookings: bookings, Deliveries: deliveries, Registry: registry,
 		Door: d.Door})

@@ -66,8 +66,8 @@ func newFixture(ctx context.Context, log *progress, db *pgxpool.Pool, p *procs, 
 		return nil, err
 	}
 	rows, err := db.Query(ctx, `
-		INSERT INTO users (org_id, email, role, password_hash)
-		SELECT $1, 'buyer' || g || '@' || $2 || '.example', 'buyer', $3 FROM generate_series(1, $4) g
+		INSERT INTO users (org_id, email, role, password_hash, email_verified_at)
+		SELECT $1, 'buyer' || g || '@' || $2 || '.example', 'buyer', $3, now() FROM generate_series(1, $4) g
 		RETURNING email`, fx.orgID, fx.slug, string(hash), n)
 	if err != nil {
 		return nil, fmt.Errorf("insert buyers: %w", err)

@@ -179,7 +179,7 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger) (*App, error)
 	if cfg.Env == "test" {
 		cost = 4 // bcrypt.MinCost: tests create many users
 	}
-	a.Accounts = auth.New(a.Store.Accounts, cost)
+	a.Accounts = auth.New(a.Store.Accounts, cost, cfg.PublicURL)
 	a.Accounts.LimitHashing(cfg.MaxPasswordHashes)
 	a.Webhooks = webhook.NewWorker(a.Store.Webhooks, a.Notifier, webhook.Options{
 		AllowPrivate: cfg.WebhookAllowPrivate, Timeout: cfg.WebhookTimeout, RetryFor: cfg.WebhookRetryFor,

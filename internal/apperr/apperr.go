@@ -17,6 +17,8 @@ const (
 	BadRequest          Code = "bad_request"          // input could not be decoded (400)
 	Unauthorized        Code = "unauthorized"         // no or bad credentials (401)
 	Forbidden           Code = "forbidden"            // authenticated but not allowed (403)
+	EmailUnverified     Code = "email_unverified"     // the buyer has not confirmed their email yet (403)
+	SignupClosed        Code = "signup_closed"        // the organization takes no public sign-ups (403)
 	NotFound            Code = "not_found"            // absent, or of another organization (404)
 	SeatTaken           Code = "seat_taken"           // someone else holds, bought or blocked it (409)
 	HoldLimit           Code = "hold_limit"           // buyer reached the active-hold cap (409)

@@ -56,6 +56,8 @@ var ErrBusy error = busyError{apperr.E(apperr.Unavailable, "too many sign-ins at
 type Accounts struct {
 	store *store.Accounts
 	cost  int
+	// publicURL starts the links mailed to users (SEATD_PUBLIC_URL).
+	publicURL string
 	// dummy is compared against when the user does not exist, so a login
 	// for an unknown email takes as long as one with a wrong password.
 	dummy []byte
@@ -69,13 +71,15 @@ type Accounts struct {
 }
 
 // New returns Accounts; cost 0 means Cost (tests pass bcrypt.MinCost).
-// At most DefaultHashing passwords are hashed at once; see LimitHashing.
-func New(st *store.Accounts, cost int) *Accounts {
+// The links it mails start with publicURL. At most DefaultHashing
+// passwords are hashed at once; see LimitHashing.
+func New(st *store.Accounts, cost int, publicURL string) *Accounts {
 	if cost == 0 {
 		cost = Cost
 	}
 	dummy, _ := bcrypt.GenerateFromPassword([]byte("seatd-timing-equalizer"), cost)
-	return &Accounts{store: st, cost: cost, dummy: dummy, hashing: make(chan struct{}, DefaultHashing())}
+	return &Accounts{store: st, cost: cost, publicURL: strings.TrimRight(publicURL, "/"), dummy: dummy,
+		hashing: make(chan struct{}, DefaultHashing())}
 }
 
 // DefaultHashing is the default cap on concurrent password hashes: two per
@@ -127,27 +131,44 @@ func NormalizeEmail(email string) (string, error) {
 	return e, nil
 }
 
-// Create adds a user to an organization.
+// Create adds a user to an organization whose address the caller vouches
+// for (the command line, the demo seed, tests): the account is verified.
+// Buyers who sign up themselves go through Signup.
 func (a *Accounts) Create(ctx context.Context, org uuid.UUID, email, password, role string) (store.User, error) {
 	e, err := NormalizeEmail(email)
 	if err != nil {
 		return store.User{}, err
 	}
-	if len(password) < MinPasswordLen || len(password) > 72 {
-		return store.User{}, &apperr.Error{Code: apperr.Invalid, Message: "choose a password of 10 to 72 characters",
-			Fields: map[string]string{"password": "must be 10 to 72 characters"}}
-	}
 	if err := checkRole(role); err != nil {
 		return store.User{}, err
 	}
-	var hash []byte
-	if err := a.hash(ctx, func() { hash, err = bcrypt.GenerateFromPassword([]byte(password), a.cost) }); err != nil {
-		return store.User{}, err
-	}
+	hash, err := a.hashPassword(ctx, password)
 	if err != nil {
 		return store.User{}, err
 	}
-	return a.store.CreateUser(ctx, org, e, role, string(hash))
+	return a.store.CreateUser(ctx, org, e, role, hash)
+}
+
+// checkPassword refuses a password too short or longer than bcrypt reads.
+func checkPassword(password string) error {
+	if len(password) < MinPasswordLen || len(password) > 72 {
+		return &apperr.Error{Code: apperr.Invalid, Message: "choose a password of 10 to 72 characters",
+			Fields: map[string]string{"password": "must be 10 to 72 characters"}}
+	}
+	return nil
+}
+
+// hashPassword checks a new password and hashes it in a hashing slot.
+func (a *Accounts) hashPassword(ctx context.Context, password string) (string, error) {
+	if err := checkPassword(password); err != nil {
+		return "", err
+	}
+	var hash []byte
+	var err error
+	if herr := a.hash(ctx, func() { hash, err = bcrypt.GenerateFromPassword([]byte(password), a.cost) }); herr != nil {
+		return "", herr
+	}
+	return string(hash), err
 }
 
 func checkRole(role string) error {

@@ -72,6 +72,7 @@ type Config struct {
 	MaxPasswordHashes     int            // SEATD_MAX_PASSWORD_HASHES: password hashes running at once (0: 2 per CPU)
 	MaxSockets            int            // SEATD_MAX_SOCKETS: live sockets per process
 	MaxSocketsPerSession  int            // SEATD_MAX_SOCKETS_PER_SESSION: live sockets per session per process
+	MaxSessionsPerUser    int            // SEATD_MAX_SESSIONS_PER_USER: signed-in sessions per account; a new one ends the oldest
 	UpgradeRatePerMinute  int            // SEATD_UPGRADE_RATE_PER_MINUTE: live socket upgrades per client IP
 	RegistryCheckCooldown time.Duration  // SEATD_REGISTRY_COOLDOWN: an event's registry check or reconcile runs at most once per this
 
@@ -166,6 +167,7 @@ func Defaults() Config {
 		LoginLockoutMax:       15 * time.Minute,
 		MaxSockets:            20000,
 		MaxSocketsPerSession:  8,
+		MaxSessionsPerUser:    20,
 		UpgradeRatePerMinute:  240,
 		RegistryCheckCooldown: 5 * time.Second,
 
@@ -290,6 +292,7 @@ func Load(getenv func(string) string) (Config, error) {
 	num("SEATD_MAX_PASSWORD_HASHES", &c.MaxPasswordHashes)
 	num("SEATD_MAX_SOCKETS", &c.MaxSockets)
 	num("SEATD_MAX_SOCKETS_PER_SESSION", &c.MaxSocketsPerSession)
+	num("SEATD_MAX_SESSIONS_PER_USER", &c.MaxSessionsPerUser)
 	num("SEATD_UPGRADE_RATE_PER_MINUTE", &c.UpgradeRatePerMinute)
 	dur("SEATD_REGISTRY_COOLDOWN", &c.RegistryCheckCooldown)
 	num("SEATD_API_KEY_RATE_PER_MINUTE", &c.APIKeyRatePerMinute)
@@ -390,6 +393,7 @@ func (c Config) validate() []error {
 	atLeast("SEATD_MAX_PASSWORD_HASHES", c.MaxPasswordHashes, 0)
 	atLeast("SEATD_MAX_SOCKETS", c.MaxSockets, 1)
 	atLeast("SEATD_MAX_SOCKETS_PER_SESSION", c.MaxSocketsPerSession, 1)
+	atLeast("SEATD_MAX_SESSIONS_PER_USER", c.MaxSessionsPerUser, 1)
 	atLeast("SEATD_UPGRADE_RATE_PER_MINUTE", c.UpgradeRatePerMinute, 1)
 	positive("SEATD_REGISTRY_COOLDOWN", c.RegistryCheckCooldown)
 	atLeast("SEATD_API_KEY_RATE_PER_MINUTE", c.APIKeyRatePerMinute, 1)

@@ -15,7 +15,17 @@ type Org struct {
 	ID   uuid.UUID
 	Slug string
 	Name string
+	// SignupPolicy says who may sign up on the organization's storefront:
+	// SignupOpen, SignupInviteOnly or SignupClosed.
+	SignupPolicy string
 }
+
+// The sign-up policies of an organization.
+const (
+	SignupOpen       = "open"
+	SignupInviteOnly = "invite_only"
+	SignupClosed     = "closed"
+)
 
 // User is an account of one organization.
 type User struct {
@@ -24,11 +34,14 @@ type User struct {
 	Email        string
 	Role         string
 	PasswordHash string
+	// Verified: the user proved they read mail at Email (or the account
+	// was made by an operator, who vouches for it).
+	Verified bool
 }
 
 // CreateOrg inserts an organization.
 func (s *Accounts) CreateOrg(ctx context.Context, slug, name string) (Org, error) {
-	o := Org{Slug: slug, Name: name}
+	o := Org{Slug: slug, Name: name, SignupPolicy: SignupOpen}
 	err := s.db.QueryRow(ctx,
 		`INSERT INTO organizations (slug, name) VALUES ($1, $2) RETURNING id`, slug, name).Scan(&o.ID)
 	if pg.IsUniqueViolation(err) {
@@ -43,22 +56,26 @@ func (s *Accounts) CreateOrg(ctx context.Context, slug, name string) (Org, error
 // OrgBySlug finds an organization by its slug.
 func (s *Accounts) OrgBySlug(ctx context.Context, slug string) (Org, error) {
 	o := Org{Slug: slug}
-	err := s.db.QueryRow(ctx, `SELECT id, name FROM organizations WHERE slug = $1`, slug).Scan(&o.ID, &o.Name)
+	err := s.db.QueryRow(ctx, `SELECT id, name, signup_policy FROM organizations WHERE slug = $1`, slug).
+		Scan(&o.ID, &o.Name, &o.SignupPolicy)
 	return o, notFoundIfNoRows(err, "organization")
 }
 
 // OrgByID finds an organization by id.
 func (s *Accounts) OrgByID(ctx context.Context, id uuid.UUID) (Org, error) {
 	o := Org{ID: id}
-	err := s.db.QueryRow(ctx, `SELECT slug, name FROM organizations WHERE id = $1`, id).Scan(&o.Slug, &o.Name)
+	err := s.db.QueryRow(ctx, `SELECT slug, name, signup_policy FROM organizations WHERE id = $1`, id).
+		Scan(&o.Slug, &o.Name, &o.SignupPolicy)
 	return o, notFoundIfNoRows(err, "organization")
 }
 
-// CreateUser inserts a user; the email must already be normalized.
+// CreateUser inserts a user whose email is vouched for (made by an
+// operator: verified); the email must already be normalized. Buyers who
+// sign up themselves are inserted by SignupUser, unverified.
 func (s *Accounts) CreateUser(ctx context.Context, org uuid.UUID, email, role, passwordHash string) (User, error) {
-	u := User{OrgID: org, Email: email, Role: role, PasswordHash: passwordHash}
+	u := User{OrgID: org, Email: email, Role: role, PasswordHash: passwordHash, Verified: true}
 	err := s.db.QueryRow(ctx,
-		`INSERT INTO users (org_id, email, role, password_hash) VALUES ($1, $2, $3, $4) RETURNING id`,
+		`INSERT INTO users (org_id, email, role, password_hash, email_verified_at) VALUES ($1, $2, $3, $4, now()) RETURNING id`,
 		org, email, role, passwordHash).Scan(&u.ID)
 	if pg.IsUniqueViolation(err) {
 		return User{}, &apperr.Error{Code: apperr.Conflict, Message: "an account with this email exists already",
@@ -78,8 +95,8 @@ func (s *Accounts) UserByEmail(ctx context.Context, org uuid.UUID, email string)
 func userByEmail(ctx context.Context, db pg.DBTX, org uuid.UUID, email string) (User, error) {
 	u := User{OrgID: org, Email: email}
 	err := db.QueryRow(ctx,
-		`SELECT id, role, password_hash FROM users WHERE org_id = $1 AND email = $2`, org, email).
-		Scan(&u.ID, &u.Role, &u.PasswordHash)
+		`SELECT id, role, password_hash, email_verified_at IS NOT NULL FROM users WHERE org_id = $1 AND email = $2`, org, email).
+		Scan(&u.ID, &u.Role, &u.PasswordHash, &u.Verified)
 	return u, notFoundIfNoRows(err, "user")
 }
 
@@ -87,8 +104,8 @@ func userByEmail(ctx context.Context, db pg.DBTX, org uuid.UUID, email string) (
 func (s *Accounts) UserByID(ctx context.Context, org, id uuid.UUID) (User, error) {
 	u := User{OrgID: org, ID: id}
 	err := s.db.QueryRow(ctx,
-		`SELECT email, role, password_hash FROM users WHERE org_id = $1 AND id = $2`, org, id).
-		Scan(&u.Email, &u.Role, &u.PasswordHash)
+		`SELECT email, role, password_hash, email_verified_at IS NOT NULL FROM users WHERE org_id = $1 AND id = $2`, org, id).
+		Scan(&u.Email, &u.Role, &u.PasswordHash, &u.Verified)
 	return u, notFoundIfNoRows(err, "user")
 }
 
@@ -103,8 +120,9 @@ type Account struct {
 func (s *Accounts) AccountByEmail(ctx context.Context, org uuid.UUID, email string) (Account, error) {
 	a := Account{User: User{OrgID: org, Email: email}}
 	err := s.db.QueryRow(ctx,
-		`SELECT id, role, password_hash, disabled_at IS NOT NULL FROM users WHERE org_id = $1 AND email = $2`, org, email).
-		Scan(&a.ID, &a.Role, &a.PasswordHash, &a.Disabled)
+		`SELECT id, role, password_hash, email_verified_at IS NOT NULL, disabled_at IS NOT NULL
+		 FROM users WHERE org_id = $1 AND email = $2`, org, email).
+		Scan(&a.ID, &a.Role, &a.PasswordHash, &a.Verified, &a.Disabled)
 	return a, notFoundIfNoRows(err, "user")
 }
 
@@ -112,8 +130,9 @@ func (s *Accounts) AccountByEmail(ctx context.Context, org uuid.UUID, email stri
 func (s *Accounts) AccountByID(ctx context.Context, org, id uuid.UUID) (Account, error) {
 	a := Account{User: User{OrgID: org, ID: id}}
 	err := s.db.QueryRow(ctx,
-		`SELECT email, role, password_hash, disabled_at IS NOT NULL FROM users WHERE org_id = $1 AND id = $2`, org, id).
-		Scan(&a.Email, &a.Role, &a.PasswordHash, &a.Disabled)
+		`SELECT email, role, password_hash, email_verified_at IS NOT NULL, disabled_at IS NOT NULL
+		 FROM users WHERE org_id = $1 AND id = $2`, org, id).
+		Scan(&a.Email, &a.Role, &a.PasswordHash, &a.Verified, &a.Disabled)
 	return a, notFoundIfNoRows(err, "user")
 }
 

@@ -23,6 +23,10 @@ var notDistributed = map[string]string{
 	// before anyone is known, and a visitor's session has no organization
 	// (org_id NULL). Local to the coordinator, or moved to Redis.
 	"sessions": "local",
+	// The sessions' device index (web/session): read with a session's
+	// token, deleted with its session (a foreign key with ON DELETE
+	// CASCADE). Local to the coordinator, with the sessions.
+	"user_sessions": "local",
 	// tern's migration bookkeeping: one row. Local to the coordinator.
 	"schema_version": "local",
 }
@@ -37,6 +41,10 @@ var globalUniques = map[string]string{
 	// table written with the key; the request then reads api_keys with the
 	// organization it found there.
 	"api_keys_hash_key": "lookup table keyed by the hash",
+	// A verification or password-reset link presents its token alone
+	// (auth.Accounts.VerifyEmail, ResetPassword): the same lookup table as
+	// API keys' hashes.
+	"account_tokens_token_hash_key": "lookup table keyed by the hash",
 }
 
 // TestSchemaDistributable keeps the schema distributable by org_id

@@ -260,15 +260,15 @@ func AddBuyers(t testing.TB, a *app.App, org uuid.UUID, n int) []store.User {
 	}
 	users := []store.User{u0}
 	rows, err := a.Pool.Query(ctx, `
-		INSERT INTO users (org_id, email, role, password_hash)
-		SELECT $1, 'bulk-' || gen_random_uuid() || '@x.example', 'buyer', $2 FROM generate_series(1, $3)
+		INSERT INTO users (org_id, email, role, password_hash, email_verified_at)
+		SELECT $1, 'bulk-' || gen_random_uuid() || '@x.example', 'buyer', $2, now() FROM generate_series(1, $3)
 		RETURNING id, email`, org, u0.PasswordHash, n-1)
 	if err != nil {
 		t.Fatalf("bulk buyers: %v", err)
 	}
 	defer rows.Close()
 	for rows.Next() {
-		u := store.User{OrgID: org, Role: "buyer", PasswordHash: u0.PasswordHash}
+		u := store.User{OrgID: org, Role: "buyer", PasswordHash: u0.PasswordHash, Verified: true}
 		if err := rows.Scan(&u.ID, &u.Email); err != nil {
 			t.Fatal(err)
 		}

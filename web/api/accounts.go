@@ -22,8 +22,10 @@ import (
 // accounts; *auth.Accounts satisfies it.
 type Authenticator interface {
 	Authenticate(ctx context.Context, orgSlug, email, password string) (store.Org, store.User, error)
-	Create(ctx context.Context, org uuid.UUID, email, password, role string) (store.User, error)
+	Signup(ctx context.Context, org store.Org, email, password string) error
 	Current(ctx context.Context, org, user uuid.UUID, role string) (bool, error)
+	AccountLinks
+	SignupPolicySetter
 }
 
 var _ Authenticator = (*auth.Accounts)(nil)
@@ -42,12 +44,15 @@ type SessionKeeper interface {
 	SignIn(w http.ResponseWriter, r *http.Request, acct session.Account) error
 	SignOut(w http.ResponseWriter, r *http.Request) error
 	Account(ctx context.Context) session.Account
+	StoredToken(ctx context.Context) string
+	Ended(tokens []string)
 }
 
-// LoginLimit counts sign-in attempts per client; *ratelimit.Limiter
-// satisfies it.
+// LoginLimit counts sign-in attempts per client, and mails sent per
+// address; *ratelimit.Limiter satisfies it.
 type LoginLimit interface {
 	Login(r *http.Request) error
+	Mail(ctx context.Context, org, subject string) error
 }
 
 // Lockout locks an account out after repeated wrong passwords;
@@ -92,6 +97,9 @@ type userJSON struct {
 	ID    uuid.UUID `json:"id"`
 	Email string    `json:"email"`
 	Role  hold.Role `json:"role"`
+	// EmailVerified is set on a session's answers (sign-in, me): a buyer
+	// holds only once it is true.
+	EmailVerified *bool `json:"email_verified,omitempty"`
 }
 
 type orgJSON struct {
@@ -158,8 +166,13 @@ func (h *Accounts) formFailed(w http.ResponseWriter, r *http.Request, err error,
 	return nil
 }
 
-// Signup creates a buyer account on an organization's storefront and
-// signs it in.
+// Signup signs a buyer up on an organization's storefront: 202, and a
+// mail to the address — a verification link, or, when the address has a
+// verified account already, a notice of the attempt — whichever it is
+// (auth.Accounts.Signup), so the answer tells nobody which addresses have
+// accounts. Nobody is signed in: the buyer signs in with their password
+// (and can hold once the link is followed). 403 signup_closed when the
+// organization takes no sign-ups.
 func (h *Accounts) Signup(w http.ResponseWriter, r *http.Request) error {
 	if err := h.limits.Login(r); err != nil {
 		return err
@@ -176,19 +189,35 @@ func (h *Accounts) Signup(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	org, err := h.reads.OrgBySlug(r.Context(), slug)
-	if err != nil {
-		return err
+	if err == nil {
+		err = h.limits.Mail(r.Context(), org.ID.String(), strings.ToLower(strings.TrimSpace(in.Email)))
 	}
-	u, err := h.auth.Create(r.Context(), org.ID, in.Email, in.Password, string(hold.RoleBuyer))
+	if err == nil {
+		err = h.auth.Signup(r.Context(), org, in.Email, in.Password)
+	}
 	if err != nil {
-		if isForm {
+		if isForm && org.ID != uuid.Nil {
 			return h.formFailed(w, r, err, func(msg string) templ.Component {
 				return views.Signup(h.pages.Meta(r, "Sign up"), views.SignupForm{OrgSlug: org.Slug, OrgName: org.Name, Email: in.Email, Error: msg})
 			})
 		}
 		return err
 	}
-	return h.signedIn(w, r, isForm, http.StatusOK, org, u)
+	const sent = "We mailed you a link: follow it to confirm your address, then sign in."
+	if isForm {
+		h.pages.Render(w, r, http.StatusOK, views.NoticePage(h.pages.Meta(r, "Check your inbox"),
+			views.Notice{Title: "Check your inbox", Text: sent, Link: "/login?org=" + url.QueryEscape(org.Slug), Label: "Sign in"}))
+		return nil
+	}
+	httpx.WriteJSON(w, http.StatusAccepted, statusJSON{Status: "verification_sent", Message: sent})
+	return nil
+}
+
+// statusJSON is the answer of a request whose effect is a mail or a
+// change of state with nothing else to show.
+type statusJSON struct {
+	Status  string `json:"status"`
+	Message string `json:"message"`
 }
 
 // signedIn starts a session for u with a fresh token (no fixation) and
@@ -196,7 +225,7 @@ func (h *Accounts) Signup(w http.ResponseWriter, r *http.Request) error {
 func (h *Accounts) signedIn(w http.ResponseWriter, r *http.Request, isForm bool, status int, org store.Org, u store.User) error {
 	ctx := r.Context()
 	if err := h.sessions.SignIn(w, r, session.Account{Org: org.ID, OrgSlug: org.Slug, OrgName: org.Name,
-		User: u.ID, Email: u.Email, Role: hold.Role(u.Role)}); err != nil {
+		User: u.ID, Email: u.Email, Role: hold.Role(u.Role), Verified: u.Verified}); err != nil {
 		return err
 	}
 	// The account may have been disabled or given another role between
@@ -217,7 +246,7 @@ func (h *Accounts) signedIn(w http.ResponseWriter, r *http.Request, isForm bool,
 		return nil
 	}
 	httpx.WriteJSON(w, status, AccountJSON{
-		User: userJSON{ID: u.ID, Email: u.Email, Role: hold.Role(u.Role)},
+		User: userJSON{ID: u.ID, Email: u.Email, Role: hold.Role(u.Role), EmailVerified: &u.Verified},
 		Org:  orgJSON{ID: org.ID, Slug: org.Slug, Name: org.Name},
 	})
 	return nil
@@ -257,8 +286,12 @@ func (h *Accounts) Me(w http.ResponseWriter, r *http.Request, a hold.Actor) erro
 		return nil
 	}
 	acct := h.sessions.Account(ctx)
+	verified, err := h.auth.EmailVerified(ctx, a.Org, a.User)
+	if err != nil {
+		return err
+	}
 	httpx.WriteJSON(w, http.StatusOK, AccountJSON{
-		User: userJSON{ID: a.User, Email: acct.Email, Role: a.Role},
+		User: userJSON{ID: a.User, Email: acct.Email, Role: a.Role, EmailVerified: &verified},
 		Org:  orgJSON{ID: a.Org, Slug: acct.OrgSlug, Name: acct.OrgName},
 	})
 	return nil

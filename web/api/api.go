@@ -80,6 +80,8 @@ type API struct {
 	Webhooks  *Webhooks
 	Door      *Door
 	Tickets   *Tickets
+	Devices   *Devices
+	Org       *Org
 }
 
 // New builds the handlers.
@@ -90,7 +92,7 @@ func New(d Deps) *API {
 			sessions: d.Sessions, pages: d.Render},
 		Events:    &Events{dec: d.Decoder, core: d.Events, visible: d.Visible, blocker: d.Holds},
 		Charts:    &Charts{store: d.Charts},
-		Holds:     &Holds{dec: d.Decoder, limits: d.Limits, core: d.Holds, visible: d.Visible, pages: d.Audit},
+		Holds:     &Holds{dec: d.Decoder, limits: d.Limits, gate: d.Sessions, core: d.Holds, visible: d.Visible, pages: d.Audit},
 		Waitlist:  &Waitlist{dec: d.Decoder, core: d.Waitlist},
 		BoxOffice: &BoxOffice{dec: d.Decoder, core: d.BoxOffice, bookings: d.Bookings, tickets: tickets},
 		Registry:  &Registry{dec: d.Decoder, occupancy: d.Monitor, checks: d.Registry},
@@ -99,6 +101,8 @@ func New(d Deps) *API {
 		Webhooks:  &Webhooks{dec: d.Decoder, endpoints: d.Endpoints, store: d.Webhooks, deliveries: d.Deliveries},
 		Door:      &Door{dec: d.Decoder, core: d.Door},
 		Tickets:   tickets,
+		Devices:   &Devices{dec: d.Decoder, sessions: d.Sessions},
+		Org:       &Org{dec: d.Decoder, reads: d.Accounts, policy: d.Auth},
 	}
 }
 

@@ -38,11 +38,18 @@ type HoldPages interface {
 	ActiveHoldsPage(ctx context.Context, org, event uuid.UUID, f store.HoldFilter, after store.HoldCursor, limit int, total bool) (store.HoldPage, error)
 }
 
+// HoldGate refuses holds by buyers whose email is not verified;
+// *session.Sessions satisfies it.
+type HoldGate interface {
+	MayHold(ctx context.Context, a hold.Actor) error
+}
+
 // Holds holds seats, releases them, checks out and buys (buyers, and
 // staff for a named customer), and lists an event's holds for staff.
 type Holds struct {
 	dec     *httpx.Decoder
 	limits  HoldLimit
+	gate    HoldGate
 	core    HoldCore
 	visible VisibleEvents
 	pages   HoldPages
@@ -171,6 +178,9 @@ func (in holdInput) seats() (ids []uuid.UUID, single bool, err error) {
 // ask (docs/architecture.md#box-office-and-bookings): 201 when new, 200
 // when they held them already.
 func (h *Holds) Create(w http.ResponseWriter, r *http.Request, a hold.Actor) error {
+	if err := h.gate.MayHold(r.Context(), a); err != nil {
+		return err
+	}
 	if err := h.limits.Hold(r.Context(), a.Org, a.User); err != nil {
 		return err
 	}

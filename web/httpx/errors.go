@@ -34,7 +34,7 @@ func Status(code apperr.Code) int {
 		return http.StatusBadRequest
 	case apperr.Unauthorized:
 		return http.StatusUnauthorized
-	case apperr.Forbidden:
+	case apperr.Forbidden, apperr.EmailUnverified, apperr.SignupClosed:
 		return http.StatusForbidden
 	case apperr.NotFound:
 		return http.StatusNotFound

@@ -35,6 +35,12 @@ type HoldLimit interface {
 	Hold(ctx context.Context, org, user uuid.UUID) error
 }
 
+// HoldGate refuses holds by buyers whose email is not verified;
+// *session.Sessions satisfies it.
+type HoldGate interface {
+	MayHold(ctx context.Context, a hold.Actor) error
+}
+
 // Flash keeps a message for the next page; *session.Sessions satisfies
 // it.
 type Flash interface {
@@ -49,6 +55,7 @@ type Cart struct {
 	holds    HoldCore
 	seats    Seats
 	limits   HoldLimit
+	gate     HoldGate
 	flash    Flash
 	maxSeats int
 }
@@ -169,6 +176,9 @@ func (p *Cart) Toggle(w http.ResponseWriter, r *http.Request, a hold.Actor) erro
 		}
 		return p.answer(w, r, a, event, "Seat "+st.Label()+" released.", "info", "", seat)
 	}
+	if refused, err := p.unverified(w, r, a, event, seat); refused || err != nil {
+		return err
+	}
 	if err := p.limits.Hold(r.Context(), a.Org, a.User); err != nil {
 		return p.answer(w, r, a, event, "You are clicking very fast; wait a moment and try again.", "error", "", seat)
 	}
@@ -267,4 +277,14 @@ func (p *Cart) Pay(w http.ResponseWriter, r *http.Request, a hold.Actor) error {
 	}
 	http.Redirect(w, r, "/bookings/"+b.ID.String(), http.StatusSeeOther)
 	return nil
+}
+
+// unverified answers the cart with a reminder, and reports true, when the
+// buyer's email is not verified yet: they may browse, not hold.
+func (p *Cart) unverified(w http.ResponseWriter, r *http.Request, a hold.Actor, event uuid.UUID, seats ...uuid.UUID) (bool, error) {
+	err := p.gate.MayHold(r.Context(), a)
+	if apperr.CodeOf(err) == apperr.EmailUnverified {
+		return true, p.answer(w, r, a, event, "Confirm your email first: follow the link we mailed you (or have it sent again from Your devices).", "error", "", seats...)
+	}
+	return false, err
 }

@@ -34,6 +34,9 @@ func (p *Cart) Best(w http.ResponseWriter, r *http.Request, a hold.Actor) error 
 	if a.Role != hold.RoleBuyer {
 		return p.answer(w, r, a, event, "Staff accounts cannot hold seats here; use the box office.", "info", "")
 	}
+	if refused, err := p.unverified(w, r, a, event); refused || err != nil {
+		return err
+	}
 	if err := p.limits.Hold(r.Context(), a.Org, a.User); err != nil {
 		return p.answer(w, r, a, event, "You are clicking very fast; wait a moment and try again.", "error", "")
 	}
@@ -79,6 +82,9 @@ func (p *Cart) Places(w http.ResponseWriter, r *http.Request, a hold.Actor) erro
 	n, err := strconv.Atoi(strings.TrimSpace(r.FormValue("count")))
 	if err != nil || n < 1 || n > p.maxSeats {
 		return p.answer(w, r, a, event, "Choose between 1 and "+strconv.Itoa(p.maxSeats)+" places.", "error", "")
+	}
+	if refused, err := p.unverified(w, r, a, event); refused || err != nil {
+		return err
 	}
 	if err := p.limits.Hold(r.Context(), a.Org, a.User); err != nil {
 		return p.answer(w, r, a, event, "You are clicking very fast; wait a moment and try again.", "error", "")

@@ -81,6 +81,8 @@ type Pages struct {
 	Booking  *Booking
 	// MyTickets is the buyer's list of their bookings.
 	MyTickets *MyTickets
+	// Account is the emailed links' pages and the devices page.
+	Account *Account
 	// Panels renders buyers' waitlist panels (half of
 	// live.WaitlistRenderer; the dashboard's panel is web/staff's).
 	Panels *WaitlistPanels
@@ -88,7 +90,7 @@ type Pages struct {
 
 // New builds the buyer pages.
 func New(d Deps) *Pages {
-	cart := &Cart{render: d.Render, holds: d.Holds, seats: d.Events, limits: d.Limits, flash: d.Sessions,
+	cart := &Cart{render: d.Render, holds: d.Holds, seats: d.Events, limits: d.Limits, gate: d.Sessions, flash: d.Sessions,
 		maxSeats: d.Cfg.MaxSeatsPerRequest}
 	return &Pages{
 		SignIn:    &SignIn{render: d.Render, orgs: d.Accounts},
@@ -98,6 +100,7 @@ func New(d Deps) *Pages {
 		Waitlist:  &Waitlist{render: d.Render, core: d.Waitlist},
 		Booking:   &Booking{render: d.Render, bookings: d.Bookings, details: d.Details, codes: d.Codes},
 		MyTickets: &MyTickets{render: d.Render, mine: d.MyBookings},
+		Account:   &Account{render: d.Render, sessions: d.Sessions},
 		Panels:    &WaitlistPanels{store: d.WaitlistStore},
 	}
 }

@@ -278,6 +278,24 @@ func rateSubject(a netip.Addr) string {
 	return a.String()
 }
 
+// ClientIP is the address of the request's client: the peer, or the
+// address a trusted proxy says it got the request from (see clientIP).
+func (l *Limiter) ClientIP(r *http.Request) netip.Addr { return clientIP(r, l.trusted) }
+
+// Mail counts a request that mails someone (a verification link sent
+// again, a password reset) against mailRate per minute per subject (an
+// account, or an organization's address), so that nobody can make seatd
+// flood an inbox. The count is the same whether or not the address has
+// an account.
+func (l *Limiter) Mail(ctx context.Context, org, subject string) error {
+	return l.allow(ctx, "mail", mailRate, func(minute int64) string {
+		return l.prefix + ":{mail}:rl:" + org + ":" + subject + ":" + strconv.FormatInt(minute, 10)
+	})
+}
+
+// mailRate is how many mails a minute one subject may cause.
+const mailRate = 3
+
 // Subject is the key the request's client is counted under: its address
 // (see clientIP), by /64 for IPv6 (see rateSubject).
 func (l *Limiter) Subject(r *http.Request) string {

@@ -64,6 +64,7 @@ func (s *Sessions) Load(next http.Handler) http.Handler {
 		if a, ok := s.actor(ctx); ok {
 			ctx = context.WithValue(ctx, actorKey{}, a)
 			httpx.NoteOrg(ctx, a.Org)
+			s.touch(r.WithContext(ctx), storedToken(token))
 		}
 		c := &sessionCommit{s: s, token: token}
 		if token != "" && s.sm.Token(ctx) == token {

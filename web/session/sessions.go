@@ -12,6 +12,7 @@ import (
 	"encoding/base64"
 	"log/slog"
 	"net/http"
+	"net/netip"
 	"time"
 
 	"github.com/alexedwards/scs/pgxstore"
@@ -33,12 +34,17 @@ const (
 	sessEmail   = "email"
 	sessRole    = "role"
 	sessFlash   = "flash"
+	// sessVerified is "1" once the session has seen its user's email
+	// verified (MayHold).
+	sessVerified = "email_verified"
 )
 
-// Store reads and cleans the session rows; *store.Accounts satisfies it.
+// Store reads and cleans the session rows and keeps their device index;
+// *store.Accounts satisfies it.
 type Store interface {
 	FindSession(ctx context.Context, token string) (data []byte, expiry time.Time, found bool, err error)
 	DeleteExpiredSessions(ctx context.Context) (int64, error)
+	DeviceStore
 }
 
 // Hub closes the live sockets of ended sessions, and has every socket
@@ -86,6 +92,12 @@ type Options struct {
 	CookieSecure bool
 	// NoCache reads and writes every session in Postgres (tests compare).
 	NoCache bool
+	// ClientIP is the address of a request's client (behind trusted
+	// proxies); devices show it truncated.
+	ClientIP func(r *http.Request) netip.Addr
+	// MaxPerUser caps the sessions of one account
+	// (SEATD_MAX_SESSIONS_PER_USER): a sign-in past it ends the oldest.
+	MaxPerUser int
 }
 
 // Sessions loads and saves the session of each request and tells whose
@@ -99,6 +111,11 @@ type Sessions struct {
 	keyLimit KeyLimit
 	errs     *httpx.Errors
 	log      *slog.Logger
+
+	devices    DeviceStore
+	seen       seen
+	clientIP   func(r *http.Request) netip.Addr
+	maxPerUser int
 }
 
 // New builds the sessions.
@@ -132,8 +149,13 @@ func New(o Options) *Sessions {
 	sm.Cookie.Secure = o.CookieSecure
 	sm.Cookie.Path = "/"
 	sm.Cookie.Persist = true
+	maxPerUser := o.MaxPerUser
+	if maxPerUser <= 0 {
+		maxPerUser = 20
+	}
 	return &Sessions{sm: sm, store: st, hub: o.Hub, keys: o.Keys, keyLimit: o.KeyLimit, errs: o.Errors, log: o.Log,
-		ends: newSessionEnds(o.Pool, o.Notifier, st, o.Hub, o.Log.With("component", "session_ends"))}
+		ends:    newSessionEnds(o.Pool, o.Notifier, st, o.Hub, o.Log.With("component", "session_ends")),
+		devices: o.Store, seen: seen{last: map[string]time.Time{}}, clientIP: o.ClientIP, maxPerUser: maxPerUser}
 }
 
 // Run hears session ends through the notifier, and proves it does (see
@@ -152,10 +174,13 @@ type Account struct {
 	User    uuid.UUID
 	Email   string
 	Role    hold.Role
+	// Verified: the user's email was verified at sign-in.
+	Verified bool
 }
 
-// SignIn starts a session for acct with a fresh token (no fixation) and
-// saves it now, so the caller knows it worked.
+// SignIn starts a session for acct with a fresh token (no fixation),
+// saves it now, so the caller knows it worked, and records it among the
+// user's devices (ending their oldest sessions past the cap).
 func (s *Sessions) SignIn(w http.ResponseWriter, r *http.Request, acct Account) error {
 	ctx := r.Context()
 	if err := s.sm.RenewToken(ctx); err != nil {
@@ -167,7 +192,13 @@ func (s *Sessions) SignIn(w http.ResponseWriter, r *http.Request, acct Account) 
 	} {
 		s.sm.Put(ctx, k, v)
 	}
-	return s.save(w, r)
+	if acct.Verified {
+		s.sm.Put(ctx, sessVerified, "1")
+	}
+	if err := s.save(w, r); err != nil {
+		return err
+	}
+	return s.recordDevice(r, acct, storedToken(s.sm.Token(ctx)))
 }
 
 // SignOut ends the request's session, if it has one: its live sockets

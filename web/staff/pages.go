@@ -40,6 +40,8 @@ type Deps struct {
 	Endpoints *webhook.Endpoints
 	// Door answers the attendee list and the figures at the door.
 	Door AttendeeList
+	// Policy sets the organization's sign-up policy.
+	Policy PolicySetter
 
 	// The stores read beside the core.
 	Accounts      *store.Accounts
@@ -71,6 +73,7 @@ type Pages struct {
 	Webhooks  *Webhooks
 	Door      *Door
 	Attendees *Attendees
+	Settings  *Settings
 	// Panel renders the dashboard's waitlist panel (half of
 	// live.WaitlistRenderer; the buyers' panels are web/pages').
 	Panel *WaitlistPanel
@@ -96,6 +99,7 @@ func New(d Deps) *Pages {
 		Webhooks:  &Webhooks{frame: f, dec: d.Decoder, endpoints: d.Endpoints, store: d.Webhooks, deliveries: d.Deliveries},
 		Door:      &Door{frame: f},
 		Attendees: &Attendees{frame: f, door: d.Door},
+		Settings:  &Settings{frame: f, orgs: d.Accounts, policy: d.Policy},
 		Panel:     &WaitlistPanel{store: d.WaitlistStore},
 		log:       d.Log,
 	}
