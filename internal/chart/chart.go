@@ -67,3 +67,17 @@ func (c Chart) SeatCount() int {
 	}
 	return n
 }
+
+// Places is the number of seats and standing places together: the rows
+// an event made from the chart gets (a standing place is a row too, see
+// store.GARow). A capacity out of range counts as MaxCapacity+1, so the
+// sum of a hostile chart cannot overflow and still says "too many".
+func (c Chart) Places() int {
+	n := c.SeatCount()
+	for _, s := range c.Sections {
+		if s.Kind == GA {
+			n += min(max(s.Capacity, 0), MaxCapacity+1)
+		}
+	}
+	return n
+}

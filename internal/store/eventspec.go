@@ -16,7 +16,7 @@ import (
 // CreateFromChart creates a draft event from a version of a chart of
 // org: the event's categories (with prices), sections and seats are copied
 // from the version, so later versions of the chart never change it. A GA
-// section keeps its capacity and gets that many place rows (GAPlaces). The caller has validated
+// section keeps its capacity and gets that many place rows (GARow). The caller has validated
 // spec and prices (every category the chart uses has a price).
 func (s *Events) CreateFromChart(ctx context.Context, org, actor uuid.UUID, v ChartVersion, spec EventSpec, prices []Price) (Event, error) {
 	return s.createFromLayout(ctx, org, actor, v.ID, v.Layout, spec, prices)
@@ -65,48 +65,36 @@ func (s *Events) createFromLayout(ctx context.Context, org, actor, versionID uui
 				return err
 			}
 		}
-		var rows [][]any
-		idx := 0
+		sections := make([]uuid.UUID, len(c.Sections))
 		for pos, sec := range c.Sections {
-			secID := NewID()
+			sections[pos] = NewID()
 			kind := sec.Kind
 			if kind == "" {
 				kind = chart.Seated
 			}
 			if _, err := tx.Exec(ctx, `
 				INSERT INTO sections (id, org_id, event_id, label, name, position, kind, capacity)
-				VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`, secID, org, e.ID, sec.Label, sec.Name, pos, kind, sec.Capacity); err != nil {
+				VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`, sections[pos], org, e.ID, sec.Label, sec.Name, pos, kind, sec.Capacity); err != nil {
 				return err
 			}
-			if kind == chart.GA {
-				rows = append(rows, gaPlaceRows(org, e.ID, secID, sec, idx)...)
-				idx += sec.Capacity
-				continue
-			}
-			for _, r := range sec.Rows {
-				for _, st := range r.Seats {
-					var cat *string
-					if st.Category != "" {
-						cat = &st.Category
-					}
-					rows = append(rows, []any{NewID(), org, e.ID, secID, r.Label, st.Number, idx, st.X, st.Y, cat,
-						st.Accessible, st.Companion})
-					idx++
-				}
-			}
 		}
-		e.Seats = idx
 		if _, err := tx.Exec(ctx, `
 			INSERT INTO audit_log (org_id, event_id, actor_id, action, entity, entity_id, data)
 			VALUES ($1, $2, $3, 'event.created', 'event', $2, jsonb_build_object('chart_version_id', $4::uuid))`,
 			org, e.ID, actorOrNil(actor), versionID); err != nil {
 			return err
 		}
-		if _, err := tx.CopyFrom(ctx, pgx.Identifier{"seats"},
-			[]string{"id", "org_id", "event_id", "section_id", "row_label", "number", "idx", "x", "y", "category", "accessible", "companion"},
-			pgx.CopyFromRows(rows)); err != nil {
+		// Streamed: the seats and places are made one at a time as COPY
+		// sends them (layoutRows). A big venue's rows take longer than the
+		// pool's statement timeout, as in Delete.
+		if _, err := tx.Exec(ctx, `SET LOCAL statement_timeout = '60s'`); err != nil {
 			return err
 		}
+		n, err := tx.CopyFrom(ctx, pgx.Identifier{"seats"}, layoutColumns, newLayoutRows(org, e.ID, c, sections))
+		if err != nil {
+			return err
+		}
+		e.Seats = int(n)
 		return analyzeSeats(ctx, tx)
 	})
 	if err != nil {
