@@ -3,8 +3,16 @@
 // seat categories and seat flags. Events are made from one version of a
 // chart and keep it, whatever later edits do to the chart.
 //
-// The JSON form of Chart is the API's (DESIGN §11): what GET returns, POST
-// accepts back unchanged.
+// The JSON form of Chart is the API's (docs/api.md): what GET returns,
+// POST accepts back unchanged.
+//
+// Reading a chart costs memory and time bounded by the body and the
+// limits (MaxSeats and the others in validate.go), whatever the body
+// holds: DecodeJSON walks the JSON against the types before decoding
+// (shape.go), ParseCSV reads a line at a time, and both stop listing
+// problems at a bound. A body is up to 32 MiB, so the uploads a process
+// reads at once are limited too: the web layer passes each through a
+// gate.Gate of SEATD_CHART_UPLOADS places (see package gate).
 package chart
 
 // Section kinds.

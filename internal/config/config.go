@@ -74,6 +74,7 @@ type Config struct {
 	MaxSocketsPerSession  int            // SEATD_MAX_SOCKETS_PER_SESSION: live sockets per session per process
 	UpgradeRatePerMinute  int            // SEATD_UPGRADE_RATE_PER_MINUTE: live socket upgrades per client IP
 	RegistryCheckCooldown time.Duration  // SEATD_REGISTRY_COOLDOWN: an event's registry check or reconcile runs at most once per this
+	ChartUploads          int            // SEATD_CHART_UPLOADS: chart uploads read and decoded at once per process (a few more wait briefly; the rest get 503 with Retry-After)
 
 	// Integrators.
 	APIKeyRatePerMinute int           // SEATD_API_KEY_RATE_PER_MINUTE: requests per API key
@@ -164,6 +165,7 @@ func Defaults() Config {
 		MaxSocketsPerSession:  8,
 		UpgradeRatePerMinute:  240,
 		RegistryCheckCooldown: 5 * time.Second,
+		ChartUploads:          2,
 
 		APIKeyRatePerMinute: 6000,
 		WebhookTimeout:      10 * time.Second,
@@ -283,6 +285,7 @@ func Load(getenv func(string) string) (Config, error) {
 	num("SEATD_MAX_SOCKETS_PER_SESSION", &c.MaxSocketsPerSession)
 	num("SEATD_UPGRADE_RATE_PER_MINUTE", &c.UpgradeRatePerMinute)
 	dur("SEATD_REGISTRY_COOLDOWN", &c.RegistryCheckCooldown)
+	num("SEATD_CHART_UPLOADS", &c.ChartUploads)
 	num("SEATD_API_KEY_RATE_PER_MINUTE", &c.APIKeyRatePerMinute)
 	boolean("SEATD_WEBHOOK_ALLOW_PRIVATE", &c.WebhookAllowPrivate)
 	dur("SEATD_WEBHOOK_TIMEOUT", &c.WebhookTimeout)
@@ -378,6 +381,7 @@ func (c Config) validate() []error {
 	atLeast("SEATD_MAX_SOCKETS_PER_SESSION", c.MaxSocketsPerSession, 1)
 	atLeast("SEATD_UPGRADE_RATE_PER_MINUTE", c.UpgradeRatePerMinute, 1)
 	positive("SEATD_REGISTRY_COOLDOWN", c.RegistryCheckCooldown)
+	atLeast("SEATD_CHART_UPLOADS", c.ChartUploads, 1)
 	atLeast("SEATD_API_KEY_RATE_PER_MINUTE", c.APIKeyRatePerMinute, 1)
 	positive("SEATD_WEBHOOK_TIMEOUT", c.WebhookTimeout)
 	positive("SEATD_WEBHOOK_RETRY_FOR", c.WebhookRetryFor)
@@ -415,51 +419,6 @@ func (c Config) validate() []error {
 	errs = append(errs, c.stripeProblems()...)
 	return errs
 }
-
-// stripeProblems checks the Stripe settings. Messages never repeat a key:
-// they end up in logs.
-func (c Config) stripeProblems() []error {
-	var errs []error
-	bad := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
-	if (c.StripeSecretKey == "") != (c.StripePublishableKey == "") {
-		// The server creates intents with the secret key, the page confirms
-		// them with the publishable one: one without the other cannot sell.
-		bad("STRIPE_SECRET_KEY and STRIPE_PUBLISHABLE_KEY: set both (payments through Stripe) or neither (the test provider)")
-	}
-	mode := func(key string, prefixes ...string) string {
-		for _, p := range prefixes {
-			for _, m := range []string{"test", "live"} {
-				if strings.HasPrefix(key, p+"_"+m+"_") {
-					return m
-				}
-			}
-		}
-		return ""
-	}
-	secretMode, publicMode := mode(c.StripeSecretKey, "sk", "rk"), mode(c.StripePublishableKey, "pk")
-	if c.StripeSecretKey != "" && secretMode == "" {
-		bad("STRIPE_SECRET_KEY: must be a secret key (sk_test_…, sk_live_…) or a restricted key (rk_…), never the publishable one")
-	}
-	if c.StripePublishableKey != "" && publicMode == "" {
-		bad("STRIPE_PUBLISHABLE_KEY: must be a publishable key (pk_test_…, pk_live_…)")
-	}
-	if secretMode != "" && publicMode != "" && secretMode != publicMode {
-		bad("STRIPE_SECRET_KEY is a %s key but STRIPE_PUBLISHABLE_KEY a %s key: use the pair of one mode", secretMode, publicMode)
-	}
-	if c.StripeWebhookSecret != "" && !strings.HasPrefix(c.StripeWebhookSecret, "whsec_") {
-		bad("STRIPE_WEBHOOK_SECRET: must be the endpoint's signing secret (whsec_…)")
-	}
-	if c.StripeAPIBase != "" {
-		if u, err := url.Parse(c.StripeAPIBase); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			bad("SEATD_STRIPE_API_BASE: %q must be an http(s) URL such as https://api.stripe.com", c.StripeAPIBase)
-		}
-	}
-	return errs
-}
-
-// StripeEnabled tells whether buyers pay through Stripe (both keys set);
-// otherwise the embedded test provider takes payments, and no money moves.
-func (c Config) StripeEnabled() bool { return c.StripeSecretKey != "" }
 
 // Environments in which seatd may run.
 const (
