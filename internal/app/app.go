@@ -162,6 +162,9 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger) (*App, error)
 		AllowPrivate: cfg.WebhookAllowPrivate, Timeout: cfg.WebhookTimeout, RetryFor: cfg.WebhookRetryFor,
 		Backoff: cfg.WebhookBackoff, BackoffMax: cfg.WebhookBackoffMax, Poll: cfg.WebhookPoll,
 		Batch: 4 * cfg.WebhookConcurrency, Concurrency: cfg.WebhookConcurrency, Keep: 30 * 24 * time.Hour,
+		// Attempts to failing endpoints, apart from the batches: a quarter
+		// of the batch's at most.
+		Probes: max(1, cfg.WebhookConcurrency/4),
 	}, log.With("component", "webhooks"), telemetry.NewWebhooks(reg, func() float64 {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 		defer cancel()

@@ -275,13 +275,6 @@ func jsonFields(t reflect.Type) map[string]field {
 	return out
 }
 
-func join(path, key string) string {
-	if path == "" {
-		return key
-	}
-	return path + "." + key
-}
-
 // clipKey bounds an unknown key echoed back as a path.
 func clipKey(k string) string {
 	k = strings.ToValidUTF8(k, "")

@@ -27,13 +27,22 @@ type WebhookEndpoint struct {
 	CreatedAt time.Time
 }
 
-// CreateEndpoint stores an endpoint.
+// CreateEndpoint stores an endpoint, unless org has its quota of them
+// (409 conflict; Quotas.WebhookEndpoints).
 func (s *Webhooks) CreateEndpoint(ctx context.Context, org uuid.UUID, url string, events []string, secret string) (WebhookEndpoint, error) {
 	e := WebhookEndpoint{OrgID: org, URL: url, Events: events, Secret: secret}
-	err := s.db.QueryRow(ctx, `
-		INSERT INTO webhook_endpoints (org_id, url, events, secret) VALUES ($1, $2, $3, $4) RETURNING id, created_at`,
-		org, url, events, secret).Scan(&e.ID, &e.CreatedAt)
-	return e, err
+	err := inTx(ctx, s.db, func(tx pgx.Tx) error {
+		if err := tx.QueryRow(ctx, `
+			INSERT INTO webhook_endpoints (org_id, url, events, secret) VALUES ($1, $2, $3, $4) RETURNING id, created_at`,
+			org, url, events, secret).Scan(&e.ID, &e.CreatedAt); err != nil {
+			return err
+		}
+		return s.checkQuota(ctx, tx, org, quotaWebhooks)
+	})
+	if err != nil {
+		return WebhookEndpoint{}, err
+	}
+	return e, nil
 }
 
 // Endpoints lists an organization's endpoints, newest first.
@@ -133,6 +142,9 @@ type Claimed struct {
 	OrgID  uuid.UUID
 	URL    string
 	Secret string
+	// Failing says the endpoint's last attempts all failed: this one is a
+	// probe (see ClaimDeliveries).
+	Failing bool
 }
 
 // ClaimDeliveries takes up to limit due deliveries for lease: each is the
@@ -141,24 +153,57 @@ type Claimed struct {
 // none is claimed by another worker (SKIP LOCKED, then the lease). A
 // worker that dies leaves its claims to be taken again when the lease
 // ends: deliveries are at least once.
-func (s *Webhooks) ClaimDeliveries(ctx context.Context, limit int, lease time.Duration) ([]Claimed, error) {
+//
+// The claim is fair between organizations: it takes each organization's
+// due deliveries oldest first and interleaves them (every
+// organization's first, then every one's second...), so a tenant with a
+// backlog of thousands shares each batch with the others instead of
+// coming before them all. An endpoint marked failing (its last attempts
+// all failed: FinishDeliveries) gives one delivery to a claim at most, a
+// probe, and probes number at most probes in all: a dead receiver's
+// backlog is tried a little at a time, apart from the batch (see the
+// webhook worker). The organizations with pending deliveries are found by
+// skipping through an index (webhook_deliveries_org_due_idx, migration
+// 032): one probe of it each, however long their backlogs.
+func (s *Webhooks) ClaimDeliveries(ctx context.Context, limit, probes int, lease time.Duration) ([]Claimed, error) {
 	rows, err := s.db.Query(ctx, `
-		WITH c AS (
-		    SELECT d.org_id, d.id FROM webhook_deliveries d
-		    WHERE d.state = 'pending' AND d.next_at <= now()
-		      AND (d.locked_until IS NULL OR d.locked_until < now())
-		      AND NOT EXISTS (SELECT 1 FROM webhook_deliveries p
-		                      WHERE p.state = 'pending' AND p.org_id = d.org_id AND p.endpoint_id = d.endpoint_id
-		                        AND p.seat_id = d.seat_id AND p.id < d.id)
-		    ORDER BY d.next_at, d.id
-		    LIMIT $1
+		WITH RECURSIVE orgs AS (
+		    (SELECT org_id FROM webhook_deliveries WHERE state = 'pending' ORDER BY org_id LIMIT 1)
+		    UNION ALL
+		    SELECT (SELECT d.org_id FROM webhook_deliveries d
+		            WHERE d.state = 'pending' AND d.org_id > o.org_id ORDER BY d.org_id LIMIT 1)
+		    FROM orgs o WHERE o.org_id IS NOT NULL
+		), due AS (
+		    SELECT c.org_id, c.id, c.next_at, e.failing_since IS NOT NULL AS failing,
+		           row_number() OVER (PARTITION BY c.org_id ORDER BY c.next_at, c.id) AS turn
+		    FROM orgs o
+		    JOIN webhook_endpoints e ON e.org_id = o.org_id AND e.deleted_at IS NULL
+		    CROSS JOIN LATERAL (
+		        SELECT d.org_id, d.id, d.next_at FROM webhook_deliveries d
+		        WHERE d.org_id = e.org_id AND d.endpoint_id = e.id AND d.state = 'pending' AND d.next_at <= now()
+		          AND (d.locked_until IS NULL OR d.locked_until < now())
+		          AND NOT EXISTS (SELECT 1 FROM webhook_deliveries p
+		                          WHERE p.state = 'pending' AND p.org_id = d.org_id AND p.endpoint_id = d.endpoint_id
+		                            AND p.seat_id = d.seat_id AND p.id < d.id)
+		        ORDER BY d.next_at, d.id
+		        LIMIT CASE WHEN e.failing_since IS NULL THEN $1::int ELSE 1 END
+		    ) c
+		), c AS (
+		    SELECT d.org_id, d.id, r.failing
+		    FROM (SELECT due.*, row_number() OVER (PARTITION BY due.failing ORDER BY due.turn, due.next_at, due.id) AS k
+		          FROM due) r
+		    JOIN webhook_deliveries d ON d.org_id = r.org_id AND d.id = r.id
+		    WHERE d.state = 'pending' AND (d.locked_until IS NULL OR d.locked_until < now()) AND (NOT r.failing OR r.k <= $3)
+		    ORDER BY r.turn, r.next_at, r.id
+		    LIMIT $1::int
 		    FOR UPDATE OF d SKIP LOCKED
 		)
 		UPDATE webhook_deliveries d SET locked_until = now() + $2::interval, attempts = d.attempts + 1
 		FROM c, webhook_endpoints e
 		WHERE d.org_id = c.org_id AND d.id = c.id AND e.org_id = d.org_id AND e.id = d.endpoint_id
 		RETURNING d.id, d.public_id, d.endpoint_id, d.type, d.event_id, d.seat_id, d.data, d.created_at, d.state,
-		          d.attempts, d.next_at, d.last_status, d.last_error, d.delivered_at, d.org_id, e.url, e.secret`, limit, lease)
+		          d.attempts, d.next_at, d.last_status, d.last_error, d.delivered_at, d.org_id, e.url, e.secret, c.failing`,
+		limit, lease, probes)
 	if err != nil {
 		return nil, err
 	}
@@ -166,7 +211,7 @@ func (s *Webhooks) ClaimDeliveries(ctx context.Context, limit int, lease time.Du
 		var c Claimed
 		d := &c.Delivery
 		err := r.Scan(&d.ID, &d.PublicID, &d.EndpointID, &d.Type, &d.EventID, &d.SeatID, &d.Data, &d.CreatedAt, &d.State,
-			&d.Attempts, &d.NextAt, &d.LastStatus, &d.LastError, &d.DeliveredAt, &c.OrgID, &c.URL, &c.Secret)
+			&d.Attempts, &d.NextAt, &d.LastStatus, &d.LastError, &d.DeliveredAt, &c.OrgID, &c.URL, &c.Secret, &c.Failing)
 		return c, err
 	})
 }
@@ -188,7 +233,11 @@ type Attempt struct {
 // FinishDeliveries records attempts and applies their outcomes in one
 // statement. A delivery tried again later also moves its seat's later
 // deliveries to that time, so workers do not look at rows that must wait
-// for it anyway (the claim's ordering check holds regardless).
+// for it anyway (the claim's ordering check holds regardless). An
+// endpoint none of whose attempts here succeeded is marked failing from
+// the first of them (ClaimDeliveries then gives it few deliveries at a
+// time), one with any success is no longer; the row is written only when
+// that changes.
 func (s *Webhooks) FinishDeliveries(ctx context.Context, as []Attempt) error {
 	if len(as) == 0 {
 		return nil
@@ -220,7 +269,13 @@ func (s *Webhooks) FinishDeliveries(ctx context.Context, as []Attempt) error {
 		    SET state = a.state, next_at = a.next_at, locked_until = NULL, last_status = a.status, last_error = a.error,
 		        delivered_at = CASE WHEN a.state = 'delivered' THEN a.at END
 		    FROM a WHERE d.org_id = a.org_id AND d.id = a.id
-		    RETURNING d.org_id, d.id, d.endpoint_id, d.seat_id, d.state, d.next_at
+		    RETURNING d.org_id, d.id, d.endpoint_id, d.seat_id, d.state, d.next_at, a.at
+		), health AS (
+		    UPDATE webhook_endpoints e
+		    SET failing_since = CASE WHEN h.ok THEN NULL ELSE h.since END
+		    FROM (SELECT org_id, endpoint_id, bool_or(state = 'delivered') AS ok, min(at) AS since
+		          FROM upd GROUP BY org_id, endpoint_id) h
+		    WHERE e.org_id = h.org_id AND e.id = h.endpoint_id AND (e.failing_since IS NULL) <> h.ok
 		)
 		UPDATE webhook_deliveries l SET next_at = upd.next_at
 		FROM upd
