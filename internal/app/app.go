@@ -27,6 +27,7 @@ import (
 	"seatd/internal/notify"
 	"seatd/internal/pg"
 	"seatd/internal/realtime"
+	"seatd/internal/seal"
 	"seatd/internal/seatlock"
 	"seatd/internal/store"
 	"seatd/internal/telemetry"
@@ -88,6 +89,19 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger) (*App, error)
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	m := telemetry.New(reg)
 	a := &App{Cfg: cfg, Log: log, Pool: pool, Redis: rdb, Store: store.New(pool), Registry: reg, Metrics: m}
+	if cfg.TicketSecret != "" {
+		// Webhook signing secrets are sealed under a key of their own
+		// derived from the ticket secret (package seal). Without it
+		// (production before it is set: serve refuses to start) endpoints
+		// cannot be made, and Migrate leaves old secrets as they are.
+		box, err := seal.New(cfg.TicketSecret, "seatd webhook secrets v1")
+		if err != nil {
+			pool.Close()
+			_ = rdb.Close()
+			return nil, fmt.Errorf("SEATD_TICKET_SECRET: %w", err)
+		}
+		a.Store.SetSealer(box)
+	}
 	a.Notifier = notify.New(pool.Config().ConnConfig, log.With("component", "notifier"))
 	if cfg.HoldBatchMax > 1 {
 		// The shared hold statements and the shared transactions get
@@ -266,7 +280,9 @@ func redactURL(s string) string {
 	return u.Redacted()
 }
 
-// Migrate applies pending migrations.
+// Migrate applies pending migrations, then seals the webhook secrets
+// still kept in the clear (stored before migration 033, which SQL alone
+// cannot seal).
 func (a *App) Migrate(ctx context.Context) error {
 	from, to, err := pg.Migrate(ctx, a.Pool)
 	if err != nil {
@@ -275,7 +291,15 @@ func (a *App) Migrate(ctx context.Context) error {
 	if from != to {
 		a.Log.Info("migrated", "from", from, "to", to)
 	}
-	return nil
+	if a.Cfg.TicketSecret == "" {
+		a.Log.Warn("webhook signing secrets stored before migration 033 stay in the clear until SEATD_TICKET_SECRET is set")
+		return nil
+	}
+	n, err := a.Store.Webhooks.SealClearSecrets(ctx)
+	if n > 0 {
+		a.Log.Info("sealed webhook signing secrets", "count", n)
+	}
+	return err
 }
 
 // Job is a background loop: Run returns once ctx ends.

@@ -41,7 +41,8 @@ type shared struct {
 	// transaction after its reads and before its hold statement.
 	betweenReadAndWrite func()
 
-	quotas Quotas // per organization (SetQuotas)
+	quotas  Quotas // per organization (SetQuotas)
+	secrets Sealer // seals webhook secrets (SetSealer)
 }
 
 // Accounts stores organizations, users, sessions and API keys.

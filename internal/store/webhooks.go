@@ -19,22 +19,32 @@ const (
 // WebhookEndpoint is a URL of an organization that receives deliveries of
 // the event types it names.
 type WebhookEndpoint struct {
-	ID        uuid.UUID
-	OrgID     uuid.UUID
-	URL       string
-	Events    []string
+	ID     uuid.UUID
+	OrgID  uuid.UUID
+	URL    string
+	Events []string
+	// Secret is the signing secret, in the answers of CreateEndpoint and
+	// RotateSecret only (shown once); reads leave it empty.
 	Secret    string
 	CreatedAt time.Time
+	// PreviousUntil is when the secret a rotation replaced stops signing
+	// beside the new one (nil: no rotation under way).
+	PreviousUntil *time.Time
 }
 
-// CreateEndpoint stores an endpoint, unless org has its quota of them
-// (409 conflict; Quotas.WebhookEndpoints).
+// CreateEndpoint stores an endpoint with its signing secret sealed,
+// unless org has its quota of them (409 conflict;
+// Quotas.WebhookEndpoints).
 func (s *Webhooks) CreateEndpoint(ctx context.Context, org uuid.UUID, url string, events []string, secret string) (WebhookEndpoint, error) {
-	e := WebhookEndpoint{OrgID: org, URL: url, Events: events, Secret: secret}
-	err := inTx(ctx, s.db, func(tx pgx.Tx) error {
+	e := WebhookEndpoint{ID: NewID(), OrgID: org, URL: url, Events: events, Secret: secret}
+	sealed, err := s.sealSecret(org, e.ID, secret)
+	if err != nil {
+		return WebhookEndpoint{}, err
+	}
+	err = inTx(ctx, s.db, func(tx pgx.Tx) error {
 		if err := tx.QueryRow(ctx, `
-			INSERT INTO webhook_endpoints (org_id, url, events, secret) VALUES ($1, $2, $3, $4) RETURNING id, created_at`,
-			org, url, events, secret).Scan(&e.ID, &e.CreatedAt); err != nil {
+			INSERT INTO webhook_endpoints (id, org_id, url, events, sealed_secret) VALUES ($1, $2, $3, $4, $5) RETURNING created_at`,
+			e.ID, org, url, events, sealed).Scan(&e.CreatedAt); err != nil {
 			return err
 		}
 		return s.checkQuota(ctx, tx, org, quotaWebhooks)
@@ -45,10 +55,12 @@ func (s *Webhooks) CreateEndpoint(ctx context.Context, org uuid.UUID, url string
 	return e, nil
 }
 
+const endpointColumns = `id, org_id, url, events, '', created_at,
+	CASE WHEN previous_secret_until > now() THEN previous_secret_until END`
+
 // Endpoints lists an organization's endpoints, newest first.
 func (s *Webhooks) Endpoints(ctx context.Context, org uuid.UUID) ([]WebhookEndpoint, error) {
-	rows, err := s.db.Query(ctx, `
-		SELECT id, org_id, url, events, secret, created_at FROM webhook_endpoints
+	rows, err := s.db.Query(ctx, `SELECT `+endpointColumns+` FROM webhook_endpoints
 		WHERE org_id = $1 AND deleted_at IS NULL ORDER BY created_at DESC, id`, org)
 	if err != nil {
 		return nil, err
@@ -58,8 +70,7 @@ func (s *Webhooks) Endpoints(ctx context.Context, org uuid.UUID) ([]WebhookEndpo
 
 // Endpoint returns one endpoint of org.
 func (s *Webhooks) Endpoint(ctx context.Context, org, id uuid.UUID) (WebhookEndpoint, error) {
-	rows, err := s.db.Query(ctx, `
-		SELECT id, org_id, url, events, secret, created_at FROM webhook_endpoints
+	rows, err := s.db.Query(ctx, `SELECT `+endpointColumns+` FROM webhook_endpoints
 		WHERE org_id = $1 AND id = $2 AND deleted_at IS NULL`, org, id)
 	if err != nil {
 		return WebhookEndpoint{}, err
@@ -139,9 +150,14 @@ func (s *Webhooks) Redeliver(ctx context.Context, org, endpoint uuid.UUID, id uu
 // Claimed is a delivery a worker took to send, with where and how.
 type Claimed struct {
 	Delivery
-	OrgID  uuid.UUID
-	URL    string
-	Secret string
+	OrgID uuid.UUID
+	URL   string
+	// Secrets sign the delivery: the endpoint's secret, and while a
+	// rotation's grace lasts the one it replaced.
+	Secrets []string
+	// SecretErr is why the secrets are missing: they do not open (not
+	// sealed under this SEATD_TICKET_SECRET, or altered).
+	SecretErr error
 	// Failing says the endpoint's last attempts all failed: this one is a
 	// probe (see ClaimDeliveries).
 	Failing bool
@@ -202,16 +218,23 @@ func (s *Webhooks) ClaimDeliveries(ctx context.Context, limit, probes int, lease
 		FROM c, webhook_endpoints e
 		WHERE d.org_id = c.org_id AND d.id = c.id AND e.org_id = d.org_id AND e.id = d.endpoint_id
 		RETURNING d.id, d.public_id, d.endpoint_id, d.type, d.event_id, d.seat_id, d.data, d.created_at, d.state,
-		          d.attempts, d.next_at, d.last_status, d.last_error, d.delivered_at, d.org_id, e.url, e.secret, c.failing`,
+		          d.attempts, d.next_at, d.last_status, d.last_error, d.delivered_at, d.org_id, e.url, c.failing,
+		          e.secret, e.sealed_secret, CASE WHEN e.previous_secret_until > now() THEN e.previous_secret END`,
 		limit, lease, probes)
 	if err != nil {
 		return nil, err
 	}
 	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (Claimed, error) {
 		var c Claimed
+		var plaintext *string
+		var sealed, previous []byte
 		d := &c.Delivery
 		err := r.Scan(&d.ID, &d.PublicID, &d.EndpointID, &d.Type, &d.EventID, &d.SeatID, &d.Data, &d.CreatedAt, &d.State,
-			&d.Attempts, &d.NextAt, &d.LastStatus, &d.LastError, &d.DeliveredAt, &c.OrgID, &c.URL, &c.Secret, &c.Failing)
+			&d.Attempts, &d.NextAt, &d.LastStatus, &d.LastError, &d.DeliveredAt, &c.OrgID, &c.URL, &c.Failing,
+			&plaintext, &sealed, &previous)
+		if err == nil {
+			c.Secrets, c.SecretErr = s.openSecrets(c.OrgID, d.EndpointID, plaintext, sealed, previous)
+		}
 		return c, err
 	})
 }

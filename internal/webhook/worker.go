@@ -213,11 +213,19 @@ type Body struct {
 // HTTP answer.
 const errNoAnswer = "no answer: the connection failed or timed out"
 
+// errUnsigned is an attempt not made: the endpoint's secret does not open
+// (the log says why; it is the operator's to fix).
+var errUnsigned = errors.New("not sent: the endpoint's signing secret could not be read; the operator has been told")
+
 // send makes one attempt and decides what follows it.
 func (w *Worker) send(ctx context.Context, d store.Claimed) store.Attempt {
 	start := w.now()
 	a := store.Attempt{Org: d.OrgID, Delivery: d.ID, At: start}
 	body, err := json.Marshal(Body{ID: d.PublicID, Type: d.Type, CreatedAt: d.CreatedAt.UTC(), EventID: d.EventID, Data: d.Data})
+	if err == nil && d.SecretErr != nil {
+		err = errUnsigned
+		w.log.Error("webhook delivery cannot be signed", "org", d.OrgID, "endpoint", d.EndpointID, "err", d.SecretErr)
+	}
 	if err == nil {
 		a.Status, err = w.post(ctx, d, body, start)
 	}
@@ -235,6 +243,8 @@ func (w *Worker) send(ctx context.Context, d store.Claimed) store.Attempt {
 		a.Error = "refused: the URL resolves to a loopback, private or reserved address"
 	case errors.Is(err, ErrPort):
 		a.Error = "refused: the URL's port is not 80, 443 or one from 1024 to 65535"
+	case errors.Is(err, errUnsigned):
+		a.Error = err.Error()
 	case a.Status != 0:
 		a.Error = err.Error() // "the receiver answered N"
 	default:
@@ -266,7 +276,7 @@ func (w *Worker) post(ctx context.Context, d store.Claimed, body []byte, at time
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("User-Agent", "seatd-webhooks/1")
-	req.Header.Set(SignatureHeader, Sign(d.Secret, at, body))
+	req.Header.Set(SignatureHeader, Sign(d.Secrets, at, body))
 	req.Header.Set("Seatd-Delivery", d.PublicID.String())
 	res, err := w.hc.Do(req)
 	if err != nil {
