@@ -59,7 +59,8 @@ type Config struct {
 	SnapshotInterval   time.Duration // SEATD_SNAPSHOT_INTERVAL
 	ShutdownTimeout    time.Duration // SEATD_SHUTDOWN_TIMEOUT
 	LogLevel           string        // SEATD_LOG_LEVEL: debug | info | warn | error
-	OpsAddr            string        // SEATD_OPS_ADDR: host:port of the ops listener (/metrics, pprof); "off" disables it
+	OpsAddr            string        // SEATD_OPS_ADDR: host:port of the ops listener (/metrics, pprof); "off" disables it; a loopback or private address unless OpsPublic
+	OpsPublic          bool          // SEATD_OPS_PUBLIC: allow SEATD_OPS_ADDR on any address (all interfaces, a public one, a host name)
 	PprofAddr          string        // SEATD_PPROF_ADDR: former pprof listener, now an alias of SEATD_OPS_ADDR (loopback only)
 	RedisUsername      string        // SEATD_REDIS_USERNAME: Redis ACL user (cluster addresses, or a URL without one)
 	RedisPassword      string        // SEATD_REDIS_PASSWORD: Redis password (cluster addresses, or a URL without one)
@@ -93,7 +94,7 @@ type Config struct {
 	MailRetryFor time.Duration // SEATD_MAIL_RETRY_FOR: give a message up this long after it was enqueued
 
 	// Tickets.
-	TicketSecret string // SEATD_TICKET_SECRET: seals the events' ticket signing keys in Postgres (at least 32 characters; production must set its own)
+	TicketSecret string // SEATD_TICKET_SECRET: seals the events' ticket signing keys and the webhook signing secrets in Postgres, each under a key of its own (at least 32 characters; production must set its own)
 
 	// Payments (docs/payments.md): with both Stripe keys set buyers pay
 	// through Stripe; with neither, through the embedded test provider.
@@ -265,6 +266,7 @@ func Load(getenv func(string) string) (Config, error) {
 		c.OpsAddr = c.PprofAddr
 	}
 	str("SEATD_OPS_ADDR", &c.OpsAddr)
+	boolean("SEATD_OPS_PUBLIC", &c.OpsPublic)
 	c.RedisUsername = getenv("SEATD_REDIS_USERNAME")
 	c.RedisPassword = getenv("SEATD_REDIS_PASSWORD")
 	if v := strings.TrimSpace(getenv("SEATD_TRUSTED_PROXIES")); v != "" {
@@ -400,8 +402,14 @@ func (c Config) validate() []error {
 		bad("SEATD_TICKET_SECRET: must be at least 32 characters (openssl rand -base64 32), got %d", len(c.TicketSecret))
 	}
 	if c.OpsAddr != OpsOff {
-		if _, _, err := net.SplitHostPort(c.OpsAddr); err != nil {
+		if host, _, err := net.SplitHostPort(c.OpsAddr); err != nil {
 			bad("SEATD_OPS_ADDR: %q must be host:port (port 0 picks a free one) or %q", c.OpsAddr, OpsOff)
+		} else if !c.OpsPublic && !closedHost(host) {
+			// Metrics name tenants' events, pprof shows memory and costs
+			// CPU on demand: the listener is for the host's own agents or a
+			// private network, and anything wider is an explicit choice.
+			bad("SEATD_OPS_ADDR: %q must be a loopback or private address (127.0.0.1:9090, 10.0.0.5:9090); "+
+				"to serve it on every interface or a public address behind your own firewall, set SEATD_OPS_PUBLIC=true", c.OpsAddr)
 		}
 	}
 	if c.PprofAddr != "" {
@@ -420,6 +428,18 @@ func (c Config) validate() []error {
 	return errs
 }
 
+// closedHost reports whether a listen host is reachable only from the
+// machine or a private network: localhost, a loopback address or a
+// private one (RFC 1918, fc00::/7). An empty host or 0.0.0.0 listens on
+// every interface, and a host name may resolve anywhere: neither is.
+func closedHost(host string) bool {
+	if host == "localhost" {
+		return true
+	}
+	a, err := netip.ParseAddr(host)
+	return err == nil && (a.Unmap().IsLoopback() || a.Unmap().IsPrivate())
+}
+
 // Environments in which seatd may run.
 const (
 	EnvDevelopment = "development"
@@ -432,9 +452,12 @@ const (
 // sent over plain HTTP can be read on the way), a mail server (without
 // one, confirmations and links would wait in the outbox for ever), its
 // own ticket secret (with none, or the published development one, the
-// ticket signing keys would be as good as unsealed) and, with Stripe, the
-// webhook signing secret (without it no payment's confirmation can be
-// verified, so every buyer would pay and get nothing).
+// ticket signing keys and webhook secrets would be as good as unsealed),
+// with Stripe, the webhook signing secret (without it no payment's
+// confirmation can be verified, so every buyer would pay and get
+// nothing), and webhooks kept off private addresses (with
+// SEATD_WEBHOOK_ALLOW_PRIVATE any tenant could make seatd post to the
+// network it runs in).
 func (c Config) ServeProblem() error {
 	var errs []error
 	if c.Env == EnvProduction && !c.CookieSecure {
@@ -445,6 +468,9 @@ func (c Config) ServeProblem() error {
 	}
 	if c.Env == EnvProduction && (c.TicketSecret == "" || c.TicketSecret == DevTicketSecret) {
 		errs = append(errs, errors.New("SEATD_ENV=production needs SEATD_TICKET_SECRET (its own, at least 32 characters: openssl rand -base64 32)"))
+	}
+	if c.Env == EnvProduction && c.WebhookAllowPrivate {
+		errs = append(errs, errors.New("SEATD_ENV=production refuses SEATD_WEBHOOK_ALLOW_PRIVATE=true (tenants' webhooks would reach the network seatd runs in)"))
 	}
 	if c.Env == EnvProduction && c.StripeEnabled() && c.StripeWebhookSecret == "" {
 		errs = append(errs, errors.New("SEATD_ENV=production with Stripe keys needs STRIPE_WEBHOOK_SECRET (the signing secret of the endpoint https://<host>/webhooks/stripe)"))
