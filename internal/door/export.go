@@ -2,12 +2,12 @@ package door
 
 import (
 	"context"
-	"encoding/csv"
 	"io"
 
 	"github.com/google/uuid"
 
 	"seatd/internal/apperr"
+	"seatd/internal/csvsafe"
 	"seatd/internal/hold"
 	"seatd/internal/store"
 )
@@ -18,7 +18,7 @@ var CSVColumns = store.CheckinExportColumns
 // WriteCSV writes an event's admissions as checkins.csv (organizers):
 // a header, then one row per admitted ticket by scanned_at, streamed in
 // constant memory. Cells that a spreadsheet would run as a formula are
-// escaped (CSVCell). The event is checked before anything is written, so
+// escaped (package csvsafe). The event is checked before anything is written, so
 // a caller may still answer an error with a status; an error after that
 // means a truncated file.
 func (d *Door) WriteCSV(ctx context.Context, a hold.Actor, event uuid.UUID, w io.Writer) error {
@@ -28,35 +28,14 @@ func (d *Door) WriteCSV(ctx context.Context, a hold.Actor, event uuid.UUID, w io
 	if err := d.st.EventExists(ctx, a.Org, event); err != nil {
 		return err
 	}
-	cw := csv.NewWriter(w)
+	cw := csvsafe.NewWriter(w)
 	if err := cw.Write(CSVColumns); err != nil {
 		return err
 	}
-	cells := make([]string, len(CSVColumns))
-	err := d.st.ExportCheckins(ctx, a.Org, event, func(row []string) error {
-		for i, v := range row {
-			cells[i] = CSVCell(v)
-		}
-		return cw.Write(cells)
-	})
+	err := d.st.ExportCheckins(ctx, a.Org, event, cw.Write)
 	cw.Flush()
 	if err != nil {
 		return err
 	}
 	return cw.Error()
-}
-
-// CSVCell escapes a cell that a spreadsheet would take for a formula (it
-// starts with =, +, -, @, a tab or a carriage return) by putting a single
-// quote before it, as OWASP's CSV injection advice says: names and
-// entrances are typed by people, and a holder named "=HYPERLINK(...)"
-// must stay text when an organizer opens the file.
-func CSVCell(s string) string {
-	if s != "" {
-		switch s[0] {
-		case '=', '+', '-', '@', '\t', '\r':
-			return "'" + s
-		}
-	}
-	return s
 }

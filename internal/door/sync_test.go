@@ -124,7 +124,8 @@ func TestSyncRefusals(t *testing.T) {
 }
 
 // TestCSV: checkins.csv has its header and one row per admission, and a
-// cell a spreadsheet would run as a formula is escaped.
+// cell a spreadsheet would run as a formula is escaped (the escaping
+// itself: csvsafe.TestCell).
 func TestCSV(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t)
@@ -164,10 +165,4 @@ func TestCSV(t *testing.T) {
 		t.Errorf("door staff export: %v", err)
 	}
 
-	for in, want := range map[string]string{"=1+1": "'=1+1", "+1": "'+1", "-1": "'-1", "@SUM(A1)": "'@SUM(A1)",
-		"\tx": "'\tx", "\rx": "'\rx", "": "", "Ada": "Ada", "a=b": "a=b"} {
-		if got := door.CSVCell(in); got != want {
-			t.Errorf("CSVCell(%q) = %q, want %q", in, got, want)
-		}
-	}
 }
