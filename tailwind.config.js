@@ -9,7 +9,7 @@ const positions = (n) =>
   Object.fromEntries(Array.from({ length: n }, (_, i) => [String(i + 1), String(i + 1)]));
 
 module.exports = {
-  content: ["./views/**/*.templ", "./views/**/*.go", "./web/**/*.go", "./static/js/charteditor.js"],
+  content: ["./views/**/*.templ", "./views/**/*.go", "./web/**/*.go", "./static/js/charteditor.js", "./static/js/door.js"],
   safelist: [{ pattern: /^col-start-\d+$/ }, { pattern: /^row-start-\d+$/ }],
   theme: {
     extend: {

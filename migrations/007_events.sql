@@ -10,7 +10,7 @@ ALTER TABLE events
     ADD COLUMN chart_version_id uuid,
     ADD COLUMN hold_ttl_seconds int CHECK (hold_ttl_seconds > 0),
     ADD COLUMN max_holds_per_buyer int CHECK (max_holds_per_buyer > 0),
-    -- Stored for the orphan-seat and accessible-seat rules (DESIGN §11).
+    -- Stored for the orphan-seat and accessible-seat rules (docs/architecture.md#choosing-seats).
     ADD COLUMN orphan_rule text NOT NULL DEFAULT 'off' CHECK (orphan_rule IN ('off', 'strict')),
     ADD COLUMN accessible_release_at timestamptz,
     ADD CHECK (sales_end_at > on_sale_at),

@@ -1,4 +1,4 @@
--- The choosing rules of DESIGN §11 decided by the hold statement itself,
+-- The choosing rules (docs/architecture.md#choosing-seats) decided by the hold statement itself,
 -- from the event row in its own snapshot, like the sales window
 -- (event_open): a process whose cached settings lag a change can never
 -- hold against it. Plain SQL expressions, so the planner inlines them.

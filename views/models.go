@@ -265,8 +265,12 @@ type Booking struct {
 	Status       string
 	CancelReason string
 	EventName    string
+	Venue        string
+	When         string // the event's start in the venue's zone, zone named
 	Tickets      []Ticket
 	CreatedAt    time.Time
+	// PDF is the URL of the live tickets as a PDF; "" when none is live.
+	PDF string
 }
 
 // Ticket is one bought seat and what was paid for it.
@@ -275,8 +279,20 @@ type Ticket struct {
 	// Label names the seat for people: "Seat B-A-12", or "G place 94" for
 	// a standing place.
 	Label     string
+	Category  string
 	Price     string // what was paid
 	Cancelled bool
+	// QR is the ticket's code drawn as an SVG (package ticket), Code the
+	// code itself; both "" for a cancelled ticket.
+	QR   string
+	Code string
+}
+
+// MyBooking is a booking in the buyer's list of their tickets.
+type MyBooking struct {
+	ID, Reference, Status string
+	EventName, When       string
+	Tickets               int // live tickets
 }
 
 func rfc3339(t time.Time) string { return t.UTC().Format(time.RFC3339) }
@@ -405,4 +421,19 @@ type Delivery struct {
 	LastError   string
 	NextAt      *time.Time
 	DeliveredAt *time.Time
+}
+
+func venueText(v string) string {
+	if v == "" {
+		return ""
+	}
+	return " · " + v
+}
+
+// ticketsText says how many tickets of a booking still admit someone.
+func ticketsText(n int, status string) string {
+	if status == "cancelled" || n == 0 {
+		return "cancelled"
+	}
+	return plural(n, "1 ticket", strconv.Itoa(n)+" tickets")
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/google/uuid"
 
 	"seatd/internal/testenv"
+	"seatd/web/api"
 )
 
 // TestAPIEndToEnd drives the JSON API as two buyers would: sign up on the
@@ -25,7 +26,7 @@ func TestAPIEndToEnd(t *testing.T) {
 	buyers := make([]*client, 2)
 	for i := range buyers {
 		buyers[i] = s.client()
-		var acc accountJSON
+		var acc api.AccountJSON
 		buyers[i].do("POST", "/o/"+tn.Org.Slug+"/signup",
 			map[string]string{"email": "Buyer" + uuid.NewString()[:6] + "@Example.com", "password": "a-long-password"}).
 			want(t, http.StatusOK).json(t, &acc)
@@ -35,14 +36,14 @@ func TestAPIEndToEnd(t *testing.T) {
 	}
 	// Both see the org's event and its seats.
 	var events struct {
-		Events []eventJSON `json:"events"`
+		Events []api.EventJSON `json:"events"`
 	}
 	buyers[0].do("GET", "/api/v1/events", nil).want(t, http.StatusOK).json(t, &events)
 	if len(events.Events) != 1 || events.Events[0].ID != ev.ID || events.Events[0].Seats != 24 {
 		t.Fatalf("events %+v", events.Events)
 	}
 	var seats struct {
-		Seats []seatJSON `json:"seats"`
+		Seats []api.SeatJSON `json:"seats"`
 	}
 	e := "/api/v1/events/" + ev.ID.String()
 	buyers[1].do("GET", e+"/seats", nil).want(t, http.StatusOK).json(t, &seats)
@@ -126,7 +127,7 @@ func TestAPIEndToEnd(t *testing.T) {
 	// Purchase, retried with the same key: the same booking.
 	key := "order-" + uuid.NewString()
 	body := map[string]any{"hold_ids": []string{h.ID.String()}}
-	var b1, b2 bookingJSON
+	var b1, b2 api.BookingJSON
 	w.do("POST", e+"/purchase", body, "Idempotency-Key", key).want(t, http.StatusCreated).json(t, &b1)
 	w.do("POST", e+"/purchase", body, "Idempotency-Key", key).want(t, http.StatusOK).json(t, &b2)
 	if b1.ID != b2.ID || b1.Status != "confirmed" || len(b1.Tickets) != 1 || b1.Tickets[0].SeatID != seat ||
@@ -153,7 +154,7 @@ func TestAPIEndToEnd(t *testing.T) {
 	if len(active["holds"]) != 0 {
 		t.Fatalf("active holds left: %+v", active["holds"])
 	}
-	var occ occupancyJSON
+	var occ api.OccupancyJSON
 	staffC.do("GET", e+"/occupancy", nil).want(t, http.StatusOK).json(t, &occ)
 	if occ.Sold != 1 || occ.Held != 0 || occ.Total != 24 || occ.Available != 23 || len(occ.Sections) != 2 ||
 		occ.PercentSold != 4.17 || occ.PercentAvailable != 95.83 {
@@ -191,7 +192,7 @@ func TestStaffAPI(t *testing.T) {
 	}
 
 	org := s.as(tn.Org, tn.Organizer)
-	var blk blockJSON
+	var blk api.BlockJSON
 	org.do("POST", e+"/seats/"+seats[1].String()+"/block", map[string]string{"reason": "camera"}).want(t, http.StatusOK).json(t, &blk)
 	if blk.SeatID != seats[1] || blk.Status != "blocked" || blk.Version < 2 {
 		t.Fatalf("block %+v", blk)

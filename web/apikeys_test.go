@@ -11,6 +11,7 @@ import (
 
 	"seatd/internal/config"
 	"seatd/internal/testenv"
+	"seatd/web/api"
 )
 
 type keyListJSON struct {
@@ -56,7 +57,7 @@ func TestAPIKeyLifecycle(t *testing.T) {
 	}
 
 	k := s.withKey(secret)
-	var me accountJSON
+	var me api.AccountJSON
 	k.do("GET", "/api/v1/me", nil).want(t, http.StatusOK).json(t, &me)
 	if me.Org.ID != tn.Org.ID || me.Org.Slug != tn.Org.Slug || me.User.Role != "buyer" || me.User.Email != tn.Organizer.Email {
 		t.Fatalf("me with key: %+v", me)

@@ -15,6 +15,7 @@ import (
 	"seatd/internal/hold"
 	"seatd/internal/store"
 	"seatd/internal/testenv"
+	"seatd/web/api"
 )
 
 // TestBoxOfficeAPI: a customer hold, a sale (201, replay 200, key reused
@@ -51,7 +52,7 @@ func TestBoxOfficeAPI(t *testing.T) {
 
 	until := time.Now().Add(7 * 24 * time.Hour).UTC().Truncate(time.Second)
 	var hs struct {
-		Holds []holdJSON `json:"holds"`
+		Holds []api.HoldJSON `json:"holds"`
 	}
 	box.do("POST", holds, map[string]any{"seat_ids": []string{seats[0].String(), seats[1].String()}, "customer": cust,
 		"held_until": until}).want(t, 201).json(t, &hs)
@@ -59,7 +60,7 @@ func TestBoxOfficeAPI(t *testing.T) {
 		t.Fatalf("holds %+v", hs.Holds)
 	}
 	var list struct {
-		Holds []holdJSON `json:"holds"`
+		Holds []api.HoldJSON `json:"holds"`
 	}
 	box.do("GET", holds, nil).want(t, 200).json(t, &list)
 	if len(list.Holds) != 2 || list.Holds[0].Customer == nil || list.Holds[0].Customer.Note != "aisle" || list.Holds[0].UserID == nil {
@@ -69,13 +70,13 @@ func TestBoxOfficeAPI(t *testing.T) {
 	sales := "/api/v1/events/" + e + "/sales"
 	box.do("POST", sales, map[string]any{"hold_ids": ids, "payment_method": "cheque"}, "Idempotency-Key", "k1").wantErr(t, 422, "invalid")
 	box.do("POST", sales, map[string]any{"hold_ids": ids, "payment_method": "cash"}).wantErr(t, 422, "invalid")
-	var b bookingJSON
+	var b api.BookingJSON
 	box.do("POST", sales, map[string]any{"hold_ids": ids, "payment_method": "cash"}, "Idempotency-Key", "k1").want(t, 201).json(t, &b)
 	if b.Status != "confirmed" || b.Channel != "box_office" || b.PaymentMethod != "cash" || len(b.Tickets) != 2 ||
 		len(b.Reference) != 9 || b.Customer == nil || b.Customer.Name != "Ada Lovelace" {
 		t.Fatalf("booking %+v", b)
 	}
-	var again bookingJSON
+	var again api.BookingJSON
 	box.do("POST", sales, map[string]any{"hold_ids": ids, "payment_method": "cash"}, "Idempotency-Key", "k1").want(t, 200).json(t, &again)
 	if again.ID != b.ID {
 		t.Fatalf("replay answered booking %s, want %s", again.ID, b.ID)
@@ -89,7 +90,7 @@ func TestBoxOfficeAPI(t *testing.T) {
 	box.do("POST", path+"/cancel", map[string]any{}).wantErr(t, 422, "invalid")
 	box.do("POST", path+"/cancel", map[string]any{"reason": "x", "ticket_ids": []string{uuid.NewString()}}).wantErr(t, 404, "not_found")
 
-	var c bookingJSON
+	var c api.BookingJSON
 	box.do("POST", path+"/cancel", map[string]any{"reason": "customer ill", "ticket_ids": []string{b.Tickets[0].ID.String()}}).
 		want(t, 200).json(t, &c)
 	if c.Status != "partially_cancelled" || c.Tickets[0].Status != "cancelled" && c.Tickets[1].Status != "cancelled" {
@@ -100,7 +101,7 @@ func TestBoxOfficeAPI(t *testing.T) {
 		t.Fatalf("after cancel: %+v", c)
 	}
 	box.do("POST", path+"/cancel", map[string]any{"reason": "again"}).wantErr(t, http.StatusConflict, "conflict")
-	var got bookingJSON
+	var got api.BookingJSON
 	box.do("GET", path, nil).want(t, 200).json(t, &got)
 	if got.Status != "cancelled" || got.Tickets[0].Status != "cancelled" || got.Tickets[1].Status != "cancelled" {
 		t.Fatalf("read back: %+v", got)
@@ -139,7 +140,7 @@ func TestBuyerSeesCancel(t *testing.T) {
 		}
 	}
 	box.do("POST", "/api/v1/bookings/"+b.ID.String()+"/cancel", map[string]any{"reason": "show cancelled"}).want(t, 200)
-	var got bookingJSON
+	var got api.BookingJSON
 	buyer.do("GET", "/api/v1/bookings/"+b.ID.String(), nil).want(t, 200).json(t, &got)
 	if got.Status != "cancelled" || got.Channel != "web" || got.CancelReason != "show cancelled" {
 		t.Fatalf("buyer reads %+v", got)
@@ -204,7 +205,7 @@ func TestCustomerBestAPI(t *testing.T) {
 	}
 
 	var got struct {
-		Holds []holdJSON `json:"holds"`
+		Holds []api.HoldJSON `json:"holds"`
 	}
 	box.do("POST", holds, map[string]any{"best_available": best(3), "customer": cust, "held_until": until}).
 		want(t, 201).json(t, &got)
@@ -219,7 +220,7 @@ func TestCustomerBestAPI(t *testing.T) {
 		}
 	}
 	var list struct {
-		Holds []holdJSON `json:"holds"`
+		Holds []api.HoldJSON `json:"holds"`
 	}
 	box.do("GET", holds, nil).want(t, 200).json(t, &list)
 	for _, h := range list.Holds {
@@ -384,7 +385,7 @@ func TestFindBookingsAPI(t *testing.T) {
 		t.Fatal(err)
 	}
 	type found struct {
-		Bookings []bookingJSON `json:"bookings"`
+		Bookings []api.BookingJSON `json:"bookings"`
 	}
 	find := func(c *client, q url.Values) found {
 		t.Helper()

@@ -10,6 +10,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"seatd/internal/testenv"
+	"seatd/web/staff"
 )
 
 // TestBrowserEventFromChart: an organizer builds a chart in the chart
@@ -56,7 +57,7 @@ func TestBrowserEventFromChart(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	local := func(d time.Duration) string { return time.Now().Add(d).In(loc).Format(formTime) }
+	local := func(d time.Duration) string { return time.Now().Add(d).In(loc).Format(staff.FormTime) }
 	// Typed once: read back later, it must be the very value typed, even
 	// when a minute has turned meanwhile.
 	startsTyped := local(72 * time.Hour)

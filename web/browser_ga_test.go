@@ -129,7 +129,7 @@ func waitTotal(want string) chromedp.Action[chromedp.Void] {
 // cartTotal is the total the server renders in u's cart for event ev.
 func cartTotal(t *testing.T, a *app.App, u store.User, ev uuid.UUID) string {
 	t.Helper()
-	c, err := New(depsOf(a)).cart(context.Background(), actor(u), ev)
+	c, err := New(depsOf(a)).pages.Cart.View(context.Background(), actor(u), ev)
 	if err != nil {
 		t.Fatal(err)
 	}

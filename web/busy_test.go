@@ -9,6 +9,7 @@ import (
 
 	"seatd/internal/config"
 	"seatd/internal/testenv"
+	"seatd/web/api"
 )
 
 // TestLockTimeoutAnswersBusy: a request whose statement waits on a row
@@ -78,7 +79,7 @@ func TestLockTimeoutAnswersBusy(t *testing.T) {
 
 	// Sent again once the other change is done: bought.
 	unlock()
-	var b bookingJSON
+	var b api.BookingJSON
 	buyer.do("POST", e+"/purchase", body, "Idempotency-Key", key).want(t, http.StatusCreated).json(t, &b)
 	if b.Status != "confirmed" || len(b.Tickets) != 1 || b.Tickets[0].SeatID != seats[0] {
 		t.Fatalf("booking %+v", b)

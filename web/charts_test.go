@@ -16,6 +16,7 @@ import (
 	"seatd/internal/app"
 	"seatd/internal/chart"
 	"seatd/internal/testenv"
+	"seatd/web/api"
 )
 
 // testChart is a small valid chart: two seated sections with categories
@@ -76,7 +77,7 @@ func TestChartRoundTrip(t *testing.T) {
 	}
 	c.Sections = append(c.Sections, big)
 
-	var saved chartSaved
+	var saved api.ChartJSON
 	res := org.do("POST", "/api/v1/charts", c).want(t, http.StatusCreated)
 	res.json(t, &saved)
 	if saved.Version != 1 || saved.Name != "Town hall" || saved.Sections != 4 || saved.Seats != 16+2000 {
@@ -95,7 +96,7 @@ func TestChartRoundTrip(t *testing.T) {
 
 	// What GET answered, sent back byte for byte, is a new chart with the
 	// same layout (POST) or the chart's next version (PUT).
-	var again chartSaved
+	var again api.ChartJSON
 	org.do("POST", "/api/v1/charts", raw{"application/json", got.body}).want(t, http.StatusCreated).json(t, &again)
 	if again.ID == saved.ID {
 		t.Fatal("POST of a GET body reused the chart")
@@ -105,13 +106,13 @@ func TestChartRoundTrip(t *testing.T) {
 	if !reflect.DeepEqual(doc2.Chart, doc.Chart) {
 		t.Fatal("the layout changed on the round trip")
 	}
-	var v2 chartSaved
+	var v2 api.ChartJSON
 	org.do("PUT", "/api/v1/charts/"+saved.ID.String(), raw{"application/json", got.body}).want(t, http.StatusOK).json(t, &v2)
 	if v2.ID != saved.ID || v2.Version != 2 || v2.VersionID == saved.VersionID {
 		t.Fatalf("PUT answered %+v", v2)
 	}
 
-	var list struct{ Charts []chartSaved }
+	var list struct{ Charts []api.ChartJSON }
 	org.do("GET", "/api/v1/charts", nil).want(t, http.StatusOK).json(t, &list)
 	if len(list.Charts) != 2 {
 		t.Fatalf("list: %+v", list.Charts)
@@ -132,7 +133,7 @@ func TestChartVersions(t *testing.T) {
 	org := s.as(ten.Org, ten.Organizer)
 
 	c := testChart()
-	var saved chartSaved
+	var saved api.ChartJSON
 	org.do("POST", "/api/v1/charts", c).want(t, http.StatusCreated).json(t, &saved)
 	path := "/api/v1/charts/" + saved.ID.String()
 
@@ -140,7 +141,7 @@ func TestChartVersions(t *testing.T) {
 	c2.Name = "Town hall (new balcony)"
 	c2.Sections[1].Rows[0].Seats = c2.Sections[1].Rows[0].Seats[:2]
 	c2.Categories[1].Color = "#000000"
-	var v2 chartSaved
+	var v2 api.ChartJSON
 	org.do("PUT", path, c2).want(t, http.StatusOK).json(t, &v2)
 	if v2.Version != 2 || v2.Seats != 14 || v2.Name != c2.Name {
 		t.Fatalf("v2 %+v", v2)
@@ -179,7 +180,7 @@ func TestChartVersions(t *testing.T) {
 		wg.Go(func() {
 			c := testChart()
 			c.Name = fmt.Sprintf("edit %d", i)
-			var v chartSaved
+			var v api.ChartJSON
 			if r := org.do("PUT", path, c); r.status == http.StatusOK {
 				r.json(t, &v)
 				versions <- v.Version
@@ -212,7 +213,7 @@ func TestChartMalformed(t *testing.T) {
 	s := newTestServer(t, nil)
 	ten := testenv.NewTenant(t, s.app, 0)
 	org := s.as(ten.Org, ten.Organizer)
-	var existing chartSaved
+	var existing api.ChartJSON
 	org.do("POST", "/api/v1/charts", testChart()).want(t, http.StatusCreated).json(t, &existing)
 
 	edit := func(f func(c *chart.Chart)) any {
@@ -321,7 +322,7 @@ func TestChartCSV(t *testing.T) {
 		"A,2,1,0,1,stalls,",
 		`"B 1",1,1,0,5,balcony,`,
 	)
-	var saved chartSaved
+	var saved api.ChartJSON
 	org.do("POST", "/api/v1/charts?name=Hall", good).want(t, http.StatusCreated).json(t, &saved)
 	if saved.Seats != 5 || saved.Sections != 2 || saved.Name != "Hall" {
 		t.Fatalf("saved %+v", saved)
@@ -394,7 +395,7 @@ func TestChartAccess(t *testing.T) {
 	t.Parallel()
 	s := newTestServer(t, nil)
 	ta, tb := testenv.NewTenant(t, s.app, 1), testenv.NewTenant(t, s.app, 1)
-	var saved chartSaved
+	var saved api.ChartJSON
 	s.as(ta.Org, ta.Organizer).do("POST", "/api/v1/charts", testChart()).want(t, http.StatusCreated).json(t, &saved)
 	path := "/api/v1/charts/" + saved.ID.String()
 	before := chartRows(t, s.app, ta.Org.ID)
@@ -404,7 +405,7 @@ func TestChartAccess(t *testing.T) {
 	other.do("GET", path+"?version=1", nil).wantErr(t, http.StatusNotFound, "not_found")
 	other.do("PUT", path, testChart()).wantErr(t, http.StatusNotFound, "not_found")
 	other.do("PUT", path, raw{"text/csv", []byte(chart.CSVHeader + "\nA,1,1,0,0,,\n")}).wantErr(t, http.StatusNotFound, "not_found")
-	var list struct{ Charts []chartSaved }
+	var list struct{ Charts []api.ChartJSON }
 	other.do("GET", "/api/v1/charts", nil).want(t, http.StatusOK).json(t, &list)
 	if len(list.Charts) != 0 {
 		t.Fatalf("org B lists %+v", list.Charts)
@@ -467,7 +468,7 @@ func TestChartDelete(t *testing.T) {
 
 	// Unused, with two versions: gone, versions and all.
 	unused := testenv.NewChart(t, a, tn.Org.ID, 2, 4)
-	var saved chartSaved
+	var saved api.ChartJSON
 	org.do("GET", "/api/v1/charts/"+unused.ChartID.String(), nil).want(t, http.StatusOK)
 	org.do("PUT", "/api/v1/charts/"+unused.ChartID.String(), testChart()).want(t, http.StatusOK).json(t, &saved)
 	if saved.Version != 2 {

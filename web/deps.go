@@ -1,18 +1,18 @@
 package web
 
 import (
-	"context"
 	"log/slog"
 
-	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
 
-	"seatd/internal/auth"
 	"seatd/internal/config"
+	"seatd/internal/door"
 	"seatd/internal/hold"
 	"seatd/internal/store"
+	"seatd/internal/ticket"
+	"seatd/web/api"
 )
 
 // Deps are what the web layer is built from. The caller (cmd/seatd, the
@@ -27,8 +27,10 @@ type Deps struct {
 	// Redis keeps the rate-limit counters shared by processes and answers
 	// the readiness probe.
 	Redis redis.UniversalClient
-	// Store answers the reads pages and staff tables show (events, audit
-	// log, hold pages, customers); the core owns every write.
+	// Store holds what the handlers read beside the core (events, audit
+	// log, hold pages, customers) and the charts, API keys and webhook
+	// endpoints they keep; New hands each part only the sub-stores it
+	// uses.
 	Store *store.Store
 	// The hold core's jobs the handlers call; Engine also feeds the live
 	// hub and says how holds go (fast path, breaker).
@@ -38,7 +40,12 @@ type Deps struct {
 	Events    *hold.Events
 	Waitlist  *hold.Waitlist
 	Monitor   *hold.Monitor
-	Accounts  Accounts
+	Accounts  api.Authenticator
+	// The door and tickets: admissions, ticket codes, and the bookings
+	// with their tickets as pages and PDFs show them.
+	Door    *door.Door
+	Tickets ticket.Signer
+	Details *store.BookingMail
 	// Notifier hears session ends and API key revocations announced by
 	// Postgres (the process's notifier, internal/notify).
 	Notifier Notifier
@@ -51,13 +58,3 @@ type Notifier interface {
 	Listen(channel string, fn func(payload string)) (unlisten func())
 	OnReady(fn func()) (remove func())
 }
-
-// Accounts is what sign-in, sign-up and the session check ask of the
-// accounts; *auth.Accounts satisfies it.
-type Accounts interface {
-	Authenticate(ctx context.Context, orgSlug, email, password string) (store.Org, store.User, error)
-	Create(ctx context.Context, org uuid.UUID, email, password, role string) (store.User, error)
-	Current(ctx context.Context, org, user uuid.UUID, role string) (bool, error)
-}
-
-var _ Accounts = (*auth.Accounts)(nil)

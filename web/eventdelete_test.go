@@ -12,6 +12,7 @@ import (
 	"github.com/google/uuid"
 
 	"seatd/internal/testenv"
+	"seatd/web/api"
 )
 
 // TestEventDelete: an organizer deletes a draft nobody acted on (API and
@@ -29,8 +30,8 @@ func TestEventDelete(t *testing.T) {
 	org := s.as(tn.Org, tn.Organizer)
 	now := time.Now().UTC()
 	at := func(d time.Duration) string { return now.Add(d).Format(time.RFC3339) }
-	draft := func(chartID uuid.UUID) eventJSON {
-		var e eventJSON
+	draft := func(chartID uuid.UUID) api.EventJSON {
+		var e api.EventJSON
 		org.do("POST", "/api/v1/events", map[string]any{"name": "Matinee", "venue": "Hall", "starts_at": at(72 * time.Hour),
 			"time_zone": "Europe/Paris", "on_sale_at": at(-time.Minute), "sales_end_at": at(48 * time.Hour),
 			"chart_id": chartID.String(), "prices": []map[string]any{
@@ -56,7 +57,7 @@ func TestEventDelete(t *testing.T) {
 	}
 	firstSeat := func(id uuid.UUID) string {
 		var seats struct {
-			Seats []seatJSON `json:"seats"`
+			Seats []api.SeatJSON `json:"seats"`
 		}
 		org.do("GET", "/api/v1/events/"+id.String()+"/seats", nil).want(t, http.StatusOK).json(t, &seats)
 		return seats.Seats[0].ID.String()
@@ -101,7 +102,7 @@ func TestEventDelete(t *testing.T) {
 	if e := org.do("DELETE", "/api/v1/events/"+pub.ID.String(), nil).wantErr(t, http.StatusConflict, "conflict"); !strings.Contains(e.Message, "only a draft") {
 		t.Fatalf("refusal: %+v", e)
 	}
-	var got eventJSON
+	var got api.EventJSON
 	org.do("GET", "/api/v1/events/"+pub.ID.String(), nil).want(t, http.StatusOK).json(t, &got)
 	if got.Status != "on_sale" || seatsOf(pub.ID) != before {
 		t.Fatalf("after a refused delete: %s, seats %s (were %s)", got.Status, seatsOf(pub.ID), before)

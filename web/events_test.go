@@ -13,6 +13,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"seatd/internal/money"
 	"seatd/internal/testenv"
 )
 
@@ -247,7 +248,7 @@ func TestEventsAPI(t *testing.T) {
 	if c := occ.Categories[0]; c.Sold != 2 || c.RevenueSold != 3000 || len(c.RevenueSoldOther) != 1 || c.RevenueSoldOther["USD"] != 4000 {
 		t.Errorf("front after a sale in EUR: %+v; want 2 sold, 3000 in EUR and 4000 in USD", c)
 	}
-	soldCell := formatPrice(3000, "EUR") + " + " + formatPrice(4000, "USD")
+	soldCell := money.Format(3000, "EUR") + " + " + money.Format(4000, "USD")
 	if page := org.do("GET", "/admin/events/"+ev.ID.String(), nil).want(t, http.StatusOK); !strings.Contains(string(page.body), soldCell) {
 		t.Errorf("the dashboard does not show front's revenue sold as %q", soldCell)
 	}

@@ -15,6 +15,7 @@ import (
 
 	"seatd/internal/store"
 	"seatd/internal/testenv"
+	"seatd/web/httpx"
 )
 
 // The fuzz targets below send requests through the whole handler chain
@@ -155,9 +156,9 @@ func FuzzLogin(f *testing.F) {
 		before := e.writes(t)
 		var w *httptest.ResponseRecorder
 		if asForm {
-			w = e.serve("POST", "/login", "", mediaForm, formOf("org", org, "email", em, "password", password))
+			w = e.serve("POST", "/login", "", httpx.MediaForm, formOf("org", org, "email", em, "password", password))
 		} else {
-			w = e.serve("POST", "/login", "", mediaJSON, jsonObject("org", org, "email", em, "password", password))
+			w = e.serve("POST", "/login", "", httpx.MediaJSON, jsonObject("org", org, "email", em, "password", password))
 		}
 		e.check(t, w, before, true)
 	})
@@ -179,9 +180,9 @@ func FuzzSignup(f *testing.F) {
 		path := "/o/" + org + "/signup"
 		var w *httptest.ResponseRecorder
 		if asForm {
-			w = e.serve("POST", path, "", mediaForm, formOf("email", em, "password", password))
+			w = e.serve("POST", path, "", httpx.MediaForm, formOf("email", em, "password", password))
 		} else {
-			w = e.serve("POST", path, "", mediaJSON, jsonObject("email", em, "password", password))
+			w = e.serve("POST", path, "", httpx.MediaJSON, jsonObject("email", em, "password", password))
 		}
 		e.check(t, w, before, true)
 	})
@@ -205,7 +206,7 @@ func FuzzHold(f *testing.F) {
 		if list {
 			body = []byte(`{"seat_ids":[` + jsonText(seat) + `,` + jsonText(seat2) + `]}`)
 		}
-		w := e.serve("POST", "/api/v1/events/"+event+"/holds", "", mediaJSON, body, "Cookie", e.buyer)
+		w := e.serve("POST", "/api/v1/events/"+event+"/holds", "", httpx.MediaJSON, body, "Cookie", e.buyer)
 		e.check(t, w, before, false)
 	})
 }
@@ -227,7 +228,7 @@ func FuzzPurchase(f *testing.F) {
 			holdID = held
 		}
 		before := e.writes(t)
-		w := e.serve("POST", "/api/v1/events/"+e.ev.ID.String()+"/purchase", "", mediaJSON,
+		w := e.serve("POST", "/api/v1/events/"+e.ev.ID.String()+"/purchase", "", httpx.MediaJSON,
 			[]byte(`{"hold_ids":[`+jsonText(holdID)+`]}`), "Cookie", e.buyer, "Idempotency-Key", key)
 		e.check(t, w, before, false)
 	})
@@ -250,9 +251,9 @@ func FuzzStaffRelease(f *testing.F) {
 		before := e.writes(t)
 		var w *httptest.ResponseRecorder
 		if api {
-			w = e.serve("DELETE", "/api/v1/holds/"+h, "", mediaJSON, jsonObject("reason", reason), "Cookie", e.box)
+			w = e.serve("DELETE", "/api/v1/holds/"+h, "", httpx.MediaJSON, jsonObject("reason", reason), "Cookie", e.box)
 		} else {
-			w = e.serve("POST", "/box-office/events/"+e.ev.ID.String()+"/release", "", mediaForm,
+			w = e.serve("POST", "/box-office/events/"+e.ev.ID.String()+"/release", "", httpx.MediaForm,
 				formOf("hold_id", h, "reason", reason), "Cookie", e.box)
 		}
 		e.check(t, w, before, false)
@@ -277,7 +278,7 @@ func FuzzStaffLookups(f *testing.F) {
 		cookies := func(base string) string { return base + "; x=" + cookie }
 		filter := url.Values{"section": {section}, "holder": {holder}}.Encode()
 		for _, w := range []*httptest.ResponseRecorder{
-			e.serve("POST", "/box-office/events/"+ev+"/lookup", "", mediaForm, formOf("lookup", lookup, "section", section),
+			e.serve("POST", "/box-office/events/"+ev+"/lookup", "", httpx.MediaForm, formOf("lookup", lookup, "section", section),
 				"Cookie", cookies(e.box), "HX-Request", "true"),
 			e.serve("GET", "/box-office/events/"+ev+"/holds", filter, "", nil, "Cookie", cookies(e.box)),
 			e.serve("GET", "/admin/events/"+ev+"/audit", url.Values{"email": {lookup}, "seat": {seat}}.Encode(), "", nil,

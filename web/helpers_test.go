@@ -20,6 +20,7 @@ import (
 	"seatd/internal/hold"
 	"seatd/internal/store"
 	"seatd/internal/testenv"
+	"seatd/web/httpx"
 )
 
 // testServer is the web layer on a real app (Postgres, Redis) behind an
@@ -66,7 +67,8 @@ func serveApp(t testing.TB, a *app.App, o options) *testServer {
 func depsOf(a *app.App) Deps {
 	return Deps{Cfg: a.Cfg, Log: a.Log, Pool: a.Pool, Redis: a.Redis, Store: a.Store,
 		Engine: a.Engine, Holds: a.Holds, BoxOffice: a.BoxOffice, Events: a.Events, Waitlist: a.Waitlist, Monitor: a.Monitor,
-		Accounts: a.Accounts, Notifier: a.Notifier, Registry: a.Registry}
+		Accounts: a.Accounts, Notifier: a.Notifier, Registry: a.Registry,
+		Door: a.Door, Tickets: a.TicketKeys, Details: a.BookingDetails}
 }
 
 // client is one browser-like user agent: its own cookie jar, no redirects
@@ -200,9 +202,9 @@ func (r response) json(t testing.TB, v any) {
 }
 
 // errBody decodes an error answer, failing unless it has the error shape.
-func (r response) errBody(t testing.TB) errorBody {
+func (r response) errBody(t testing.TB) httpx.ErrorBody {
 	t.Helper()
-	var e errorBody
+	var e httpx.ErrorBody
 	if err := json.Unmarshal(r.body, &e); err != nil || e.Error == "" || e.Message == "" {
 		t.Fatalf("status %d: not a JSON error with error and message: %q", r.status, r.body)
 	}
@@ -218,7 +220,7 @@ func (r response) want(t testing.TB, status int) response {
 }
 
 // wantErr checks an error answer's status and code.
-func (r response) wantErr(t testing.TB, status int, code string) errorBody {
+func (r response) wantErr(t testing.TB, status int, code string) httpx.ErrorBody {
 	t.Helper()
 	r.want(t, status)
 	e := r.errBody(t)

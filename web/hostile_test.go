@@ -11,6 +11,7 @@ import (
 
 	"seatd/internal/app"
 	"seatd/internal/testenv"
+	"seatd/web/httpx"
 )
 
 // orgWrites is what a refused request must leave as it was: the org's
@@ -53,7 +54,7 @@ func TestHostileText(t *testing.T) {
 	esc := func(s string) string {
 		return strings.NewReplacer("\x00", `\u0000`, "\x01", `\u0001`, "\x1b", `\u001b`, "\u0085", `\u0085`).Replace(s)
 	}
-	js := func(body string) raw { return raw{contentType: mediaJSON, body: []byte(body)} }
+	js := func(body string) raw { return raw{contentType: httpx.MediaJSON, body: []byte(body)} }
 	release := func(reason string) raw {
 		return formBody(url.Values{"hold_id": {h.ID.String()}, "reason": {reason}})
 	}

@@ -1,10 +1,14 @@
 package web
 
 import (
+	"context"
 	"net/http"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"seatd/web/httpx"
 )
 
 // Ops is the handler of the ops listener (SEATD_OPS_ADDR, loopback by
@@ -21,4 +25,28 @@ func (s *Server) Ops() http.Handler {
 	metrics := prometheus.Gatherers{s.deps.Registry, live}
 	s.opsRoutes(mux, promhttp.HandlerFor(metrics, promhttp.HandlerOpts{Registry: s.deps.Registry}))
 	return mux
+}
+
+// healthz answers that the process is up.
+func (s *Server) healthz(w http.ResponseWriter, _ *http.Request) {
+	httpx.WriteJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+}
+
+// readyz reports whether this process can serve holds: Postgres must
+// answer; Redis down only degrades it to the Postgres path.
+func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
+	ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
+	defer cancel()
+	out := map[string]string{"postgres": "ok", "redis": "ok", "breaker": s.deps.Engine.BreakerState(), "mode": "fast"}
+	status := http.StatusOK
+	if err := s.deps.Store.Ping(ctx); err != nil {
+		out["postgres"], status = "unavailable", http.StatusServiceUnavailable
+	}
+	if err := s.deps.Redis.Ping(ctx).Err(); err != nil {
+		out["redis"] = "unavailable"
+	}
+	if !s.deps.Engine.FastPath() {
+		out["mode"] = "degraded: Redis unavailable, running on Postgres"
+	}
+	httpx.WriteJSON(w, status, out)
 }

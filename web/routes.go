@@ -6,158 +6,171 @@ import (
 
 	"seatd/internal/store"
 	"seatd/web/live"
+	"seatd/web/session"
 )
 
-// routes lists every route of the public listener in one place. Roles
-// (docs/architecture.md#roles-and-tenancy): holds, checkout and purchase are the buyer's; hold lists and
-// occupancy are staff's; blocking and the registry are the organizer's.
+// routes lists every route of the public listener in one place, each
+// behind its role guard (docs/architecture.md#roles-and-tenancy): holds,
+// checkout and purchase are the buyer's; hold lists and occupancy are
+// staff's; blocking and the registry are the organizer's.
 func (s *Server) routes() {
+	authed, page, public := s.guard.Authed, s.guard.Page, s.guard.Public
+	const buyer, staff, organizer, anyRole = session.Buyer, session.Staff, session.Organizer, session.AnyRole
+	const scanners = session.Scanners   // door staff, and staff standing in for them
+	h, p, st := s.api, s.pages, s.staff // the JSON API, the buyer pages, the staff pages
+
 	// Probes, where load balancers look; metrics and profiles are on the
 	// ops listener only (Ops, ops.go).
 	s.mux.HandleFunc("GET /healthz", s.healthz)
 	s.mux.HandleFunc("GET /readyz", s.readyz)
 
 	// Accounts.
-	s.mux.HandleFunc("POST /login", s.public(s.login))
-	s.mux.HandleFunc("POST /o/{org}/signup", s.public(s.signup))
-	s.mux.HandleFunc("POST /logout", s.public(s.logout))
-	s.mux.HandleFunc("GET /api/v1/me", s.authed(anyRole, s.me))
+	s.mux.HandleFunc("POST /login", public(h.Accounts.Login))
+	s.mux.HandleFunc("POST /o/{org}/signup", public(h.Accounts.Signup))
+	s.mux.HandleFunc("POST /logout", public(h.Accounts.Logout))
+	s.mux.HandleFunc("GET /api/v1/me", authed(anyRole, h.Accounts.Me))
 
 	// Events and seats.
-	s.mux.HandleFunc("GET /api/v1/events", s.authed(anyRole, s.listEvents))
-	s.mux.HandleFunc("GET /api/v1/events/{event}", s.authed(anyRole, s.getEvent))
-	s.mux.HandleFunc("GET /api/v1/events/{event}/seats", s.authed(anyRole, s.listSeats))
-	s.mux.HandleFunc("POST /api/v1/events", s.authed(organizer, s.createEvent))
-	s.mux.HandleFunc("PATCH /api/v1/events/{event}", s.authed(organizer, s.updateEvent))
-	s.mux.HandleFunc("DELETE /api/v1/events/{event}", s.authed(organizer, s.deleteEvent))
+	s.mux.HandleFunc("GET /api/v1/events", authed(anyRole, h.Events.List))
+	s.mux.HandleFunc("GET /api/v1/events/{event}", authed(anyRole, h.Events.Get))
+	s.mux.HandleFunc("GET /api/v1/events/{event}/seats", authed(anyRole, h.Events.Seats))
+	s.mux.HandleFunc("POST /api/v1/events", authed(organizer, h.Events.Create))
+	s.mux.HandleFunc("PATCH /api/v1/events/{event}", authed(organizer, h.Events.Update))
+	s.mux.HandleFunc("DELETE /api/v1/events/{event}", authed(organizer, h.Events.Delete))
 
 	// Venue charts (docs/architecture.md#charts-and-events); the organizer's alone.
-	s.mux.HandleFunc("POST /api/v1/charts", s.authed(organizer, s.createChart))
-	s.mux.HandleFunc("GET /api/v1/charts", s.authed(organizer, s.listCharts))
-	s.mux.HandleFunc("GET /api/v1/charts/{chart}", s.authed(organizer, s.getChart))
-	s.mux.HandleFunc("PUT /api/v1/charts/{chart}", s.authed(organizer, s.updateChart))
-	s.mux.HandleFunc("DELETE /api/v1/charts/{chart}", s.authed(organizer, s.deleteChart))
+	s.mux.HandleFunc("POST /api/v1/charts", authed(organizer, h.Charts.Create))
+	s.mux.HandleFunc("GET /api/v1/charts", authed(organizer, h.Charts.List))
+	s.mux.HandleFunc("GET /api/v1/charts/{chart}", authed(organizer, h.Charts.Get))
+	s.mux.HandleFunc("PUT /api/v1/charts/{chart}", authed(organizer, h.Charts.Update))
+	s.mux.HandleFunc("DELETE /api/v1/charts/{chart}", authed(organizer, h.Charts.Delete))
 
 	// Buying.
-	// Staff hold here too, for a named customer only (createHold).
-	s.mux.HandleFunc("POST /api/v1/events/{event}/holds", s.authed(anyRole, s.createHold))
-	s.mux.HandleFunc("GET /api/v1/events/{event}/holds/mine", s.authed(buyer, s.myHolds))
-	s.mux.HandleFunc("DELETE /api/v1/holds/{hold}", s.authed(anyRole, s.releaseHold))
-	s.mux.HandleFunc("POST /api/v1/events/{event}/checkout", s.authed(buyer, s.checkout))
-	s.mux.HandleFunc("POST /api/v1/events/{event}/purchase", s.authed(buyer, s.purchase))
-	// The waitlist (docs/architecture.md#the-waitlist): buyers join and leave; staff see the line
-	// and may take anyone out of it.
-	s.mux.HandleFunc("POST /api/v1/events/{event}/waitlist", s.authed(buyer, s.joinWaitlist))
-	s.mux.HandleFunc("GET /api/v1/events/{event}/waitlist/mine", s.authed(buyer, s.myWaitlist))
-	s.mux.HandleFunc("GET /api/v1/events/{event}/waitlist", s.authed(staff, s.eventWaitlist))
-	s.mux.HandleFunc("DELETE /api/v1/waitlist/{entry}", s.authed(anyRole, s.leaveWaitlist))
+	// Staff hold here too, for a named customer only (api.Holds.Create).
+	s.mux.HandleFunc("POST /api/v1/events/{event}/holds", authed(anyRole, h.Holds.Create))
+	s.mux.HandleFunc("GET /api/v1/events/{event}/holds/mine", authed(buyer, h.Holds.Mine))
+	s.mux.HandleFunc("DELETE /api/v1/holds/{hold}", authed(anyRole, h.Holds.Release))
+	s.mux.HandleFunc("POST /api/v1/events/{event}/checkout", authed(buyer, h.Holds.Checkout))
+	s.mux.HandleFunc("POST /api/v1/events/{event}/purchase", authed(buyer, h.Holds.Purchase))
+	// The waitlist (docs/architecture.md#the-waitlist): buyers join and
+	// leave; staff see the line and may take anyone out of it.
+	s.mux.HandleFunc("POST /api/v1/events/{event}/waitlist", authed(buyer, h.Waitlist.Join))
+	s.mux.HandleFunc("GET /api/v1/events/{event}/waitlist/mine", authed(buyer, h.Waitlist.Mine))
+	s.mux.HandleFunc("GET /api/v1/events/{event}/waitlist", authed(staff, h.Waitlist.Line))
+	s.mux.HandleFunc("DELETE /api/v1/waitlist/{entry}", authed(anyRole, h.Waitlist.Leave))
 
 	// Staff.
-	s.mux.HandleFunc("GET /api/v1/events/{event}/holds", s.authed(staff, s.eventHolds))
-	s.mux.HandleFunc("GET /api/v1/events/{event}/occupancy", s.authed(staff, s.occupancy))
-	// Box office blocks and unblocks too (their page has a small seat map
-	// for it).
-	s.mux.HandleFunc("POST /api/v1/events/{event}/seats/{seat}/block", s.authed(staff, s.blockSeat))
-	s.mux.HandleFunc("POST /api/v1/events/{event}/seats/{seat}/unblock", s.authed(staff, s.unblockSeat))
-	s.mux.HandleFunc("POST /api/v1/events/{event}/sales", s.authed(staff, s.sell))
-	s.mux.HandleFunc("GET /api/v1/bookings", s.authed(staff, s.findBookings))
-	s.mux.HandleFunc("GET /api/v1/bookings/{booking}", s.authed(anyRole, s.getBooking))
-	s.mux.HandleFunc("POST /api/v1/bookings/{booking}/cancel", s.authed(staff, s.cancelBooking))
-	s.mux.HandleFunc("GET /api/v1/events/{event}/house-seats", s.authed(staff, s.listHouseSeats))
-	s.mux.HandleFunc("POST /api/v1/events/{event}/house-seats", s.authed(staff, s.createHouseSeats))
-	s.mux.HandleFunc("POST /api/v1/house-seats/{allocation}/release", s.authed(staff, s.releaseHouseSeats))
-	s.mux.HandleFunc("GET /api/v1/events/{event}/registry", s.authed(organizer, s.registry))
-	s.mux.HandleFunc("POST /api/v1/events/{event}/registry/reconcile", s.authed(organizer, s.reconcile))
-	s.mux.HandleFunc("GET /api/v1/events/{event}/exports/seats.csv", s.authed(organizer, s.exportCSV(store.ExportSeats)))
-	s.mux.HandleFunc("GET /api/v1/events/{event}/exports/bookings.csv", s.authed(organizer, s.exportCSV(store.ExportBookings)))
-	s.mux.HandleFunc("GET /api/v1/events/{event}/exports/audit.csv", s.authed(organizer, s.exportCSV(store.ExportAudit)))
+	s.mux.HandleFunc("GET /api/v1/events/{event}/holds", authed(staff, h.Holds.EventHolds))
+	s.mux.HandleFunc("GET /api/v1/events/{event}/occupancy", authed(staff, h.Registry.Occupancy))
+	// Box office blocks and unblocks too (docs/box-office.md: their page
+	// has a small seat map for it).
+	s.mux.HandleFunc("POST /api/v1/events/{event}/seats/{seat}/block", authed(staff, h.Events.Block))
+	s.mux.HandleFunc("POST /api/v1/events/{event}/seats/{seat}/unblock", authed(staff, h.Events.Unblock))
+	s.mux.HandleFunc("POST /api/v1/events/{event}/sales", authed(staff, h.BoxOffice.Sell))
+	s.mux.HandleFunc("GET /api/v1/bookings", authed(staff, h.BoxOffice.Find))
+	s.mux.HandleFunc("GET /api/v1/bookings/{booking}", authed(anyRole, h.BoxOffice.Booking))
+	s.mux.HandleFunc("POST /api/v1/bookings/{booking}/cancel", authed(staff, h.BoxOffice.Cancel))
+	s.mux.HandleFunc("GET /api/v1/events/{event}/house-seats", authed(staff, h.BoxOffice.HouseSeats))
+	s.mux.HandleFunc("POST /api/v1/events/{event}/house-seats", authed(staff, h.BoxOffice.CreateHouseSeats))
+	s.mux.HandleFunc("POST /api/v1/house-seats/{allocation}/release", authed(staff, h.BoxOffice.ReleaseHouseSeats))
+	s.mux.HandleFunc("GET /api/v1/events/{event}/registry", authed(organizer, h.Registry.Status))
+	s.mux.HandleFunc("POST /api/v1/events/{event}/registry/reconcile", authed(organizer, h.Registry.Reconcile))
+	s.mux.HandleFunc("GET /api/v1/events/{event}/exports/seats.csv", authed(organizer, h.Exports.CSV(store.ExportSeats)))
+	s.mux.HandleFunc("GET /api/v1/events/{event}/exports/bookings.csv", authed(organizer, h.Exports.CSV(store.ExportBookings)))
+	s.mux.HandleFunc("GET /api/v1/events/{event}/exports/audit.csv", authed(organizer, h.Exports.CSV(store.ExportAudit)))
+
+	// Tickets and the door (docs/architecture.md#ticket-codes, #check-ins).
+	s.mux.HandleFunc("GET /api/v1/me/bookings", authed(buyer, h.Tickets.Mine))
+	s.mux.HandleFunc("POST /api/v1/events/{event}/checkins", authed(scanners, h.Door.Checkin))
+	s.mux.HandleFunc("POST /api/v1/events/{event}/checkins/sync", authed(scanners, h.Door.Sync))
+	s.mux.HandleFunc("GET /api/v1/events/{event}/checkins/key", authed(scanners, h.Door.Key))
+	s.mux.HandleFunc("GET /api/v1/events/{event}/checkins", authed(scanners, h.Door.Counts))
+	s.mux.HandleFunc("GET /api/v1/events/{event}/exports/checkins.csv", authed(organizer, h.Door.CSV))
 
 	// Integrators.
-	s.mux.HandleFunc("GET /api/v1/openapi.json", s.public(s.openAPIDoc))
-	s.mux.HandleFunc("POST /api/v1/api-keys", s.authed(organizer, s.createAPIKey))
-	s.mux.HandleFunc("GET /api/v1/api-keys", s.authed(organizer, s.listAPIKeys))
-	s.mux.HandleFunc("DELETE /api/v1/api-keys/{key}", s.authed(organizer, s.revokeAPIKey))
-	s.mux.HandleFunc("POST /api/v1/webhooks", s.authed(organizer, s.createWebhook))
-	s.mux.HandleFunc("GET /api/v1/webhooks", s.authed(organizer, s.listWebhooks))
-	s.mux.HandleFunc("DELETE /api/v1/webhooks/{webhook}", s.authed(organizer, s.deleteWebhook))
-	s.mux.HandleFunc("GET /api/v1/webhooks/{webhook}/deliveries", s.authed(organizer, s.listDeliveries))
-	s.mux.HandleFunc("POST /api/v1/webhooks/{webhook}/deliveries/{delivery}/redeliver", s.authed(organizer, s.redeliver))
+	s.mux.HandleFunc("GET /api/v1/openapi.json", public(s.openAPIDoc))
+	s.mux.HandleFunc("POST /api/v1/api-keys", authed(organizer, h.Keys.Create))
+	s.mux.HandleFunc("GET /api/v1/api-keys", authed(organizer, h.Keys.List))
+	s.mux.HandleFunc("DELETE /api/v1/api-keys/{key}", authed(organizer, h.Keys.Revoke))
+	s.mux.HandleFunc("POST /api/v1/webhooks", authed(organizer, h.Webhooks.Create))
+	s.mux.HandleFunc("GET /api/v1/webhooks", authed(organizer, h.Webhooks.List))
+	s.mux.HandleFunc("DELETE /api/v1/webhooks/{webhook}", authed(organizer, h.Webhooks.Delete))
+	s.mux.HandleFunc("GET /api/v1/webhooks/{webhook}/deliveries", authed(organizer, h.Webhooks.Deliveries))
+	s.mux.HandleFunc("POST /api/v1/webhooks/{webhook}/deliveries/{delivery}/redeliver", authed(organizer, h.Webhooks.Redeliver))
 
 	// Pages and the buyer's live socket.
 	s.mux.Handle("GET /static/", s.assets)
-	s.mux.HandleFunc("GET /{$}", s.home)
-	s.mux.HandleFunc("GET /login", s.loginPage)
-	s.mux.HandleFunc("GET /o/{org}/signup", s.signupPage)
-	s.mux.HandleFunc("GET /events", s.page(anyRole, s.eventsPage))
-	s.mux.HandleFunc("GET /e/{event}", s.page(anyRole, s.seatMapPage))
-	s.mux.HandleFunc("GET /e/{event}/map", s.page(anyRole, s.venueFragment))
-	s.mux.HandleFunc("GET /e/{event}/cart", s.page(anyRole, s.cartFragment))
-	s.mux.HandleFunc("POST /e/{event}/seats/{seat}/toggle", s.page(anyRole, s.toggleSeat))
-	s.mux.HandleFunc("POST /e/{event}/ga/{section}", s.page(anyRole, s.holdGAPlaces))
-	s.mux.HandleFunc("POST /e/{event}/best", s.page(anyRole, s.bestSeats))
-	s.mux.HandleFunc("DELETE /e/{event}/holds/{hold}", s.page(anyRole, s.releaseFromCart))
-	s.mux.HandleFunc("POST /e/{event}/checkout", s.page(anyRole, s.checkoutCart))
-	s.mux.HandleFunc("POST /e/{event}/pay", s.page(anyRole, s.pay))
-	s.mux.HandleFunc("GET /e/{event}/waitlist", s.page(buyer, s.waitlistFragment))
-	s.mux.HandleFunc("POST /e/{event}/waitlist", s.page(buyer, s.joinWaitlistForm))
-	s.mux.HandleFunc("DELETE /e/{event}/waitlist/{entry}", s.page(buyer, s.leaveWaitlistForm))
-	// The place in line is pushed on the seat map's live socket.
-	s.hub.EnableWaitlist(live.WaitlistOptions{Source: s.deps.Engine, Renderer: livePanels{store: s.deps.Store.Waitlist}})
-	s.mux.HandleFunc("GET /bookings/{booking}", s.page(buyer, s.bookingPage))
-	s.mux.HandleFunc("GET /live/events/{event}", s.authed(anyRole, s.liveSocket(live.StreamSeats)))
-
-	// Staff pages; turning them on also turns on the hub's staff streams.
-	p := newStaffPages(s)
-	s.hub.EnableStaff(live.StaffOptions{Renderer: p, Notice: p.releaseNotice})
+	s.mux.HandleFunc("GET /{$}", p.SignIn.Home)
+	s.mux.HandleFunc("GET /login", p.SignIn.Login)
+	s.mux.HandleFunc("GET /o/{org}/signup", p.SignIn.Signup)
+	s.mux.HandleFunc("GET /events", page(anyRole, p.Events.List))
+	s.mux.HandleFunc("GET /e/{event}", page(anyRole, p.SeatMap.Page))
+	s.mux.HandleFunc("GET /e/{event}/map", page(anyRole, p.SeatMap.Venue))
+	s.mux.HandleFunc("GET /e/{event}/cart", page(anyRole, p.Cart.Fragment))
+	s.mux.HandleFunc("POST /e/{event}/seats/{seat}/toggle", page(anyRole, p.Cart.Toggle))
+	s.mux.HandleFunc("POST /e/{event}/ga/{section}", page(anyRole, p.Cart.Places))
+	s.mux.HandleFunc("POST /e/{event}/best", page(anyRole, p.Cart.Best))
+	s.mux.HandleFunc("DELETE /e/{event}/holds/{hold}", page(anyRole, p.Cart.Release))
+	s.mux.HandleFunc("POST /e/{event}/checkout", page(anyRole, p.Cart.Checkout))
+	s.mux.HandleFunc("POST /e/{event}/pay", page(anyRole, p.Cart.Pay))
+	s.mux.HandleFunc("GET /e/{event}/waitlist", page(buyer, p.Waitlist.Fragment))
+	s.mux.HandleFunc("POST /e/{event}/waitlist", page(buyer, p.Waitlist.Join))
+	s.mux.HandleFunc("DELETE /e/{event}/waitlist/{entry}", page(buyer, p.Waitlist.Leave))
+	s.mux.HandleFunc("GET /bookings/{booking}", page(buyer, p.Booking.Page))
+	s.mux.HandleFunc("GET /bookings/{booking}/tickets.pdf", page(buyer, p.Booking.PDF))
+	s.mux.HandleFunc("GET /me/tickets", page(buyer, p.MyTickets.Page))
+	s.mux.HandleFunc("GET /door", page(scanners, st.Door.Events))
+	s.mux.HandleFunc("GET /door/e/{event}", page(scanners, st.Door.Scanner))
+	s.mux.HandleFunc("GET /live/events/{event}", authed(anyRole, s.liveSocket(live.StreamSeats)))
 
 	// Organizer.
-	s.mux.HandleFunc("GET /admin/events", s.page(organizer, p.adminEventsPage))
-	s.mux.HandleFunc("GET /admin/events/new", s.page(organizer, p.newEventPage))
-	s.mux.HandleFunc("POST /admin/events", s.page(organizer, p.createEventForm))
-	s.mux.HandleFunc("GET /admin/events/{event}/edit", s.page(organizer, p.editEventPage))
-	s.mux.HandleFunc("POST /admin/events/{event}", s.page(organizer, p.updateEventForm))
-	s.mux.HandleFunc("POST /admin/events/{event}/status", s.page(organizer, p.setEventStatus))
-	s.mux.HandleFunc("POST /admin/events/{event}/delete", s.page(organizer, p.deleteEventForm))
-	s.mux.HandleFunc("GET /admin/events/{event}", s.page(organizer, p.dashboardPage))
-	s.mux.HandleFunc("GET /admin/events/{event}/occupancy", s.page(organizer, p.occupancyFragment))
-	s.mux.HandleFunc("POST /admin/events/{event}/occupancy/verify", s.page(organizer, p.verifyFragment))
-	s.mux.HandleFunc("GET /admin/events/{event}/feed", s.page(organizer, p.feedFragment))
-	s.mux.HandleFunc("GET /admin/events/{event}/waitlist", s.page(organizer, p.staffWaitlistFragment))
-	s.mux.HandleFunc("GET /admin/events/{event}/registry", s.page(organizer, p.registryFragment))
-	s.mux.HandleFunc("POST /admin/events/{event}/registry/reconcile", s.page(organizer, p.reconcileFragment))
-	s.mux.HandleFunc("GET /admin/events/{event}/audit", s.page(organizer, p.auditPage))
-	s.mux.HandleFunc("GET /admin/charts", s.page(organizer, s.chartsPage))
-	s.mux.HandleFunc("GET /admin/charts/new", s.page(organizer, s.newChartPage))
-	s.mux.HandleFunc("GET /admin/charts/{chart}", s.page(organizer, s.chartPage))
-	s.mux.HandleFunc("POST /admin/charts/{chart}/delete", s.page(organizer, s.deleteChartForm))
-	s.mux.HandleFunc("GET /admin/api-keys", s.page(organizer, s.apiKeysPage))
-	s.mux.HandleFunc("POST /admin/api-keys", s.page(organizer, s.createAPIKeyForm))
-	s.mux.HandleFunc("POST /admin/api-keys/{key}/revoke", s.page(organizer, s.revokeAPIKeyForm))
-	s.mux.HandleFunc("GET /admin/webhooks", s.page(organizer, s.webhooksPage))
-	s.mux.HandleFunc("POST /admin/webhooks", s.page(organizer, s.createWebhookForm))
-	s.mux.HandleFunc("POST /admin/webhooks/{webhook}/delete", s.page(organizer, s.deleteWebhookForm))
-	s.mux.HandleFunc("GET /admin/webhooks/{webhook}/deliveries", s.page(organizer, s.deliveriesPage))
-	s.mux.HandleFunc("POST /admin/webhooks/{webhook}/deliveries/{delivery}/redeliver", s.page(organizer, s.redeliverForm))
+	s.mux.HandleFunc("GET /admin/events", page(organizer, st.Events.List))
+	s.mux.HandleFunc("GET /admin/events/new", page(organizer, st.Events.New))
+	s.mux.HandleFunc("POST /admin/events", page(organizer, st.Events.Create))
+	s.mux.HandleFunc("GET /admin/events/{event}/edit", page(organizer, st.Events.Edit))
+	s.mux.HandleFunc("POST /admin/events/{event}", page(organizer, st.Events.Update))
+	s.mux.HandleFunc("POST /admin/events/{event}/status", page(organizer, st.Events.SetStatus))
+	s.mux.HandleFunc("POST /admin/events/{event}/delete", page(organizer, st.Events.Delete))
+	s.mux.HandleFunc("GET /admin/events/{event}", page(organizer, st.Dashboard.Page))
+	s.mux.HandleFunc("GET /admin/events/{event}/occupancy", page(organizer, st.Dashboard.Occupancy))
+	s.mux.HandleFunc("POST /admin/events/{event}/occupancy/verify", page(organizer, st.Dashboard.Verify))
+	s.mux.HandleFunc("GET /admin/events/{event}/feed", page(organizer, st.Dashboard.Feed))
+	s.mux.HandleFunc("GET /admin/events/{event}/waitlist", page(organizer, st.Dashboard.Waitlist))
+	s.mux.HandleFunc("GET /admin/events/{event}/registry", page(organizer, st.Dashboard.Registry))
+	s.mux.HandleFunc("POST /admin/events/{event}/registry/reconcile", page(organizer, st.Dashboard.Reconcile))
+	s.mux.HandleFunc("GET /admin/events/{event}/audit", page(organizer, st.Audit.Page))
+	s.mux.HandleFunc("GET /admin/charts", page(organizer, st.Charts.List))
+	s.mux.HandleFunc("GET /admin/charts/new", page(organizer, st.Charts.New))
+	s.mux.HandleFunc("GET /admin/charts/{chart}", page(organizer, st.Charts.Edit))
+	s.mux.HandleFunc("POST /admin/charts/{chart}/delete", page(organizer, st.Charts.Delete))
+	s.mux.HandleFunc("GET /admin/api-keys", page(organizer, st.Keys.Page))
+	s.mux.HandleFunc("POST /admin/api-keys", page(organizer, st.Keys.Create))
+	s.mux.HandleFunc("POST /admin/api-keys/{key}/revoke", page(organizer, st.Keys.Revoke))
+	s.mux.HandleFunc("GET /admin/webhooks", page(organizer, st.Webhooks.Page))
+	s.mux.HandleFunc("POST /admin/webhooks", page(organizer, st.Webhooks.Create))
+	s.mux.HandleFunc("POST /admin/webhooks/{webhook}/delete", page(organizer, st.Webhooks.Delete))
+	s.mux.HandleFunc("GET /admin/webhooks/{webhook}/deliveries", page(organizer, st.Webhooks.Deliveries))
+	s.mux.HandleFunc("POST /admin/webhooks/{webhook}/deliveries/{delivery}/redeliver", page(organizer, st.Webhooks.Redeliver))
 
 	// Box office; organizers may use it too.
-	s.mux.HandleFunc("GET /box-office/events/{event}", s.page(staff, p.boxOfficePage))
-	s.mux.HandleFunc("POST /box-office/events/{event}/lookup", s.page(staff, p.lookupCustomer))
-	s.mux.HandleFunc("GET /box-office/events/{event}/holds", s.page(staff, p.holdsFragment))
-	s.mux.HandleFunc("GET /box-office/events/{event}/map", s.page(staff, p.boxMapFragment))
-	s.mux.HandleFunc("POST /box-office/events/{event}/release", s.page(staff, p.releaseHolds))
-	s.mux.HandleFunc("POST /box-office/events/{event}/seats/{seat}/block", s.page(staff, p.boxBlock))
-	s.mux.HandleFunc("POST /box-office/events/{event}/seats/{seat}/unblock", s.page(staff, p.boxUnblock))
-	s.mux.HandleFunc("POST /box-office/events/{event}/customer-holds", s.page(staff, p.customerHold))
-	s.mux.HandleFunc("POST /box-office/events/{event}/customer-best", s.page(staff, p.customerBest))
-	s.mux.HandleFunc("POST /box-office/events/{event}/sell", s.page(staff, p.sellHolds))
-	s.mux.HandleFunc("POST /box-office/events/{event}/house-seats", s.page(staff, p.createHouse))
-	s.mux.HandleFunc("POST /box-office/house-seats/{allocation}/release", s.page(staff, p.releaseHouse))
-	s.mux.HandleFunc("GET /box-office/bookings/{booking}", s.page(staff, p.confirmationPage))
-	s.mux.HandleFunc("POST /box-office/bookings/{booking}/cancel", s.page(staff, p.cancelTickets))
+	s.mux.HandleFunc("GET /box-office/events/{event}", page(staff, st.BoxOffice.Page))
+	s.mux.HandleFunc("POST /box-office/events/{event}/lookup", page(staff, st.BoxOffice.Lookup))
+	s.mux.HandleFunc("GET /box-office/events/{event}/holds", page(staff, st.BoxOffice.Holds))
+	s.mux.HandleFunc("GET /box-office/events/{event}/map", page(staff, st.BoxOffice.Map))
+	s.mux.HandleFunc("POST /box-office/events/{event}/release", page(staff, st.BoxOffice.Release))
+	s.mux.HandleFunc("POST /box-office/events/{event}/seats/{seat}/block", page(staff, st.BoxOffice.Block))
+	s.mux.HandleFunc("POST /box-office/events/{event}/seats/{seat}/unblock", page(staff, st.BoxOffice.Unblock))
+	s.mux.HandleFunc("POST /box-office/events/{event}/customer-holds", page(staff, st.Counter.CustomerHold))
+	s.mux.HandleFunc("POST /box-office/events/{event}/customer-best", page(staff, st.Counter.CustomerBest))
+	s.mux.HandleFunc("POST /box-office/events/{event}/sell", page(staff, st.Counter.Sell))
+	s.mux.HandleFunc("POST /box-office/events/{event}/house-seats", page(staff, st.Counter.CreateHouse))
+	s.mux.HandleFunc("POST /box-office/house-seats/{allocation}/release", page(staff, st.Counter.ReleaseHouse))
+	s.mux.HandleFunc("GET /box-office/bookings/{booking}", page(staff, st.Counter.Confirmation))
+	s.mux.HandleFunc("POST /box-office/bookings/{booking}/cancel", page(staff, st.Counter.Cancel))
 
 	// Their live sockets.
-	s.mux.HandleFunc("GET /live/events/{event}/dashboard", p.authed(organizer, p.liveSocket(live.StreamDashboard)))
-	s.mux.HandleFunc("GET /live/events/{event}/box-office", p.authed(staff, p.liveSocket(live.StreamBoxOffice)))
+	s.mux.HandleFunc("GET /live/events/{event}/dashboard", authed(organizer, s.liveSocket(live.StreamDashboard)))
+	s.mux.HandleFunc("GET /live/events/{event}/box-office", authed(staff, s.liveSocket(live.StreamBoxOffice)))
 }
 
 // opsRoutes lists the routes of the ops listener (see Ops): metrics,

@@ -11,6 +11,8 @@ import (
 
 	"seatd/internal/config"
 	"seatd/internal/testenv"
+	"seatd/web/httpx"
+	"seatd/web/session"
 )
 
 // TestCrossOrigin: a cross-site state-changing request is refused (403);
@@ -54,7 +56,7 @@ func TestSecurityHeaders(t *testing.T) {
 	s.srv.mux.HandleFunc("GET /test/panic", func(http.ResponseWriter, *http.Request) { panic("boom") })
 	c := s.client()
 	want := map[string]string{
-		"Content-Security-Policy": contentSecurityPolicy,
+		"Content-Security-Policy": httpx.ContentSecurityPolicy,
 		"X-Content-Type-Options":  "nosniff",
 		"Referrer-Policy":         "same-origin",
 		"X-Frame-Options":         "DENY",
@@ -78,7 +80,7 @@ func TestSecurityHeaders(t *testing.T) {
 		}
 		if rq.status >= 400 {
 			e := r.errBody(t)
-			if rq.status == 500 && (e.Error != "internal" || e.Message != internalMessage) {
+			if rq.status == 500 && (e.Error != "internal" || e.Message != httpx.InternalMessage) {
 				t.Fatalf("panic answer: %s", r.body)
 			}
 		}
@@ -93,7 +95,7 @@ func TestSecurityHeaders(t *testing.T) {
 func oneLimiterMinute(s *testServer) {
 	start := time.Now()
 	top := start.Truncate(time.Minute)
-	s.srv.limits.now = func() time.Time { return top.Add(time.Since(start)) }
+	s.srv.limits.SetClock(func() time.Time { return top.Add(time.Since(start)) })
 }
 
 // TestHoldRateLimit: the per-user hold limit answers 429 rate_limited with
@@ -190,7 +192,7 @@ func TestHijackAndFlush(t *testing.T) {
 	t.Parallel()
 	s := newTestServer(t, nil)
 	s.srv.mux.HandleFunc("GET /test/hijack", func(w http.ResponseWriter, r *http.Request) {
-		if _, ok := actorFrom(r.Context()); !ok {
+		if _, ok := session.ActorFrom(r.Context()); !ok {
 			http.Error(w, "no actor", http.StatusUnauthorized)
 			return
 		}

@@ -2,7 +2,6 @@ package web
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"net/http"
 	"testing"
@@ -12,6 +11,8 @@ import (
 
 	"seatd/internal/config"
 	"seatd/internal/testenv"
+	"seatd/web/api"
+	"seatd/web/httpx"
 	"seatd/web/live"
 )
 
@@ -124,7 +125,7 @@ func TestSessionEndClosesSocketsEverywhere(t *testing.T) {
 		bothClosed(t, a, b)
 		// The session is ended, not carried on with either role.
 		c.do("GET", "/api/v1/me", nil).wantErr(t, http.StatusUnauthorized, "unauthorized")
-		var me accountJSON
+		var me api.AccountJSON
 		s1.as(tn.Org, u).do("GET", "/api/v1/me", nil).want(t, http.StatusOK).json(t, &me)
 		if me.User.Role != "buyer" {
 			t.Fatalf("signed in again as %q, want buyer", me.User.Role)
@@ -143,31 +144,11 @@ func TestSessionEndClosesSocketsEverywhere(t *testing.T) {
 		a, b := open(t, c)
 		on2 := c.at(s2)
 		on2.do("GET", "/api/v1/me", nil).want(t, http.StatusOK) // cached on process 2 now
-		tok := storedToken(c.cookie())
-		// What a flash message set on another process writes: the same
-		// session with one more value.
-		var data []byte
-		if err := s1.app.Pool.QueryRow(ctx, `SELECT data FROM sessions WHERE token = $1`, tok).Scan(&data); err != nil {
-			t.Fatal(err)
-		}
-		var in sessionJSON
-		if err := json.Unmarshal(data, &in); err != nil {
-			t.Fatal(err)
-		}
-		in.Values[sessFlash] = "Saved."
-		changed, err := json.Marshal(in)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := s1.app.Pool.Exec(ctx, `UPDATE sessions SET data = $2 WHERE token = $1`, tok, changed); err != nil {
-			t.Fatal(err)
-		}
-		testenv.Eventually(t, 2*time.Second, "process 2 drops its cached copy", func() bool {
-			st := s2.srv.sstore
-			st.mu.Lock()
-			defer st.mu.Unlock()
-			return st.entries[tok] == nil
-		})
+		// A flash message set on process 1 changes the session's data;
+		// every process drops its cached copy of it
+		// (TestSessionDataChangedElsewhere in web/session).
+		key, _ := keyOf(t, c, "buyer")
+		c.do("POST", "/admin/api-keys/"+key.String()+"/revoke", raw{contentType: httpx.MediaForm}).want(t, http.StatusSeeOther)
 		// The session goes on: its sockets stay open on both processes.
 		for i, conn := range []*websocket.Conn{b, a} {
 			_ = conn.SetReadDeadline(time.Now().Add(time.Second))

@@ -27,6 +27,8 @@ import (
 	"seatd/internal/hold"
 	"seatd/internal/store"
 	"seatd/internal/testenv"
+	"seatd/web/httpx"
+	"seatd/web/staff"
 )
 
 // --- helpers ---
@@ -423,7 +425,7 @@ func TestRegistryInconsistentThenReconcile(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	// A check is answered from the last one for a second (registryFlights).
+	// A check is answered from the last one for a second (api.RegistryFlights).
 	testenv.Poll(3*time.Second, func() bool {
 		got, _ := org.do("GET", path, nil).want(t, 200).doc(t).Find("#registry").Attr("data-consistent")
 		return got == "false"
@@ -879,7 +881,7 @@ func TestOccupancyMatchesSQL(t *testing.T) {
 	// nothing written), not as an internal error.
 	note := func(op string, err error) {
 		code := "ok"
-		if e, ok := domainError(err); ok {
+		if e, ok := httpx.DomainError(err); ok {
 			code = string(e.Code)
 		} else if err != nil {
 			code = string(apperr.Internal)
@@ -1220,7 +1222,7 @@ func TestOccupancyRecompute100k(t *testing.T) {
 	}
 	var db hold.Occupancy
 	recBest, recMedian := measure(7, func() (err error) { db, err = a.Monitor.RecomputeOccupancy(ctx, org, ev.ID); return err })
-	if d := occupancyDiff(db, live); d != "" {
+	if d := staff.OccupancyDiff(db, live); d != "" {
 		t.Fatalf("recomputed %+v, live %+v: %s differ", db.Counts, live.Counts, d)
 	}
 	liveBest, liveMedian := measure(50, func() error { _, err := a.Monitor.Occupancy(ctx, org, ev.ID); return err })

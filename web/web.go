@@ -1,6 +1,12 @@
-// Package web is seatd's HTTP layer: routes, middleware, page and JSON
-// handlers. Handlers decode input, call the hold core and render; the
-// rules live in internal/hold.
+// Package web is seatd's HTTP server. New builds its parts — the shared
+// helpers and middleware (web/httpx), the sessions and role guards
+// (web/session), the rate limits (web/ratelimit), the live hub
+// (web/live), the page frame (web/render), the reads the handlers share
+// (web/query), and the handlers: the JSON API (web/api), the buyer pages
+// (web/pages) and the staff pages (web/staff) — and puts the middleware
+// in order; routes.go lists every route with its role guard; Run and
+// Shutdown are the server's lifecycle. Handlers decode input, call the
+// hold core and render; the rules live in internal/hold.
 package web
 
 import (
@@ -9,31 +15,40 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/alexedwards/scs/v2"
-
 	"seatd/internal/auth"
 	"seatd/internal/webhook"
 	"seatd/static"
+	"seatd/web/api"
+	"seatd/web/httpx"
 	"seatd/web/live"
+	"seatd/web/pages"
+	"seatd/web/query"
+	"seatd/web/ratelimit"
+	"seatd/web/render"
+	"seatd/web/session"
+	"seatd/web/staff"
 )
 
-// Server holds the handlers' dependencies.
+// Server is the assembled HTTP handler of the public listener (and, with
+// Ops, of the ops listener).
 type Server struct {
 	deps     Deps
 	log      *slog.Logger
 	mux      *http.ServeMux
 	handler  http.Handler
-	dec      *decoder
-	sessions *scs.SessionManager
+	guard    session.Guards
+	sessions *session.Sessions
 	assets   *static.Assets
 	hub      *live.Hub
-	sstore   *sessionStore
-	ends     *sessionEnds
-	limits   *limiter
-	metrics  *httpMetrics
+	limits   *ratelimit.Limiter
 	keys     *auth.APIKeys
 	hooks    *webhook.Endpoints
-	flights  *registryFlights
+	// events reads the events a live socket may watch.
+	events *query.Events
+	// The handlers routes.go routes to.
+	api   *api.API
+	pages *pages.Pages
+	staff *staff.Pages
 }
 
 // options are knobs tests turn; New uses the defaults.
@@ -51,35 +66,81 @@ func newServer(d Deps, o options) *Server {
 		// broken binary, not a runtime condition.
 		panic(err)
 	}
-	s := &Server{deps: d, log: d.Log, mux: http.NewServeMux(), dec: newDecoder(), assets: assets}
-	s.hub = live.New(d.Engine, liveRenderer{events: d.Events}, d.Log, s.liveOptions())
-	s.metrics = newHTTPMetrics(d.Registry)
-	s.sessions, s.sstore = newSessions(d, !o.noSessionCache)
-	s.limits = newLimiter(d.Redis, d.Cfg.KeyPrefix, d.Engine.FastPath, d.Log, s.metrics.rateLimited)
-	s.limits.configure(d.Cfg)
-	s.flights = newRegistryFlights(d.Monitor, d.Cfg.RegistryCheckCooldown)
-	s.ends = newSessionEnds(d.Pool, d.Notifier, s.sstore, s.hub, s.log.With("component", "session_ends"))
+	s := &Server{deps: d, log: d.Log, mux: http.NewServeMux(), assets: assets}
+	dec, errs := httpx.NewDecoder(), httpx.NewErrors(d.Log)
+	s.hub = live.New(d.Engine, pages.NewLiveSeats(d.Events), d.Log, live.Options{
+		MaxClients:    d.Cfg.MaxSockets,
+		MaxPerSession: d.Cfg.MaxSocketsPerSession,
+		SessionExpiry: d.Store.Accounts.SessionExpiry,
+	})
+	s.limits = ratelimit.New(d.Redis, d.Cfg, d.Engine.FastPath, d.Log, d.Registry)
+	lockout := ratelimit.NewLockout(s.limits, d.Cfg)
 	s.keys = auth.NewAPIKeys(d.Store.Accounts, d.Notifier, d.Log.With("component", "api_keys"))
 	s.hooks = webhook.NewEndpoints(d.Store.Webhooks, d.Cfg.WebhookAllowPrivate)
+	s.sessions = session.New(session.Options{Pool: d.Pool, Store: d.Store.Accounts, Notifier: d.Notifier, Hub: s.hub,
+		Keys: s.keys, KeyLimit: s.limits, Errors: errs, Log: d.Log,
+		Lifetime: d.Cfg.SessionLifetime, IdleTimeout: d.Cfg.SessionIdleTimeout,
+		CookieSecure: d.Cfg.CookieSecure, NoCache: o.noSessionCache})
+	frame := render.New(d.Log, errs, s.sessions, assets.Path)
+	s.guard = session.Guards{Errors: errs, RenderError: frame.Error}
+
+	// The reads and checks the API and the pages share.
+	s.events = query.NewEvents(d.Store.Events)
+	bookings := query.NewBookings(d.BoxOffice, d.Store.Events)
+	deliveries := query.NewDeliveries(d.Store.Webhooks)
+	registry := api.NewRegistryFlights(d.Monitor, d.Cfg.RegistryCheckCooldown)
+
+	s.api = api.New(api.Deps{Log: d.Log, Decoder: dec, Limits: s.limits, Lockout: lockout, Sessions: s.sessions,
+		Render: frame, Holds: d.Holds, BoxOffice: d.BoxOffice, Events: d.Events, Waitlist: d.Waitlist, Monitor: d.Monitor,
+		Auth: d.Accounts, Keys: s.keys, Endpoints: s.hooks, Accounts: d.Store.Accounts, Charts: d.Store.Charts,
+		EventStore: d.Store.Events, Audit: d.Store.Audit, Webhooks: d.Store.Webhooks,
+		Visible: s.events, Bookings: bookings, Deliveries: deliveries, Registry: registry,
+		Door: d.Door, Tickets: d.Tickets, BookingStore: d.Store.Bookings})
+	s.pages = pages.New(pages.Deps{Cfg: d.Cfg, Render: frame, Limits: s.limits, Sessions: s.sessions, Holds: d.Holds,
+		Events: d.Events, Waitlist: d.Waitlist, Accounts: d.Store.Accounts, WaitlistStore: d.Store.Waitlist,
+		Visible: s.events, Bookings: bookings, Details: d.Details, Codes: d.Tickets, MyBookings: d.Store.Bookings})
+	s.staff = staff.New(staff.Deps{Cfg: d.Cfg, Log: d.Log, Render: frame, Decoder: dec, Sessions: s.sessions,
+		Engine: d.Engine, Holds: d.Holds, BoxOffice: d.BoxOffice, Events: d.Events, Waitlist: d.Waitlist, Monitor: d.Monitor,
+		Keys: s.keys, Endpoints: s.hooks, Accounts: d.Store.Accounts, Audit: d.Store.Audit, Charts: d.Store.Charts,
+		EventStore: d.Store.Events, HoldStore: d.Store.Holds, BookingStore: d.Store.Bookings, Webhooks: d.Store.Webhooks,
+		WaitlistStore: d.Store.Waitlist, Visible: s.events, Bookings: bookings, Deliveries: deliveries, Registry: registry})
+	// The hub pushes buyers their place in line on the seat map's socket,
+	// and staff their frames on the dashboard's and box office's.
+	s.hub.EnableWaitlist(live.WaitlistOptions{Source: d.Engine, Renderer: waitlistPanels{s.pages.Panels, s.staff.Panel}})
+	s.hub.EnableStaff(live.StaffOptions{Renderer: s.staff, Notice: s.staff.BoxOffice.ReleaseNotice})
 	s.routes()
+
 	// Outermost first: log and recover, compress, headers on every answer, refuse
 	// hostile text and cross-site writes before touching the session
 	// store, then the session and its actor, then the routes.
-	s.handler = s.observe(compress(s.securityHeaders(s.refuseHostileText(s.crossOrigin(s.withSession(s.routeInfo(s.mux)))))))
+	s.handler = httpx.Observe(d.Log, d.Registry,
+		httpx.Compress(
+			httpx.SecurityHeaders(d.Cfg.CookieSecure,
+				httpx.RefuseHostileText(errs, frame.Error,
+					httpx.CrossOrigin(errs, hasBearerKey,
+						s.sessions.Load(
+							httpx.RouteInfo(errs, s.mux)))))))
 	return s
+}
+
+// hasBearerKey exempts API-key requests from the cross-origin check: they
+// never use the session cookie (session.BearerKey).
+func hasBearerKey(r *http.Request) bool {
+	_, ok := session.BearerKey(r)
+	return ok
 }
 
 // ServeHTTP implements http.Handler.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.handler.ServeHTTP(w, r) }
 
 // Run is the server's background work, until ctx ends: it hears session
-// ends (and proves it does, see sessionEnds) and API key revocations
+// ends (and proves it does, see web/session) and API key revocations
 // through the notifier. New starts nothing: the caller runs it (app runs
 // it with the process's other jobs, after the notifier).
 func (s *Server) Run(ctx context.Context) {
 	stop := s.keys.Listen()
 	defer stop()
-	s.ends.run(ctx)
+	s.sessions.Run(ctx)
 }
 
 // Shutdown closes the live sockets with "service restart", so browsers
@@ -92,25 +153,9 @@ func (s *Server) Shutdown() {
 	}
 }
 
-func (s *Server) healthz(w http.ResponseWriter, _ *http.Request) {
-	writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
-}
-
-// readyz reports whether this process can serve holds: Postgres must
-// answer; Redis down only degrades it to the Postgres path.
-func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
-	ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
-	defer cancel()
-	out := map[string]string{"postgres": "ok", "redis": "ok", "breaker": s.deps.Engine.BreakerState(), "mode": "fast"}
-	status := http.StatusOK
-	if err := s.deps.Store.Ping(ctx); err != nil {
-		out["postgres"], status = "unavailable", http.StatusServiceUnavailable
-	}
-	if err := s.deps.Redis.Ping(ctx).Err(); err != nil {
-		out["redis"] = "unavailable"
-	}
-	if !s.deps.Engine.FastPath() {
-		out["mode"] = "degraded: Redis unavailable, running on Postgres"
-	}
-	writeJSON(w, status, out)
+// waitlistPanels renders the waitlist panels the live hub pushes: the
+// buyers' (web/pages) and the dashboard's (web/staff).
+type waitlistPanels struct {
+	*pages.WaitlistPanels
+	*staff.WaitlistPanel
 }

@@ -109,7 +109,7 @@ type BestBurst struct {
 // median one, with every burst's checks; -best-keyed keyed bursts run
 // between them, spread evenly, each right after a plain one.
 func (b *bench) phaseBest(ctx context.Context) error {
-	main, err := b.mainServer(ctx)
+	main, err := b.procs.mainServer(ctx)
 	if err != nil {
 		return err
 	}
@@ -121,7 +121,7 @@ func (b *bench) phaseBest(ctx context.Context) error {
 		if b.cfg.noRef {
 			return nil
 		}
-		w, err := b.writesAlone(ctx, bestEventSeats, b.bestBuyers(), 4, b.batchSlots())
+		w, err := b.pgbench.writesAlone(ctx, bestEventSeats, b.bestBuyers(), 4, b.cfg.batchSlots())
 		if err == nil {
 			writes = append(writes, w)
 			b.log.printf("best available, the writes alone: %d holds in %d statements at once in %.1f ms",
@@ -226,14 +226,14 @@ func (b *bench) bestBurst(ctx context.Context, main *server, keyed bool) (*Best,
 	var rep keyedRepeat
 	n := b.bestBuyers()
 	const seats = bestEventSeats
-	ev, _, err := b.genEvent(ctx, "best available", seats, false)
+	ev, _, err := b.fx.newEvent(ctx, "best available", seats, false)
 	if err != nil {
 		return nil, rep, err
 	}
 	if _, err := b.db.Exec(ctx, `UPDATE events SET orphan_rule = 'strict', status = 'on_sale' WHERE org_id = $1 AND id = $2`, b.fx.orgID, ev); err != nil {
 		return nil, rep, err
 	}
-	if err := b.warmEvent(ctx, []*server{main}, ev); err != nil {
+	if err := b.load.warm(ctx, []*server{main}, ev); err != nil {
 		return nil, rep, err
 	}
 	// Every buyer's connection is open, and has served a request, before
@@ -273,9 +273,9 @@ func (b *bench) bestBurst(ctx context.Context, main *server, keyed bool) (*Best,
 		code, resp, _ := conns[s].call(s, http.MethodGet, "/api/v1/me", nil)
 		return code, resp
 	})
-	cpu0 := b.sampleCPU([]*server{main})
+	cpu0 := b.procs.sampleCPU([]*server{main})
 	codes, bodies, lats, ends := burst(buyers, hold)
-	cpu := cpu0.to(b.sampleCPU([]*server{main}))
+	cpu := cpu0.to(b.procs.sampleCPU([]*server{main}))
 	start := ends[len(ends)-1]
 	ends = ends[:n]
 	r := &Best{Buyers: n, Seats: seats, Latency: latencyOf(lats), Floor: latencyOf(floor), CPU: cpu}

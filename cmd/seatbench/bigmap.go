@@ -101,11 +101,11 @@ const bigMapUsable = `(function () {
 // map, the page's heap, and live frames for holds made through the API by
 // another buyer, half in the open section and half elsewhere.
 func (b *bench) phaseBigMap(ctx context.Context) error {
-	main, err := b.mainServer(ctx)
+	main, err := b.procs.mainServer(ctx)
 	if err != nil {
 		return err
 	}
-	chromium, err := b.chromiumPath(ctx)
+	chromium, err := chromiumPath(ctx, b.root)
 	if err != nil {
 		return err
 	}
@@ -114,11 +114,11 @@ func (b *bench) phaseBigMap(ctx context.Context) error {
 	if out, err := exec.CommandContext(ctx, chromium, "--version").Output(); err == nil {
 		r.Chromium = strings.TrimSpace(string(out))
 	}
-	ev, ids, err := b.genEventLayout(ctx, "big map", seats, sections, 8, true)
+	ev, ids, err := b.fx.newEventLayout(ctx, "big map", seats, sections, 8, true)
 	if err != nil {
 		return err
 	}
-	if err := b.warmEvent(ctx, []*server{main}, ev); err != nil {
+	if err := b.load.warm(ctx, []*server{main}, ev); err != nil {
 		return err
 	}
 	buyer, other := b.fx.buyers[0], b.fx.buyers[1]
@@ -325,11 +325,11 @@ func jsHeapMB(ctx context.Context, t *chromedp.Target) (float64, error) {
 
 // chromiumPath is SEATD_CHROMIUM, or what scripts/chromium.sh prints (it
 // installs Debian's chromium when missing).
-func (b *bench) chromiumPath(ctx context.Context) (string, error) {
+func chromiumPath(ctx context.Context, root string) (string, error) {
 	if p := os.Getenv("SEATD_CHROMIUM"); p != "" {
 		return p, nil
 	}
-	out, err := exec.CommandContext(ctx, b.root+"/scripts/chromium.sh").Output()
+	out, err := exec.CommandContext(ctx, root+"/scripts/chromium.sh").Output()
 	if err != nil {
 		return "", fmt.Errorf("scripts/chromium.sh: %w", err)
 	}

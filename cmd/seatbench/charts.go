@@ -29,7 +29,7 @@ type ChartImport struct {
 const chartImports = 3
 
 func (b *bench) phaseCharts(ctx context.Context) error {
-	main, err := b.mainServer(ctx)
+	main, err := b.procs.mainServer(ctx)
 	if err != nil {
 		return err
 	}
@@ -40,8 +40,8 @@ func (b *bench) phaseCharts(ctx context.Context) error {
 	}
 	csv := chartCSV(c)
 	ci := &ChartImport{Seats: c.SeatCount(), JSONBytes: len(js), CSVBytes: len(csv)}
-	cpu0 := b.sampleCPU([]*server{main})
-	defer func() { ci.OthersCPU = round3(cpu0.to(b.sampleCPU([]*server{main})).otherShare()) }()
+	cpu0 := b.procs.sampleCPU([]*server{main})
+	defer func() { ci.OthersCPU = round3(cpu0.to(b.procs.sampleCPU([]*server{main})).otherShare()) }()
 	imp := func(contentType, path string, body []byte) (float64, error) {
 		t0 := time.Now()
 		code, out, err := main.send(ctx, b.fx.organizer, http.MethodPost, path, contentType, body)

@@ -70,6 +70,24 @@ func (s *server) send(ctx context.Context, sess *session, method, path, contentT
 	return resp.StatusCode, out, err
 }
 
+// post sends a JSON POST and returns only the status (0 on a transport
+// error); the body is drained so the connection is reused.
+func (s *server) post(ctx context.Context, sess *session, path string, body []byte) int {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, s.base+path, bytes.NewReader(body))
+	if err != nil {
+		return 0
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Cookie", sess.cookie)
+	resp, err := s.http.Do(req)
+	if err != nil {
+		return 0
+	}
+	_, _ = io.Copy(io.Discard, resp.Body)
+	_ = resp.Body.Close()
+	return resp.StatusCode
+}
+
 // login signs in through POST /login and keeps the session cookie.
 func (s *server) login(ctx context.Context, org, email, password string) (*session, error) {
 	body, _ := json.Marshal(map[string]string{"org": org, "email": email, "password": password})

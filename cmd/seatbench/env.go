@@ -24,8 +24,10 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// bench is one run: its environment, the processes it started and the
-// report being filled.
+// bench is one run: it sets up the environment, runs the phases and fills
+// the report. The phases work through its parts: procs (the seatd
+// processes), load (the buyers' holds), pgbench (the references) and fx
+// (the organization and its events).
 type bench struct {
 	cfg config
 	log *progress
@@ -33,16 +35,14 @@ type bench struct {
 
 	root     string // absolute repository root
 	tmp      string // work dir: seatd binary, server logs, pgbench logs
-	seatdBin string
-	pgBin    string // directory with pgbench and psql
 	dbURL    string
 	redisURL string
 	db       *pgxpool.Pool
 
-	mu      sync.Mutex
-	servers []*server // started and not yet stopped
-
-	fx *fixture
+	procs   *procs
+	load    *loadgen
+	pgbench *pgbench
+	fx      *fixture
 
 	loadAtStart string // /proc/loadavg before anything ran
 }
@@ -81,22 +81,25 @@ func (b *bench) setup(ctx context.Context) error {
 		return err
 	}
 	b.log.printf("work dir %s (server and pgbench logs)", b.tmp)
-	if b.pgBin, err = findPGBin(); err != nil {
+	pgBin, err := findPGBin()
+	if err != nil {
 		return err
 	}
-	if err := b.servicesUp(ctx); err != nil {
+	if b.dbURL, b.redisURL, err = servicesUp(ctx, b.root, b.log); err != nil {
 		return err
 	}
 	if b.cfg.freshDB {
-		if err := b.freshDatabase(ctx); err != nil {
+		if err := freshDatabase(ctx, b.dbURL, b.redisURL, b.log); err != nil {
 			return err
 		}
 	}
-	if err := b.buildSeatd(ctx); err != nil {
+	b.procs = &procs{log: b.log, root: b.root, tmp: b.tmp, dbURL: b.dbURL, redisURL: b.redisURL,
+		seatdEnv: b.cfg.seatdEnv, pgMaxConns: b.cfg.pgMaxConns}
+	if err := b.procs.build(ctx, b.cfg.seatd); err != nil {
 		return err
 	}
 	b.rep.Machine = b.machine(ctx)
-	main, err := b.startServer(ctx, "main", nil)
+	main, err := b.procs.start(ctx, "main", nil)
 	if err != nil {
 		return err
 	}
@@ -109,31 +112,26 @@ func (b *bench) setup(ctx context.Context) error {
 	if b.db, err = pgxpool.NewWithConfig(ctx, pcfg); err != nil {
 		return err
 	}
-	b.fx, err = b.createFixture(ctx, main)
-	return err
+	if b.fx, err = newFixture(ctx, b.log, b.db, b.procs, main, b.cfg.buyersNeeded(), b.cfg.freshDB); err != nil {
+		return err
+	}
+	b.load = &loadgen{procs: b.procs, organizer: b.fx.organizer}
+	b.pgbench = &pgbench{binDir: pgBin, tmp: b.tmp, dbURL: b.dbURL, db: b.db, fx: b.fx, procs: b.procs,
+		seats: b.cfg.refSeats, warmup: b.cfg.warmup, duration: b.cfg.duration}
+	return nil
 }
 
 // cleanup stops every process this run started (by PID) and, unless
 // told otherwise, the bench services.
 func (b *bench) cleanup() {
-	b.mu.Lock()
-	servers := append([]*server(nil), b.servers...)
-	b.mu.Unlock()
-	for _, s := range servers {
-		b.stopServer(s)
+	if b.procs != nil {
+		b.procs.stopAll()
 	}
 	if b.db != nil {
 		b.db.Close()
 	}
 	if b.root != "" && !b.cfg.keepServices {
-		ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
-		defer cancel()
-		cmd := exec.CommandContext(ctx, filepath.Join(b.root, "scripts/services.sh"), "down", "bench")
-		cmd.Env = serviceEnv()
-		cmd.Stdout, cmd.Stderr = b.log.w, b.log.w
-		if err := cmd.Run(); err != nil {
-			b.log.printf("services down: %v", err)
-		}
+		servicesDown(b.root, b.log)
 	}
 	if b.tmp != "" {
 		if len(b.rep.Errors) == 0 {
@@ -178,15 +176,17 @@ func serviceEnv() []string {
 	return env
 }
 
-func (b *bench) servicesUp(ctx context.Context) error {
-	b.log.printf("scripts/services.sh up bench")
-	cmd := exec.CommandContext(ctx, filepath.Join(b.root, "scripts/services.sh"), "up", "bench")
+// servicesUp brings up the bench Postgres and Redis and returns the URLs
+// services.sh prints for them.
+func servicesUp(ctx context.Context, root string, log *progress) (dbURL, redisURL string, err error) {
+	log.printf("scripts/services.sh up bench")
+	cmd := exec.CommandContext(ctx, filepath.Join(root, "scripts/services.sh"), "up", "bench")
 	cmd.Env = serviceEnv()
-	cmd.Dir = b.root
+	cmd.Dir = root
 	var out bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, b.log.w
+	cmd.Stdout, cmd.Stderr = &out, log.w
 	if err := cmd.Run(); err != nil {
-		return fmt.Errorf("services.sh up bench: %w", err)
+		return "", "", fmt.Errorf("services.sh up bench: %w", err)
 	}
 	sc := bufio.NewScanner(&out)
 	for sc.Scan() {
@@ -197,22 +197,34 @@ func (b *bench) servicesUp(ctx context.Context) error {
 		v = strings.Trim(v, "'")
 		switch k {
 		case "DATABASE_URL":
-			b.dbURL = v
+			dbURL = v
 		case "REDIS_URL":
-			b.redisURL = v
+			redisURL = v
 		}
 	}
-	if b.dbURL == "" || b.redisURL == "" {
-		return fmt.Errorf("services.sh up bench printed no DATABASE_URL / REDIS_URL")
+	if dbURL == "" || redisURL == "" {
+		return "", "", fmt.Errorf("services.sh up bench printed no DATABASE_URL / REDIS_URL")
 	}
-	return nil
+	return dbURL, redisURL, nil
+}
+
+// servicesDown stops the bench Postgres and Redis.
+func servicesDown(root string, log *progress) {
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, filepath.Join(root, "scripts/services.sh"), "down", "bench")
+	cmd.Env = serviceEnv()
+	cmd.Stdout, cmd.Stderr = log.w, log.w
+	if err := cmd.Run(); err != nil {
+		log.printf("services down: %v", err)
+	}
 }
 
 // freshDatabase drops and recreates the bench database and flushes the
 // bench Redis, so every run starts from the same (empty) state. It refuses
 // anything but the loopback bench profile.
-func (b *bench) freshDatabase(ctx context.Context) error {
-	u, err := url.Parse(b.dbURL)
+func freshDatabase(ctx context.Context, dbURL, redisURL string, log *progress) error {
+	u, err := url.Parse(dbURL)
 	if err != nil {
 		return err
 	}
@@ -235,35 +247,16 @@ func (b *bench) freshDatabase(ctx context.Context) error {
 	if _, err := conn.Exec(ctx, "CREATE DATABASE "+ident+" OWNER "+pgx.Identifier{u.User.Username()}.Sanitize()); err != nil {
 		return err
 	}
-	ru, err := url.Parse(b.redisURL)
+	ru, err := url.Parse(redisURL)
 	if err != nil || ru.Hostname() != "127.0.0.1" || ru.Port() != redisPort {
-		return fmt.Errorf("refusing to flush %s: not the bench profile (127.0.0.1:%s)", b.redisURL, redisPort)
+		return fmt.Errorf("refusing to flush %s: not the bench profile (127.0.0.1:%s)", redisURL, redisPort)
 	}
 	rdb := redis.NewClient(&redis.Options{Addr: ru.Host})
 	defer rdb.Close()
 	if err := rdb.FlushAll(ctx).Err(); err != nil {
 		return fmt.Errorf("flush the bench Redis: %w", err)
 	}
-	b.log.printf("fresh database %s and empty Redis", name)
-	return nil
-}
-
-func (b *bench) buildSeatd(ctx context.Context) error {
-	if b.cfg.seatd != "" {
-		p, err := filepath.Abs(b.cfg.seatd)
-		b.seatdBin = p
-		return err
-	}
-	b.seatdBin = filepath.Join(b.tmp, "seatd")
-	start := time.Now()
-	// Built into the work dir, not bin/: others may be running bin/seatd.
-	cmd := exec.CommandContext(ctx, "go", "build", "-o", b.seatdBin, "./cmd/seatd")
-	cmd.Dir = b.root
-	cmd.Stdout, cmd.Stderr = b.log.w, b.log.w
-	if err := cmd.Run(); err != nil {
-		return fmt.Errorf("go build ./cmd/seatd: %w", err)
-	}
-	b.log.printf("built seatd in %s", time.Since(start).Round(100*time.Millisecond))
+	log.printf("fresh database %s and empty Redis", name)
 	return nil
 }
 

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5/pgxpool"
 	"golang.org/x/crypto/bcrypt"
 )
 
@@ -18,16 +19,18 @@ import (
 const benchPassword = "seatbench-password"
 
 // fixture is what every phase shares: one organization, its organizer and
-// buyers, all signed in. Sessions live in Postgres, so a cookie works on
-// every seatd process of the run.
+// buyers, all signed in, and the events generated in it for each
+// measurement. Sessions live in Postgres, so a cookie works on every
+// seatd process of the run.
 type fixture struct {
+	db        *pgxpool.Pool
 	slug      string
 	orgID     string
 	organizer *session
 	buyers    []*session
 }
 
-// createFixture makes the organization and organizer with the seatd CLI
+// newFixture makes the organization and organizer with the seatd CLI
 // (the supported way to create staff), then the buyers with one bulk
 // INSERT sharing a single bcrypt hash of cost 4, and signs everyone in
 // through POST /login.
@@ -38,32 +41,31 @@ type fixture struct {
 // bench measures. A cost-4 hash is still a real bcrypt hash: login checks
 // it through the normal path (cost is read from the hash), creates a real
 // session row, and the hold path never sees passwords at all.
-func (b *bench) createFixture(ctx context.Context, main *server) (*fixture, error) {
-	fx := &fixture{slug: "bench"}
-	if !b.cfg.freshDB {
+func newFixture(ctx context.Context, log *progress, db *pgxpool.Pool, p *procs, main *server, n int, freshDB bool) (*fixture, error) {
+	fx := &fixture{db: db, slug: "bench"}
+	if !freshDB {
 		fx.slug = fmt.Sprintf("bench-%d", time.Now().Unix())
 	}
 	email := "organizer@" + fx.slug + ".example"
-	cmd := exec.CommandContext(ctx, b.seatdBin, "user", "add", "-org", fx.slug, "-email", email,
+	cmd := exec.CommandContext(ctx, p.bin, "user", "add", "-org", fx.slug, "-email", email,
 		"-role", "organizer", "-create-org", "Seatbench "+fx.slug)
-	cmd.Env = b.serverEnv("127.0.0.1:0", nil)
+	cmd.Env = p.env("127.0.0.1:0", nil)
 	cmd.Stdin = strings.NewReader(benchPassword + "\n")
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	if err := cmd.Run(); err != nil {
 		return nil, fmt.Errorf("seatd user add: %w: %s", err, out.String())
 	}
-	if err := b.db.QueryRow(ctx, `SELECT id::text FROM organizations WHERE slug = $1`, fx.slug).Scan(&fx.orgID); err != nil {
+	if err := db.QueryRow(ctx, `SELECT id::text FROM organizations WHERE slug = $1`, fx.slug).Scan(&fx.orgID); err != nil {
 		return nil, err
 	}
 
-	n := b.cfg.buyersNeeded()
 	start := time.Now()
 	hash, err := bcrypt.GenerateFromPassword([]byte(benchPassword), bcrypt.MinCost)
 	if err != nil {
 		return nil, err
 	}
-	rows, err := b.db.Query(ctx, `
+	rows, err := db.Query(ctx, `
 		INSERT INTO users (org_id, email, role, password_hash)
 		SELECT $1, 'buyer' || g || '@' || $2 || '.example', 'buyer', $3 FROM generate_series(1, $4) g
 		RETURNING email`, fx.orgID, fx.slug, string(hash), n)
@@ -114,30 +116,30 @@ func (b *bench) createFixture(ctx context.Context, main *server) (*fixture, erro
 	if firstErr != nil {
 		return nil, firstErr
 	}
-	b.log.printf("organization %s: organizer (CLI) + %d buyers (bulk insert), all signed in, in %s",
+	log.printf("organization %s: organizer (CLI) + %d buyers (bulk insert), all signed in, in %s",
 		fx.slug, n, time.Since(start).Round(10*time.Millisecond))
 	return fx, nil
 }
 
-// genEvent creates an event of n seats with SQL generate_series: ten
+// newEvent creates an event of n seats with SQL generate_series: ten
 // sections (fewer for small events), rows of 50. With mixed set, about a
 // tenth of the seats are sold and a fortieth blocked (no holds: a held
 // seat needs a hold row). It returns the event id and the seat ids in idx
 // order.
-func (b *bench) genEvent(ctx context.Context, name string, n int, mixed bool) (string, []string, error) {
+func (fx *fixture) newEvent(ctx context.Context, name string, n int, mixed bool) (string, []string, error) {
 	const perRow = 50
 	sections := min(10, max(1, n/perRow))
-	return b.genEventLayout(ctx, name, n, sections, sections, mixed)
+	return fx.newEventLayout(ctx, name, n, sections, sections, mixed)
 }
 
-// genEventLayout is genEvent with the number of sections chosen, laid out
+// newEventLayout is newEvent with the number of sections chosen, laid out
 // cols to a line (front to back), each line of sections behind the last.
-func (b *bench) genEventLayout(ctx context.Context, name string, n, sections, cols int, mixed bool) (string, []string, error) {
+func (fx *fixture) newEventLayout(ctx context.Context, name string, n, sections, cols int, mixed bool) (string, []string, error) {
 	const perRow = 50
 	perSection := (n + sections - 1) / sections
 	depth := (perSection + perRow - 1) / perRow // rows of a section
 	ev := uuid.NewString()
-	tx, err := b.db.Begin(ctx)
+	tx, err := fx.db.Begin(ctx)
 	if err != nil {
 		return "", nil, err
 	}
@@ -145,12 +147,12 @@ func (b *bench) genEventLayout(ctx context.Context, name string, n, sections, co
 	// On sale, as published events are (new events start as drafts,
 	// which take no buyer's hold).
 	if _, err := tx.Exec(ctx, `INSERT INTO events (id, org_id, name, venue, starts_at, status)
-		VALUES ($1, $2, $3, 'Seatbench Hall', now() + interval '30 days', 'on_sale')`, ev, b.fx.orgID, name); err != nil {
+		VALUES ($1, $2, $3, 'Seatbench Hall', now() + interval '30 days', 'on_sale')`, ev, fx.orgID, name); err != nil {
 		return "", nil, err
 	}
 	if _, err := tx.Exec(ctx, `INSERT INTO sections (org_id, event_id, label, name, position)
 		SELECT $1, $2, 'S' || g, 'Section ' || g, g FROM generate_series(0, $3 - 1) g`,
-		b.fx.orgID, ev, sections); err != nil {
+		fx.orgID, ev, sections); err != nil {
 		return "", nil, err
 	}
 	if _, err := tx.Exec(ctx, `
@@ -160,7 +162,7 @@ func (b *bench) genEventLayout(ctx context.Context, name string, n, sections, co
 		       CASE WHEN $6 AND i % 10 = 3 THEN 'sold' WHEN $6 AND i % 40 = 7 THEN 'blocked' ELSE 'available' END
 		FROM generate_series(0, $5 - 1) i
 		JOIN sections sec ON sec.event_id = $2 AND sec.position = i / $3`,
-		b.fx.orgID, ev, perSection, perRow, n, mixed, cols, depth); err != nil {
+		fx.orgID, ev, perSection, perRow, n, mixed, cols, depth); err != nil {
 		return "", nil, fmt.Errorf("generate seats: %w", err)
 	}
 	if err := tx.Commit(ctx); err != nil {
@@ -174,11 +176,11 @@ func (b *bench) genEventLayout(ctx context.Context, name string, n, sections, co
 	// flushed there either (it made a paced run's p95 jump tenfold, for
 	// seatd and pgbench alike).
 	for _, q := range []string{`VACUUM (ANALYZE) seats`, `CHECKPOINT`} {
-		if _, err := b.db.Exec(ctx, q); err != nil {
+		if _, err := fx.db.Exec(ctx, q); err != nil {
 			return "", nil, err
 		}
 	}
-	rows, err := b.db.Query(ctx, `SELECT id::text FROM seats WHERE org_id = $1 AND event_id = $2 ORDER BY idx`, b.fx.orgID, ev)
+	rows, err := fx.db.Query(ctx, `SELECT id::text FROM seats WHERE org_id = $1 AND event_id = $2 ORDER BY idx`, fx.orgID, ev)
 	if err != nil {
 		return "", nil, err
 	}
@@ -192,4 +194,64 @@ func (b *bench) genEventLayout(ctx context.Context, name string, n, sections, co
 		ids = append(ids, id)
 	}
 	return ev, ids, rows.Err()
+}
+
+// newGAEvent creates an on-sale event with no per-buyer cap to speak of:
+// one GA section of n places (stored as place rows, as events made from a
+// chart are) or, with ga false, one seated section of n seats in rows of 50.
+func (fx *fixture) newGAEvent(ctx context.Context, n int, ga bool) (string, error) {
+	ev, sec := uuid.NewString(), uuid.NewString()
+	kind, label, capacity := "seated", "S", 0
+	if ga {
+		kind, label, capacity = "ga", "GA", n
+	}
+	tx, err := fx.db.Begin(ctx)
+	if err != nil {
+		return "", err
+	}
+	defer func() { _ = tx.Rollback(ctx) }()
+	if _, err := tx.Exec(ctx, `INSERT INTO events (id, org_id, name, venue, starts_at, status, max_holds_per_buyer)
+		VALUES ($1, $2, $3, 'Seatbench Hall', now() + interval '30 days', 'on_sale', 1000000)`,
+		ev, fx.orgID, "flash sale "+kind); err != nil {
+		return "", err
+	}
+	if _, err := tx.Exec(ctx, `INSERT INTO sections (id, org_id, event_id, label, name, position, kind, capacity)
+		VALUES ($1, $2, $3, $4, $4, 0, $5, $6)`, sec, fx.orgID, ev, label, kind, capacity); err != nil {
+		return "", err
+	}
+	if _, err := tx.Exec(ctx, `
+		INSERT INTO seats (org_id, event_id, section_id, row_label, number, idx, x, y)
+		SELECT $1, $2, $3, CASE WHEN $5 THEN 'GA' ELSE 'R' || (i / 50) END,
+		       CASE WHEN $5 THEN i + 1 ELSE i % 50 + 1 END, i,
+		       CASE WHEN $5 THEN 0 ELSE i % 50 END, CASE WHEN $5 THEN 0 ELSE i / 50 END
+		FROM generate_series(0, $4 - 1) i`, fx.orgID, ev, sec, n, ga); err != nil {
+		return "", fmt.Errorf("generate places: %w", err)
+	}
+	if err := tx.Commit(ctx); err != nil {
+		return "", err
+	}
+	for _, q := range []string{`ANALYZE seats`, `CHECKPOINT`} {
+		if _, err := fx.db.Exec(ctx, q); err != nil {
+			return "", err
+		}
+	}
+	return ev, nil
+}
+
+// seatIDs is an event's seat ids in idx order.
+func (fx *fixture) seatIDs(ctx context.Context, event string) ([]string, error) {
+	rows, err := fx.db.Query(ctx, `SELECT id::text FROM seats WHERE org_id = $1 AND event_id = $2 ORDER BY idx`, fx.orgID, event)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var ids []string
+	for rows.Next() {
+		var id string
+		if err := rows.Scan(&id); err != nil {
+			return nil, err
+		}
+		ids = append(ids, id)
+	}
+	return ids, rows.Err()
 }

@@ -8,8 +8,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
-
-	"github.com/google/uuid"
 )
 
 // GAFlash is a flash sale of one general-admission section against the
@@ -62,24 +60,24 @@ type GAKeyed struct {
 // 10 000 seats of a seated event, one seat each request, no two asking
 // for the same seat. Places granted must be exactly 10 000 in each sale.
 func (b *bench) phaseGA(ctx context.Context) error {
-	main, err := b.mainServer(ctx)
+	main, err := b.procs.mainServer(ctx)
 	if err != nil {
 		return err
 	}
 	const places = 10_000
 	n := min(b.cfg.gaBuyers, len(b.fx.buyers))
 	buyers := b.fx.buyers[:n]
-	ga, err := b.genGAEvent(ctx, places, true)
+	ga, err := b.fx.newGAEvent(ctx, places, true)
 	if err != nil {
 		return err
 	}
 	var keyedEv string
 	if b.cfg.gaKeyed {
-		if keyedEv, err = b.genGAEvent(ctx, places, true); err != nil {
+		if keyedEv, err = b.fx.newGAEvent(ctx, places, true); err != nil {
 			return err
 		}
 	}
-	seated, err := b.genGAEvent(ctx, places, false)
+	seated, err := b.fx.newGAEvent(ctx, places, false)
 	if err != nil {
 		return err
 	}
@@ -87,7 +85,7 @@ func (b *bench) phaseGA(ctx context.Context) error {
 		if ev == "" {
 			continue
 		}
-		if err := b.warmEvent(ctx, []*server{main}, ev); err != nil {
+		if err := b.load.warm(ctx, []*server{main}, ev); err != nil {
 			return err
 		}
 	}
@@ -108,7 +106,7 @@ func (b *bench) phaseGA(ctx context.Context) error {
 	}
 
 	// The same buyers on distinct seats.
-	ids, err := b.seatIDs(ctx, seated)
+	ids, err := b.fx.seatIDs(ctx, seated)
 	if err != nil {
 		return err
 	}
@@ -222,7 +220,7 @@ func (b *bench) flashSale(ctx context.Context, main *server, ev string, buyers [
 	var granted, retries, soldOut, other atomic.Int64
 	r.grants = map[*session][]keyedGrant{}
 	var wg sync.WaitGroup
-	cpu0 := b.sampleCPU([]*server{main})
+	cpu0 := b.procs.sampleCPU([]*server{main})
 	start := time.Now()
 	for i, s := range buyers {
 		wg.Go(func() {
@@ -267,7 +265,7 @@ func (b *bench) flashSale(ctx context.Context, main *server, ev string, buyers [
 	}
 	wg.Wait()
 	r.wall = time.Since(start)
-	r.cpu = cpu0.to(b.sampleCPU([]*server{main}))
+	r.cpu = cpu0.to(b.procs.sampleCPU([]*server{main}))
 	r.granted, r.retries, r.soldOut, r.other = int(granted.Load()), int(retries.Load()), int(soldOut.Load()), int(other.Load())
 	err := b.db.QueryRow(ctx, `SELECT count(*) FROM seats WHERE org_id = $1 AND event_id = $2 AND status = 'held'`, b.fx.orgID, ev).Scan(&r.held)
 	return r, err
@@ -279,63 +277,4 @@ func perPlaceUS(cpu float64, places int) float64 {
 		return 0
 	}
 	return cpu * 1e6 / float64(places)
-}
-
-// genGAEvent creates an on-sale event with no per-buyer cap to speak of:
-// one GA section of n places (stored as place rows, as events made from a
-// chart are) or, with ga false, one seated section of n seats in rows of 50.
-func (b *bench) genGAEvent(ctx context.Context, n int, ga bool) (string, error) {
-	ev, sec := uuid.NewString(), uuid.NewString()
-	kind, label, capacity := "seated", "S", 0
-	if ga {
-		kind, label, capacity = "ga", "GA", n
-	}
-	tx, err := b.db.Begin(ctx)
-	if err != nil {
-		return "", err
-	}
-	defer func() { _ = tx.Rollback(ctx) }()
-	if _, err := tx.Exec(ctx, `INSERT INTO events (id, org_id, name, venue, starts_at, status, max_holds_per_buyer)
-		VALUES ($1, $2, $3, 'Seatbench Hall', now() + interval '30 days', 'on_sale', 1000000)`,
-		ev, b.fx.orgID, "flash sale "+kind); err != nil {
-		return "", err
-	}
-	if _, err := tx.Exec(ctx, `INSERT INTO sections (id, org_id, event_id, label, name, position, kind, capacity)
-		VALUES ($1, $2, $3, $4, $4, 0, $5, $6)`, sec, b.fx.orgID, ev, label, kind, capacity); err != nil {
-		return "", err
-	}
-	if _, err := tx.Exec(ctx, `
-		INSERT INTO seats (org_id, event_id, section_id, row_label, number, idx, x, y)
-		SELECT $1, $2, $3, CASE WHEN $5 THEN 'GA' ELSE 'R' || (i / 50) END,
-		       CASE WHEN $5 THEN i + 1 ELSE i % 50 + 1 END, i,
-		       CASE WHEN $5 THEN 0 ELSE i % 50 END, CASE WHEN $5 THEN 0 ELSE i / 50 END
-		FROM generate_series(0, $4 - 1) i`, b.fx.orgID, ev, sec, n, ga); err != nil {
-		return "", fmt.Errorf("generate places: %w", err)
-	}
-	if err := tx.Commit(ctx); err != nil {
-		return "", err
-	}
-	for _, q := range []string{`ANALYZE seats`, `CHECKPOINT`} {
-		if _, err := b.db.Exec(ctx, q); err != nil {
-			return "", err
-		}
-	}
-	return ev, nil
-}
-
-func (b *bench) seatIDs(ctx context.Context, event string) ([]string, error) {
-	rows, err := b.db.Query(ctx, `SELECT id::text FROM seats WHERE org_id = $1 AND event_id = $2 ORDER BY idx`, b.fx.orgID, event)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var ids []string
-	for rows.Next() {
-		var id string
-		if err := rows.Scan(&id); err != nil {
-			return nil, err
-		}
-		ids = append(ids, id)
-	}
-	return ids, rows.Err()
 }

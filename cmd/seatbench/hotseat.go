@@ -33,16 +33,16 @@ type HotSeat struct {
 // phaseHotSeat sends -hot-buyers buyers, each with its own session and an
 // already open connection, at one seat at the same instant.
 func (b *bench) phaseHotSeat(ctx context.Context) error {
-	main, err := b.mainServer(ctx)
+	main, err := b.procs.mainServer(ctx)
 	if err != nil {
 		return err
 	}
 	n := b.cfg.hotBuyers
-	ev, seats, err := b.genEvent(ctx, "hot seat", 100, false)
+	ev, seats, err := b.fx.newEvent(ctx, "hot seat", 100, false)
 	if err != nil {
 		return err
 	}
-	if err := b.warmEvent(ctx, []*server{main}, ev); err != nil {
+	if err := b.load.warm(ctx, []*server{main}, ev); err != nil {
 		return err
 	}
 	// Open one connection per buyer (and load each session into the
@@ -78,11 +78,11 @@ func (b *bench) phaseHotSeat(ctx context.Context) error {
 		})
 	}
 	ready.Wait()
-	cpu0 := b.sampleCPU([]*server{main})
+	cpu0 := b.procs.sampleCPU([]*server{main})
 	start := time.Now()
 	close(gate)
 	wg.Wait()
-	h := &HotSeat{Buyers: n, ByTier: map[string]int{}, OthersCPU: round3(cpu0.to(b.sampleCPU([]*server{main})).otherShare())}
+	h := &HotSeat{Buyers: n, ByTier: map[string]int{}, OthersCPU: round3(cpu0.to(b.procs.sampleCPU([]*server{main})).otherShare())}
 	var refusals []float64
 	var last time.Time
 	for _, a := range answers {

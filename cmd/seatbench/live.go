@@ -145,21 +145,6 @@ func readFrames(conn *websocket.Conn, f func(at time.Time, frame []byte)) {
 	}
 }
 
-type memSnap struct {
-	heap, stack, goroutines float64
-	rss                     int64
-}
-
-func (b *bench) memory(ctx context.Context, s *server) (memSnap, error) {
-	m, err := s.metrics(ctx)
-	if err != nil {
-		return memSnap{}, err
-	}
-	rss, err := rssBytes(s.pid)
-	return memSnap{heap: m["go_memstats_heap_inuse_bytes"], stack: m["go_memstats_stack_inuse_bytes"],
-		goroutines: m["go_goroutines"], rss: rss}, err
-}
-
 // probe is the hold whose frame the clients are waiting for.
 type probe struct {
 	k         int
@@ -179,17 +164,17 @@ func (p *probe) arrived() {
 // the server's memory per client, then times -ws-holds holds, one at a
 // time, from the request to the frame at every client.
 func (b *bench) phaseLive(ctx context.Context) error {
-	b.stopNamed("main", "fallback")
-	s, err := b.startServer(ctx, "live", nil)
+	b.procs.stopNamed("main", "fallback")
+	s, err := b.procs.start(ctx, "live", nil)
 	if err != nil {
 		return err
 	}
-	defer b.stopServer(s)
-	ev, seats, err := b.genEvent(ctx, "live", 2000, false)
+	defer b.procs.stop(s)
+	ev, seats, err := b.fx.newEvent(ctx, "live", 2000, false)
 	if err != nil {
 		return err
 	}
-	if err := b.warmEvent(ctx, []*server{s}, ev); err != nil {
+	if err := b.load.warm(ctx, []*server{s}, ev); err != nil {
 		return err
 	}
 	n := b.cfg.wsClients
@@ -204,7 +189,7 @@ func (b *bench) phaseLive(ctx context.Context) error {
 		b.log.printf("live: seatbench may open only %d files for %d sockets (raise the hard ulimit -n)", own, n)
 	}
 	time.Sleep(time.Second)
-	before, err := b.memory(ctx, s)
+	before, err := s.memory(ctx)
 	if err != nil {
 		return err
 	}
@@ -280,7 +265,7 @@ func (b *bench) phaseLive(ctx context.Context) error {
 		return fmt.Errorf("no live socket connected: %s", l.ConnectError)
 	}
 	time.Sleep(2 * time.Second)
-	after, err := b.memory(ctx, s)
+	after, err := s.memory(ctx)
 	if err != nil {
 		return err
 	}
@@ -292,7 +277,7 @@ func (b *bench) phaseLive(ctx context.Context) error {
 
 	holder := b.fx.buyers[0]
 	var answers []float64
-	cpu0 := b.sampleCPU([]*server{s})
+	cpu0 := b.procs.sampleCPU([]*server{s})
 	for k := range l.Holds {
 		if ctx.Err() != nil {
 			break
@@ -315,7 +300,7 @@ func (b *bench) phaseLive(ctx context.Context) error {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-	cpu := cpu0.to(b.sampleCPU([]*server{s}))
+	cpu := cpu0.to(b.procs.sampleCPU([]*server{s}))
 	cur.Store(nil)
 	for _, c := range clients {
 		if c != nil {
@@ -355,18 +340,18 @@ func (b *bench) phaseLive(ctx context.Context) error {
 // SEATD_HOLD_TTL=2s, spread over a second (so the reaper's phase is
 // sampled), and times held_until to the "available" frame at a watcher.
 func (b *bench) phaseExpiry(ctx context.Context) error {
-	b.stopNamed("main", "fallback", "live")
+	b.procs.stopNamed("main", "fallback", "live")
 	const ttl = "2s"
-	s, err := b.startServer(ctx, "expiry", map[string]string{"SEATD_HOLD_TTL": ttl})
+	s, err := b.procs.start(ctx, "expiry", map[string]string{"SEATD_HOLD_TTL": ttl})
 	if err != nil {
 		return err
 	}
-	defer b.stopServer(s)
-	ev, seats, err := b.genEvent(ctx, "expiry", 500, false)
+	defer b.procs.stop(s)
+	ev, seats, err := b.fx.newEvent(ctx, "expiry", 500, false)
 	if err != nil {
 		return err
 	}
-	if err := b.warmEvent(ctx, []*server{s}, ev); err != nil {
+	if err := b.load.warm(ctx, []*server{s}, ev); err != nil {
 		return err
 	}
 	conn, err := dialLive(ctx, s, b.fx.organizer, ev)

@@ -104,7 +104,7 @@ type config struct {
 }
 
 // phases, in the order they run.
-var allPhases = []string{"opening", "holds", "hotseat", "best", "occupancy", "charts", "multi", "fallback", "live", "expiry", "webhooks", "ga", "waitlist", "bigmap"}
+var allPhases = []string{"idle", "opening", "holds", "hotseat", "best", "occupancy", "charts", "multi", "fallback", "live", "expiry", "webhooks", "ga", "waitlist", "bigmap"}
 
 func parseConfig(args []string, stderr io.Writer) (config, error) {
 	quick := false
@@ -235,6 +235,15 @@ func (c config) buyersNeeded() int {
 	return n
 }
 
+// batchSlots is how many hold statements seatd runs at once
+// (SEATD_HOLD_BATCH_SLOTS, default 2).
+func (c config) batchSlots() int {
+	if n, err := strconv.Atoi(c.seatdEnv["SEATD_HOLD_BATCH_SLOTS"]); err == nil && n > 0 {
+		return n
+	}
+	return 2
+}
+
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if len(args) > 0 {
 		if cmd, ok := resultCommands[args[0]]; ok {
@@ -253,7 +262,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	phases := map[string]func(context.Context) error{
-		"opening": b.phaseOpening, "holds": b.phaseHolds, "hotseat": b.phaseHotSeat, "best": b.phaseBest, "occupancy": b.phaseOccupancy, "charts": b.phaseCharts, "multi": b.phaseMulti,
+		"idle": b.phaseIdle, "opening": b.phaseOpening, "holds": b.phaseHolds, "hotseat": b.phaseHotSeat, "best": b.phaseBest, "occupancy": b.phaseOccupancy, "charts": b.phaseCharts, "multi": b.phaseMulti,
 		"fallback": b.phaseFallback, "live": b.phaseLive, "expiry": b.phaseExpiry, "webhooks": b.phaseWebhooks, "ga": b.phaseGA, "waitlist": b.phaseWaitlist,
 		"bigmap": b.phaseBigMap,
 	}

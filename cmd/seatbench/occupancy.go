@@ -26,12 +26,12 @@ type Occupancy struct {
 }
 
 func (b *bench) phaseOccupancy(ctx context.Context) error {
-	main, err := b.mainServer(ctx)
+	main, err := b.procs.mainServer(ctx)
 	if err != nil {
 		return err
 	}
 	n := b.cfg.occSeats
-	ev, _, err := b.genEvent(ctx, "occupancy", n, true)
+	ev, _, err := b.fx.newEvent(ctx, "occupancy", n, true)
 	if err != nil {
 		return err
 	}
@@ -51,8 +51,8 @@ func (b *bench) phaseOccupancy(ctx context.Context) error {
 		return err
 	}
 	o.ColdLoadMS = round3(ms(d))
-	cpu0 := b.sampleCPU([]*server{main})
-	defer func() { o.OthersCPU = round3(cpu0.to(b.sampleCPU([]*server{main})).otherShare()) }()
+	cpu0 := b.procs.sampleCPU([]*server{main})
+	defer func() { o.OthersCPU = round3(cpu0.to(b.procs.sampleCPU([]*server{main})).otherShare()) }()
 	recompute := func() ([]float64, map[string]int, error) {
 		var lat []float64
 		totals := map[string]int{}

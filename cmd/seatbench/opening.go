@@ -42,7 +42,7 @@ func (b *bench) phaseOpening(ctx context.Context) error {
 		return fmt.Errorf("%d buyers asked, %d created", n, len(b.fx.buyers))
 	}
 	buyers := b.fx.buyers[:n]
-	ev, seats, err := b.genEvent(ctx, "opening", b.cfg.openingSeats, false)
+	ev, seats, err := b.fx.newEvent(ctx, "opening", b.cfg.openingSeats, false)
 	if err != nil {
 		return err
 	}
@@ -55,15 +55,15 @@ func (b *bench) phaseOpening(ctx context.Context) error {
 	next := 0
 	take := func() []string { s := seats[next : next+n]; next += n; return s }
 
-	cold, err := b.startServer(ctx, "opening-cold", nil)
+	cold, err := b.procs.start(ctx, "opening-cold", nil)
 	if err != nil {
 		return err
 	}
-	op.Cold = b.firstHolds(ctx, cold, buyers, ev, take())
+	op.Cold = firstHolds(ctx, cold, buyers, ev, take())
 	b.log.printf("opening, cold process: first holds of %d buyers p50 %.0f max %.0f ms", n, op.Cold.Latency.P50, op.Cold.Latency.Max)
-	op.Steady = b.holdLoad(ctx, []*server{cold}, buyers, ev, seats[next:], b.cfg.warmup, b.cfg.duration, nil)
+	op.Steady = b.load.closedLoop(ctx, []*server{cold}, buyers, ev, seats[next:], b.cfg.warmup, b.cfg.duration, nil)
 	b.log.printf("opening, steady with %d open connections: %s", n, op.Steady.summary())
-	b.stopNamed("opening-cold")
+	b.procs.stopNamed("opening-cold")
 	// Seats the steady run held are gone: the warmed run takes free ones.
 	rows, err := b.db.Query(ctx, `SELECT id::text FROM seats WHERE org_id = $1 AND event_id = $2 AND status = 'available' ORDER BY idx LIMIT $3`, b.fx.orgID, ev, n)
 	if err != nil {
@@ -78,7 +78,7 @@ func (b *bench) phaseOpening(ctx context.Context) error {
 	}
 
 	start := time.Now()
-	warm, err := b.startServer(ctx, "opening-warm", map[string]string{"SEATD_WARM_EVENTS": "1"})
+	warm, err := b.procs.start(ctx, "opening-warm", map[string]string{"SEATD_WARM_EVENTS": "1"})
 	if err != nil {
 		return err
 	}
@@ -93,16 +93,16 @@ func (b *bench) phaseOpening(ctx context.Context) error {
 		time.Sleep(20 * time.Millisecond)
 	}
 	op.WarmMS = round3(ms(time.Since(start)))
-	op.Warmed = b.firstHolds(ctx, warm, buyers, ev, free)
+	op.Warmed = firstHolds(ctx, warm, buyers, ev, free)
 	b.log.printf("opening, warmed process (loaded in %.0f ms from start): first holds p50 %.0f max %.0f ms",
 		op.WarmMS, op.Warmed.Latency.P50, op.Warmed.Latency.Max)
-	b.stopNamed("opening-warm")
+	b.procs.stopNamed("opening-warm")
 	return nil
 }
 
 // firstHolds opens one connection per buyer (a GET each), then sends every
 // buyer's first hold at the same moment.
-func (b *bench) firstHolds(ctx context.Context, srv *server, buyers []*session, event string, seats []string) *FirstHolds {
+func firstHolds(ctx context.Context, srv *server, buyers []*session, event string, seats []string) *FirstHolds {
 	for _, s := range buyers {
 		_, _, _ = srv.call(ctx, s, http.MethodGet, "/api/v1/me", nil)
 	}

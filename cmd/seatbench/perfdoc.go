@@ -338,6 +338,14 @@ func perfRows(r *Report) []perfRow {
 		}
 	}
 
+	if i := r.Idle; i != nil {
+		add("idle seatd serve, one on-sale event loaded: CPU per minute", "background work only; reported",
+			fmt.Sprintf("seatd %.0f ms", i.SeatdMSPerMin),
+			fmt.Sprintf("Postgres %.0f ms, Redis %.0f ms in the same window", i.PostgresMSPerMin, i.RedisMSPerMin), "", "reported")
+	} else {
+		missing("idle seatd serve: CPU per minute", "background work only; reported", "idle phase not run")
+	}
+
 	// Targets of parts not built yet.
 	missing("waiting room, 100 000 visitors on one process", "≤ 2 KiB heap a visitor; admission ±5 % of the rate", "not built")
 	missing("payments", "bookings/s ≥ 0.5 × the same sale without payment", "not built")

@@ -1,8 +1,6 @@
 package main
 
 import (
-	"seatd/internal/store"
-
 	"bufio"
 	"bytes"
 	"context"
@@ -15,6 +13,10 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"seatd/internal/store"
 )
 
 // pgbenchScript is the engine's hold statement (holdsSQL in
@@ -82,48 +84,63 @@ WITH r AS (
 ` + stmt[i:] + ";\n", nil
 }
 
-// benchClients maps pgbench client ids to the bench's buyers (each buyer
+// pgbench takes the reference measurements: pgbench sending the hold
+// statements straight to the bench Postgres, on the same tables and
+// machine as the HTTP runs they stand beside.
+type pgbench struct {
+	binDir string // directory with pgbench and psql
+	tmp    string // work dir: scripts and per-transaction logs
+	dbURL  string
+	db     *pgxpool.Pool
+	fx     *fixture
+	procs  *procs // CPU samples
+	// seats is -ref-seats; warmup and duration are the HTTP runs' own.
+	seats            int
+	warmup, duration time.Duration
+}
+
+// mapClients maps pgbench client ids to the bench's buyers (each buyer
 // per ids in a row, round robin), for the reference's per-buyer hold count.
-func (b *bench) benchClients(ctx context.Context, clients, per int) error {
-	users := make([]string, len(b.fx.buyers))
-	for i, u := range b.fx.buyers {
+func (pg *pgbench) mapClients(ctx context.Context, clients, per int) error {
+	users := make([]string, len(pg.fx.buyers))
+	for i, u := range pg.fx.buyers {
 		users[i] = u.userID
 	}
-	_, err := b.db.Exec(ctx, `
+	_, err := pg.db.Exec(ctx, `
 		CREATE TABLE IF NOT EXISTS bench_clients (client_id int PRIMARY KEY, user_id uuid NOT NULL);
 		TRUNCATE bench_clients;`)
 	if err == nil {
-		_, err = b.db.Exec(ctx, `
+		_, err = pg.db.Exec(ctx, `
 			INSERT INTO bench_clients SELECT c, ($2::uuid[])[1 + (c / $3) % cardinality($2::uuid[])] FROM generate_series(0, $1 - 1) c`,
 			clients, users, per)
 	}
 	return err
 }
 
-// pgbench runs the reference at the given client count on a fresh event
+// holds runs the reference at the given client count on a fresh event
 // of -ref-seats seats: -M prepared (as pgx does), two threads, for
 // warmup+duration, counting (like the HTTP run) only transactions ending
 // inside the last -duration, from pgbench's per-transaction log.
-func (b *bench) pgbench(ctx context.Context, clients int) (*Load, error) {
-	return b.pgbenchRate(ctx, clients, 0)
+func (pg *pgbench) holds(ctx context.Context, clients int) (*Load, error) {
+	return pg.paced(ctx, clients, 0)
 }
 
-// pgbenchRate is pgbench throttled to rate transactions/s (-R) when rate
-// is positive; its logged latency then runs from each transaction's
+// paced is holds throttled to rate transactions/s (-R) when rate is
+// positive; its logged latency then runs from each transaction's
 // scheduled start, like the paced HTTP run's.
-func (b *bench) pgbenchRate(ctx context.Context, clients int, rate float64) (*Load, error) {
-	return b.pgbenchRun(ctx, clients, rate, 0)
+func (pg *pgbench) paced(ctx context.Context, clients int, rate float64) (*Load, error) {
+	return pg.load(ctx, clients, rate, 0)
 }
 
-// pgbenchShared runs seatd's shared hold statement with batch holds per
+// shared runs seatd's shared hold statement with batch holds per
 // statement at clients statements at once (seatd's statement slots).
-func (b *bench) pgbenchShared(ctx context.Context, clients, batch int) (*Load, error) {
-	return b.pgbenchRun(ctx, clients, 0, batch)
+func (pg *pgbench) shared(ctx context.Context, clients, batch int) (*Load, error) {
+	return pg.load(ctx, clients, 0, batch)
 }
 
-// pgbenchRun runs pgbenchScript, or sharedScript when batch > 0.
-func (b *bench) pgbenchRun(ctx context.Context, clients int, rate float64, batch int) (*Load, error) {
-	text, perTx, seats := pgbenchScript, 1, b.cfg.refSeats
+// load runs pgbenchScript, or sharedScript when batch > 0.
+func (pg *pgbench) load(ctx context.Context, clients int, rate float64, batch int) (*Load, error) {
+	text, perTx, seats := pgbenchScript, 1, pg.seats
 	if batch > 0 {
 		var err error
 		if text, err = sharedScript(); err != nil {
@@ -134,21 +151,21 @@ func (b *bench) pgbenchRun(ctx context.Context, clients int, rate float64, batch
 		// more holds a statement carries: its event needs room for
 		// them (a transaction that finds no seat left is fast and
 		// would inflate the rate; readPgbenchLogs' check says so).
-		perTx, seats = batch, b.cfg.refSeats*max(3, batch/5)
+		perTx, seats = batch, pg.seats*max(3, batch/5)
 	}
-	ev, _, err := b.genEvent(ctx, fmt.Sprintf("pgbench %d", clients), seats, false)
+	ev, _, err := pg.fx.newEvent(ctx, fmt.Sprintf("pgbench %d", clients), seats, false)
 	if err != nil {
 		return nil, err
 	}
-	if err := b.benchClients(ctx, clients*perTx, 1); err != nil {
+	if err := pg.mapClients(ctx, clients*perTx, 1); err != nil {
 		return nil, err
 	}
-	secs := int(math.Ceil((b.cfg.warmup + b.cfg.duration).Seconds())) + 1
+	secs := int(math.Ceil((pg.warmup + pg.duration).Seconds())) + 1
 	extra := []string{"-T", strconv.Itoa(secs)}
 	if rate > 0 {
 		extra = append(extra, "-R", strconv.FormatFloat(rate, 'f', 1, 64))
 	}
-	prefix, cpu, err := b.runPgbench(ctx, text, ev, clients, perTx, extra...)
+	prefix, cpu, err := pg.run(ctx, text, ev, clients, perTx, extra...)
 	if err != nil {
 		return nil, err
 	}
@@ -164,9 +181,9 @@ func (b *bench) pgbenchRun(ctx context.Context, clients int, rate float64, batch
 	for _, e := range ends {
 		first = min(first, e)
 	}
-	winStart := first + b.cfg.warmup.Seconds()
-	winEnd := winStart + b.cfg.duration.Seconds()
-	l := &Load{Clients: clients, Seconds: b.cfg.duration.Seconds(), Statuses: map[string]int{}, Offered: round3(rate)}
+	winStart := first + pg.warmup.Seconds()
+	winEnd := winStart + pg.duration.Seconds()
+	l := &Load{Clients: clients, Seconds: pg.duration.Seconds(), Statuses: map[string]int{}, Offered: round3(rate)}
 	var win []float64
 	for i, e := range ends {
 		if e >= winStart && e < winEnd {
@@ -176,7 +193,7 @@ func (b *bench) pgbenchRun(ctx context.Context, clients int, rate float64, batch
 	// Every logged transaction must have written a hold; one that found
 	// no seat (out of seats) held nothing.
 	var written int
-	if err := b.db.QueryRow(ctx, `SELECT count(*) FROM seat_holds WHERE event_id = $1`, ev).Scan(&written); err != nil {
+	if err := pg.db.QueryRow(ctx, `SELECT count(*) FROM seat_holds WHERE event_id = $1`, ev).Scan(&written); err != nil {
 		return nil, err
 	}
 	if missing := len(ends)*perTx - written; missing > 0 {
@@ -202,20 +219,20 @@ func (b *bench) pgbenchRun(ctx context.Context, clients int, rate float64, batch
 // shared hold statement once on each of clients connections at the same
 // moment, together holding per seats for each of buyers buyers (side by
 // side, as a burst's blocks are) on a fresh event of eventSeats seats.
-func (b *bench) writesAlone(ctx context.Context, eventSeats, buyers, per, clients int) (BestWrites, error) {
+func (pg *pgbench) writesAlone(ctx context.Context, eventSeats, buyers, per, clients int) (BestWrites, error) {
 	text, err := sharedScript()
 	if err != nil {
 		return BestWrites{}, err
 	}
 	batch := (buyers*per + clients - 1) / clients
-	ev, _, err := b.genEvent(ctx, "best available, writes alone", eventSeats, false)
+	ev, _, err := pg.fx.newEvent(ctx, "best available, writes alone", eventSeats, false)
 	if err != nil {
 		return BestWrites{}, err
 	}
-	if err := b.benchClients(ctx, clients*batch, per); err != nil {
+	if err := pg.mapClients(ctx, clients*batch, per); err != nil {
 		return BestWrites{}, err
 	}
-	prefix, _, err := b.runPgbench(ctx, text, ev, clients, batch, "-t", "1")
+	prefix, _, err := pg.run(ctx, text, ev, clients, batch, "-t", "1")
 	if err != nil {
 		return BestWrites{}, err
 	}
@@ -231,7 +248,7 @@ func (b *bench) writesAlone(ctx context.Context, eventSeats, buyers, per, client
 		first, last = min(first, e-lats[i]/1000), max(last, e)
 	}
 	w := BestWrites{Statements: clients, WallMS: round3((last - first) * 1000)}
-	if err := b.db.QueryRow(ctx, `SELECT count(*) FROM seat_holds WHERE event_id = $1`, ev).Scan(&w.Seats); err != nil {
+	if err := pg.db.QueryRow(ctx, `SELECT count(*) FROM seat_holds WHERE event_id = $1`, ev).Scan(&w.Seats); err != nil {
 		return BestWrites{}, err
 	}
 	// A statement that found its seats taken would be fast and flatter
@@ -242,32 +259,32 @@ func (b *bench) writesAlone(ctx context.Context, eventSeats, buyers, per, client
 	return w, nil
 }
 
-// runPgbench runs script on clients connections against event ev with
-// :batch seats a transaction, logging every transaction under the
-// returned prefix (readPgbenchLogs), and the CPU each part used meanwhile.
-func (b *bench) runPgbench(ctx context.Context, script, ev string, clients, batch int, extra ...string) (string, CPU, error) {
-	path := filepath.Join(b.tmp, fmt.Sprintf("hold-%d.pgbench.sql", batch))
+// run runs script on clients connections against event ev with :batch
+// seats a transaction, logging every transaction under the returned
+// prefix (readPgbenchLogs), and the CPU each part used meanwhile.
+func (pg *pgbench) run(ctx context.Context, script, ev string, clients, batch int, extra ...string) (string, CPU, error) {
+	path := filepath.Join(pg.tmp, fmt.Sprintf("hold-%d.pgbench.sql", batch))
 	if err := os.WriteFile(path, []byte(script), 0o600); err != nil {
 		return "", CPU{}, err
 	}
-	u, err := url.Parse(b.dbURL)
+	u, err := url.Parse(pg.dbURL)
 	if err != nil {
 		return "", CPU{}, err
 	}
-	prefix := filepath.Join(b.tmp, fmt.Sprintf("pgbench-%d-%d", clients, time.Now().UnixNano()))
+	prefix := filepath.Join(pg.tmp, fmt.Sprintf("pgbench-%d-%d", clients, time.Now().UnixNano()))
 	args := []string{"-n", "-h", u.Hostname(), "-p", u.Port(), "-U", u.User.Username(),
 		"-M", "prepared", "-c", strconv.Itoa(clients), "-j", strconv.Itoa(min(clients, 2)),
 		"-f", path, "-D", "k=0", "-D", "nclients=" + strconv.Itoa(clients),
-		"-D", "org=" + b.fx.orgID, "-D", "event=" + ev, "-D", "batch=" + strconv.Itoa(batch),
+		"-D", "org=" + pg.fx.orgID, "-D", "event=" + ev, "-D", "batch=" + strconv.Itoa(batch),
 		"-l", "--log-prefix=" + prefix}
 	args = append(append(args, extra...), strings.TrimPrefix(u.Path, "/"))
-	cmd := exec.CommandContext(ctx, filepath.Join(b.pgBin, "pgbench"), args...)
+	cmd := exec.CommandContext(ctx, filepath.Join(pg.binDir, "pgbench"), args...)
 	cmd.Env = serviceEnv()
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
-	cpu0 := b.sampleCPU(nil)
+	cpu0 := pg.procs.sampleCPU(nil)
 	runErr := cmd.Run()
-	cpu := cpu0.to(b.sampleCPU(nil))
+	cpu := cpu0.to(pg.procs.sampleCPU(nil))
 	_ = os.WriteFile(prefix+".out", out.Bytes(), 0o600)
 	if runErr != nil {
 		return "", CPU{}, fmt.Errorf("pgbench: %w: %s", runErr, lastLines(out.String(), 5))

@@ -2,7 +2,6 @@ package main
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -14,6 +13,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -36,14 +36,54 @@ type server struct {
 	waitErr error
 }
 
-// serverEnv is the configuration every bench server gets: loopback only,
+// procs runs the seatd processes of a run: it builds seatd, starts and
+// stops each server by its PID (and the haproxy in front of some of them,
+// balancer.go), and samples the CPU they and the bench services use
+// (cpu.go).
+type procs struct {
+	log      *progress
+	root     string // absolute repository root
+	tmp      string // work dir: seatd binary, server logs
+	bin      string // the seatd binary
+	dbURL    string
+	redisURL string
+	// seatdEnv and pgMaxConns are -seatd-env and -pg-max-conns.
+	seatdEnv   map[string]string
+	pgMaxConns int
+
+	mu      sync.Mutex
+	servers []*server // started and not yet stopped
+}
+
+// build builds ./cmd/seatd into the work dir, or takes prebuilt (-seatd)
+// when it is set.
+func (p *procs) build(ctx context.Context, prebuilt string) error {
+	if prebuilt != "" {
+		path, err := filepath.Abs(prebuilt)
+		p.bin = path
+		return err
+	}
+	p.bin = filepath.Join(p.tmp, "seatd")
+	start := time.Now()
+	// Built into the work dir, not bin/: others may be running bin/seatd.
+	cmd := exec.CommandContext(ctx, "go", "build", "-o", p.bin, "./cmd/seatd")
+	cmd.Dir = p.root
+	cmd.Stdout, cmd.Stderr = p.log.w, p.log.w
+	if err := cmd.Run(); err != nil {
+		return fmt.Errorf("go build ./cmd/seatd: %w", err)
+	}
+	p.log.printf("built seatd in %s", time.Since(start).Round(100*time.Millisecond))
+	return nil
+}
+
+// env is the configuration every bench server gets: loopback only,
 // quiet logs, and limits out of the way of the load (they are per user
 // and per IP, and the whole load comes from one IP and a few users).
-func (b *bench) serverEnv(addr string, extra map[string]string) []string {
+func (p *procs) env(addr string, extra map[string]string) []string {
 	env := serviceEnv()
 	vars := map[string]string{
-		"DATABASE_URL":                b.dbURL,
-		"REDIS_URL":                   b.redisURL,
+		"DATABASE_URL":                p.dbURL,
+		"REDIS_URL":                   p.redisURL,
 		"SEATD_ADDR":                  addr,
 		"SEATD_ENV":                   "development",
 		"SEATD_LOG_LEVEL":             "warn",
@@ -66,10 +106,10 @@ func (b *bench) serverEnv(addr string, extra map[string]string) []string {
 		"SEATD_WEBHOOK_ALLOW_PRIVATE": "true",
 		"SEATD_WEBHOOK_BACKOFF_MAX":   "5s",
 	}
-	if b.cfg.pgMaxConns > 0 {
-		vars["SEATD_PG_MAX_CONNS"] = strconv.Itoa(b.cfg.pgMaxConns)
+	if p.pgMaxConns > 0 {
+		vars["SEATD_PG_MAX_CONNS"] = strconv.Itoa(p.pgMaxConns)
 	}
-	for k, v := range b.cfg.seatdEnv {
+	for k, v := range p.seatdEnv {
 		vars[k] = v
 	}
 	for k, v := range extra {
@@ -81,9 +121,9 @@ func (b *bench) serverEnv(addr string, extra map[string]string) []string {
 	return env
 }
 
-// startServer starts `seatd serve` on a free loopback port and waits until
-// it answers /healthz (it migrates first).
-func (b *bench) startServer(ctx context.Context, name string, extra map[string]string) (*server, error) {
+// start starts `seatd serve` on a free loopback port and waits until it
+// answers /healthz (it migrates first).
+func (p *procs) start(ctx context.Context, name string, extra map[string]string) (*server, error) {
 	port, err := freeport.Loopback()
 	if err != nil {
 		return nil, err
@@ -101,13 +141,13 @@ func (b *bench) startServer(ctx context.Context, name string, extra map[string]s
 		extra = map[string]string{}
 	}
 	extra["SEATD_OPS_ADDR"] = opsAddr
-	s.logPath = filepath.Join(b.tmp, "seatd-"+name+".log")
+	s.logPath = filepath.Join(p.tmp, "seatd-"+name+".log")
 	logf, err := os.Create(s.logPath)
 	if err != nil {
 		return nil, err
 	}
-	cmd := exec.Command(b.seatdBin, "serve")
-	cmd.Env = b.serverEnv(s.addr, extra)
+	cmd := exec.Command(p.bin, "serve")
+	cmd.Env = p.env(s.addr, extra)
 	cmd.Stdout, cmd.Stderr = logf, logf
 	// If seatbench dies without cleaning up, its servers die with it.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
@@ -122,9 +162,9 @@ func (b *bench) startServer(ctx context.Context, name string, extra map[string]s
 	if unix.Prlimit(s.pid, unix.RLIMIT_NOFILE, nil, &lim) == nil && lim.Cur < lim.Max {
 		_ = unix.Prlimit(s.pid, unix.RLIMIT_NOFILE, &unix.Rlimit{Cur: lim.Max, Max: lim.Max}, nil)
 	}
-	b.mu.Lock()
-	b.servers = append(b.servers, s)
-	b.mu.Unlock()
+	p.mu.Lock()
+	p.servers = append(p.servers, s)
+	p.mu.Unlock()
 	s.http = newHTTPClient()
 	deadline := time.Now().Add(90 * time.Second)
 	for {
@@ -132,7 +172,7 @@ func (b *bench) startServer(ctx context.Context, name string, extra map[string]s
 		case <-s.exited:
 			return nil, fmt.Errorf("seatd %s exited at start (%v): %s", name, s.waitErr, tail(s.logPath, 15))
 		case <-ctx.Done():
-			b.stopServer(s)
+			p.stop(s)
 			return nil, context.Cause(ctx)
 		case <-time.After(100 * time.Millisecond):
 		}
@@ -140,28 +180,28 @@ func (b *bench) startServer(ctx context.Context, name string, extra map[string]s
 			_, _ = io.Copy(io.Discard, resp.Body)
 			_ = resp.Body.Close()
 			if resp.StatusCode == http.StatusOK {
-				b.log.printf("seatd %s pid %d on %s", name, s.pid, s.addr)
+				p.log.printf("seatd %s pid %d on %s", name, s.pid, s.addr)
 				return s, nil
 			}
 		}
 		if time.Now().After(deadline) {
-			b.stopServer(s)
+			p.stop(s)
 			return nil, fmt.Errorf("seatd %s did not answer /healthz within 90s: %s", name, tail(s.logPath, 15))
 		}
 	}
 }
 
-// stopServer ends a server by its PID: SIGTERM (graceful shutdown), then
+// stop ends a server by its PID: SIGTERM (graceful shutdown), then
 // SIGKILL after 15 seconds.
-func (b *bench) stopServer(s *server) {
-	b.mu.Lock()
-	for i, x := range b.servers {
+func (p *procs) stop(s *server) {
+	p.mu.Lock()
+	for i, x := range p.servers {
 		if x == s {
-			b.servers = append(b.servers[:i], b.servers[i+1:]...)
+			p.servers = append(p.servers[:i], p.servers[i+1:]...)
 			break
 		}
 	}
-	b.mu.Unlock()
+	p.mu.Unlock()
 	s.http.CloseIdleConnections()
 	select {
 	case <-s.exited:
@@ -172,11 +212,50 @@ func (b *bench) stopServer(s *server) {
 	select {
 	case <-s.exited:
 	case <-time.After(15 * time.Second):
-		b.log.printf("seatd %s pid %d ignored SIGTERM for 15s; killing it", s.name, s.pid)
+		p.log.printf("seatd %s pid %d ignored SIGTERM for 15s; killing it", s.name, s.pid)
 		_ = syscall.Kill(s.pid, syscall.SIGKILL)
 		<-s.exited
 	}
-	b.log.printf("stopped seatd %s pid %d", s.name, s.pid)
+	p.log.printf("stopped seatd %s pid %d", s.name, s.pid)
+}
+
+// stopAll stops every server still running.
+func (p *procs) stopAll() {
+	p.mu.Lock()
+	servers := append([]*server(nil), p.servers...)
+	p.mu.Unlock()
+	for _, s := range servers {
+		p.stop(s)
+	}
+}
+
+// mainServer returns the main seatd process, starting it again if a
+// phase stopped it.
+func (p *procs) mainServer(ctx context.Context) (*server, error) {
+	p.mu.Lock()
+	for _, s := range p.servers {
+		if s.name == "main" {
+			p.mu.Unlock()
+			return s, nil
+		}
+	}
+	p.mu.Unlock()
+	return p.start(ctx, "main", nil)
+}
+
+// stopNamed stops the running servers with these names.
+func (p *procs) stopNamed(names ...string) {
+	p.mu.Lock()
+	var stop []*server
+	for _, s := range p.servers {
+		if contains(names, s.name) {
+			stop = append(stop, s)
+		}
+	}
+	p.mu.Unlock()
+	for _, s := range stop {
+		p.stop(s)
+	}
 }
 
 func tail(path string, n int) string {
@@ -226,6 +305,23 @@ func (s *server) metrics(ctx context.Context) (map[string]float64, error) {
 	return out, sc.Err()
 }
 
+type memSnap struct {
+	heap, stack, goroutines float64
+	rss                     int64
+}
+
+// memory is the server's heap, stacks and goroutines (from /metrics) and
+// its resident set.
+func (s *server) memory(ctx context.Context) (memSnap, error) {
+	m, err := s.metrics(ctx)
+	if err != nil {
+		return memSnap{}, err
+	}
+	rss, err := rssBytes(s.pid)
+	return memSnap{heap: m["go_memstats_heap_inuse_bytes"], stack: m["go_memstats_stack_inuse_bytes"],
+		goroutines: m["go_goroutines"], rss: rss}, err
+}
+
 // rssBytes is a process's resident set (VmRSS).
 func rssBytes(pid int) (int64, error) {
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
@@ -240,138 +336,4 @@ func rssBytes(pid int) (int64, error) {
 		}
 	}
 	return 0, errors.New("no VmRSS")
-}
-
-// --- CPU accounting ---
-
-// clockTicks is USER_HZ, which is 100 on every Linux this runs on.
-const clockTicks = 100
-
-// procCPU returns utime+stime of a process, plus its waited-for children
-// when children is set, in seconds; and its parent pid.
-func procCPU(pid int, children bool) (secs float64, ppid int, err error) {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return 0, 0, err
-	}
-	// The command name may hold spaces and parentheses: fields start after
-	// the last ')'.
-	i := bytes.LastIndexByte(b, ')')
-	if i < 0 {
-		return 0, 0, errors.New("bad stat")
-	}
-	f := strings.Fields(string(b[i+1:]))
-	if len(f) < 15 {
-		return 0, 0, errors.New("short stat")
-	}
-	// f[0] is field 3 (state): ppid is field 4, utime 14, stime 15,
-	// cutime 16, cstime 17.
-	ppid, _ = strconv.Atoi(f[1])
-	var t int64
-	for _, k := range []int{11, 12} {
-		n, _ := strconv.ParseInt(f[k], 10, 64)
-		t += n
-	}
-	if children {
-		for _, k := range []int{13, 14} {
-			n, _ := strconv.ParseInt(f[k], 10, 64)
-			t += n
-		}
-	}
-	return float64(t) / clockTicks, ppid, nil
-}
-
-// CPU is processor time spent during a window, in core-seconds, by party.
-type CPU struct {
-	Seatd    float64 `json:"seatd"`
-	Postgres float64 `json:"postgres"`
-	Redis    float64 `json:"redis"`
-	Client   float64 `json:"client"` // seatbench itself, or pgbench
-	// Balancer is haproxy's, when the load went through it.
-	Balancer float64 `json:"balancer,omitempty"`
-	// Other is what the rest of the machine used meanwhile (other people's
-	// builds and tests share these cores); Idle is what nobody used.
-	Other float64 `json:"other"`
-	Idle  float64 `json:"idle"`
-	Wall  float64 `json:"wall"`
-}
-
-type cpuSample struct {
-	at                            time.Time
-	seatd, postgres, redis, bench float64
-	busy, idle                    float64 // whole machine, from /proc/stat
-}
-
-// sampleCPU reads the CPU time of the servers, of Postgres (the
-// postmaster with its exited backends, plus every live backend) and of
-// Redis, and of this process.
-func (b *bench) sampleCPU(servers []*server) cpuSample {
-	s := cpuSample{at: time.Now()}
-	for _, sv := range servers {
-		t, _, _ := procCPU(sv.pid, false)
-		s.seatd += t
-	}
-	if pm := b.pidFromFile(filepath.Join(b.root, ".data/bench/pg/postmaster.pid")); pm > 0 {
-		t, _, _ := procCPU(pm, true)
-		s.postgres += t
-		ents, _ := os.ReadDir("/proc")
-		for _, e := range ents {
-			pid, err := strconv.Atoi(e.Name())
-			if err != nil || pid == pm {
-				continue
-			}
-			t, ppid, err := procCPU(pid, false)
-			if err == nil && ppid == pm {
-				s.postgres += t
-			}
-		}
-	}
-	if rp := b.pidFromFile(filepath.Join(b.root, ".data/bench/redis.pid")); rp > 0 {
-		s.redis, _, _ = procCPU(rp, false)
-	}
-	// Children too: pgbench's time lands there once it is waited for.
-	s.bench, _, _ = procCPU(os.Getpid(), true)
-	s.busy, s.idle = machineCPU()
-	return s
-}
-
-// machineCPU is the busy and idle (with iowait) time of all CPUs since
-// boot, in seconds, from the first line of /proc/stat.
-func machineCPU() (busy, idle float64) {
-	b, err := os.ReadFile("/proc/stat")
-	if err != nil {
-		return 0, 0
-	}
-	line, _, _ := strings.Cut(string(b), "\n")
-	f := strings.Fields(line)
-	if len(f) < 9 || f[0] != "cpu" {
-		return 0, 0
-	}
-	// user nice system idle iowait irq softirq steal
-	for i, v := range f[1:9] {
-		n, _ := strconv.ParseFloat(v, 64)
-		if i == 3 || i == 4 {
-			idle += n
-		} else {
-			busy += n
-		}
-	}
-	return busy / clockTicks, idle / clockTicks
-}
-
-func (b *bench) pidFromFile(path string) int {
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return 0
-	}
-	line, _, _ := strings.Cut(string(data), "\n")
-	pid, _ := strconv.Atoi(strings.TrimSpace(line))
-	return pid
-}
-
-func (s cpuSample) to(e cpuSample) CPU {
-	c := CPU{Seatd: e.seatd - s.seatd, Postgres: e.postgres - s.postgres, Redis: e.redis - s.redis,
-		Client: e.bench - s.bench, Idle: round3(e.idle - s.idle), Wall: round3(e.at.Sub(s.at).Seconds())}
-	c.Other = round3(max(0, (e.busy-s.busy)-c.Seatd-c.Postgres-c.Redis-c.Client))
-	return c
 }

@@ -19,6 +19,7 @@ type Report struct {
 	Seconds   float64      `json:"seconds"`
 	Mode      string       `json:"mode"`
 	Machine   Machine      `json:"machine"`
+	Idle      *Idle        `json:"idle,omitempty"`
 	Opening   *Opening     `json:"opening,omitempty"`
 	Holds     []*HoldLevel `json:"holds,omitempty"`
 	Paced     *HoldLevel   `json:"paced,omitempty"`
@@ -49,6 +50,17 @@ type PhaseError struct {
 
 func (r *Report) failed(phase string, err error) {
 	r.Errors = append(r.Errors, PhaseError{Phase: phase, Error: err.Error()})
+}
+
+// holdsAt returns the fast-path and pgbench results of the holds phase
+// at c buyers, if it ran.
+func (r *Report) holdsAt(c int) (fast, ref *Load) {
+	for _, h := range r.Holds {
+		if h.Buyers == c {
+			return h.HTTP, h.Ref
+		}
+	}
+	return nil, nil
 }
 
 // Target is one target of docs/performance.md checked against this run.
@@ -304,6 +316,10 @@ func (r *Report) printTable(w io.Writer) {
 			row(name+": the machine's speed just before", fmt.Sprintf("Postgres %.0f µs a hold", h.Ref.CPUPerHold.Postgres),
 				"in the paced pgbench row (the same statement and rate every run)", "", "")
 		}
+	}
+	if i := r.Idle; i != nil {
+		row("idle seatd serve, one on-sale event: CPU per minute", fmt.Sprintf("seatd %.0f ms", i.SeatdMSPerMin),
+			fmt.Sprintf("Postgres %.0f ms, Redis %.0f ms%s", i.PostgresMSPerMin, i.RedisMSPerMin, others(i.OthersCPU)), "", "")
 	}
 	if o := r.Occupancy; o != nil {
 		name := fmt.Sprintf("occupancy, %d seats", o.Seats)

@@ -27,14 +27,14 @@ type Waitlist struct {
 // the frame on a waiting buyer's socket that puts the seat in their cart
 // as an offer.
 func (b *bench) phaseWaitlist(ctx context.Context) error {
-	b.stopNamed("main", "fallback", "live", "expiry")
-	s, err := b.startServer(ctx, "waitlist", nil)
+	b.procs.stopNamed("main", "fallback", "live", "expiry")
+	s, err := b.procs.start(ctx, "waitlist", nil)
 	if err != nil {
 		return err
 	}
-	defer b.stopServer(s)
+	defer b.procs.stop(s)
 	k := min(b.cfg.waitlistFrees, len(b.fx.buyers)/2)
-	ev, seats, err := b.genEvent(ctx, "waitlist", k, false)
+	ev, seats, err := b.fx.newEvent(ctx, "waitlist", k, false)
 	if err != nil {
 		return err
 	}
@@ -42,7 +42,7 @@ func (b *bench) phaseWaitlist(ctx context.Context) error {
 	if _, err := b.db.Exec(ctx, `UPDATE events SET status = 'on_sale' WHERE org_id = $1 AND id = $2`, b.fx.orgID, ev); err != nil {
 		return err
 	}
-	if err := b.warmEvent(ctx, []*server{s}, ev); err != nil {
+	if err := b.load.warm(ctx, []*server{s}, ev); err != nil {
 		return err
 	}
 	holds := make([]string, k)

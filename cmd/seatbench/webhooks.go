@@ -122,12 +122,12 @@ func (h *hookReceiver) distinct() int {
 // fifth of the rate, starts it again on the same port, and waits for
 // every delivery, checking none is lost and each seat's arrive in order.
 func (b *bench) phaseWebhooks(ctx context.Context) error {
-	main, err := b.mainServer(ctx)
+	main, err := b.procs.mainServer(ctx)
 	if err != nil {
 		return err
 	}
 	const seatsN, workers = 500, 50
-	ev, seats, err := b.genEvent(ctx, "webhooks", seatsN, false)
+	ev, seats, err := b.fx.newEvent(ctx, "webhooks", seatsN, false)
 	if err != nil {
 		return err
 	}

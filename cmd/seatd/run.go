@@ -110,7 +110,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 func webDeps(a *app.App) web.Deps {
 	return web.Deps{Cfg: a.Cfg, Log: a.Log, Pool: a.Pool, Redis: a.Redis, Store: a.Store,
 		Engine: a.Engine, Holds: a.Holds, BoxOffice: a.BoxOffice, Events: a.Events, Waitlist: a.Waitlist, Monitor: a.Monitor,
-		Accounts: a.Accounts, Notifier: a.Notifier, Registry: a.Registry}
+		Accounts: a.Accounts, Notifier: a.Notifier, Registry: a.Registry,
+		Door: a.Door, Tickets: a.TicketKeys, Details: a.BookingDetails}
 }
 
 func displayAddr(addr string) string {

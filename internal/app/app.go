@@ -21,16 +21,20 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"seatd/internal/auth"
+	"seatd/internal/bookingmail"
 	"seatd/internal/config"
+	"seatd/internal/door"
 	"seatd/internal/hold"
 	"seatd/internal/mail"
 	"seatd/internal/notify"
+	"seatd/internal/payment"
 	"seatd/internal/pg"
 	"seatd/internal/realtime"
 	"seatd/internal/seal"
 	"seatd/internal/seatlock"
 	"seatd/internal/store"
 	"seatd/internal/telemetry"
+	"seatd/internal/ticket"
 	"seatd/internal/webhook"
 )
 
@@ -51,6 +55,16 @@ type App struct {
 	// Mail sends the mail outbox (one worker per process); nil without
 	// SEATD_SMTP_URL.
 	Mail *mail.Worker
+	// TicketKeys signs and checks ticket codes with each event's key.
+	TicketKeys *ticket.Keys
+	// Door admits tickets (once each, also from offline scanners).
+	Door *door.Door
+	// BookingDetails reads bookings as their mail, page and PDF show them,
+	// and keeps the queue of booking mail.
+	BookingDetails *store.BookingMail
+	// BookingMail writes the mail of bookings made and cancelled into the
+	// outbox (one worker per process).
+	BookingMail *bookingmail.Worker
 
 	// Notifier is the process's one LISTEN connection: the bus's
 	// fallback, the workers' wake-ups, the web server's session ends and
@@ -67,6 +81,15 @@ type App struct {
 	Follower  *hold.Follower
 	Warmer    *hold.Warmer
 	Reaper    *hold.Reaper
+	// Payments takes buyers' payments and makes their bookings from the
+	// provider's confirmations (its Run is the reconciler).
+	Payments *hold.Payments
+
+	// PaymentProvider is Stripe, or the embedded test provider (then
+	// TestPayments too: its card page confirms through it; nil with
+	// Stripe).
+	PaymentProvider payment.Provider
+	TestPayments    *payment.TestProvider
 
 	holdPools []*pgxpool.Pool // the shared hold statements' and transactions' connections, when holds are shared
 }
@@ -194,6 +217,18 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger) (*App, error)
 		a.Close()
 		return nil, err
 	}
+	if a.TicketKeys, err = ticket.NewKeys(store.NewTicketKeys(a.Pool), cfg.TicketSecret); err != nil {
+		a.Close()
+		return nil, err
+	}
+	a.Door = door.New(store.NewCheckins(a.Pool), a.TicketKeys, a.Redis, door.Options{KeyPrefix: cfg.KeyPrefix})
+	a.BookingDetails = store.NewBookingMail(a.Pool)
+	a.BookingMail = bookingmail.New(a.BookingDetails, a.TicketKeys, a.Notifier,
+		bookingmail.Options{PublicURL: cfg.PublicURL, Poll: cfg.MailPoll}, log.With("component", "bookingmail"))
+	if err := a.newPayments(); err != nil {
+		a.Close()
+		return nil, err
+	}
 	return a, nil
 }
 
@@ -283,7 +318,7 @@ func redactURL(s string) string {
 }
 
 // Migrate applies pending migrations, then seals the webhook secrets
-// still kept in the clear (stored before migration 033, which SQL alone
+// still kept in the clear (stored before migration 035, which SQL alone
 // cannot seal).
 func (a *App) Migrate(ctx context.Context) error {
 	from, to, err := pg.Migrate(ctx, a.Pool)
@@ -294,7 +329,7 @@ func (a *App) Migrate(ctx context.Context) error {
 		a.Log.Info("migrated", "from", from, "to", to)
 	}
 	if a.Cfg.TicketSecret == "" {
-		a.Log.Warn("webhook signing secrets stored before migration 033 stay in the clear until SEATD_TICKET_SECRET is set")
+		a.Log.Warn("webhook signing secrets stored before migration 035 stay in the clear until SEATD_TICKET_SECRET is set")
 		return nil
 	}
 	n, err := a.Store.Webhooks.SealClearSecrets(ctx)
@@ -330,17 +365,29 @@ func (f JobFunc) Run(ctx context.Context) { f(ctx) }
 //  5. The waitlist offer worker: on the notifier, with a WaitlistInterval
 //     backstop.
 //  6. The webhook worker: on the notifier, with a WebhookPoll backstop.
-//  7. The mail worker (with SEATD_SMTP_URL set): on the notifier, with a
+//  7. The booking mail worker: on the notifier, with a MailPoll backstop;
+//     it writes into the outbox the next job sends.
+//  8. The mail worker (with SEATD_SMTP_URL set): on the notifier, with a
 //     MailPoll backstop.
-//  8. The warmer (warm: only when serving, and with WarmEvents set): on
+//  9. The payment reconciler, every PaymentReconcileEvery: it asks the
+//     provider about payments without news and sends refunds again, and
+//     applies the answers as webhooks are applied (docs/payments.md).
+//  10. The test provider's deliveries (without Stripe keys): a delayed
+//     card's confirmation and failed sends, to this process's own webhook
+//     endpoint.
+//  11. The warmer (warm: only when serving, and with WarmEvents set): on
 //     the bus, with a WarmInterval backstop.
 //
 // What RunBackground is given (the web server's jobs) starts after them
 // all and stops first.
 func (a *App) jobs(warm bool) []Job {
-	js := []Job{a.Notifier, a.Follower, a.Reaper, a.Monitor, a.Waitlist, a.Webhooks}
+	js := []Job{a.Notifier, a.Follower, a.Reaper, a.Monitor, a.Waitlist, a.Webhooks, a.BookingMail}
 	if a.Mail != nil {
 		js = append(js, a.Mail)
+	}
+	js = append(js, a.Payments)
+	if a.TestPayments != nil {
+		js = append(js, a.TestPayments)
 	}
 	if warm && a.Cfg.WarmEvents > 0 {
 		// Load on-sale events while the listener opens, and those another

@@ -42,7 +42,8 @@ func TestServeLeavesNoGoroutine(t *testing.T) {
 
 	srv := web.New(web.Deps{Cfg: a.Cfg, Log: a.Log, Pool: a.Pool, Redis: a.Redis, Store: a.Store,
 		Engine: a.Engine, Holds: a.Holds, BoxOffice: a.BoxOffice, Events: a.Events, Waitlist: a.Waitlist, Monitor: a.Monitor,
-		Accounts: a.Accounts, Notifier: a.Notifier, Registry: a.Registry})
+		Accounts: a.Accounts, Notifier: a.Notifier, Registry: a.Registry,
+		Door: a.Door, Tickets: a.TicketKeys, Details: a.BookingDetails})
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)

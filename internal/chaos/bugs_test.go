@@ -103,12 +103,13 @@ func (c *cluster) degrade(t *testing.T, cl *client, n *node, spare []uuid.UUID) 
 	t.Fatalf("%s still on the fast path after %d holds without redis", n.name, len(spare))
 }
 
-// TestBugStaleIdempotentHold (fixed in d5fef0e): a buyer holds a seat on
+// TestBugStaleIdempotentHold: a buyer holds a seat on
 // process 1, releases it on process 2, and clicks it again on process 1
 // before process 1 heard of the release. Process 1 answers from its hot
 // cache "200, you already hold it" with the hold that was just released: the
 // buyer is told they hold a seat that is free, and their purchase will fail.
-// DESIGN §4 lets the cache refuse early, not vouch for a hold; the fix
+// The hold algorithm (docs/architecture.md#the-hold-algorithm) lets the
+// cache refuse early, not vouch for a hold; the fix
 // confirms an idempotent answer in Postgres before giving it. In the chaos
 // run this happens within milliseconds of a release; here process 1 is cut
 // off from Redis so it cannot hear the release at all (see also
@@ -140,12 +141,12 @@ func TestBugStaleIdempotentHold(t *testing.T) {
 	t.Logf("%d of 3 repeated holds answered with a released hold", stale)
 }
 
-// TestBugPartitionedProcessMissesDeltas (fixed in d5fef0e): when one process
+// TestBugPartitionedProcessMissesDeltas: when one process
 // loses Redis and the others do not, the others keep publishing their
 // changes on Redis only, and the cut-off process hears nothing until its
 // subscription comes back: its seat map and open sockets freeze for the
-// whole partition (DESIGN §10 wants maps to keep updating while Redis is
-// unavailable). The fix has a process whose subscription is down reload its
+// whole partition (docs/failure-behaviour.md#redis-down promises maps keep updating
+// while Redis is unavailable). The fix has a process whose subscription is down reload its
 // events from Postgres every few hundred milliseconds until it is back.
 func TestBugPartitionedProcessMissesDeltas(t *testing.T) {
 	c := newCluster(t, clusterOptions{nodes: 2, sections: 1, rows: 1, perRow: 10})
@@ -287,7 +288,7 @@ func TestBugLostDeltaAfterAmbiguousWrite(t *testing.T) {
 	}
 }
 
-// TestBugReloadRegressesCache (fixed in d5fef0e): a process reloads an event
+// TestBugReloadRegressesCache: a process reloads an event
 // from Postgres when its Redis subscription comes back, on a reconcile, and
 // during Redis recovery. Deltas it applies while that read is in flight —
 // its own commits, or other processes' arriving by Postgres NOTIFY while

@@ -46,8 +46,8 @@ type fault struct {
 	name  string
 	short bool // part of the default (short) run
 	pg    bool // cuts Postgres replies
-	// redis faults must not stop the maps: DESIGN §10 wants them to keep
-	// updating while Redis is down, so they are checked mid-fault too.
+	// redis faults must not stop the maps: docs/failure-behaviour.md#redis-down
+	// promises they keep updating while Redis is down, so they are checked mid-fault too.
 	redis bool
 	// partial faults hit the first process only.
 	partial bool

@@ -36,7 +36,7 @@ import (
 // is sound whatever the TTL; a long TTL would only make it less interesting.
 //
 // Refusals ("taken") are checked in two ways. The lenient model accepts
-// them in any state: DESIGN §4 lets the hot cache and Redis refuse at once
+// them in any state: the hold algorithm lets the hot cache and Redis refuse at once
 // from a view that may trail Postgres by a few milliseconds, so a refusal is
 // not a linearizable read and the engine does not promise it is. Every
 // grant, release and sale is decided by Postgres and must linearize. The

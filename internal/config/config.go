@@ -98,16 +98,20 @@ type Config struct {
 	MailFrom     string        // SEATD_MAIL_FROM: default sender, "Name <address>" or an address
 	MailPoll     time.Duration // SEATD_MAIL_POLL: how often an idle mail worker looks for due mail without being woken
 	MailRetryFor time.Duration // SEATD_MAIL_RETRY_FOR: give a message up this long after it was enqueued
+	PublicURL    string        // SEATD_PUBLIC_URL: where people reach seatd (scheme and host, no path): the links in mail start with it
 
 	// Tickets.
 	TicketSecret string // SEATD_TICKET_SECRET: seals the events' ticket signing keys and the webhook signing secrets in Postgres, each under a key of its own (at least 32 characters; production must set its own)
 
 	// Payments (docs/payments.md): with both Stripe keys set buyers pay
 	// through Stripe; with neither, through the embedded test provider.
-	StripeSecretKey      string // STRIPE_SECRET_KEY: sk_… (or a restricted rk_…) key of the Stripe account
-	StripePublishableKey string // STRIPE_PUBLISHABLE_KEY: pk_… key the buyer's page loads Stripe.js with
-	StripeWebhookSecret  string // STRIPE_WEBHOOK_SECRET: whsec_… signing secret of the webhook endpoint (the test provider generates one when unset)
-	StripeAPIBase        string // SEATD_STRIPE_API_BASE: Stripe API base URL; empty for Stripe itself (stripe-mock in tests)
+	StripeSecretKey       string        // STRIPE_SECRET_KEY: sk_… (or a restricted rk_…) key of the Stripe account
+	StripePublishableKey  string        // STRIPE_PUBLISHABLE_KEY: pk_… key the buyer's page loads Stripe.js with
+	StripeWebhookSecret   string        // STRIPE_WEBHOOK_SECRET: whsec_… signing secret of the webhook endpoint (the test provider generates one when unset)
+	StripeAPIBase         string        // SEATD_STRIPE_API_BASE: Stripe API base URL; empty for Stripe itself (stripe-mock in tests)
+	PaymentTTL            time.Duration // SEATD_PAYMENT_TTL: how long a buyer has to pay once they start; their holds are kept until then (at most 1h)
+	PaymentReconcileAfter time.Duration // SEATD_PAYMENT_RECONCILE_AFTER: a payment without news this long is asked about at the provider
+	PaymentReconcileEvery time.Duration // SEATD_PAYMENT_RECONCILE_INTERVAL: how often each process's reconciler looks for such payments
 }
 
 // DevTicketSecret is SEATD_TICKET_SECRET outside production when it is not
@@ -189,6 +193,11 @@ func Defaults() Config {
 		MailFrom:     "seatd <no-reply@localhost>",
 		MailPoll:     5 * time.Second,
 		MailRetryFor: 48 * time.Hour,
+		PublicURL:    "http://localhost:8080",
+
+		PaymentTTL:            15 * time.Minute,
+		PaymentReconcileAfter: 3 * time.Minute,
+		PaymentReconcileEvery: 30 * time.Second,
 	}
 }
 
@@ -314,6 +323,8 @@ func Load(getenv func(string) string) (Config, error) {
 	str("SEATD_MAIL_FROM", &c.MailFrom)
 	dur("SEATD_MAIL_POLL", &c.MailPoll)
 	dur("SEATD_MAIL_RETRY_FOR", &c.MailRetryFor)
+	str("SEATD_PUBLIC_URL", &c.PublicURL)
+	c.PublicURL = strings.TrimRight(c.PublicURL, "/")
 	str("SEATD_TICKET_SECRET", &c.TicketSecret)
 	if c.TicketSecret == "" && c.Env != EnvProduction {
 		c.TicketSecret = DevTicketSecret
@@ -322,6 +333,9 @@ func Load(getenv func(string) string) (Config, error) {
 	str("STRIPE_PUBLISHABLE_KEY", &c.StripePublishableKey)
 	str("STRIPE_WEBHOOK_SECRET", &c.StripeWebhookSecret)
 	str("SEATD_STRIPE_API_BASE", &c.StripeAPIBase)
+	dur("SEATD_PAYMENT_TTL", &c.PaymentTTL)
+	dur("SEATD_PAYMENT_RECONCILE_AFTER", &c.PaymentReconcileAfter)
+	dur("SEATD_PAYMENT_RECONCILE_INTERVAL", &c.PaymentReconcileEvery)
 
 	errs = append(errs, c.validate()...)
 	return c, errors.Join(errs...)
@@ -416,6 +430,9 @@ func (c Config) validate() []error {
 	}
 	positive("SEATD_MAIL_POLL", c.MailPoll)
 	positive("SEATD_MAIL_RETRY_FOR", c.MailRetryFor)
+	if u, err := url.Parse(c.PublicURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.Path != "" || u.RawQuery != "" {
+		bad("SEATD_PUBLIC_URL: %q must be http(s)://host[:port] with no path", c.PublicURL)
+	}
 	if c.TicketSecret != "" && len(c.TicketSecret) < 32 {
 		bad("SEATD_TICKET_SECRET: must be at least 32 characters (openssl rand -base64 32), got %d", len(c.TicketSecret))
 	}
@@ -442,6 +459,12 @@ func (c Config) validate() []error {
 	default:
 		bad("SEATD_LOG_LEVEL: %q must be debug, info, warn or error", c.LogLevel)
 	}
+	if c.PaymentTTL < time.Minute || c.PaymentTTL > MaxPaymentTTL {
+		// A payment keeps its seats from everyone else until then.
+		bad("SEATD_PAYMENT_TTL: must be 1m to %s, got %s", MaxPaymentTTL, c.PaymentTTL)
+	}
+	positive("SEATD_PAYMENT_RECONCILE_AFTER", c.PaymentReconcileAfter)
+	positive("SEATD_PAYMENT_RECONCILE_INTERVAL", c.PaymentReconcileEvery)
 	errs = append(errs, c.stripeProblems()...)
 	return errs
 }

@@ -229,3 +229,33 @@ func TestProductionRefusesPrivateWebhooks(t *testing.T) {
 		}
 	}
 }
+
+// TestPublicURL: SEATD_PUBLIC_URL takes a scheme and a host (a trailing
+// slash is dropped) and refuses a path, another scheme or no host.
+func TestPublicURL(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		in, want string
+		ok       bool
+	}{
+		{"", "http://localhost:8080", true},
+		{"https://tickets.example.com/", "https://tickets.example.com", true},
+		{"http://127.0.0.1:9000", "http://127.0.0.1:9000", true},
+		{"https://tickets.example.com/app", "", false},
+		{"ftp://tickets.example.com", "", false},
+		{"tickets.example.com", "", false},
+		{"https://", "", false},
+	} {
+		c, err := load(t, map[string]string{"SEATD_PUBLIC_URL": tc.in})
+		if (err == nil) != tc.ok {
+			t.Errorf("SEATD_PUBLIC_URL=%q: %v, want ok %v", tc.in, err, tc.ok)
+			continue
+		}
+		if err != nil && !strings.Contains(err.Error(), "SEATD_PUBLIC_URL") {
+			t.Errorf("SEATD_PUBLIC_URL=%q: error %v does not name it", tc.in, err)
+		}
+		if tc.ok && c.PublicURL != tc.want {
+			t.Errorf("SEATD_PUBLIC_URL=%q: %q, want %q", tc.in, c.PublicURL, tc.want)
+		}
+	}
+}

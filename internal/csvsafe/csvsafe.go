@@ -1,18 +1,21 @@
 // Package csvsafe writes CSV files that spreadsheets open as text, not as
 // formulas: every export seatd offers goes through it (seats, bookings,
-// the audit log, check-ins). Names, emails and entrances are typed by
-// people, and a valid email such as =1+2@x.example or a holder named
-// =HYPERLINK("http://evil.example") must stay text when an organizer
-// opens the file (CSV injection, after OWASP's advice).
-//
-// For a web export, replace csv.NewWriter(w) with csvsafe.NewWriter(w);
-// the rest (Write, Flush, Error) is the same.
+// the audit log, check-ins, payments). Names, emails, entrances and
+// provider messages are typed by people, and a valid email such as
+// =1+2@x.example or a holder named =HYPERLINK("http://evil.example") must
+// stay text when an organizer opens the file (CSV injection, after
+// OWASP's advice).
 package csvsafe
 
 import (
 	"encoding/csv"
 	"io"
 )
+
+// FlushEvery is how many rows Write writes between flushes: a client
+// sees a long export grow, and the writer holds a few kilobytes, whatever
+// the export's size.
+const FlushEvery = 500
 
 // Cell escapes a cell that a spreadsheet would take for a formula (it
 // starts with =, +, -, @, a tab or a carriage return) by putting a single
@@ -27,26 +30,49 @@ func Cell(s string) string {
 	return s
 }
 
-// Writer is a csv.Writer whose every cell is escaped with Cell.
-type Writer struct {
-	w     *csv.Writer
-	cells []string // reused between records
-}
+// flusher is what an http.ResponseWriter (through http.Flusher) offers to
+// send what it has buffered.
+type flusher interface{ Flush() }
 
-// NewWriter returns a Writer writing to w.
-func NewWriter(w io.Writer) *Writer { return &Writer{w: csv.NewWriter(w)} }
-
-// Write writes one record, each cell escaped (record is not changed).
-func (w *Writer) Write(record []string) error {
-	w.cells = w.cells[:0]
-	for _, c := range record {
-		w.cells = append(w.cells, Cell(c))
+// Write writes a CSV file to w: header, then the rows that rows hands its
+// argument one at a time (as a store streams an export), every cell
+// escaped (Cell; the rows given are not changed). Every FlushEvery rows it
+// flushes its buffer, and w too when w has a Flush method (an
+// http.ResponseWriter does). It stops at the first error, either rows' or
+// w's; after one, what was written is a truncated file.
+func Write(w io.Writer, header []string, rows func(row func([]string) error) error) error {
+	cw := csv.NewWriter(w)
+	f, _ := w.(flusher)
+	flush := func() error {
+		cw.Flush()
+		if f != nil {
+			f.Flush()
+		}
+		return cw.Error()
 	}
-	return w.w.Write(w.cells)
+	cells := make([]string, 0, len(header))
+	write := func(row []string) error {
+		cells = cells[:0]
+		for _, v := range row {
+			cells = append(cells, Cell(v))
+		}
+		return cw.Write(cells)
+	}
+	if err := write(header); err != nil {
+		return err
+	}
+	n := 0
+	err := rows(func(row []string) error {
+		if err := write(row); err != nil {
+			return err
+		}
+		if n++; n%FlushEvery == 0 {
+			return flush()
+		}
+		return nil
+	})
+	if ferr := flush(); err == nil {
+		err = ferr
+	}
+	return err
 }
-
-// Flush writes what is buffered to the underlying writer.
-func (w *Writer) Flush() { w.w.Flush() }
-
-// Error is the error of an earlier Write or Flush, if any.
-func (w *Writer) Error() error { return w.w.Error() }

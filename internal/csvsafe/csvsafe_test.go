@@ -3,6 +3,7 @@ package csvsafe_test
 import (
 	"bytes"
 	"encoding/csv"
+	"errors"
 	"slices"
 	"testing"
 
@@ -22,28 +23,62 @@ func TestCell(t *testing.T) {
 	}
 }
 
-// TestWriter: records read back as written, but for the escaped cells;
-// the record given is not changed.
-func TestWriter(t *testing.T) {
+// flushCounter counts the flushes Write passes on to its writer.
+type flushCounter struct {
+	bytes.Buffer
+	flushes int
+}
+
+func (f *flushCounter) Flush() { f.flushes++ }
+
+// TestWrite: the header and rows read back as written, but for the
+// escaped cells; the rows given are not changed; a long export is flushed
+// on the way.
+func TestWrite(t *testing.T) {
 	t.Parallel()
-	var b bytes.Buffer
-	w := csvsafe.NewWriter(&b)
+	var b flushCounter
 	rec := []string{"=HYPERLINK(\"http://evil.example\")", "Ada, \"the\" first", "@door"}
-	for range 2 {
-		if err := w.Write(rec); err != nil {
-			t.Fatal(err)
+	n := 2*csvsafe.FlushEvery + 1
+	err := csvsafe.Write(&b, []string{"name", "-note", "who"}, func(row func([]string) error) error {
+		for range n {
+			if err := row(rec); err != nil {
+				return err
+			}
 		}
-	}
-	w.Flush()
-	if err := w.Error(); err != nil {
+		return nil
+	})
+	if err != nil {
 		t.Fatal(err)
 	}
 	rows, err := csv.NewReader(&b).ReadAll()
 	want := []string{"'=HYPERLINK(\"http://evil.example\")", "Ada, \"the\" first", "'@door"}
-	if err != nil || len(rows) != 2 || !slices.Equal(rows[0], want) || !slices.Equal(rows[1], want) {
-		t.Fatalf("read back %q (%v), want twice %q", rows, err, want)
+	if err != nil || len(rows) != n+1 || !slices.Equal(rows[0], []string{"name", "'-note", "who"}) ||
+		!slices.Equal(rows[1], want) || !slices.Equal(rows[n], want) {
+		t.Fatalf("read back %d rows (%v), first %q, want a header and %d times %q", len(rows), err, rows[:min(len(rows), 2)], n, want)
 	}
 	if rec[0][0] != '=' {
-		t.Fatalf("the record given was changed: %q", rec)
+		t.Fatalf("the row given was changed: %q", rec)
+	}
+	if b.flushes != 3 {
+		t.Errorf("%d flushes of the writer, want 3 (two on the way, one at the end)", b.flushes)
+	}
+}
+
+// TestWriteStops: an error from the rows is Write's.
+func TestWriteStops(t *testing.T) {
+	t.Parallel()
+	boom := errors.New("boom")
+	var b bytes.Buffer
+	err := csvsafe.Write(&b, []string{"a"}, func(row func([]string) error) error {
+		if err := row([]string{"1"}); err != nil {
+			return err
+		}
+		return boom
+	})
+	if !errors.Is(err, boom) {
+		t.Fatalf("Write: %v, want %v", err, boom)
+	}
+	if b.String() != "a\n1\n" {
+		t.Errorf("wrote %q, want what came before the error", b.String())
 	}
 }

@@ -18,7 +18,7 @@ var CSVColumns = store.CheckinExportColumns
 // WriteCSV writes an event's admissions as checkins.csv (organizers):
 // a header, then one row per admitted ticket by scanned_at, streamed in
 // constant memory. Cells that a spreadsheet would run as a formula are
-// escaped (package csvsafe). The event is checked before anything is written, so
+// escaped (csvsafe.Cell). The event is checked before anything is written, so
 // a caller may still answer an error with a status; an error after that
 // means a truncated file.
 func (d *Door) WriteCSV(ctx context.Context, a hold.Actor, event uuid.UUID, w io.Writer) error {
@@ -28,14 +28,7 @@ func (d *Door) WriteCSV(ctx context.Context, a hold.Actor, event uuid.UUID, w io
 	if err := d.st.EventExists(ctx, a.Org, event); err != nil {
 		return err
 	}
-	cw := csvsafe.NewWriter(w)
-	if err := cw.Write(CSVColumns); err != nil {
-		return err
-	}
-	err := d.st.ExportCheckins(ctx, a.Org, event, cw.Write)
-	cw.Flush()
-	if err != nil {
-		return err
-	}
-	return cw.Error()
+	return csvsafe.Write(w, CSVColumns, func(row func([]string) error) error {
+		return d.st.ExportCheckins(ctx, a.Org, event, row)
+	})
 }

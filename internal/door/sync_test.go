@@ -124,8 +124,7 @@ func TestSyncRefusals(t *testing.T) {
 }
 
 // TestCSV: checkins.csv has its header and one row per admission, and a
-// cell a spreadsheet would run as a formula is escaped (the escaping
-// itself: csvsafe.TestCell).
+// cell a spreadsheet would run as a formula is escaped.
 func TestCSV(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t)
@@ -164,5 +163,4 @@ func TestCSV(t *testing.T) {
 	if err := f.door.WriteCSV(ctx, f.staff, f.ev.ID, &out); !errors.Is(err, apperr.ErrForbidden) {
 		t.Errorf("door staff export: %v", err)
 	}
-
 }

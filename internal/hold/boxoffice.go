@@ -48,7 +48,7 @@ func (o *BoxOffice) Sell(ctx context.Context, a Actor, event uuid.UUID, key stri
 	if err != nil || b.Replayed {
 		return b, err
 	}
-	o.e.commitSale(ctx, ev, a, b)
+	o.e.commitSale(ctx, a.Org, ev.id, a, b)
 	return b, nil
 }
 
@@ -74,29 +74,44 @@ func (o *BoxOffice) FindBookings(ctx context.Context, a Actor, query string) ([]
 // with a reason for the audit log. The seats are available again at once:
 // the change commits with one booking.cancelled audit row per seat, which
 // the feed carries to every process and to Redis; this process publishes
-// it as it does a release.
+// it as it does a release. A booking paid online is cancelled with its
+// refund (Payments.Cancel), and refused here.
 func (o *BoxOffice) Cancel(ctx context.Context, a Actor, booking uuid.UUID, ticketIDs []uuid.UUID, reason string) (store.Booking, error) {
 	if !a.Staff() {
 		return store.Booking{}, apperr.E(apperr.Forbidden, "only box-office staff can cancel bookings")
 	}
-	reason = strings.TrimSpace(reason)
-	if reason == "" || utf8.RuneCountInString(reason) > 500 {
-		return store.Booking{}, &apperr.Error{Code: apperr.Invalid, Message: "give a reason for cancelling; it is kept in the audit log",
-			Fields: map[string]string{"reason": "must be 1 to 500 characters"}}
+	reason, err := cancelReason(reason)
+	if err != nil {
+		return store.Booking{}, err
 	}
 	b, freed, err := o.e.store.Bookings.Cancel(context.WithoutCancel(ctx), a.Org, booking, a.User, ticketIDs, reason)
 	if err != nil {
 		return store.Booking{}, err
 	}
-	o.e.m.Cancelled.Add(float64(len(freed)))
-	now := o.e.now()
+	o.e.commitCancel(ctx, a, b, freed)
+	return b, nil
+}
+
+// cancelReason checks (and trims) the reason a cancellation gives.
+func cancelReason(reason string) (string, error) {
+	reason = strings.TrimSpace(reason)
+	if reason == "" || utf8.RuneCountInString(reason) > 500 {
+		return "", &apperr.Error{Code: apperr.Invalid, Message: "give a reason for cancelling; it is kept in the audit log",
+			Fields: map[string]string{"reason": "must be 1 to 500 characters"}}
+	}
+	return reason, nil
+}
+
+// commitCancel publishes the seats a cancellation freed.
+func (e *Engine) commitCancel(ctx context.Context, a Actor, b store.Booking, freed []store.SoldSeat) {
+	e.m.Cancelled.Add(float64(len(freed)))
+	now := e.now()
 	ds := make([]Delta, len(freed))
 	for i, x := range freed {
 		ds[i] = Delta{Org: a.Org, Event: b.EventID, Seat: x.SeatID, Kind: KindCancelled, Status: store.Available,
 			Prev: store.Sold, Version: x.Version, Actor: a.User, PrevUser: b.UserID, At: now}
 	}
-	o.e.commit(ctx, a.Org, b.EventID, ds)
-	return b, nil
+	e.commit(ctx, a.Org, b.EventID, ds)
 }
 
 // HouseSeats lists an event's house seats (staff only).

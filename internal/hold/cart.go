@@ -115,7 +115,7 @@ func (h *Holds) Purchase(ctx context.Context, a Actor, event uuid.UUID, key stri
 	if err != nil || b.Replayed {
 		return b, err
 	}
-	h.e.commitSale(ctx, ev, a, b)
+	h.e.commitSale(ctx, a.Org, ev.id, a, b)
 	if b.Offer {
 		// The offer's panels (every tab of its buyer) show it bought.
 		h.e.publishWaitlist(ctx, a.Org, event, WaitlistChange{Users: []uuid.UUID{a.User}})

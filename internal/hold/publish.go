@@ -91,20 +91,38 @@ func (e *Engine) commitThen(ctx context.Context, org, event uuid.UUID, ds []Delt
 	e.m.DeltasOut.Add(float64(len(ds)))
 }
 
-// commitSale publishes a new booking's seats (a purchase or a counter
-// sale): their locks go (the holds ended) and every map shows them sold.
-func (e *Engine) commitSale(ctx context.Context, ev *eventState, a Actor, b store.Booking) {
+// commitSale publishes a new booking's seats (a purchase, a counter sale,
+// a payment's success): their locks go (the holds ended) and every map
+// shows them sold. The event need not be cached here (a payment's webhook
+// may reach any process).
+func (e *Engine) commitSale(ctx context.Context, org, event uuid.UUID, a Actor, b store.Booking) {
 	e.m.Converted.Add(float64(len(b.Sold)))
 	now := e.now()
 	rs := make([]seatlock.Released, len(b.Sold))
 	ds := make([]Delta, len(b.Sold))
 	for i, x := range b.Sold {
 		rs[i] = seatlock.Released{Seat: x.SeatID, HoldID: x.HoldID, Version: x.Version}
-		ds[i] = Delta{Org: a.Org, Event: ev.id, Seat: x.SeatID, Kind: KindSold, Status: store.Sold, Prev: store.Held,
+		prev := store.Held
+		if x.Prev != "" {
+			prev = x.Prev
+		}
+		ds[i] = Delta{Org: org, Event: event, Seat: x.SeatID, Kind: KindSold, Status: store.Sold, Prev: prev,
 			Version: x.Version, Actor: a.User, At: now}
 	}
-	e.dropLocks(ctx, ev, rs)
-	e.commit(ctx, a.Org, ev.id, ds)
+	e.releaseLocks(ctx, org, event, rs)
+	e.commit(ctx, org, event, ds)
+}
+
+// releaseLocks drops the Redis locks of holds that ended: through the
+// event's cache when this process has it (which distrusts the event's
+// locks until synced if that fails), else straight (a failure is then
+// covered by the follower of a process that has the event cached).
+func (e *Engine) releaseLocks(ctx context.Context, org, event uuid.UUID, rs []seatlock.Released) {
+	if ev := e.cached(org, event); ev != nil {
+		e.dropLocks(ctx, ev, rs)
+	} else if e.redis.usable() && len(rs) > 0 {
+		_, _ = call(e.redis, func() (int, error) { return e.locks.Release(context.WithoutCancel(ctx), org, event, rs) })
+	}
 }
 
 // publishWaitlist tells this process's line watchers and the other

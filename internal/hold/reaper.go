@@ -55,14 +55,7 @@ func (r *Reaper) Reap(ctx context.Context) (int, error) {
 				ds[i] = holdDelta(h, KindExpired, store.Available, store.Held, uuid.Nil, now)
 				rs[i] = seatlock.Released{Seat: h.SeatID, HoldID: h.ID, Version: h.SeatVersion}
 			}
-			if ev := r.e.cached(k[0], k[1]); ev != nil {
-				r.e.dropLocks(ctx, ev, rs)
-			} else if r.e.redis.usable() {
-				// Not cached here: no follower of this process syncs it, so
-				// drop the locks directly (another process's follower covers a
-				// failure).
-				_, _ = call(r.e.redis, func() (int, error) { return r.e.locks.Release(ctx, k[0], k[1], rs) })
-			}
+			r.e.releaseLocks(ctx, k[0], k[1], rs)
 			r.e.commit(ctx, k[0], k[1], ds)
 		}
 		if len(hs) < r.e.opt.ReaperBatch {

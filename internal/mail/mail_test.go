@@ -443,7 +443,10 @@ func TestGivenUpAfterRetryFor(t *testing.T) {
 	mp.Stop()
 	to := recipient("late")
 	o.enqueue(mail.Message{To: to, Subject: "Late", Text: "late", Key: "late"})
-	w, m := o.worker(mp.SMTPURL(), func(opts *mail.Options) { opts.RetryFor = 300 * time.Millisecond })
+	// Attempts come every Poll (200 ms) with a 100 ms backoff: a RetryFor
+	// of two seconds leaves room for several even on a loaded machine,
+	// where the first attempt may come late.
+	w, m := o.worker(mp.SMTPURL(), func(opts *mail.Options) { opts.RetryFor = 2 * time.Second })
 	run(t, w)
 	testenv.Eventually(t, 20*time.Second, "the message given up", func() bool { r := o.rows(to); return r[0].Status == "failed" })
 	if r := o.rows(to); r[0].Attempts < 2 {

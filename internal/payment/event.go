@@ -48,6 +48,7 @@ type Event struct {
 	// seatd does not act on.
 	IntentID  string
 	PaymentID string // our payment id from the metadata, when present
+	OrgID     string // the payment's organization from the metadata, when present
 	// Status is the intent's status the event reports (payment_intent.*
 	// events), "" for refund events.
 	Status         Status
@@ -122,7 +123,7 @@ func eventOf(se stripe.Event) (Event, error) {
 			return Event{}, fmt.Errorf("%s object: %w", ev.Type, err)
 		}
 		in := intentOf(&pi)
-		ev.IntentID, ev.PaymentID, ev.AmountMinor, ev.Currency = in.ID, in.PaymentID, in.AmountMinor, in.Currency
+		ev.IntentID, ev.PaymentID, ev.OrgID, ev.AmountMinor, ev.Currency = in.ID, in.PaymentID, in.OrgID, in.AmountMinor, in.Currency
 		// The type says what happened, whatever the object's status has
 		// become since (a failed attempt's intent already reads
 		// requires_payment_method again).
@@ -139,7 +140,8 @@ func eventOf(se stripe.Event) (Event, error) {
 		if ch.PaymentIntent != nil {
 			ev.IntentID = ch.PaymentIntent.ID
 		}
-		ev.PaymentID, ev.AmountMinor, ev.Currency, ev.AmountRefunded = ch.Metadata[MetaPayment], ch.Amount, string(ch.Currency), ch.AmountRefunded
+		ev.PaymentID, ev.OrgID = ch.Metadata[MetaPayment], ch.Metadata[MetaOrg]
+		ev.AmountMinor, ev.Currency, ev.AmountRefunded = ch.Amount, string(ch.Currency), ch.AmountRefunded
 		if ch.Refunds != nil {
 			var latest *stripe.Refund
 			for _, r := range ch.Refunds.Data {
@@ -162,7 +164,7 @@ func eventOf(se stripe.Event) (Event, error) {
 		}
 		r := refundOf(&rf)
 		ev.Refund = &r
-		ev.IntentID, ev.PaymentID, ev.AmountMinor, ev.Currency = r.IntentID, r.PaymentID, r.AmountMinor, r.Currency
+		ev.IntentID, ev.PaymentID, ev.OrgID, ev.AmountMinor, ev.Currency = r.IntentID, r.PaymentID, r.OrgID, r.AmountMinor, r.Currency
 	}
 	return ev, nil
 }

@@ -38,6 +38,7 @@ type TestIntent struct {
 // TestRefund is one refund of a TestIntent.
 type TestRefund struct {
 	ID             string
+	RefundID       string // seatd's refund (metadata)
 	IdempotencyKey string
 	AmountMinor    int64
 	Reason         string

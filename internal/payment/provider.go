@@ -64,6 +64,9 @@ const (
 	MetaPayment = "seatd_payment_id"
 	MetaOrg     = "seatd_org_id"
 	MetaEvent   = "seatd_event_id"
+	// MetaRefund names seatd's refund on a refund, so its events find it
+	// even before the provider's answer to the request was stored.
+	MetaRefund = "seatd_refund_id"
 )
 
 // CreateRequest describes one PaymentIntent.
@@ -85,6 +88,8 @@ type CreateRequest struct {
 type RefundRequest struct {
 	IntentID       string
 	PaymentID      string // seatd's payment id (metadata)
+	OrgID          string // the organization whose payment it is (metadata)
+	RefundID       string // seatd's refund id (metadata)
 	AmountMinor    int64  // 0: whatever is left to refund
 	Reason         string // "" or one of Stripe's: requested_by_customer, duplicate, fraudulent
 	IdempotencyKey string // unique across the provider account, as for CreateRequest
@@ -101,6 +106,7 @@ type Intent struct {
 	// the buyer who owns the payment.
 	ClientSecret string
 	PaymentID    string // from the metadata; "" when the intent has none
+	OrgID        string // from the metadata; "" when the intent has none
 	// FailureMessage is the provider's sentence for the last declined
 	// attempt, fit for the buyer (Failed only).
 	FailureMessage string
@@ -115,6 +121,11 @@ type Refund struct {
 	AmountMinor int64
 	Currency    string
 	PaymentID   string // from the metadata; "" when the refund has none
+	OrgID       string // from the metadata; "" when the refund has none
+	RefundID    string // seatd's refund, from the metadata; "" when none
+	// FailureReason is the provider's word for a failed refund
+	// (Stripe's failure_reason: expired_or_canceled_card, ...).
+	FailureReason string
 }
 
 // currencyRE is an ISO 4217 code; the amount's unit depends on it, so a

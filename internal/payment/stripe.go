@@ -125,8 +125,11 @@ func (s *Stripe) Refund(ctx context.Context, req RefundRequest) (Refund, error) 
 	if req.Reason != "" {
 		p.Reason = stripe.String(req.Reason)
 	}
-	if req.PaymentID != "" {
-		p.Metadata = map[string]string{MetaPayment: req.PaymentID}
+	p.Metadata = map[string]string{}
+	for k, v := range map[string]string{MetaPayment: req.PaymentID, MetaOrg: req.OrgID, MetaRefund: req.RefundID} {
+		if v != "" {
+			p.Metadata[k] = v
+		}
 	}
 	p.SetIdempotencyKey(req.IdempotencyKey)
 	r, err := s.c.V1Refunds.Create(ctx, p)
@@ -145,6 +148,7 @@ func intentOf(pi *stripe.PaymentIntent) Intent {
 		Currency:     string(pi.Currency),
 		ClientSecret: pi.ClientSecret,
 		PaymentID:    pi.Metadata[MetaPayment],
+		OrgID:        pi.Metadata[MetaOrg],
 	}
 	if pi.Created > 0 {
 		in.Created = time.Unix(pi.Created, 0)
@@ -184,6 +188,11 @@ func refundOf(r *stripe.Refund) Refund {
 		AmountMinor: r.Amount,
 		Currency:    string(r.Currency),
 		PaymentID:   r.Metadata[MetaPayment],
+		OrgID:       r.Metadata[MetaOrg],
+		RefundID:    r.Metadata[MetaRefund],
+	}
+	if r.Status == stripe.RefundStatusFailed {
+		out.FailureReason = string(r.FailureReason)
 	}
 	if r.PaymentIntent != nil {
 		out.IntentID = r.PaymentIntent.ID

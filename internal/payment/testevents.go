@@ -101,6 +101,15 @@ func (in TestIntent) metadata() map[string]string {
 	return map[string]string{MetaPayment: in.PaymentID, MetaOrg: in.OrgID, MetaEvent: in.EventID}
 }
 
+// metadata is what seatd wrote on the refund.
+func (r TestRefund) metadata(in TestIntent) map[string]string {
+	m := map[string]string{MetaPayment: in.PaymentID, MetaOrg: in.OrgID}
+	if r.RefundID != "" {
+		m[MetaRefund] = r.RefundID
+	}
+	return m
+}
+
 // stripeStatus is in's status in Stripe's words (a declined attempt leaves
 // the intent waiting for another payment method).
 func (in TestIntent) stripeStatus() string {
@@ -152,7 +161,7 @@ func refundEvent(in TestIntent, r TestRefund) []byte {
 		Refunds: stripeRefundList{Object: "list", URL: "/v1/charges/" + in.chargeID() + "/refunds"}}
 	for _, x := range in.Refunds {
 		o := stripeRefund{ID: x.ID, Object: "refund", Amount: x.AmountMinor, Charge: ch.ID, Created: x.Created.Unix(),
-			Currency: in.Currency, Metadata: map[string]string{MetaPayment: in.PaymentID}, PaymentIntent: in.ID,
+			Currency: in.Currency, Metadata: x.metadata(in), PaymentIntent: in.ID,
 			Status: string(stripe.RefundStatusSucceeded)}
 		if x.Reason != "" {
 			o.Reason = &x.Reason

@@ -173,7 +173,7 @@ func (p *TestProvider) Refund(ctx context.Context, req RefundRequest) (Refund, e
 			return &apperr.Error{Code: apperr.Invalid, Message: "the refund is larger than the payment",
 				Fields: map[string]string{"amount_minor": fmt.Sprintf("must be at most %d", left)}}
 		}
-		r := TestRefund{ID: "re_test_" + digest(in.ID+"\x00"+req.IdempotencyKey),
+		r := TestRefund{ID: "re_test_" + digest(in.ID+"\x00"+req.IdempotencyKey), RefundID: req.RefundID,
 			IdempotencyKey: req.IdempotencyKey, AmountMinor: amount, Reason: req.Reason, Created: now}
 		in.Refunds = append(in.Refunds, r)
 		made = &r
@@ -252,7 +252,7 @@ func (p *TestProvider) Confirm(ctx context.Context, intentID, clientSecret strin
 // intent is in as the Provider answers it.
 func (in TestIntent) intent() Intent {
 	out := Intent{ID: in.ID, Status: in.Status, AmountMinor: in.AmountMinor, Currency: in.Currency,
-		ClientSecret: in.ClientSecret, PaymentID: in.PaymentID, Created: in.Created}
+		ClientSecret: in.ClientSecret, PaymentID: in.PaymentID, OrgID: in.OrgID, Created: in.Created}
 	if in.Status == Failed {
 		out.FailureMessage = in.FailureMessage
 	}
@@ -262,7 +262,7 @@ func (in TestIntent) intent() Intent {
 // refund is r of in as the Provider answers it.
 func (in TestIntent) refund(r TestRefund) Refund {
 	return Refund{ID: r.ID, IntentID: in.ID, Status: RefundSucceeded, AmountMinor: r.AmountMinor,
-		Currency: in.Currency, PaymentID: in.PaymentID}
+		Currency: in.Currency, PaymentID: in.PaymentID, OrgID: in.OrgID, RefundID: r.RefundID}
 }
 
 // digest names a test object after what makes it unique: 24 hex digits.

@@ -144,6 +144,13 @@ func IsForeignKeyViolation(err error) bool { return code(err) == pgerrcode.Forei
 // transaction is working on the row right now.
 func IsLockNotAvailable(err error) bool { return code(err) == pgerrcode.LockNotAvailable }
 
+// IsDeadlock reports 40P01 (deadlock detected) or 40001 (serialization
+// failure): the transaction rolled back and may simply run again.
+func IsDeadlock(err error) bool {
+	c := code(err)
+	return c == pgerrcode.DeadlockDetected || c == pgerrcode.SerializationFailure
+}
+
 // IsStatementTimeout reports 57014: the statement ran past
 // statement_timeout (or was cancelled).
 func IsStatementTimeout(err error) bool { return code(err) == pgerrcode.QueryCanceled }

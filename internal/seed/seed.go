@@ -27,6 +27,7 @@ var DemoOrgs = []string{"demo", "acme"}
 var DemoRoles = []struct{ Local, Role string }{
 	{"organizer", "organizer"},
 	{"boxoffice", "box_office"},
+	{"door", "door"},
 	{"buyer", "buyer"},
 }
 

@@ -67,6 +67,9 @@ type Booking struct {
 	// Offer is set when this call sold holds of a waitlist offer: the
 	// offer's buyer sees it bought.
 	Offer bool
+	// PaymentID is the online payment that made the booking (uuid.Nil for
+	// a purchase without one and a box-office sale).
+	PaymentID uuid.UUID
 }
 
 // Ticket is one sold seat and what was paid for it (zero and "" for a
@@ -100,6 +103,9 @@ type SoldSeat struct {
 	SeatID  uuid.UUID
 	HoldID  uuid.UUID
 	Version int64
+	// Prev is the seat's status before it was sold, when not held (a
+	// paid seat sold after its hold lapsed was available).
+	Prev SeatStatus
 }
 
 // FormatReference shows a reference as people read it: XXXX-XXXX.
@@ -131,7 +137,7 @@ const referenceAlphabet = "ABCDEFGHJKMNPQRSTUVWXYZ23456789"
 const bookingColumns = `
 	SELECT b.id, b.event_id, b.user_id, b.status, b.created_at, b.reference, b.channel, coalesce(b.payment_method, ''),
 	       b.customer_name, b.customer_email, b.customer_note, coalesce(b.cancelled_at, 'epoch'::timestamptz),
-	       coalesce(b.cancel_reason, ''), u.email
+	       coalesce(b.cancel_reason, ''), u.email, coalesce(b.payment_id, '00000000-0000-0000-0000-000000000000')
 	FROM bookings b JOIN users u ON u.id = b.user_id AND u.org_id = b.org_id`
 
 func scanBooking(r pgx.CollectableRow) (Booking, error) {
@@ -139,7 +145,7 @@ func scanBooking(r pgx.CollectableRow) (Booking, error) {
 	var name, email *string
 	var note string
 	err := r.Scan(&b.ID, &b.EventID, &b.UserID, &b.Status, &b.CreatedAt, &b.Reference, &b.Channel, &b.PaymentMethod,
-		&name, &email, &note, &b.CancelledAt, &b.CancelReason, &b.UserEmail)
+		&name, &email, &note, &b.CancelledAt, &b.CancelReason, &b.UserEmail, &b.PaymentID)
 	if name != nil && email != nil {
 		b.Customer = &Customer{Name: *name, Email: *email, Note: note}
 	}
@@ -210,85 +216,112 @@ func (s *Bookings) tickets(ctx context.Context, db pg.DBTX, org, booking uuid.UU
 // one transaction: the booking becomes cancelled or partially cancelled,
 // and each seat gets an audit row (booking.cancelled) the change feed
 // carries to every process. It returns the booking as it now is and the
-// freed seats with their new versions.
+// freed seats with their new versions. A booking paid online is refused
+// (Conflict): Payments.CancelBooking cancels it together with its refund.
 func (s *Bookings) Cancel(ctx context.Context, org, booking, actor uuid.UUID, ticketIDs []uuid.UUID, reason string) (Booking, []SoldSeat, error) {
-	var freed []SoldSeat
-	var event uuid.UUID
+	var c cancellation
 	err := inTx(ctx, s.db, func(tx pgx.Tx) error {
-		// The booking row lock puts cancels of one booking in a line.
-		if err := tx.QueryRow(ctx, `SELECT event_id FROM bookings WHERE org_id = $1 AND id = $2 FOR UPDATE`,
-			org, booking).Scan(&event); err != nil {
-			return notFoundIfNoRows(err, "booking")
-		}
-		ts, err := s.tickets(ctx, tx, org, booking)
-		if err != nil {
-			return err
-		}
-		var chosen []uuid.UUID
-		for _, id := range ticketIDs {
-			i := slices.IndexFunc(ts, func(t Ticket) bool { return t.ID == id })
-			switch {
-			case i < 0:
-				return apperr.E(apperr.NotFound, "ticket %s is not part of this booking", id)
-			case ts[i].Cancelled():
-				return apperr.E(apperr.Conflict, "ticket for seat %s is already cancelled", ts[i].Seat)
-			}
-			chosen = append(chosen, id)
-		}
-		if len(ticketIDs) == 0 {
-			for _, t := range ts {
-				if !t.Cancelled() {
-					chosen = append(chosen, t.ID)
-				}
-			}
-			if len(chosen) == 0 {
-				return apperr.E(apperr.Conflict, "this booking is already cancelled")
-			}
-		}
-		rows, err := tx.Query(ctx, `
-			WITH t AS (
-			    UPDATE tickets SET cancelled_at = now(), cancel_reason = $4
-			    WHERE org_id = $1 AND booking_id = $2 AND id = ANY($3::uuid[]) AND cancelled_at IS NULL
-			    RETURNING id, seat_id, hold_id
-			), st AS (
-			    UPDATE seats SET status = 'available', version = version + 1, updated_at = now()
-			    FROM t WHERE seats.org_id = $1 AND seats.id = t.seat_id AND seats.status = 'sold'
-			    RETURNING seats.id, seats.version, t.hold_id, t.id AS ticket_id
-			), a AS (
-			    INSERT INTO audit_log (org_id, event_id, actor_id, action, entity, entity_id, seat_id, data)
-			    SELECT $1, $5, $6, 'booking.cancelled', 'booking', $2, st.id,
-			           jsonb_build_object('hold_id', st.hold_id, 'ticket_id', st.ticket_id, 'reason', $4::text, 'holder', b.user_id)
-			    FROM st JOIN bookings b ON b.org_id = $1 AND b.id = $2
-			)
-			SELECT id, hold_id, version FROM st ORDER BY id`, org, booking, chosen, reason, event, actor)
-		if err != nil {
-			return err
-		}
-		freed, err = pgx.CollectRows(rows, func(r pgx.CollectableRow) (SoldSeat, error) {
-			var x SoldSeat
-			err := r.Scan(&x.SeatID, &x.HoldID, &x.Version)
-			return x, err
-		})
-		if err != nil {
-			return err
-		}
-		if len(freed) != len(chosen) {
-			// Tickets are live only on sold seats; anything else is a bug.
-			return fmt.Errorf("cancel: %d of %d seats freed", len(freed), len(chosen))
-		}
-		_, err = tx.Exec(ctx, `
-			UPDATE bookings SET
-			    status = CASE WHEN EXISTS (SELECT 1 FROM tickets WHERE org_id = $1 AND booking_id = $2 AND cancelled_at IS NULL)
-			             THEN 'partially_cancelled' ELSE 'cancelled' END,
-			    cancelled_at = now(), cancel_reason = $3
-			WHERE org_id = $1 AND id = $2`, org, booking, reason)
+		var err error
+		c, err = s.cancelTickets(ctx, tx, org, booking, actor, ticketIDs, reason, false)
 		return err
 	})
 	if err != nil {
 		return Booking{}, nil, err
 	}
 	b, err := s.ByID(ctx, org, uuid.Nil, booking)
-	return b, freed, err
+	return b, c.freed, err
+}
+
+// cancellation is what cancelTickets did.
+type cancellation struct {
+	event, payment uuid.UUID // payment: uuid.Nil unless paid online
+	freed          []SoldSeat
+	tickets        []Ticket // the tickets cancelled, with their prices
+}
+
+// cancelTickets is Cancel's work in tx; paid says a booking paid online
+// may be cancelled (its caller writes the refund in tx too).
+func (s *Bookings) cancelTickets(ctx context.Context, tx pgx.Tx, org, booking, actor uuid.UUID, ticketIDs []uuid.UUID, reason string, paid bool) (cancellation, error) {
+	var c cancellation
+	var payment *uuid.UUID
+	// The booking row lock puts cancels of one booking in a line.
+	if err := tx.QueryRow(ctx, `SELECT event_id, payment_id FROM bookings WHERE org_id = $1 AND id = $2 FOR UPDATE`,
+		org, booking).Scan(&c.event, &payment); err != nil {
+		return c, notFoundIfNoRows(err, "booking")
+	}
+	if payment != nil {
+		if !paid {
+			return c, apperr.E(apperr.Conflict, "this booking was paid online: cancel it with its refund")
+		}
+		c.payment = *payment
+	}
+	ts, err := s.tickets(ctx, tx, org, booking)
+	if err != nil {
+		return c, err
+	}
+	var chosen []uuid.UUID
+	for _, id := range ticketIDs {
+		i := slices.IndexFunc(ts, func(t Ticket) bool { return t.ID == id })
+		switch {
+		case i < 0:
+			return c, apperr.E(apperr.NotFound, "ticket %s is not part of this booking", id)
+		case ts[i].Cancelled():
+			return c, apperr.E(apperr.Conflict, "ticket for seat %s is already cancelled", ts[i].Seat)
+		case slices.Contains(chosen, id):
+			continue
+		}
+		chosen = append(chosen, id)
+		c.tickets = append(c.tickets, ts[i])
+	}
+	if len(ticketIDs) == 0 {
+		for _, t := range ts {
+			if !t.Cancelled() {
+				chosen = append(chosen, t.ID)
+				c.tickets = append(c.tickets, t)
+			}
+		}
+		if len(chosen) == 0 {
+			return c, apperr.E(apperr.Conflict, "this booking is already cancelled")
+		}
+	}
+	rows, err := tx.Query(ctx, `
+		WITH t AS (
+		    UPDATE tickets SET cancelled_at = now(), cancel_reason = $4
+		    WHERE org_id = $1 AND booking_id = $2 AND id = ANY($3::uuid[]) AND cancelled_at IS NULL
+		    RETURNING id, seat_id, hold_id
+		), st AS (
+		    UPDATE seats SET status = 'available', version = version + 1, updated_at = now()
+		    FROM t WHERE seats.org_id = $1 AND seats.id = t.seat_id AND seats.status = 'sold'
+		    RETURNING seats.id, seats.version, t.hold_id, t.id AS ticket_id
+		), a AS (
+		    INSERT INTO audit_log (org_id, event_id, actor_id, action, entity, entity_id, seat_id, data)
+		    SELECT $1, $5, $6, 'booking.cancelled', 'booking', $2, st.id,
+		           jsonb_build_object('hold_id', st.hold_id, 'ticket_id', st.ticket_id, 'reason', $4::text, 'holder', b.user_id)
+		    FROM st JOIN bookings b ON b.org_id = $1 AND b.id = $2
+		)
+		SELECT id, hold_id, version FROM st ORDER BY id`, org, booking, chosen, reason, c.event, actor)
+	if err != nil {
+		return c, err
+	}
+	c.freed, err = pgx.CollectRows(rows, func(r pgx.CollectableRow) (SoldSeat, error) {
+		var x SoldSeat
+		err := r.Scan(&x.SeatID, &x.HoldID, &x.Version)
+		return x, err
+	})
+	if err != nil {
+		return c, err
+	}
+	if len(c.freed) != len(chosen) {
+		// Tickets are live only on sold seats; anything else is a bug.
+		return c, fmt.Errorf("cancel: %d of %d seats freed", len(c.freed), len(chosen))
+	}
+	_, err = tx.Exec(ctx, `
+		UPDATE bookings SET
+		    status = CASE WHEN EXISTS (SELECT 1 FROM tickets WHERE org_id = $1 AND booking_id = $2 AND cancelled_at IS NULL)
+		             THEN 'partially_cancelled' ELSE 'cancelled' END,
+		    cancelled_at = now(), cancel_reason = $3
+		WHERE org_id = $1 AND id = $2`, org, booking, reason)
+	return c, err
 }
 
 // Find finds an org's bookings by reference (any spelling people

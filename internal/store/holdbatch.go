@@ -28,7 +28,7 @@ import (
 // statement's own snapshot: a change of status or window that committed
 // before the statement began is always seen, so Postgres alone decides
 // here too, whatever a process's cache says. The same snapshot decides
-// the choosing rules (DESIGN §11): an accessible or companion seat before
+// the choosing rules (docs/architecture.md#choosing-seats): an accessible or companion seat before
 // the event's accessible_release_at only for a row that asked for one or
 // is staff's (accessible_open), and on an event whose orphan rule is
 // strict only rows whose request checked the rule in its transaction, or

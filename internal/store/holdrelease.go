@@ -12,12 +12,14 @@ import (
 )
 
 // Release ends an active hold. Only its holder may release it, unless
-// staff is set (box office and organizers of the same org).
+// staff is set (box office and organizers of the same org); a holder may
+// not while a payment of theirs covers it (the payment may still succeed,
+// and would then sell the seat).
 func (s *Holds) Release(ctx context.Context, org, holdID, actor uuid.UUID, staff bool, reason string) (Hold, error) {
 	rows, err := s.db.Query(ctx, `
 		WITH h AS (
 		    UPDATE seat_holds SET status = 'released', ended_at = now(), released_by = $3, release_reason = NULLIF($5, '')
-		    WHERE org_id = $1 AND id = $2 AND status = 'active' AND ($4 OR user_id = $3)
+		    WHERE org_id = $1 AND id = $2 AND status = 'active' AND ($4 OR (user_id = $3 AND payment_id IS NULL))
 		    RETURNING id, org_id, event_id, seat_id, user_id, status, held_until, created_at, extensions, fence, source
 		), st AS (
 		    UPDATE seats SET status = 'available', hold_id = NULL, version = version + 1, updated_at = now()
@@ -34,13 +36,7 @@ func (s *Holds) Release(ctx context.Context, org, holdID, actor uuid.UUID, staff
 	if err != nil {
 		return Hold{}, err
 	}
-	h, err := pgx.CollectExactlyOneRow(rows, func(r pgx.CollectableRow) (Hold, error) {
-		var h Hold
-		err := r.Scan(&h.ID, &h.OrgID, &h.EventID, &h.SeatID, &h.UserID, &h.Status, &h.HeldUntil, &h.CreatedAt,
-			&h.Extensions, &h.Fence, &h.Source, &h.SeatVersion)
-		h.HeldUntil, h.CreatedAt = h.HeldUntil.UTC(), h.CreatedAt.UTC()
-		return h, err
-	})
+	h, err := pgx.CollectExactlyOneRow(rows, scanChangedHold)
 	if !errors.Is(err, pgx.ErrNoRows) {
 		return h, err
 	}
@@ -51,6 +47,8 @@ func (s *Holds) Release(ctx context.Context, org, holdID, actor uuid.UUID, staff
 		return Hold{}, err
 	case !staff && cur.UserID != actor:
 		return Hold{}, apperr.E(apperr.Forbidden, "only the holder or box-office staff can release this hold")
+	case !staff && cur.Status == HoldActive && cur.PaymentID != uuid.Nil:
+		return Hold{}, apperr.E(apperr.Conflict, "this seat is being paid for: cancel the payment to release it")
 	default:
 		return Hold{}, apperr.E(apperr.NotFound, "hold is no longer active (it was %s)", cur.Status)
 	}
@@ -81,13 +79,7 @@ func (s *Holds) Extend(ctx context.Context, org, event, user uuid.UUID, by time.
 		if err != nil {
 			return err
 		}
-		changed, err = pgx.CollectRows(rows, func(r pgx.CollectableRow) (Hold, error) {
-			var h Hold
-			err := r.Scan(&h.ID, &h.OrgID, &h.EventID, &h.SeatID, &h.UserID, &h.Status, &h.HeldUntil, &h.CreatedAt,
-				&h.Extensions, &h.Fence, &h.Source, &h.SeatVersion)
-			h.HeldUntil, h.CreatedAt = h.HeldUntil.UTC(), h.CreatedAt.UTC()
-			return h, err
-		})
+		changed, err = pgx.CollectRows(rows, scanChangedHold)
 		return err
 	})
 	if err != nil {

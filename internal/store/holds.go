@@ -42,6 +42,10 @@ type Hold struct {
 	SeatIdx int
 	// Customer is who a box-office hold is for (nil for a buyer's own).
 	Customer *Customer
+	// PaymentID is the payment the buyer is paying for the hold with
+	// (uuid.Nil: none); such a hold is kept until the payment's deadline
+	// and shown as paying. Set by the plain reads (holdColumns).
+	PaymentID uuid.UUID
 }
 
 // HoldRequest is one seat of a hold attempt: the hold id and fencing token
@@ -91,7 +95,7 @@ type HoldParams struct {
 	// taken, not theirs.
 	Customer *Customer
 	// Strict says the caller's cached settings have the event's orphan
-	// rule strict (DESIGN §11), so the hold goes straight to a
+	// rule strict (docs/architecture.md#choosing-seats), so the hold goes straight to a
 	// transaction that reads the rule from the event row and, when it is
 	// strict, refuses a hold that would leave a seat alone in its row,
 	// with the rows locked. Postgres decides either way: the hold
@@ -238,12 +242,23 @@ func (s *Holds) OfEvent(ctx context.Context, org, event uuid.UUID) ([]Hold, erro
 	})
 }
 
-const holdColumns = `SELECT id, org_id, event_id, seat_id, user_id, status, held_until, created_at, extensions, fence, source FROM seat_holds`
+const holdColumns = `SELECT id, org_id, event_id, seat_id, user_id, status, held_until, created_at, extensions, fence, source,
+	coalesce(payment_id, '00000000-0000-0000-0000-000000000000') FROM seat_holds`
+
+// scanChangedHold reads a hold a statement changed, with its seat's new
+// version: the columns of holdColumns but the payment, then the version.
+func scanChangedHold(r pgx.CollectableRow) (Hold, error) {
+	var h Hold
+	err := r.Scan(&h.ID, &h.OrgID, &h.EventID, &h.SeatID, &h.UserID, &h.Status, &h.HeldUntil, &h.CreatedAt,
+		&h.Extensions, &h.Fence, &h.Source, &h.SeatVersion)
+	h.HeldUntil, h.CreatedAt = h.HeldUntil.UTC(), h.CreatedAt.UTC()
+	return h, err
+}
 
 func scanHold(r pgx.CollectableRow) (Hold, error) {
 	var h Hold
 	err := r.Scan(&h.ID, &h.OrgID, &h.EventID, &h.SeatID, &h.UserID, &h.Status, &h.HeldUntil, &h.CreatedAt,
-		&h.Extensions, &h.Fence, &h.Source)
+		&h.Extensions, &h.Fence, &h.Source, &h.PaymentID)
 	h.HeldUntil, h.CreatedAt = h.HeldUntil.UTC(), h.CreatedAt.UTC()
 	return h, err
 }

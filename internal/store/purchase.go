@@ -179,17 +179,7 @@ func (s *Bookings) convertOnce(ctx context.Context, c conversion) (Booking, erro
 		if err != nil {
 			return err
 		}
-		for rows.Next() {
-			var t Ticket
-			var v int64
-			if err := rows.Scan(&t.ID, &t.SeatID, &t.HoldID, &t.PriceMinor, &t.Currency, &v); err != nil {
-				rows.Close()
-				return err
-			}
-			b.Tickets = append(b.Tickets, t)
-			b.Sold = append(b.Sold, SoldSeat{SeatID: t.SeatID, HoldID: t.HoldID, Version: v})
-		}
-		if err := rows.Err(); err != nil {
+		if err := b.collectSold(rows, nil); err != nil {
 			return err
 		}
 		if len(b.Tickets) != len(c.holds) {
@@ -205,6 +195,23 @@ func (s *Bookings) convertOnce(ctx context.Context, c conversion) (Booking, erro
 	}
 	b.OrgID, b.EventID, b.UserID, b.Status, b.Channel, b.PaymentMethod = c.org, c.event, c.user, BookingConfirmed, channel, c.payment
 	return b, nil
+}
+
+// collectSold reads the tickets a sale wrote (id, seat, hold, price,
+// currency, and the seat's new version) into b; prev, when set, names
+// the seats' statuses before the sale.
+func (b *Booking) collectSold(rows pgx.Rows, prev map[uuid.UUID]SeatStatus) error {
+	defer rows.Close()
+	for rows.Next() {
+		var t Ticket
+		var v int64
+		if err := rows.Scan(&t.ID, &t.SeatID, &t.HoldID, &t.PriceMinor, &t.Currency, &v); err != nil {
+			return err
+		}
+		b.Tickets = append(b.Tickets, t)
+		b.Sold = append(b.Sold, SoldSeat{SeatID: t.SeatID, HoldID: t.HoldID, Version: v, Prev: prev[t.SeatID]})
+	}
+	return rows.Err()
 }
 
 func (s *Bookings) bookingByKey(ctx context.Context, org, user uuid.UUID, key, hash string) (Booking, error) {

@@ -25,6 +25,10 @@ type Store struct {
 	Webhooks *Webhooks
 	Feed     *Feed
 	Audit    *Audit
+	Payments *Payments
+	// PaymentLedger keeps the test provider's intents beside their
+	// payments (payment.Ledger).
+	PaymentLedger *PaymentLedger
 
 	shared *shared
 }
@@ -91,7 +95,10 @@ func New(db *pgxpool.Pool) *Store {
 		Webhooks: &Webhooks{sh},
 		Feed:     &Feed{sh},
 		Audit:    &Audit{sh},
-		shared:   sh,
+		Payments: &Payments{sh},
+
+		PaymentLedger: &PaymentLedger{sh},
+		shared:        sh,
 	}
 }
 

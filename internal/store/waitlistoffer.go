@@ -88,7 +88,7 @@ func (s *Waitlist) Offer(ctx context.Context, p OfferParams) (bool, []Offer, err
 }
 
 // offerEvent offers an event's free seats to its line, in order, under
-// the event's choosing rules (DESIGN §11), read from its row in this
+// the event's choosing rules (docs/architecture.md#choosing-seats), read from its row in this
 // transaction: no accessible or companion seat before the event's
 // accessible_release_at unless the entry asked for accessible seating, and
 // on a strict event no offer that leaves a seat alone in its row, checked

@@ -38,7 +38,7 @@ func (s *shared) sealSecret(org, endpoint uuid.UUID, secret string) ([]byte, err
 }
 
 // openSecrets is an endpoint's signing secrets as claimed: the current
-// one (clear, from before migration 033, until SealClearSecrets seals it;
+// one (clear, from before migration 035, until SealClearSecrets seals it;
 // or sealed) and the previous one, sealed, while a rotation's grace lasts.
 func (s *shared) openSecrets(org, endpoint uuid.UUID, plaintext *string, sealed, previous []byte) ([]string, error) {
 	var out []string
@@ -83,7 +83,7 @@ func (s *Webhooks) RotateSecret(ctx context.Context, org, id uuid.UUID, secret s
 		if err != nil {
 			return notFoundIfNoRows(err, "webhook")
 		}
-		if current == nil && plaintext != nil { // from before migration 033
+		if current == nil && plaintext != nil { // from before migration 035
 			if current, err = s.sealSecret(org, id, *plaintext); err != nil {
 				return err
 			}
@@ -102,7 +102,7 @@ func (s *Webhooks) RotateSecret(ctx context.Context, org, id uuid.UUID, secret s
 }
 
 // SealClearSecrets seals the signing secrets still kept in the clear
-// (stored before migration 033) and returns how many it sealed. app runs
+// (stored before migration 035) and returns how many it sealed. app runs
 // it after migrating; running it again, or in several processes at once,
 // seals each once.
 func (s *Webhooks) SealClearSecrets(ctx context.Context) (int, error) {

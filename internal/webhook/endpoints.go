@@ -14,14 +14,17 @@ import (
 	"seatd/internal/store"
 )
 
-// Types are the delivery types an endpoint may ask for (DESIGN §11). The
-// outbox trigger maps audit actions to them (migration webhook_type); a
-// type whose change the core does not make yet simply never fires.
+// Types are the delivery types an endpoint may ask for
+// (docs/architecture.md#webhooks). The outbox trigger maps audit actions
+// to them (migration webhook_type); a type whose change the core does not
+// make yet simply never fires.
 var Types = []string{
 	"hold.created", "hold.extended", "hold.released", "hold.expired",
 	"booking.created", "booking.cancelled",
 	"seat.blocked", "seat.unblocked",
 	"waitlist.offered", "waitlist.joined", "waitlist.left",
+	"ticket.checked_in",
+	"booking.paid", "payment.failed", "refund.succeeded",
 }
 
 // Endpoints registers webhook endpoints.

@@ -1,5 +1,5 @@
 // seatd chart editor. The chart is edited in the browser as the JSON the
-// charts API takes (DESIGN §11) and saved with one request; the server
+// charts API takes (docs/architecture.md#charts-and-events) and saved with one request; the server
 // validates it and every problem it finds is listed here by its path.
 // Nothing is drawn with inline styles (the Content-Security-Policy
 // forbids them): the preview is SVG with presentation attributes.

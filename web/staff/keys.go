@@ -1,0 +1,68 @@
+package staff
+
+import (
+	"net/http"
+
+	"seatd/internal/hold"
+	"seatd/views"
+	"seatd/web/api"
+	"seatd/web/httpx"
+)
+
+// Keys is the organizer's API keys page; it makes the API's calls.
+type Keys struct {
+	*frame
+	dec  *httpx.Decoder
+	core api.KeyCore
+	list api.KeyList
+}
+
+// Page lists the organization's keys with the form for a new one.
+func (p *Keys) Page(w http.ResponseWriter, r *http.Request, a hold.Actor) error {
+	return p.show(w, r, a, http.StatusOK, views.APIKeys{})
+}
+
+func (p *Keys) show(w http.ResponseWriter, r *http.Request, a hold.Actor, status int, v views.APIKeys) error {
+	keys, err := p.list.APIKeys(r.Context(), a.Org)
+	if err != nil {
+		return err
+	}
+	for _, k := range keys {
+		v.Keys = append(v.Keys, views.APIKey{ID: k.ID.String(), Name: k.Name, Role: k.Role, Hint: k.Hint,
+			CreatedAt: k.CreatedAt, LastUsedAt: k.LastUsedAt, RevokedAt: k.RevokedAt})
+	}
+	p.render.Render(w, r, status, views.APIKeysPage(p.render.Meta(r, "API keys"), v))
+	return nil
+}
+
+// Create makes a key and shows its secret in this answer only (never in
+// a redirect, a flash or a log). The form is checked as the API's body
+// is.
+func (p *Keys) Create(w http.ResponseWriter, r *http.Request, a hold.Actor) error {
+	f, err := httpx.Form(w, r)
+	if err != nil {
+		return err
+	}
+	in := api.KeyInput{Name: f.Get("name"), Role: f.Get("role")}
+	if err := p.dec.Validate(&in); err != nil {
+		return err
+	}
+	k, secret, err := p.core.Create(r.Context(), a.Org, a.User, in.Name, in.Role)
+	if err != nil {
+		return err
+	}
+	return p.show(w, r, a, http.StatusCreated, views.APIKeys{NewKey: secret, NewName: k.Name})
+}
+
+// Revoke revokes a key everywhere at once.
+func (p *Keys) Revoke(w http.ResponseWriter, r *http.Request, a hold.Actor) error {
+	id, err := httpx.PathID(r, "key")
+	if err != nil {
+		return err
+	}
+	k, err := p.core.Revoke(r.Context(), a.Org, id)
+	if err != nil {
+		return err
+	}
+	return p.backWith(w, r, "/admin/api-keys", "Key “"+k.Name+"” revoked; it is refused everywhere now.")
+}
