@@ -19,13 +19,8 @@
 //	// read the body, decode, validate...
 //
 // The error is an apperr Unavailable (503) wrapped in a *Busy: the one
-// error table maps the code as for any domain error, and answers
-// Retry-After with Busy.Seconds:
-//
-//	var busy *gate.Busy
-//	if errors.As(err, &busy) {
-//		w.Header().Set("Retry-After", strconv.Itoa(busy.Seconds()))
-//	}
+// error table (web/httpx) maps the code as for any domain error, and
+// answers Retry-After with Busy.RetryAfter, as for a rate limit's refusal.
 //
 // A request whose context ends while it waits gets ctx's error instead
 // (the client went away: nothing to answer).
@@ -62,8 +57,8 @@ func New(n int, wait time.Duration, queue int) *Gate {
 // Busy is the refusal of a full gate: an apperr Unavailable (503), and
 // how long to wait before trying again.
 type Busy struct {
-	RetryAfter time.Duration
-	err        *apperr.Error
+	Wait time.Duration // how long the callers ahead should take
+	err  *apperr.Error
 }
 
 func (b *Busy) Error() string { return b.err.Error() }
@@ -71,9 +66,9 @@ func (b *Busy) Error() string { return b.err.Error() }
 // Unwrap makes apperr.CodeOf and errors.As find the apperr error.
 func (b *Busy) Unwrap() error { return b.err }
 
-// Seconds is RetryAfter in whole seconds, rounded up, at least 1: the
-// value of a Retry-After header.
-func (b *Busy) Seconds() int { return max(1, int(math.Ceil(b.RetryAfter.Seconds()))) }
+// RetryAfter is Wait in whole seconds, rounded up, at least 1: the value
+// of a Retry-After header.
+func (b *Busy) RetryAfter() int { return max(1, int(math.Ceil(b.Wait.Seconds()))) }
 
 // Enter takes a place, waiting for one up to the gate's wait if the
 // queue has room. leave gives the place back (call it once, when the work
@@ -131,7 +126,7 @@ func (g *Gate) busy() *Busy {
 	g.mu.Unlock()
 	ahead := float64(g.waiting.Load()+int64(cap(g.slots))) / float64(cap(g.slots))
 	return &Busy{
-		err:        apperr.E(apperr.Unavailable, "too many of these requests are being served right now; try again shortly"),
-		RetryAfter: max(time.Second, time.Duration(float64(held)*ahead)),
+		err:  apperr.E(apperr.Unavailable, "too many of these requests are being served right now; try again shortly"),
+		Wait: max(time.Second, time.Duration(float64(held)*ahead)),
 	}
 }

@@ -28,7 +28,7 @@ func TestGateBounds(t *testing.T) {
 		leave, err := g.Enter(ctx)
 		if err != nil {
 			var busy *gate.Busy
-			if !errors.As(err, &busy) || apperr.CodeOf(err) != apperr.Unavailable || busy.Seconds() < 1 {
+			if !errors.As(err, &busy) || apperr.CodeOf(err) != apperr.Unavailable || busy.RetryAfter() < 1 {
 				t.Errorf("refusal %v (%T), want a *gate.Busy of code unavailable", err, err)
 			}
 			refused.Add(1)
