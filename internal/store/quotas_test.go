@@ -67,11 +67,11 @@ func TestQuotas(t *testing.T) {
 			if org != tn.Org.ID {
 				by = other.Organizer.ID
 			}
-			k, err := a.Store.Accounts.CreateAPIKey(ctx, org, by, "key", "buyer", []byte(rand.Text()), "sk_x")
+			k, err := a.Store.Accounts.CreateAPIKey(ctx, org, by, store.NewAPIKey{Name: "key", Role: "buyer", Scopes: []string{"read"}, Hash: []byte(rand.Text()), Hint: "sk_x"})
 			return k.ID, err
 		}, func(org, id uuid.UUID) error { _, err := a.Store.Accounts.RevokeAPIKey(ctx, org, id); return err }, 0},
 		{"webhook endpoints", "webhooks", func(org uuid.UUID) (uuid.UUID, error) {
-			e, err := a.Store.Webhooks.CreateEndpoint(ctx, org, "http://127.0.0.1:9999/hook", []string{"seat.blocked"}, "whsec_x")
+			e, err := a.Store.Webhooks.CreateEndpoint(ctx, org, nil, "http://127.0.0.1:9999/hook", []string{"seat.blocked"}, "whsec_x")
 			return e.ID, err
 		}, func(org, id uuid.UUID) error { return a.Store.Webhooks.DeleteEndpoint(ctx, org, id) }, 0},
 	}

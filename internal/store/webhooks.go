@@ -35,16 +35,24 @@ type WebhookEndpoint struct {
 // CreateEndpoint stores an endpoint with its signing secret sealed,
 // unless org has its quota of them (409 conflict;
 // Quotas.WebhookEndpoints).
-func (s *Webhooks) CreateEndpoint(ctx context.Context, org uuid.UUID, url string, events []string, secret string) (WebhookEndpoint, error) {
+//
+// byKey is the API key registering it (nil: a signed-in organizer is):
+// the endpoint is deleted when that key is revoked (RevokeAPIKey), and a
+// revoked or expired key registers nothing.
+func (s *Webhooks) CreateEndpoint(ctx context.Context, org uuid.UUID, byKey *uuid.UUID, url string, events []string, secret string) (WebhookEndpoint, error) {
 	e := WebhookEndpoint{ID: NewID(), OrgID: org, URL: url, Events: events, Secret: secret}
 	sealed, err := s.sealSecret(org, e.ID, secret)
 	if err != nil {
 		return WebhookEndpoint{}, err
 	}
 	err = inTx(ctx, s.db, func(tx pgx.Tx) error {
+		if err := liveMaker(ctx, tx, org, byKey); err != nil {
+			return err
+		}
 		if err := tx.QueryRow(ctx, `
-			INSERT INTO webhook_endpoints (id, org_id, url, events, sealed_secret) VALUES ($1, $2, $3, $4, $5) RETURNING created_at`,
-			e.ID, org, url, events, sealed).Scan(&e.CreatedAt); err != nil {
+			INSERT INTO webhook_endpoints (id, org_id, url, events, sealed_secret, created_by_key) VALUES ($1, $2, $3, $4, $5, $6)
+			RETURNING created_at`,
+			e.ID, org, url, events, sealed, byKey).Scan(&e.CreatedAt); err != nil {
 			return err
 		}
 		return s.checkQuota(ctx, tx, org, quotaWebhooks)
@@ -92,10 +100,30 @@ func (s *Webhooks) DeleteEndpoint(ctx context.Context, org, id uuid.UUID) error 
 		if tag.RowsAffected() == 0 {
 			return notFoundIfNoRows(pgx.ErrNoRows, "webhook")
 		}
-		_, err = tx.Exec(ctx, `UPDATE webhook_deliveries SET state = 'failed', last_error = 'endpoint deleted', locked_until = NULL
-			WHERE org_id = $1 AND endpoint_id = $2 AND state = 'pending'`, org, id)
-		return err
+		return giveUpDeliveries(ctx, tx, org, []uuid.UUID{id})
 	})
+}
+
+// deleteEndpointsOf deletes the endpoints of org that the API keys keys
+// registered, giving their pending deliveries up (RevokeAPIKey).
+func deleteEndpointsOf(ctx context.Context, tx pgx.Tx, org uuid.UUID, keys []uuid.UUID) error {
+	rows, err := tx.Query(ctx, `UPDATE webhook_endpoints SET deleted_at = now()
+		WHERE org_id = $1 AND created_by_key = ANY ($2) AND deleted_at IS NULL RETURNING id`, org, keys)
+	if err != nil {
+		return err
+	}
+	ids, err := pgx.CollectRows(rows, pgx.RowTo[uuid.UUID])
+	if err != nil || len(ids) == 0 {
+		return err
+	}
+	return giveUpDeliveries(ctx, tx, org, ids)
+}
+
+// giveUpDeliveries fails the pending deliveries of deleted endpoints.
+func giveUpDeliveries(ctx context.Context, tx pgx.Tx, org uuid.UUID, endpoints []uuid.UUID) error {
+	_, err := tx.Exec(ctx, `UPDATE webhook_deliveries SET state = 'failed', last_error = 'endpoint deleted', locked_until = NULL
+		WHERE org_id = $1 AND endpoint_id = ANY ($2) AND state = 'pending'`, org, endpoints)
+	return err
 }
 
 // Delivery is one outbox row: a change to send to one endpoint.

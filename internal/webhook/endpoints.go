@@ -42,6 +42,16 @@ func NewEndpoints(st *store.Webhooks, allowPrivate bool) *Endpoints {
 // Create registers url for the given types and returns the endpoint with
 // its signing secret.
 func (e *Endpoints) Create(ctx context.Context, org uuid.UUID, url string, types []string) (store.WebhookEndpoint, error) {
+	return e.create(ctx, org, nil, url, types)
+}
+
+// CreateForKey is Create for a request made with the API key key: the
+// endpoint is deleted when the key is revoked.
+func (e *Endpoints) CreateForKey(ctx context.Context, org, key uuid.UUID, url string, types []string) (store.WebhookEndpoint, error) {
+	return e.create(ctx, org, &key, url, types)
+}
+
+func (e *Endpoints) create(ctx context.Context, org uuid.UUID, byKey *uuid.UUID, url string, types []string) (store.WebhookEndpoint, error) {
 	if len(types) == 0 {
 		return store.WebhookEndpoint{}, &apperr.Error{Code: apperr.Invalid, Message: "name at least one event type",
 			Fields: map[string]string{"events": "must name at least one event type"}}
@@ -64,7 +74,7 @@ func (e *Endpoints) Create(ctx context.Context, org uuid.UUID, url string, types
 	if err != nil {
 		return store.WebhookEndpoint{}, err
 	}
-	return e.st.CreateEndpoint(ctx, org, u, want, secret)
+	return e.st.CreateEndpoint(ctx, org, byKey, u, want, secret)
 }
 
 // Rotation grace: how long the secret a rotation replaces keeps signing

@@ -127,13 +127,13 @@ func TestDialRefusesPrivate(t *testing.T) {
 	ctx := context.Background()
 	// As registration would store it had the name resolved to a public
 	// address then.
-	ep, err := a.Store.Webhooks.CreateEndpoint(ctx, tn.Org.ID, r.srv.URL+"/hook", webhook.Types, "whsec_test")
+	ep, err := a.Store.Webhooks.CreateEndpoint(ctx, tn.Org.ID, nil, r.srv.URL+"/hook", webhook.Types, "whsec_test")
 	if err != nil {
 		t.Fatal(err)
 	}
 	// And one on a public address's SSH port, as stored before ports were
 	// checked: refused before any connection is made.
-	ssh, err := a.Store.Webhooks.CreateEndpoint(ctx, tn.Org.ID, "http://93.184.216.34:22/hook", webhook.Types, "whsec_test")
+	ssh, err := a.Store.Webhooks.CreateEndpoint(ctx, tn.Org.ID, nil, "http://93.184.216.34:22/hook", webhook.Types, "whsec_test")
 	if err != nil {
 		t.Fatal(err)
 	}

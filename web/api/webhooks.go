@@ -12,6 +12,7 @@ import (
 	"seatd/internal/hold"
 	"seatd/internal/store"
 	"seatd/web/httpx"
+	"seatd/web/session"
 )
 
 // Webhooks: organizers register URLs that receive the organization's
@@ -22,6 +23,7 @@ import (
 // draws their new signing secrets; *webhook.Endpoints satisfies it.
 type EndpointCreator interface {
 	Create(ctx context.Context, org uuid.UUID, rawURL string, types []string) (store.WebhookEndpoint, error)
+	CreateForKey(ctx context.Context, org, key uuid.UUID, rawURL string, types []string) (store.WebhookEndpoint, error)
 	RotateSecret(ctx context.Context, org, id uuid.UUID, grace time.Duration) (store.WebhookEndpoint, error)
 }
 
@@ -84,13 +86,22 @@ func withSecret(e store.WebhookEndpoint) any {
 }
 
 // Create registers an endpoint; its signing secret is in this answer
-// only.
+// only. One registered with an API key is deleted when the key is
+// revoked.
 func (h *Webhooks) Create(w http.ResponseWriter, r *http.Request, a hold.Actor) error {
 	var in WebhookInput
 	if err := h.dec.JSON(w, r, &in); err != nil {
 		return err
 	}
-	e, err := h.endpoints.Create(r.Context(), a.Org, in.URL, in.Events)
+	var e store.WebhookEndpoint
+	var err error
+	if k, ok := session.APIKeyFrom(r.Context()); ok {
+		// Deleted when the key is revoked: a leaked key's endpoints go
+		// with it.
+		e, err = h.endpoints.CreateForKey(r.Context(), a.Org, k.ID, in.URL, in.Events)
+	} else {
+		e, err = h.endpoints.Create(r.Context(), a.Org, in.URL, in.Events)
+	}
 	if err != nil {
 		return err
 	}

@@ -47,7 +47,7 @@ func (p *Keys) Create(w http.ResponseWriter, r *http.Request, a hold.Actor) erro
 	if err := p.dec.Validate(&in); err != nil {
 		return err
 	}
-	k, secret, err := p.core.Create(r.Context(), a.Org, a.User, in.Name, in.Role)
+	k, secret, err := p.core.Create(r.Context(), a.Org, a.User, in.Request(nil))
 	if err != nil {
 		return err
 	}
