@@ -76,7 +76,7 @@ func NewAPIKeys(st *store.Accounts, n Notifier, log *slog.Logger) *APIKeys {
 		entries: map[[sha256.Size]byte]*keyEntry{}, touched: map[uuid.UUID]time.Time{}}
 }
 
-// Scopes: the kinds of request a key may make (docs/api.md#api-keys).
+// Scopes: the kinds of request a key may make (docs/integrators.md#api-keys).
 // session.Guards decides which one a route needs: read for GET, holds for
 // the buyer's routes, box_office for the staff's other writes, admin for
 // the organizer's (events, charts, keys, webhooks).
@@ -161,7 +161,7 @@ func (k *APIKeys) scopes(req KeyRequest) ([]string, error) {
 	allowed := RoleScopes(req.Role)
 	for _, sc := range req.Scopes {
 		if !slices.Contains(allowed, sc) {
-			return nil, &apperr.Error{Code: apperr.Invalid, Message: "a " + req.Role + " key cannot have the scope " + clip(sc),
+			return nil, &apperr.Error{Code: apperr.Invalid, Message: "a " + req.Role + " key cannot have that scope",
 				Fields: map[string]string{"scopes": "must be some of " + strings.Join(allowed, ", ")}}
 		}
 		if req.Maker != nil && !slices.Contains(req.Maker.Scopes, sc) {
@@ -184,14 +184,6 @@ func (k *APIKeys) scopes(req KeyRequest) ([]string, error) {
 			Fields: map[string]string{"scopes": "must name at least one of " + strings.Join(allowed, ", ")}}
 	}
 	return out, nil
-}
-
-// clip shortens a scope echoed back in an error.
-func clip(s string) string {
-	if len(s) > 20 {
-		return s[:20] + "…"
-	}
-	return s
 }
 
 // ErrBadKey is the answer for a key that is unknown, revoked, expired, or
