@@ -383,6 +383,9 @@ type APIKey struct {
 	CreatedAt  time.Time
 	LastUsedAt *time.Time
 	RevokedAt  *time.Time
+	Scopes     []string
+	ExpiresAt  *time.Time
+	ByKey      bool // made by another key (revoked with it)
 }
 
 // Webhooks is the webhooks page: the endpoints, the types one may ask

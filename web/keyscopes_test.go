@@ -2,6 +2,7 @@ package web
 
 import (
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -133,4 +134,12 @@ func TestAPIKeyContainment(t *testing.T) {
 	s.withKey(bystander.Key).do("GET", "/api/v1/events", nil).want(t, http.StatusOK)
 	org.do("GET", "/api/v1/webhooks/"+kidHook.ID.String()+"/deliveries", nil).wantErr(t, http.StatusNotFound, "not_found")
 	org.do("GET", "/api/v1/webhooks/"+ownHook.ID.String()+"/deliveries", nil).want(t, http.StatusOK)
+
+	// The keys page shows each key's scopes, expiry and maker.
+	page := string(org.do("GET", "/admin/api-keys", nil).want(t, http.StatusOK).body)
+	for _, want := range []string{"read, admin", "expires " + until.Format("2006-01-02 15:04"), "made by a key"} {
+		if !strings.Contains(page, want) {
+			t.Errorf("the keys page lacks %q", want)
+		}
+	}
 }
