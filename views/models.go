@@ -383,6 +383,9 @@ type APIKey struct {
 	CreatedAt  time.Time
 	LastUsedAt *time.Time
 	RevokedAt  *time.Time
+	Scopes     []string
+	ExpiresAt  *time.Time
+	ByKey      bool // made by another key (revoked with it)
 }
 
 // Webhooks is the webhooks page: the endpoints, the types one may ask
@@ -392,6 +395,9 @@ type Webhooks struct {
 	Types     []string
 	NewSecret string
 	NewURL    string
+	// OldUntil is set when NewSecret comes from a rotation: the secret it
+	// replaced signs beside it until then.
+	OldUntil *time.Time
 }
 
 // Webhook is a row of the webhooks page.
@@ -400,6 +406,9 @@ type Webhook struct {
 	URL       string
 	Events    []string
 	CreatedAt time.Time
+	// PreviousUntil: a rotation is under way, and the old secret signs
+	// beside the new one until then.
+	PreviousUntil *time.Time
 }
 
 // Deliveries is a page of an endpoint's deliveries, newest first.

@@ -108,6 +108,7 @@ func (s *Server) routes() {
 	s.mux.HandleFunc("POST /api/v1/webhooks", authed(organizer, h.Webhooks.Create))
 	s.mux.HandleFunc("GET /api/v1/webhooks", authed(organizer, h.Webhooks.List))
 	s.mux.HandleFunc("DELETE /api/v1/webhooks/{webhook}", authed(organizer, h.Webhooks.Delete))
+	s.mux.HandleFunc("POST /api/v1/webhooks/{webhook}/rotate-secret", authed(organizer, h.Webhooks.RotateSecret))
 	s.mux.HandleFunc("GET /api/v1/webhooks/{webhook}/deliveries", authed(organizer, h.Webhooks.Deliveries))
 	s.mux.HandleFunc("POST /api/v1/webhooks/{webhook}/deliveries/{delivery}/redeliver", authed(organizer, h.Webhooks.Redeliver))
 
@@ -170,6 +171,7 @@ func (s *Server) routes() {
 	s.mux.HandleFunc("GET /admin/webhooks", page(organizer, st.Webhooks.Page))
 	s.mux.HandleFunc("POST /admin/webhooks", page(organizer, st.Webhooks.Create))
 	s.mux.HandleFunc("POST /admin/webhooks/{webhook}/delete", page(organizer, st.Webhooks.Delete))
+	s.mux.HandleFunc("POST /admin/webhooks/{webhook}/rotate-secret", page(organizer, st.Webhooks.RotateSecret))
 	s.mux.HandleFunc("GET /admin/webhooks/{webhook}/deliveries", page(organizer, st.Webhooks.Deliveries))
 	s.mux.HandleFunc("POST /admin/webhooks/{webhook}/deliveries/{delivery}/redeliver", page(organizer, st.Webhooks.Redeliver))
 

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"seatd/internal/auth"
+	"seatd/internal/gate"
 	"seatd/internal/webhook"
 	"seatd/static"
 	"seatd/web/api"
@@ -59,6 +60,11 @@ type options struct {
 // New builds the HTTP handler from its dependencies.
 func New(d Deps) *Server { return newServer(d, options{}) }
 
+// chartUploadWait is how long a chart upload waits for its turn before
+// it is answered 503 with Retry-After: about what one upload of the
+// largest chart takes to read and decode.
+const chartUploadWait = 5 * time.Second
+
 func newServer(d Deps, o options) *Server {
 	assets, err := static.New()
 	if err != nil {
@@ -91,8 +97,13 @@ func newServer(d Deps, o options) *Server {
 	deliveries := query.NewDeliveries(d.Store.Webhooks)
 	registry := api.NewRegistryFlights(d.Monitor, d.Cfg.RegistryCheckCooldown)
 
+	// A chart upload may hold 32 MiB while it is read and decoded: a few at
+	// once, a few more waiting up to chartUploadWait, the rest told when to
+	// come back.
+	uploads := gate.New(d.Cfg.ChartUploads, chartUploadWait, 4*d.Cfg.ChartUploads)
+
 	s.api = api.New(api.Deps{Log: d.Log, Decoder: dec, Limits: s.limits, Lockout: lockout, Sessions: s.sessions,
-		Render: frame, Holds: d.Holds, BoxOffice: d.BoxOffice, Events: d.Events, Waitlist: d.Waitlist, Monitor: d.Monitor,
+		Render: frame, Uploads: uploads, Holds: d.Holds, BoxOffice: d.BoxOffice, Events: d.Events, Waitlist: d.Waitlist, Monitor: d.Monitor,
 		Auth: d.Accounts, Keys: s.keys, Endpoints: s.hooks, Accounts: d.Store.Accounts, Charts: d.Store.Charts,
 		EventStore: d.Store.Events, Audit: d.Store.Audit, Webhooks: d.Store.Webhooks,
 		Visible: s.events, Bookings: bookings, Deliveries: deliveries, Registry: registry,

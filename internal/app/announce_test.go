@@ -11,6 +11,7 @@ import (
 	"seatd/internal/auth"
 	"seatd/internal/hold"
 	"seatd/internal/notify"
+	"seatd/internal/store"
 	"seatd/internal/testenv"
 	"seatd/internal/webhook"
 )
@@ -86,7 +87,7 @@ func TestStatementsAnnounceWork(t *testing.T) {
 
 	hash := make([]byte, 32)
 	_, _ = rand.Read(hash)
-	key, err := a.Store.Accounts.CreateAPIKey(ctx, tn.Org.ID, tn.Organizer.ID, "k", "buyer", hash, "seatd_x")
+	key, err := a.Store.Accounts.CreateAPIKey(ctx, tn.Org.ID, tn.Organizer.ID, store.NewAPIKey{Name: "k", Role: "buyer", Scopes: []string{"read"}, Hash: hash, Hint: "seatd_x"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -30,6 +30,7 @@ import (
 	"seatd/internal/payment"
 	"seatd/internal/pg"
 	"seatd/internal/realtime"
+	"seatd/internal/seal"
 	"seatd/internal/seatlock"
 	"seatd/internal/store"
 	"seatd/internal/telemetry"
@@ -111,6 +112,21 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger) (*App, error)
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	m := telemetry.New(reg)
 	a := &App{Cfg: cfg, Log: log, Pool: pool, Redis: rdb, Store: store.New(pool), Registry: reg, Metrics: m}
+	a.Store.SetQuotas(store.Quotas{Charts: cfg.QuotaCharts, Events: cfg.QuotaEvents, APIKeys: cfg.QuotaAPIKeys,
+		WebhookEndpoints: cfg.QuotaWebhooks})
+	if cfg.TicketSecret != "" {
+		// Webhook signing secrets are sealed under a key of their own
+		// derived from the ticket secret (package seal). Without it
+		// (production before it is set: serve refuses to start) endpoints
+		// cannot be made, and Migrate leaves old secrets as they are.
+		box, err := seal.New(cfg.TicketSecret, "seatd webhook secrets v1")
+		if err != nil {
+			pool.Close()
+			_ = rdb.Close()
+			return nil, fmt.Errorf("SEATD_TICKET_SECRET: %w", err)
+		}
+		a.Store.SetSealer(box)
+	}
 	a.Notifier = notify.New(pool.Config().ConnConfig, log.With("component", "notifier"))
 	if cfg.HoldBatchMax > 1 {
 		// The shared hold statements and the shared transactions get
@@ -185,6 +201,9 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger) (*App, error)
 		AllowPrivate: cfg.WebhookAllowPrivate, Timeout: cfg.WebhookTimeout, RetryFor: cfg.WebhookRetryFor,
 		Backoff: cfg.WebhookBackoff, BackoffMax: cfg.WebhookBackoffMax, Poll: cfg.WebhookPoll,
 		Batch: 4 * cfg.WebhookConcurrency, Concurrency: cfg.WebhookConcurrency, Keep: 30 * 24 * time.Hour,
+		// Attempts to failing endpoints, apart from the batches: a quarter
+		// of the batch's at most.
+		Probes: max(1, cfg.WebhookConcurrency/4),
 	}, log.With("component", "webhooks"), telemetry.NewWebhooks(reg, func() float64 {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 		defer cancel()
@@ -298,7 +317,9 @@ func redactURL(s string) string {
 	return u.Redacted()
 }
 
-// Migrate applies pending migrations.
+// Migrate applies pending migrations, then seals the webhook secrets
+// still kept in the clear (stored before migration 036, which SQL alone
+// cannot seal).
 func (a *App) Migrate(ctx context.Context) error {
 	from, to, err := pg.Migrate(ctx, a.Pool)
 	if err != nil {
@@ -307,7 +328,15 @@ func (a *App) Migrate(ctx context.Context) error {
 	if from != to {
 		a.Log.Info("migrated", "from", from, "to", to)
 	}
-	return nil
+	if a.Cfg.TicketSecret == "" {
+		a.Log.Warn("webhook signing secrets stored before migration 036 stay in the clear until SEATD_TICKET_SECRET is set")
+		return nil
+	}
+	n, err := a.Store.Webhooks.SealClearSecrets(ctx)
+	if n > 0 {
+		a.Log.Info("sealed webhook signing secrets", "count", n)
+	}
+	return err
 }
 
 // Job is a background loop: Run returns once ctx ends.

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -75,16 +76,72 @@ func NewAPIKeys(st *store.Accounts, n Notifier, log *slog.Logger) *APIKeys {
 		entries: map[[sha256.Size]byte]*keyEntry{}, touched: map[uuid.UUID]time.Time{}}
 }
 
-// Create makes a key of org acting as user by in role; the secret is
-// returned once and never stored.
-func (k *APIKeys) Create(ctx context.Context, org, by uuid.UUID, name, role string) (store.APIKey, string, error) {
-	name = strings.TrimSpace(name)
+// Scopes: the kinds of request a key may make (docs/integrators.md#api-keys).
+// session.Guards decides which one a route needs: read for GET, holds for
+// the buyer's routes, box_office for the staff's other writes, admin for
+// the organizer's (events, charts, keys, webhooks).
+const (
+	ScopeRead      = "read"
+	ScopeHolds     = "holds"
+	ScopeBoxOffice = "box_office"
+	ScopeAdmin     = "admin"
+)
+
+// RoleScopes are the scopes a key of role may have, in order; a key made
+// without scopes has them all (less any its maker lacks).
+func RoleScopes(role string) []string {
+	switch role {
+	case "buyer":
+		return []string{ScopeRead, ScopeHolds}
+	case "box_office":
+		return []string{ScopeRead, ScopeHolds, ScopeBoxOffice}
+	case "organizer":
+		return []string{ScopeRead, ScopeHolds, ScopeBoxOffice, ScopeAdmin}
+	}
+	return nil
+}
+
+// KeyRequest is a key to make.
+type KeyRequest struct {
+	Name      string
+	Role      string
+	Scopes    []string   // nil: all the role allows
+	ExpiresAt *time.Time // nil: never (or the maker's expiry)
+	// Maker is the key the request is made with (nil from a session): the
+	// new key can do no more than it, expires no later, and is revoked
+	// with it.
+	Maker *store.APIKey
+}
+
+// Create makes a key of org acting as user by; the secret is returned
+// once and never stored.
+func (k *APIKeys) Create(ctx context.Context, org, by uuid.UUID, req KeyRequest) (store.APIKey, string, error) {
+	name := strings.TrimSpace(req.Name)
 	if name == "" || len(name) > 100 {
 		return store.APIKey{}, "", &apperr.Error{Code: apperr.Invalid, Message: "name the key (1 to 100 characters)",
 			Fields: map[string]string{"name": "must be 1 to 100 characters"}}
 	}
-	if err := checkRole(role); err != nil {
+	if err := checkRole(req.Role); err != nil {
 		return store.APIKey{}, "", err
+	}
+	n := store.NewAPIKey{Name: name, Role: req.Role, ExpiresAt: req.ExpiresAt}
+	var err error
+	if n.Scopes, err = k.scopes(req); err != nil {
+		return store.APIKey{}, "", err
+	}
+	if n.ExpiresAt != nil && !n.ExpiresAt.After(k.now()) {
+		return store.APIKey{}, "", &apperr.Error{Code: apperr.Invalid, Message: "the expiry has passed",
+			Fields: map[string]string{"expires_at": "must be in the future"}}
+	}
+	if m := req.Maker; m != nil {
+		n.CreatedByKey = &m.ID
+		if m.ExpiresAt != nil && n.ExpiresAt == nil {
+			n.ExpiresAt = m.ExpiresAt
+		}
+		if m.ExpiresAt != nil && n.ExpiresAt.After(*m.ExpiresAt) {
+			return store.APIKey{}, "", &apperr.Error{Code: apperr.Forbidden, Message: "a key cannot make a key that outlives it",
+				Fields: map[string]string{"expires_at": "must not be after the expiry of the key making it"}}
+		}
 	}
 	var b [32]byte
 	if _, err := rand.Read(b[:]); err != nil {
@@ -92,12 +149,45 @@ func (k *APIKeys) Create(ctx context.Context, org, by uuid.UUID, name, role stri
 	}
 	secret := KeyPrefix + base64.RawURLEncoding.EncodeToString(b[:])
 	h := sha256.Sum256([]byte(secret))
-	key, err := k.store.CreateAPIKey(ctx, org, by, name, role, h[:], secret[:len(KeyPrefix)+6])
+	n.Hash, n.Hint = h[:], secret[:len(KeyPrefix)+6]
+	key, err := k.store.CreateAPIKey(ctx, org, by, n)
 	return key, secret, err
 }
 
-// ErrBadKey is the answer for a key that is unknown, revoked, or whose
-// creator is disabled: all alike, so the answer tells nothing.
+// scopes are the scopes of the key req asks for, in RoleScopes' order:
+// those asked, or all the role allows that the maker has. A scope the
+// role does not allow is invalid; one the maker lacks is forbidden.
+func (k *APIKeys) scopes(req KeyRequest) ([]string, error) {
+	allowed := RoleScopes(req.Role)
+	for _, sc := range req.Scopes {
+		if !slices.Contains(allowed, sc) {
+			return nil, &apperr.Error{Code: apperr.Invalid, Message: "a " + req.Role + " key cannot have that scope",
+				Fields: map[string]string{"scopes": "must be some of " + strings.Join(allowed, ", ")}}
+		}
+		if req.Maker != nil && !slices.Contains(req.Maker.Scopes, sc) {
+			return nil, &apperr.Error{Code: apperr.Forbidden, Message: "a key cannot make a key with a scope it lacks: " + sc,
+				Fields: map[string]string{"scopes": "must be some of the making key's: " + strings.Join(req.Maker.Scopes, ", ")}}
+		}
+	}
+	var out []string
+	for _, sc := range allowed {
+		if req.Scopes != nil && !slices.Contains(req.Scopes, sc) {
+			continue // not asked for
+		}
+		if req.Scopes == nil && req.Maker != nil && !slices.Contains(req.Maker.Scopes, sc) {
+			continue // not the maker's to give
+		}
+		out = append(out, sc)
+	}
+	if len(out) == 0 {
+		return nil, &apperr.Error{Code: apperr.Invalid, Message: "the key would have no scope",
+			Fields: map[string]string{"scopes": "must name at least one of " + strings.Join(allowed, ", ")}}
+	}
+	return out, nil
+}
+
+// ErrBadKey is the answer for a key that is unknown, revoked, expired, or
+// whose creator is disabled: all alike, so the answer tells nothing.
 var ErrBadKey = apperr.E(apperr.Unauthorized, "the API key is not valid")
 
 // Authenticate returns the live key of secret. A process trusts its copy
@@ -129,6 +219,9 @@ func (k *APIKeys) Authenticate(ctx context.Context, secret string) (store.APIKey
 		}
 		k.entries[h] = e
 		k.mu.Unlock()
+	}
+	if x := e.key.ExpiresAt; x != nil && !now.Before(*x) {
+		return store.APIKey{}, ErrBadKey // expired while cached
 	}
 	k.touch(ctx, e.key.OrgID, e.key.ID, now)
 	return e.key, nil

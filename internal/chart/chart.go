@@ -3,8 +3,16 @@
 // seat categories and seat flags. Events are made from one version of a
 // chart and keep it, whatever later edits do to the chart.
 //
-// The JSON form of Chart is the API's (docs/api.md): what GET returns, POST
-// accepts back unchanged.
+// The JSON form of Chart is the API's (docs/api.md): what GET returns,
+// POST accepts back unchanged.
+//
+// Reading a chart costs memory and time bounded by the body and the
+// limits (MaxSeats and the others in validate.go), whatever the body
+// holds: DecodeJSON walks the JSON against the types before decoding
+// (shape.go), ParseCSV reads a line at a time, and both stop listing
+// problems at a bound. A body is up to 32 MiB, so the uploads a process
+// reads at once are limited too: the web layer passes each through a
+// gate.Gate of SEATD_CHART_UPLOADS places (see package gate).
 package chart
 
 // Section kinds.
@@ -63,6 +71,20 @@ func (c Chart) SeatCount() int {
 	for _, s := range c.Sections {
 		for _, r := range s.Rows {
 			n += len(r.Seats)
+		}
+	}
+	return n
+}
+
+// Places is the number of seats and standing places together: the rows
+// an event made from the chart gets (a standing place is a row too, see
+// store.GARow). A capacity out of range counts as MaxCapacity+1, so the
+// sum of a hostile chart cannot overflow and still says "too many".
+func (c Chart) Places() int {
+	n := c.SeatCount()
+	for _, s := range c.Sections {
+		if s.Kind == GA {
+			n += min(max(s.Capacity, 0), MaxCapacity+1)
 		}
 	}
 	return n

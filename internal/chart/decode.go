@@ -6,9 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"reflect"
-	"slices"
-	"strings"
 	"unicode/utf8"
 
 	"github.com/google/uuid"
@@ -26,9 +23,18 @@ type Document struct {
 }
 
 // DecodeJSON reads one chart document, refusing unknown fields. A body
-// that is not JSON is 400; JSON of the wrong shape is 422 with every
-// misplaced or mistyped field by path. The layout is not validated here
-// (see Validate).
+// that is not JSON is 400; JSON of the wrong shape, or with more sections,
+// categories, rows or seats than a chart may have, is 422 with the
+// misplaced, mistyped or too long fields by path (the first
+// maxReportedPaths of them). The layout is not validated here (see
+// Validate).
+//
+// The body is walked against the document's types before anything is
+// decoded (see shape), so memory and time stay bounded by the body's size
+// and the chart limits whatever it holds. Decoding a list of millions of
+// wrong values straight into the types built millions of zero structs
+// first (about 10 GB allocated for a 32 MiB body), and naming the problems
+// by decoding it again into any cost as much again.
 func DecodeJSON(b []byte) (Document, error) {
 	var d Document
 	if len(bytes.TrimSpace(b)) == 0 {
@@ -37,139 +43,45 @@ func DecodeJSON(b []byte) (Document, error) {
 	if !utf8.Valid(b) {
 		return d, apperr.E(apperr.BadRequest, "the request body is not valid UTF-8")
 	}
-	dec := json.NewDecoder(bytes.NewReader(b))
-	dec.DisallowUnknownFields()
-	err := dec.Decode(&d)
-	if err == nil {
-		if _, err := dec.Token(); !errors.Is(err, io.EOF) {
-			return d, apperr.E(apperr.BadRequest, "the request body must hold exactly one JSON value")
-		}
-		return d, nil
+	if !json.Valid(b) {
+		return d, notJSON(b)
 	}
+	var p problems
+	object, cut := checkShape(&p, b)
+	if !object {
+		return d, apperr.E(apperr.Invalid, "the chart must be a JSON object")
+	}
+	if p.Len() > 0 {
+		msg := "the chart has fields of the wrong type, unknown fields or lists too long; nothing was saved"
+		if cut {
+			msg += fmt.Sprintf(" (the first %d problems are listed)", len(p.fields))
+		}
+		return d, &apperr.Error{Code: apperr.Invalid, Message: msg, Fields: p.fields}
+	}
+	// The shape fits (no unknown field either), so this decode is of a
+	// chart within its limits; Unmarshal reads b in place.
+	if err := json.Unmarshal(b, &d); err != nil {
+		// The walk checks what decoding does; a difference between the two
+		// is a bug, answered as a refusal rather than a 500.
+		return Document{}, apperr.E(apperr.Invalid, "the chart could not be read: %s", clip(err.Error()))
+	}
+	return d, nil
+}
+
+// notJSON is the 400 for a body json.Valid refused, saying where it
+// breaks. Decoding into an empty struct finds the place without keeping
+// anything of the body.
+func notJSON(b []byte) error {
+	dec := json.NewDecoder(bytes.NewReader(b))
+	var skip struct{}
+	err := dec.Decode(&skip)
 	var syntax *json.SyntaxError
 	switch {
 	case errors.As(err, &syntax):
-		return d, apperr.E(apperr.BadRequest, "the request body is not valid JSON (at byte %d)", syntax.Offset)
-	case errors.Is(err, io.ErrUnexpectedEOF):
-		return d, apperr.E(apperr.BadRequest, "the request body is not valid JSON (it ends too early)")
+		return apperr.E(apperr.BadRequest, "the request body is not valid JSON (at byte %d)", syntax.Offset)
+	case errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF):
+		return apperr.E(apperr.BadRequest, "the request body is not valid JSON (it ends too early)")
 	}
-	// The shape is wrong somewhere. encoding/json names only the first
-	// such field and without list indices, so the document is walked again
-	// against the types to name every one (a slow path only refusals take).
-	var raw any
-	dec = json.NewDecoder(bytes.NewReader(b))
-	dec.UseNumber()
-	if derr := dec.Decode(&raw); derr != nil {
-		return d, apperr.E(apperr.BadRequest, "the request body is not valid JSON")
-	}
-	if _, ok := raw.(map[string]any); !ok {
-		return d, apperr.E(apperr.Invalid, "the chart must be a JSON object")
-	}
-	var p problems
-	shape(&p, raw, reflect.TypeFor[Document](), "")
-	if p.Len() == 0 {
-		// Only an id that is not a UUID gets here (its error is no type
-		// error the walk knows).
-		p.Add("id", "must be a chart id (a UUID)")
-	}
-	return d, &apperr.Error{Code: apperr.Invalid, Message: "the chart has fields of the wrong type or unknown fields; nothing was saved",
-		Fields: p.fields}
-}
-
-var uuidType = reflect.TypeFor[uuid.UUID]()
-
-// shape reports where v, decoded JSON, does not fit type t.
-func shape(p *problems, v any, t reflect.Type, path string) {
-	if v == nil {
-		return // null leaves a field at its zero value
-	}
-	if t.Kind() == reflect.Pointer {
-		t = t.Elem()
-	}
-	switch {
-	case t == uuidType:
-		if s, ok := v.(string); !ok || uuid.Validate(s) != nil {
-			p.Add(path, "must be a UUID")
-		}
-	case t.Kind() == reflect.Struct:
-		m, ok := v.(map[string]any)
-		if !ok {
-			p.Add(path, "must be an object")
-			return
-		}
-		fields := jsonFields(t)
-		keys := make([]string, 0, len(m))
-		for k := range m {
-			keys = append(keys, k)
-		}
-		slices.Sort(keys)
-		for _, k := range keys {
-			ft, ok := fields[k]
-			if !ok {
-				p.Add(join(path, clipKey(k)), "is not a known field")
-				continue
-			}
-			shape(p, m[k], ft, join(path, k))
-		}
-	case t.Kind() == reflect.Slice:
-		l, ok := v.([]any)
-		if !ok {
-			p.Add(path, "must be a list")
-			return
-		}
-		for i, e := range l {
-			shape(p, e, t.Elem(), fmt.Sprintf("%s[%d]", path, i))
-		}
-	case t.Kind() == reflect.String:
-		if _, ok := v.(string); !ok {
-			p.Add(path, "must be a string")
-		}
-	case t.Kind() == reflect.Bool:
-		if _, ok := v.(bool); !ok {
-			p.Add(path, "must be true or false")
-		}
-	case t.Kind() == reflect.Int:
-		n, ok := v.(json.Number)
-		if !ok {
-			p.Add(path, "must be a number")
-		} else if _, err := n.Int64(); err != nil {
-			p.Add(path, "must be a whole number")
-		}
-	}
-}
-
-// jsonFields maps the JSON names of struct t's fields (embedded structs'
-// included) to their types.
-func jsonFields(t reflect.Type) map[string]reflect.Type {
-	out := map[string]reflect.Type{}
-	for f := range t.Fields() {
-		if f.Anonymous && f.Type.Kind() == reflect.Struct {
-			for k, v := range jsonFields(f.Type) {
-				out[k] = v
-			}
-			continue
-		}
-		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
-		if name == "" {
-			name = f.Name
-		}
-		out[name] = f.Type
-	}
-	return out
-}
-
-func join(path, key string) string {
-	if path == "" {
-		return key
-	}
-	return path + "." + key
-}
-
-// clipKey bounds an unknown key echoed back as a path.
-func clipKey(k string) string {
-	k = strings.ToValidUTF8(k, "")
-	if len(k) > 40 {
-		k = k[:40]
-	}
-	return k
+	// The first value is whole (of whatever type): something follows it.
+	return apperr.E(apperr.BadRequest, "the request body must hold exactly one JSON value")
 }

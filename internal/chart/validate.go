@@ -24,7 +24,7 @@ const (
 	MaxCategoryKey   = 32
 	MaxCategoryName  = 60
 	MaxSections      = 1000
-	MaxSeats         = 200_000 // seats of seated sections, the whole chart
+	MaxSeats         = 200_000 // seats and standing places together, the whole chart (Places)
 	MaxCapacity      = 200_000 // places of one GA section
 	MaxSeatNumber    = 99_999
 	MaxCoord         = 10_000 // x and y lie in 0..MaxCoord
@@ -128,8 +128,11 @@ func validate(c Chart, p *problems) {
 	if len(c.Sections) > MaxSections {
 		p.Add("sections", "must list at most %d sections", MaxSections)
 	}
-	if n := c.SeatCount(); n > MaxSeats {
-		p.Add("sections", "hold %d seats; a chart has at most %d", n, MaxSeats)
+	// Seats and standing places together: each is a row of the event
+	// made from the chart, so 1 000 standing sections of MaxCapacity each
+	// would be 200 million rows, though each section alone is in range.
+	if n := c.Places(); n > MaxSeats {
+		p.Add("sections", "hold %d seats and standing places; a chart has at most %d", n, MaxSeats)
 		return // checking each of so many seats would only bury this
 	}
 

@@ -59,7 +59,8 @@ type Config struct {
 	SnapshotInterval   time.Duration // SEATD_SNAPSHOT_INTERVAL
 	ShutdownTimeout    time.Duration // SEATD_SHUTDOWN_TIMEOUT
 	LogLevel           string        // SEATD_LOG_LEVEL: debug | info | warn | error
-	OpsAddr            string        // SEATD_OPS_ADDR: host:port of the ops listener (/metrics, pprof); "off" disables it
+	OpsAddr            string        // SEATD_OPS_ADDR: host:port of the ops listener (/metrics, pprof); "off" disables it; a loopback or private address unless OpsPublic
+	OpsPublic          bool          // SEATD_OPS_PUBLIC: allow SEATD_OPS_ADDR on any address (all interfaces, a public one, a host name)
 	PprofAddr          string        // SEATD_PPROF_ADDR: former pprof listener, now an alias of SEATD_OPS_ADDR (loopback only)
 	RedisUsername      string        // SEATD_REDIS_USERNAME: Redis ACL user (cluster addresses, or a URL without one)
 	RedisPassword      string        // SEATD_REDIS_PASSWORD: Redis password (cluster addresses, or a URL without one)
@@ -75,6 +76,13 @@ type Config struct {
 	MaxSessionsPerUser    int            // SEATD_MAX_SESSIONS_PER_USER: signed-in sessions per account; a new one ends the oldest
 	UpgradeRatePerMinute  int            // SEATD_UPGRADE_RATE_PER_MINUTE: live socket upgrades per client IP
 	RegistryCheckCooldown time.Duration  // SEATD_REGISTRY_COOLDOWN: an event's registry check or reconcile runs at most once per this
+	ChartUploads          int            // SEATD_CHART_UPLOADS: chart uploads read and decoded at once per process (a few more wait briefly; the rest get 503 with Retry-After)
+
+	// Quotas per organization (0: no limit).
+	QuotaCharts   int // SEATD_QUOTA_CHARTS: charts
+	QuotaEvents   int // SEATD_QUOTA_EVENTS: open events (drafts and on sale)
+	QuotaAPIKeys  int // SEATD_QUOTA_API_KEYS: API keys not revoked
+	QuotaWebhooks int // SEATD_QUOTA_WEBHOOKS: webhook endpoints
 
 	// Integrators.
 	APIKeyRatePerMinute int           // SEATD_API_KEY_RATE_PER_MINUTE: requests per API key
@@ -94,7 +102,7 @@ type Config struct {
 	PublicURL    string        // SEATD_PUBLIC_URL: where people reach seatd (scheme and host, no path): the links in mail start with it
 
 	// Tickets.
-	TicketSecret string // SEATD_TICKET_SECRET: seals the events' ticket signing keys in Postgres (at least 32 characters; production must set its own)
+	TicketSecret string // SEATD_TICKET_SECRET: seals the events' ticket signing keys and the webhook signing secrets in Postgres, each under a key of its own (at least 32 characters; production must set its own)
 
 	// Payments (docs/payments.md): with both Stripe keys set buyers pay
 	// through Stripe; with neither, through the embedded test provider.
@@ -170,6 +178,11 @@ func Defaults() Config {
 		MaxSessionsPerUser:    20,
 		UpgradeRatePerMinute:  240,
 		RegistryCheckCooldown: 5 * time.Second,
+		ChartUploads:          2,
+		QuotaCharts:           100,
+		QuotaEvents:           200,
+		QuotaAPIKeys:          50,
+		QuotaWebhooks:         20,
 
 		APIKeyRatePerMinute: 6000,
 		WebhookTimeout:      10 * time.Second,
@@ -274,6 +287,7 @@ func Load(getenv func(string) string) (Config, error) {
 		c.OpsAddr = c.PprofAddr
 	}
 	str("SEATD_OPS_ADDR", &c.OpsAddr)
+	boolean("SEATD_OPS_PUBLIC", &c.OpsPublic)
 	c.RedisUsername = getenv("SEATD_REDIS_USERNAME")
 	c.RedisPassword = getenv("SEATD_REDIS_PASSWORD")
 	if v := strings.TrimSpace(getenv("SEATD_TRUSTED_PROXIES")); v != "" {
@@ -295,6 +309,11 @@ func Load(getenv func(string) string) (Config, error) {
 	num("SEATD_MAX_SESSIONS_PER_USER", &c.MaxSessionsPerUser)
 	num("SEATD_UPGRADE_RATE_PER_MINUTE", &c.UpgradeRatePerMinute)
 	dur("SEATD_REGISTRY_COOLDOWN", &c.RegistryCheckCooldown)
+	num("SEATD_CHART_UPLOADS", &c.ChartUploads)
+	num("SEATD_QUOTA_CHARTS", &c.QuotaCharts)
+	num("SEATD_QUOTA_EVENTS", &c.QuotaEvents)
+	num("SEATD_QUOTA_API_KEYS", &c.QuotaAPIKeys)
+	num("SEATD_QUOTA_WEBHOOKS", &c.QuotaWebhooks)
 	num("SEATD_API_KEY_RATE_PER_MINUTE", &c.APIKeyRatePerMinute)
 	boolean("SEATD_WEBHOOK_ALLOW_PRIVATE", &c.WebhookAllowPrivate)
 	dur("SEATD_WEBHOOK_TIMEOUT", &c.WebhookTimeout)
@@ -396,6 +415,11 @@ func (c Config) validate() []error {
 	atLeast("SEATD_MAX_SESSIONS_PER_USER", c.MaxSessionsPerUser, 1)
 	atLeast("SEATD_UPGRADE_RATE_PER_MINUTE", c.UpgradeRatePerMinute, 1)
 	positive("SEATD_REGISTRY_COOLDOWN", c.RegistryCheckCooldown)
+	atLeast("SEATD_CHART_UPLOADS", c.ChartUploads, 1)
+	atLeast("SEATD_QUOTA_CHARTS", c.QuotaCharts, 0)
+	atLeast("SEATD_QUOTA_EVENTS", c.QuotaEvents, 0)
+	atLeast("SEATD_QUOTA_API_KEYS", c.QuotaAPIKeys, 0)
+	atLeast("SEATD_QUOTA_WEBHOOKS", c.QuotaWebhooks, 0)
 	atLeast("SEATD_API_KEY_RATE_PER_MINUTE", c.APIKeyRatePerMinute, 1)
 	positive("SEATD_WEBHOOK_TIMEOUT", c.WebhookTimeout)
 	positive("SEATD_WEBHOOK_RETRY_FOR", c.WebhookRetryFor)
@@ -417,8 +441,14 @@ func (c Config) validate() []error {
 		bad("SEATD_TICKET_SECRET: must be at least 32 characters (openssl rand -base64 32), got %d", len(c.TicketSecret))
 	}
 	if c.OpsAddr != OpsOff {
-		if _, _, err := net.SplitHostPort(c.OpsAddr); err != nil {
+		if host, _, err := net.SplitHostPort(c.OpsAddr); err != nil {
 			bad("SEATD_OPS_ADDR: %q must be host:port (port 0 picks a free one) or %q", c.OpsAddr, OpsOff)
+		} else if !c.OpsPublic && !closedHost(host) {
+			// Metrics name tenants' events, pprof shows memory and costs
+			// CPU on demand: the listener is for the host's own agents or a
+			// private network, and anything wider is an explicit choice.
+			bad("SEATD_OPS_ADDR: %q must be a loopback or private address (127.0.0.1:9090, 10.0.0.5:9090); "+
+				"to serve it on every interface or a public address behind your own firewall, set SEATD_OPS_PUBLIC=true", c.OpsAddr)
 		}
 	}
 	if c.PprofAddr != "" {
@@ -443,37 +473,24 @@ func (c Config) validate() []error {
 	return errs
 }
 
+// closedHost reports whether a listen host is reachable only from the
+// machine or a private network: localhost, a loopback address or a
+// private one (RFC 1918, fc00::/7). An empty host or 0.0.0.0 listens on
+// every interface, and a host name may resolve anywhere: neither is.
+func closedHost(host string) bool {
+	if host == "localhost" {
+		return true
+	}
+	a, err := netip.ParseAddr(host)
+	return err == nil && (a.Unmap().IsLoopback() || a.Unmap().IsPrivate())
+}
+
 // Environments in which seatd may run.
 const (
 	EnvDevelopment = "development"
 	EnvTest        = "test"
 	EnvProduction  = "production"
 )
-
-// ServeProblem is why `seatd serve` must not start with this
-// configuration, or nil. Production needs Secure cookies (a session cookie
-// sent over plain HTTP can be read on the way), a mail server (without
-// one, confirmations and links would wait in the outbox for ever), its
-// own ticket secret (with none, or the published development one, the
-// ticket signing keys would be as good as unsealed) and, with Stripe, the
-// webhook signing secret (without it no payment's confirmation can be
-// verified, so every buyer would pay and get nothing).
-func (c Config) ServeProblem() error {
-	var errs []error
-	if c.Env == EnvProduction && !c.CookieSecure {
-		errs = append(errs, errors.New("SEATD_ENV=production needs COOKIE_SECURE=true (session cookies only over HTTPS)"))
-	}
-	if c.Env == EnvProduction && c.SMTPURL == "" {
-		errs = append(errs, errors.New("SEATD_ENV=production needs SEATD_SMTP_URL (without it mail is never sent)"))
-	}
-	if c.Env == EnvProduction && (c.TicketSecret == "" || c.TicketSecret == DevTicketSecret) {
-		errs = append(errs, errors.New("SEATD_ENV=production needs SEATD_TICKET_SECRET (its own, at least 32 characters: openssl rand -base64 32)"))
-	}
-	if c.Env == EnvProduction && c.StripeEnabled() && c.StripeWebhookSecret == "" {
-		errs = append(errs, errors.New("SEATD_ENV=production with Stripe keys needs STRIPE_WEBHOOK_SECRET (the signing secret of the endpoint https://<host>/webhooks/stripe)"))
-	}
-	return errors.Join(errs...)
-}
 
 // Sender is SEATD_MAIL_FROM parsed.
 func (c Config) Sender() (mail.Address, error) {

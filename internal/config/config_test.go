@@ -115,7 +115,8 @@ func TestDemoOnlyInDevelopmentAndTest(t *testing.T) {
 
 // TestOpsAddr: the ops listener is on loopback by default, "off" turns it
 // off, port 0 is taken, SEATD_PPROF_ADDR is its old name, and a bad
-// address is refused.
+// address is refused. It may be a loopback or private address; every
+// interface, a public address or a host name only with SEATD_OPS_PUBLIC.
 func TestOpsAddr(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
@@ -130,6 +131,18 @@ func TestOpsAddr(t *testing.T) {
 		{map[string]string{"SEATD_PPROF_ADDR": "127.0.0.1:6060"}, "127.0.0.1:6060", false},
 		{map[string]string{"SEATD_PPROF_ADDR": "127.0.0.1:6060", "SEATD_OPS_ADDR": "127.0.0.1:9191"}, "127.0.0.1:9191", false},
 		{map[string]string{"SEATD_OPS_ADDR": "9090"}, "", true},
+		{map[string]string{"SEATD_OPS_ADDR": "localhost:9090"}, "localhost:9090", false},
+		{map[string]string{"SEATD_OPS_ADDR": "[::1]:9090"}, "[::1]:9090", false},
+		{map[string]string{"SEATD_OPS_ADDR": "192.168.1.20:9090"}, "192.168.1.20:9090", false},
+		{map[string]string{"SEATD_OPS_ADDR": "[fd12::5]:9090"}, "[fd12::5]:9090", false},
+		{map[string]string{"SEATD_OPS_ADDR": ":9090"}, "", true},
+		{map[string]string{"SEATD_OPS_ADDR": "0.0.0.0:9090"}, "", true},
+		{map[string]string{"SEATD_OPS_ADDR": "[::]:9090"}, "", true},
+		{map[string]string{"SEATD_OPS_ADDR": "203.0.113.7:9090"}, "", true},
+		{map[string]string{"SEATD_OPS_ADDR": "[2001:db8::7]:9090"}, "", true},
+		{map[string]string{"SEATD_OPS_ADDR": "ops.example.com:9090"}, "", true},
+		{map[string]string{"SEATD_OPS_ADDR": ":9090", "SEATD_OPS_PUBLIC": "true"}, ":9090", false},
+		{map[string]string{"SEATD_OPS_ADDR": "203.0.113.7:9090", "SEATD_OPS_PUBLIC": "true"}, "203.0.113.7:9090", false},
 	} {
 		c, err := load(t, tc.env)
 		if tc.bad {
@@ -193,6 +206,27 @@ func TestProductionNeedsTicketSecret(t *testing.T) {
 	}
 	if _, err := load(t, map[string]string{"SEATD_TICKET_SECRET": "too short"}); err == nil || !strings.Contains(err.Error(), "SEATD_TICKET_SECRET") {
 		t.Errorf("short secret: %v, want a SEATD_TICKET_SECRET error", err)
+	}
+}
+
+// TestProductionRefusesPrivateWebhooks: serve refuses production with
+// SEATD_WEBHOOK_ALLOW_PRIVATE; other environments may set it (tests, a
+// closed network's development).
+func TestProductionRefusesPrivateWebhooks(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		env     string
+		refused bool
+	}{{"production", true}, {"development", false}, {"test", false}} {
+		c, err := load(t, map[string]string{"SEATD_ENV": tc.env, "COOKIE_SECURE": "true", "SEATD_SMTP_URL": "smtp://mail.example:25",
+			"SEATD_TICKET_SECRET": testTicketSecret, "SEATD_WEBHOOK_ALLOW_PRIVATE": "true"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		err = c.ServeProblem()
+		if (err != nil) != tc.refused || (err != nil && !strings.Contains(err.Error(), "SEATD_WEBHOOK_ALLOW_PRIVATE")) {
+			t.Errorf("SEATD_ENV=%s: %v, refused want %v", tc.env, err, tc.refused)
+		}
 	}
 }
 

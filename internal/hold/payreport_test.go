@@ -27,7 +27,7 @@ func TestPaymentSummaryCSVAndWebhooks(t *testing.T) {
 	ctx := context.Background()
 	org := organizer(e.tn)
 	box := staff(e.tn.BoxOffice)
-	if _, err := e.a.Store.Webhooks.CreateEndpoint(ctx, e.tn.Org.ID, "https://hooks.example/seatd",
+	if _, err := e.a.Store.Webhooks.CreateEndpoint(ctx, e.tn.Org.ID, nil, "https://hooks.example/seatd",
 		[]string{"booking.paid", "payment.failed", "refund.succeeded"}, "whsec_test"); err != nil {
 		t.Fatal(err)
 	}

@@ -28,6 +28,10 @@ type Schedule struct {
 	// notification told of (announcements lost, work that falls due
 	// later) waits at most this long.
 	Backstop time.Duration
+	// Wake, when set, wakes a round as a notification does: for work of
+	// the worker's own that ends between its rounds (the webhook worker's
+	// probes).
+	Wake <-chan struct{}
 }
 
 // Idle is what a round returns when it wants no round sooner than the
@@ -35,8 +39,8 @@ type Schedule struct {
 const Idle = time.Duration(math.MaxInt64)
 
 // Work runs round until ctx ends: at once; on every notification on
-// channel (no sooner than Cooldown after the previous round began) and
-// Settle after it; whenever the notifier (re)connects, as notifications
+// channel or receive on s.Wake (no sooner than Cooldown after the
+// previous round began) and Settle after it; whenever the notifier (re)connects, as notifications
 // may have been missed; and at most Backstop after the previous round
 // ended. round returns how soon after it ends it wants the next one (0:
 // at once; Idle: when the schedule says).
@@ -59,11 +63,17 @@ func Work(ctx context.Context, n Subscriber, channel string, s Schedule, round f
 	due := time.Now()
 	var next, settle time.Time
 	for {
+		woken := false
 		select {
 		case <-ctx.Done():
 			return
 		case <-t.C:
 		case <-kick:
+			woken = true
+		case <-s.Wake:
+			woken = true
+		}
+		if woken {
 			now := time.Now()
 			settle = now.Add(s.Settle)
 			if next.After(now) {

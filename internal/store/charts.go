@@ -27,7 +27,8 @@ type ChartVersion struct {
 }
 
 // Save stores a chart layout, already validated, as the next version
-// of chart (a new chart when chart is uuid.Nil).
+// of chart (a new chart when chart is uuid.Nil, unless org has its quota
+// of charts: 409 conflict, Quotas.Charts).
 func (s *Charts) Save(ctx context.Context, org, chartID uuid.UUID, c chart.Chart) (ChartVersion, error) {
 	return s.SaveAfter(ctx, org, chartID, 0, c)
 }
@@ -45,6 +46,9 @@ func (s *Charts) SaveAfter(ctx context.Context, org, chartID uuid.UUID, after in
 		if v.ChartID == uuid.Nil {
 			v.ChartID = uuid.New()
 			if _, err := tx.Exec(ctx, `INSERT INTO charts (id, org_id, name) VALUES ($1, $2, $3)`, v.ChartID, org, c.Name); err != nil {
+				return err
+			}
+			if err := s.checkQuota(ctx, tx, org, quotaCharts); err != nil {
 				return err
 			}
 		} else {

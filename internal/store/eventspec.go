@@ -16,8 +16,10 @@ import (
 // CreateFromChart creates a draft event from a version of a chart of
 // org: the event's categories (with prices), sections and seats are copied
 // from the version, so later versions of the chart never change it. A GA
-// section keeps its capacity and gets that many place rows (GAPlaces). The caller has validated
-// spec and prices (every category the chart uses has a price).
+// section keeps its capacity and gets that many place rows (GARow). The caller has validated
+// spec and prices (every category the chart uses has a price). An
+// organization with its quota of open events is refused (409 conflict,
+// Quotas.Events).
 func (s *Events) CreateFromChart(ctx context.Context, org, actor uuid.UUID, v ChartVersion, spec EventSpec, prices []Price) (Event, error) {
 	return s.createFromLayout(ctx, org, actor, v.ID, v.Layout, spec, prices)
 }
@@ -28,6 +30,10 @@ func (s *Events) createFromLayout(ctx context.Context, org, actor, versionID uui
 		priceOf[p.Category] = p
 	}
 	e := Event{ID: NewID(), OrgID: org, EventSpec: spec, Status: EventDraft, ChartVersionID: versionID}
+	// Refused before its seats are made, if it would be at the end anyway.
+	if err := s.atQuota(ctx, org, quotaEvents); err != nil {
+		return Event{}, err
+	}
 	err := inTx(ctx, s.db, func(tx pgx.Tx) error {
 		if versionID != uuid.Nil {
 			// The chart is share-locked before anything else: a delete of
@@ -65,49 +71,41 @@ func (s *Events) createFromLayout(ctx context.Context, org, actor, versionID uui
 				return err
 			}
 		}
-		var rows [][]any
-		idx := 0
+		sections := make([]uuid.UUID, len(c.Sections))
 		for pos, sec := range c.Sections {
-			secID := NewID()
+			sections[pos] = NewID()
 			kind := sec.Kind
 			if kind == "" {
 				kind = chart.Seated
 			}
 			if _, err := tx.Exec(ctx, `
 				INSERT INTO sections (id, org_id, event_id, label, name, position, kind, capacity)
-				VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`, secID, org, e.ID, sec.Label, sec.Name, pos, kind, sec.Capacity); err != nil {
+				VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`, sections[pos], org, e.ID, sec.Label, sec.Name, pos, kind, sec.Capacity); err != nil {
 				return err
 			}
-			if kind == chart.GA {
-				rows = append(rows, gaPlaceRows(org, e.ID, secID, sec, idx)...)
-				idx += sec.Capacity
-				continue
-			}
-			for _, r := range sec.Rows {
-				for _, st := range r.Seats {
-					var cat *string
-					if st.Category != "" {
-						cat = &st.Category
-					}
-					rows = append(rows, []any{NewID(), org, e.ID, secID, r.Label, st.Number, idx, st.X, st.Y, cat,
-						st.Accessible, st.Companion})
-					idx++
-				}
-			}
 		}
-		e.Seats = idx
 		if _, err := tx.Exec(ctx, `
 			INSERT INTO audit_log (org_id, event_id, actor_id, action, entity, entity_id, data)
 			VALUES ($1, $2, $3, 'event.created', 'event', $2, jsonb_build_object('chart_version_id', $4::uuid))`,
 			org, e.ID, actorOrNil(actor), versionID); err != nil {
 			return err
 		}
-		if _, err := tx.CopyFrom(ctx, pgx.Identifier{"seats"},
-			[]string{"id", "org_id", "event_id", "section_id", "row_label", "number", "idx", "x", "y", "category", "accessible", "companion"},
-			pgx.CopyFromRows(rows)); err != nil {
+		// Streamed: the seats and places are made one at a time as COPY
+		// sends them (layoutRows). A big venue's rows take longer than the
+		// pool's statement timeout, as in Delete.
+		if _, err := tx.Exec(ctx, `SET LOCAL statement_timeout = '60s'`); err != nil {
 			return err
 		}
-		return analyzeSeats(ctx, tx)
+		n, err := tx.CopyFrom(ctx, pgx.Identifier{"seats"}, layoutColumns, newLayoutRows(org, e.ID, c, sections))
+		if err != nil {
+			return err
+		}
+		e.Seats = int(n)
+		if err := analyzeSeats(ctx, tx); err != nil {
+			return err
+		}
+		// Last, so the quota's lock is held for the commit only.
+		return s.checkQuota(ctx, tx, org, quotaEvents)
 	})
 	if err != nil {
 		return Event{}, fmt.Errorf("create event from chart: %w", err)

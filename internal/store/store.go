@@ -44,6 +44,9 @@ type shared struct {
 	// betweenReadAndWrite, set by tests only, runs in a shared hold
 	// transaction after its reads and before its hold statement.
 	betweenReadAndWrite func()
+
+	quotas  Quotas // per organization (SetQuotas)
+	secrets Sealer // seals webhook secrets (SetSealer)
 }
 
 // Accounts stores organizations, users, sessions and API keys.
@@ -81,7 +84,7 @@ type Audit struct{ *shared }
 
 // New returns a Store on pool.
 func New(db *pgxpool.Pool) *Store {
-	sh := &shared{db: db, keys: newKeyBatches(db)}
+	sh := &shared{db: db, keys: newKeyBatches(db), quotas: DefaultQuotas}
 	return &Store{
 		Accounts: &Accounts{sh},
 		Charts:   &Charts{sh},

@@ -144,7 +144,8 @@ const waitlistColumns = `
 	SELECT w.id, w.org_id, w.event_id, w.user_id, w.seats, coalesce(w.category, ''), coalesce(w.section_id, '00000000-0000-0000-0000-000000000000'),
 	       coalesce(sc.label, ''), w.accessible, w.status, coalesce(w.hold_ids, '{}'), coalesce(w.offer_until, 'epoch'), ` + offerSQL + `, w.created_at,
 	       CASE WHEN w.status = 'waiting' THEN
-	           (SELECT count(*) FROM waitlist_entries o WHERE o.event_id = w.event_id AND o.status = 'waiting' AND o.seq <= w.seq)
+	           (SELECT count(*) FROM waitlist_entries o
+	            WHERE o.org_id = w.org_id AND o.event_id = w.event_id AND o.status = 'waiting' AND o.seq <= w.seq)
 	       ELSE 0 END
 	FROM waitlist_entries w LEFT JOIN sections sc ON sc.org_id = w.org_id AND sc.id = w.section_id`
 

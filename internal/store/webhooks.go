@@ -19,27 +19,56 @@ const (
 // WebhookEndpoint is a URL of an organization that receives deliveries of
 // the event types it names.
 type WebhookEndpoint struct {
-	ID        uuid.UUID
-	OrgID     uuid.UUID
-	URL       string
-	Events    []string
+	ID     uuid.UUID
+	OrgID  uuid.UUID
+	URL    string
+	Events []string
+	// Secret is the signing secret, in the answers of CreateEndpoint and
+	// RotateSecret only (shown once); reads leave it empty.
 	Secret    string
 	CreatedAt time.Time
+	// PreviousUntil is when the secret a rotation replaced stops signing
+	// beside the new one (nil: no rotation under way).
+	PreviousUntil *time.Time
 }
 
-// CreateEndpoint stores an endpoint.
-func (s *Webhooks) CreateEndpoint(ctx context.Context, org uuid.UUID, url string, events []string, secret string) (WebhookEndpoint, error) {
-	e := WebhookEndpoint{OrgID: org, URL: url, Events: events, Secret: secret}
-	err := s.db.QueryRow(ctx, `
-		INSERT INTO webhook_endpoints (org_id, url, events, secret) VALUES ($1, $2, $3, $4) RETURNING id, created_at`,
-		org, url, events, secret).Scan(&e.ID, &e.CreatedAt)
-	return e, err
+// CreateEndpoint stores an endpoint with its signing secret sealed,
+// unless org has its quota of them (409 conflict;
+// Quotas.WebhookEndpoints).
+//
+// byKey is the API key registering it (nil: a signed-in organizer is):
+// the endpoint is deleted when that key is revoked (RevokeAPIKey), and a
+// revoked or expired key registers nothing.
+func (s *Webhooks) CreateEndpoint(ctx context.Context, org uuid.UUID, byKey *uuid.UUID, url string, events []string, secret string) (WebhookEndpoint, error) {
+	e := WebhookEndpoint{ID: NewID(), OrgID: org, URL: url, Events: events, Secret: secret}
+	sealed, err := s.sealSecret(org, e.ID, secret)
+	if err != nil {
+		return WebhookEndpoint{}, err
+	}
+	err = inTx(ctx, s.db, func(tx pgx.Tx) error {
+		if err := liveMaker(ctx, tx, org, byKey); err != nil {
+			return err
+		}
+		if err := tx.QueryRow(ctx, `
+			INSERT INTO webhook_endpoints (id, org_id, url, events, sealed_secret, created_by_key) VALUES ($1, $2, $3, $4, $5, $6)
+			RETURNING created_at`,
+			e.ID, org, url, events, sealed, byKey).Scan(&e.CreatedAt); err != nil {
+			return err
+		}
+		return s.checkQuota(ctx, tx, org, quotaWebhooks)
+	})
+	if err != nil {
+		return WebhookEndpoint{}, err
+	}
+	return e, nil
 }
+
+const endpointColumns = `id, org_id, url, events, '', created_at,
+	CASE WHEN previous_secret_until > now() THEN previous_secret_until END`
 
 // Endpoints lists an organization's endpoints, newest first.
 func (s *Webhooks) Endpoints(ctx context.Context, org uuid.UUID) ([]WebhookEndpoint, error) {
-	rows, err := s.db.Query(ctx, `
-		SELECT id, org_id, url, events, secret, created_at FROM webhook_endpoints
+	rows, err := s.db.Query(ctx, `SELECT `+endpointColumns+` FROM webhook_endpoints
 		WHERE org_id = $1 AND deleted_at IS NULL ORDER BY created_at DESC, id`, org)
 	if err != nil {
 		return nil, err
@@ -49,8 +78,7 @@ func (s *Webhooks) Endpoints(ctx context.Context, org uuid.UUID) ([]WebhookEndpo
 
 // Endpoint returns one endpoint of org.
 func (s *Webhooks) Endpoint(ctx context.Context, org, id uuid.UUID) (WebhookEndpoint, error) {
-	rows, err := s.db.Query(ctx, `
-		SELECT id, org_id, url, events, secret, created_at FROM webhook_endpoints
+	rows, err := s.db.Query(ctx, `SELECT `+endpointColumns+` FROM webhook_endpoints
 		WHERE org_id = $1 AND id = $2 AND deleted_at IS NULL`, org, id)
 	if err != nil {
 		return WebhookEndpoint{}, err
@@ -72,10 +100,30 @@ func (s *Webhooks) DeleteEndpoint(ctx context.Context, org, id uuid.UUID) error 
 		if tag.RowsAffected() == 0 {
 			return notFoundIfNoRows(pgx.ErrNoRows, "webhook")
 		}
-		_, err = tx.Exec(ctx, `UPDATE webhook_deliveries SET state = 'failed', last_error = 'endpoint deleted', locked_until = NULL
-			WHERE org_id = $1 AND endpoint_id = $2 AND state = 'pending'`, org, id)
-		return err
+		return giveUpDeliveries(ctx, tx, org, []uuid.UUID{id})
 	})
+}
+
+// deleteEndpointsOf deletes the endpoints of org that the API keys keys
+// registered, giving their pending deliveries up (RevokeAPIKey).
+func deleteEndpointsOf(ctx context.Context, tx pgx.Tx, org uuid.UUID, keys []uuid.UUID) error {
+	rows, err := tx.Query(ctx, `UPDATE webhook_endpoints SET deleted_at = now()
+		WHERE org_id = $1 AND created_by_key = ANY ($2) AND deleted_at IS NULL RETURNING id`, org, keys)
+	if err != nil {
+		return err
+	}
+	ids, err := pgx.CollectRows(rows, pgx.RowTo[uuid.UUID])
+	if err != nil || len(ids) == 0 {
+		return err
+	}
+	return giveUpDeliveries(ctx, tx, org, ids)
+}
+
+// giveUpDeliveries fails the pending deliveries of deleted endpoints.
+func giveUpDeliveries(ctx context.Context, tx pgx.Tx, org uuid.UUID, endpoints []uuid.UUID) error {
+	_, err := tx.Exec(ctx, `UPDATE webhook_deliveries SET state = 'failed', last_error = 'endpoint deleted', locked_until = NULL
+		WHERE org_id = $1 AND endpoint_id = ANY ($2) AND state = 'pending'`, org, endpoints)
+	return err
 }
 
 // Delivery is one outbox row: a change to send to one endpoint.
@@ -130,9 +178,17 @@ func (s *Webhooks) Redeliver(ctx context.Context, org, endpoint uuid.UUID, id uu
 // Claimed is a delivery a worker took to send, with where and how.
 type Claimed struct {
 	Delivery
-	OrgID  uuid.UUID
-	URL    string
-	Secret string
+	OrgID uuid.UUID
+	URL   string
+	// Secrets sign the delivery: the endpoint's secret, and while a
+	// rotation's grace lasts the one it replaced.
+	Secrets []string
+	// SecretErr is why the secrets are missing: they do not open (not
+	// sealed under this SEATD_TICKET_SECRET, or altered).
+	SecretErr error
+	// Failing says the endpoint's last attempts all failed: this one is a
+	// probe (see ClaimDeliveries).
+	Failing bool
 }
 
 // ClaimDeliveries takes up to limit due deliveries for lease: each is the
@@ -141,32 +197,72 @@ type Claimed struct {
 // none is claimed by another worker (SKIP LOCKED, then the lease). A
 // worker that dies leaves its claims to be taken again when the lease
 // ends: deliveries are at least once.
-func (s *Webhooks) ClaimDeliveries(ctx context.Context, limit int, lease time.Duration) ([]Claimed, error) {
+//
+// The claim is fair between organizations: it takes each organization's
+// due deliveries oldest first and interleaves them (every
+// organization's first, then every one's second...), so a tenant with a
+// backlog of thousands shares each batch with the others instead of
+// coming before them all. An endpoint marked failing (its last attempts
+// all failed: FinishDeliveries) gives one delivery to a claim at most, a
+// probe, and probes number at most probes in all: a dead receiver's
+// backlog is tried a little at a time, apart from the batch (see the
+// webhook worker). The organizations with pending deliveries are found by
+// skipping through an index (webhook_deliveries_org_due_idx, migration
+// 032): one probe of it each, however long their backlogs.
+func (s *Webhooks) ClaimDeliveries(ctx context.Context, limit, probes int, lease time.Duration) ([]Claimed, error) {
 	rows, err := s.db.Query(ctx, `
-		WITH c AS (
-		    SELECT d.org_id, d.id FROM webhook_deliveries d
-		    WHERE d.state = 'pending' AND d.next_at <= now()
-		      AND (d.locked_until IS NULL OR d.locked_until < now())
-		      AND NOT EXISTS (SELECT 1 FROM webhook_deliveries p
-		                      WHERE p.state = 'pending' AND p.org_id = d.org_id AND p.endpoint_id = d.endpoint_id
-		                        AND p.seat_id = d.seat_id AND p.id < d.id)
-		    ORDER BY d.next_at, d.id
-		    LIMIT $1
+		WITH RECURSIVE orgs AS (
+		    (SELECT org_id FROM webhook_deliveries WHERE state = 'pending' ORDER BY org_id LIMIT 1)
+		    UNION ALL
+		    SELECT (SELECT d.org_id FROM webhook_deliveries d
+		            WHERE d.state = 'pending' AND d.org_id > o.org_id ORDER BY d.org_id LIMIT 1)
+		    FROM orgs o WHERE o.org_id IS NOT NULL
+		), due AS (
+		    SELECT c.org_id, c.id, c.next_at, e.failing_since IS NOT NULL AS failing,
+		           row_number() OVER (PARTITION BY c.org_id ORDER BY c.next_at, c.id) AS turn
+		    FROM orgs o
+		    JOIN webhook_endpoints e ON e.org_id = o.org_id AND e.deleted_at IS NULL
+		    CROSS JOIN LATERAL (
+		        SELECT d.org_id, d.id, d.next_at FROM webhook_deliveries d
+		        WHERE d.org_id = e.org_id AND d.endpoint_id = e.id AND d.state = 'pending' AND d.next_at <= now()
+		          AND (d.locked_until IS NULL OR d.locked_until < now())
+		          AND NOT EXISTS (SELECT 1 FROM webhook_deliveries p
+		                          WHERE p.state = 'pending' AND p.org_id = d.org_id AND p.endpoint_id = d.endpoint_id
+		                            AND p.seat_id = d.seat_id AND p.id < d.id)
+		        ORDER BY d.next_at, d.id
+		        LIMIT CASE WHEN e.failing_since IS NULL THEN $1::int ELSE 1 END
+		    ) c
+		), c AS (
+		    SELECT d.org_id, d.id, r.failing
+		    FROM (SELECT due.*, row_number() OVER (PARTITION BY due.failing ORDER BY due.turn, due.next_at, due.id) AS k
+		          FROM due) r
+		    JOIN webhook_deliveries d ON d.org_id = r.org_id AND d.id = r.id
+		    WHERE d.state = 'pending' AND (d.locked_until IS NULL OR d.locked_until < now()) AND (NOT r.failing OR r.k <= $3)
+		    ORDER BY r.turn, r.next_at, r.id
+		    LIMIT $1::int
 		    FOR UPDATE OF d SKIP LOCKED
 		)
 		UPDATE webhook_deliveries d SET locked_until = now() + $2::interval, attempts = d.attempts + 1
 		FROM c, webhook_endpoints e
 		WHERE d.org_id = c.org_id AND d.id = c.id AND e.org_id = d.org_id AND e.id = d.endpoint_id
 		RETURNING d.id, d.public_id, d.endpoint_id, d.type, d.event_id, d.seat_id, d.data, d.created_at, d.state,
-		          d.attempts, d.next_at, d.last_status, d.last_error, d.delivered_at, d.org_id, e.url, e.secret`, limit, lease)
+		          d.attempts, d.next_at, d.last_status, d.last_error, d.delivered_at, d.org_id, e.url, c.failing,
+		          e.secret, e.sealed_secret, CASE WHEN e.previous_secret_until > now() THEN e.previous_secret END`,
+		limit, lease, probes)
 	if err != nil {
 		return nil, err
 	}
 	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (Claimed, error) {
 		var c Claimed
+		var plaintext *string
+		var sealed, previous []byte
 		d := &c.Delivery
 		err := r.Scan(&d.ID, &d.PublicID, &d.EndpointID, &d.Type, &d.EventID, &d.SeatID, &d.Data, &d.CreatedAt, &d.State,
-			&d.Attempts, &d.NextAt, &d.LastStatus, &d.LastError, &d.DeliveredAt, &c.OrgID, &c.URL, &c.Secret)
+			&d.Attempts, &d.NextAt, &d.LastStatus, &d.LastError, &d.DeliveredAt, &c.OrgID, &c.URL, &c.Failing,
+			&plaintext, &sealed, &previous)
+		if err == nil {
+			c.Secrets, c.SecretErr = s.openSecrets(c.OrgID, d.EndpointID, plaintext, sealed, previous)
+		}
 		return c, err
 	})
 }
@@ -188,7 +284,11 @@ type Attempt struct {
 // FinishDeliveries records attempts and applies their outcomes in one
 // statement. A delivery tried again later also moves its seat's later
 // deliveries to that time, so workers do not look at rows that must wait
-// for it anyway (the claim's ordering check holds regardless).
+// for it anyway (the claim's ordering check holds regardless). An
+// endpoint none of whose attempts here succeeded is marked failing from
+// the first of them (ClaimDeliveries then gives it few deliveries at a
+// time), one with any success is no longer; the row is written only when
+// that changes.
 func (s *Webhooks) FinishDeliveries(ctx context.Context, as []Attempt) error {
 	if len(as) == 0 {
 		return nil
@@ -220,7 +320,13 @@ func (s *Webhooks) FinishDeliveries(ctx context.Context, as []Attempt) error {
 		    SET state = a.state, next_at = a.next_at, locked_until = NULL, last_status = a.status, last_error = a.error,
 		        delivered_at = CASE WHEN a.state = 'delivered' THEN a.at END
 		    FROM a WHERE d.org_id = a.org_id AND d.id = a.id
-		    RETURNING d.org_id, d.id, d.endpoint_id, d.seat_id, d.state, d.next_at
+		    RETURNING d.org_id, d.id, d.endpoint_id, d.seat_id, d.state, d.next_at, a.at
+		), health AS (
+		    UPDATE webhook_endpoints e
+		    SET failing_since = CASE WHEN h.ok THEN NULL ELSE h.since END
+		    FROM (SELECT org_id, endpoint_id, bool_or(state = 'delivered') AS ok, min(at) AS since
+		          FROM upd GROUP BY org_id, endpoint_id) h
+		    WHERE e.org_id = h.org_id AND e.id = h.endpoint_id AND (e.failing_since IS NULL) <> h.ok
 		)
 		UPDATE webhook_deliveries l SET next_at = upd.next_at
 		FROM upd

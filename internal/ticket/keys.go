@@ -2,12 +2,8 @@ package ticket
 
 import (
 	"context"
-	"crypto/aes"
-	"crypto/cipher"
 	"crypto/ed25519"
-	"crypto/hkdf"
 	"crypto/rand"
-	"crypto/sha256"
 	"errors"
 	"fmt"
 	"sync"
@@ -15,6 +11,7 @@ import (
 	"github.com/google/uuid"
 
 	"seatd/internal/apperr"
+	"seatd/internal/seal"
 	"seatd/internal/store"
 )
 
@@ -26,23 +23,19 @@ type KeyStore interface {
 
 var _ KeyStore = (*store.TicketKeys)(nil)
 
-// MinSecretLen is the shortest secret NewKeys takes (SEATD_TICKET_SECRET).
-const MinSecretLen = 32
-
 // maxCached bounds the key pairs kept in memory: far more events than a
 // process serves at once. When full the cache starts again empty (pairs
 // never change, so forgetting one only costs a read).
 const maxCached = 4096
 
 // Keys gives each event its Ed25519 key pair, made on first use and kept
-// in Postgres with the private key's seed sealed (AES-256-GCM, under a key
-// derived from the secret with HKDF-SHA256; the event's ids are the
-// additional data, so a sealed seed copied to another event's row does not
-// open). It signs and verifies that event's codes. Safe for concurrent
-// use.
+// in Postgres with the private key's seed sealed (package seal; the
+// event's ids are the additional data, so a sealed seed copied to another
+// event's row does not open). It signs and verifies that event's codes.
+// Safe for concurrent use.
 type Keys struct {
 	store KeyStore
-	aead  cipher.AEAD
+	box   *seal.Box
 
 	mu    sync.Mutex
 	pairs map[[2]uuid.UUID]pair // by (org, event)
@@ -54,24 +47,13 @@ type pair struct {
 }
 
 // NewKeys returns the key pairs kept in st, sealed with secret
-// (config.Config.TicketSecret, at least MinSecretLen bytes).
+// (config.Config.TicketSecret, at least seal.MinSecretLen bytes).
 func NewKeys(st KeyStore, secret string) (*Keys, error) {
-	if len(secret) < MinSecretLen {
-		return nil, fmt.Errorf("ticket secret: at least %d characters needed, got %d", MinSecretLen, len(secret))
-	}
-	key, err := hkdf.Key(sha256.New, []byte(secret), nil, "seatd ticket keys v1", 32)
+	box, err := seal.New(secret, "seatd ticket keys v1")
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("ticket secret: %w", err)
 	}
-	block, err := aes.NewCipher(key)
-	if err != nil {
-		return nil, err
-	}
-	aead, err := cipher.NewGCM(block)
-	if err != nil {
-		return nil, err
-	}
-	return &Keys{store: st, aead: aead, pairs: map[[2]uuid.UUID]pair{}}, nil
+	return &Keys{store: st, box: box, pairs: map[[2]uuid.UUID]pair{}}, nil
 }
 
 // Public returns the public key of an event of org, the one its scanners
@@ -143,11 +125,10 @@ func (k *Keys) create(ctx context.Context, org, event uuid.UUID) (store.TicketKe
 	if err != nil {
 		return store.TicketKey{}, err
 	}
-	nonce := make([]byte, k.aead.NonceSize())
-	if _, err := rand.Read(nonce); err != nil {
+	sealed, err := k.box.Seal(priv.Seed(), additional(org, event))
+	if err != nil {
 		return store.TicketKey{}, err
 	}
-	sealed := k.aead.Seal(nonce, nonce, priv.Seed(), additional(org, event))
 	return k.store.Add(ctx, store.TicketKey{Org: org, Event: event, Public: pub, SealedSeed: sealed})
 }
 
@@ -156,11 +137,7 @@ func (k *Keys) create(ctx context.Context, org, event uuid.UUID) (store.TicketKe
 var errUnsealed = errors.New("the event's ticket key does not open with SEATD_TICKET_SECRET (not the secret it was sealed with, or the stored key was altered)")
 
 func (k *Keys) open(sk store.TicketKey) (pair, error) {
-	n := k.aead.NonceSize()
-	if len(sk.SealedSeed) < n {
-		return pair{}, errUnsealed
-	}
-	seed, err := k.aead.Open(nil, sk.SealedSeed[:n], sk.SealedSeed[n:], additional(sk.Org, sk.Event))
+	seed, err := k.box.Open(sk.SealedSeed, additional(sk.Org, sk.Event))
 	if err != nil || len(seed) != ed25519.SeedSize {
 		return pair{}, fmt.Errorf("event %s: %w", sk.Event, errUnsealed)
 	}

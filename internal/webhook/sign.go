@@ -8,6 +8,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"strconv"
+	"strings"
 	"time"
 )
 
@@ -15,11 +16,19 @@ import (
 const SignatureHeader = "Seatd-Signature"
 
 // Sign returns the Seatd-Signature value of body sent at t:
-// "t=<unix>,v1=<hex HMAC-SHA256(secret, "<t>.<body>")>". Signing the time
-// with the body lets receivers refuse replays of old deliveries.
-func Sign(secret string, t time.Time, body []byte) string {
+// "t=<unix>,v1=<hex HMAC-SHA256(secret, "<t>.<body>")>", with a v1 for
+// each secret (an endpoint's, and while a rotation's grace lasts the one
+// it replaced: a receiver accepts the delivery if any v1 matches its
+// secret). Signing the time with the body lets receivers refuse replays
+// of old deliveries.
+func Sign(secrets []string, t time.Time, body []byte) string {
 	ts := strconv.FormatInt(t.Unix(), 10)
-	return "t=" + ts + ",v1=" + hex.EncodeToString(mac(secret, ts, body))
+	var b strings.Builder
+	b.WriteString("t=" + ts)
+	for _, s := range secrets {
+		b.WriteString(",v1=" + hex.EncodeToString(mac(s, ts, body)))
+	}
+	return b.String()
 }
 
 func mac(secret, ts string, body []byte) []byte {

@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/netip"
 	"net/url"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -24,6 +25,11 @@ import (
 // blocked are the ranges no delivery may reach, beyond what netip's
 // predicates name (loopback, private, link-local, unspecified, multicast).
 var blocked = []netip.Prefix{
+	// Reserved by the IETF, nothing public in it: besides :: and ::1 it
+	// holds the IPv4-compatible form ::a.b.c.d (http://[::127.0.0.1]/),
+	// which netip does not unmap and some stacks route to the IPv4
+	// address, and the IPv4-translated ::ffff:0:a.b.c.d.
+	netip.MustParsePrefix("::/8"),
 	netip.MustParsePrefix("0.0.0.0/8"),      // "this network"
 	netip.MustParsePrefix("100.64.0.0/10"),  // carrier-grade NAT
 	netip.MustParsePrefix("192.0.0.0/24"),   // IETF protocol assignments
@@ -57,16 +63,33 @@ func Public(a netip.Addr) bool {
 	return true
 }
 
+// AllowedPort reports whether a delivery may be sent to port: 80, 443,
+// or an unprivileged one (1024-65535). The ports under 1024 are where a
+// host's own services listen (SSH, SMTP, DNS, databases' admin ports...);
+// a receiver has no reason to be there, and a POST with a tenant's body
+// aimed at one is a probe or a cross-protocol attack (an HTTP body read as
+// SMTP commands). Receivers behind a proxy or on a development port (8080,
+// 8443, 3000) stay reachable.
+func AllowedPort(port uint16) bool { return port == 80 || port == 443 || port >= 1024 }
+
 // ErrPrivateAddress is returned when a delivery would reach an address
 // that is not public.
 var ErrPrivateAddress = errors.New("webhook: address is not public")
 
-// dialControl refuses connections to addresses that are not public. It
-// runs after name resolution, on the address about to be connected to.
+// ErrPort is returned when a delivery would reach a port AllowedPort
+// refuses.
+var ErrPort = errors.New("webhook: port not allowed")
+
+// dialControl refuses connections to ports AllowedPort refuses and to
+// addresses that are not public. It runs after name resolution, on the
+// address about to be connected to.
 func dialControl(_, address string, _ syscall.RawConn) error {
 	ap, err := netip.ParseAddrPort(address)
 	if err != nil {
 		return fmt.Errorf("%w: %s", ErrPrivateAddress, address)
+	}
+	if !AllowedPort(ap.Port()) {
+		return fmt.Errorf("%w: %d", ErrPort, ap.Port())
 	}
 	if !Public(ap.Addr()) {
 		return fmt.Errorf("%w: %s", ErrPrivateAddress, ap.Addr())
@@ -75,7 +98,9 @@ func dialControl(_, address string, _ syscall.RawConn) error {
 }
 
 // Dialer returns the dialer deliveries use: with allowPrivate false it
-// refuses non-public addresses at connect time.
+// refuses non-public addresses and ports AllowedPort refuses at connect
+// time. allowPrivate (a closed network's or a test's, never production's:
+// config refuses it there) lifts both, as it lifts them at registration.
 func Dialer(allowPrivate bool, timeout time.Duration) *net.Dialer {
 	d := &net.Dialer{Timeout: timeout, KeepAlive: 30 * time.Second}
 	if !allowPrivate {
@@ -90,8 +115,9 @@ type Resolver interface {
 }
 
 // CheckURL validates a webhook URL at registration: http or https, a
-// host, no credentials, and (unless allowPrivate) every address the host
-// resolves to public. The error is an apperr Invalid naming the url field.
+// host, no credentials, and (unless allowPrivate) a port AllowedPort
+// allows and every address the host resolves to public. The error is an
+// apperr Invalid naming the url field.
 func CheckURL(ctx context.Context, r Resolver, raw string, allowPrivate bool) (string, error) {
 	bad := func(why string) error {
 		return &apperr.Error{Code: apperr.Invalid, Message: "the webhook URL " + why,
@@ -115,6 +141,11 @@ func CheckURL(ctx context.Context, r Resolver, raw string, allowPrivate bool) (s
 	}
 	if allowPrivate {
 		return u.String(), nil
+	}
+	if p := u.Port(); p != "" {
+		if n, err := strconv.ParseUint(p, 10, 16); err != nil || !AllowedPort(uint16(n)) {
+			return "", bad("must use port 80, 443 or one from 1024 to 65535")
+		}
 	}
 	host := u.Hostname()
 	var addrs []netip.Addr

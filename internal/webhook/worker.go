@@ -29,7 +29,8 @@ type Options struct {
 	BackoffMax   time.Duration // longest wait between attempts
 	Poll         time.Duration // how often an idle worker looks for due deliveries, a backstop to DeliveriesChannel
 	Batch        int           // deliveries claimed at once
-	Concurrency  int           // attempts in flight at once per worker
+	Concurrency  int           // attempts in flight at once per worker, besides the probes
+	Probes       int           // attempts to failing endpoints in flight at once per worker (see probe.go)
 	// Keep is how long delivered and given-up deliveries stay listed.
 	Keep time.Duration
 }
@@ -54,6 +55,15 @@ type Worker struct {
 	now func() time.Time
 	// pruned is when Run last pruned (only its goroutine touches it).
 	pruned time.Time
+	// probing holds a place for each attempt to a failing endpoint in
+	// flight; probes tracks their goroutines; a probe that ends sends on
+	// probed, after lowering probeRetry to its retry's time (see
+	// probe.go).
+	probing    chan struct{}
+	probes     sync.WaitGroup
+	probed     chan struct{}
+	mu         sync.Mutex
+	probeRetry time.Time
 }
 
 // DeliveriesChannel is the Postgres notification channel on which the
@@ -76,7 +86,8 @@ func NewWorker(st *store.Webhooks, n notify.Subscriber, o Options, log *slog.Log
 		// A redirect is an answer, not a delivery: following it would
 		// let a receiver point us anywhere.
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
-	return &Worker{st: st, n: n, hc: hc, o: o, log: log, m: m, now: time.Now}
+	return &Worker{st: st, n: n, hc: hc, o: o, log: log, m: m, now: time.Now, probing: make(chan struct{}, max(o.Probes, 1)),
+		probed: make(chan struct{}, 1)}
 }
 
 // pruneEvery is how often a worker deletes old deliveries.
@@ -113,18 +124,22 @@ const cooldown = 100 * time.Millisecond
 // scheduled falling due, or Poll — a backstop for what it was not told of
 // (another process's retries, announcements lost).
 func (w *Worker) Run(ctx context.Context) {
-	// Keep-alive connections to receivers end with the worker.
+	// Keep-alive connections to receivers end with the worker, after the
+	// probes still in flight.
 	defer w.hc.CloseIdleConnections()
+	defer w.probes.Wait()
 	var retryAt time.Time // the earliest retry scheduled here and not yet looked for
-	s := notify.Schedule{Cooldown: cooldown, Settle: 250 * time.Millisecond, Backstop: w.o.Poll}
+	s := notify.Schedule{Cooldown: cooldown, Settle: 250 * time.Millisecond, Backstop: w.o.Poll, Wake: w.probed}
 	notify.Work(ctx, w.n, DeliveriesChannel, s, func(ctx context.Context) time.Duration {
 		w.maybePrune(ctx)
 		if !retryAt.After(w.now()) {
 			retryAt = time.Time{} // due: this round looks for it
 		}
 		n, retry, err := w.once(ctx)
-		if !retry.IsZero() && (retryAt.IsZero() || retry.Before(retryAt)) {
-			retryAt = retry
+		for _, r := range []time.Time{retry, w.takeProbeRetry()} {
+			if !r.IsZero() && (retryAt.IsZero() || r.Before(retryAt)) {
+				retryAt = r
+			}
 		}
 		soon := notify.Idle
 		switch {
@@ -142,19 +157,22 @@ func (w *Worker) Run(ctx context.Context) {
 	})
 }
 
-// Once claims and sends one batch, returning how many were claimed.
+// Once claims and sends one batch, returning how many were claimed, and
+// waits for the batch's probes too.
 func (w *Worker) Once(ctx context.Context) (int, error) {
 	n, _, err := w.once(ctx)
+	w.probes.Wait()
 	return n, err
 }
 
 // once is Once, also returning when the earliest retry it scheduled is
 // due (zero: none).
 func (w *Worker) once(ctx context.Context) (int, time.Time, error) {
-	ds, err := w.st.ClaimDeliveries(ctx, w.o.Batch, w.o.Timeout+5*time.Second)
-	if err != nil || len(ds) == 0 {
+	claimed, err := w.st.ClaimDeliveries(ctx, w.o.Batch, cap(w.probing)-len(w.probing), w.o.Timeout+5*time.Second)
+	if err != nil || len(claimed) == 0 {
 		return 0, time.Time{}, err
 	}
+	ds := w.probe(ctx, claimed)
 	out := make([]store.Attempt, len(ds))
 	sem := make(chan struct{}, w.o.Concurrency)
 	var wg sync.WaitGroup
@@ -171,7 +189,7 @@ func (w *Worker) once(ctx context.Context) (int, time.Time, error) {
 	fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 	defer cancel()
 	if err := w.st.FinishDeliveries(fctx, out); err != nil {
-		return len(ds), time.Time{}, err
+		return len(claimed), time.Time{}, err
 	}
 	var retry time.Time
 	for _, a := range out {
@@ -179,7 +197,7 @@ func (w *Worker) once(ctx context.Context) (int, time.Time, error) {
 			retry = a.NextAt
 		}
 	}
-	return len(ds), retry, nil
+	return len(claimed), retry, nil
 }
 
 // Body is the JSON a delivery posts.
@@ -191,11 +209,23 @@ type Body struct {
 	Data      json.RawMessage `json:"data"`
 }
 
+// errNoAnswer is what a delivery's record says of any attempt that got no
+// HTTP answer.
+const errNoAnswer = "no answer: the connection failed or timed out"
+
+// errUnsigned is an attempt not made: the endpoint's secret does not open
+// (the log says why; it is the operator's to fix).
+var errUnsigned = errors.New("not sent: the endpoint's signing secret could not be read; the operator has been told")
+
 // send makes one attempt and decides what follows it.
 func (w *Worker) send(ctx context.Context, d store.Claimed) store.Attempt {
 	start := w.now()
 	a := store.Attempt{Org: d.OrgID, Delivery: d.ID, At: start}
 	body, err := json.Marshal(Body{ID: d.PublicID, Type: d.Type, CreatedAt: d.CreatedAt.UTC(), EventID: d.EventID, Data: d.Data})
+	if err == nil && d.SecretErr != nil {
+		err = errUnsigned
+		w.log.Error("webhook delivery cannot be signed", "org", d.OrgID, "endpoint", d.EndpointID, "err", d.SecretErr)
+	}
 	if err == nil {
 		a.Status, err = w.post(ctx, d, body, start)
 	}
@@ -211,8 +241,18 @@ func (w *Worker) send(ctx context.Context, d store.Claimed) store.Attempt {
 		return a
 	case errors.Is(err, ErrPrivateAddress):
 		a.Error = "refused: the URL resolves to a loopback, private or reserved address"
+	case errors.Is(err, ErrPort):
+		a.Error = "refused: the URL's port is not 80, 443 or one from 1024 to 65535"
+	case errors.Is(err, errUnsigned):
+		a.Error = err.Error()
+	case a.Status != 0:
+		a.Error = err.Error() // "the receiver answered N"
 	default:
-		a.Error = clip(err.Error(), 500)
+		// Which of refused, reset, timed out or unreachable it was is kept
+		// from the tenant: told apart, they would map the ports of any host
+		// the URL names (a port scan through seatd). The log keeps it.
+		a.Error = errNoAnswer
+		w.log.Info("webhook attempt failed", "org", d.OrgID, "endpoint", d.EndpointID, "delivery", d.PublicID, "err", err)
 	}
 	next := end.Add(w.backoff(d.Attempts))
 	if next.Sub(d.CreatedAt) > w.o.RetryFor {
@@ -236,7 +276,7 @@ func (w *Worker) post(ctx context.Context, d store.Claimed, body []byte, at time
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("User-Agent", "seatd-webhooks/1")
-	req.Header.Set(SignatureHeader, Sign(d.Secret, at, body))
+	req.Header.Set(SignatureHeader, Sign(d.Secrets, at, body))
 	req.Header.Set("Seatd-Delivery", d.PublicID.String())
 	res, err := w.hc.Do(req)
 	if err != nil {

@@ -38,10 +38,12 @@ type receiver struct {
 	// "503" answers 503.
 	fail atomic.Value // string
 
-	mu   sync.Mutex
-	got  []webhook.Body
-	bad  []string // signature failures
-	hits int
+	mu      sync.Mutex
+	got     []webhook.Body
+	headers []string // the Seatd-Signature of each delivery taken
+	raw     [][]byte // and its body
+	bad     []string // signature failures
+	hits    int
 }
 
 func newReceiver(t testing.TB) *receiver {
@@ -83,21 +85,26 @@ func (r *receiver) serve(w http.ResponseWriter, req *http.Request) {
 	}
 	r.mu.Lock()
 	r.got = append(r.got, b)
+	r.headers = append(r.headers, req.Header.Get("Seatd-Signature"))
+	r.raw = append(r.raw, body)
 	r.mu.Unlock()
 	w.WriteHeader(http.StatusNoContent)
 }
 
-// verify checks "t=<unix>,v1=<hex>" as a receiver would: HMAC-SHA256 of
-// "<t>.<body>", and a timestamp within five minutes.
+// verify checks "t=<unix>,v1=<hex>[,v1=<hex>...]" as a receiver would
+// (docs/integrators.md): a timestamp within five minutes, and a v1 equal
+// to the HMAC-SHA256 of "<t>.<body>" under secret (during a rotation's
+// grace there is one v1 per secret; any may match).
 func verify(secret, header string, body []byte) string {
-	var ts, sig string
+	var ts string
+	var sigs []string
 	for _, part := range strings.Split(header, ",") {
 		k, v, _ := strings.Cut(part, "=")
 		switch k {
 		case "t":
 			ts = v
 		case "v1":
-			sig = v
+			sigs = append(sigs, v)
 		}
 	}
 	n, err := strconv.ParseInt(ts, 10, 64)
@@ -107,10 +114,12 @@ func verify(secret, header string, body []byte) string {
 	m := hmac.New(sha256.New, []byte(secret))
 	m.Write([]byte(ts + "." + string(body)))
 	want := hex.EncodeToString(m.Sum(nil))
-	if !hmac.Equal([]byte(want), []byte(sig)) {
-		return "bad signature " + header
+	for _, sig := range sigs {
+		if hmac.Equal([]byte(want), []byte(sig)) {
+			return ""
+		}
 	}
-	return ""
+	return "bad signature " + header
 }
 
 func (r *receiver) received() []webhook.Body {

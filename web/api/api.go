@@ -14,6 +14,7 @@ import (
 	"github.com/google/uuid"
 
 	"seatd/internal/auth"
+	"seatd/internal/gate"
 	"seatd/internal/hold"
 	"seatd/internal/store"
 	"seatd/internal/ticket"
@@ -42,6 +43,9 @@ type Deps struct {
 	Events    *hold.Events
 	Waitlist  *hold.Waitlist
 	Monitor   *hold.Monitor
+
+	// Uploads bounds the chart uploads read at once (SEATD_CHART_UPLOADS).
+	Uploads *gate.Gate
 
 	Auth      Authenticator
 	Keys      *auth.APIKeys
@@ -91,7 +95,7 @@ func New(d Deps) *API {
 		Accounts: &Accounts{dec: d.Decoder, limits: d.Limits, lockout: d.Lockout, auth: d.Auth, reads: d.Accounts,
 			sessions: d.Sessions, pages: d.Render},
 		Events:    &Events{dec: d.Decoder, core: d.Events, visible: d.Visible, blocker: d.Holds},
-		Charts:    &Charts{store: d.Charts},
+		Charts:    &Charts{store: d.Charts, uploads: d.Uploads},
 		Holds:     &Holds{dec: d.Decoder, limits: d.Limits, gate: d.Sessions, core: d.Holds, visible: d.Visible, pages: d.Audit},
 		Waitlist:  &Waitlist{dec: d.Decoder, core: d.Waitlist},
 		BoxOffice: &BoxOffice{dec: d.Decoder, core: d.BoxOffice, bookings: d.Bookings, tickets: tickets},

@@ -11,6 +11,7 @@ import (
 
 	"seatd/internal/apperr"
 	"seatd/internal/chart"
+	"seatd/internal/gate"
 	"seatd/internal/hold"
 	"seatd/internal/store"
 	"seatd/web/httpx"
@@ -38,6 +39,11 @@ type ChartStore interface {
 // events keep the version they were made from.
 type Charts struct {
 	store ChartStore
+	// uploads bounds the chart bodies read and decoded at once in this
+	// process (up to maxChartBody each): a burst of them waits briefly,
+	// then is answered 503 with Retry-After, and holds keep their memory
+	// and CPU.
+	uploads *gate.Gate
 }
 
 // ChartJSON is the answer to a chart saved, and a chart listed.
@@ -56,15 +62,20 @@ func chartView(v store.ChartVersion) ChartJSON {
 		Seats: v.Seats, UpdatedAt: v.CreatedAt.UTC()}
 }
 
-// readChart reads a chart sent as JSON or CSV and validates it; known
-// are the categories of the version it replaces (a CSV keeps their names
-// and colours). after is the version a JSON edit says it was made from
-// (0: none said).
-func readChart(w http.ResponseWriter, r *http.Request, chartID uuid.UUID, prevName string, known []chart.Category) (c chart.Chart, after int, err error) {
+// readChart reads a chart sent as JSON or CSV and validates it, inside
+// the uploads gate; known are the categories of the version it replaces
+// (a CSV keeps their names and colours). after is the version a JSON edit
+// says it was made from (0: none said).
+func (h *Charts) readChart(w http.ResponseWriter, r *http.Request, chartID uuid.UUID, prevName string, known []chart.Category) (c chart.Chart, after int, err error) {
 	mt := httpx.MediaType(r)
 	if mt != httpx.MediaJSON && mt != mediaCSV {
 		return c, 0, httpx.UnsupportedMedia(httpx.MediaJSON + " or " + mediaCSV)
 	}
+	leave, err := h.uploads.Enter(r.Context())
+	if err != nil {
+		return c, 0, err
+	}
+	defer leave()
 	b, err := httpx.ReadBodyUpTo(w, r, maxChartBody)
 	if err != nil {
 		return c, 0, err
@@ -96,7 +107,7 @@ func readChart(w http.ResponseWriter, r *http.Request, chartID uuid.UUID, prevNa
 
 // Create stores a new chart (its version 1).
 func (h *Charts) Create(w http.ResponseWriter, r *http.Request, a hold.Actor) error {
-	c, _, err := readChart(w, r, uuid.Nil, "", nil)
+	c, _, err := h.readChart(w, r, uuid.Nil, "", nil)
 	if err != nil {
 		return err
 	}
@@ -123,7 +134,7 @@ func (h *Charts) Update(w http.ResponseWriter, r *http.Request, a hold.Actor) er
 	if err != nil {
 		return err
 	}
-	c, after, err := readChart(w, r, id, prev.Layout.Name, prev.Layout.Categories)
+	c, after, err := h.readChart(w, r, id, prev.Layout.Name, prev.Layout.Categories)
 	if err != nil {
 		return err
 	}

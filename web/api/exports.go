@@ -2,23 +2,18 @@ package api
 
 import (
 	"context"
-	"encoding/csv"
 	"log/slog"
 	"net/http"
 
 	"github.com/google/uuid"
 
 	"seatd/internal/apperr"
+	"seatd/internal/csvsafe"
 	"seatd/internal/hold"
 	"seatd/internal/store"
 	"seatd/web/httpx"
 	"seatd/web/session"
 )
-
-// exportFlushEvery is how many rows go out per flush: the client sees the
-// file grow, and the server holds a few kilobytes, whatever the event's
-// size.
-const exportFlushEvery = 500
 
 var exportColumns = map[string][]string{
 	store.ExportSeats:    store.SeatExportColumns,
@@ -40,7 +35,9 @@ type Exports struct {
 }
 
 // CSV streams an export of an event as CSV: seats.csv, bookings.csv or
-// audit.csv (kind: store.ExportSeats, ...).
+// audit.csv (kind: store.ExportSeats, ...), through csvsafe (cells a
+// spreadsheet would run as formulas are escaped; the file grows as it is
+// written).
 func (h *Exports) CSV(kind string) session.Handler {
 	return func(w http.ResponseWriter, r *http.Request, a hold.Actor) error {
 		event, err := httpx.PathID(r, "event")
@@ -57,25 +54,13 @@ func (h *Exports) CSV(kind string) session.Handler {
 		w.Header().Set("Content-Type", "text/csv; charset=utf-8")
 		w.Header().Set("Content-Disposition", `attachment; filename="`+kind+`-`+event.String()+`.csv"`)
 		w.Header().Set("Cache-Control", "no-store")
-		cw := csv.NewWriter(w)
-		flusher, _ := w.(http.Flusher)
-		if err := cw.Write(exportColumns[kind]); err != nil {
-			return nil // the client went away
-		}
 		n := 0
-		err = h.store.Export(r.Context(), a.Org, event, kind, func(row []string) error {
-			if err := cw.Write(row); err != nil {
-				return err
-			}
-			if n++; n%exportFlushEvery == 0 {
-				cw.Flush()
-				if flusher != nil {
-					flusher.Flush()
-				}
-			}
-			return cw.Error()
+		err = csvsafe.Write(w, exportColumns[kind], func(row func([]string) error) error {
+			return h.store.Export(r.Context(), a.Org, event, kind, func(cells []string) error {
+				n++
+				return row(cells)
+			})
 		})
-		cw.Flush()
 		if err != nil {
 			// The status line is sent: the truncated file is all the
 			// client gets; the log says why.

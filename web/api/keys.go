@@ -7,14 +7,16 @@ import (
 
 	"github.com/google/uuid"
 
+	"seatd/internal/auth"
 	"seatd/internal/hold"
 	"seatd/internal/store"
 	"seatd/web/httpx"
+	"seatd/web/session"
 )
 
 // KeyCore makes and revokes API keys; *auth.APIKeys satisfies it.
 type KeyCore interface {
-	Create(ctx context.Context, org, by uuid.UUID, name, role string) (store.APIKey, string, error)
+	Create(ctx context.Context, org, by uuid.UUID, req auth.KeyRequest) (store.APIKey, string, error)
 	Revoke(ctx context.Context, org, id uuid.UUID) (store.APIKey, error)
 }
 
@@ -35,16 +37,28 @@ type Keys struct {
 type KeyInput struct {
 	Name string `json:"name" validate:"required,max=100"`
 	Role string `json:"role" validate:"required,oneof=buyer organizer box_office"`
+	// Scopes limit the key (auth.RoleScopes); absent: all its role allows.
+	Scopes    []string   `json:"scopes" validate:"omitempty,min=1,max=4,dive,oneof=read holds box_office admin"`
+	ExpiresAt *time.Time `json:"expires_at"`
+}
+
+// Request is the key to make; maker is the key the request came with,
+// if any.
+func (in KeyInput) Request(maker *store.APIKey) auth.KeyRequest {
+	return auth.KeyRequest{Name: in.Name, Role: in.Role, Scopes: in.Scopes, ExpiresAt: in.ExpiresAt, Maker: maker}
 }
 
 type apiKeyJSON struct {
-	ID         uuid.UUID  `json:"id"`
-	Name       string     `json:"name"`
-	Role       string     `json:"role"`
-	Hint       string     `json:"hint"`
-	CreatedAt  time.Time  `json:"created_at"`
-	LastUsedAt *time.Time `json:"last_used_at"`
-	RevokedAt  *time.Time `json:"revoked_at"`
+	ID           uuid.UUID  `json:"id"`
+	Name         string     `json:"name"`
+	Role         string     `json:"role"`
+	Scopes       []string   `json:"scopes"`
+	Hint         string     `json:"hint"`
+	CreatedAt    time.Time  `json:"created_at"`
+	ExpiresAt    *time.Time `json:"expires_at"`
+	LastUsedAt   *time.Time `json:"last_used_at"`
+	RevokedAt    *time.Time `json:"revoked_at"`
+	CreatedByKey *uuid.UUID `json:"created_by_key"`
 }
 
 func apiKeyView(k store.APIKey) apiKeyJSON {
@@ -55,17 +69,22 @@ func apiKeyView(k store.APIKey) apiKeyJSON {
 		u := t.UTC()
 		return &u
 	}
-	return apiKeyJSON{ID: k.ID, Name: k.Name, Role: k.Role, Hint: k.Hint, CreatedAt: k.CreatedAt.UTC(),
-		LastUsedAt: utc(k.LastUsedAt), RevokedAt: utc(k.RevokedAt)}
+	return apiKeyJSON{ID: k.ID, Name: k.Name, Role: k.Role, Scopes: k.Scopes, Hint: k.Hint, CreatedAt: k.CreatedAt.UTC(),
+		ExpiresAt: utc(k.ExpiresAt), LastUsedAt: utc(k.LastUsedAt), RevokedAt: utc(k.RevokedAt), CreatedByKey: k.CreatedByKey}
 }
 
-// Create makes a key; its secret is in this answer only.
+// Create makes a key; its secret is in this answer only. A key made with
+// a key can do no more than it and is revoked with it.
 func (h *Keys) Create(w http.ResponseWriter, r *http.Request, a hold.Actor) error {
 	var in KeyInput
 	if err := h.dec.JSON(w, r, &in); err != nil {
 		return err
 	}
-	k, secret, err := h.core.Create(r.Context(), a.Org, a.User, in.Name, in.Role)
+	var maker *store.APIKey
+	if k, ok := session.APIKeyFrom(r.Context()); ok {
+		maker = &k
+	}
+	k, secret, err := h.core.Create(r.Context(), a.Org, a.User, in.Request(maker))
 	if err != nil {
 		return err
 	}
@@ -82,7 +101,8 @@ func (h *Keys) List(w http.ResponseWriter, r *http.Request, a hold.Actor) error 
 	return httpx.List(w, "api_keys", apiKeyView)(h.list.APIKeys(r.Context(), a.Org))
 }
 
-// Revoke revokes a key everywhere at once.
+// Revoke revokes a key everywhere at once, with the keys it made and the
+// webhook endpoints it registered.
 func (h *Keys) Revoke(w http.ResponseWriter, r *http.Request, a hold.Actor) error {
 	id, err := httpx.PathID(r, "key")
 	if err != nil {

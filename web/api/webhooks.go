@@ -12,16 +12,19 @@ import (
 	"seatd/internal/hold"
 	"seatd/internal/store"
 	"seatd/web/httpx"
+	"seatd/web/session"
 )
 
 // Webhooks: organizers register URLs that receive the organization's
 // changes; the deliveries themselves are written by the change's own
 // transaction and sent by internal/webhook.
 
-// EndpointCreator registers webhook endpoints, checking their URLs;
-// *webhook.Endpoints satisfies it.
+// EndpointCreator registers webhook endpoints, checking their URLs, and
+// draws their new signing secrets; *webhook.Endpoints satisfies it.
 type EndpointCreator interface {
 	Create(ctx context.Context, org uuid.UUID, rawURL string, types []string) (store.WebhookEndpoint, error)
+	CreateForKey(ctx context.Context, org, key uuid.UUID, rawURL string, types []string) (store.WebhookEndpoint, error)
+	RotateSecret(ctx context.Context, org, id uuid.UUID, grace time.Duration) (store.WebhookEndpoint, error)
 }
 
 // WebhookStore lists and deletes endpoints and sends deliveries again;
@@ -59,27 +62,76 @@ type webhookJSON struct {
 	URL       string    `json:"url"`
 	Events    []string  `json:"events"`
 	CreatedAt time.Time `json:"created_at"`
+	// PreviousSecretUntil is when the secret a rotation replaced stops
+	// signing beside the new one; absent when no rotation is under way.
+	PreviousSecretUntil *time.Time `json:"previous_secret_until,omitempty"`
 }
 
 func webhookView(e store.WebhookEndpoint) webhookJSON {
-	return webhookJSON{ID: e.ID, URL: e.URL, Events: e.Events, CreatedAt: e.CreatedAt.UTC()}
+	v := webhookJSON{ID: e.ID, URL: e.URL, Events: e.Events, CreatedAt: e.CreatedAt.UTC()}
+	if e.PreviousUntil != nil {
+		t := e.PreviousUntil.UTC()
+		v.PreviousSecretUntil = &t
+	}
+	return v
+}
+
+// withSecret is an endpoint's answer with its signing secret: after
+// Create and RotateSecret only.
+func withSecret(e store.WebhookEndpoint) any {
+	return struct {
+		webhookJSON
+		Secret string `json:"secret"`
+	}{webhookView(e), e.Secret}
 }
 
 // Create registers an endpoint; its signing secret is in this answer
-// only.
+// only. One registered with an API key is deleted when the key is
+// revoked.
 func (h *Webhooks) Create(w http.ResponseWriter, r *http.Request, a hold.Actor) error {
 	var in WebhookInput
 	if err := h.dec.JSON(w, r, &in); err != nil {
 		return err
 	}
-	e, err := h.endpoints.Create(r.Context(), a.Org, in.URL, in.Events)
+	var e store.WebhookEndpoint
+	var err error
+	if k, ok := session.APIKeyFrom(r.Context()); ok {
+		// Deleted when the key is revoked: a leaked key's endpoints go
+		// with it.
+		e, err = h.endpoints.CreateForKey(r.Context(), a.Org, k.ID, in.URL, in.Events)
+	} else {
+		e, err = h.endpoints.Create(r.Context(), a.Org, in.URL, in.Events)
+	}
 	if err != nil {
 		return err
 	}
-	httpx.WriteJSON(w, http.StatusCreated, struct {
-		webhookJSON
-		Secret string `json:"secret"`
-	}{webhookView(e), e.Secret})
+	httpx.WriteJSON(w, http.StatusCreated, withSecret(e))
+	return nil
+}
+
+// RotateInput asks for a rotation of an endpoint's secret: how long the
+// old secret keeps signing beside the new one (0 or absent: a day).
+type RotateInput struct {
+	GraceSeconds int `json:"grace_seconds" validate:"min=0,max=604800"`
+}
+
+// RotateSecret gives an endpoint a new signing secret, in this answer
+// only; the old one keeps signing beside it until
+// previous_secret_until (docs/integrators.md#webhooks).
+func (h *Webhooks) RotateSecret(w http.ResponseWriter, r *http.Request, a hold.Actor) error {
+	id, err := httpx.PathID(r, "webhook")
+	if err != nil {
+		return err
+	}
+	var in RotateInput
+	if err := h.dec.OptionalJSON(w, r, &in); err != nil {
+		return err
+	}
+	e, err := h.endpoints.RotateSecret(r.Context(), a.Org, id, time.Duration(in.GraceSeconds)*time.Second)
+	if err != nil {
+		return err
+	}
+	httpx.WriteJSON(w, http.StatusOK, withSecret(e))
 	return nil
 }
 

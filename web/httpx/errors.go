@@ -101,7 +101,7 @@ func Message(err error) string {
 }
 
 // retryAfter is an error that says when to try again, in seconds: the
-// rate limits' refusals (web/ratelimit).
+// rate limits' refusals (web/ratelimit) and a full gate's (internal/gate).
 type retryAfter interface {
 	error
 	RetryAfter() int

@@ -2,8 +2,10 @@ package session
 
 import (
 	"net/http"
+	"slices"
 
 	"seatd/internal/apperr"
+	"seatd/internal/auth"
 	"seatd/internal/hold"
 	"seatd/web/httpx"
 )
@@ -68,6 +70,10 @@ func (g Guards) Authed(allowed Roles, h Handler) http.HandlerFunc {
 			g.Errors.Write(w, r, apperr.E(apperr.Forbidden, "your account cannot do this"))
 			return
 		}
+		if err := keyScope(r, allowed); err != nil {
+			g.Errors.Write(w, r, err)
+			return
+		}
 		if err := h(w, r, a); err != nil {
 			g.Errors.Write(w, r, err)
 		}
@@ -92,10 +98,45 @@ func (g Guards) Page(allowed Roles, h Handler) http.HandlerFunc {
 			g.RenderError(w, r, apperr.E(apperr.Forbidden, "your account cannot open this page"))
 			return
 		}
+		if err := keyScope(r, allowed); err != nil {
+			g.RenderError(w, r, err)
+			return
+		}
 		if err := h(w, r, a); err != nil {
 			g.RenderError(w, r, err)
 		}
 	}
+}
+
+// RouteScope is the scope an API key needs for a route that lets allowed
+// through with method: reading (GET, HEAD) is read; a write that buyers
+// may make is holds; one that box office or door staff may make is
+// box_office; one only organizers may make is admin (events, charts,
+// the registry, keys and webhooks).
+func RouteScope(method string, allowed Roles) string {
+	switch {
+	case method == http.MethodGet || method == http.MethodHead:
+		return auth.ScopeRead
+	case allowed&Buyer != 0:
+		return auth.ScopeHolds
+	case allowed&(BoxOffice|Door) != 0:
+		return auth.ScopeBoxOffice
+	}
+	return auth.ScopeAdmin
+}
+
+// keyScope refuses (403) a request made with an API key whose scopes lack
+// the route's (RouteScope); a session's request passes.
+func keyScope(r *http.Request, allowed Roles) error {
+	k, ok := APIKeyFrom(r.Context())
+	if !ok {
+		return nil
+	}
+	if need := RouteScope(r.Method, allowed); !slices.Contains(k.Scopes, need) {
+		return &apperr.Error{Code: apperr.Forbidden, Message: "the API key's scopes do not cover this request",
+			Fields: map[string]string{"scope": "needs " + need}}
+	}
+	return nil
 }
 
 // Public handles a request that needs no session, answering its error as

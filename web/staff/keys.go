@@ -29,7 +29,8 @@ func (p *Keys) show(w http.ResponseWriter, r *http.Request, a hold.Actor, status
 	}
 	for _, k := range keys {
 		v.Keys = append(v.Keys, views.APIKey{ID: k.ID.String(), Name: k.Name, Role: k.Role, Hint: k.Hint,
-			CreatedAt: k.CreatedAt, LastUsedAt: k.LastUsedAt, RevokedAt: k.RevokedAt})
+			CreatedAt: k.CreatedAt, LastUsedAt: k.LastUsedAt, RevokedAt: k.RevokedAt,
+			Scopes: k.Scopes, ExpiresAt: k.ExpiresAt, ByKey: k.CreatedByKey != nil})
 	}
 	p.render.Render(w, r, status, views.APIKeysPage(p.render.Meta(r, "API keys"), v))
 	return nil
@@ -47,7 +48,7 @@ func (p *Keys) Create(w http.ResponseWriter, r *http.Request, a hold.Actor) erro
 	if err := p.dec.Validate(&in); err != nil {
 		return err
 	}
-	k, secret, err := p.core.Create(r.Context(), a.Org, a.User, in.Name, in.Role)
+	k, secret, err := p.core.Create(r.Context(), a.Org, a.User, in.Request(nil))
 	if err != nil {
 		return err
 	}

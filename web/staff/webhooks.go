@@ -36,7 +36,8 @@ func (p *Webhooks) show(w http.ResponseWriter, r *http.Request, a hold.Actor, st
 	}
 	v.Types = webhook.Types
 	for _, e := range es {
-		v.Endpoints = append(v.Endpoints, views.Webhook{ID: e.ID.String(), URL: e.URL, Events: e.Events, CreatedAt: e.CreatedAt})
+		v.Endpoints = append(v.Endpoints, views.Webhook{ID: e.ID.String(), URL: e.URL, Events: e.Events, CreatedAt: e.CreatedAt,
+			PreviousUntil: e.PreviousUntil})
 	}
 	p.render.Render(w, r, status, views.WebhooksPage(p.render.Meta(r, "Webhooks"), v))
 	return nil
@@ -58,6 +59,21 @@ func (p *Webhooks) Create(w http.ResponseWriter, r *http.Request, a hold.Actor) 
 		return err
 	}
 	return p.show(w, r, a, http.StatusCreated, views.Webhooks{NewSecret: e.Secret, NewURL: e.URL})
+}
+
+// RotateSecret gives an endpoint a new signing secret, shown in this
+// answer only; the old one keeps signing beside it for the default grace
+// (a day), so the receiver can switch in its own time.
+func (p *Webhooks) RotateSecret(w http.ResponseWriter, r *http.Request, a hold.Actor) error {
+	id, err := httpx.PathID(r, "webhook")
+	if err != nil {
+		return err
+	}
+	e, err := p.endpoints.RotateSecret(r.Context(), a.Org, id, 0)
+	if err != nil {
+		return err
+	}
+	return p.show(w, r, a, http.StatusOK, views.Webhooks{NewSecret: e.Secret, NewURL: e.URL, OldUntil: e.PreviousUntil})
 }
 
 // Delete deletes an endpoint; its pending deliveries are given up.
