@@ -299,6 +299,8 @@ func rfc3339(t time.Time) string { return t.UTC().Format(time.RFC3339) }
 
 func itoa(n int) string { return strconv.Itoa(n) }
 
+func i64toa(n int64) string { return strconv.FormatInt(n, 10) }
+
 func col(n int) string { return "col-start-" + strconv.Itoa(n) }
 
 func row(n int) string { return "row-start-" + strconv.Itoa(n) }

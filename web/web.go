@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"seatd/internal/auth"
+	"seatd/internal/waitroom"
 	"seatd/internal/webhook"
 	"seatd/static"
 	"seatd/web/api"
@@ -23,6 +24,7 @@ import (
 	"seatd/web/live"
 	"seatd/web/pages"
 	"seatd/web/query"
+	"seatd/web/queue"
 	"seatd/web/ratelimit"
 	"seatd/web/render"
 	"seatd/web/session"
@@ -49,6 +51,8 @@ type Server struct {
 	api   *api.API
 	pages *pages.Pages
 	staff *staff.Pages
+	// gate is the waiting room in front of the map (web/queue).
+	gate *queue.Gate
 }
 
 // options are knobs tests turn; New uses the defaults.
@@ -89,16 +93,19 @@ func newServer(d Deps, o options) *Server {
 	bookings := query.NewBookings(d.BoxOffice, d.Store.Events)
 	deliveries := query.NewDeliveries(d.Store.Webhooks)
 	registry := api.NewRegistryFlights(d.Monitor, d.Cfg.RegistryCheckCooldown)
+	line := waitroom.NewLine(d.Redis, d.Cfg.KeyPrefix, d.Cfg.QueueAdmission)
+	s.gate = queue.New(d.Events, line, waitroom.NewPasses(d.Cfg.QueueSecret, d.Cfg.QueueAdmission), s.sessions, d.Cfg.CookieSecure)
 
 	s.api = api.New(api.Deps{Log: d.Log, Decoder: dec, Limits: s.limits, Lockout: lockout, Sessions: s.sessions,
 		Render: frame, Holds: d.Holds, BoxOffice: d.BoxOffice, Events: d.Events, Waitlist: d.Waitlist, Monitor: d.Monitor,
 		Auth: d.Accounts, Keys: s.keys, Endpoints: s.hooks, Accounts: d.Store.Accounts, Charts: d.Store.Charts,
 		EventStore: d.Store.Events, Audit: d.Store.Audit, Webhooks: d.Store.Webhooks,
 		Visible: s.events, Bookings: bookings, Deliveries: deliveries, Registry: registry,
-		Door: d.Door, Tickets: d.Tickets, BookingStore: d.Store.Bookings})
+		Door: d.Door, Tickets: d.Tickets, BookingStore: d.Store.Bookings, Queue: s.gate})
 	s.pages = pages.New(pages.Deps{Cfg: d.Cfg, Render: frame, Limits: s.limits, Sessions: s.sessions, Holds: d.Holds,
 		Events: d.Events, Waitlist: d.Waitlist, Accounts: d.Store.Accounts, WaitlistStore: d.Store.Waitlist,
-		Visible: s.events, Bookings: bookings, Details: d.Details, Codes: d.Tickets, MyBookings: d.Store.Bookings})
+		Visible: s.events, Bookings: bookings, Details: d.Details, Codes: d.Tickets, MyBookings: d.Store.Bookings,
+		Queue: s.gate})
 	s.staff = staff.New(staff.Deps{Cfg: d.Cfg, Log: d.Log, Render: frame, Decoder: dec, Sessions: s.sessions,
 		Engine: d.Engine, Holds: d.Holds, BoxOffice: d.BoxOffice, Events: d.Events, Waitlist: d.Waitlist, Monitor: d.Monitor,
 		Keys: s.keys, Endpoints: s.hooks, Accounts: d.Store.Accounts, Audit: d.Store.Audit, Charts: d.Store.Charts,

@@ -64,6 +64,8 @@ type Deps struct {
 	Door         DoorCore
 	Tickets      ticket.Signer
 	BookingStore TicketReads
+	// Queue is the waiting room's gate (web/queue).
+	Queue QueueLine
 }
 
 // API is the JSON handlers, one field per feature.
@@ -80,6 +82,7 @@ type API struct {
 	Webhooks  *Webhooks
 	Door      *Door
 	Tickets   *Tickets
+	Queue     *Queue
 }
 
 // New builds the handlers.
@@ -99,6 +102,7 @@ func New(d Deps) *API {
 		Webhooks:  &Webhooks{dec: d.Decoder, endpoints: d.Endpoints, store: d.Webhooks, deliveries: d.Deliveries},
 		Door:      &Door{dec: d.Decoder, core: d.Door},
 		Tickets:   tickets,
+		Queue:     &Queue{dec: d.Decoder, line: d.Queue},
 	}
 }
 
