@@ -170,7 +170,7 @@ func (in eventInput) core() hold.EventInput {
 		HoldExtensionSeconds: in.HoldExtension, OrphanRule: in.OrphanRule, AccessibleReleaseAt: in.AccessibleReleaseAt, Status: in.Status}
 	if w := in.WaitingRoom; w != nil {
 		out.WaitingRoom = &hold.WaitingRoomInput{Enabled: w.Enabled, OpensAt: w.OpensAt}
-		if len(w.RatePerMinute) > 0 {
+		if len(w.RatePerMinute) > 0 && string(w.RatePerMinute) != "null" {
 			var auto string
 			rate := string(w.RatePerMinute)
 			if json.Unmarshal(w.RatePerMinute, &auto) == nil {

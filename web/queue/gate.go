@@ -163,10 +163,15 @@ func (g *Gate) Page(h session.Handler) session.Handler {
 }
 
 // API guards a hold route, a fragment of the map or the live socket:
-// without an admission, 429 in_queue with Retry-After.
+// without an admission, 429 in_queue with Retry-After. A map whose
+// admission lapsed is told (htmx's HX-Redirect) to go to the line.
 func (g *Gate) API(h session.Handler) session.Handler {
 	return func(w http.ResponseWriter, r *http.Request, a hold.Actor) error {
-		if err := g.check(w, r, a); err != nil {
+		err := g.check(w, r, a)
+		if _, queued := err.(inQueue); queued && r.Header.Get("HX-Request") == "true" {
+			w.Header().Set("HX-Redirect", "/e/"+r.PathValue("event")+"/queue")
+		}
+		if err != nil {
 			return err
 		}
 		return h(w, r, a)
