@@ -339,6 +339,10 @@ type EventForm struct {
 	MaxHolds   string // "" for the default
 	Extension  string // seconds a checkout adds, "" for the default
 	Prices     []PriceField
+	// The waiting room (edit form only): on, its opening (venue time)
+	// and its rate ("auto" or visitors a minute).
+	RoomOn                bool
+	RoomOpensAt, RoomRate string
 	// Errors maps API field names (name, prices[0].currency, ...) to what
 	// is wrong; Message is the summary.
 	Errors  map[string]string

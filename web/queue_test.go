@@ -236,4 +236,47 @@ func TestQueueSettings(t *testing.T) {
 		t.Fatalf("turned off: %+v", got.WaitingRoom)
 	}
 	s.as(tn.Org, tn.Buyers[0]).do("GET", "/e/"+ev.ID.String(), nil).want(t, http.StatusOK)
+
+	// The event's edit form: on, an opening and a rate; a bad rate is
+	// shown in the form (422) and changes nothing.
+	form := func(v url.Values) response {
+		return org.do("POST", "/admin/events/"+ev.ID.String(), raw{"application/x-www-form-urlencoded", []byte(v.Encode())})
+	}
+	edit := org.do("GET", "/admin/events/"+ev.ID.String()+"/edit", nil).want(t, http.StatusOK)
+	if !strings.Contains(string(edit.body), `data-testid="waiting-room-fields"`) {
+		t.Fatal("no waiting room fields on the edit form")
+	}
+	v := url.Values{"name": {"Test event"}, "venue": {"Test hall"}, "time_zone": {"UTC"},
+		"starts_at": {ev.StartsAt.UTC().Format("2006-01-02T15:04")}, "waiting_room_form": {"1"},
+		"waiting_room_enabled": {"on"}, "waiting_room_opens_at": {opens.Format("2006-01-02T15:04")}, "waiting_room_rate": {"lots"}}
+	if r := form(v).want(t, http.StatusUnprocessableEntity); !strings.Contains(string(r.body), "visitors a minute between") {
+		t.Fatalf("the form's refusal does not say why: %s", r.body)
+	}
+	v.Set("waiting_room_rate", "240")
+	form(v).want(t, http.StatusSeeOther)
+	org.do("GET", path, nil).want(t, http.StatusOK).json(t, &got)
+	if got.WaitingRoom["enabled"] != true || got.WaitingRoom["rate_per_minute"] != float64(240) {
+		t.Fatalf("after the form: %+v", got.WaitingRoom)
+	}
+
+	// The dashboard's panel: figures and the rate control.
+	panel := org.do("GET", "/admin/events/"+ev.ID.String()+"/queue", nil).want(t, http.StatusOK)
+	for _, want := range []string{`data-testid="queue-waiting"`, `data-testid="queue-per-minute"`, `data-testid="queue-clear-in"`, `name="rate_per_minute"`} {
+		if !strings.Contains(string(panel.body), want) {
+			t.Fatalf("the panel lacks %s: %s", want, panel.body)
+		}
+	}
+	rate := func(r string) response {
+		return org.do("POST", "/admin/events/"+ev.ID.String()+"/queue/rate",
+			raw{"application/x-www-form-urlencoded", []byte(url.Values{"rate_per_minute": {r}}.Encode())}).want(t, http.StatusOK)
+	}
+	if r := rate("-3"); !strings.Contains(string(r.body), "role=\"alert\"") {
+		t.Fatalf("a refused rate is not shown: %s", r.body)
+	}
+	rate("auto")
+	org.do("GET", path, nil).want(t, http.StatusOK).json(t, &got)
+	if got.WaitingRoom["rate_per_minute"] != "auto" {
+		t.Fatalf("after the panel's form: %+v", got.WaitingRoom)
+	}
+	s.as(tn.Org, tn.Buyers[0]).do("GET", "/admin/events/"+ev.ID.String()+"/queue", nil).want(t, http.StatusForbidden)
 }

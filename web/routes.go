@@ -146,6 +146,8 @@ func (s *Server) routes() {
 	s.mux.HandleFunc("POST /admin/events/{event}/occupancy/verify", page(organizer, st.Dashboard.Verify))
 	s.mux.HandleFunc("GET /admin/events/{event}/feed", page(organizer, st.Dashboard.Feed))
 	s.mux.HandleFunc("GET /admin/events/{event}/waitlist", page(organizer, st.Dashboard.Waitlist))
+	s.mux.HandleFunc("GET /admin/events/{event}/queue", page(organizer, st.Queue.Panel))
+	s.mux.HandleFunc("POST /admin/events/{event}/queue/rate", page(organizer, st.Queue.SetRate))
 	s.mux.HandleFunc("GET /admin/events/{event}/registry", page(organizer, st.Dashboard.Registry))
 	s.mux.HandleFunc("POST /admin/events/{event}/registry/reconcile", page(organizer, st.Dashboard.Reconcile))
 	s.mux.HandleFunc("GET /admin/events/{event}/audit", page(organizer, st.Audit.Page))

@@ -54,6 +54,8 @@ type Deps struct {
 	Bookings   *query.Bookings
 	Deliveries *query.Deliveries
 	Registry   api.RegistryChecks
+	// Line reads the waiting room's figures (docs/waiting-room.md).
+	Line QueueStats
 }
 
 // Pages is the staff pages' handlers, and the renderers the live hub
@@ -68,6 +70,8 @@ type Pages struct {
 	Keys      *Keys
 	Webhooks  *Webhooks
 	Door      *Door
+	// Queue is the dashboard's waiting-room panel.
+	Queue *Queue
 	// Panel renders the dashboard's waitlist panel (half of
 	// live.WaitlistRenderer; the buyers' panels are web/pages').
 	Panel *WaitlistPanel
@@ -92,6 +96,7 @@ func New(d Deps) *Pages {
 		Keys:     &Keys{frame: f, dec: d.Decoder, core: d.Keys, list: d.Accounts},
 		Webhooks: &Webhooks{frame: f, dec: d.Decoder, endpoints: d.Endpoints, store: d.Webhooks, deliveries: d.Deliveries},
 		Door:     &Door{frame: f},
+		Queue:    &Queue{render: d.Render, stats: d.Line, events: d.Events},
 		Panel:    &WaitlistPanel{store: d.WaitlistStore},
 		log:      d.Log,
 	}
