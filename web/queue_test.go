@@ -280,3 +280,29 @@ func TestQueueSettings(t *testing.T) {
 	}
 	s.as(tn.Org, tn.Buyers[0]).do("GET", "/admin/events/"+ev.ID.String()+"/queue", nil).want(t, http.StatusForbidden)
 }
+
+// TestQueueOffWhenSoldOut: the admitter turns off the room of an event
+// that sold out, and the map opens to everyone (to see it is sold out and
+// join the waitlist).
+func TestQueueOffWhenSoldOut(t *testing.T) {
+	t.Parallel()
+	s := newTestServer(t, nil)
+	a := s.app
+	tn := testenv.NewTenant(t, a, 1)
+	ev := testenv.NewEvent(t, a, tn.Org.ID, 1, 1, 2)
+	org, buyer := s.as(tn.Org, tn.Organizer), s.as(tn.Org, tn.Buyers[0])
+	roomOn(t, org, ev.ID, 60)
+	buyer.do("GET", "/e/"+ev.ID.String(), nil).want(t, http.StatusSeeOther)
+	sale(t, a, tn.BoxOffice, ev.ID, testenv.SeatIDs(t, a, tn.Org.ID, ev.ID)...)
+	if _, err := a.Admitter.Tick(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	var got struct {
+		WaitingRoom map[string]any `json:"waiting_room"`
+	}
+	org.do("GET", "/api/v1/events/"+ev.ID.String(), nil).want(t, http.StatusOK).json(t, &got)
+	if got.WaitingRoom["enabled"] != false {
+		t.Fatalf("the room of a sold-out event: %+v", got.WaitingRoom)
+	}
+	buyer.do("GET", "/e/"+ev.ID.String(), nil).want(t, http.StatusOK)
+}
