@@ -306,3 +306,39 @@ func TestQueueOffWhenSoldOut(t *testing.T) {
 	}
 	buyer.do("GET", "/e/"+ev.ID.String(), nil).want(t, http.StatusOK)
 }
+
+// TestQueueRedisDownClosed: with Redis down the room fails closed: the
+// line answers 503 unavailable with Retry-After and says places are kept,
+// the page says so too, the map still sends visitors to the line, and
+// the admitter lets nobody in; an admitted visitor keeps choosing.
+func TestQueueRedisDownClosed(t *testing.T) {
+	t.Parallel()
+	rdb := testenv.StartRedis(t)
+	s := newTestServer(t, func(c *config.Config) { c.RedisURL = rdb.URL() })
+	a := s.app
+	tn := testenv.NewTenant(t, a, 2)
+	ev := testenv.NewEvent(t, a, tn.Org.ID, 1, 1, 5)
+	id := ev.ID.String()
+	roomOn(t, s.as(tn.Org, tn.Organizer), ev.ID, 6000)
+	admitted, waiting := s.as(tn.Org, tn.Buyers[0]), s.as(tn.Org, tn.Buyers[1])
+	admitted.do("POST", "/api/v1/events/"+id+"/queue", nil).want(t, http.StatusOK)
+	admitAll(t, s, admitted, ev.ID)
+	admitted.do("POST", "/api/v1/events/"+id+"/queue", nil).want(t, http.StatusOK)
+
+	rdb.Stop()
+	r := waiting.do("POST", "/api/v1/events/"+id+"/queue", nil)
+	if e := r.wantErr(t, http.StatusServiceUnavailable, "unavailable"); !strings.Contains(e.Message, "place is kept") {
+		t.Fatalf("the answer does not say places are kept: %q", e.Message)
+	}
+	if r.header.Get("Retry-After") == "" {
+		t.Fatal("503 without Retry-After")
+	}
+	if p := waiting.do("GET", "/e/"+id+"/queue", nil).want(t, http.StatusServiceUnavailable); !strings.Contains(string(p.body), "nobody is let in") {
+		t.Fatalf("the page does not say the room is closed: %s", p.body)
+	}
+	waiting.do("GET", "/e/"+id, nil).want(t, http.StatusSeeOther)
+	if n, err := a.Admitter.Tick(context.Background()); err == nil || n != 0 {
+		t.Fatalf("admitter with Redis down: %d admitted, err %v", n, err)
+	}
+	admitted.do("GET", "/e/"+id, nil).want(t, http.StatusOK)
+}

@@ -114,8 +114,10 @@ func (a *Admitter) Tick(ctx context.Context) (int, error) {
 // admissions still valid count against the seats left (ARGV[4], -1: no
 // cap). Admitted visitors move, head of the line first, to the admitted
 // set with the time of their admission.
+// Every tick the line's keys are given another keep time (ARGV[8]): the
+// keys of a room turned off, no longer ticked, go by themselves.
 // KEYS: line, admitted, state, lease. ARGV: owner, lease ms, rate/min,
-// seats left, admission ms, burst, opens at ms.
+// seats left, admission ms, burst, opens at ms, keep ms.
 // Reply: admitted (-1: another admitter holds the lease).
 var admitScript = redis.NewScript(`
 local cur = redis.call('GET', KEYS[4])
@@ -152,8 +154,13 @@ end
 credit = credit - admitted
 redis.call('HSET', KEYS[3], 'last', now, 'credit', tostring(credit))
 redis.call('HINCRBY', KEYS[3], 'admitted', admitted)
+for i = 1, 3 do redis.call('PEXPIRE', KEYS[i], ARGV[8]) end
 return admitted
 `)
+
+// keep is how long a line's keys outlive the last tick of its room (and
+// the last join): a room turned off for a day is forgotten.
+const keep = 24 * time.Hour
 
 // burst is the most a bucket holds: two seconds of the rate (at least
 // one visitor), so a line that was empty a while does not let a crowd
@@ -167,7 +174,7 @@ func (a *Admitter) admit(ctx context.Context, r OpenRoom, rate float64) (int, er
 	lease := 3 * a.every
 	n, err := admitScript.Run(ctx, a.line.rdb, []string{k.line, k.admitted, k.state, k.lease},
 		a.owner, lease.Milliseconds(), strconv.FormatFloat(rate, 'f', 3, 64), r.SeatsLeft,
-		a.line.admitTTL.Milliseconds(), strconv.FormatFloat(burst(rate), 'f', 3, 64), r.OpensAt.UnixMilli()).Int()
+		a.line.admitTTL.Milliseconds(), strconv.FormatFloat(burst(rate), 'f', 3, 64), r.OpensAt.UnixMilli(), keep.Milliseconds()).Int()
 	if err != nil {
 		return 0, fmt.Errorf("waitroom: admit %v: %w", r.Event, err)
 	}

@@ -106,7 +106,8 @@ func (l *Line) keys(org, event uuid.UUID) keys {
 // every drawn place. Redis's clock decides before or after, so every
 // process agrees. Reply: state (0 before opening, 1 waiting, 2 admitted,
 // 3 not in line), rank, waiting, admitted in the last minute, the
-// admitter's current rate, now (ms).
+// admitter's current rate, now (ms). A join keeps the line ARGV[6] ms
+// more (a line before its opening has no admitter ticking yet).
 var placeScript = redis.NewScript(`
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
@@ -122,6 +123,8 @@ if not s then
   if ARGV[2] ~= '1' then return {3, 0, redis.call('ZCARD', KEYS[1]), perMin, rate, now} end
   if now < opens then s = ARGV[4] else s = 1 + redis.call('INCR', KEYS[4]) end
   redis.call('ZADD', KEYS[1], s, ARGV[1])
+  redis.call('PEXPIRE', KEYS[1], ARGV[6])
+  redis.call('PEXPIRE', KEYS[4], ARGV[6])
 end
 local state = 1
 if now < opens then state = 0 end
@@ -147,7 +150,8 @@ func (l *Line) place(ctx context.Context, room Room, visitor string, join bool) 
 		joinArg = "1"
 	}
 	res, err := placeScript.Run(ctx, l.rdb, []string{k.line, k.admitted, k.state, k.seq}, visitor, joinArg,
-		room.OpensAt.UnixMilli(), strconv.FormatFloat(l.draw(), 'g', -1, 64), l.admitTTL.Milliseconds()).Slice()
+		room.OpensAt.UnixMilli(), strconv.FormatFloat(l.draw(), 'g', -1, 64), l.admitTTL.Milliseconds(),
+		max(keep, time.Until(room.OpensAt)+keep).Milliseconds()).Slice()
 	if err != nil {
 		return Place{}, fmt.Errorf("waitroom: place: %w", err)
 	}
