@@ -73,7 +73,7 @@ func (c *AIMD) Observe(d time.Duration) {
 	}
 	// Reservoir sampling: the seen-th sample replaces a random one with
 	// probability maxSamples/seen.
-	if j := rand.IntN(c.seen); j < maxSamples {
+	if j := rand.IntN(c.seen); j < maxSamples { // #nosec G404 -- sampling, not a secret
 		c.samples[j] = d
 	}
 }

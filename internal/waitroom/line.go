@@ -10,9 +10,10 @@ package waitroom
 
 import (
 	"context"
+	crand "crypto/rand"
+	"encoding/binary"
 	"fmt"
 	"math"
-	"math/rand/v2"
 	"strconv"
 	"time"
 
@@ -80,7 +81,16 @@ type Line struct {
 // (Passes' ttl); at least a minute, since the measured rate counts the
 // admissions of the last minute.
 func NewLine(rdb redis.UniversalClient, prefix string, admitTTL time.Duration) *Line {
-	return &Line{rdb: rdb, prefix: prefix, admitTTL: max(admitTTL, time.Minute), draw: rand.Float64}
+	return &Line{rdb: rdb, prefix: prefix, admitTTL: max(admitTTL, time.Minute), draw: lotteryDraw}
+}
+
+// lotteryDraw is a uniform draw in [0, 1) from the operating system's
+// generator: the order of the line must not be predictable from earlier
+// draws.
+func lotteryDraw() float64 {
+	var b [8]byte
+	_, _ = crand.Read(b[:]) // never fails (crypto/rand panics rather than return an error)
+	return float64(binary.BigEndian.Uint64(b[:])>>11) / (1 << 53)
 }
 
 // keys are the Redis keys of one event's line.

@@ -48,7 +48,7 @@ func (p *Queue) Page(w http.ResponseWriter, r *http.Request, a hold.Actor) error
 	st, err := p.line.Stand(w, r, a, event, true)
 	switch {
 	case err == nil && st.State == waitroom.Admitted:
-		http.Redirect(w, r, "/e/"+event.String(), http.StatusSeeOther)
+		http.Redirect(w, r, "/e/"+event.String(), http.StatusSeeOther) // #nosec G710 -- a parsed UUID
 		return nil
 	case errors.Is(err, apperr.E(apperr.Unavailable, "")):
 		q.Paused, status = httpx.Message(err), http.StatusServiceUnavailable

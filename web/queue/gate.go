@@ -129,6 +129,7 @@ func (g *Gate) admitted(w http.ResponseWriter, r *http.Request, org, event uuid.
 // admit sets a fresh admission cookie.
 func (g *Gate) admit(w http.ResponseWriter, org, event uuid.UUID, sess string) {
 	pass, exp := g.passes.Issue(org, event, sess)
+	// #nosec G124 -- Secure follows SEATD_COOKIE_SECURE, as the session cookie's does (off for plain-HTTP development)
 	http.SetCookie(w, &http.Cookie{Name: cookieName(event), Value: pass, Path: "/", Expires: exp,
 		MaxAge: int(time.Until(exp).Seconds()), HttpOnly: true, Secure: g.secure, SameSite: http.SameSiteLaxMode})
 }
