@@ -299,6 +299,8 @@ func rfc3339(t time.Time) string { return t.UTC().Format(time.RFC3339) }
 
 func itoa(n int) string { return strconv.Itoa(n) }
 
+func i64toa(n int64) string { return strconv.FormatInt(n, 10) }
+
 func col(n int) string { return "col-start-" + strconv.Itoa(n) }
 
 func row(n int) string { return "row-start-" + strconv.Itoa(n) }
@@ -337,6 +339,10 @@ type EventForm struct {
 	MaxHolds   string // "" for the default
 	Extension  string // seconds a checkout adds, "" for the default
 	Prices     []PriceField
+	// The waiting room (edit form only): on, its opening (venue time)
+	// and its rate ("auto" or visitors a minute).
+	RoomOn                bool
+	RoomOpensAt, RoomRate string
 	// Errors maps API field names (name, prices[0].currency, ...) to what
 	// is wrong; Message is the summary.
 	Errors  map[string]string

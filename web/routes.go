@@ -18,6 +18,12 @@ func (s *Server) routes() {
 	const buyer, staff, organizer, anyRole = session.Buyer, session.Staff, session.Organizer, session.AnyRole
 	const scanners = session.Scanners   // door staff, and staff standing in for them
 	h, p, st := s.api, s.pages, s.staff // the JSON API, the buyer pages, the staff pages
+	// While an event's waiting room is on, the map, the hold routes and
+	// the live socket let through staff and admitted visitors only
+	// (web/queue): pages send the others to the line (303), the rest
+	// answer 429 in_queue. Releasing, checking out and paying are not
+	// gated: whoever holds seats may finish.
+	mapPage, admitted := s.gate.Page, s.gate.API
 
 	// Probes, where load balancers look; metrics and profiles are on the
 	// ops listener only (Ops, ops.go).
@@ -60,7 +66,7 @@ func (s *Server) routes() {
 
 	// Buying.
 	// Staff hold here too, for a named customer only (api.Holds.Create).
-	s.mux.HandleFunc("POST /api/v1/events/{event}/holds", authed(anyRole, h.Holds.Create))
+	s.mux.HandleFunc("POST /api/v1/events/{event}/holds", authed(anyRole, admitted(h.Holds.Create)))
 	s.mux.HandleFunc("GET /api/v1/events/{event}/holds/mine", authed(buyer, h.Holds.Mine))
 	s.mux.HandleFunc("DELETE /api/v1/holds/{hold}", authed(anyRole, h.Holds.Release))
 	s.mux.HandleFunc("POST /api/v1/events/{event}/checkout", authed(buyer, h.Holds.Checkout))
@@ -71,6 +77,9 @@ func (s *Server) routes() {
 	s.mux.HandleFunc("GET /api/v1/events/{event}/waitlist/mine", authed(buyer, h.Waitlist.Mine))
 	s.mux.HandleFunc("GET /api/v1/events/{event}/waitlist", authed(staff, h.Waitlist.Line))
 	s.mux.HandleFunc("DELETE /api/v1/waitlist/{entry}", authed(anyRole, h.Waitlist.Leave))
+	// The waiting room (docs/waiting-room.md): a visitor's place in line.
+	s.mux.HandleFunc("POST /api/v1/events/{event}/queue", authed(anyRole, h.Queue.Join))
+	s.mux.HandleFunc("GET /api/v1/events/{event}/queue/mine", authed(anyRole, h.Queue.Mine))
 
 	// Staff.
 	s.mux.HandleFunc("GET /api/v1/events/{event}/holds", authed(staff, h.Holds.EventHolds))
@@ -118,12 +127,13 @@ func (s *Server) routes() {
 	s.mux.HandleFunc("GET /login", p.SignIn.Login)
 	s.mux.HandleFunc("GET /o/{org}/signup", p.SignIn.Signup)
 	s.mux.HandleFunc("GET /events", page(anyRole, p.Events.List))
-	s.mux.HandleFunc("GET /e/{event}", page(anyRole, p.SeatMap.Page))
-	s.mux.HandleFunc("GET /e/{event}/map", page(anyRole, p.SeatMap.Venue))
+	s.mux.HandleFunc("GET /e/{event}", page(anyRole, mapPage(p.SeatMap.Page)))
+	s.mux.HandleFunc("GET /e/{event}/queue", page(anyRole, p.Queue.Page))
+	s.mux.HandleFunc("GET /e/{event}/map", page(anyRole, admitted(p.SeatMap.Venue)))
 	s.mux.HandleFunc("GET /e/{event}/cart", page(anyRole, p.Cart.Fragment))
-	s.mux.HandleFunc("POST /e/{event}/seats/{seat}/toggle", page(anyRole, p.Cart.Toggle))
-	s.mux.HandleFunc("POST /e/{event}/ga/{section}", page(anyRole, p.Cart.Places))
-	s.mux.HandleFunc("POST /e/{event}/best", page(anyRole, p.Cart.Best))
+	s.mux.HandleFunc("POST /e/{event}/seats/{seat}/toggle", page(anyRole, admitted(p.Cart.Toggle)))
+	s.mux.HandleFunc("POST /e/{event}/ga/{section}", page(anyRole, admitted(p.Cart.Places)))
+	s.mux.HandleFunc("POST /e/{event}/best", page(anyRole, admitted(p.Cart.Best)))
 	s.mux.HandleFunc("DELETE /e/{event}/holds/{hold}", page(anyRole, p.Cart.Release))
 	s.mux.HandleFunc("POST /e/{event}/checkout", page(anyRole, p.Cart.Checkout))
 	s.mux.HandleFunc("POST /e/{event}/pay", page(anyRole, p.Cart.Pay))
@@ -141,7 +151,7 @@ func (s *Server) routes() {
 	s.mux.HandleFunc("POST /me/devices/end-others", page(anyRole|session.Door, p.Account.EndOthers))
 	s.mux.HandleFunc("GET /door", page(scanners, st.Door.Events))
 	s.mux.HandleFunc("GET /door/e/{event}", page(scanners, st.Door.Scanner))
-	s.mux.HandleFunc("GET /live/events/{event}", authed(anyRole, s.liveSocket(live.StreamSeats)))
+	s.mux.HandleFunc("GET /live/events/{event}", authed(anyRole, admitted(s.liveSocket(live.StreamSeats))))
 
 	// Organizer.
 	s.mux.HandleFunc("GET /admin/events", page(organizer, st.Events.List))
@@ -156,6 +166,8 @@ func (s *Server) routes() {
 	s.mux.HandleFunc("POST /admin/events/{event}/occupancy/verify", page(organizer, st.Dashboard.Verify))
 	s.mux.HandleFunc("GET /admin/events/{event}/feed", page(organizer, st.Dashboard.Feed))
 	s.mux.HandleFunc("GET /admin/events/{event}/waitlist", page(organizer, st.Dashboard.Waitlist))
+	s.mux.HandleFunc("GET /admin/events/{event}/queue", page(organizer, st.Queue.Panel))
+	s.mux.HandleFunc("POST /admin/events/{event}/queue/rate", page(organizer, st.Queue.SetRate))
 	s.mux.HandleFunc("GET /admin/events/{event}/registry", page(organizer, st.Dashboard.Registry))
 	s.mux.HandleFunc("POST /admin/events/{event}/registry/reconcile", page(organizer, st.Dashboard.Reconcile))
 	s.mux.HandleFunc("GET /admin/events/{event}/audit", page(organizer, st.Audit.Page))

@@ -17,6 +17,7 @@ import (
 
 	"seatd/internal/auth"
 	"seatd/internal/gate"
+	"seatd/internal/waitroom"
 	"seatd/internal/webhook"
 	"seatd/static"
 	"seatd/web/api"
@@ -24,6 +25,7 @@ import (
 	"seatd/web/live"
 	"seatd/web/pages"
 	"seatd/web/query"
+	"seatd/web/queue"
 	"seatd/web/ratelimit"
 	"seatd/web/render"
 	"seatd/web/session"
@@ -50,6 +52,8 @@ type Server struct {
 	api   *api.API
 	pages *pages.Pages
 	staff *staff.Pages
+	// gate is the waiting room in front of the map (web/queue).
+	gate *queue.Gate
 }
 
 // options are knobs tests turn; New uses the defaults.
@@ -96,6 +100,8 @@ func newServer(d Deps, o options) *Server {
 	bookings := query.NewBookings(d.BoxOffice, d.Store.Events)
 	deliveries := query.NewDeliveries(d.Store.Webhooks)
 	registry := api.NewRegistryFlights(d.Monitor, d.Cfg.RegistryCheckCooldown)
+	line := waitroom.NewLine(d.Redis, d.Cfg.KeyPrefix, d.Cfg.QueueAdmission)
+	s.gate = queue.New(d.Events, line, waitroom.NewPasses(d.Cfg.QueueSecret, d.Cfg.QueueAdmission), s.sessions, d.Cfg.CookieSecure)
 
 	// A chart upload may hold 32 MiB while it is read and decoded: a few at
 	// once, a few more waiting up to chartUploadWait, the rest told when to
@@ -107,16 +113,17 @@ func newServer(d Deps, o options) *Server {
 		Auth: d.Accounts, Keys: s.keys, Endpoints: s.hooks, Accounts: d.Store.Accounts, Charts: d.Store.Charts,
 		EventStore: d.Store.Events, Audit: d.Store.Audit, Webhooks: d.Store.Webhooks,
 		Visible: s.events, Bookings: bookings, Deliveries: deliveries, Registry: registry,
-		Door: d.Door, Tickets: d.Tickets, BookingStore: d.Store.Bookings})
+		Door: d.Door, Tickets: d.Tickets, BookingStore: d.Store.Bookings, Queue: s.gate})
 	s.pages = pages.New(pages.Deps{Cfg: d.Cfg, Render: frame, Limits: s.limits, Sessions: s.sessions, Holds: d.Holds,
 		Events: d.Events, Waitlist: d.Waitlist, Accounts: d.Store.Accounts, WaitlistStore: d.Store.Waitlist,
-		Visible: s.events, Bookings: bookings, Details: d.Details, Codes: d.Tickets, MyBookings: d.Store.Bookings})
+		Visible: s.events, Bookings: bookings, Details: d.Details, Codes: d.Tickets, MyBookings: d.Store.Bookings,
+		Queue: s.gate})
 	s.staff = staff.New(staff.Deps{Cfg: d.Cfg, Log: d.Log, Render: frame, Decoder: dec, Sessions: s.sessions,
 		Engine: d.Engine, Holds: d.Holds, BoxOffice: d.BoxOffice, Events: d.Events, Waitlist: d.Waitlist, Monitor: d.Monitor,
 		Keys: s.keys, Endpoints: s.hooks, Policy: d.Accounts, Accounts: d.Store.Accounts, Audit: d.Store.Audit, Charts: d.Store.Charts,
 		EventStore: d.Store.Events, HoldStore: d.Store.Holds, BookingStore: d.Store.Bookings, Webhooks: d.Store.Webhooks,
 		WaitlistStore: d.Store.Waitlist, Visible: s.events, Bookings: bookings, Deliveries: deliveries, Registry: registry,
-		Door: d.Door})
+		Door: d.Door, Line: line})
 	// The hub pushes buyers their place in line on the seat map's socket,
 	// and staff their frames on the dashboard's and box office's.
 	s.hub.EnableWaitlist(live.WaitlistOptions{Source: d.Engine, Renderer: waitlistPanels{s.pages.Panels, s.staff.Panel}})

@@ -35,6 +35,7 @@ import (
 	"seatd/internal/store"
 	"seatd/internal/telemetry"
 	"seatd/internal/ticket"
+	"seatd/internal/waitroom"
 	"seatd/internal/webhook"
 )
 
@@ -90,6 +91,12 @@ type App struct {
 	// Stripe).
 	PaymentProvider payment.Provider
 	TestPayments    *payment.TestProvider
+
+	// The waiting room (docs/waiting-room.md): the lines in Redis, the
+	// automatic rate the holds' latency sets, and the admitter.
+	Line     *waitroom.Line
+	AutoRate *waitroom.AIMD
+	Admitter *waitroom.Admitter
 
 	holdPools []*pgxpool.Pool // the shared hold statements' and transactions' connections, when holds are shared
 }
@@ -167,6 +174,7 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger) (*App, error)
 	a.Locks = seatlock.New(rdb, cfg.KeyPrefix, cfg.LockMargin)
 	a.Locks.Coalesce(cfg.HoldBatchSlots, cfg.HoldBatchMax)
 	var eng *hold.Engine
+	a.AutoRate = waitroom.NewAIMD(waitroom.AIMDOptions{Target: cfg.QueueHoldTarget})
 	a.Bus = realtime.New(rdb, pool, a.Notifier, log, func() bool { return eng == nil || eng.FastPath() })
 	eng = hold.NewEngine(a.Store, a.Locks, a.Bus, hold.Options{
 		HoldTTL: cfg.HoldTTL, Extension: cfg.HoldExtension, MaxExtensions: cfg.MaxExtensions,
@@ -181,6 +189,7 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger) (*App, error)
 		// The background jobs' pace (RunBackground starts them).
 		FeedEvery: cfg.FeedInterval, ReapEvery: cfg.ReaperInterval, OfferEvery: cfg.WaitlistInterval,
 		SnapshotEvery: cfg.SnapshotInterval, WarmEvery: cfg.WarmInterval, WarmEvents: cfg.WarmEvents, WarmSeats: cfg.WarmSeats,
+		OnHold: a.AutoRate.Observe,
 	}, log, m, time.Now)
 	a.Engine = eng
 	a.Warmer = hold.NewWarmer(eng)
@@ -191,6 +200,7 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger) (*App, error)
 	a.Waitlist = hold.NewWaitlist(eng, a.Notifier)
 	a.Monitor = hold.NewMonitor(eng, a.Follower)
 	a.Reaper = hold.NewReaper(eng)
+	a.newWaitroom()
 	cost := 0
 	if cfg.Env == "test" {
 		cost = 4 // bcrypt.MinCost: tests create many users
@@ -365,23 +375,25 @@ func (f JobFunc) Run(ctx context.Context) { f(ctx) }
 //  5. The waitlist offer worker: on the notifier, with a WaitlistInterval
 //     backstop.
 //  6. The webhook worker: on the notifier, with a WebhookPoll backstop.
-//  7. The booking mail worker: on the notifier, with a MailPoll backstop;
+//  7. The waiting room's admitter, every second: the process holding an
+//     event's lease in Redis admits its line (docs/waiting-room.md).
+//  8. The booking mail worker: on the notifier, with a MailPoll backstop;
 //     it writes into the outbox the next job sends.
-//  8. The mail worker (with SEATD_SMTP_URL set): on the notifier, with a
+//  9. The mail worker (with SEATD_SMTP_URL set): on the notifier, with a
 //     MailPoll backstop.
-//  9. The payment reconciler, every PaymentReconcileEvery: it asks the
+//  10. The payment reconciler, every PaymentReconcileEvery: it asks the
 //     provider about payments without news and sends refunds again, and
 //     applies the answers as webhooks are applied (docs/payments.md).
-//  10. The test provider's deliveries (without Stripe keys): a delayed
+//  11. The test provider's deliveries (without Stripe keys): a delayed
 //     card's confirmation and failed sends, to this process's own webhook
 //     endpoint.
-//  11. The warmer (warm: only when serving, and with WarmEvents set): on
+//  12. The warmer (warm: only when serving, and with WarmEvents set): on
 //     the bus, with a WarmInterval backstop.
 //
 // What RunBackground is given (the web server's jobs) starts after them
 // all and stops first.
 func (a *App) jobs(warm bool) []Job {
-	js := []Job{a.Notifier, a.Follower, a.Reaper, a.Monitor, a.Waitlist, a.Webhooks, a.BookingMail}
+	js := []Job{a.Notifier, a.Follower, a.Reaper, a.Monitor, a.Waitlist, a.Webhooks, a.Admitter, a.BookingMail}
 	if a.Mail != nil {
 		js = append(js, a.Mail)
 	}

@@ -31,6 +31,7 @@ const (
 	AccessibleReserved  Code = "accessible_reserved"  // accessible seat held back for those who ask (409)
 	IdempotencyMismatch Code = "idempotency_mismatch" // key reused with another payload (422)
 	RateLimited         Code = "rate_limited"         // too many requests (429)
+	InQueue             Code = "in_queue"             // the event's waiting room is on and the caller is not admitted (429)
 	Unavailable         Code = "unavailable"          // a dependency is down (503)
 	PaymentDeclined     Code = "payment_declined"     // the buyer's card or bank refused the payment (402)
 	ProviderUnavailable Code = "provider_unavailable" // the payment provider is down, slow or refused our credentials (502)

@@ -113,6 +113,11 @@ type Config struct {
 	PaymentTTL            time.Duration // SEATD_PAYMENT_TTL: how long a buyer has to pay once they start; their holds are kept until then (at most 1h)
 	PaymentReconcileAfter time.Duration // SEATD_PAYMENT_RECONCILE_AFTER: a payment without news this long is asked about at the provider
 	PaymentReconcileEvery time.Duration // SEATD_PAYMENT_RECONCILE_INTERVAL: how often each process's reconciler looks for such payments
+
+	// The waiting room (docs/waiting-room.md).
+	QueueSecret     string        // SEATD_QUEUE_SECRET: signs admissions (at least 32 characters; default: SEATD_TICKET_SECRET, under a key derived for this use alone)
+	QueueAdmission  time.Duration // SEATD_QUEUE_ADMISSION: how long an admission is valid without use (renewed while the visitor is active; at least 1m)
+	QueueHoldTarget time.Duration // SEATD_QUEUE_HOLD_P99: the hold p99 an automatic waiting room keeps under
 }
 
 // DevTicketSecret is SEATD_TICKET_SECRET outside production when it is not
@@ -137,6 +142,8 @@ func Defaults() Config {
 		HoldTTL:            15 * time.Minute,
 		FeedInterval:       250 * time.Millisecond,
 		WaitlistOfferTTL:   10 * time.Minute,
+		QueueAdmission:     5 * time.Minute,
+		QueueHoldTarget:    250 * time.Millisecond,
 		WaitlistInterval:   5 * time.Second,
 		CacheIdle:          10 * time.Minute,
 		WarmEvents:         20,
@@ -332,6 +339,12 @@ func Load(getenv func(string) string) (Config, error) {
 	if c.TicketSecret == "" && c.Env != EnvProduction {
 		c.TicketSecret = DevTicketSecret
 	}
+	str("SEATD_QUEUE_SECRET", &c.QueueSecret)
+	if c.QueueSecret == "" {
+		c.QueueSecret = c.TicketSecret
+	}
+	dur("SEATD_QUEUE_ADMISSION", &c.QueueAdmission)
+	dur("SEATD_QUEUE_HOLD_P99", &c.QueueHoldTarget)
 	str("STRIPE_SECRET_KEY", &c.StripeSecretKey)
 	str("STRIPE_PUBLISHABLE_KEY", &c.StripePublishableKey)
 	str("STRIPE_WEBHOOK_SECRET", &c.StripeWebhookSecret)
@@ -374,6 +387,13 @@ func (c Config) validate() []error {
 	positive("SEATD_REAPER_INTERVAL", c.ReaperInterval)
 	positive("SEATD_FEED_INTERVAL", c.FeedInterval)
 	positive("SEATD_WAITLIST_OFFER_TTL", c.WaitlistOfferTTL)
+	positive("SEATD_QUEUE_HOLD_P99", c.QueueHoldTarget)
+	if c.QueueAdmission < time.Minute {
+		bad("SEATD_QUEUE_ADMISSION: must be at least 1m, got %s", c.QueueAdmission)
+	}
+	if c.QueueSecret != "" && len(c.QueueSecret) < 32 {
+		bad("SEATD_QUEUE_SECRET: must be at least 32 characters (openssl rand -base64 32), got %d", len(c.QueueSecret))
+	}
 	positive("SEATD_WAITLIST_INTERVAL", c.WaitlistInterval)
 	positive("SEATD_CACHE_IDLE", c.CacheIdle)
 	positive("SEATD_REDIS_DIAL_TIMEOUT", c.RedisDialTimeout)

@@ -6,6 +6,7 @@ package hold
 import (
 	"fmt"
 	"regexp"
+	"strconv"
 	"strings"
 	"time"
 
@@ -33,7 +34,23 @@ type EventInput struct {
 	OrphanRule           *string
 	AccessibleReleaseAt  *string
 	Status               *string
+	// WaitingRoom changes the waiting room (nil: unchanged).
+	WaitingRoom *WaitingRoomInput
 }
+
+// WaitingRoomInput is a change to an event's waiting room; absent fields
+// keep their values.
+type WaitingRoomInput struct {
+	Enabled *bool
+	OpensAt *string
+	// RatePerMinute is "auto" or a whole number of visitors a minute, as
+	// sent.
+	RatePerMinute *string
+}
+
+// maxRatePerMinute bounds a waiting room's rate: past it a room lets
+// everyone through and is better turned off.
+const maxRatePerMinute = 100000
 
 // transitions are the lifecycle moves an organizer may make.
 var transitions = map[[2]store.EventStatus]bool{
@@ -120,6 +137,9 @@ func (f eventErrors) apply(in EventInput, spec *store.EventSpec) {
 	if in.OrphanRule != nil {
 		spec.OrphanRule = *in.OrphanRule
 	}
+	if in.WaitingRoom != nil {
+		f.waitingRoom(*in.WaitingRoom, &spec.WaitingRoom)
+	}
 	if spec.OrphanRule == "" {
 		spec.OrphanRule = "off"
 	}
@@ -163,5 +183,29 @@ func (f eventErrors) prices(ps []store.Price) {
 		if !currencyRE.MatchString(p.Currency) {
 			f[at+".currency"] = "must be an ISO 4217 code such as EUR"
 		}
+	}
+}
+
+// waitingRoom merges in into room (docs/waiting-room.md), keyed
+// waiting_room.<field>.
+func (f eventErrors) waitingRoom(in WaitingRoomInput, room *store.WaitingRoom) {
+	if in.Enabled != nil {
+		room.Enabled = *in.Enabled
+	}
+	f.time("waiting_room.opens_at", in.OpensAt, &room.OpensAt)
+	if in.RatePerMinute != nil {
+		v := strings.TrimSpace(*in.RatePerMinute)
+		n, err := strconv.Atoi(v)
+		switch {
+		case v == "auto":
+			room.RatePerMinute = 0
+		case err != nil || n < 1 || n > maxRatePerMinute:
+			f["waiting_room.rate_per_minute"] = fmt.Sprintf(`must be "auto" or visitors a minute between 1 and %d`, maxRatePerMinute)
+		default:
+			room.RatePerMinute = n
+		}
+	}
+	if room.Enabled && room.OpensAt == nil && f["waiting_room.opens_at"] == "" {
+		f["waiting_room.opens_at"] = "is required to turn the waiting room on"
 	}
 }

@@ -227,6 +227,10 @@ func (h *Holds) observe(a Actor, event uuid.UUID, f func() (Result, string, erro
 	if err != nil {
 		outcome = string(apperr.CodeOf(err)) // one of apperr's few codes
 	}
-	m.HoldDuration.WithLabelValues(path, outcome).Observe(h.e.now().Sub(start).Seconds())
+	took := h.e.now().Sub(start)
+	m.HoldDuration.WithLabelValues(path, outcome).Observe(took.Seconds())
+	if h.e.opt.OnHold != nil {
+		h.e.opt.OnHold(took)
+	}
 	return res, err
 }

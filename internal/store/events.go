@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"encoding/json"
 	"time"
 
 	"github.com/google/uuid"
@@ -52,6 +53,20 @@ type EventSpec struct {
 	HoldExtension       time.Duration
 	OrphanRule          string
 	AccessibleReleaseAt *time.Time
+	// WaitingRoom is the line in front of the seat map
+	// (docs/waiting-room.md).
+	WaitingRoom WaitingRoom
+}
+
+// WaitingRoom is an event's waiting room as its organizer set it.
+type WaitingRoom struct {
+	Enabled bool `json:"enabled"`
+	// OpensAt is the opening: visitors who join before it get places
+	// drawn at random at it. Required when Enabled.
+	OpensAt *time.Time `json:"opens_at,omitempty"`
+	// RatePerMinute is the visitors let through a minute; 0: automatic,
+	// as fast as the hold latency allows.
+	RatePerMinute int `json:"rate_per_minute"`
 }
 
 // Category is a price category of an event.
@@ -84,15 +99,19 @@ type Section struct {
 const eventColumns = `
 		SELECT e.id, e.name, e.venue, e.starts_at, e.time_zone, e.on_sale_at, e.sales_end_at, e.hold_ttl_seconds,
 		       e.max_holds_per_buyer, e.orphan_rule, e.accessible_release_at, e.hold_extension_seconds, e.status, e.chart_version_id,
-		       (SELECT count(*) FROM seats s WHERE s.org_id = e.org_id AND s.event_id = e.id)
+		       e.waiting_room, (SELECT count(*) FROM seats s WHERE s.org_id = e.org_id AND s.event_id = e.id)
 		FROM events e`
 
 func scanEvent(r pgx.Row, org uuid.UUID) (Event, error) {
 	e := Event{OrgID: org}
 	var ttl, maxHolds, extension *int32
 	var chartVersion *uuid.UUID
+	var room []byte
 	err := r.Scan(&e.ID, &e.Name, &e.Venue, &e.StartsAt, &e.TimeZone, &e.OnSaleAt, &e.SalesEndAt, &ttl,
-		&maxHolds, &e.OrphanRule, &e.AccessibleReleaseAt, &extension, &e.Status, &chartVersion, &e.Seats)
+		&maxHolds, &e.OrphanRule, &e.AccessibleReleaseAt, &extension, &e.Status, &chartVersion, &room, &e.Seats)
+	if err == nil && room != nil {
+		err = json.Unmarshal(room, &e.WaitingRoom)
+	}
 	if ttl != nil {
 		e.HoldTTL = time.Duration(*ttl) * time.Second
 	}
@@ -106,7 +125,7 @@ func scanEvent(r pgx.Row, org uuid.UUID) (Event, error) {
 		e.ChartVersionID = *chartVersion
 	}
 	e.StartsAt = e.StartsAt.UTC()
-	for _, t := range []*time.Time{e.OnSaleAt, e.SalesEndAt, e.AccessibleReleaseAt} {
+	for _, t := range []*time.Time{e.OnSaleAt, e.SalesEndAt, e.AccessibleReleaseAt, e.WaitingRoom.OpensAt} {
 		if t != nil {
 			*t = t.UTC()
 		}
@@ -200,5 +219,31 @@ func sections(ctx context.Context, db pg.DBTX, org, event uuid.UUID) ([]Section,
 		var x Section
 		err := r.Scan(&x.ID, &x.Label, &x.Name, &x.Position, &x.Kind, &x.Capacity)
 		return x, err
+	})
+}
+
+// OpenWaitingRoom is an on-sale event whose waiting room is on.
+type OpenWaitingRoom struct {
+	Org, Event uuid.UUID
+	Room       WaitingRoom
+}
+
+// OpenWaitingRooms lists, across organizations, the on-sale events whose
+// waiting room is on (at most 1000: the admitter's round).
+func (s *Events) OpenWaitingRooms(ctx context.Context) ([]OpenWaitingRoom, error) {
+	rows, err := s.db.Query(ctx, `
+		SELECT org_id, id, waiting_room FROM events
+		WHERE (waiting_room ->> 'enabled')::boolean AND status = 'on_sale'
+		ORDER BY org_id, id LIMIT 1000`)
+	if err != nil {
+		return nil, err
+	}
+	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (OpenWaitingRoom, error) {
+		var o OpenWaitingRoom
+		var room []byte
+		if err := r.Scan(&o.Org, &o.Event, &room); err != nil {
+			return o, err
+		}
+		return o, json.Unmarshal(room, &o.Room)
 	})
 }

@@ -68,6 +68,8 @@ type Deps struct {
 	Door         DoorCore
 	Tickets      ticket.Signer
 	BookingStore TicketReads
+	// Queue is the waiting room's gate (web/queue).
+	Queue QueueLine
 }
 
 // API is the JSON handlers, one field per feature.
@@ -86,6 +88,7 @@ type API struct {
 	Tickets   *Tickets
 	Devices   *Devices
 	Org       *Org
+	Queue     *Queue
 }
 
 // New builds the handlers.
@@ -107,6 +110,7 @@ func New(d Deps) *API {
 		Tickets:   tickets,
 		Devices:   &Devices{dec: d.Decoder, sessions: d.Sessions},
 		Org:       &Org{dec: d.Decoder, reads: d.Accounts, policy: d.Auth},
+		Queue:     &Queue{dec: d.Decoder, line: d.Queue},
 	}
 }
 

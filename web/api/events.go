@@ -2,6 +2,7 @@ package api
 
 import (
 	"context"
+	"encoding/json"
 	"net/http"
 	"time"
 
@@ -71,12 +72,32 @@ type EventJSON struct {
 	AccessibleReleaseAt *time.Time        `json:"accessible_release_at"`
 	Prices              []priceJSON       `json:"prices,omitempty"`
 	Seats               int               `json:"seats"`
+	WaitingRoom         *waitingRoomJSON  `json:"waiting_room"`
+}
+
+// waitingRoomJSON is an event's waiting room as the API answers it.
+type waitingRoomJSON struct {
+	Enabled bool       `json:"enabled"`
+	OpensAt *time.Time `json:"opens_at"`
+	// RatePerMinute is a number, or "auto".
+	RatePerMinute any `json:"rate_per_minute"`
+}
+
+func waitingRoomView(w store.WaitingRoom) *waitingRoomJSON {
+	if w == (store.WaitingRoom{}) {
+		return nil
+	}
+	out := &waitingRoomJSON{Enabled: w.Enabled, OpensAt: w.OpensAt, RatePerMinute: "auto"}
+	if w.RatePerMinute > 0 {
+		out.RatePerMinute = w.RatePerMinute
+	}
+	return out
 }
 
 func eventView(e store.Event) EventJSON {
 	out := EventJSON{ID: e.ID, Name: e.Name, Venue: e.Venue, StartsAt: e.StartsAt.UTC(), Seats: e.Seats,
 		TimeZone: e.TimeZone, Status: e.Status, OnSaleAt: e.OnSaleAt, SalesEndAt: e.SalesEndAt, OrphanRule: e.OrphanRule,
-		AccessibleReleaseAt: e.AccessibleReleaseAt}
+		AccessibleReleaseAt: e.AccessibleReleaseAt, WaitingRoom: waitingRoomView(e.WaitingRoom)}
 	if e.ChartVersionID != uuid.Nil {
 		out.ChartVersionID = &e.ChartVersionID
 	}
@@ -134,12 +155,30 @@ type eventInput struct {
 	OrphanRule          *string      `json:"orphan_rule"`
 	AccessibleReleaseAt *string      `json:"accessible_release_at"`
 	Status              *string      `json:"status"`
+	WaitingRoom         *struct {
+		Enabled *bool   `json:"enabled"`
+		OpensAt *string `json:"opens_at"`
+		// RatePerMinute is a number or "auto"; anything else is refused
+		// by the core with its field named.
+		RatePerMinute json.RawMessage `json:"rate_per_minute"`
+	} `json:"waiting_room"`
 }
 
 func (in eventInput) core() hold.EventInput {
 	out := hold.EventInput{Name: in.Name, Venue: in.Venue, StartsAt: in.StartsAt, TimeZone: in.TimeZone, ChartID: in.ChartID,
 		OnSaleAt: in.OnSaleAt, SalesEndAt: in.SalesEndAt, HoldTTLSeconds: in.HoldTTL, MaxHoldsPerBuyer: in.MaxHoldsPerBuyer,
 		HoldExtensionSeconds: in.HoldExtension, OrphanRule: in.OrphanRule, AccessibleReleaseAt: in.AccessibleReleaseAt, Status: in.Status}
+	if w := in.WaitingRoom; w != nil {
+		out.WaitingRoom = &hold.WaitingRoomInput{Enabled: w.Enabled, OpensAt: w.OpensAt}
+		if len(w.RatePerMinute) > 0 && string(w.RatePerMinute) != "null" {
+			var auto string
+			rate := string(w.RatePerMinute)
+			if json.Unmarshal(w.RatePerMinute, &auto) == nil {
+				rate = auto
+			}
+			out.WaitingRoom.RatePerMinute = &rate
+		}
+	}
 	if in.Prices != nil {
 		out.Prices = make([]store.Price, len(*in.Prices))
 		for i, p := range *in.Prices {

@@ -41,7 +41,7 @@ func Status(code apperr.Code) int {
 	case apperr.SeatTaken, apperr.HoldLimit, apperr.SoldOut, apperr.HoldsExpired, apperr.Conflict, apperr.NotOnSale,
 		apperr.OrphanSeat, apperr.NotEnoughSeats, apperr.AccessibleReserved:
 		return http.StatusConflict
-	case apperr.RateLimited:
+	case apperr.RateLimited, apperr.InQueue:
 		return http.StatusTooManyRequests
 	case apperr.Unavailable:
 		return http.StatusServiceUnavailable

@@ -68,6 +68,8 @@ type Deps struct {
 	Details    BookingDetails
 	Codes      ticket.Signer
 	MyBookings MyBookings
+	// Queue is the waiting room's gate (web/queue).
+	Queue QueueLine
 }
 
 // Pages is the buyer pages' handlers, and the renderers the live hub
@@ -86,6 +88,8 @@ type Pages struct {
 	// Panels renders buyers' waitlist panels (half of
 	// live.WaitlistRenderer; the dashboard's panel is web/staff's).
 	Panels *WaitlistPanels
+	// Queue is the waiting-room page.
+	Queue *Queue
 }
 
 // New builds the buyer pages.
@@ -102,5 +106,6 @@ func New(d Deps) *Pages {
 		MyTickets: &MyTickets{render: d.Render, mine: d.MyBookings},
 		Account:   &Account{render: d.Render, sessions: d.Sessions},
 		Panels:    &WaitlistPanels{store: d.WaitlistStore},
+		Queue:     &Queue{render: d.Render, visible: d.Visible, line: d.Queue},
 	}
 }

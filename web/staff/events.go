@@ -118,6 +118,10 @@ func eventFormOf(e store.Event) views.EventForm {
 	if e.HoldExtension > 0 {
 		f.Extension = strconv.Itoa(int(e.HoldExtension.Seconds()))
 	}
+	f.RoomOn, f.RoomOpensAt, f.RoomRate = e.WaitingRoom.Enabled, show(e.WaitingRoom.OpensAt), "auto"
+	if e.WaitingRoom.RatePerMinute > 0 {
+		f.RoomRate = strconv.Itoa(e.WaitingRoom.RatePerMinute)
+	}
 	for i, c := range e.Categories {
 		f.Prices = append(f.Prices, views.PriceField{Key: c.Key, Name: c.Name, Minor: strconv.FormatInt(c.PriceMinor, 10),
 			Cur: c.Currency, Field: fmt.Sprintf("prices[%d]", i)})
@@ -162,6 +166,18 @@ func formInput(v url.Values, keys []string) (hold.EventInput, map[string]string)
 		return &n
 	}
 	in.HoldTTLSeconds, in.MaxHoldsPerBuyer, in.HoldExtensionSeconds = num("hold_ttl"), num("max_holds_per_buyer"), num("hold_extension")
+	if v.Get("waiting_room_form") != "" {
+		on := v.Get("waiting_room_enabled") != ""
+		opens := at("waiting_room_opens_at")
+		if opens == nil {
+			opens = new(string) // "": no opening
+		}
+		rate := str("waiting_room_rate")
+		if *rate == "" {
+			*rate = "auto"
+		}
+		in.WaitingRoom = &hold.WaitingRoomInput{Enabled: &on, OpensAt: opens, RatePerMinute: rate}
+	}
 	in.Prices = []store.Price{}
 	for i, k := range keys {
 		raw := strings.TrimSpace(v.Get("price_" + k))
@@ -262,6 +278,7 @@ func (p *Events) Update(w http.ResponseWriter, r *http.Request, a hold.Actor) er
 		f.Name, f.Venue, f.TimeZone = v.Get("name"), v.Get("venue"), v.Get("time_zone")
 		f.StartsAt, f.OnSaleAt, f.SalesEndAt = v.Get("starts_at"), v.Get("on_sale_at"), v.Get("sales_end_at")
 		f.HoldTTL, f.MaxHolds, f.Extension = v.Get("hold_ttl"), v.Get("max_holds_per_buyer"), v.Get("hold_extension")
+		f.RoomOn, f.RoomOpensAt, f.RoomRate = v.Get("waiting_room_enabled") != "", v.Get("waiting_room_opens_at"), v.Get("waiting_room_rate")
 		p.renderFormErrors(w, r, f, bad, err)
 		return nil
 	}

@@ -58,6 +58,8 @@ type Deps struct {
 	Bookings   *query.Bookings
 	Deliveries *query.Deliveries
 	Registry   api.RegistryChecks
+	// Line reads the waiting room's figures (docs/waiting-room.md).
+	Line QueueStats
 }
 
 // Pages is the staff pages' handlers, and the renderers the live hub
@@ -74,6 +76,8 @@ type Pages struct {
 	Door      *Door
 	Attendees *Attendees
 	Settings  *Settings
+	// Queue is the dashboard's waiting-room panel.
+	Queue *Queue
 	// Panel renders the dashboard's waitlist panel (half of
 	// live.WaitlistRenderer; the buyers' panels are web/pages').
 	Panel *WaitlistPanel
@@ -100,6 +104,7 @@ func New(d Deps) *Pages {
 		Door:      &Door{frame: f},
 		Attendees: &Attendees{frame: f, door: d.Door},
 		Settings:  &Settings{frame: f, orgs: d.Accounts, policy: d.Policy},
+		Queue:     &Queue{render: d.Render, stats: d.Line, events: d.Events},
 		Panel:     &WaitlistPanel{store: d.WaitlistStore},
 		log:       d.Log,
 	}

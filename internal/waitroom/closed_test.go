@@ -1,0 +1,145 @@
+package waitroom_test
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/redis/go-redis/v9"
+
+	"seatd/internal/testenv"
+	"seatd/internal/waitroom"
+)
+
+// TestQueueRedisDownFailsClosed: while Redis does not answer, joining and
+// reading a place fail (the caller says the line is paused), the admitter
+// admits nobody, and a pass is still checked (it needs no Redis); once
+// Redis answers again every visitor is at the place they had and the
+// admitter goes on from the head of the line.
+func TestQueueRedisDownFailsClosed(t *testing.T) {
+	srv := testenv.StartRedis(t)
+	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr(), ReadTimeout: 200 * time.Millisecond,
+		WriteTimeout: 200 * time.Millisecond, MaxRetries: -1})
+	defer rdb.Close()
+	ctx := context.Background()
+	l := waitroom.NewLine(rdb, "seatd", 5*time.Minute)
+	room := newRoom(time.Now().Add(time.Hour), 60)
+	for i := range 50 {
+		join(t, l, room, fmt.Sprint(i))
+	}
+	room = opened(room)
+	before := map[string]int64{}
+	for i := range 50 {
+		before[fmt.Sprint(i)] = place(t, l, room, fmt.Sprint(i)).Position
+	}
+	passes := waitroom.NewPasses("a secret of at least thirty-two characters", time.Minute)
+	pass, _ := passes.Issue(room.Org, room.Event, "admitted-before")
+
+	// CLIENT PAUSE makes Redis stop answering (as a hung or partitioned
+	// server) while keeping its data.
+	admin := redis.NewClient(&redis.Options{Addr: srv.Addr()})
+	defer admin.Close()
+	if err := admin.Do(ctx, "CLIENT", "PAUSE", 1500, "ALL").Err(); err != nil {
+		t.Fatal(err)
+	}
+	a := waitroom.NewAdmitter(l, rooms{{Room: room, SeatsLeft: -1}}, nil, slog.Default(), time.Second)
+	if n, err := a.Tick(ctx); err == nil || n != 0 {
+		t.Fatalf("admitter with Redis paused: %d admitted, err %v", n, err)
+	}
+	if _, err := l.Join(ctx, room, "newcomer"); err == nil {
+		t.Fatal("joining with Redis paused did not fail")
+	}
+	if _, err := l.Place(ctx, room, "0"); err == nil {
+		t.Fatal("reading a place with Redis paused did not fail")
+	}
+	if _, ok := passes.Check(pass, room.Org, room.Event, "admitted-before"); !ok {
+		t.Fatal("a valid pass was refused with Redis paused")
+	}
+
+	testenv.Eventually(t, 5*time.Second, "Redis answering again", func() bool { return rdb.Ping(ctx).Err() == nil })
+	for v, pos := range before {
+		if p := place(t, l, room, v); p.Position != pos || p.State != waitroom.Waiting {
+			t.Fatalf("%s after the outage: %+v, had place %d", v, p, pos)
+		}
+	}
+	tickUntil(t, a, 1)
+	for v, pos := range before {
+		if p := place(t, l, room, v); (pos == 1) != (p.State == waitroom.Admitted) {
+			t.Fatalf("after the outage %s (place %d) is %s", v, pos, p.State)
+		}
+	}
+}
+
+// TestQueuePasses: a pass admits its session to its event until it
+// expires; another session, event or organization, an altered pass or an
+// expired one is refused.
+func TestQueuePasses(t *testing.T) {
+	p := waitroom.NewPasses("a secret of at least thirty-two characters", 2*time.Second)
+	org, event := uuid.New(), uuid.New()
+	pass, exp := p.Issue(org, event, "s1")
+	if got, ok := p.Check(pass, org, event, "s1"); !ok || !got.Equal(exp) {
+		t.Fatalf("own pass: %v %v", got, ok)
+	}
+	other := waitroom.NewPasses("another secret of at least thirty-two chars", 2*time.Second)
+	forged, _ := other.Issue(org, event, "s1")
+	altered := []byte(pass)
+	altered[3] ^= 1
+	for name, c := range map[string]struct {
+		pass, session string
+		org, event    uuid.UUID
+	}{
+		"other session":      {pass, "s2", org, event},
+		"other event":        {pass, "s1", org, uuid.New()},
+		"other organization": {pass, "s1", uuid.New(), event},
+		"other secret":       {forged, "s1", org, event},
+		"altered":            {string(altered), "s1", org, event},
+		"garbage":            {"not-a-pass", "s1", org, event},
+		"empty":              {"", "s1", org, event},
+		"no session":         {pass, "", org, event},
+	} {
+		if _, ok := p.Check(c.pass, c.org, c.event, c.session); ok {
+			t.Errorf("%s: accepted", name)
+		}
+	}
+	testenv.Eventually(t, 5*time.Second, "the pass expired", func() bool {
+		_, ok := p.Check(pass, org, event, "s1")
+		return !ok
+	})
+}
+
+// TestQueueAIMD: the rate rises by the step while the hold p99 is under
+// the target, halves when it is over, and stays within its bounds.
+func TestQueueAIMD(t *testing.T) {
+	c := waitroom.NewAIMD(waitroom.AIMDOptions{Target: 100 * time.Millisecond, Start: 60, Min: 10, Max: 200, Step: 30})
+	for i := range 1000 {
+		c.Observe(time.Duration(i%50) * time.Millisecond)
+	}
+	if r, p99 := c.Adjust(); r != 90 || p99 >= 100*time.Millisecond {
+		t.Fatalf("fast holds: rate %v, p99 %v", r, p99)
+	}
+	if r, _ := c.Adjust(); r != 120 {
+		t.Fatalf("no holds: rate %v, want 120", r)
+	}
+	for range 10000 {
+		c.Observe(300 * time.Millisecond)
+	}
+	if r, p99 := c.Adjust(); r != 60 || p99 != 300*time.Millisecond {
+		t.Fatalf("slow holds: rate %v, p99 %v", r, p99)
+	}
+	for range 10 {
+		c.Observe(time.Second)
+		c.Adjust()
+	}
+	if r := c.Rate(); r != 10 {
+		t.Fatalf("rate %v after ten slow periods, want the minimum 10", r)
+	}
+	for range 20 {
+		c.Adjust()
+	}
+	if r := c.Rate(); r != 200 {
+		t.Fatalf("rate %v after twenty quiet periods, want the maximum 200", r)
+	}
+}
