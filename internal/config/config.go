@@ -104,6 +104,7 @@ type Config struct {
 	PaymentTTL            time.Duration // SEATD_PAYMENT_TTL: how long a buyer has to pay once they start; their holds are kept until then (at most 1h)
 	PaymentReconcileAfter time.Duration // SEATD_PAYMENT_RECONCILE_AFTER: a payment without news this long is asked about at the provider
 	PaymentReconcileEvery time.Duration // SEATD_PAYMENT_RECONCILE_INTERVAL: how often each process's reconciler looks for such payments
+	Payments              string        // SEATD_PAYMENTS: "required" (buyers pay before seats are theirs) or "off" (a buyer's purchase books without payment: tests, the bench)
 }
 
 // DevTicketSecret is SEATD_TICKET_SECRET outside production when it is not
@@ -185,6 +186,7 @@ func Defaults() Config {
 		PaymentTTL:            15 * time.Minute,
 		PaymentReconcileAfter: 3 * time.Minute,
 		PaymentReconcileEvery: 30 * time.Second,
+		Payments:              PaymentsRequired,
 	}
 }
 
@@ -317,6 +319,7 @@ func Load(getenv func(string) string) (Config, error) {
 	dur("SEATD_PAYMENT_TTL", &c.PaymentTTL)
 	dur("SEATD_PAYMENT_RECONCILE_AFTER", &c.PaymentReconcileAfter)
 	dur("SEATD_PAYMENT_RECONCILE_INTERVAL", &c.PaymentReconcileEvery)
+	str("SEATD_PAYMENTS", &c.Payments)
 
 	errs = append(errs, c.validate()...)
 	return c, errors.Join(errs...)
@@ -436,6 +439,7 @@ func (c Config) validate() []error {
 	positive("SEATD_PAYMENT_RECONCILE_AFTER", c.PaymentReconcileAfter)
 	positive("SEATD_PAYMENT_RECONCILE_INTERVAL", c.PaymentReconcileEvery)
 	errs = append(errs, c.stripeProblems()...)
+	errs = append(errs, c.paymentsProblems()...)
 	return errs
 }
 
