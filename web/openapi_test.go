@@ -18,11 +18,15 @@ import (
 )
 
 // documented reports whether a route of routes.go belongs in the OpenAPI
-// document: the JSON API, and the account posts it relies on (their GETs
-// are HTML pages). path may be a pattern or a request's path.
+// document: the JSON API, the payment provider's webhook endpoint, and
+// the account posts it relies on (their GETs are HTML pages). path may be
+// a pattern or a request's path.
 func documented(method, path string) bool {
 	if strings.HasPrefix(path, "/api/") {
 		return true
+	}
+	if path == "/webhooks/stripe" {
+		return method == http.MethodPost
 	}
 	if method != http.MethodPost {
 		return false

@@ -52,6 +52,12 @@ func (s *Server) routes() {
 	s.mux.HandleFunc("DELETE /api/v1/holds/{hold}", authed(anyRole, h.Holds.Release))
 	s.mux.HandleFunc("POST /api/v1/events/{event}/checkout", authed(buyer, h.Holds.Checkout))
 	s.mux.HandleFunc("POST /api/v1/events/{event}/purchase", authed(buyer, h.Holds.Purchase))
+	// Payments (docs/payments.md): the buyer starts one for their holds;
+	// only the provider's signed webhook books it (no session, no
+	// cross-origin check: it carries no cookie, its signature is checked).
+	s.mux.HandleFunc("POST /api/v1/events/{event}/payments", authed(buyer, h.Payments.Start))
+	s.mux.HandleFunc("GET /api/v1/payments/{payment}", authed(anyRole, h.Payments.Get))
+	s.mux.HandleFunc("POST /webhooks/stripe", public(h.Payments.Webhook))
 	// The waitlist (docs/architecture.md#the-waitlist): buyers join and
 	// leave; staff see the line and may take anyone out of it.
 	s.mux.HandleFunc("POST /api/v1/events/{event}/waitlist", authed(buyer, h.Waitlist.Join))
@@ -78,6 +84,11 @@ func (s *Server) routes() {
 	s.mux.HandleFunc("GET /api/v1/events/{event}/exports/seats.csv", authed(organizer, h.Exports.CSV(store.ExportSeats)))
 	s.mux.HandleFunc("GET /api/v1/events/{event}/exports/bookings.csv", authed(organizer, h.Exports.CSV(store.ExportBookings)))
 	s.mux.HandleFunc("GET /api/v1/events/{event}/exports/audit.csv", authed(organizer, h.Exports.CSV(store.ExportAudit)))
+	s.mux.HandleFunc("GET /api/v1/events/{event}/exports/payments.csv", authed(organizer, h.Payments.CSV))
+	s.mux.HandleFunc("GET /api/v1/events/{event}/payments", authed(staff, h.Payments.List))
+	s.mux.HandleFunc("GET /api/v1/events/{event}/payments/summary", authed(staff, h.Payments.Summary))
+	s.mux.HandleFunc("GET /api/v1/refunds/failed", authed(staff, h.Payments.FailedRefunds))
+	s.mux.HandleFunc("POST /api/v1/refunds/{refund}/retry", authed(staff, h.Payments.RetryRefund))
 
 	// Tickets and the door (docs/architecture.md#ticket-codes, #check-ins).
 	s.mux.HandleFunc("GET /api/v1/me/bookings", authed(buyer, h.Tickets.Mine))

@@ -95,7 +95,8 @@ func newServer(d Deps, o options) *Server {
 		Auth: d.Accounts, Keys: s.keys, Endpoints: s.hooks, Accounts: d.Store.Accounts, Charts: d.Store.Charts,
 		EventStore: d.Store.Events, Audit: d.Store.Audit, Webhooks: d.Store.Webhooks,
 		Visible: s.events, Bookings: bookings, Deliveries: deliveries, Registry: registry,
-		Door: d.Door, Tickets: d.Tickets, BookingStore: d.Store.Bookings})
+		Door: d.Door, Tickets: d.Tickets, BookingStore: d.Store.Bookings,
+		Payments: d.Payments, TestCheckout: d.TestPayments != nil})
 	s.pages = pages.New(pages.Deps{Cfg: d.Cfg, Render: frame, Limits: s.limits, Sessions: s.sessions, Holds: d.Holds,
 		Events: d.Events, Waitlist: d.Waitlist, Accounts: d.Store.Accounts, WaitlistStore: d.Store.Waitlist,
 		Visible: s.events, Bookings: bookings, Details: d.Details, Codes: d.Tickets, MyBookings: d.Store.Bookings})

@@ -42,6 +42,10 @@ type Deps struct {
 	Events    *hold.Events
 	Waitlist  *hold.Waitlist
 	Monitor   *hold.Monitor
+	// Payments is the payment flow; TestCheckout says the test provider
+	// takes them (its card page is the buyer's redirect_url).
+	Payments     *hold.Payments
+	TestCheckout bool
 
 	Auth      Authenticator
 	Keys      *auth.APIKeys
@@ -80,11 +84,16 @@ type API struct {
 	Webhooks  *Webhooks
 	Door      *Door
 	Tickets   *Tickets
+	Payments  *Payments
 }
 
 // New builds the handlers.
 func New(d Deps) *API {
 	tickets := &Tickets{reads: d.BookingStore, codes: d.Tickets}
+	pay := &Payments{dec: d.Decoder, core: d.Payments, log: d.Log}
+	if d.TestCheckout {
+		pay.checkout = PaymentPage
+	}
 	return &API{
 		Accounts: &Accounts{dec: d.Decoder, limits: d.Limits, lockout: d.Lockout, auth: d.Auth, reads: d.Accounts,
 			sessions: d.Sessions, pages: d.Render},
@@ -92,13 +101,14 @@ func New(d Deps) *API {
 		Charts:    &Charts{store: d.Charts},
 		Holds:     &Holds{dec: d.Decoder, limits: d.Limits, core: d.Holds, visible: d.Visible, pages: d.Audit},
 		Waitlist:  &Waitlist{dec: d.Decoder, core: d.Waitlist},
-		BoxOffice: &BoxOffice{dec: d.Decoder, core: d.BoxOffice, bookings: d.Bookings, tickets: tickets},
+		BoxOffice: &BoxOffice{dec: d.Decoder, core: d.BoxOffice, cancels: d.Payments, bookings: d.Bookings, tickets: tickets},
 		Registry:  &Registry{dec: d.Decoder, occupancy: d.Monitor, checks: d.Registry},
 		Exports:   &Exports{store: d.EventStore, log: d.Log},
 		Keys:      &Keys{dec: d.Decoder, core: d.Keys, list: d.Accounts},
 		Webhooks:  &Webhooks{dec: d.Decoder, endpoints: d.Endpoints, store: d.Webhooks, deliveries: d.Deliveries},
 		Door:      &Door{dec: d.Decoder, core: d.Door},
 		Tickets:   tickets,
+		Payments:  pay,
 	}
 }
 
