@@ -16,6 +16,7 @@ import (
 
 	"seatd/internal/config"
 	"seatd/internal/hold"
+	"seatd/internal/payment"
 	"seatd/internal/store"
 	"seatd/internal/ticket"
 	"seatd/views"
@@ -68,6 +69,10 @@ type Deps struct {
 	Details    BookingDetails
 	Codes      ticket.Signer
 	MyBookings MyBookings
+	// Payments is the payment flow; TestPayments the embedded test
+	// provider (nil with Stripe, whose publishable key is in Cfg).
+	Payments     *hold.Payments
+	TestPayments *payment.TestProvider
 }
 
 // Pages is the buyer pages' handlers, and the renderers the live hub
@@ -81,6 +86,8 @@ type Pages struct {
 	Booking  *Booking
 	// MyTickets is the buyer's list of their bookings.
 	MyTickets *MyTickets
+	// Payment pays a payment and waits for its booking.
+	Payment *Payment
 	// Panels renders buyers' waitlist panels (half of
 	// live.WaitlistRenderer; the dashboard's panel is web/staff's).
 	Panels *WaitlistPanels
@@ -88,8 +95,13 @@ type Pages struct {
 
 // New builds the buyer pages.
 func New(d Deps) *Pages {
+	pay := &Payment{render: d.Render, pays: d.Payments, stripe: d.Cfg.StripePublishableKey, flash: d.Sessions,
+		visible: d.Visible}
+	if d.TestPayments != nil {
+		pay.card = d.TestPayments
+	}
 	cart := &Cart{render: d.Render, holds: d.Holds, seats: d.Events, limits: d.Limits, flash: d.Sessions,
-		maxSeats: d.Cfg.MaxSeatsPerRequest}
+		maxSeats: d.Cfg.MaxSeatsPerRequest, payment: pay}
 	return &Pages{
 		SignIn:    &SignIn{render: d.Render, orgs: d.Accounts},
 		Events:    &Events{render: d.Render, visible: d.Visible},
@@ -98,6 +110,7 @@ func New(d Deps) *Pages {
 		Waitlist:  &Waitlist{render: d.Render, core: d.Waitlist},
 		Booking:   &Booking{render: d.Render, bookings: d.Bookings, details: d.Details, codes: d.Codes},
 		MyTickets: &MyTickets{render: d.Render, mine: d.MyBookings},
+		Payment:   pay,
 		Panels:    &WaitlistPanels{store: d.WaitlistStore},
 	}
 }
