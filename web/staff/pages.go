@@ -35,6 +35,7 @@ type Deps struct {
 	Events    *hold.Events
 	Waitlist  *hold.Waitlist
 	Monitor   *hold.Monitor
+	Payments  *hold.Payments
 
 	Keys      *auth.APIKeys
 	Endpoints *webhook.Endpoints
@@ -86,7 +87,7 @@ func New(d Deps) *Pages {
 		Audit: &Audit{frame: f, audit: d.Audit, users: d.Accounts},
 		BoxOffice: &BoxOffice{frame: f, occupancy: d.Monitor, core: d.BoxOffice, sections: d.EventStore, holds: d.Audit,
 			seats: d.Events, release: d.Holds, holdByID: d.HoldStore, layout: map[[2]uuid.UUID]map[string]origin{}},
-		Counter: &Counter{frame: f, core: d.BoxOffice, holds: d.Holds, seats: d.Events, bookings: d.Bookings,
+		Counter: &Counter{frame: f, core: d.BoxOffice, cancels: d.Payments, holds: d.Holds, seats: d.Events, bookings: d.Bookings,
 			houses: d.BookingStore},
 		Charts:   &Charts{frame: f, store: d.Charts},
 		Keys:     &Keys{frame: f, dec: d.Decoder, core: d.Keys, list: d.Accounts},
