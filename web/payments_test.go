@@ -508,3 +508,89 @@ func TestPaidBookingCancelRefunds(t *testing.T) {
 	tn2 := testenv.NewTenant(t, s.app, 0)
 	s.as(tn2.Org, tn2.Organizer).do("GET", "/api/v1/events/"+event.String()+"/exports/payments.csv", nil).wantErr(t, 404, "not_found")
 }
+
+// refundFailedEvent is Stripe's refund.failed for a refund of a payment.
+func refundFailedEvent(id string, p store.Payment, r store.Refund) []byte {
+	now := time.Now()
+	obj := map[string]any{"id": r.ProviderRefundID, "object": "refund", "amount": r.AmountMinor, "currency": strings.ToLower(r.Currency),
+		"payment_intent": p.IntentID, "status": "failed", "created": now.Unix(), "failure_reason": "expired_or_canceled_card",
+		"metadata": map[string]string{payment.MetaPayment: p.ID.String(), payment.MetaOrg: p.OrgID.String(),
+			payment.MetaRefund: r.ID.String()}}
+	b, err := json.Marshal(map[string]any{"id": id, "object": "event", "api_version": stripe.APIVersion, "created": now.Unix(),
+		"type": payment.EventRefundFailed, "livemode": false, "pending_webhooks": 1,
+		"request": map[string]any{"id": nil, "idempotency_key": nil}, "data": map[string]any{"object": obj}})
+	if err != nil {
+		panic(err)
+	}
+	return b
+}
+
+// TestFailedRefundRetryPages: a refund the provider fails late is listed
+// for staff (API and page) and retried from the page; the dashboard shows
+// the event's payment figures and links payments.csv.
+func TestFailedRefundRetryPages(t *testing.T) {
+	s := payServer(t, nil)
+	tn := testenv.NewTenant(t, s.app, 1)
+	event, seats := paidEvent(t, s.app, tn)
+	buyer := s.as(tn.Org, tn.Buyers[0])
+	coreHold(t, s.app, tn.Buyers[0], event, seats["B6"], seats["B7"])
+	p, r := startPayment(t, buyer, event, "k")
+	r.want(t, http.StatusCreated)
+	payCard(t, buyer, p.ID, "4242424242424242").want(t, http.StatusSeeOther)
+	var got paymentOf
+	testenv.Eventually(t, 10*time.Second, "the booking", func() bool {
+		buyer.do("GET", "/api/v1/payments/"+p.ID.String(), nil).want(t, 200).json(t, &got)
+		return got.BookingID != uuid.Nil
+	})
+	org := s.as(tn.Org, tn.Organizer)
+	dash := org.do("GET", "/admin/events/"+event.String(), nil).want(t, 200).doc(t)
+	if paid := dash.Find(`[data-testid=revenue] [data-testid=revenue-paid]`).First().Text(); !strings.Contains(paid, "50.00") {
+		t.Errorf("dashboard paid %q, want 50.00 EUR for two back seats", paid)
+	}
+	if dash.Find(`a[href$="/exports/payments.csv"]`).Length() != 1 {
+		t.Error("the dashboard does not link payments.csv")
+	}
+
+	box := s.as(tn.Org, tn.BoxOffice)
+	box.do("POST", "/api/v1/bookings/"+got.BookingID.String()+"/cancel", map[string]any{"reason": "ill"}).want(t, 200)
+	pay, err := s.app.Payments.Get(t.Context(), actor(tn.BoxOffice), p.ID)
+	if err != nil || len(pay.Refunds) != 1 || pay.Refunds[0].ProviderRefundID == "" {
+		t.Fatalf("refunds %+v (%v)", pay.Refunds, err)
+	}
+	// The provider fails the refund late (the money comes back to the
+	// account), and says so.
+	if _, err := s.app.Store.PaymentLedger.UpdateIntent(t.Context(), pay.IntentID, func(in *payment.TestIntent) error {
+		in.Refunds = nil
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	body := refundFailedEvent("evt_refund_failed_1", pay, pay.Refunds[0])
+	sig := webhook.GenerateTestSignedPayload(&webhook.UnsignedPayload{Payload: body, Secret: paySecret}).Header
+	s.client().do("POST", "/webhooks/stripe", raw{"application/json", body}, payment.SignatureHeader, sig).want(t, 200)
+
+	var failed struct {
+		Refunds []struct {
+			ID     uuid.UUID `json:"id"`
+			Status string    `json:"status"`
+		} `json:"refunds"`
+	}
+	box.do("GET", "/api/v1/refunds/failed", nil).want(t, 200).json(t, &failed)
+	if len(failed.Refunds) != 1 || failed.Refunds[0].ID != pay.Refunds[0].ID {
+		t.Fatalf("failed refunds %+v", failed.Refunds)
+	}
+	page := box.do("GET", "/box-office/refunds", nil).want(t, 200).doc(t)
+	action, ok := page.Find(`[data-refund="` + failed.Refunds[0].ID.String() + `"] form`).Attr("action")
+	if !ok {
+		t.Fatal("the failed refund has no retry button")
+	}
+	box.do("POST", action, raw{"application/x-www-form-urlencoded", nil}).want(t, http.StatusSeeOther)
+	box.do("GET", "/api/v1/refunds/failed", nil).want(t, 200).json(t, &failed)
+	if len(failed.Refunds) != 0 {
+		t.Errorf("failed refunds after the retry %+v", failed.Refunds)
+	}
+	if box.do("GET", "/box-office/refunds", nil).want(t, 200).doc(t).Find(`[data-testid=no-failed-refunds]`).Length() != 1 {
+		t.Error("the page still lists failed refunds")
+	}
+	buyer.do("GET", "/box-office/refunds", nil).want(t, 403)
+}

@@ -181,6 +181,8 @@ func (s *Server) routes() {
 	s.mux.HandleFunc("POST /box-office/house-seats/{allocation}/release", page(staff, st.Counter.ReleaseHouse))
 	s.mux.HandleFunc("GET /box-office/bookings/{booking}", page(staff, st.Counter.Confirmation))
 	s.mux.HandleFunc("POST /box-office/bookings/{booking}/cancel", page(staff, st.Counter.Cancel))
+	s.mux.HandleFunc("GET /box-office/refunds", page(staff, st.Refunds.Page))
+	s.mux.HandleFunc("POST /box-office/refunds/{refund}/retry", page(staff, st.Refunds.Retry))
 
 	// Their live sockets.
 	s.mux.HandleFunc("GET /live/events/{event}/dashboard", authed(organizer, s.liveSocket(live.StreamDashboard)))

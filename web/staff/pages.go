@@ -69,6 +69,7 @@ type Pages struct {
 	Keys      *Keys
 	Webhooks  *Webhooks
 	Door      *Door
+	Refunds   *Refunds
 	// Panel renders the dashboard's waitlist panel (half of
 	// live.WaitlistRenderer; the buyers' panels are web/pages').
 	Panel *WaitlistPanel
@@ -82,7 +83,7 @@ func New(d Deps) *Pages {
 	return &Pages{
 		Events: &Events{frame: f, core: d.Events, charts: d.Charts},
 		Dashboard: &Dashboard{frame: f, monitor: d.Monitor, audit: d.Audit, checks: d.Registry, waitlist: d.Waitlist,
-			seats: d.Events, snapshotInterval: d.Cfg.SnapshotInterval,
+			seats: d.Events, pays: d.Payments, snapshotInterval: d.Cfg.SnapshotInterval,
 			charts: map[[2]uuid.UUID]*chartCache{}, registry: map[[2]uuid.UUID]*registryCheck{}},
 		Audit: &Audit{frame: f, audit: d.Audit, users: d.Accounts},
 		BoxOffice: &BoxOffice{frame: f, occupancy: d.Monitor, core: d.BoxOffice, sections: d.EventStore, holds: d.Audit,
@@ -93,6 +94,7 @@ func New(d Deps) *Pages {
 		Keys:     &Keys{frame: f, dec: d.Decoder, core: d.Keys, list: d.Accounts},
 		Webhooks: &Webhooks{frame: f, dec: d.Decoder, endpoints: d.Endpoints, store: d.Webhooks, deliveries: d.Deliveries},
 		Door:     &Door{frame: f},
+		Refunds:  &Refunds{frame: f, pays: d.Payments},
 		Panel:    &WaitlistPanel{store: d.WaitlistStore},
 		log:      d.Log,
 	}
