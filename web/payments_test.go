@@ -33,7 +33,12 @@ const paySecret = "whsec_paytestsecret0123456789"
 // with the embedded test provider, served on the address the app names
 // as its own: the provider's signed events reach the server's own
 // POST /webhooks/stripe over HTTP, as in production.
+// With background, the app's background loops run too (browser tests).
 func payServer(t testing.TB, mod func(*config.Config)) *testServer {
+	return payServerWith(t, mod, false)
+}
+
+func payServerWith(t testing.TB, mod func(*config.Config), background bool) *testServer {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -53,7 +58,11 @@ func payServer(t testing.TB, mod func(*config.Config)) *testServer {
 	if a.TestPayments == nil {
 		t.Fatal("no test provider")
 	}
-	testenv.Run(t, a.TestPayments) // the delayed card's success, retries
+	if background {
+		testenv.Background(t, a) // with the test provider's deliveries
+	} else {
+		testenv.Run(t, a.TestPayments) // the delayed card's success, retries
+	}
 	d := depsOf(a)
 	d.Notifier = testenv.Notifier(t, a)
 	s := newServer(d, options{})
