@@ -281,6 +281,9 @@ type Booking struct {
 	CreatedAt    time.Time
 	// PDF is the URL of the live tickets as a PDF; "" when none is live.
 	PDF string
+	// CancelUntil is when the buyer's own cancellation (refunded) closes,
+	// "" when they cannot cancel it.
+	CancelUntil string
 }
 
 // Ticket is one bought seat and what was paid for it.

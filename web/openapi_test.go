@@ -222,7 +222,7 @@ func TestOpenAPICheckCatches(t *testing.T) {
 	const uid = "6f1c3a52-5d7e-4a53-9f5f-0c1e1c3f1a10"
 	event := `{"id":"` + uid + `","name":"Gala","venue":"Hall","starts_at":"2026-05-01T17:30:00Z","time_zone":"Europe/Paris",` +
 		`"status":"draft","on_sale_at":null,"sales_end_at":null,"chart_version_id":"` + uid + `","hold_ttl":null,` +
-		`"max_holds_per_buyer":null,"hold_extension":null,"orphan_rule":"off","accessible_release_at":null,` +
+		`"max_holds_per_buyer":null,"hold_extension":null,"orphan_rule":"off","accessible_release_at":null,"buyer_cancel_hours":null,` +
 		`"prices":[{"category":"std","name":"Standard","color":"#4f46e5","price_minor":2500,"currency":"EUR"}],"seats":10}`
 	booking := `{"id":"` + uid + `","event_id":"` + uid + `","status":"confirmed","reference":"ABCD-1234","channel":"box_office",` +
 		`"payment_method":"cash","customer":{"name":"Ada","email":"ada@example.com"},"created_at":"2026-05-01T17:30:00Z",` +

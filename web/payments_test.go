@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"os"
 	"strconv"
 	"strings"
 	"testing"
@@ -602,4 +603,81 @@ func TestFailedRefundRetryPages(t *testing.T) {
 		t.Error("the page still lists failed refunds")
 	}
 	buyer.do("GET", "/box-office/refunds", nil).want(t, 403)
+}
+
+// TestBuyerCancelsPaidBooking: a buyer cancels their own paid booking,
+// refunded, only when the organizer allows it and before the cutoff;
+// another buyer's is not found.
+func TestBuyerCancelsPaidBooking(t *testing.T) {
+	s := payServer(t, nil)
+	tn := testenv.NewTenant(t, s.app, 2)
+	event, seats := paidEvent(t, s.app, tn)
+	buyer := s.as(tn.Org, tn.Buyers[0])
+	coreHold(t, s.app, tn.Buyers[0], event, seats["C2"], seats["C3"])
+	p, r := startPayment(t, buyer, event, "k")
+	r.want(t, http.StatusCreated)
+	payCard(t, buyer, p.ID, "4242424242424242").want(t, http.StatusSeeOther)
+	var got paymentOf
+	testenv.Eventually(t, 10*time.Second, "the booking", func() bool {
+		buyer.do("GET", "/api/v1/payments/"+p.ID.String(), nil).want(t, 200).json(t, &got)
+		return got.BookingID != uuid.Nil
+	})
+	cancel := "/api/v1/me/bookings/" + got.BookingID.String() + "/cancel"
+	// Off by default.
+	buyer.do("POST", cancel, nil).wantErr(t, http.StatusConflict, "conflict")
+	if s.as(tn.Org, tn.Buyers[0]).do("GET", "/bookings/"+got.BookingID.String(), nil).want(t, 200).doc(t).
+		Find(`[data-testid=buyer-cancel]`).Length() != 0 {
+		t.Error("the booking page offers a cancellation the event does not allow")
+	}
+	org := s.as(tn.Org, tn.Organizer)
+	// Past the cutoff: the event starts in 48 hours.
+	org.do("PATCH", "/api/v1/events/"+event.String(), map[string]any{"buyer_cancel_hours": 72}).want(t, 200)
+	buyer.do("POST", cancel, nil).wantErr(t, http.StatusConflict, "conflict")
+	org.do("PATCH", "/api/v1/events/"+event.String(), map[string]any{"buyer_cancel_hours": 9999}).
+		wantErr(t, http.StatusUnprocessableEntity, "invalid")
+	var ev struct {
+		BuyerCancelHours *int `json:"buyer_cancel_hours"`
+	}
+	org.do("PATCH", "/api/v1/events/"+event.String(), map[string]any{"buyer_cancel_hours": 24}).want(t, 200).json(t, &ev)
+	if ev.BuyerCancelHours == nil || *ev.BuyerCancelHours != 24 {
+		t.Fatalf("buyer_cancel_hours %v", ev.BuyerCancelHours)
+	}
+	s.as(tn.Org, tn.Buyers[1]).do("POST", cancel, nil).wantErr(t, http.StatusNotFound, "not_found")
+	s.as(tn.Org, tn.BoxOffice).do("POST", cancel, nil).wantErr(t, http.StatusForbidden, "forbidden")
+
+	page := buyer.do("GET", "/bookings/"+got.BookingID.String(), nil).want(t, 200).doc(t)
+	action, ok := page.Find(`[data-testid=buyer-cancel]`).Attr("action")
+	if !ok {
+		t.Fatal("the booking page offers no cancellation")
+	}
+	buyer.do("POST", action, raw{"application/x-www-form-urlencoded", nil}).want(t, http.StatusSeeOther)
+	var b bookingPaid
+	testenv.Eventually(t, 10*time.Second, "the refund", func() bool {
+		buyer.do("GET", "/api/v1/bookings/"+got.BookingID.String(), nil).want(t, 200).json(t, &b)
+		return b.Refund != nil && b.Refund.Status == "succeeded"
+	})
+	if b.Status != "cancelled" || b.Refund.AmountMinor != 5000 {
+		t.Errorf("booking after the buyer's cancellation %+v", b)
+	}
+	buyer.do("POST", cancel, nil).want(t, http.StatusConflict)
+	org.do("PATCH", "/api/v1/events/"+event.String(), map[string]any{"buyer_cancel_hours": -1}).want(t, 200).json(t, &ev)
+	if ev.BuyerCancelHours != nil {
+		t.Errorf("buyer_cancel_hours after -1: %v", *ev.BuyerCancelHours)
+	}
+}
+
+// TestWebhookPathIsRouted: the test provider sends to app.WebhookPath,
+// the endpoint to register on Stripe's dashboard; routes.go serves it.
+func TestWebhookPathIsRouted(t *testing.T) {
+	t.Parallel()
+	if app.WebhookPath != "/webhooks/stripe" {
+		t.Fatalf("app.WebhookPath %q", app.WebhookPath)
+	}
+	src, err := os.ReadFile("routes.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(src), `"POST `+app.WebhookPath+`"`) {
+		t.Errorf("routes.go does not route POST %s", app.WebhookPath)
+	}
 }

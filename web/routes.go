@@ -92,6 +92,7 @@ func (s *Server) routes() {
 
 	// Tickets and the door (docs/architecture.md#ticket-codes, #check-ins).
 	s.mux.HandleFunc("GET /api/v1/me/bookings", authed(buyer, h.Tickets.Mine))
+	s.mux.HandleFunc("POST /api/v1/me/bookings/{booking}/cancel", authed(buyer, h.BoxOffice.CancelMine))
 	s.mux.HandleFunc("POST /api/v1/events/{event}/checkins", authed(scanners, h.Door.Checkin))
 	s.mux.HandleFunc("POST /api/v1/events/{event}/checkins/sync", authed(scanners, h.Door.Sync))
 	s.mux.HandleFunc("GET /api/v1/events/{event}/checkins/key", authed(scanners, h.Door.Key))
@@ -132,6 +133,7 @@ func (s *Server) routes() {
 	s.mux.HandleFunc("DELETE /e/{event}/waitlist/{entry}", page(buyer, p.Waitlist.Leave))
 	s.mux.HandleFunc("GET /bookings/{booking}", page(buyer, p.Booking.Page))
 	s.mux.HandleFunc("GET /bookings/{booking}/tickets.pdf", page(buyer, p.Booking.PDF))
+	s.mux.HandleFunc("POST /bookings/{booking}/cancel", page(buyer, p.Booking.Cancel))
 	s.mux.HandleFunc("GET /me/tickets", page(buyer, p.MyTickets.Page))
 	s.mux.HandleFunc("GET /door", page(scanners, st.Door.Events))
 	s.mux.HandleFunc("GET /door/e/{event}", page(scanners, st.Door.Scanner))

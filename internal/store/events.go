@@ -52,6 +52,9 @@ type EventSpec struct {
 	HoldExtension       time.Duration
 	OrphanRule          string
 	AccessibleReleaseAt *time.Time
+	// BuyerCancelHours lets buyers cancel their own paid bookings, refunded,
+	// until that many hours before the start (nil: they cannot).
+	BuyerCancelHours *int
 }
 
 // Category is a price category of an event.
@@ -83,16 +86,16 @@ type Section struct {
 // eventColumns selects events (e) as scanEvent reads them.
 const eventColumns = `
 		SELECT e.id, e.name, e.venue, e.starts_at, e.time_zone, e.on_sale_at, e.sales_end_at, e.hold_ttl_seconds,
-		       e.max_holds_per_buyer, e.orphan_rule, e.accessible_release_at, e.hold_extension_seconds, e.status, e.chart_version_id,
-		       (SELECT count(*) FROM seats s WHERE s.org_id = e.org_id AND s.event_id = e.id)
+		       e.max_holds_per_buyer, e.orphan_rule, e.accessible_release_at, e.hold_extension_seconds, e.buyer_cancel_hours, e.status,
+		       e.chart_version_id, (SELECT count(*) FROM seats s WHERE s.org_id = e.org_id AND s.event_id = e.id)
 		FROM events e`
 
 func scanEvent(r pgx.Row, org uuid.UUID) (Event, error) {
 	e := Event{OrgID: org}
-	var ttl, maxHolds, extension *int32
+	var ttl, maxHolds, extension, cancelHours *int32
 	var chartVersion *uuid.UUID
 	err := r.Scan(&e.ID, &e.Name, &e.Venue, &e.StartsAt, &e.TimeZone, &e.OnSaleAt, &e.SalesEndAt, &ttl,
-		&maxHolds, &e.OrphanRule, &e.AccessibleReleaseAt, &extension, &e.Status, &chartVersion, &e.Seats)
+		&maxHolds, &e.OrphanRule, &e.AccessibleReleaseAt, &extension, &cancelHours, &e.Status, &chartVersion, &e.Seats)
 	if ttl != nil {
 		e.HoldTTL = time.Duration(*ttl) * time.Second
 	}
@@ -104,6 +107,10 @@ func scanEvent(r pgx.Row, org uuid.UUID) (Event, error) {
 	}
 	if chartVersion != nil {
 		e.ChartVersionID = *chartVersion
+	}
+	if cancelHours != nil {
+		h := int(*cancelHours)
+		e.BuyerCancelHours = &h
 	}
 	e.StartsAt = e.StartsAt.UTC()
 	for _, t := range []*time.Time{e.OnSaleAt, e.SalesEndAt, e.AccessibleReleaseAt} {

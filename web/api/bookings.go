@@ -33,6 +33,7 @@ type BoxOfficeCore interface {
 // booking paid online, and the payment a booking's refunds are read from.
 type Cancellations interface {
 	Cancel(ctx context.Context, a hold.Actor, booking uuid.UUID, ticketIDs []uuid.UUID, reason string) (store.Booking, *store.Refund, error)
+	CancelMine(ctx context.Context, a hold.Actor, booking uuid.UUID) (store.Booking, *store.Refund, error)
 	Get(ctx context.Context, a hold.Actor, id uuid.UUID) (store.Payment, error)
 }
 
@@ -281,6 +282,27 @@ func (h *BoxOffice) Cancel(w http.ResponseWriter, r *http.Request, a hold.Actor)
 		}
 	}
 	b, _, err := h.cancels.Cancel(r.Context(), a, id, tickets, in.Reason)
+	if err != nil {
+		return err
+	}
+	out := bookingView(b)
+	if out.Refund, err = h.refund(r.Context(), a, b); err != nil {
+		return err
+	}
+	httpx.WriteJSON(w, http.StatusOK, out)
+	return nil
+}
+
+// CancelMine cancels the buyer's own booking paid online, whole, refunded
+// through the payment provider, while the event allows it (its
+// buyer_cancel_hours before the start): 200 with the booking and its
+// refund.
+func (h *BoxOffice) CancelMine(w http.ResponseWriter, r *http.Request, a hold.Actor) error {
+	id, err := idAndNoInput(h.dec, w, r, "booking")
+	if err != nil {
+		return err
+	}
+	b, _, err := h.cancels.CancelMine(r.Context(), a, id)
 	if err != nil {
 		return err
 	}

@@ -69,14 +69,17 @@ type EventJSON struct {
 	HoldExtension       *int              `json:"hold_extension"` // seconds a checkout adds; null: the default
 	OrphanRule          string            `json:"orphan_rule"`
 	AccessibleReleaseAt *time.Time        `json:"accessible_release_at"`
-	Prices              []priceJSON       `json:"prices,omitempty"`
-	Seats               int               `json:"seats"`
+	// BuyerCancelHours: buyers may cancel their paid bookings (refunded)
+	// until this many hours before the start; null: they cannot.
+	BuyerCancelHours *int        `json:"buyer_cancel_hours"`
+	Prices           []priceJSON `json:"prices,omitempty"`
+	Seats            int         `json:"seats"`
 }
 
 func eventView(e store.Event) EventJSON {
 	out := EventJSON{ID: e.ID, Name: e.Name, Venue: e.Venue, StartsAt: e.StartsAt.UTC(), Seats: e.Seats,
 		TimeZone: e.TimeZone, Status: e.Status, OnSaleAt: e.OnSaleAt, SalesEndAt: e.SalesEndAt, OrphanRule: e.OrphanRule,
-		AccessibleReleaseAt: e.AccessibleReleaseAt}
+		AccessibleReleaseAt: e.AccessibleReleaseAt, BuyerCancelHours: e.BuyerCancelHours}
 	if e.ChartVersionID != uuid.Nil {
 		out.ChartVersionID = &e.ChartVersionID
 	}
@@ -133,13 +136,15 @@ type eventInput struct {
 	HoldExtension       *int         `json:"hold_extension"`
 	OrphanRule          *string      `json:"orphan_rule"`
 	AccessibleReleaseAt *string      `json:"accessible_release_at"`
+	BuyerCancelHours    *int         `json:"buyer_cancel_hours"`
 	Status              *string      `json:"status"`
 }
 
 func (in eventInput) core() hold.EventInput {
 	out := hold.EventInput{Name: in.Name, Venue: in.Venue, StartsAt: in.StartsAt, TimeZone: in.TimeZone, ChartID: in.ChartID,
 		OnSaleAt: in.OnSaleAt, SalesEndAt: in.SalesEndAt, HoldTTLSeconds: in.HoldTTL, MaxHoldsPerBuyer: in.MaxHoldsPerBuyer,
-		HoldExtensionSeconds: in.HoldExtension, OrphanRule: in.OrphanRule, AccessibleReleaseAt: in.AccessibleReleaseAt, Status: in.Status}
+		HoldExtensionSeconds: in.HoldExtension, OrphanRule: in.OrphanRule, AccessibleReleaseAt: in.AccessibleReleaseAt,
+		BuyerCancelHours: in.BuyerCancelHours, Status: in.Status}
 	if in.Prices != nil {
 		out.Prices = make([]store.Price, len(*in.Prices))
 		for i, p := range *in.Prices {
