@@ -349,7 +349,10 @@ type EventForm struct {
 	HoldTTL    string // seconds, "" for the default
 	MaxHolds   string // "" for the default
 	Extension  string // seconds a checkout adds, "" for the default
-	Prices     []PriceField
+	// CancelHours: buyers may cancel their paid bookings, refunded, until
+	// this many hours before the start ("": they cannot).
+	CancelHours string
+	Prices      []PriceField
 	// Errors maps API field names (name, prices[0].currency, ...) to what
 	// is wrong; Message is the summary.
 	Errors  map[string]string

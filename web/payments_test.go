@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/PuerkitoBio/goquery"
 	"github.com/google/uuid"
 	"github.com/stripe/stripe-go/v82"
 	"github.com/stripe/stripe-go/v82/webhook"
@@ -679,5 +680,46 @@ func TestWebhookPathIsRouted(t *testing.T) {
 	}
 	if !strings.Contains(string(src), `"POST `+app.WebhookPath+`"`) {
 		t.Errorf("routes.go does not route POST %s", app.WebhookPath)
+	}
+}
+
+// TestEventFormBuyerCancelHours: the organizer's event form sets and
+// clears how long buyers may cancel their paid bookings.
+func TestEventFormBuyerCancelHours(t *testing.T) {
+	s := payServer(t, nil)
+	tn := testenv.NewTenant(t, s.app, 0)
+	event, _ := paidEvent(t, s.app, tn)
+	org := s.as(tn.Org, tn.Organizer)
+	edit := "/admin/events/" + event.String() + "/edit"
+	form := func() url.Values {
+		v := url.Values{}
+		org.do("GET", edit, nil).want(t, 200).doc(t).Find(`form[action="/admin/events/` + event.String() + `"] input`).
+			Each(func(_ int, in *goquery.Selection) {
+				name, _ := in.Attr("name")
+				val, _ := in.Attr("value")
+				if name != "" {
+					v.Set(name, val)
+				}
+			})
+		return v
+	}
+	v := form()
+	if _, ok := v["buyer_cancel_hours"]; !ok {
+		t.Fatal("the event form has no buyer_cancel_hours field")
+	}
+	v.Set("buyer_cancel_hours", "12")
+	org.do("POST", "/admin/events/"+event.String(), raw{"application/x-www-form-urlencoded", []byte(v.Encode())}).want(t, http.StatusSeeOther)
+	e, err := s.app.Store.Events.Event(t.Context(), tn.Org.ID, event)
+	if err != nil || e.BuyerCancelHours == nil || *e.BuyerCancelHours != 12 {
+		t.Fatalf("buyer_cancel_hours after the form: %v (%v)", e.BuyerCancelHours, err)
+	}
+	v = form()
+	if v.Get("buyer_cancel_hours") != "12" {
+		t.Errorf("the form shows %q", v.Get("buyer_cancel_hours"))
+	}
+	v.Set("buyer_cancel_hours", "")
+	org.do("POST", "/admin/events/"+event.String(), raw{"application/x-www-form-urlencoded", []byte(v.Encode())}).want(t, http.StatusSeeOther)
+	if e, _ = s.app.Store.Events.Event(t.Context(), tn.Org.ID, event); e.BuyerCancelHours != nil {
+		t.Errorf("buyer_cancel_hours after clearing: %d", *e.BuyerCancelHours)
 	}
 }
