@@ -259,6 +259,8 @@ type Dashboard struct {
 	Chart     Chart
 	Registry  Registry
 	Feed      []FeedEntry
+	// Revenue is the online payments' figures per category.
+	Revenue []RevenueRow
 }
 
 // ChartPoint is the occupancy at one time.

@@ -14,6 +14,10 @@ type Page struct {
 	// Asset returns the hashed URL of a static file.
 	Asset func(name string) string
 	Flash string
+	// Refresh reloads the page after that many seconds (0: never): a page
+	// that waits for something done elsewhere (a payment's confirmation)
+	// without a script.
+	Refresh int
 }
 
 // User is the signed-in account shown in the nav.
@@ -237,6 +241,9 @@ type CartHold struct {
 	Scale      int
 	// Offer marks seats held for the buyer from the waitlist.
 	Offer bool
+	// Paying is the payment the hold is being paid with ("" if none): the
+	// seat shows as paying and only the payment can end the hold.
+	Paying string
 }
 
 // Cart is the buyer's panel: holds, countdowns, checkout and pay.
@@ -255,6 +262,9 @@ type Cart struct {
 	Total string
 	// Extension is the time a checkout adds ("5 more minutes").
 	Extension string
+	// Paying is the buyer's payment in flight for these holds ("" if
+	// none): the cart offers to go on paying instead of checking out.
+	Paying string
 }
 
 // Booking is a confirmed purchase.
@@ -271,6 +281,9 @@ type Booking struct {
 	CreatedAt    time.Time
 	// PDF is the URL of the live tickets as a PDF; "" when none is live.
 	PDF string
+	// CancelUntil is when the buyer's own cancellation (refunded) closes,
+	// "" when they cannot cancel it.
+	CancelUntil string
 }
 
 // Ticket is one bought seat and what was paid for it.
@@ -338,7 +351,10 @@ type EventForm struct {
 	HoldTTL    string // seconds, "" for the default
 	MaxHolds   string // "" for the default
 	Extension  string // seconds a checkout adds, "" for the default
-	Prices     []PriceField
+	// CancelHours: buyers may cancel their paid bookings, refunded, until
+	// this many hours before the start ("": they cannot).
+	CancelHours string
+	Prices      []PriceField
 	// The waiting room (edit form only): on, its opening (venue time)
 	// and its rate ("auto" or visitors a minute).
 	RoomOn                bool

@@ -10,6 +10,7 @@ import (
 	"seatd/internal/config"
 	"seatd/internal/door"
 	"seatd/internal/hold"
+	"seatd/internal/payment"
 	"seatd/internal/store"
 	"seatd/internal/ticket"
 	"seatd/web/api"
@@ -46,6 +47,10 @@ type Deps struct {
 	Door    *door.Door
 	Tickets ticket.Signer
 	Details *store.BookingMail
+	// Payments is the payment flow; TestPayments the embedded test
+	// provider whose card page the server serves (nil with Stripe).
+	Payments     *hold.Payments
+	TestPayments *payment.TestProvider
 	// Notifier hears session ends and API key revocations announced by
 	// Postgres (the process's notifier, internal/notify).
 	Notifier Notifier

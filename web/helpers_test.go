@@ -68,7 +68,8 @@ func depsOf(a *app.App) Deps {
 	return Deps{Cfg: a.Cfg, Log: a.Log, Pool: a.Pool, Redis: a.Redis, Store: a.Store,
 		Engine: a.Engine, Holds: a.Holds, BoxOffice: a.BoxOffice, Events: a.Events, Waitlist: a.Waitlist, Monitor: a.Monitor,
 		Accounts: a.Accounts, Notifier: a.Notifier, Registry: a.Registry,
-		Door: a.Door, Tickets: a.TicketKeys, Details: a.BookingDetails}
+		Door: a.Door, Tickets: a.TicketKeys, Details: a.BookingDetails,
+		Payments: a.Payments, TestPayments: a.TestPayments}
 }
 
 // client is one browser-like user agent: its own cookie jar, no redirects

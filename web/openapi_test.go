@@ -18,11 +18,15 @@ import (
 )
 
 // documented reports whether a route of routes.go belongs in the OpenAPI
-// document: the JSON API, and the account posts it relies on (their GETs
-// are HTML pages). path may be a pattern or a request's path.
+// document: the JSON API, the payment provider's webhook endpoint, and
+// the account posts it relies on (their GETs are HTML pages). path may be
+// a pattern or a request's path.
 func documented(method, path string) bool {
 	if strings.HasPrefix(path, "/api/") {
 		return true
+	}
+	if path == "/webhooks/stripe" {
+		return method == http.MethodPost
 	}
 	if method != http.MethodPost {
 		return false
@@ -222,7 +226,7 @@ func TestOpenAPICheckCatches(t *testing.T) {
 	const uid = "6f1c3a52-5d7e-4a53-9f5f-0c1e1c3f1a10"
 	event := `{"id":"` + uid + `","name":"Gala","venue":"Hall","starts_at":"2026-05-01T17:30:00Z","time_zone":"Europe/Paris",` +
 		`"status":"draft","on_sale_at":null,"sales_end_at":null,"chart_version_id":"` + uid + `","hold_ttl":null,` +
-		`"max_holds_per_buyer":null,"hold_extension":null,"orphan_rule":"off","accessible_release_at":null,"waiting_room":null,` +
+		`"max_holds_per_buyer":null,"hold_extension":null,"orphan_rule":"off","accessible_release_at":null,"buyer_cancel_hours":null,"waiting_room":null,` +
 		`"prices":[{"category":"std","name":"Standard","color":"#4f46e5","price_minor":2500,"currency":"EUR"}],"seats":10}`
 	booking := `{"id":"` + uid + `","event_id":"` + uid + `","status":"confirmed","reference":"ABCD-1234","channel":"box_office",` +
 		`"payment_method":"cash","customer":{"name":"Ada","email":"ada@example.com"},"created_at":"2026-05-01T17:30:00Z",` +

@@ -71,6 +71,12 @@ func (s *Server) routes() {
 	s.mux.HandleFunc("DELETE /api/v1/holds/{hold}", authed(anyRole, h.Holds.Release))
 	s.mux.HandleFunc("POST /api/v1/events/{event}/checkout", authed(buyer, h.Holds.Checkout))
 	s.mux.HandleFunc("POST /api/v1/events/{event}/purchase", authed(buyer, h.Holds.Purchase))
+	// Payments (docs/payments.md): the buyer starts one for their holds;
+	// only the provider's signed webhook books it (no session, no
+	// cross-origin check: it carries no cookie, its signature is checked).
+	s.mux.HandleFunc("POST /api/v1/events/{event}/payments", authed(buyer, h.Payments.Start))
+	s.mux.HandleFunc("GET /api/v1/payments/{payment}", authed(anyRole, h.Payments.Get))
+	s.mux.HandleFunc("POST /webhooks/stripe", public(h.Payments.Webhook))
 	// The waitlist (docs/architecture.md#the-waitlist): buyers join and
 	// leave; staff see the line and may take anyone out of it.
 	s.mux.HandleFunc("POST /api/v1/events/{event}/waitlist", authed(buyer, h.Waitlist.Join))
@@ -100,9 +106,15 @@ func (s *Server) routes() {
 	s.mux.HandleFunc("GET /api/v1/events/{event}/exports/seats.csv", authed(organizer, h.Exports.CSV(store.ExportSeats)))
 	s.mux.HandleFunc("GET /api/v1/events/{event}/exports/bookings.csv", authed(organizer, h.Exports.CSV(store.ExportBookings)))
 	s.mux.HandleFunc("GET /api/v1/events/{event}/exports/audit.csv", authed(organizer, h.Exports.CSV(store.ExportAudit)))
+	s.mux.HandleFunc("GET /api/v1/events/{event}/exports/payments.csv", authed(organizer, h.Payments.CSV))
+	s.mux.HandleFunc("GET /api/v1/events/{event}/payments", authed(staff, h.Payments.List))
+	s.mux.HandleFunc("GET /api/v1/events/{event}/payments/summary", authed(staff, h.Payments.Summary))
+	s.mux.HandleFunc("GET /api/v1/refunds/failed", authed(staff, h.Payments.FailedRefunds))
+	s.mux.HandleFunc("POST /api/v1/refunds/{refund}/retry", authed(staff, h.Payments.RetryRefund))
 
 	// Tickets and the door (docs/architecture.md#ticket-codes, #check-ins).
 	s.mux.HandleFunc("GET /api/v1/me/bookings", authed(buyer, h.Tickets.Mine))
+	s.mux.HandleFunc("POST /api/v1/me/bookings/{booking}/cancel", authed(buyer, h.BoxOffice.CancelMine))
 	s.mux.HandleFunc("POST /api/v1/events/{event}/checkins", authed(scanners, h.Door.Checkin))
 	s.mux.HandleFunc("POST /api/v1/events/{event}/checkins/sync", authed(scanners, h.Door.Sync))
 	s.mux.HandleFunc("GET /api/v1/events/{event}/checkins/key", authed(scanners, h.Door.Key))
@@ -137,11 +149,15 @@ func (s *Server) routes() {
 	s.mux.HandleFunc("DELETE /e/{event}/holds/{hold}", page(anyRole, p.Cart.Release))
 	s.mux.HandleFunc("POST /e/{event}/checkout", page(anyRole, p.Cart.Checkout))
 	s.mux.HandleFunc("POST /e/{event}/pay", page(anyRole, p.Cart.Pay))
+	s.mux.HandleFunc("GET /payments/{payment}", page(buyer, p.Payment.Page))
+	s.mux.HandleFunc("POST /payments/{payment}/card", page(buyer, p.Payment.Card))
+	s.mux.HandleFunc("GET /payments/{payment}/processing", page(buyer, p.Payment.Wait))
 	s.mux.HandleFunc("GET /e/{event}/waitlist", page(buyer, p.Waitlist.Fragment))
 	s.mux.HandleFunc("POST /e/{event}/waitlist", page(buyer, p.Waitlist.Join))
 	s.mux.HandleFunc("DELETE /e/{event}/waitlist/{entry}", page(buyer, p.Waitlist.Leave))
 	s.mux.HandleFunc("GET /bookings/{booking}", page(buyer, p.Booking.Page))
 	s.mux.HandleFunc("GET /bookings/{booking}/tickets.pdf", page(buyer, p.Booking.PDF))
+	s.mux.HandleFunc("POST /bookings/{booking}/cancel", page(buyer, p.Booking.Cancel))
 	s.mux.HandleFunc("GET /me/tickets", page(buyer, p.MyTickets.Page))
 	s.mux.HandleFunc("GET /verify-email", p.Account.VerifyEmail)
 	s.mux.HandleFunc("GET /password-reset", p.Account.ResetRequest)
@@ -203,6 +219,8 @@ func (s *Server) routes() {
 	s.mux.HandleFunc("GET /box-office/bookings/{booking}", page(staff, st.Counter.Confirmation))
 	s.mux.HandleFunc("GET /admin/events/{event}/attendees", page(staff, st.Attendees.Page))
 	s.mux.HandleFunc("POST /box-office/bookings/{booking}/cancel", page(staff, st.Counter.Cancel))
+	s.mux.HandleFunc("GET /box-office/refunds", page(staff, st.Refunds.Page))
+	s.mux.HandleFunc("POST /box-office/refunds/{refund}/retry", page(staff, st.Refunds.Retry))
 
 	// Their live sockets.
 	s.mux.HandleFunc("GET /live/events/{event}/dashboard", authed(organizer, s.liveSocket(live.StreamDashboard)))

@@ -113,17 +113,18 @@ func newServer(d Deps, o options) *Server {
 		Auth: d.Accounts, Keys: s.keys, Endpoints: s.hooks, Accounts: d.Store.Accounts, Charts: d.Store.Charts,
 		EventStore: d.Store.Events, Audit: d.Store.Audit, Webhooks: d.Store.Webhooks,
 		Visible: s.events, Bookings: bookings, Deliveries: deliveries, Registry: registry,
-		Door: d.Door, Tickets: d.Tickets, BookingStore: d.Store.Bookings, Queue: s.gate})
+		Door: d.Door, Tickets: d.Tickets, BookingStore: d.Store.Bookings, Queue: s.gate,
+		Payments: d.Payments, TestCheckout: d.TestPayments != nil})
 	s.pages = pages.New(pages.Deps{Cfg: d.Cfg, Render: frame, Limits: s.limits, Sessions: s.sessions, Holds: d.Holds,
 		Events: d.Events, Waitlist: d.Waitlist, Accounts: d.Store.Accounts, WaitlistStore: d.Store.Waitlist,
 		Visible: s.events, Bookings: bookings, Details: d.Details, Codes: d.Tickets, MyBookings: d.Store.Bookings,
-		Queue: s.gate})
+		Queue: s.gate, Payments: d.Payments, TestPayments: d.TestPayments})
 	s.staff = staff.New(staff.Deps{Cfg: d.Cfg, Log: d.Log, Render: frame, Decoder: dec, Sessions: s.sessions,
 		Engine: d.Engine, Holds: d.Holds, BoxOffice: d.BoxOffice, Events: d.Events, Waitlist: d.Waitlist, Monitor: d.Monitor,
 		Keys: s.keys, Endpoints: s.hooks, Policy: d.Accounts, Accounts: d.Store.Accounts, Audit: d.Store.Audit, Charts: d.Store.Charts,
 		EventStore: d.Store.Events, HoldStore: d.Store.Holds, BookingStore: d.Store.Bookings, Webhooks: d.Store.Webhooks,
 		WaitlistStore: d.Store.Waitlist, Visible: s.events, Bookings: bookings, Deliveries: deliveries, Registry: registry,
-		Door: d.Door, Line: line})
+		Door: d.Door, Line: line, Payments: d.Payments})
 	// The hub pushes buyers their place in line on the seat map's socket,
 	// and staff their frames on the dashboard's and box office's.
 	s.hub.EnableWaitlist(live.WaitlistOptions{Source: d.Engine, Renderer: waitlistPanels{s.pages.Panels, s.staff.Panel}})

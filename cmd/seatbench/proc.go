@@ -105,6 +105,9 @@ func (p *procs) env(addr string, extra map[string]string) []string {
 		// production backoff's hour.
 		"SEATD_WEBHOOK_ALLOW_PRIVATE": "true",
 		"SEATD_WEBHOOK_BACKOFF_MAX":   "5s",
+		// The sales measured here book directly, as before payments:
+		// they measure the hold and purchase path.
+		"SEATD_PAYMENTS": "off",
 	}
 	if p.pgMaxConns > 0 {
 		vars["SEATD_PG_MAX_CONNS"] = strconv.Itoa(p.pgMaxConns)

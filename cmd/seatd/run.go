@@ -111,7 +111,8 @@ func webDeps(a *app.App) web.Deps {
 	return web.Deps{Cfg: a.Cfg, Log: a.Log, Pool: a.Pool, Redis: a.Redis, Store: a.Store,
 		Engine: a.Engine, Holds: a.Holds, BoxOffice: a.BoxOffice, Events: a.Events, Waitlist: a.Waitlist, Monitor: a.Monitor,
 		Accounts: a.Accounts, Notifier: a.Notifier, Registry: a.Registry,
-		Door: a.Door, Tickets: a.TicketKeys, Details: a.BookingDetails}
+		Door: a.Door, Tickets: a.TicketKeys, Details: a.BookingDetails,
+		Payments: a.Payments, TestPayments: a.TestPayments}
 }
 
 func displayAddr(addr string) string {

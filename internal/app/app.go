@@ -186,6 +186,7 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger) (*App, error)
 		StaleLockAge: 2*cfg.PGStatementTimeout + time.Second,
 		CacheIdle:    cfg.CacheIdle,
 		OfferTTL:     cfg.WaitlistOfferTTL,
+		BuyersPay:    cfg.BuyersPay(),
 		// The background jobs' pace (RunBackground starts them).
 		FeedEvery: cfg.FeedInterval, ReapEvery: cfg.ReaperInterval, OfferEvery: cfg.WaitlistInterval,
 		SnapshotEvery: cfg.SnapshotInterval, WarmEvery: cfg.WarmInterval, WarmEvents: cfg.WarmEvents, WarmSeats: cfg.WarmSeats,

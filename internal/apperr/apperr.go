@@ -34,6 +34,7 @@ const (
 	InQueue             Code = "in_queue"             // the event's waiting room is on and the caller is not admitted (429)
 	Unavailable         Code = "unavailable"          // a dependency is down (503)
 	PaymentDeclined     Code = "payment_declined"     // the buyer's card or bank refused the payment (402)
+	PaymentRequired     Code = "payment_required"     // a buyer's seats are bought through a payment, not a direct purchase (409)
 	ProviderUnavailable Code = "provider_unavailable" // the payment provider is down, slow or refused our credentials (502)
 	Internal            Code = "internal"             // a bug or an unexpected failure (500)
 )

@@ -385,6 +385,7 @@ func newCluster(t testing.TB, opt clusterOptions) *cluster {
 		"PATH":                        os.Getenv("PATH"),
 		"SEATD_ENV":                   "test",
 		"SEATD_LOG_LEVEL":             "warn",
+		"SEATD_PAYMENTS":              "off", // the buyers purchase directly
 		"SEATD_HOLD_TTL":              opt.holdTTL.String(),
 		"SEATD_HOLD_RATE_PER_MINUTE":  "1000000",
 		"SEATD_LOGIN_RATE_PER_MINUTE": "1000000",

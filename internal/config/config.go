@@ -113,6 +113,7 @@ type Config struct {
 	PaymentTTL            time.Duration // SEATD_PAYMENT_TTL: how long a buyer has to pay once they start; their holds are kept until then (at most 1h)
 	PaymentReconcileAfter time.Duration // SEATD_PAYMENT_RECONCILE_AFTER: a payment without news this long is asked about at the provider
 	PaymentReconcileEvery time.Duration // SEATD_PAYMENT_RECONCILE_INTERVAL: how often each process's reconciler looks for such payments
+	Payments              string        // SEATD_PAYMENTS: "required" (buyers pay before seats are theirs) or "off" (a buyer's purchase books without payment: tests, the bench)
 
 	// The waiting room (docs/waiting-room.md).
 	QueueSecret     string        // SEATD_QUEUE_SECRET: signs admissions (at least 32 characters; default: SEATD_TICKET_SECRET, under a key derived for this use alone)
@@ -207,6 +208,7 @@ func Defaults() Config {
 		PaymentTTL:            15 * time.Minute,
 		PaymentReconcileAfter: 3 * time.Minute,
 		PaymentReconcileEvery: 30 * time.Second,
+		Payments:              PaymentsRequired,
 	}
 }
 
@@ -352,6 +354,7 @@ func Load(getenv func(string) string) (Config, error) {
 	dur("SEATD_PAYMENT_TTL", &c.PaymentTTL)
 	dur("SEATD_PAYMENT_RECONCILE_AFTER", &c.PaymentReconcileAfter)
 	dur("SEATD_PAYMENT_RECONCILE_INTERVAL", &c.PaymentReconcileEvery)
+	str("SEATD_PAYMENTS", &c.Payments)
 
 	errs = append(errs, c.validate()...)
 	return c, errors.Join(errs...)
@@ -490,6 +493,7 @@ func (c Config) validate() []error {
 	positive("SEATD_PAYMENT_RECONCILE_AFTER", c.PaymentReconcileAfter)
 	positive("SEATD_PAYMENT_RECONCILE_INTERVAL", c.PaymentReconcileEvery)
 	errs = append(errs, c.stripeProblems()...)
+	errs = append(errs, c.paymentsProblems()...)
 	return errs
 }
 

@@ -54,3 +54,27 @@ func (c Config) stripeProblems() []error {
 // StripeEnabled tells whether buyers pay through Stripe (both keys set);
 // otherwise the embedded test provider takes payments, and no money moves.
 func (c Config) StripeEnabled() bool { return c.StripeSecretKey != "" }
+
+// The values of SEATD_PAYMENTS.
+const (
+	// PaymentsRequired: a buyer's seats are theirs only once the payment
+	// provider confirmed the payment; the direct purchase answers
+	// payment_required for seats that cost something.
+	PaymentsRequired = "required"
+	// PaymentsOff: a buyer's purchase books at once, without payment (the
+	// tests of everything else, the bench's sale without payments).
+	PaymentsOff = "off"
+)
+
+// paymentsProblems checks SEATD_PAYMENTS.
+func (c Config) paymentsProblems() []error {
+	switch c.Payments {
+	case PaymentsRequired, PaymentsOff:
+		return nil
+	}
+	return []error{fmt.Errorf("SEATD_PAYMENTS: %q must be required or off", c.Payments)}
+}
+
+// BuyersPay tells whether buyers must pay through the payment
+// provider (SEATD_PAYMENTS=required) rather than purchase directly.
+func (c Config) BuyersPay() bool { return c.Payments == PaymentsRequired }

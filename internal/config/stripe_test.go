@@ -89,3 +89,39 @@ func TestProductionStripeNeedsWebhookSecret(t *testing.T) {
 		}
 	}
 }
+
+// TestPaymentsSetting: buyers pay by default; off turns the direct
+// purchase back on; anything else is refused by name.
+func TestPaymentsSetting(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		value   string
+		pay     bool
+		problem bool
+	}{
+		{"", true, false},
+		{"required", true, false},
+		{"off", false, false},
+		{"optional", false, true},
+	} {
+		t.Run("SEATD_PAYMENTS="+tc.value, func(t *testing.T) {
+			env := map[string]string{}
+			if tc.value != "" {
+				env["SEATD_PAYMENTS"] = tc.value
+			}
+			c, err := load(t, env)
+			if tc.problem {
+				if err == nil || !strings.Contains(err.Error(), "SEATD_PAYMENTS") {
+					t.Fatalf("%v, want an error naming SEATD_PAYMENTS", err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if c.BuyersPay() != tc.pay {
+				t.Errorf("BuyersPay %v, want %v", c.BuyersPay(), tc.pay)
+			}
+		})
+	}
+}

@@ -102,9 +102,14 @@ func (h *Holds) EventHolds(ctx context.Context, a Actor, event uuid.UUID) ([]sto
 
 // Purchase turns the buyer's listed holds into a booking. The key makes a
 // retry return the same booking; a different payload under the same key is
-// refused.
+// refused. With Options.BuyersPay a buyer's seats that cost something are
+// refused with payment_required: they are bought through Payments.Start,
+// and the provider's confirmation books them.
 func (h *Holds) Purchase(ctx context.Context, a Actor, event uuid.UUID, key string, holdIDs []uuid.UUID) (store.Booking, error) {
 	if err := checkConversion(key, holdIDs, h.e.opt.MaxHoldsPerBuyer); err != nil {
+		return store.Booking{}, err
+	}
+	if err := h.mustPay(ctx, a, event, holdIDs); err != nil {
 		return store.Booking{}, err
 	}
 	ev, err := h.e.event(ctx, a.Org, event)

@@ -47,6 +47,9 @@ type Options struct {
 	CacheIdle time.Duration
 	// OfferTTL is how long a waitlist offer holds its seats (0: DefaultOfferTTL).
 	OfferTTL time.Duration
+	// BuyersPay: a buyer's seats that cost something are bought through
+	// a payment (Payments), not Holds.Purchase (SEATD_PAYMENTS=required).
+	BuyersPay bool
 
 	// FeedEvery, ReapEvery, OfferEvery and SnapshotEvery are how often
 	// the follower (while an event is cached), the reaper, the waitlist's

@@ -33,7 +33,10 @@ type EventInput struct {
 	HoldExtensionSeconds *int
 	OrphanRule           *string
 	AccessibleReleaseAt  *string
-	Status               *string
+	// BuyerCancelHours lets buyers cancel their own paid bookings until
+	// that many hours before the start; -1 turns it off (nil: unchanged).
+	BuyerCancelHours *int
+	Status           *string
 	// WaitingRoom changes the waiting room (nil: unchanged).
 	WaitingRoom *WaitingRoomInput
 }
@@ -60,6 +63,9 @@ var transitions = map[[2]store.EventStatus]bool{
 }
 
 var currencyRE = regexp.MustCompile(`^[A-Z]{3}$`)
+
+// maxBuyerCancelHours caps EventInput.BuyerCancelHours: a year (and a day).
+const maxBuyerCancelHours = 8784
 
 // maxHoldTTL bounds a per-event hold TTL: a hold is a few minutes in a
 // cart, not a reservation (box office holds for customers are another
@@ -136,6 +142,17 @@ func (f eventErrors) apply(in EventInput, spec *store.EventSpec) {
 	}
 	if in.OrphanRule != nil {
 		spec.OrphanRule = *in.OrphanRule
+	}
+	if h := in.BuyerCancelHours; h != nil {
+		switch {
+		case *h == -1:
+			spec.BuyerCancelHours = nil
+		case *h < 0 || *h > maxBuyerCancelHours:
+			f["buyer_cancel_hours"] = fmt.Sprintf("must be hours between 0 and %d, or -1 (buyers cannot cancel)", maxBuyerCancelHours)
+		default:
+			v := *h
+			spec.BuyerCancelHours = &v
+		}
 	}
 	if in.WaitingRoom != nil {
 		f.waitingRoom(*in.WaitingRoom, &spec.WaitingRoom)

@@ -5,6 +5,7 @@ package hold
 
 import (
 	"context"
+	"time"
 
 	"github.com/google/uuid"
 
@@ -31,6 +32,44 @@ func (p *Payments) Cancel(ctx context.Context, a Actor, booking uuid.UUID, ticke
 	if err != nil {
 		return store.Booking{}, nil, err
 	}
+	return p.cancelBooking(ctx, a, booking, ticketIDs, reason)
+}
+
+// CancelMine cancels the buyer's own booking paid online, whole, and
+// refunds it through the provider as a staff cancellation does, while the
+// event lets buyers cancel: until its BuyerCancelHours before the start.
+// Another buyer's booking is not found; a booking not paid online, or an
+// event that does not allow it, or past its cutoff, is a conflict.
+func (p *Payments) CancelMine(ctx context.Context, a Actor, booking uuid.UUID) (store.Booking, *store.Refund, error) {
+	if a.Role != RoleBuyer {
+		return store.Booking{}, nil, apperr.E(apperr.Forbidden, "staff cancel bookings at the box office")
+	}
+	b, err := p.e.store.Bookings.ByID(ctx, a.Org, a.User, booking)
+	if err != nil {
+		return store.Booking{}, nil, err
+	}
+	if b.PaymentID == uuid.Nil {
+		return store.Booking{}, nil, apperr.E(apperr.Conflict, "only bookings paid online can be cancelled here; ask the box office")
+	}
+	ev, err := p.e.event(ctx, a.Org, b.EventID)
+	if err != nil {
+		return store.Booking{}, nil, err
+	}
+	st := ev.settings.Load()
+	if st.BuyerCancelHours == nil {
+		return store.Booking{}, nil, apperr.E(apperr.Conflict, "this event's bookings cannot be cancelled online; ask the organizer")
+	}
+	cutoff := st.StartsAt.Add(-time.Duration(*st.BuyerCancelHours) * time.Hour)
+	if !p.e.now().Before(cutoff) {
+		return store.Booking{}, nil, apperr.E(apperr.Conflict, "cancellations of this event closed at %s UTC",
+			cutoff.UTC().Format("2006-01-02 15:04"))
+	}
+	return p.cancelBooking(ctx, a, booking, nil, "cancelled by the buyer")
+}
+
+// cancelBooking cancels tickets of a booking for a, and sends the refund
+// of a booking paid online.
+func (p *Payments) cancelBooking(ctx context.Context, a Actor, booking uuid.UUID, ticketIDs []uuid.UUID, reason string) (store.Booking, *store.Refund, error) {
 	b, freed, refund, err := p.e.store.Payments.CancelBooking(context.WithoutCancel(ctx), a.Org, booking, a.User, ticketIDs, reason)
 	if err != nil {
 		return store.Booking{}, nil, err

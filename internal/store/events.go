@@ -56,6 +56,9 @@ type EventSpec struct {
 	// WaitingRoom is the line in front of the seat map
 	// (docs/waiting-room.md).
 	WaitingRoom WaitingRoom
+	// BuyerCancelHours lets buyers cancel their own paid bookings, refunded,
+	// until that many hours before the start (nil: they cannot).
+	BuyerCancelHours *int
 }
 
 // WaitingRoom is an event's waiting room as its organizer set it.
@@ -98,17 +101,17 @@ type Section struct {
 // eventColumns selects events (e) as scanEvent reads them.
 const eventColumns = `
 		SELECT e.id, e.name, e.venue, e.starts_at, e.time_zone, e.on_sale_at, e.sales_end_at, e.hold_ttl_seconds,
-		       e.max_holds_per_buyer, e.orphan_rule, e.accessible_release_at, e.hold_extension_seconds, e.status, e.chart_version_id,
-		       e.waiting_room, (SELECT count(*) FROM seats s WHERE s.org_id = e.org_id AND s.event_id = e.id)
+		       e.max_holds_per_buyer, e.orphan_rule, e.accessible_release_at, e.hold_extension_seconds, e.buyer_cancel_hours, e.status,
+		       e.chart_version_id, e.waiting_room, (SELECT count(*) FROM seats s WHERE s.org_id = e.org_id AND s.event_id = e.id)
 		FROM events e`
 
 func scanEvent(r pgx.Row, org uuid.UUID) (Event, error) {
 	e := Event{OrgID: org}
-	var ttl, maxHolds, extension *int32
+	var ttl, maxHolds, extension, cancelHours *int32
 	var chartVersion *uuid.UUID
 	var room []byte
 	err := r.Scan(&e.ID, &e.Name, &e.Venue, &e.StartsAt, &e.TimeZone, &e.OnSaleAt, &e.SalesEndAt, &ttl,
-		&maxHolds, &e.OrphanRule, &e.AccessibleReleaseAt, &extension, &e.Status, &chartVersion, &room, &e.Seats)
+		&maxHolds, &e.OrphanRule, &e.AccessibleReleaseAt, &extension, &cancelHours, &e.Status, &chartVersion, &room, &e.Seats)
 	if err == nil && room != nil {
 		err = json.Unmarshal(room, &e.WaitingRoom)
 	}
@@ -123,6 +126,10 @@ func scanEvent(r pgx.Row, org uuid.UUID) (Event, error) {
 	}
 	if chartVersion != nil {
 		e.ChartVersionID = *chartVersion
+	}
+	if cancelHours != nil {
+		h := int(*cancelHours)
+		e.BuyerCancelHours = &h
 	}
 	e.StartsAt = e.StartsAt.UTC()
 	for _, t := range []*time.Time{e.OnSaleAt, e.SalesEndAt, e.AccessibleReleaseAt, e.WaitingRoom.OpensAt} {

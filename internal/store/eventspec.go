@@ -54,8 +54,8 @@ func (s *Events) createFromLayout(ctx context.Context, org, actor, versionID uui
 		if _, err := tx.Exec(ctx, `
 			INSERT INTO events (id, org_id, name, venue, starts_at, time_zone, on_sale_at, sales_end_at, hold_ttl_seconds,
 			                    max_holds_per_buyer, orphan_rule, accessible_release_at, hold_extension_seconds, waiting_room,
-			                    status, chart_version_id)
-			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, 'draft', $15)`,
+			                    buyer_cancel_hours, status, chart_version_id)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, 'draft', $16)`,
 			append([]any{e.ID, org}, append(specArgs(spec), versionID)...)...); err != nil {
 			return err
 		}
@@ -136,7 +136,7 @@ func specArgs(spec EventSpec) []any {
 		room = &spec.WaitingRoom
 	}
 	return []any{spec.Name, spec.Venue, spec.StartsAt, spec.TimeZone, spec.OnSaleAt, spec.SalesEndAt, ttl, maxHolds,
-		rule, spec.AccessibleReleaseAt, extension, room}
+		rule, spec.AccessibleReleaseAt, extension, room, spec.BuyerCancelHours}
 }
 
 // EventUpdate is a validated change to an event: its new spec, prices to
@@ -168,8 +168,8 @@ func (s *Events) Update(ctx context.Context, org, id, actor uuid.UUID, change fu
 		tag, err := tx.Exec(ctx, `
 			UPDATE events SET name = $3, venue = $4, starts_at = $5, time_zone = $6, on_sale_at = $7, sales_end_at = $8,
 			       hold_ttl_seconds = $9, max_holds_per_buyer = $10, orphan_rule = $11, accessible_release_at = $12,
-			       hold_extension_seconds = $13, waiting_room = $14, status = $15
-			WHERE org_id = $1 AND id = $2 AND status = $16`,
+			       hold_extension_seconds = $13, waiting_room = $14, buyer_cancel_hours = $15, status = $16
+			WHERE org_id = $1 AND id = $2 AND status = $17`,
 			append([]any{org, id}, append(specArgs(u.Spec), u.To, u.From)...)...)
 		if err != nil {
 			return err
@@ -286,7 +286,7 @@ func actorOrNil(id uuid.UUID) *uuid.UUID {
 func (s *Events) ByKey(ctx context.Context, orgs, ids []uuid.UUID) ([]Event, error) {
 	rows, err := s.db.Query(ctx, `
 		SELECT e.org_id, e.id, e.name, e.venue, e.starts_at, e.time_zone, e.on_sale_at, e.sales_end_at, e.hold_ttl_seconds,
-		       e.max_holds_per_buyer, e.orphan_rule, e.accessible_release_at, e.hold_extension_seconds, e.status, e.chart_version_id, e.waiting_room, 0,
+		       e.max_holds_per_buyer, e.orphan_rule, e.accessible_release_at, e.hold_extension_seconds, e.buyer_cancel_hours, e.status, e.chart_version_id, e.waiting_room, 0,
 		       (SELECT coalesce(jsonb_agg(jsonb_build_object('Key', c.key, 'Name', c.name, 'Color', c.color,
 		                    'PriceMinor', c.price_minor, 'Currency', c.currency) ORDER BY c.position, c.key), '[]')
 		        FROM event_categories c WHERE c.org_id = e.org_id AND c.event_id = e.id)

@@ -42,7 +42,9 @@ import (
 func Config(t testing.TB) config.Config {
 	t.Helper()
 	// Webhook receivers in tests listen on loopback.
-	env := map[string]string{"SEATD_ENV": "test", "SEATD_LOG_LEVEL": "warn", "SEATD_WEBHOOK_ALLOW_PRIVATE": "true"}
+	env := map[string]string{"SEATD_ENV": "test", "SEATD_LOG_LEVEL": "warn", "SEATD_WEBHOOK_ALLOW_PRIVATE": "true",
+		// Buyers purchase directly in every test but the payments' own.
+		"SEATD_PAYMENTS": "off"}
 	for _, k := range []string{"DATABASE_URL", "REDIS_URL"} {
 		v := os.Getenv(k)
 		if v == "" {

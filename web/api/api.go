@@ -43,6 +43,10 @@ type Deps struct {
 	Events    *hold.Events
 	Waitlist  *hold.Waitlist
 	Monitor   *hold.Monitor
+	// Payments is the payment flow; TestCheckout says the test provider
+	// takes them (its card page is the buyer's redirect_url).
+	Payments     *hold.Payments
+	TestCheckout bool
 
 	// Uploads bounds the chart uploads read at once (SEATD_CHART_UPLOADS).
 	Uploads *gate.Gate
@@ -89,11 +93,16 @@ type API struct {
 	Devices   *Devices
 	Org       *Org
 	Queue     *Queue
+	Payments  *Payments
 }
 
 // New builds the handlers.
 func New(d Deps) *API {
 	tickets := &Tickets{reads: d.BookingStore, codes: d.Tickets}
+	pay := &Payments{dec: d.Decoder, core: d.Payments, log: d.Log}
+	if d.TestCheckout {
+		pay.checkout = PaymentPage
+	}
 	return &API{
 		Accounts: &Accounts{dec: d.Decoder, limits: d.Limits, lockout: d.Lockout, auth: d.Auth, reads: d.Accounts,
 			sessions: d.Sessions, pages: d.Render},
@@ -101,7 +110,7 @@ func New(d Deps) *API {
 		Charts:    &Charts{store: d.Charts, uploads: d.Uploads},
 		Holds:     &Holds{dec: d.Decoder, limits: d.Limits, gate: d.Sessions, core: d.Holds, visible: d.Visible, pages: d.Audit},
 		Waitlist:  &Waitlist{dec: d.Decoder, core: d.Waitlist},
-		BoxOffice: &BoxOffice{dec: d.Decoder, core: d.BoxOffice, bookings: d.Bookings, tickets: tickets},
+		BoxOffice: &BoxOffice{dec: d.Decoder, core: d.BoxOffice, cancels: d.Payments, bookings: d.Bookings, tickets: tickets},
 		Registry:  &Registry{dec: d.Decoder, occupancy: d.Monitor, checks: d.Registry},
 		Exports:   &Exports{store: d.EventStore, log: d.Log},
 		Keys:      &Keys{dec: d.Decoder, core: d.Keys, list: d.Accounts},
@@ -111,6 +120,7 @@ func New(d Deps) *API {
 		Devices:   &Devices{dec: d.Decoder, sessions: d.Sessions},
 		Org:       &Org{dec: d.Decoder, reads: d.Accounts, policy: d.Auth},
 		Queue:     &Queue{dec: d.Decoder, line: d.Queue},
+		Payments:  pay,
 	}
 }
 

@@ -23,10 +23,18 @@ import (
 type BoxOfficeCore interface {
 	Sell(ctx context.Context, a hold.Actor, event uuid.UUID, key string, holdIDs []uuid.UUID, payment string) (store.Booking, error)
 	FindBookings(ctx context.Context, a hold.Actor, query string) ([]store.Booking, error)
-	Cancel(ctx context.Context, a hold.Actor, booking uuid.UUID, ticketIDs []uuid.UUID, reason string) (store.Booking, error)
 	HouseSeats(ctx context.Context, a hold.Actor, event uuid.UUID) ([]store.HouseAllocation, error)
 	CreateHouseSeats(ctx context.Context, a hold.Actor, event uuid.UUID, name string, seatIDs []uuid.UUID) (store.HouseAllocation, error)
 	ReleaseHouseSeats(ctx context.Context, a hold.Actor, id uuid.UUID) (store.HouseAllocation, error)
+}
+
+// Cancellations is what cancelling a booking asks of the payment flow
+// (*hold.Payments satisfies it): the cancellation, with the refund of a
+// booking paid online, and the payment a booking's refunds are read from.
+type Cancellations interface {
+	Cancel(ctx context.Context, a hold.Actor, booking uuid.UUID, ticketIDs []uuid.UUID, reason string) (store.Booking, *store.Refund, error)
+	CancelMine(ctx context.Context, a hold.Actor, booking uuid.UUID) (store.Booking, *store.Refund, error)
+	Get(ctx context.Context, a hold.Actor, id uuid.UUID) (store.Payment, error)
 }
 
 // BookingReads reads the booking a request names; *query.Bookings
@@ -40,6 +48,7 @@ type BookingReads interface {
 type BoxOffice struct {
 	dec      *httpx.Decoder
 	core     BoxOfficeCore
+	cancels  Cancellations
 	bookings BookingReads
 	tickets  *Tickets
 }
@@ -75,6 +84,20 @@ type BookingJSON struct {
 	CancelledAt   *time.Time    `json:"cancelled_at,omitempty"`
 	CancelReason  string        `json:"cancel_reason,omitempty"`
 	Tickets       []ticketJSON  `json:"tickets"`
+	// PaymentID is the online payment that made the booking; PaidMinor
+	// what it took (the tickets' prices); Refund the money given back for
+	// its cancelled tickets (bookingRefund).
+	PaymentID uuid.UUID   `json:"payment_id,omitzero"`
+	PaidMinor *int64      `json:"paid_minor,omitempty"`
+	Refund    *refundSums `json:"refund,omitempty"`
+}
+
+// refundSums is a paid booking's refunds in one: the latest one's status
+// and the amount of those not failed or canceled.
+type refundSums struct {
+	Status      string `json:"status"`
+	AmountMinor int64  `json:"amount_minor"`
+	Currency    string `json:"currency"`
 }
 
 func bookingView(b store.Booking) BookingJSON {
@@ -84,6 +107,14 @@ func bookingView(b store.Booking) BookingJSON {
 	if !b.CancelledAt.IsZero() {
 		at := b.CancelledAt.UTC()
 		out.CancelledAt = &at
+	}
+	if b.PaymentID != uuid.Nil {
+		out.PaymentID = b.PaymentID
+		var paid int64
+		for _, t := range b.Tickets {
+			paid += t.PriceMinor
+		}
+		out.PaidMinor = &paid
 	}
 	for i, t := range b.Tickets {
 		out.Tickets[i] = ticketJSON{ID: t.ID, SeatID: t.SeatID, Seat: t.Seat, Status: "valid"}
@@ -167,8 +198,37 @@ func (h *BoxOffice) Booking(w http.ResponseWriter, r *http.Request, a hold.Actor
 	if err := h.tickets.annotate(r.Context(), b, &out); err != nil {
 		return err
 	}
+	if out.Refund, err = h.refund(r.Context(), a, b); err != nil {
+		return err
+	}
 	httpx.WriteJSON(w, http.StatusOK, out)
 	return nil
+}
+
+// refund sums up the refunds of a booking paid online (nil for one not
+// paid online, or not refunded).
+func (h *BoxOffice) refund(ctx context.Context, a hold.Actor, b store.Booking) (*refundSums, error) {
+	if b.PaymentID == uuid.Nil {
+		return nil, nil
+	}
+	p, err := h.cancels.Get(ctx, a, b.PaymentID)
+	if err != nil {
+		return nil, err
+	}
+	var out *refundSums
+	for _, r := range p.Refunds { // oldest first
+		if r.BookingID != b.ID {
+			continue
+		}
+		if out == nil {
+			out = &refundSums{Currency: r.Currency}
+		}
+		out.Status = string(r.Status)
+		if r.Status != store.RefundFailed && r.Status != store.RefundCanceled {
+			out.AmountMinor += r.AmountMinor
+		}
+	}
+	return out, nil
 }
 
 // Find finds the organization's bookings by reference (as people type
@@ -203,7 +263,9 @@ type cancelInput struct {
 }
 
 // Cancel cancels a booking, whole or the listed tickets: 200 with the
-// booking (cancelled or partially_cancelled).
+// booking (cancelled or partially_cancelled). A booking paid online is
+// refunded the cancelled tickets' prices through the payment provider
+// (its refund in the answer).
 func (h *BoxOffice) Cancel(w http.ResponseWriter, r *http.Request, a hold.Actor) error {
 	id, err := httpx.PathID(r, "booking")
 	if err != nil {
@@ -219,11 +281,36 @@ func (h *BoxOffice) Cancel(w http.ResponseWriter, r *http.Request, a hold.Actor)
 			return err
 		}
 	}
-	b, err := h.core.Cancel(r.Context(), a, id, tickets, in.Reason)
+	b, _, err := h.cancels.Cancel(r.Context(), a, id, tickets, in.Reason)
 	if err != nil {
 		return err
 	}
-	httpx.WriteJSON(w, http.StatusOK, bookingView(b))
+	out := bookingView(b)
+	if out.Refund, err = h.refund(r.Context(), a, b); err != nil {
+		return err
+	}
+	httpx.WriteJSON(w, http.StatusOK, out)
+	return nil
+}
+
+// CancelMine cancels the buyer's own booking paid online, whole, refunded
+// through the payment provider, while the event allows it (its
+// buyer_cancel_hours before the start): 200 with the booking and its
+// refund.
+func (h *BoxOffice) CancelMine(w http.ResponseWriter, r *http.Request, a hold.Actor) error {
+	id, err := idAndNoInput(h.dec, w, r, "booking")
+	if err != nil {
+		return err
+	}
+	b, _, err := h.cancels.CancelMine(r.Context(), a, id)
+	if err != nil {
+		return err
+	}
+	out := bookingView(b)
+	if out.Refund, err = h.refund(r.Context(), a, b); err != nil {
+		return err
+	}
+	httpx.WriteJSON(w, http.StatusOK, out)
 	return nil
 }
 

@@ -70,9 +70,12 @@ type EventJSON struct {
 	HoldExtension       *int              `json:"hold_extension"` // seconds a checkout adds; null: the default
 	OrphanRule          string            `json:"orphan_rule"`
 	AccessibleReleaseAt *time.Time        `json:"accessible_release_at"`
-	Prices              []priceJSON       `json:"prices,omitempty"`
-	Seats               int               `json:"seats"`
-	WaitingRoom         *waitingRoomJSON  `json:"waiting_room"`
+	// BuyerCancelHours: buyers may cancel their paid bookings (refunded)
+	// until this many hours before the start; null: they cannot.
+	BuyerCancelHours *int             `json:"buyer_cancel_hours"`
+	Prices           []priceJSON      `json:"prices,omitempty"`
+	Seats            int              `json:"seats"`
+	WaitingRoom      *waitingRoomJSON `json:"waiting_room"`
 }
 
 // waitingRoomJSON is an event's waiting room as the API answers it.
@@ -97,7 +100,7 @@ func waitingRoomView(w store.WaitingRoom) *waitingRoomJSON {
 func eventView(e store.Event) EventJSON {
 	out := EventJSON{ID: e.ID, Name: e.Name, Venue: e.Venue, StartsAt: e.StartsAt.UTC(), Seats: e.Seats,
 		TimeZone: e.TimeZone, Status: e.Status, OnSaleAt: e.OnSaleAt, SalesEndAt: e.SalesEndAt, OrphanRule: e.OrphanRule,
-		AccessibleReleaseAt: e.AccessibleReleaseAt, WaitingRoom: waitingRoomView(e.WaitingRoom)}
+		AccessibleReleaseAt: e.AccessibleReleaseAt, BuyerCancelHours: e.BuyerCancelHours, WaitingRoom: waitingRoomView(e.WaitingRoom)}
 	if e.ChartVersionID != uuid.Nil {
 		out.ChartVersionID = &e.ChartVersionID
 	}
@@ -154,6 +157,7 @@ type eventInput struct {
 	HoldExtension       *int         `json:"hold_extension"`
 	OrphanRule          *string      `json:"orphan_rule"`
 	AccessibleReleaseAt *string      `json:"accessible_release_at"`
+	BuyerCancelHours    *int         `json:"buyer_cancel_hours"`
 	Status              *string      `json:"status"`
 	WaitingRoom         *struct {
 		Enabled *bool   `json:"enabled"`
@@ -167,7 +171,8 @@ type eventInput struct {
 func (in eventInput) core() hold.EventInput {
 	out := hold.EventInput{Name: in.Name, Venue: in.Venue, StartsAt: in.StartsAt, TimeZone: in.TimeZone, ChartID: in.ChartID,
 		OnSaleAt: in.OnSaleAt, SalesEndAt: in.SalesEndAt, HoldTTLSeconds: in.HoldTTL, MaxHoldsPerBuyer: in.MaxHoldsPerBuyer,
-		HoldExtensionSeconds: in.HoldExtension, OrphanRule: in.OrphanRule, AccessibleReleaseAt: in.AccessibleReleaseAt, Status: in.Status}
+		HoldExtensionSeconds: in.HoldExtension, OrphanRule: in.OrphanRule, AccessibleReleaseAt: in.AccessibleReleaseAt,
+		BuyerCancelHours: in.BuyerCancelHours, Status: in.Status}
 	if w := in.WaitingRoom; w != nil {
 		out.WaitingRoom = &hold.WaitingRoomInput{Enabled: w.Enabled, OpensAt: w.OpensAt}
 		if len(w.RatePerMinute) > 0 && string(w.RatePerMinute) != "null" {

@@ -39,7 +39,7 @@ func Status(code apperr.Code) int {
 	case apperr.NotFound:
 		return http.StatusNotFound
 	case apperr.SeatTaken, apperr.HoldLimit, apperr.SoldOut, apperr.HoldsExpired, apperr.Conflict, apperr.NotOnSale,
-		apperr.OrphanSeat, apperr.NotEnoughSeats, apperr.AccessibleReserved:
+		apperr.OrphanSeat, apperr.NotEnoughSeats, apperr.AccessibleReserved, apperr.PaymentRequired:
 		return http.StatusConflict
 	case apperr.RateLimited, apperr.InQueue:
 		return http.StatusTooManyRequests

@@ -11,6 +11,14 @@ import (
 const ContentSecurityPolicy = "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; " +
 	"connect-src 'self'; frame-ancestors 'none'; base-uri 'self'; form-action 'self'"
 
+// StripeContentSecurityPolicy is ContentSecurityPolicy plus Stripe's
+// sources, for the one page that pays with Stripe's Payment Element
+// (Stripe.js, its frames, its API); every other page keeps the strict one.
+const StripeContentSecurityPolicy = "default-src 'self'; script-src 'self' https://js.stripe.com https://*.js.stripe.com; " +
+	"style-src 'self'; img-src 'self' data:; connect-src 'self' https://api.stripe.com; " +
+	"frame-src https://js.stripe.com https://*.js.stripe.com https://hooks.stripe.com; frame-ancestors 'none'; " +
+	"base-uri 'self'; form-action 'self'"
+
 // SecurityHeaders sets the headers every response carries; hsts adds
 // Strict-Transport-Security (COOKIE_SECURE: served over HTTPS only).
 func SecurityHeaders(hsts bool, next http.Handler) http.Handler {

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"net/http"
+	"time"
 
 	"github.com/google/uuid"
 
@@ -13,6 +14,7 @@ import (
 	"seatd/internal/store"
 	"seatd/internal/ticket"
 	"seatd/views"
+	"seatd/web/httpx"
 )
 
 // BookingReads reads the booking a request names with its event;
@@ -27,6 +29,12 @@ type BookingDetails interface {
 	Detail(ctx context.Context, org, booking uuid.UUID) (store.BookingDetail, error)
 }
 
+// BuyerCancels cancels a buyer's own paid booking, refunded;
+// *hold.Payments satisfies it.
+type BuyerCancels interface {
+	CancelMine(ctx context.Context, a hold.Actor, booking uuid.UUID) (store.Booking, *store.Refund, error)
+}
+
 // Booking is the buyer's booking page, shown after paying, with each
 // live ticket's QR code, and the tickets as a PDF.
 type Booking struct {
@@ -34,6 +42,48 @@ type Booking struct {
 	bookings BookingReads
 	details  BookingDetails
 	codes    ticket.Signer
+	cancels  BuyerCancels
+	flash    Flash
+}
+
+// cancelUntil is when the buyer's own cancellation of b closes, "" when
+// they cannot cancel it (not paid online, nothing live, the event does
+// not allow it, or past its cutoff).
+func cancelUntil(b store.Booking, ev store.Event) string {
+	if b.PaymentID == uuid.Nil || b.Status == store.BookingCancelled || ev.BuyerCancelHours == nil {
+		return ""
+	}
+	cutoff := ev.StartsAt.Add(-time.Duration(*ev.BuyerCancelHours) * time.Hour)
+	if !time.Now().Before(cutoff) {
+		return ""
+	}
+	return ticket.Event{StartsAt: cutoff, TimeZone: ev.TimeZone}.When()
+}
+
+// Cancel cancels the buyer's own paid booking (a form post), refunded
+// through the payment provider, and shows the booking again with what
+// happened.
+func (p *Booking) Cancel(w http.ResponseWriter, r *http.Request, a hold.Actor) error {
+	id, err := httpx.PathID(r, "booking")
+	if err != nil {
+		return err
+	}
+	if _, err := httpx.Form(w, r); err != nil {
+		return err
+	}
+	_, refund, err := p.cancels.CancelMine(r.Context(), a, id)
+	switch {
+	case apperr.CodeOf(err) == apperr.Conflict:
+		p.flash.Flash(r.Context(), httpx.Message(err))
+	case err != nil:
+		return err
+	case refund != nil && refund.Status == store.RefundSucceeded:
+		p.flash.Flash(r.Context(), "Booking cancelled: "+money.Format(refund.AmountMinor, refund.Currency)+" refunded.")
+	default:
+		p.flash.Flash(r.Context(), "Booking cancelled: the refund is on its way.")
+	}
+	http.Redirect(w, r, bookingURL(id), http.StatusSeeOther)
+	return nil
 }
 
 // Page shows one of the buyer's bookings with its tickets.
@@ -52,7 +102,7 @@ func (p *Booking) Page(w http.ResponseWriter, r *http.Request, a hold.Actor) err
 	}
 	out := views.Booking{ID: b.ID.String(), Reference: store.FormatReference(b.Reference), Status: b.Status,
 		CancelReason: b.CancelReason, EventName: ev.Name, Venue: d.Venue, CreatedAt: b.CreatedAt,
-		When: ticket.Event{StartsAt: d.StartsAt, TimeZone: d.TimeZone}.When()}
+		When: ticket.Event{StartsAt: d.StartsAt, TimeZone: d.TimeZone}.When(), CancelUntil: cancelUntil(b, ev)}
 	for _, t := range b.Tickets {
 		v := views.Ticket{ID: t.ID.String(), Label: cmp.Or(t.Place, "Seat "+t.Seat), Cancelled: t.Cancelled(),
 			Category: category[t.ID], Price: money.Format(t.PriceMinor, t.Currency)}

@@ -58,6 +58,9 @@ type Cart struct {
 	gate     HoldGate
 	flash    Flash
 	maxSeats int
+	// payment takes the buyer to paying when their seats cost something
+	// and buyers pay (SEATD_PAYMENTS=required).
+	payment *Payment
 }
 
 // View lists the actor's active holds for the event: the cart panel.
@@ -83,6 +86,9 @@ func (p *Cart) View(ctx context.Context, a hold.Actor, event uuid.UUID) (views.C
 	for _, h := range hs {
 		item, cat := p.cartHold(a, event, h, prices)
 		c.Holds = append(c.Holds, item)
+		if item.Paying != "" {
+			c.Paying = item.Paying
+		}
 		if p, ok := prices[cat]; ok {
 			total.Add(p.PriceMinor, p.Currency)
 		}
@@ -98,6 +104,9 @@ func (p *Cart) cartHold(a hold.Actor, event uuid.UUID, h store.Hold, prices map[
 	}
 	item := views.CartHold{HoldID: h.ID.String(), SeatID: h.SeatID.String(), Label: label, HeldUntil: h.HeldUntil, Extended: h.Extensions > 0,
 		Offer: h.Source == store.SourceWaitlist}
+	if h.PaymentID != uuid.Nil {
+		item.Paying = h.PaymentID.String()
+	}
 	priced(&item, prices, cat)
 	return item, cat
 }
@@ -244,7 +253,9 @@ func (p *Cart) Checkout(w http.ResponseWriter, r *http.Request, a hold.Actor) er
 	return p.answer(w, r, a, event, msg, "success", uuid.NewString())
 }
 
-// Pay buys the listed holds (a plain form post) and shows the booking.
+// Pay buys the listed holds (a plain form post) and shows the booking; when
+// they are to be paid for online (payment_required), it starts the
+// payment under the checkout's key and shows the page that pays it.
 func (p *Cart) Pay(w http.ResponseWriter, r *http.Request, a hold.Actor) error {
 	event, err := httpx.PathID(r, "event")
 	if err != nil {
@@ -262,6 +273,12 @@ func (p *Cart) Pay(w http.ResponseWriter, r *http.Request, a hold.Actor) error {
 		return err
 	}
 	b, err := p.holds.Purchase(r.Context(), a, event, v.Get("key"), ids)
+	if apperr.CodeOf(err) == apperr.PaymentRequired {
+		err = p.payment.pay(w, r, a, event, v.Get("key"))
+		if err == nil {
+			return nil
+		}
+	}
 	if err != nil {
 		e, ok := httpx.DomainError(err)
 		if !ok || e.Code == apperr.Internal {

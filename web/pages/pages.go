@@ -16,6 +16,7 @@ import (
 
 	"seatd/internal/config"
 	"seatd/internal/hold"
+	"seatd/internal/payment"
 	"seatd/internal/store"
 	"seatd/internal/ticket"
 	"seatd/views"
@@ -70,6 +71,10 @@ type Deps struct {
 	MyBookings MyBookings
 	// Queue is the waiting room's gate (web/queue).
 	Queue QueueLine
+	// Payments is the payment flow; TestPayments the embedded test
+	// provider (nil with Stripe, whose publishable key is in Cfg).
+	Payments     *hold.Payments
+	TestPayments *payment.TestProvider
 }
 
 // Pages is the buyer pages' handlers, and the renderers the live hub
@@ -85,6 +90,8 @@ type Pages struct {
 	MyTickets *MyTickets
 	// Account is the emailed links' pages and the devices page.
 	Account *Account
+	// Payment pays a payment and waits for its booking.
+	Payment *Payment
 	// Panels renders buyers' waitlist panels (half of
 	// live.WaitlistRenderer; the dashboard's panel is web/staff's).
 	Panels *WaitlistPanels
@@ -94,17 +101,24 @@ type Pages struct {
 
 // New builds the buyer pages.
 func New(d Deps) *Pages {
+	pay := &Payment{render: d.Render, pays: d.Payments, stripe: d.Cfg.StripePublishableKey, flash: d.Sessions,
+		visible: d.Visible}
+	if d.TestPayments != nil {
+		pay.card = d.TestPayments
+	}
 	cart := &Cart{render: d.Render, holds: d.Holds, seats: d.Events, limits: d.Limits, gate: d.Sessions, flash: d.Sessions,
-		maxSeats: d.Cfg.MaxSeatsPerRequest}
+		maxSeats: d.Cfg.MaxSeatsPerRequest, payment: pay}
 	return &Pages{
-		SignIn:    &SignIn{render: d.Render, orgs: d.Accounts},
-		Events:    &Events{render: d.Render, visible: d.Visible},
-		SeatMap:   &SeatMap{render: d.Render, visible: d.Visible, seats: d.Events, cart: cart, maxSeats: d.Cfg.MaxSeatsPerRequest},
-		Cart:      cart,
-		Waitlist:  &Waitlist{render: d.Render, core: d.Waitlist},
-		Booking:   &Booking{render: d.Render, bookings: d.Bookings, details: d.Details, codes: d.Codes},
+		SignIn:   &SignIn{render: d.Render, orgs: d.Accounts},
+		Events:   &Events{render: d.Render, visible: d.Visible},
+		SeatMap:  &SeatMap{render: d.Render, visible: d.Visible, seats: d.Events, cart: cart, maxSeats: d.Cfg.MaxSeatsPerRequest},
+		Cart:     cart,
+		Waitlist: &Waitlist{render: d.Render, core: d.Waitlist},
+		Booking: &Booking{render: d.Render, bookings: d.Bookings, details: d.Details, codes: d.Codes, cancels: d.Payments,
+			flash: d.Sessions},
 		MyTickets: &MyTickets{render: d.Render, mine: d.MyBookings},
 		Account:   &Account{render: d.Render, sessions: d.Sessions},
+		Payment:   pay,
 		Panels:    &WaitlistPanels{store: d.WaitlistStore},
 		Queue:     &Queue{render: d.Render, visible: d.Visible, line: d.Queue},
 	}

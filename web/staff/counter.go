@@ -30,9 +30,14 @@ import (
 // *hold.BoxOffice satisfies it.
 type CounterCore interface {
 	Sell(ctx context.Context, a hold.Actor, event uuid.UUID, key string, holdIDs []uuid.UUID, payment string) (store.Booking, error)
-	Cancel(ctx context.Context, a hold.Actor, booking uuid.UUID, ticketIDs []uuid.UUID, reason string) (store.Booking, error)
 	CreateHouseSeats(ctx context.Context, a hold.Actor, event uuid.UUID, name string, seatIDs []uuid.UUID) (store.HouseAllocation, error)
 	ReleaseHouseSeats(ctx context.Context, a hold.Actor, id uuid.UUID) (store.HouseAllocation, error)
+}
+
+// Cancellations cancels bookings, refunding those paid online;
+// *hold.Payments satisfies it.
+type Cancellations interface {
+	Cancel(ctx context.Context, a hold.Actor, booking uuid.UUID, ticketIDs []uuid.UUID, reason string) (store.Booking, *store.Refund, error)
 }
 
 // Holder holds seats; *hold.Holds satisfies it.
@@ -61,6 +66,7 @@ type HouseReads interface {
 type Counter struct {
 	*frame
 	core     CounterCore
+	cancels  Cancellations
 	holds    Holder
 	seats    Labels
 	bookings BookingReads
@@ -230,7 +236,8 @@ func (p *Counter) Confirmation(w http.ResponseWriter, r *http.Request, a hold.Ac
 	return nil
 }
 
-// Cancel cancels the selected tickets (all when none is selected).
+// Cancel cancels the selected tickets (all when none is selected); a
+// booking paid online is refunded their prices through the provider.
 func (p *Counter) Cancel(w http.ResponseWriter, r *http.Request, a hold.Actor) error {
 	id, err := httpx.PathID(r, "booking")
 	if err != nil {
@@ -245,7 +252,7 @@ func (p *Counter) Cancel(w http.ResponseWriter, r *http.Request, a hold.Actor) e
 		return err
 	}
 	back := "/box-office/bookings/" + id.String()
-	b, err := p.core.Cancel(r.Context(), a, id, tickets, v.Get("reason"))
+	b, refund, err := p.cancels.Cancel(r.Context(), a, id, tickets, v.Get("reason"))
 	if err != nil {
 		return p.refused(w, r, back, err)
 	}
@@ -253,7 +260,7 @@ func (p *Counter) Cancel(w http.ResponseWriter, r *http.Request, a hold.Actor) e
 	if b.Status == store.BookingPartiallyCancelled {
 		msg = "Tickets cancelled; their seats are on sale again."
 	}
-	return p.backWith(w, r, back, msg)
+	return p.backWith(w, r, back, msg+refundNote(refund))
 }
 
 // CreateHouse keeps the selected blocked seats as named house seats.
@@ -330,3 +337,20 @@ func bookingRows(bs []store.Booking) []views.BookingRow {
 // newSellKey is a fresh idempotency key for one rendering of the sale
 // form.
 func newSellKey() string { return "bo-" + uuid.NewString() }
+
+// refundNote says what became of a cancellation's refund ("" for a
+// booking not paid online).
+func refundNote(r *store.Refund) string {
+	if r == nil {
+		return ""
+	}
+	amount := money.Format(r.AmountMinor, r.Currency)
+	switch r.Status {
+	case store.RefundSucceeded:
+		return " " + amount + " refunded to the buyer."
+	case store.RefundFailed, store.RefundCanceled:
+		return " The refund of " + amount + " failed (" + r.FailureReason + "): retry it from Failed refunds."
+	default:
+		return " A refund of " + amount + " is on its way to the buyer."
+	}
+}

@@ -75,6 +75,7 @@ type Dashboard struct {
 	checks           api.RegistryChecks
 	waitlist         Line
 	seats            Layout
+	pays             PaymentReports
 	snapshotInterval time.Duration
 
 	mu       sync.Mutex
@@ -105,6 +106,9 @@ func (p *Dashboard) Page(w http.ResponseWriter, r *http.Request, a hold.Actor) e
 	}
 	d.Chart = views.NewChart(chartPoints(snaps, occ.Counts, now))
 	if d.Feed, err = p.recentFeed(ctx, a, ev.ID); err != nil {
+		return err
+	}
+	if d.Revenue, err = revenue(ctx, p.pays, a, ev.ID); err != nil {
 		return err
 	}
 	p.page(w, r, ev, views.DashboardPage(p.render.Meta(r, ev.Name+" · dashboard"), d))

@@ -122,6 +122,9 @@ func eventFormOf(e store.Event) views.EventForm {
 	if e.WaitingRoom.RatePerMinute > 0 {
 		f.RoomRate = strconv.Itoa(e.WaitingRoom.RatePerMinute)
 	}
+	if e.BuyerCancelHours != nil {
+		f.CancelHours = strconv.Itoa(*e.BuyerCancelHours)
+	}
 	for i, c := range e.Categories {
 		f.Prices = append(f.Prices, views.PriceField{Key: c.Key, Name: c.Name, Minor: strconv.FormatInt(c.PriceMinor, 10),
 			Cur: c.Currency, Field: fmt.Sprintf("prices[%d]", i)})
@@ -178,6 +181,12 @@ func formInput(v url.Values, keys []string) (hold.EventInput, map[string]string)
 		}
 		in.WaitingRoom = &hold.WaitingRoomInput{Enabled: &on, OpensAt: opens, RatePerMinute: rate}
 	}
+	if strings.TrimSpace(v.Get("buyer_cancel_hours")) == "" {
+		off := -1 // empty: buyers cannot cancel
+		in.BuyerCancelHours = &off
+	} else {
+		in.BuyerCancelHours = num("buyer_cancel_hours")
+	}
 	in.Prices = []store.Price{}
 	for i, k := range keys {
 		raw := strings.TrimSpace(v.Get("price_" + k))
@@ -221,7 +230,8 @@ func (p *Events) Create(w http.ResponseWriter, r *http.Request, a hold.Actor) er
 	if len(bad) > 0 || apperr.CodeOf(err) == apperr.Invalid {
 		f := views.EventForm{ChartID: id, Name: v.Get("name"), Venue: v.Get("venue"), TimeZone: v.Get("time_zone"),
 			StartsAt: v.Get("starts_at"), OnSaleAt: v.Get("on_sale_at"), SalesEndAt: v.Get("sales_end_at"),
-			HoldTTL: v.Get("hold_ttl"), MaxHolds: v.Get("max_holds_per_buyer"), Extension: v.Get("hold_extension")}
+			HoldTTL: v.Get("hold_ttl"), MaxHolds: v.Get("max_holds_per_buyer"), Extension: v.Get("hold_extension"),
+			CancelHours: v.Get("buyer_cancel_hours")}
 		for i, c := range cv.Layout.Categories {
 			f.Prices = append(f.Prices, views.PriceField{Key: c.Key, Name: c.Name, Minor: v.Get("price_" + c.Key),
 				Cur: v.Get("currency_" + c.Key), Field: fmt.Sprintf("prices[%d]", i)})
@@ -279,6 +289,7 @@ func (p *Events) Update(w http.ResponseWriter, r *http.Request, a hold.Actor) er
 		f.StartsAt, f.OnSaleAt, f.SalesEndAt = v.Get("starts_at"), v.Get("on_sale_at"), v.Get("sales_end_at")
 		f.HoldTTL, f.MaxHolds, f.Extension = v.Get("hold_ttl"), v.Get("max_holds_per_buyer"), v.Get("hold_extension")
 		f.RoomOn, f.RoomOpensAt, f.RoomRate = v.Get("waiting_room_enabled") != "", v.Get("waiting_room_opens_at"), v.Get("waiting_room_rate")
+		f.CancelHours = v.Get("buyer_cancel_hours")
 		p.renderFormErrors(w, r, f, bad, err)
 		return nil
 	}

@@ -35,6 +35,7 @@ type Deps struct {
 	Events    *hold.Events
 	Waitlist  *hold.Waitlist
 	Monitor   *hold.Monitor
+	Payments  *hold.Payments
 
 	Keys      *auth.APIKeys
 	Endpoints *webhook.Endpoints
@@ -77,7 +78,8 @@ type Pages struct {
 	Attendees *Attendees
 	Settings  *Settings
 	// Queue is the dashboard's waiting-room panel.
-	Queue *Queue
+	Queue   *Queue
+	Refunds *Refunds
 	// Panel renders the dashboard's waitlist panel (half of
 	// live.WaitlistRenderer; the buyers' panels are web/pages').
 	Panel *WaitlistPanel
@@ -91,12 +93,12 @@ func New(d Deps) *Pages {
 	return &Pages{
 		Events: &Events{frame: f, core: d.Events, charts: d.Charts},
 		Dashboard: &Dashboard{frame: f, monitor: d.Monitor, audit: d.Audit, checks: d.Registry, waitlist: d.Waitlist,
-			seats: d.Events, snapshotInterval: d.Cfg.SnapshotInterval,
+			seats: d.Events, pays: d.Payments, snapshotInterval: d.Cfg.SnapshotInterval,
 			charts: map[[2]uuid.UUID]*chartCache{}, registry: map[[2]uuid.UUID]*registryCheck{}},
 		Audit: &Audit{frame: f, audit: d.Audit, users: d.Accounts},
 		BoxOffice: &BoxOffice{frame: f, occupancy: d.Monitor, core: d.BoxOffice, sections: d.EventStore, holds: d.Audit,
 			seats: d.Events, release: d.Holds, holdByID: d.HoldStore, layout: map[[2]uuid.UUID]map[string]origin{}},
-		Counter: &Counter{frame: f, core: d.BoxOffice, holds: d.Holds, seats: d.Events, bookings: d.Bookings,
+		Counter: &Counter{frame: f, core: d.BoxOffice, cancels: d.Payments, holds: d.Holds, seats: d.Events, bookings: d.Bookings,
 			houses: d.BookingStore},
 		Charts:    &Charts{frame: f, store: d.Charts},
 		Keys:      &Keys{frame: f, dec: d.Decoder, core: d.Keys, list: d.Accounts},
@@ -105,6 +107,7 @@ func New(d Deps) *Pages {
 		Attendees: &Attendees{frame: f, door: d.Door},
 		Settings:  &Settings{frame: f, orgs: d.Accounts, policy: d.Policy},
 		Queue:     &Queue{render: d.Render, stats: d.Line, events: d.Events},
+		Refunds:   &Refunds{frame: f, pays: d.Payments},
 		Panel:     &WaitlistPanel{store: d.WaitlistStore},
 		log:       d.Log,
 	}
