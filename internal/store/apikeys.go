@@ -41,7 +41,7 @@ type NewAPIKey struct {
 	Hint         string
 }
 
-const apiKeyColumns = `id, org_id, name, role, created_by, hint, created_at, last_used_at, revoked_at, scopes, expires_at, created_by_key`
+const apiKeyColumns = `id, org_id, name, role, created_by, hint, created_at, last_used_at, revoked_at, scopes, expires_at, created_by_key` // #nosec G101 -- column names, not a credential
 
 // CreateAPIKey stores a key of org made by user by, unless org has its
 // quota of keys not revoked (409 conflict, Quotas.APIKeys). A key made by
