@@ -697,7 +697,10 @@ func TestEventFormBuyerCancelHours(t *testing.T) {
 			Each(func(_ int, in *goquery.Selection) {
 				name, _ := in.Attr("name")
 				val, _ := in.Attr("value")
-				if name != "" {
+				typ, _ := in.Attr("type")
+				_, checked := in.Attr("checked")
+				// As a browser sends it: an unchecked box sends nothing.
+				if name != "" && (typ != "checkbox" || checked) {
 					v.Set(name, val)
 				}
 			})
