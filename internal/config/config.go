@@ -5,7 +5,6 @@ package config
 import (
 	"errors"
 	"fmt"
-	"net"
 	"net/mail"
 	"net/netip"
 	"net/url"
@@ -463,24 +462,7 @@ func (c Config) validate() []error {
 	if c.TicketSecret != "" && len(c.TicketSecret) < 32 {
 		bad("SEATD_TICKET_SECRET: must be at least 32 characters (openssl rand -base64 32), got %d", len(c.TicketSecret))
 	}
-	if c.OpsAddr != OpsOff {
-		if host, _, err := net.SplitHostPort(c.OpsAddr); err != nil {
-			bad("SEATD_OPS_ADDR: %q must be host:port (port 0 picks a free one) or %q", c.OpsAddr, OpsOff)
-		} else if !c.OpsPublic && !closedHost(host) {
-			// Metrics name tenants' events, pprof shows memory and costs
-			// CPU on demand: the listener is for the host's own agents or a
-			// private network, and anything wider is an explicit choice.
-			bad("SEATD_OPS_ADDR: %q must be a loopback or private address (127.0.0.1:9090, 10.0.0.5:9090); "+
-				"to serve it on every interface or a public address behind your own firewall, set SEATD_OPS_PUBLIC=true", c.OpsAddr)
-		}
-	}
-	if c.PprofAddr != "" {
-		// Profiles show internals and cost CPU: never on a public address.
-		host, _, err := net.SplitHostPort(c.PprofAddr)
-		if ip := net.ParseIP(host); err != nil || (host != "localhost" && (ip == nil || !ip.IsLoopback())) {
-			bad("SEATD_PPROF_ADDR: %q must be a loopback host:port such as 127.0.0.1:6060", c.PprofAddr)
-		}
-	}
+	errs = append(errs, c.listenerProblems()...)
 	switch c.LogLevel {
 	case "debug", "info", "warn", "error":
 	default:
@@ -495,18 +477,6 @@ func (c Config) validate() []error {
 	errs = append(errs, c.stripeProblems()...)
 	errs = append(errs, c.paymentsProblems()...)
 	return errs
-}
-
-// closedHost reports whether a listen host is reachable only from the
-// machine or a private network: localhost, a loopback address or a
-// private one (RFC 1918, fc00::/7). An empty host or 0.0.0.0 listens on
-// every interface, and a host name may resolve anywhere: neither is.
-func closedHost(host string) bool {
-	if host == "localhost" {
-		return true
-	}
-	a, err := netip.ParseAddr(host)
-	return err == nil && (a.Unmap().IsLoopback() || a.Unmap().IsPrivate())
 }
 
 // Environments in which seatd may run.
