@@ -28,7 +28,7 @@ FUZZ_TARGETS=${FUZZ_TARGETS:-}
 # A count of executions, not a duration: with a duration, an input still
 # running through the real handlers when the time is up fails the run with
 # "context deadline exceeded" (the fuzz engine's, not the target's).
-FUZZ_TIME=${FUZZ_TIME:-2000x}
+FUZZ_TIME=${FUZZ_TIME:-1000x}
 
 # The fuzzing test binaries (step 5) are built here and removed on exit.
 FUZZ_BIN_DIR=$(mktemp -d "${TMPDIR:-/tmp}/seatd-fuzz.XXXXXX")

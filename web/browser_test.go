@@ -51,6 +51,12 @@ func outputDir(t *testing.T) string {
 // throws uncaught, fails the test.
 func browser(t *testing.T) func() context.Context {
 	t.Helper()
+	// A browser test spends most of its time waiting on Chromium and on
+	// the live socket, not on the CPU: two at a time (go test's -parallel,
+	// GOMAXPROCS by default) halve the package's time. Each test has its
+	// own Chromium, app and tenant, so they share nothing but Postgres and
+	// Redis.
+	t.Parallel()
 	opts := append(chromedp.DefaultExecAllocatorOptions[:],
 		chromedp.ExecPath(chromiumPath(t)),
 		chromedp.NoSandbox,
