@@ -13,7 +13,8 @@
 #      SEATD_SMTP_URL, SEATD_MAILPIT_URL, SEATD_CHROMIUM and SEATD_PROMETHEUS exported (Prometheus is installed
 #      when missing: the alert test starts one)
 #   5. a short fuzz run for each entry of FUZZ_TARGETS ("pkg/path:FuzzName ..."),
-#      from one instrumented test binary per package
+#      from one instrumented test binary per package, built at the lowest CPU
+#      priority while step 4's go test runs
 # The test services are stopped on exit, whether the run passed or not.
 set -euo pipefail
 
@@ -74,21 +75,12 @@ svc_env=$(scripts/services.sh up test)
 	log "alert rules (promtool)"
 	scripts/prometheus.sh test-rules
 
-	log "go test (DATABASE_URL=$DATABASE_URL REDIS_URL=$REDIS_URL)"
-	# The short chaos run goes last and alone: it measures convergence
-	# (maps within 1 s, registries within 2 s) with three seatd processes,
-	# proxies and its load on the machine's cores, as make chaos does.
-	# Beside the browser tests of another package, CPU starvation made the
-	# caches lag Postgres for expiries beyond those bounds.
-	go test -race -count=1 -timeout 12m $(go list ./... | grep -v '/internal/chaos$')
-	log "short chaos run"
-	go test -race -count=1 -timeout 8m ./internal/chaos/
-
-	# Each fuzzed package's instrumented test binary is built once and runs
-	# every target of that package: `go test -fuzz` builds (and links) it
-	# anew for each target. The binary runs in its package's folder (seed
-	# corpora in testdata/fuzz) with the cache folder `go test -fuzz` uses,
-	# so what one run finds is where the next one (either way) looks.
+	# The fuzzing test binaries (one per fuzzed package, each running all
+	# of that package's targets: `go test -fuzz` would build and link one
+	# anew per target) are built with coverage instrumentation, a build of
+	# its own. They build beside go test at the lowest CPU priority, so
+	# they take the time go test leaves idle (browser tests wait on
+	# Chromium, others on timers) and are ready when the tests end.
 	declare -A fuzz_names=()
 	pkgs=()
 	for target in $FUZZ_TARGETS; do
@@ -99,15 +91,43 @@ svc_env=$(scripts/services.sh up test)
 		[[ -n ${fuzz_names[$pkg]:-} ]] || pkgs+=("$pkg")
 		fuzz_names[$pkg]+=" $name"
 	done
+	fuzz_bin() { echo "$FUZZ_BIN_DIR/$(tr / _ <<<"$1").fuzz.test"; }
+	fuzz_builds_log=$FUZZ_BIN_DIR/fuzz-builds.log
+	(
+		for pkg in "${pkgs[@]}"; do
+			read -ra names <<<"${fuzz_names[$pkg]}"
+			nice -n 19 go test -c -o "$(fuzz_bin "$pkg")" -fuzz="^($(IFS='|'; echo "${names[*]}"))\$" "./$pkg" || exit
+		done
+	) >"$fuzz_builds_log" 2>&1 &
+	fuzz_builds=$!
+	# A failing go test ends this subshell: the builds go with it.
+	trap 'kill $(pgrep -P "$fuzz_builds") "$fuzz_builds" 2>/dev/null || true' EXIT
+
+	log "go test (DATABASE_URL=$DATABASE_URL REDIS_URL=$REDIS_URL)"
+	# The short chaos run goes last and alone: it measures convergence
+	# (maps within 1 s, registries within 2 s) with three seatd processes,
+	# proxies and its load on the machine's cores, as make chaos does.
+	# Beside the browser tests of another package, CPU starvation made the
+	# caches lag Postgres for expiries beyond those bounds.
+	go test -race -count=1 -timeout 12m $(go list ./... | grep -v '/internal/chaos$')
+	log "wait for the fuzzing test binaries"
+	if ! wait "$fuzz_builds"; then
+		cat "$fuzz_builds_log" >&2
+		die "building the fuzzing test binaries failed (output above)"
+	fi
+	trap - EXIT
+	log "short chaos run"
+	go test -race -count=1 -timeout 8m ./internal/chaos/
+
+	# Each binary runs in its package's folder (seed corpora in
+	# testdata/fuzz) with the cache folder `go test -fuzz` uses, so what one
+	# run finds is where the next one (either way) looks.
 	fuzz_cache=$(go env GOCACHE)/fuzz/$(go list -m)
 	for pkg in "${pkgs[@]}"; do
 		read -ra names <<<"${fuzz_names[$pkg]}"
-		bin=$FUZZ_BIN_DIR/$(tr / _ <<<"$pkg").fuzz.test
-		log "build the fuzzing test binary of ./$pkg"
-		go test -c -o "$bin" -fuzz="^($(IFS='|'; echo "${names[*]}"))\$" "./$pkg"
 		for name in "${names[@]}"; do
 			log "fuzz $name in ./$pkg: $FUZZ_TIME"
-			(cd "$pkg" && "$bin" -test.run='^$' -test.fuzz="^${name}\$" -test.fuzztime="$FUZZ_TIME" \
+			(cd "$pkg" && "$(fuzz_bin "$pkg")" -test.run='^$' -test.fuzz="^${name}\$" -test.fuzztime="$FUZZ_TIME" \
 				-test.fuzzcachedir="$fuzz_cache/$pkg" -test.paniconexit0)
 		done
 	done
