@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -60,6 +61,7 @@ func scheduled(ctx context.Context, s *server, sessions []*session, conns int, f
 	var mu sync.Mutex
 	wake := make(chan struct{}, 1)
 	jobs := make(chan due)
+	var inFlight atomic.Int64 // handed to a worker, its next not yet pushed
 	var resultsMu sync.Mutex
 	var results []sent
 	var wg sync.WaitGroup
@@ -75,10 +77,13 @@ func scheduled(ctx context.Context, s *server, sessions []*session, conns int, f
 					mu.Lock()
 					heap.Push(&h, due{at: at, client: j.client})
 					mu.Unlock()
-					select {
-					case wake <- struct{}{}:
-					default:
-					}
+				}
+				// After the push: the dispatcher, seeing nothing in
+				// flight, finds the pushed request.
+				inFlight.Add(-1)
+				select {
+				case wake <- struct{}{}:
+				default:
 				}
 			}
 			resultsMu.Lock()
@@ -91,6 +96,7 @@ func scheduled(ctx context.Context, s *server, sessions []*session, conns int, f
 	defer endTimer.Stop()
 dispatch:
 	for ctx.Err() == nil {
+		idle := inFlight.Load() == 0
 		mu.Lock()
 		var top due
 		empty := h.Len() == 0
@@ -98,8 +104,8 @@ dispatch:
 			top = h[0]
 		}
 		mu.Unlock()
-		if !empty && !top.at.Before(end) {
-			break
+		if (!empty && !top.at.Before(end)) || (empty && idle) {
+			break // nothing more due before the end, or nothing more at all
 		}
 		var timer <-chan time.Time
 		var tm *time.Timer
@@ -127,6 +133,7 @@ dispatch:
 		mu.Lock()
 		j := heap.Pop(&h).(due)
 		mu.Unlock()
+		inFlight.Add(1)
 		select {
 		case jobs <- j:
 		case <-endTimer.C:
