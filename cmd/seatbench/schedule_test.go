@@ -72,7 +72,9 @@ func TestScheduledFollowsTheAnswersAndCountsWhatMissedTheEnd(t *testing.T) {
 			}
 			return "/fast"
 		},
-		func(c, _ int, _ []byte, done time.Time) (time.Time, bool) { return done.Add(50 * time.Millisecond), c == 0 })
+		func(c, _ int, _ []byte, done time.Time) (time.Time, bool) {
+			return done.Add(50 * time.Millisecond), c == 0
+		})
 	if notSent != 1 {
 		t.Fatalf("not sent %d, want 1 (client 0's request, due before the end, stuck behind the slow one)", notSent)
 	}
@@ -86,7 +88,9 @@ func TestScheduledFollowsTheAnswersAndCountsWhatMissedTheEnd(t *testing.T) {
 	end = start.Add(300 * time.Millisecond)
 	rs, notSent = scheduled(context.Background(), s, sessions, 2, []due{{at: start, client: 0}}, end,
 		func(int) string { return "/fast" },
-		func(_, _ int, _ []byte, done time.Time) (time.Time, bool) { return done.Add(50 * time.Millisecond), true })
+		func(_, _ int, _ []byte, done time.Time) (time.Time, bool) {
+			return done.Add(50 * time.Millisecond), true
+		})
 	if notSent != 0 || len(rs) < 4 || len(rs) > 7 {
 		t.Fatalf("%d answered, %d not sent; want about one every 50 ms for 300 ms", len(rs), notSent)
 	}
