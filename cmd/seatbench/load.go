@@ -144,8 +144,6 @@ func (g *loadgen) warm(ctx context.Context, servers []*server, event string) err
 // during, if set, runs (in its own goroutine) at the start of the window.
 func (g *loadgen) closedLoop(ctx context.Context, servers []*server, buyers []*session, event string, seats []string,
 	warmup, dur time.Duration, during func(context.Context)) *Load {
-	var next atomic.Int64
-	var ranOut atomic.Bool
 	start := time.Now()
 	winStart, winEnd := start.Add(warmup), start.Add(warmup+dur)
 	type result struct {
@@ -170,37 +168,30 @@ func (g *loadgen) closedLoop(ctx context.Context, servers []*server, buyers []*s
 		m1 = counters(ctx, servers)
 		side.Wait()
 	})
-	for i, buyer := range buyers {
-		srv := servers[i%len(servers)]
-		wg.Go(func() {
-			r := result{statuses: map[int]int{}}
-			path := "/api/v1/events/" + event + "/holds"
-			for ctx.Err() == nil && time.Now().Before(winEnd) {
-				k := int(next.Add(1) - 1)
-				if k >= len(seats) {
-					ranOut.Store(true)
-					break
-				}
-				t0 := time.Now()
-				code := srv.post(ctx, buyer, path, holdBody(seats[k]))
-				t1 := time.Now()
-				if t1.Before(winStart) || !t1.Before(winEnd) {
-					continue
-				}
-				r.statuses[code]++
-				if code == http.StatusCreated {
-					r.ok++
-					r.lat = append(r.lat, ms(t1.Sub(t0)))
-				} else {
-					r.bad++
-				}
-			}
-			results[i] = r
-		})
+	path := "/api/v1/events/" + event + "/holds"
+	for i := range results {
+		results[i].statuses = map[int]int{}
 	}
+	ranOut, _ := loop(ctx, len(buyers), len(seats), winEnd, func(i, k int) error {
+		r := &results[i]
+		t0 := time.Now()
+		code := servers[i%len(servers)].post(ctx, buyers[i], path, holdBody(seats[k]))
+		t1 := time.Now()
+		if t1.Before(winStart) || !t1.Before(winEnd) {
+			return nil
+		}
+		r.statuses[code]++
+		if code == http.StatusCreated {
+			r.ok++
+			r.lat = append(r.lat, ms(t1.Sub(t0)))
+		} else {
+			r.bad++
+		}
+		return nil
+	})
 	wg.Wait()
 	l := &Load{Clients: len(buyers), Procs: len(servers), Seconds: dur.Seconds(), Statuses: map[string]int{},
-		RanOut: ranOut.Load(), CPU: cpu0.to(cpu1), Counters: delta(m0, m1)}
+		RanOut: ranOut, CPU: cpu0.to(cpu1), Counters: delta(m0, m1)}
 	var lat []float64
 	for _, r := range results {
 		l.Holds += r.ok

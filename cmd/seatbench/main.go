@@ -18,6 +18,11 @@
 //   - importing a 100 000-seat venue chart as JSON and as CSV;
 //   - hold throughput spread over two and three processes;
 //   - a freed seat to the offer in the next waiting buyer's cart;
+//   - the door: check-ins, and a sale to its confirmation mail;
+//   - a waiting room with 100 000 visitors in line on one process;
+//   - a flash sale paid through the built-in test payment provider,
+//     against the same sale without payment;
+//   - a surge of sign-ins, with the holds it must not starve;
 //   - the seat map of a 100 000-seat event in headless Chromium.
 //
 // It prints one table on stdout, progress on stderr, and writes the
@@ -37,7 +42,9 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/exec"
 	"os/signal"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
@@ -96,6 +103,16 @@ type config struct {
 	pacedRate     float64 // offered holds/s; 0: 2 per buyer, at most half the closed-loop rate at pacedBuyers
 	pgMaxConns    int     // SEATD_PG_MAX_CONNS for every seatd; 0 leaves seatd's default
 
+	roomVisitors int           // visitors waiting in one event's line (room phase)
+	roomRate     int           // the room's admissions a minute
+	roomSeats    int           // seats of the room's event
+	roomPoll     time.Duration // the visitors' polling window (after the opening)
+	roomHolds    time.Duration // the admitted buyers' holds window, while the line polls
+	roomRef      time.Duration // the polling schedule replayed with GET /api/v1/me, at most this long
+	payBuyers    int           // concurrent buyers of the payments phase's sales
+	paySales     int           // sales of each payments run (with and without payment)
+	signIns      int           // sign-ins of the surge
+
 	webhookRate   float64       // changes/s of the webhook latency run
 	webhookOutage time.Duration // how long the webhook receiver is down
 	seatdEnv      map[string]string
@@ -107,7 +124,7 @@ type config struct {
 }
 
 // phases, in the order they run.
-var allPhases = []string{"idle", "opening", "holds", "hotseat", "best", "occupancy", "charts", "multi", "fallback", "live", "expiry", "webhooks", "ga", "waitlist", "door", "bigmap"}
+var allPhases = []string{"idle", "opening", "holds", "hotseat", "best", "occupancy", "charts", "multi", "fallback", "live", "expiry", "webhooks", "ga", "waitlist", "door", "room", "pay", "signin", "bigmap"}
 
 func parseConfig(args []string, stderr io.Writer) (config, error) {
 	quick := false
@@ -116,10 +133,10 @@ func parseConfig(args []string, stderr io.Writer) (config, error) {
 			quick = true
 		}
 	}
-	// A full run takes 10–13 minutes on two cores; the bound leaves a
-	// slower machine room.
+	// A full run's phases take 15–18 minutes on two cores; the bound
+	// leaves a slower machine room.
 	c := config{
-		quick: quick, root: ".", outDir: "bench/results", timeout: 20 * time.Minute,
+		quick: quick, root: ".", outDir: "bench/results", timeout: 28 * time.Minute,
 		levels: []int{50, 200, 500}, duration: 15 * time.Second, warmup: 3 * time.Second,
 		eventSeats: 200_000, refSeats: 200_000, refMaxConns: 200,
 		fallback: []int{50, 200, 500}, hotBuyers: 1000, gaBuyers: 200, gaKeyed: true, bestBursts: 15, bestKeyed: 5,
@@ -130,9 +147,12 @@ func parseConfig(args []string, stderr io.Writer) (config, error) {
 		openingSeats: 300_000, openingBuyers: 32,
 		freshDB: true, profileFor: 10 * time.Second,
 		webhookRate: 1000, webhookOutage: 60 * time.Second,
+		roomVisitors: 100_000, roomRate: 3000, roomSeats: 100_000,
+		roomPoll: 42 * time.Second, roomHolds: 15 * time.Second, roomRef: 20 * time.Second,
+		payBuyers: 200, paySales: 2000, signIns: 1000,
 	}
 	if quick {
-		c.timeout = 170 * time.Second
+		c.timeout = 300 * time.Second
 		c.duration, c.warmup = 4*time.Second, time.Second
 		c.eventSeats, c.refSeats = 40_000, 60_000
 		c.fallback = []int{200}
@@ -144,6 +164,9 @@ func parseConfig(args []string, stderr io.Writer) (config, error) {
 		c.occRequests = 300
 		c.openingSeats = 100_000
 		c.webhookOutage = 10 * time.Second
+		c.roomVisitors, c.roomRate, c.roomSeats = 5000, 1200, 20_000
+		c.roomPoll, c.roomHolds, c.roomRef = 8*time.Second, 4*time.Second, 8*time.Second
+		c.payBuyers, c.paySales, c.signIns = 50, 300, 100
 	}
 	fs := flag.NewFlagSet("seatbench", flag.ContinueOnError)
 	fs.SetOutput(stderr)
@@ -152,7 +175,7 @@ func parseConfig(args []string, stderr io.Writer) (config, error) {
 	fs.StringVar(&c.outDir, "out", c.outDir, "directory for <timestamp>.json and latest.json")
 	fs.StringVar(&c.seatd, "seatd", "", "use this seatd binary instead of building ./cmd/seatd")
 	only := fs.String("only", "", "run only these phases (comma-separated: "+strings.Join(allPhases, ",")+")")
-	fs.DurationVar(&c.timeout, "timeout", c.timeout, "hard limit for the whole run")
+	fs.DurationVar(&c.timeout, "timeout", c.timeout, "hard limit for the phases (services, build, accounts and installs come before it)")
 	levels := fs.String("levels", joinInts(c.levels), "concurrent buyers of the distinct-seat runs")
 	fs.DurationVar(&c.duration, "duration", c.duration, "measured window of each load level")
 	fs.DurationVar(&c.warmup, "warmup", c.warmup, "unmeasured lead-in of each load level")
@@ -174,6 +197,15 @@ func parseConfig(args []string, stderr io.Writer) (config, error) {
 	fs.IntVar(&c.doorTickets, "door-tickets", c.doorTickets, "tickets sold (ten a booking) and scanned at the door")
 	fs.IntVar(&c.doorScanners, "door-scanners", c.doorScanners, "concurrent door scanners")
 	fs.IntVar(&c.doorMailSales, "door-mail-sales", c.doorMailSales, "sales timed one at a time to their confirmation mail")
+	fs.IntVar(&c.roomVisitors, "room-visitors", c.roomVisitors, "visitors waiting in one event's line")
+	fs.IntVar(&c.roomRate, "room-rate", c.roomRate, "the waiting room's admissions a minute")
+	fs.IntVar(&c.roomSeats, "room-seats", c.roomSeats, "seats of the waiting room's event")
+	fs.DurationVar(&c.roomPoll, "room-poll", c.roomPoll, "the visitors' polling window after the opening")
+	fs.DurationVar(&c.roomHolds, "room-holds", c.roomHolds, "measured window of the admitted buyers' holds while the line polls (and without it)")
+	fs.DurationVar(&c.roomRef, "room-ref", c.roomRef, "the polling schedule replayed with GET /api/v1/me, at most this long")
+	fs.IntVar(&c.payBuyers, "pay-buyers", c.payBuyers, "concurrent buyers of the sales with and without payment")
+	fs.IntVar(&c.paySales, "pay-sales", c.paySales, "sales (two seats each) with payment, and as many without")
+	fs.IntVar(&c.signIns, "sign-ins", c.signIns, "sign-ins of the surge (32 at a time)")
 	fs.IntVar(&c.occSeats, "occupancy-seats", c.occSeats, "seats of the occupancy event")
 	fs.IntVar(&c.chartSeats, "chart-seats", c.chartSeats, "seats of the imported venue chart")
 	fs.IntVar(&c.occRequests, "occupancy-requests", c.occRequests, "occupancy requests timed")
@@ -226,7 +258,9 @@ func parseConfig(args []string, stderr io.Writer) (config, error) {
 		}
 		c.only[p] = true
 	}
-	if c.duration <= 0 || c.warmup < 0 || c.hotBuyers < 2 || c.bestBursts < 1 || c.bestKeyed < 0 || c.wsClients < 1 || c.wsSessions < 1 {
+	if c.duration <= 0 || c.warmup < 0 || c.hotBuyers < 2 || c.bestBursts < 1 || c.bestKeyed < 0 || c.wsClients < 1 || c.wsSessions < 1 ||
+		c.roomVisitors < 1 || c.roomRate < 1 || c.roomSeats < 1 || c.roomPoll <= 0 || c.roomHolds <= 0 || c.roomRef <= 0 ||
+		c.payBuyers < 1 || c.paySales < 1 || c.signIns < 1 {
 		return c, fmt.Errorf("sizes must be positive")
 	}
 	return c, nil
@@ -237,7 +271,7 @@ func (c config) runs(phase string) bool { return len(c.only) == 0 || c.only[phas
 // buyersNeeded is how many buyer accounts (and sessions) the run needs.
 func (c config) buyersNeeded() int {
 	n := max(c.hotBuyers, c.gaBuyers)
-	for _, l := range append(append(append([]int{}, c.levels...), c.fallback...), c.multiBuyers, c.pacedBuyers, c.openingBuyers, c.wsSessions+1, 2*c.waitlistFrees, (c.doorTickets+9)/10) {
+	for _, l := range append(append(append([]int{}, c.levels...), c.fallback...), c.multiBuyers, c.pacedBuyers, c.openingBuyers, c.payBuyers, c.wsSessions+1, 2*c.waitlistFrees, (c.doorTickets+9)/10) {
 		n = max(n, l)
 	}
 	return n
@@ -262,17 +296,27 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	ctx, cancel := context.WithTimeoutCause(ctx, cfg.timeout, fmt.Errorf("run exceeded -timeout %s", cfg.timeout))
-	defer cancel()
 	b := &bench{cfg: cfg, log: newProgress(stderr), rep: &Report{Started: time.Now().UTC(), Mode: mode(cfg.quick)}}
 	defer b.cleanup()
-	if err := b.setup(ctx); err != nil {
+	// Services, the seatd build, the accounts and any tool a phase
+	// installs come before the clock: -timeout bounds the phases, so a
+	// slow first build or a package download cannot leave phases
+	// unmeasured.
+	setupCtx, setupDone := context.WithTimeoutCause(ctx, setupTimeout, fmt.Errorf("setup exceeded %s", setupTimeout))
+	err = b.setup(setupCtx)
+	if err == nil {
+		b.installTools(setupCtx)
+	}
+	setupDone()
+	if err != nil {
 		return err
 	}
+	ctx, cancel := context.WithTimeoutCause(ctx, cfg.timeout, fmt.Errorf("run exceeded -timeout %s", cfg.timeout))
+	defer cancel()
 	phases := map[string]func(context.Context) error{
 		"idle": b.phaseIdle, "opening": b.phaseOpening, "holds": b.phaseHolds, "hotseat": b.phaseHotSeat, "best": b.phaseBest, "occupancy": b.phaseOccupancy, "charts": b.phaseCharts, "multi": b.phaseMulti,
 		"fallback": b.phaseFallback, "live": b.phaseLive, "expiry": b.phaseExpiry, "webhooks": b.phaseWebhooks, "ga": b.phaseGA, "waitlist": b.phaseWaitlist,
-		"door": b.phaseDoor, "bigmap": b.phaseBigMap,
+		"door": b.phaseDoor, "room": b.phaseRoom, "pay": b.phasePay, "signin": b.phaseSignIn, "bigmap": b.phaseBigMap,
 	}
 	for _, p := range allPhases {
 		if !cfg.runs(p) {
@@ -305,6 +349,26 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return fmt.Errorf("%d phase(s) not measured, first %s: %s", n, b.rep.Errors[0].Phase, b.rep.Errors[0].Error)
 	}
 	return nil
+}
+
+// setupTimeout bounds what comes before the phases' clock: the services,
+// building seatd, the accounts, installing haproxy and Chromium.
+const setupTimeout = 15 * time.Minute
+
+// installTools runs the scripts that install haproxy (multi) and
+// Chromium (bigmap) when missing, for the phases that need them; a
+// failure is left for the phase to report.
+func (b *bench) installTools(ctx context.Context) {
+	if b.cfg.runs("multi") {
+		if err := exec.CommandContext(ctx, filepath.Join(b.root, "scripts/haproxy.sh")).Run(); err != nil {
+			b.log.printf("scripts/haproxy.sh: %v (the multi phase will say)", err)
+		}
+	}
+	if b.cfg.runs("bigmap") {
+		if _, err := chromiumPath(ctx, b.root); err != nil {
+			b.log.printf("%v (the bigmap phase will say)", err)
+		}
+	}
 }
 
 func mode(quick bool) string {

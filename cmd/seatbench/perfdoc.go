@@ -358,9 +358,57 @@ func perfRows(r *Report) []perfRow {
 		missing("idle seatd serve: CPU per minute", "background work only; reported", "idle phase not run")
 	}
 
-	// Targets of parts not built yet.
-	missing("waiting room, 100 000 visitors on one process", "≤ 2 KiB heap a visitor; admission ±5 % of the rate", "not built")
-	missing("payments", "bookings/s ≥ 0.5 × the same sale without payment", "not built")
+	if rm := r.Room; rm != nil {
+		name := fmt.Sprintf("waiting room, %s visitors on one process", num(float64(rm.Visitors)))
+		heap := max(rm.HeapPerVisitorPolling, rm.HeapPerVisitorJoined)
+		add(name+": seatd memory a visitor", "heap ≤ 2 KiB a visitor",
+			fmt.Sprintf("heap %.0f B polling, %.0f B after joining; RSS %.0f B", rm.HeapPerVisitorPolling, rm.HeapPerVisitorJoined, rm.RSSPerVisitorPolling),
+			fmt.Sprintf("before anyone joined: heap %.0f MiB", rm.HeapBeforeMiB), fmt.Sprintf("%.2f", heap/2048), verdict(heap <= 2048))
+		add(name+": position answer under the polling load", "reported beside GET /api/v1/me",
+			fmt.Sprintf("p99 %.1f ms from due time (%.1f from sending), %s polls/s, %d not sent", rm.Poll.P99, rm.PollSent.P99, num(rm.PollPerSec), rm.PollNotSent),
+			fmt.Sprintf("GET /api/v1/me, same schedule: p99 %.1f ms (%.1f from sending)", rm.Ref.P99, rm.RefSent.P99),
+			fmt.Sprintf("%.2f", ratio2(rm.Poll.P99, rm.Ref.P99)), "reported")
+		acc := ratio2(rm.AdmittedPerMinute, float64(rm.RatePerMinute))
+		add(name+": admission rate", "within ±5 % of the set rate",
+			fmt.Sprintf("%s a minute (%s in %.0f s)", num(rm.AdmittedPerMinute), num(float64(rm.Admitted)), rm.AdmitSeconds),
+			fmt.Sprintf("set: %s a minute", num(float64(rm.RatePerMinute))), fmt.Sprintf("%.3f", acc), verdict(acc >= 0.95 && acc <= 1.05))
+		if rm.Holds != nil && rm.HoldsRef != nil {
+			x := ratio2(rm.Holds.Latency.P99, rm.HoldsRef.Latency.P99)
+			add(name+": holds of admitted buyers while the line waits", "p99 ≤ 1.2 × without the room",
+				fmt.Sprintf("p99 %.1f ms, %s holds/s", rm.Holds.Latency.P99, num(rm.Holds.Rate)),
+				fmt.Sprintf("room off, nobody polling: p99 %.1f ms, %s holds/s", rm.HoldsRef.Latency.P99, num(rm.HoldsRef.Rate)),
+				fmt.Sprintf("%.2f", x), verdict(x > 0 && x <= 1.2 && rm.Holds.Failed == 0))
+		}
+	} else {
+		missing("waiting room, 100 000 visitors on one process", "≤ 2 KiB heap a visitor; admission ±5 % of the rate", "room phase not run")
+	}
+	if p := r.Payments; p != nil && p.On != nil && p.Off != nil {
+		x := ratio2(p.On.PerSec, p.Off.PerSec)
+		add(fmt.Sprintf("payments: flash sale of %s sales, %d buyers, through the test provider", num(float64(p.On.Sales)), p.Buyers),
+			"sales/s ≥ 0.5 × the same sale without payment; no seat sold twice",
+			fmt.Sprintf("%s sales/s; card → webhook → booking p99 %.0f ms; %d seats twice", num(p.On.PerSec), p.On.Pay.P99, p.On.SeatsTwice),
+			fmt.Sprintf("without payment: %s sales/s", num(p.Off.PerSec)), fmt.Sprintf("%.2f", x),
+			verdict(x >= 0.5 && p.On.SeatsTwice == 0 && p.Off.SeatsTwice == 0 && p.On.Unbooked == 0))
+	} else {
+		missing("payments", "sales/s ≥ 0.5 × the same sale without payment", "pay phase not run")
+	}
+	if si := r.SignIns; si != nil {
+		ok := si.Failed == 0 && si.NoRetryAfter == 0
+		ref, ratio := "–", ""
+		if si.Holds != nil && si.HoldsRef != nil {
+			ref = fmt.Sprintf("holds p99 %.1f ms during the surge, %.1f ms without", si.Holds.Latency.P99, si.HoldsRef.Latency.P99)
+			ratio = fmt.Sprintf("%.2f", ratio2(si.Holds.Latency.P99, si.HoldsRef.Latency.P99))
+		}
+		refusals := 0
+		for _, n := range si.Refusals {
+			refusals += n
+		}
+		add(fmt.Sprintf("sign-in surge: %s sign-ins %d at a time", num(float64(si.Total)), si.Conns), "all succeed; every refusal carries Retry-After",
+			fmt.Sprintf("%d signed in, %d failed; %.1f/s, p99 %.0f ms; %d refusals, %d without Retry-After", si.Succeeded, si.Failed, si.PerSec, si.SignIn.P99, refusals, si.NoRetryAfter),
+			ref, ratio, verdict(ok))
+	} else {
+		missing("sign-in surge", "all succeed; every refusal carries Retry-After", "signin phase not run")
+	}
 
 	return rows
 }

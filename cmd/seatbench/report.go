@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -36,6 +37,9 @@ type Report struct {
 	GA         *GAFlash     `json:"ga_flash_sale,omitempty"`
 	Waitlist   *Waitlist    `json:"waitlist,omitempty"`
 	Door       *Door        `json:"door,omitempty"`
+	Room       *Room        `json:"waiting_room,omitempty"`
+	Payments   *Payments    `json:"payments,omitempty"`
+	SignIns    *SignIns     `json:"sign_in_surge,omitempty"`
 	Expiry     *Expiry      `json:"expiry,omitempty"`
 	BigMap     *BigMap      `json:"big_map,omitempty"`
 	Profiles   []string     `json:"profiles,omitempty"`
@@ -371,6 +375,46 @@ func (r *Report) printTable(w io.Writer) {
 			fmt.Sprintf("%.0f / %.0f / %.0f ms", d.SaleToMail.P50, d.SaleToMail.P99, d.SaleToMail.Max),
 			"QR codes and PDF rendered, outbox, SMTP", "", fmt.Sprintf("%d missed", d.MailMissed))
 	}
+	if rm := r.Room; rm != nil {
+		name := fmt.Sprintf("waiting room, %d visitors", rm.Visitors)
+		row(name+": join before the opening (cold) p50/p95/p99", lat(rm.Join),
+			fmt.Sprintf("%.0f joins/s, %d connections, closed loop; no coordinated-omission correction", rm.JoinPerSec, rm.JoinConns), "", "")
+		row(name+": seatd heap / RSS a visitor, polling (steady)", fmt.Sprintf("%.0f / %.0f B", rm.HeapPerVisitorPolling, rm.RSSPerVisitorPolling),
+			fmt.Sprintf("after joining: %.0f / %.0f B; heap before %.0f MiB", rm.HeapPerVisitorJoined, rm.RSSPerVisitorJoined, rm.HeapBeforeMiB), "", "heap ≤ 2 KiB")
+		row(name+": position poll p50/p95/p99 (from due time)", lat(rm.Poll)+fmt.Sprintf(" (%.0f/s, %d not sent)", rm.PollPerSec, rm.PollNotSent),
+			"GET /api/v1/me, same schedule: "+lat(rm.Ref), fmt.Sprintf("%.2f", ratio2(rm.Poll.P99, rm.Ref.P99)), "")
+		row(name+": position poll p50/p95/p99 (from sending)", lat(rm.PollSent), "GET /api/v1/me: "+lat(rm.RefSent),
+			fmt.Sprintf("%.2f", ratio2(rm.PollSent.P99, rm.RefSent.P99)), "")
+		row(name+": admitted a minute", fmt.Sprintf("%.0f (%d in %.0f s)", rm.AdmittedPerMinute, rm.Admitted, rm.AdmitSeconds),
+			fmt.Sprintf("set rate %d", rm.RatePerMinute), fmt.Sprintf("%.3f", ratio2(rm.AdmittedPerMinute, float64(rm.RatePerMinute))), "within ±5 %")
+		if rm.Holds != nil && rm.HoldsRef != nil {
+			row(name+fmt.Sprintf(": holds of %d admitted buyers p50/p95/p99", rm.Holds.Clients), lat(rm.Holds.Latency)+failures(rm.Holds),
+				"room off, nobody polling: "+lat(rm.HoldsRef.Latency)+failures(rm.HoldsRef), fmt.Sprintf("%.2f", ratio2(rm.Holds.Latency.P99, rm.HoldsRef.Latency.P99)), "p99 ≤ 1.2 ×")
+		}
+	}
+	if p := r.Payments; p != nil && p.On != nil && p.Off != nil {
+		name := fmt.Sprintf("flash sale through the test payment provider, %d buyers × %d sales of %d seats", p.Buyers, p.On.Sales, p.SeatsPerSale)
+		row(name+": sales/s", fmt.Sprintf("%.0f", p.On.PerSec), fmt.Sprintf("without payment: %.0f", p.Off.PerSec),
+			fmt.Sprintf("%.2f", ratio2(p.On.PerSec, p.Off.PerSec)), "≥ 0.50")
+		row(name+": sale p50/p95/p99", lat(p.On.Sale), "without payment: "+lat(p.Off.Sale), fmt.Sprintf("%.2f", ratio2(p.On.Sale.P99, p.Off.Sale.P99)), "")
+		row(name+": card → webhook → booking p50/p95/p99", lat(p.On.Pay), fmt.Sprintf("%d read back without a booking", p.On.Unbooked), "", "")
+		row(name+": seats sold twice", fmt.Sprintf("%d (%d sold, %d tickets)", p.On.SeatsTwice, p.On.SeatsSold, p.On.Tickets),
+			fmt.Sprintf("without payment: %d (%d sold)", p.Off.SeatsTwice, p.Off.SeatsSold), "", "0")
+	}
+	if si := r.SignIns; si != nil {
+		name := fmt.Sprintf("sign-in surge, %d sign-ins %d at a time (bcrypt cost %d)", si.Total, si.Conns, si.Cost)
+		row(name+": signed in / failed", fmt.Sprintf("%d / %d, %.1f/s", si.Succeeded, si.Failed, si.PerSec),
+			fmt.Sprintf("refusals %s, %d without Retry-After", statusList(si.Refusals), si.NoRetryAfter), "", "all, each refusal with Retry-After")
+		row(name+": sign-in p50/p95/p99 (retries included)", lat(si.SignIn), "each request: "+lat(si.Attempt), "", "")
+		if si.Holds != nil && si.HoldsRef != nil {
+			note := ""
+			if si.Outlasted {
+				note = " (the surge ended inside the window)"
+			}
+			row(name+fmt.Sprintf(": holds of %d buyers p50/p95/p99", si.Holds.Clients), lat(si.Holds.Latency)+failures(si.Holds)+note,
+				"without the surge: "+lat(si.HoldsRef.Latency)+failures(si.HoldsRef), fmt.Sprintf("%.2f", ratio2(si.Holds.Latency.P99, si.HoldsRef.Latency.P99)), "")
+		}
+	}
 	if m := r.BigMap; m != nil {
 		name := fmt.Sprintf("seat map, %d seats in %d sections, Chromium", m.Seats, m.Sections)
 		row(name+": first map transferred", fmt.Sprintf("%.2f MB in %d requests", float64(m.Bytes)/1e6, m.Requests),
@@ -448,6 +492,23 @@ func burstP99s(bs []BestBurst) string {
 		v[i] = x.P99
 	}
 	return burstList(v)
+}
+
+// statusList shows counts by status: "429 12, 503 3" (none: "none").
+func statusList(m map[string]int) string {
+	if len(m) == 0 {
+		return "none"
+	}
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	out := make([]string, len(keys))
+	for i, k := range keys {
+		out[i] = fmt.Sprintf("%s %d", k, m[k])
+	}
+	return strings.Join(out, ", ")
 }
 
 // burstList lists figures in ms with one decimal.

@@ -1,0 +1,48 @@
+package main
+
+import (
+	"strings"
+	"testing"
+)
+
+// TestPerfRowsJudgeTheNewRows: the waiting room, payments and sign-in
+// surge rows are judged on their figures, and say "not measured" when
+// their phase did not run.
+func TestPerfRowsJudgeTheNewRows(t *testing.T) {
+	verdicts := func(r *Report) map[string]string {
+		out := map[string]string{}
+		for _, row := range perfRows(r) {
+			for _, key := range []string{"seatd memory a visitor", "admission rate", "while the line waits", "payments", "sign-in surge"} {
+				if strings.Contains(row.What, key) {
+					out[key] = row.Verdict
+				}
+			}
+		}
+		return out
+	}
+	v := verdicts(&Report{})
+	for _, key := range []string{"payments", "sign-in surge"} {
+		if v[key] != notMeasured {
+			t.Errorf("%s without its phase: %q, want %q", key, v[key], notMeasured)
+		}
+	}
+	r := &Report{
+		Room: &Room{Visitors: 100_000, RatePerMinute: 1200, AdmittedPerMinute: 1195, HeapPerVisitorJoined: 1800, HeapPerVisitorPolling: 2100,
+			Holds: &Load{Latency: Latency{P99: 30}}, HoldsRef: &Load{Latency: Latency{P99: 28}}},
+		Payments: &Payments{Buyers: 200, On: &SaleRun{Sales: 2000, PerSec: 60}, Off: &SaleRun{Sales: 2000, PerSec: 100}},
+		SignIns:  &SignIns{Total: 1000, Succeeded: 1000, Refusals: map[string]int{"503": 3}, NoRetryAfter: 1},
+	}
+	v = verdicts(r)
+	want := map[string]string{"seatd memory a visitor": notMet, "admission rate": met, "while the line waits": met, "payments": met, "sign-in surge": notMet}
+	for k, w := range want {
+		if v[k] != w {
+			t.Errorf("%s: %q, want %q", k, v[k], w)
+		}
+	}
+	r.Payments.On.SeatsTwice = 1
+	r.Room.AdmittedPerMinute = 1270
+	v = verdicts(r)
+	if v["payments"] != notMet || v["admission rate"] != notMet {
+		t.Errorf("a seat sold twice, 6 %% over the rate: payments %q, admission %q; want both %q", v["payments"], v["admission rate"], notMet)
+	}
+}
