@@ -174,7 +174,7 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger) (*App, error)
 	a.Locks = seatlock.New(rdb, cfg.KeyPrefix, cfg.LockMargin)
 	a.Locks.Coalesce(cfg.HoldBatchSlots, cfg.HoldBatchMax)
 	var eng *hold.Engine
-	a.AutoRate = waitroom.NewAIMD(waitroom.AIMDOptions{Target: cfg.QueueHoldTarget})
+	a.AutoRate = waitroom.NewAIMD(m.HoldDuration, waitroom.AIMDOptions{Target: cfg.QueueHoldTarget})
 	a.Bus = realtime.New(rdb, pool, a.Notifier, log, func() bool { return eng == nil || eng.FastPath() })
 	eng = hold.NewEngine(a.Store, a.Locks, a.Bus, hold.Options{
 		HoldTTL: cfg.HoldTTL, Extension: cfg.HoldExtension, MaxExtensions: cfg.MaxExtensions,
@@ -190,7 +190,6 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger) (*App, error)
 		// The background jobs' pace (RunBackground starts them).
 		FeedEvery: cfg.FeedInterval, ReapEvery: cfg.ReaperInterval, OfferEvery: cfg.WaitlistInterval,
 		SnapshotEvery: cfg.SnapshotInterval, WarmEvery: cfg.WarmInterval, WarmEvents: cfg.WarmEvents, WarmSeats: cfg.WarmSeats,
-		OnHold: a.AutoRate.Observe,
 	}, log, m, time.Now)
 	a.Engine = eng
 	a.Warmer = hold.NewWarmer(eng)

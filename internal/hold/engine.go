@@ -60,11 +60,6 @@ type Options struct {
 	// keeps at most WarmEvents of them, WarmSeats seats in all, loaded.
 	WarmEvery             time.Duration
 	WarmEvents, WarmSeats int
-
-	// OnHold, when set, hears how long every hold took (granted or
-	// refused): the waiting room's automatic rate keeps the p99 of these
-	// under its target (waitroom.AIMD).
-	OnHold func(time.Duration)
 }
 
 // Engine is the hold core of one process: the hot caches of its events
