@@ -84,6 +84,9 @@ type Engine struct {
 
 	// kick asks the follower for a round now (buffered, never blocks).
 	kick chan struct{}
+	// caught tells the requests waiting for a round (catchUp) that one
+	// served them.
+	caught catchUps
 
 	// tasks is the work the engine's jobs start in the background (a warm
 	// after publishing, reloads of pinned events); Close cancels its
