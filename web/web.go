@@ -87,7 +87,7 @@ func newServer(d Deps, o options) *Server {
 	lockout := ratelimit.NewLockout(s.limits, d.Cfg)
 	s.keys = auth.NewAPIKeys(d.Store.Accounts, d.Notifier, d.Log.With("component", "api_keys"))
 	s.hooks = webhook.NewEndpoints(d.Store.Webhooks, d.Cfg.WebhookAllowPrivate)
-	s.sessions = session.New(session.Options{Pool: d.Pool, Store: d.Store.Accounts, Notifier: d.Notifier, Hub: s.hub,
+	s.sessions = session.New(session.Options{Pool: d.Pool, Store: d.Store.Accounts, Devices: d.Store.Devices, Notifier: d.Notifier, Hub: s.hub,
 		Keys: s.keys, KeyLimit: s.limits, Errors: errs, Log: d.Log,
 		Lifetime: d.Cfg.SessionLifetime, IdleTimeout: d.Cfg.SessionIdleTimeout,
 		CookieSecure: d.Cfg.CookieSecure, NoCache: o.noSessionCache,

@@ -5,14 +5,11 @@ package app
 
 import (
 	"context"
-	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
 	"net"
 	"net/http"
-	"net/url"
-	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -174,7 +171,7 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger) (*App, error)
 	a.Locks = seatlock.New(rdb, cfg.KeyPrefix, cfg.LockMargin)
 	a.Locks.Coalesce(cfg.HoldBatchSlots, cfg.HoldBatchMax)
 	var eng *hold.Engine
-	a.AutoRate = waitroom.NewAIMD(waitroom.AIMDOptions{Target: cfg.QueueHoldTarget})
+	a.AutoRate = waitroom.NewAIMD(m.HoldDuration, waitroom.AIMDOptions{Target: cfg.QueueHoldTarget})
 	a.Bus = realtime.New(rdb, pool, a.Notifier, log, func() bool { return eng == nil || eng.FastPath() })
 	eng = hold.NewEngine(a.Store, a.Locks, a.Bus, hold.Options{
 		HoldTTL: cfg.HoldTTL, Extension: cfg.HoldExtension, MaxExtensions: cfg.MaxExtensions,
@@ -190,7 +187,6 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger) (*App, error)
 		// The background jobs' pace (RunBackground starts them).
 		FeedEvery: cfg.FeedInterval, ReapEvery: cfg.ReaperInterval, OfferEvery: cfg.WaitlistInterval,
 		SnapshotEvery: cfg.SnapshotInterval, WarmEvery: cfg.WarmInterval, WarmEvents: cfg.WarmEvents, WarmSeats: cfg.WarmSeats,
-		OnHold: a.AutoRate.Observe,
 	}, log, m, time.Now)
 	a.Engine = eng
 	a.Warmer = hold.NewWarmer(eng)
@@ -206,7 +202,7 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger) (*App, error)
 	if cfg.Env == "test" {
 		cost = 4 // bcrypt.MinCost: tests create many users
 	}
-	a.Accounts = auth.New(a.Store.Accounts, cost, cfg.PublicURL)
+	a.Accounts = auth.New(a.Store.Accounts, a.Store.Tokens, cost, cfg.PublicURL)
 	a.Accounts.LimitHashing(cfg.MaxPasswordHashes)
 	a.Webhooks = webhook.NewWorker(a.Store.Webhooks, a.Notifier, webhook.Options{
 		AllowPrivate: cfg.WebhookAllowPrivate, Timeout: cfg.WebhookTimeout, RetryFor: cfg.WebhookRetryFor,
@@ -241,91 +237,6 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger) (*App, error)
 		return nil, err
 	}
 	return a, nil
-}
-
-// NewRedis builds a Redis client from REDIS_URL: one redis:// URL (or
-// rediss:// for TLS) for a single server, or a comma-separated list of
-// host:port for a cluster (each may start with redis:// or, all alike,
-// rediss:// for TLS). Credentials come from the URL or, for a cluster
-// and for a URL without them, from SEATD_REDIS_USERNAME and
-// SEATD_REDIS_PASSWORD. Timeouts are short and retries few: a slow Redis
-// must trip the breaker quickly, not stall every hold.
-func NewRedis(cfg config.Config) (redis.UniversalClient, error) {
-	o, err := redisOptions(cfg)
-	if err != nil {
-		return nil, err
-	}
-	return redis.NewUniversalClient(o), nil
-}
-
-// redisOptions is NewRedis without the connection, for tests to read.
-func redisOptions(cfg config.Config) (*redis.UniversalOptions, error) {
-	o := &redis.UniversalOptions{
-		DialTimeout:  cfg.RedisDialTimeout,
-		ReadTimeout:  cfg.RedisTimeout,
-		WriteTimeout: cfg.RedisTimeout,
-		MaxRetries:   cfg.RedisMaxRetries,
-		// One dial attempt: a dead Redis must trip the breaker fast rather
-		// than cost every hold several connection timeouts.
-		DialerRetries:         1,
-		ContextTimeoutEnabled: true,
-		PoolSize:              64,
-	}
-	if strings.Contains(cfg.RedisURL, ",") {
-		schemes := map[string]bool{}
-		for _, addr := range strings.Split(cfg.RedisURL, ",") {
-			addr = strings.TrimSpace(addr)
-			scheme := "redis"
-			if s, rest, ok := strings.Cut(addr, "://"); ok {
-				scheme, addr = s, rest
-			}
-			if scheme != "redis" && scheme != "rediss" {
-				return nil, fmt.Errorf("REDIS_URL: cluster address %q must be host:port, redis://host:port or rediss://host:port", addr)
-			}
-			schemes[scheme] = true
-			if _, _, err := net.SplitHostPort(addr); err != nil {
-				return nil, fmt.Errorf("REDIS_URL: %q is not host:port", addr)
-			}
-			o.Addrs = append(o.Addrs, addr)
-		}
-		if len(schemes) > 1 {
-			return nil, errors.New("REDIS_URL: cluster addresses must all be redis:// or all rediss://")
-		}
-		if schemes["rediss"] {
-			// No ServerName: each node's TLS handshake checks the host
-			// it dials (crypto/tls takes it from the address).
-			o.TLSConfig = &tls.Config{MinVersion: tls.VersionTLS12}
-		}
-		o.Username, o.Password = cfg.RedisUsername, cfg.RedisPassword
-		o.IsClusterMode = true
-		return o, nil
-	}
-	u, err := url.Parse(cfg.RedisURL)
-	if err != nil || (u.Scheme != "redis" && u.Scheme != "rediss") || u.Host == "" {
-		return nil, fmt.Errorf("REDIS_URL: %q is not redis://host:port/db or rediss://host:port/db", redactURL(cfg.RedisURL))
-	}
-	// go-redis reads the address, database, credentials and, for
-	// rediss://, the TLS settings (server name, TLS 1.2 at least); the
-	// timeouts stay ours.
-	p, err := redis.ParseURL(u.String())
-	if err != nil {
-		return nil, fmt.Errorf("REDIS_URL: %q: %w", redactURL(cfg.RedisURL), err)
-	}
-	o.Addrs, o.DB, o.TLSConfig = []string{p.Addr}, p.DB, p.TLSConfig
-	o.Username, o.Password = p.Username, p.Password
-	if u.User == nil {
-		o.Username, o.Password = cfg.RedisUsername, cfg.RedisPassword
-	}
-	return o, nil
-}
-
-// redactURL hides a URL's password for an error message.
-func redactURL(s string) string {
-	u, err := url.Parse(s)
-	if err != nil {
-		return "(unparsable)"
-	}
-	return u.Redacted()
 }
 
 // Migrate applies pending migrations, then seals the webhook secrets

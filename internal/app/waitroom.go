@@ -13,8 +13,9 @@ import (
 	"seatd/internal/waitroom"
 )
 
-// newWaitroom builds the waiting line, the automatic rate (fed by every
-// hold's latency through hold.Options.OnHold) and the admitter.
+// newWaitroom builds the waiting line and the admitter, which sets the
+// automatic rooms' rate with a.AutoRate (read from the hold-latency
+// histogram).
 func (a *App) newWaitroom() {
 	a.Line = waitroom.NewLine(a.Redis, a.Cfg.KeyPrefix, a.Cfg.QueueAdmission)
 	src := &openRooms{events: a.Store.Events, occupancy: a.Monitor, settings: a.Events, line: a.Line,

@@ -22,7 +22,7 @@ import (
 // mail.
 func (a *Accounts) sendVerification(ctx context.Context, tx pgx.Tx, org store.Org, u store.User) error {
 	token, hash := newToken()
-	id, err := a.store.CreateToken(ctx, tx, org.ID, u.ID, store.TokenVerifyEmail, hash, VerifyFor)
+	id, err := a.tokens.Create(ctx, tx, org.ID, u.ID, store.TokenVerifyEmail, hash, VerifyFor)
 	if err != nil {
 		return err
 	}
@@ -47,7 +47,7 @@ func (a *Accounts) sendSignupExists(ctx context.Context, tx pgx.Tx, org store.Or
 // sendReset stores a new password-reset token of u and writes its mail.
 func (a *Accounts) sendReset(ctx context.Context, tx pgx.Tx, org store.Org, u store.User) error {
 	token, hash := newToken()
-	id, err := a.store.CreateToken(ctx, tx, org.ID, u.ID, store.TokenPasswordReset, hash, ResetFor)
+	id, err := a.tokens.Create(ctx, tx, org.ID, u.ID, store.TokenPasswordReset, hash, ResetFor)
 	if err != nil {
 		return err
 	}

@@ -55,7 +55,9 @@ var ErrBusy error = busyError{apperr.E(apperr.Unavailable, "too many sign-ins at
 // Accounts manages users.
 type Accounts struct {
 	store *store.Accounts
-	cost  int
+	// tokens keeps the verification and reset tokens mailed to users.
+	tokens *store.Tokens
+	cost   int
 	// publicURL starts the links mailed to users (SEATD_PUBLIC_URL).
 	publicURL string
 	// dummy is compared against when the user does not exist, so a login
@@ -73,12 +75,12 @@ type Accounts struct {
 // New returns Accounts; cost 0 means Cost (tests pass bcrypt.MinCost).
 // The links it mails start with publicURL. At most DefaultHashing
 // passwords are hashed at once; see LimitHashing.
-func New(st *store.Accounts, cost int, publicURL string) *Accounts {
+func New(st *store.Accounts, tokens *store.Tokens, cost int, publicURL string) *Accounts {
 	if cost == 0 {
 		cost = Cost
 	}
 	dummy, _ := bcrypt.GenerateFromPassword([]byte("seatd-timing-equalizer"), cost)
-	return &Accounts{store: st, cost: cost, publicURL: strings.TrimRight(publicURL, "/"), dummy: dummy,
+	return &Accounts{store: st, tokens: tokens, cost: cost, publicURL: strings.TrimRight(publicURL, "/"), dummy: dummy,
 		hashing: make(chan struct{}, DefaultHashing())}
 }
 

@@ -54,7 +54,7 @@ func (a *Accounts) ResetPassword(ctx context.Context, token, password, keep stri
 	var ended []string
 	err = a.store.InTx(ctx, func(tx pgx.Tx) error {
 		var err error
-		if t, err = a.store.UseToken(ctx, tx, store.TokenPasswordReset, hashToken(token)); err != nil {
+		if t, err = a.tokens.Use(ctx, tx, store.TokenPasswordReset, hashToken(token)); err != nil {
 			return err
 		}
 		if ended, err = a.store.ResetPassword(ctx, tx, t.Org.ID, t.User.ID, hash, keep); err != nil {

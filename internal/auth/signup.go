@@ -67,7 +67,7 @@ func (a *Accounts) VerifyEmail(ctx context.Context, token string) (store.TokenUs
 	var t store.TokenUser
 	err := a.store.InTx(ctx, func(tx pgx.Tx) error {
 		var err error
-		if t, err = a.store.UseToken(ctx, tx, store.TokenVerifyEmail, hashToken(token)); err != nil {
+		if t, err = a.tokens.Use(ctx, tx, store.TokenVerifyEmail, hashToken(token)); err != nil {
 			return err
 		}
 		t.User.Verified = true

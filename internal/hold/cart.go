@@ -5,6 +5,7 @@ package hold
 
 import (
 	"context"
+	"errors"
 	"strconv"
 	"time"
 
@@ -109,14 +110,14 @@ func (h *Holds) Purchase(ctx context.Context, a Actor, event uuid.UUID, key stri
 	if err := checkConversion(key, holdIDs, h.e.opt.MaxHoldsPerBuyer); err != nil {
 		return store.Booking{}, err
 	}
-	if err := h.mustPay(ctx, a, event, holdIDs); err != nil {
-		return store.Booking{}, err
-	}
 	ev, err := h.e.event(ctx, a.Org, event)
 	if err != nil {
 		return store.Booking{}, err
 	}
-	b, err := h.e.store.Bookings.Purchase(context.WithoutCancel(ctx), a.Org, event, a.User, key, holdIDs)
+	b, err := h.e.store.Bookings.Purchase(context.WithoutCancel(ctx), a.Org, event, a.User, key, holdIDs, h.freeOnly(a))
+	if errors.Is(err, store.ErrNotFree) {
+		return store.Booking{}, paymentRequired(event)
+	}
 	if err != nil || b.Replayed {
 		return b, err
 	}

@@ -60,11 +60,6 @@ type Options struct {
 	// keeps at most WarmEvents of them, WarmSeats seats in all, loaded.
 	WarmEvery             time.Duration
 	WarmEvents, WarmSeats int
-
-	// OnHold, when set, hears how long every hold took (granted or
-	// refused): the waiting room's automatic rate keeps the p99 of these
-	// under its target (waitroom.AIMD).
-	OnHold func(time.Duration)
 }
 
 // Engine is the hold core of one process: the hot caches of its events
@@ -89,6 +84,9 @@ type Engine struct {
 
 	// kick asks the follower for a round now (buffered, never blocks).
 	kick chan struct{}
+	// caught tells the requests waiting for a round (catchUp) that one
+	// served them.
+	caught catchUps
 
 	// tasks is the work the engine's jobs start in the background (a warm
 	// after publishing, reloads of pinned events); Close cancels its

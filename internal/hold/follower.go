@@ -70,6 +70,10 @@ func (f *Follower) Run(ctx context.Context) {
 func (f *Follower) round(ctx context.Context) (busy bool) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	// Whatever the round does, it serves the catch-ups asked before it
+	// reads the feed (Engine.catchUp).
+	asked := f.e.caught.begin()
+	defer f.e.caught.serve(asked)
 	f.e.m.FeedRounds.Inc()
 	now := f.e.now()
 	var evs []*eventState

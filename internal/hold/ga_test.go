@@ -2,6 +2,7 @@ package hold_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"slices"
@@ -11,6 +12,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"seatd/internal/app"
 	"seatd/internal/apperr"
@@ -246,7 +248,10 @@ func TestGARedisKilledDuringSale(t *testing.T) {
 					}
 					mu.Unlock()
 				case apperr.CodeOf(err) == apperr.SeatTaken, apperr.CodeOf(err) == apperr.SoldOut,
-					apperr.CodeOf(err) == apperr.HoldLimit:
+					apperr.CodeOf(err) == apperr.HoldLimit,
+					// Refused eight times while places looked free: the
+					// churn here keeps the few free places changing hands.
+					apperr.CodeOf(err) == apperr.Unavailable:
 					time.Sleep(time.Duration(rand.IntN(5)) * time.Millisecond) // a buyer's pause before trying again
 				default:
 					t.Errorf("hold GA in phase %d: %v", p, err)
@@ -367,5 +372,82 @@ func TestGAHoldIdempotent(t *testing.T) {
 		if len(reg.GA) != 1 || reg.GA[0] != (hold.RegistryGA{Section: "G", Capacity: 100, HotCache: 4, Redis: 4, Postgres: 4}) {
 			t.Errorf("registry GA %+v, want section G with 4 places held in every tier", reg.GA)
 		}
+	}
+}
+
+// TestGALaggingCache: a process whose hot cache has not heard of another
+// process's holds (no live deltas: it publishes and listens on a Redis of
+// its own) picks places that are taken. With its follower running it asks for a round after
+// the first refusal and answers sold_out from the caught-up cache; with
+// no follower its cache never catches up, and a request stops after
+// eight refused rounds with 503 unavailable and Retry-After, instead of
+// sending a hold for every place of the section.
+func TestGALaggingCache(t *testing.T) {
+	apart := testenv.StartRedis(t)
+	quiet := func(c *config.Config) {
+		c.RedisURL = apart.URL()
+		c.FeedInterval = time.Hour // a round only when asked
+	}
+	a1, stale, caught := testenv.App(t, nil), testenv.App(t, quiet), testenv.App(t, quiet)
+	testenv.Run(t, caught.Follower)
+	tn := testenv.NewTenant(t, a1, 0)
+	ev := gaEvent(t, a1, tn, func(in *hold.EventInput) { in.MaxHoldsPerBuyer = ptr(10) })
+	buyers := testenv.AddBuyers(t, a1, tn.Org.ID, 11)
+	ctx := context.Background()
+	left := func(a *app.App) int {
+		t.Helper()
+		secs, err := a.Events.GASections(ctx, buyer(buyers[10]), ev.ID)
+		if err != nil || len(secs) != 1 {
+			t.Fatalf("GA sections: %+v %v", secs, err)
+		}
+		return secs[0].Left
+	}
+	// Both caches load the section with its 100 places free; the round
+	// the load asked for is over (Reconcile waits for it) before the
+	// places go.
+	if left(stale) != 100 || left(caught) != 100 {
+		t.Fatal("the section does not start with 100 places free")
+	}
+	testenv.Eventually(t, 5*time.Second, "the follower's first round", func() bool {
+		return testutil.ToFloat64(caught.Metrics.FeedRounds) >= 1
+	})
+	if _, err := caught.Monitor.Reconcile(ctx, organizer(tn), ev.ID); err != nil {
+		t.Fatal(err)
+	}
+	for _, u := range buyers[:10] {
+		if _, err := a1.Holds.Hold(ctx, buyer(u), hold.Request{Event: ev.ID, GA: &hold.GA{Section: "G", Count: 10},
+			Source: hold.SourceAPI}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if left(stale) != 100 || left(caught) != 100 {
+		t.Fatalf("the caches heard of the holds: nothing lags (%d, %d left)", left(stale), left(caught))
+	}
+	late := buyer(buyers[10])
+	ask := func(a *app.App) (int, error) {
+		before := testutil.ToFloat64(a.Metrics.HoldAttempt)
+		_, err := a.Holds.Hold(ctx, late, hold.Request{Event: ev.ID, GA: &hold.GA{Section: "G", Count: 1}, Source: hold.SourceAPI})
+		return int(testutil.ToFloat64(a.Metrics.HoldAttempt) - before), err
+	}
+
+	sent, err := ask(caught)
+	if apperr.CodeOf(err) != apperr.SoldOut || sent > 2 {
+		t.Errorf("with a follower: %v after %d holds sent, want sold_out after at most 2", err, sent)
+	}
+	if left(caught) != 0 {
+		t.Errorf("the caught-up cache shows %d places left", left(caught))
+	}
+
+	sent, err = ask(stale)
+	var ra interface{ RetryAfter() int }
+	if apperr.CodeOf(err) != apperr.Unavailable || !errors.As(err, &ra) || ra.RetryAfter() < 1 {
+		t.Errorf("with a cache that never catches up: %v, want unavailable with a Retry-After", err)
+	}
+	if sent > 8 {
+		t.Errorf("%d holds sent for one request, want at most 8", sent)
+	}
+	t.Logf("lagging cache: %d holds sent, then %v", sent, err)
+	if n := gaHeld(t, a1, ev.ID); n != 100 {
+		t.Fatalf("%d places held, want the 100 of the first buyers", n)
 	}
 }

@@ -227,10 +227,8 @@ func (h *Holds) observe(a Actor, event uuid.UUID, f func() (Result, string, erro
 	if err != nil {
 		outcome = string(apperr.CodeOf(err)) // one of apperr's few codes
 	}
-	took := h.e.now().Sub(start)
-	m.HoldDuration.WithLabelValues(path, outcome).Observe(took.Seconds())
-	if h.e.opt.OnHold != nil {
-		h.e.opt.OnHold(took)
-	}
+	// The waiting room's automatic rate reads its p99 from this
+	// histogram too (waitroom.AIMD).
+	m.HoldDuration.WithLabelValues(path, outcome).Observe(h.e.now().Sub(start).Seconds())
 	return res, err
 }

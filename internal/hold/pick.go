@@ -182,15 +182,19 @@ func notEnough(count int, contended bool) error {
 // free in the hot cache, starting at a random place of the section: many
 // buyers of one section at once pick different rows rather than queueing
 // on one counter. When some of its picks were taken meanwhile (Redis or
-// Postgres refuses them), it picks others, and keeps doing so until it is
-// granted or fewer than count places are left that it has not been
-// refused: a race among buyers is settled here, never handed back as
-// "try again". Each refusal names at least one place it had not been
-// refused before, so this ends within the section's size; before calling
-// the section sold out it looks once more at the places it was refused,
-// in case one came free meanwhile. The cache only chooses; Redis and
-// Postgres grant, so a lagging cache (or no Redis) can cost a retry but
-// never oversell. 409 sold_out when fewer than count places are left.
+// Postgres refuses them), it picks others: a race among buyers is settled
+// here, not handed back as "try again". A refused place the cache still
+// shows free means the cache lags (another process's holds have not
+// reached it): before picking again the request waits for the follower
+// to catch up (Engine.catchUp), so its next picks are among the places
+// really left. Before calling the section sold out it looks once more at
+// the places it was refused, in case one came free meanwhile. The cache
+// only chooses; Redis and Postgres grant, so a lagging cache (or no
+// Redis) can cost a retry but never oversell.
+//
+// 409 sold_out when fewer than count places are left. After gaRounds
+// refusals (a cache that does not catch up, or a crowd that keeps winning
+// the same places), 503 unavailable with Retry-After (gaBusy).
 func (h *Holds) ga(ctx context.Context, a Actor, r Request) (Result, error) {
 	section, count, most := r.GA.Section, r.GA.Count, h.e.opt.MaxSeatsPerRequest
 	if count < 1 || count > most {
@@ -207,7 +211,7 @@ func (h *Holds) ga(ctx context.Context, a Actor, r Request) (Result, error) {
 		return Result{}, &apperr.Error{Code: apperr.NotFound, Message: fmt.Sprintf("no general-admission section %q in this event", section)}
 	}
 	refused, relooked := map[uuid.UUID]bool{}, false
-	for {
+	for rounds := 0; ; rounds++ {
 		if err := ctx.Err(); err != nil {
 			return Result{}, err
 		}
@@ -218,26 +222,73 @@ func (h *Holds) ga(ctx context.Context, a Actor, r Request) (Result, error) {
 			}
 			relooked = true
 			clear(refused)
-			continue
+			ids = ev.pickPlaces(secID, count, refused)
+			if len(ids) < count {
+				return Result{}, soldOut(section, len(ids))
+			}
+		}
+		if rounds == gaRounds {
+			return Result{}, gaBusy(section)
 		}
 		res, err := h.observe(a, r.Event, func() (Result, string, error) { return h.holdSeats(ctx, a, r, ids) })
 		var e *apperr.Error
 		if apperr.CodeOf(err) != apperr.SeatTaken || !errors.As(err, &e) {
 			return res, err
 		}
-		grew := false
+		var fresh []uuid.UUID
 		for _, id := range e.Seats {
 			if u, err := uuid.Parse(id); err == nil && !refused[u] {
-				refused[u], grew = true, true
+				refused[u] = true
+				fresh = append(fresh, u)
 			}
 		}
-		if !grew {
+		if len(fresh) == 0 {
 			// A refusal that names no new place cannot be settled by
 			// picking others.
 			return res, err
 		}
+		if ev.showsAvailable(fresh) {
+			h.e.catchUp(ctx, gaCatchUpWait)
+		}
 	}
 }
+
+// gaRounds bounds the holds one GA request sends: on a big section with a
+// lagging cache, picking again after each refusal could otherwise cost a
+// round trip per place. Eight rounds settle any race the catch-up between
+// them leaves.
+const gaRounds = 8
+
+// gaCatchUpWait bounds a GA request's wait for the follower between two
+// rounds: about one round of the follower's own pace (the feed interval).
+const gaCatchUpWait = 250 * time.Millisecond
+
+// gaBusy is the answer of a GA request refused gaRounds times while the
+// cache still showed places free: 503 unavailable, try again in a second.
+// Not seat_taken: the buyer named no place, and none of the places the
+// request tried is a verdict on the section, which still has places; the
+// server could not settle the race in time, as when a row lock times out
+// (web/httpx's busy), and clients retry a 503 with Retry-After.
+func gaBusy(section string) error {
+	return retryLater{err: apperr.E(apperr.Unavailable,
+		"the places of section %s are going fast and we could not settle them in time; please try again in a moment", section),
+		after: 1}
+}
+
+// retryLater is a domain error that says when to try again (Retry-After).
+type retryLater struct {
+	err   *apperr.Error
+	after int // seconds
+}
+
+func (e retryLater) Error() string { return e.err.Error() }
+
+// Unwrap makes apperr.CodeOf and errors.As find the domain error.
+func (e retryLater) Unwrap() error { return e.err }
+
+// RetryAfter says when to try again, in seconds (web/httpx sets the
+// Retry-After header from it).
+func (e retryLater) RetryAfter() int { return e.after }
 
 func soldOut(section string, left int) error {
 	if left == 0 {
@@ -256,6 +307,18 @@ func (e *eventState) gaSection(label string) (uuid.UUID, bool) {
 		}
 	}
 	return uuid.Nil, false
+}
+
+// showsAvailable reports whether the cache shows any of ids available.
+func (e *eventState) showsAvailable(ids []uuid.UUID) bool {
+	e.mu.RLock()
+	defer e.mu.RUnlock()
+	for _, id := range ids {
+		if st, ok := e.lookup(id); ok && st.Status == store.Available {
+			return true
+		}
+	}
+	return false
 }
 
 // pickPlaces returns up to count available places of the section (not

@@ -24,13 +24,13 @@ type Device struct {
 	LastSeenAt time.Time
 }
 
-// AddDevice records the session stored under token as a device of user,
+// Add records the session stored under token as a device of user,
 // then ends the user's oldest sessions beyond max (a cap per account, so
 // one account cannot gather sessions, and sockets with them, without
 // bound), returning the ended sessions' stored tokens. The user's row is
 // locked meanwhile, so two sign-ins at once cannot both stay under the
 // cap by counting before each other's insert.
-func (s *Accounts) AddDevice(ctx context.Context, org, user uuid.UUID, token, device, ip string, max int) ([]string, error) {
+func (s *Devices) Add(ctx context.Context, org, user uuid.UUID, token, device, ip string, max int) ([]string, error) {
 	var ended []string
 	err := inTx(ctx, s.db, func(tx pgx.Tx) error {
 		var one int
@@ -50,8 +50,8 @@ func (s *Accounts) AddDevice(ctx context.Context, org, user uuid.UUID, token, de
 	return ended, err
 }
 
-// Devices lists user's live sessions, newest first.
-func (s *Accounts) Devices(ctx context.Context, org, user uuid.UUID) ([]Device, error) {
+// List lists user's live sessions, newest first.
+func (s *Devices) List(ctx context.Context, org, user uuid.UUID) ([]Device, error) {
 	rows, err := s.db.Query(ctx, `
 		SELECT d.id, d.token, d.device, d.ip, d.created_at, d.last_seen_at
 		FROM user_sessions d JOIN sessions s ON s.token = d.token
@@ -67,9 +67,9 @@ func (s *Accounts) Devices(ctx context.Context, org, user uuid.UUID) ([]Device, 
 	})
 }
 
-// EndDevice deletes user's session id and returns its stored token;
+// End deletes user's session id and returns its stored token;
 // NotFound when user has no such session.
-func (s *Accounts) EndDevice(ctx context.Context, org, user, id uuid.UUID) (string, error) {
+func (s *Devices) End(ctx context.Context, org, user, id uuid.UUID) (string, error) {
 	tokens, err := deleteSessions(ctx, s.db, `DELETE FROM sessions WHERE token = (
 		SELECT token FROM user_sessions WHERE org_id = $1 AND user_id = $2 AND id = $3) RETURNING token`, org, user, id)
 	if err != nil {
@@ -81,16 +81,16 @@ func (s *Accounts) EndDevice(ctx context.Context, org, user, id uuid.UUID) (stri
 	return tokens[0], nil
 }
 
-// EndOtherSessions deletes every session of user but the one stored under
+// EndOthers deletes every session of user but the one stored under
 // keep, devices recorded or not, and returns their stored tokens.
-func (s *Accounts) EndOtherSessions(ctx context.Context, org, user uuid.UUID, keep string) ([]string, error) {
+func (s *Devices) EndOthers(ctx context.Context, org, user uuid.UUID, keep string) ([]string, error) {
 	return deleteSessions(ctx, s.db, `DELETE FROM sessions WHERE org_id = $1 AND user_id = $2 AND token <> $3 RETURNING token`,
 		org, user, keep)
 }
 
-// SeenDevice moves the last-seen time and address of the session stored
+// Seen moves the last-seen time and address of the session stored
 // under token to now, unless it moved less than a minute ago.
-func (s *Accounts) SeenDevice(ctx context.Context, token, ip string) error {
+func (s *Devices) Seen(ctx context.Context, token, ip string) error {
 	_, err := s.db.Exec(ctx, `UPDATE user_sessions SET last_seen_at = now(), ip = $2
 		WHERE token = $1 AND last_seen_at < now() - interval '1 minute'`, token, ip)
 	return err

@@ -39,3 +39,6 @@ func BinarySeatRows(rows pgx.Rows) bool { return binarySeatRows(rows) }
 // BetweenReadAndWrite runs f in every shared hold transaction after its
 // reads and before its hold statement.
 func (s *Holds) BetweenReadAndWrite(f func()) { s.betweenReadAndWrite = f }
+
+// AttendeesFoundSQL is the attendee list's search, for plan tests.
+const AttendeesFoundSQL = attendeesFound

@@ -35,10 +35,17 @@ func RequestHash(event uuid.UUID, holdIDs []uuid.UUID, extra string) string {
 
 // Purchase converts the user's listed active holds into a booking with one
 // ticket per seat, all or nothing. The idempotency key makes it safe to
-// retry: the same key and payload return the first booking.
-func (s *Bookings) Purchase(ctx context.Context, org, event, user uuid.UUID, key string, holdIDs []uuid.UUID) (Booking, error) {
-	return s.convert(ctx, conversion{org: org, event: event, user: user, key: key, holds: holdIDs})
+// retry: the same key and payload return the first booking. With freeOnly
+// a purchase of any seat that costs something (at the price its ticket
+// would be sold at) writes nothing and answers ErrNotFree; a replay, and
+// holds missing or lapsed, answer as without it.
+func (s *Bookings) Purchase(ctx context.Context, org, event, user uuid.UUID, key string, holdIDs []uuid.UUID, freeOnly bool) (Booking, error) {
+	return s.convert(ctx, conversion{org: org, event: event, user: user, key: key, holds: holdIDs, freeOnly: freeOnly})
 }
+
+// ErrNotFree refuses a free-only purchase (Purchase's freeOnly) of seats
+// that cost something.
+var ErrNotFree = errors.New("store: the purchase has seats that cost something")
 
 // Sell converts box-office holds (holds with a customer, taken by any
 // staff member of org) into a booking for their customer, paid by
@@ -54,6 +61,7 @@ type conversion struct {
 	key              string
 	holds            []uuid.UUID
 	payment          string
+	freeOnly         bool
 }
 
 func (c conversion) sale() bool { return c.payment != "" }
@@ -184,6 +192,12 @@ func (s *Bookings) convertOnce(ctx context.Context, c conversion) (Booking, erro
 		}
 		if len(b.Tickets) != len(c.holds) {
 			return fmt.Errorf("purchase: %d of %d seats sold after lock", len(b.Tickets), len(c.holds))
+		}
+		// Decided on the prices the tickets were just written at: no read
+		// of its own, and a refusal rolls the writes back. Refusals are
+		// rare (a buyer's page starts a payment for priced seats).
+		if c.freeOnly && slices.ContainsFunc(b.Tickets, func(t Ticket) bool { return t.PriceMinor > 0 }) {
+			return ErrNotFree
 		}
 		return nil
 	})

@@ -17,6 +17,8 @@ import (
 // all on one pool. Consumers take the sub-store they use.
 type Store struct {
 	Accounts *Accounts
+	Devices  *Devices
+	Tokens   *Tokens
 	Charts   *Charts
 	Events   *Events
 	Holds    *Holds
@@ -51,6 +53,14 @@ type shared struct {
 
 // Accounts stores organizations, users, sessions and API keys.
 type Accounts struct{ *shared }
+
+// Devices stores the signed-in sessions of each user as devices (what
+// each is, where it was last seen) and ends them.
+type Devices struct{ *shared }
+
+// Tokens stores the single-use tokens mailed to users: email
+// verification and password reset.
+type Tokens struct{ *shared }
 
 // Charts stores venue charts and their versions.
 type Charts struct{ *shared }
@@ -87,6 +97,8 @@ func New(db *pgxpool.Pool) *Store {
 	sh := &shared{db: db, keys: newKeyBatches(db), quotas: DefaultQuotas}
 	return &Store{
 		Accounts: &Accounts{sh},
+		Devices:  &Devices{sh},
+		Tokens:   &Tokens{sh},
 		Charts:   &Charts{sh},
 		Events:   &Events{sh},
 		Holds:    &Holds{sh},

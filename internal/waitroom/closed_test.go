@@ -8,8 +8,10 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
 
+	"seatd/internal/telemetry"
 	"seatd/internal/testenv"
 	"seatd/internal/waitroom"
 )
@@ -110,27 +112,34 @@ func TestQueuePasses(t *testing.T) {
 	})
 }
 
-// TestQueueAIMD: the rate rises by the step while the hold p99 is under
-// the target, halves when it is over, and stays within its bounds.
+// TestQueueAIMD: fed by the engine's hold-latency histogram, the rate
+// rises by the step while the p99 of the holds since the last adjustment
+// is under the target, halves when it is over, and stays within its
+// bounds; holds of an earlier period do not count again.
 func TestQueueAIMD(t *testing.T) {
-	c := waitroom.NewAIMD(waitroom.AIMDOptions{Target: 100 * time.Millisecond, Start: 60, Min: 10, Max: 200, Step: 30})
+	hist := telemetry.New(prometheus.NewRegistry()).HoldDuration
+	hold := func(d time.Duration) { hist.WithLabelValues("hot", "ok").Observe(d.Seconds()) }
+	for range 100 {
+		hold(time.Second) // before the controller: not its period
+	}
+	c := waitroom.NewAIMD(hist, waitroom.AIMDOptions{Target: 100 * time.Millisecond, Start: 60, Min: 10, Max: 200, Step: 30})
 	for i := range 1000 {
-		c.Observe(time.Duration(i%50) * time.Millisecond)
+		hold(time.Duration(i%50) * time.Millisecond)
 	}
-	if r, p99 := c.Adjust(); r != 90 || p99 >= 100*time.Millisecond {
-		t.Fatalf("fast holds: rate %v, p99 %v", r, p99)
+	if r, p99 := c.Adjust(); r != 90 || p99 < 40*time.Millisecond || p99 >= 50*time.Millisecond {
+		t.Fatalf("fast holds: rate %v, p99 %v (want 90, between 40 and 50 ms)", r, p99)
 	}
-	if r, _ := c.Adjust(); r != 120 {
-		t.Fatalf("no holds: rate %v, want 120", r)
+	if r, p99 := c.Adjust(); r != 120 || p99 != 0 {
+		t.Fatalf("no holds: rate %v, p99 %v; want 120, 0", r, p99)
 	}
 	for range 10000 {
-		c.Observe(300 * time.Millisecond)
+		hist.WithLabelValues("fast", "seat_taken").Observe(0.3) // refused holds count as well
 	}
-	if r, p99 := c.Adjust(); r != 60 || p99 != 300*time.Millisecond {
+	if r, p99 := c.Adjust(); r != 60 || p99 <= 250*time.Millisecond || p99 > 500*time.Millisecond {
 		t.Fatalf("slow holds: rate %v, p99 %v", r, p99)
 	}
 	for range 10 {
-		c.Observe(time.Second)
+		hold(time.Second)
 		c.Adjust()
 	}
 	if r := c.Rate(); r != 10 {
@@ -141,5 +150,16 @@ func TestQueueAIMD(t *testing.T) {
 	}
 	if r := c.Rate(); r != 200 {
 		t.Fatalf("rate %v after twenty quiet periods, want the maximum 200", r)
+	}
+	// One slow hold in a thousand stays out of the p99.
+	for i := range 1000 {
+		if i%1000 == 0 {
+			hold(2 * time.Second)
+			continue
+		}
+		hold(5 * time.Millisecond)
+	}
+	if r, p99 := c.Adjust(); r != 200 || p99 > 5*time.Millisecond {
+		t.Fatalf("one slow hold in a thousand: rate %v, p99 %v", r, p99)
 	}
 }

@@ -22,14 +22,13 @@ import (
 // process like a logout (sessionend.go), so their sockets close
 // everywhere. Sign-in ends the oldest sessions past the cap per user.
 
-// DeviceStore keeps the device index; *store.Accounts satisfies it.
+// DeviceStore keeps the device index; *store.Devices satisfies it.
 type DeviceStore interface {
-	AddDevice(ctx context.Context, org, user uuid.UUID, token, device, ip string, max int) ([]string, error)
-	Devices(ctx context.Context, org, user uuid.UUID) ([]store.Device, error)
-	EndDevice(ctx context.Context, org, user, id uuid.UUID) (string, error)
-	EndOtherSessions(ctx context.Context, org, user uuid.UUID, keep string) ([]string, error)
-	SeenDevice(ctx context.Context, token, ip string) error
-	EmailVerified(ctx context.Context, org, user uuid.UUID) (bool, error)
+	Add(ctx context.Context, org, user uuid.UUID, token, device, ip string, max int) ([]string, error)
+	List(ctx context.Context, org, user uuid.UUID) ([]store.Device, error)
+	End(ctx context.Context, org, user, id uuid.UUID) (string, error)
+	EndOthers(ctx context.Context, org, user uuid.UUID, keep string) ([]string, error)
+	Seen(ctx context.Context, token, ip string) error
 }
 
 // seenEvery is how often a session's last-seen time is written at most.
@@ -64,7 +63,7 @@ func (s *seen) due(token string, now time.Time) bool {
 // recordDevice adds the request's new session (stored under token) to
 // its user's devices and ends the sessions past the cap.
 func (s *Sessions) recordDevice(r *http.Request, acct Account, token string) error {
-	ended, err := s.devices.AddDevice(r.Context(), acct.Org, acct.User, token, DeviceName(r.UserAgent()),
+	ended, err := s.devices.Add(r.Context(), acct.Org, acct.User, token, DeviceName(r.UserAgent()),
 		s.clientPrefix(r), s.maxPerUser)
 	if err != nil {
 		return err
@@ -80,7 +79,7 @@ func (s *Sessions) touch(r *http.Request, token string) {
 	if !s.seen.due(token, time.Now()) {
 		return
 	}
-	if err := s.devices.SeenDevice(r.Context(), token, s.clientPrefix(r)); err != nil && r.Context().Err() == nil {
+	if err := s.devices.Seen(r.Context(), token, s.clientPrefix(r)); err != nil && r.Context().Err() == nil {
 		s.log.WarnContext(r.Context(), "session last seen", "err", err)
 	}
 }
@@ -125,7 +124,7 @@ type Device struct {
 
 // Devices lists the signed-in sessions of a's user, newest first.
 func (s *Sessions) Devices(ctx context.Context, a hold.Actor) ([]Device, error) {
-	ds, err := s.devices.Devices(ctx, a.Org, a.User)
+	ds, err := s.devices.List(ctx, a.Org, a.User)
 	if err != nil {
 		return nil, err
 	}
@@ -144,7 +143,7 @@ func (s *Sessions) EndDevice(ctx context.Context, a hold.Actor, id uuid.UUID) er
 	if s.isCurrent(ctx, a, id) {
 		return apperr.E(apperr.Conflict, "this is the session you are using: sign out instead")
 	}
-	token, err := s.devices.EndDevice(ctx, a.Org, a.User, id)
+	token, err := s.devices.End(ctx, a.Org, a.User, id)
 	if err != nil {
 		return err
 	}
@@ -169,7 +168,7 @@ func (s *Sessions) isCurrent(ctx context.Context, a hold.Actor, id uuid.UUID) bo
 // EndOthers ends every session of a's user but the request's own, and
 // reports how many ended.
 func (s *Sessions) EndOthers(ctx context.Context, a hold.Actor) (int, error) {
-	ended, err := s.devices.EndOtherSessions(ctx, a.Org, a.User, s.StoredToken(ctx))
+	ended, err := s.devices.EndOthers(ctx, a.Org, a.User, s.StoredToken(ctx))
 	if err != nil {
 		return 0, err
 	}
@@ -191,7 +190,7 @@ func (s *Sessions) MayHold(ctx context.Context, a hold.Actor) error {
 	if s.sm.GetString(ctx, sessVerified) == "1" {
 		return nil
 	}
-	ok, err := s.devices.EmailVerified(ctx, a.Org, a.User)
+	ok, err := s.accounts.EmailVerified(ctx, a.Org, a.User)
 	if err != nil {
 		return err
 	}

@@ -39,12 +39,12 @@ const (
 	sessVerified = "email_verified"
 )
 
-// Store reads and cleans the session rows and keeps their device index;
-// *store.Accounts satisfies it.
+// Store reads and cleans the session rows and tells whether a user's
+// email is verified; *store.Accounts satisfies it.
 type Store interface {
 	FindSession(ctx context.Context, token string) (data []byte, expiry time.Time, found bool, err error)
 	DeleteExpiredSessions(ctx context.Context) (int64, error)
-	DeviceStore
+	EmailVerified(ctx context.Context, org, user uuid.UUID) (bool, error)
 }
 
 // Hub closes the live sockets of ended sessions, and has every socket
@@ -79,6 +79,7 @@ type Options struct {
 	// sends the session-end listener's heartbeats.
 	Pool     *pgxpool.Pool
 	Store    Store
+	Devices  DeviceStore
 	Notifier Notifier
 	Hub      Hub
 	Keys     Keys
@@ -112,6 +113,7 @@ type Sessions struct {
 	errs     *httpx.Errors
 	log      *slog.Logger
 
+	accounts   Store
 	devices    DeviceStore
 	seen       seen
 	clientIP   func(r *http.Request) netip.Addr
@@ -154,8 +156,8 @@ func New(o Options) *Sessions {
 		maxPerUser = 20
 	}
 	return &Sessions{sm: sm, store: st, hub: o.Hub, keys: o.Keys, keyLimit: o.KeyLimit, errs: o.Errors, log: o.Log,
-		ends:    newSessionEnds(o.Pool, o.Notifier, st, o.Hub, o.Log.With("component", "session_ends")),
-		devices: o.Store, seen: seen{last: map[string]time.Time{}}, clientIP: o.ClientIP, maxPerUser: maxPerUser}
+		ends:     newSessionEnds(o.Pool, o.Notifier, st, o.Hub, o.Log.With("component", "session_ends")),
+		accounts: o.Store, devices: o.Devices, seen: seen{last: map[string]time.Time{}}, clientIP: o.ClientIP, maxPerUser: maxPerUser}
 }
 
 // Run hears session ends through the notifier, and proves it does (see

@@ -60,7 +60,7 @@ func newProcess(t testing.TB, a *app.App, noCache bool) *process {
 	hub := &recordingHub{}
 	errs := httpx.NewErrors(a.Log)
 	// A notifier of the process's own, as each seatd process has.
-	s := New(Options{Pool: a.Pool, Store: a.Store.Accounts, Notifier: testenv.Notifier(t, a), Hub: hub, Errors: errs,
+	s := New(Options{Pool: a.Pool, Store: a.Store.Accounts, Devices: a.Store.Devices, Notifier: testenv.Notifier(t, a), Hub: hub, Errors: errs,
 		Log: a.Log, Lifetime: a.Cfg.SessionLifetime, IdleTimeout: a.Cfg.SessionIdleTimeout, NoCache: noCache})
 	testenv.Run(t, s) // stopped before its notifier and the app
 	g := Guards{Errors: errs}
