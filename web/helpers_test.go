@@ -41,6 +41,7 @@ func newTestServer(t testing.TB, mod func(*config.Config)) *testServer {
 		c.HoldRatePerMinute = 100_000
 		c.LoginRatePerMinute = 100_000
 		c.UpgradeRatePerMinute = 100_000
+		c.ReadRatePerMinute, c.ReadPrefixRatePerMinute = 100_000, 100_000
 		if mod != nil {
 			mod(c)
 		}

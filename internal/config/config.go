@@ -77,6 +77,12 @@ type Config struct {
 	RegistryCheckCooldown time.Duration  // SEATD_REGISTRY_COOLDOWN: an event's registry check or reconcile runs at most once per this
 	ChartUploads          int            // SEATD_CHART_UPLOADS: chart uploads read and decoded at once per process (a few more wait briefly; the rest get 503 with Retry-After)
 
+	// Reads that answer a whole event (the seat list, the map), per
+	// minute: per account or API key, and per client network (IPv4 /24,
+	// IPv6 /64).
+	ReadRatePerMinute       int // SEATD_READ_RATE_PER_MINUTE
+	ReadPrefixRatePerMinute int // SEATD_READ_PREFIX_RATE_PER_MINUTE
+
 	// Quotas per organization (0: no limit).
 	QuotaCharts   int // SEATD_QUOTA_CHARTS: charts
 	QuotaEvents   int // SEATD_QUOTA_EVENTS: open events (drafts and on sale)
@@ -190,6 +196,9 @@ func Defaults() Config {
 		QuotaEvents:           200,
 		QuotaAPIKeys:          50,
 		QuotaWebhooks:         20,
+
+		ReadRatePerMinute:       120,
+		ReadPrefixRatePerMinute: 3000,
 
 		APIKeyRatePerMinute: 6000,
 		WebhookTimeout:      10 * time.Second,
@@ -316,6 +325,8 @@ func Load(getenv func(string) string) (Config, error) {
 	num("SEATD_MAX_SOCKETS_PER_SESSION", &c.MaxSocketsPerSession)
 	num("SEATD_MAX_SESSIONS_PER_USER", &c.MaxSessionsPerUser)
 	num("SEATD_UPGRADE_RATE_PER_MINUTE", &c.UpgradeRatePerMinute)
+	num("SEATD_READ_RATE_PER_MINUTE", &c.ReadRatePerMinute)
+	num("SEATD_READ_PREFIX_RATE_PER_MINUTE", &c.ReadPrefixRatePerMinute)
 	dur("SEATD_REGISTRY_COOLDOWN", &c.RegistryCheckCooldown)
 	num("SEATD_CHART_UPLOADS", &c.ChartUploads)
 	num("SEATD_QUOTA_CHARTS", &c.QuotaCharts)
@@ -436,6 +447,8 @@ func (c Config) validate() []error {
 	atLeast("SEATD_MAX_SOCKETS_PER_SESSION", c.MaxSocketsPerSession, 1)
 	atLeast("SEATD_MAX_SESSIONS_PER_USER", c.MaxSessionsPerUser, 1)
 	atLeast("SEATD_UPGRADE_RATE_PER_MINUTE", c.UpgradeRatePerMinute, 1)
+	atLeast("SEATD_READ_RATE_PER_MINUTE", c.ReadRatePerMinute, 1)
+	atLeast("SEATD_READ_PREFIX_RATE_PER_MINUTE", c.ReadPrefixRatePerMinute, 1)
 	positive("SEATD_REGISTRY_COOLDOWN", c.RegistryCheckCooldown)
 	atLeast("SEATD_CHART_UPLOADS", c.ChartUploads, 1)
 	atLeast("SEATD_QUOTA_CHARTS", c.QuotaCharts, 0)

@@ -106,7 +106,7 @@ func New(d Deps) *API {
 	return &API{
 		Accounts: &Accounts{dec: d.Decoder, limits: d.Limits, lockout: d.Lockout, auth: d.Auth, reads: d.Accounts,
 			sessions: d.Sessions, pages: d.Render},
-		Events:    &Events{dec: d.Decoder, core: d.Events, visible: d.Visible, blocker: d.Holds},
+		Events:    &Events{dec: d.Decoder, core: d.Events, visible: d.Visible, blocker: d.Holds, seats: newSeatsCache(seatsCacheBytes)},
 		Charts:    &Charts{store: d.Charts, uploads: d.Uploads},
 		Holds:     &Holds{dec: d.Decoder, limits: d.Limits, gate: d.Sessions, core: d.Holds, visible: d.Visible, pages: d.Audit},
 		Waitlist:  &Waitlist{dec: d.Decoder, core: d.Waitlist},

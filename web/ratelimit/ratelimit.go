@@ -47,6 +47,8 @@ type Limiter struct {
 	trusted []netip.Prefix
 	// The limits, per minute.
 	holdRate, loginRate, upgradeRate, keyRate int
+	// The expensive reads', per account or key and per address prefix.
+	readRate, readPrefixRate int
 
 	mu         sync.Mutex
 	minute     int64
@@ -72,6 +74,7 @@ func New(rdb redis.UniversalClient, cfg config.Config, redisUp func() bool, log 
 	l.trusted = cfg.TrustedProxies
 	l.holdRate, l.loginRate, l.upgradeRate, l.keyRate =
 		cfg.HoldRatePerMinute, cfg.LoginRatePerMinute, cfg.UpgradeRatePerMinute, cfg.APIKeyRatePerMinute
+	l.readRate, l.readPrefixRate = cfg.ReadRatePerMinute, cfg.ReadPrefixRatePerMinute
 	return l
 }
 
@@ -109,6 +112,42 @@ func (l *Limiter) Upgrade(r *http.Request) error {
 	return l.allow(r.Context(), "upgrade", l.upgradeRate, func(minute int64) string {
 		return l.prefix + ":{upgrade}:rl:" + subject + ":" + strconv.FormatInt(minute, 10)
 	})
+}
+
+// Read counts a read that answers a whole event (every seat: the seat
+// list, the map), once against the reader (who: an account or an API
+// key, whatever session it reads from) and once against the address
+// prefix it comes from (see Prefix), so that neither many sessions of
+// one account nor many accounts on one network read without bound. The
+// prefix's limit is the higher: people share networks.
+func (l *Limiter) Read(r *http.Request, who string) error {
+	err := l.allow(r.Context(), "read", l.readRate, func(minute int64) string {
+		return l.prefix + ":{read}:rl:" + who + ":" + strconv.FormatInt(minute, 10)
+	})
+	if err != nil {
+		return err
+	}
+	prefix := l.Prefix(r)
+	return l.allow(r.Context(), "read_prefix", l.readPrefixRate, func(minute int64) string {
+		return l.prefix + ":{read}:rl:net:" + prefix + ":" + strconv.FormatInt(minute, 10)
+	})
+}
+
+// Prefix is the network the request's client is counted under by limits
+// on a whole neighbourhood of addresses: its IPv4 /24 or IPv6 /64.
+func (l *Limiter) Prefix(r *http.Request) string {
+	return networkSubject(clientIP(r, l.trusted))
+}
+
+// networkSubject is an address's /24 (IPv4) or /64 (IPv6).
+func networkSubject(a netip.Addr) string {
+	switch {
+	case !a.IsValid():
+		return "unknown"
+	case a.Is4():
+		return netip.PrefixFrom(a, 24).Masked().String()
+	}
+	return netip.PrefixFrom(a, 64).Masked().String()
 }
 
 // APIKey counts a request made with an API key (per key).
