@@ -81,6 +81,8 @@ func newServer(d Deps, o options) *Server {
 	s.hub = live.New(d.Engine, pages.NewLiveSeats(d.Events), d.Log, live.Options{
 		MaxClients:    d.Cfg.MaxSockets,
 		MaxPerSession: d.Cfg.MaxSocketsPerSession,
+		MaxPerUser:    d.Cfg.MaxSocketsPerUser,
+		MaxPerNetwork: d.Cfg.MaxSocketsPerNetwork,
 		SessionExpiry: d.Store.Accounts.SessionExpiry,
 	})
 	s.limits = ratelimit.New(d.Redis, d.Cfg, d.Engine.FastPath, d.Log, d.Registry)

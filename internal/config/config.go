@@ -83,6 +83,12 @@ type Config struct {
 	ReadRatePerMinute       int // SEATD_READ_RATE_PER_MINUTE
 	ReadPrefixRatePerMinute int // SEATD_READ_PREFIX_RATE_PER_MINUTE
 
+	// Live sockets per process beside SEATD_MAX_SOCKETS_PER_SESSION: per
+	// account, whatever its sessions, and per client network (IPv4 /24,
+	// IPv6 /64).
+	MaxSocketsPerUser    int // SEATD_MAX_SOCKETS_PER_USER
+	MaxSocketsPerNetwork int // SEATD_MAX_SOCKETS_PER_NETWORK
+
 	// Quotas per organization (0: no limit).
 	QuotaCharts   int // SEATD_QUOTA_CHARTS: charts
 	QuotaEvents   int // SEATD_QUOTA_EVENTS: open events (drafts and on sale)
@@ -199,6 +205,9 @@ func Defaults() Config {
 
 		ReadRatePerMinute:       120,
 		ReadPrefixRatePerMinute: 3000,
+
+		MaxSocketsPerUser:    16,
+		MaxSocketsPerNetwork: 1000,
 
 		APIKeyRatePerMinute: 6000,
 		WebhookTimeout:      10 * time.Second,
@@ -327,6 +336,8 @@ func Load(getenv func(string) string) (Config, error) {
 	num("SEATD_UPGRADE_RATE_PER_MINUTE", &c.UpgradeRatePerMinute)
 	num("SEATD_READ_RATE_PER_MINUTE", &c.ReadRatePerMinute)
 	num("SEATD_READ_PREFIX_RATE_PER_MINUTE", &c.ReadPrefixRatePerMinute)
+	num("SEATD_MAX_SOCKETS_PER_USER", &c.MaxSocketsPerUser)
+	num("SEATD_MAX_SOCKETS_PER_NETWORK", &c.MaxSocketsPerNetwork)
 	dur("SEATD_REGISTRY_COOLDOWN", &c.RegistryCheckCooldown)
 	num("SEATD_CHART_UPLOADS", &c.ChartUploads)
 	num("SEATD_QUOTA_CHARTS", &c.QuotaCharts)
@@ -449,6 +460,8 @@ func (c Config) validate() []error {
 	atLeast("SEATD_UPGRADE_RATE_PER_MINUTE", c.UpgradeRatePerMinute, 1)
 	atLeast("SEATD_READ_RATE_PER_MINUTE", c.ReadRatePerMinute, 1)
 	atLeast("SEATD_READ_PREFIX_RATE_PER_MINUTE", c.ReadPrefixRatePerMinute, 1)
+	atLeast("SEATD_MAX_SOCKETS_PER_USER", c.MaxSocketsPerUser, 1)
+	atLeast("SEATD_MAX_SOCKETS_PER_NETWORK", c.MaxSocketsPerNetwork, 1)
 	positive("SEATD_REGISTRY_COOLDOWN", c.RegistryCheckCooldown)
 	atLeast("SEATD_CHART_UPLOADS", c.ChartUploads, 1)
 	atLeast("SEATD_QUOTA_CHARTS", c.QuotaCharts, 0)
