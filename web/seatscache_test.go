@@ -30,7 +30,7 @@ func TestSeatListCachedAndLimited(t *testing.T) {
 	ev := testenv.NewEvent(t, s.app, tn.Org.ID, 1, 3, 4)
 	seat := testenv.SeatIDs(t, s.app, tn.Org.ID, ev.ID)[0]
 	path := "/api/v1/events/" + ev.ID.String() + "/seats"
-	ip := randomIPv4()
+	ip := randomNet24() + "7"
 	buyer := s.as(tn.Org, tn.Buyers[0])
 	read := func(c *client, hdr ...string) response {
 		return c.do("GET", path, nil, append([]string{"X-Forwarded-For", ip}, hdr...)...)
@@ -100,5 +100,5 @@ func TestSeatListCachedAndLimited(t *testing.T) {
 	}
 	read(other).wantErr(t, http.StatusTooManyRequests, "rate_limited")
 	// ... while a reader elsewhere is not affected.
-	s.as(tn.Org, tn.Buyers[2]).do("GET", path, nil, "X-Forwarded-For", randomIPv4()).want(t, http.StatusOK)
+	s.as(tn.Org, tn.Buyers[2]).do("GET", path, nil, "X-Forwarded-For", randomNet24()+"7").want(t, http.StatusOK)
 }

@@ -26,7 +26,7 @@ func TestSocketCapsPerAccountAndNetwork(t *testing.T) {
 	})
 	tn := testenv.NewTenant(t, s.app, 4)
 	ev := testenv.NewEvent(t, s.app, tn.Org.ID, 1, 1, 4)
-	ip := randomIPv4()
+	ip := randomNet24() + "7"
 	dial := func(c *client, from string) *websocket.Conn {
 		t.Helper()
 		conn, _, err := s.dialAs(t, c, ev.ID, "X-Forwarded-For", from)
@@ -56,7 +56,7 @@ func TestSocketCapsPerAccountAndNetwork(t *testing.T) {
 	// (4) for a third account there, while one elsewhere connects.
 	open(dial(s.as(tn.Org, tn.Buyers[1]), ip))
 	wantRefused(t, dial(s.as(tn.Org, tn.Buyers[2]), ip), "from this network")
-	open(dial(s.as(tn.Org, tn.Buyers[3]), randomIPv4()))
+	open(dial(s.as(tn.Org, tn.Buyers[3]), randomNet24()+"7"))
 
 	// A socket that leaves frees its place for the account.
 	_ = first.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(websocket.CloseNormalClosure, ""), time.Now().Add(time.Second))

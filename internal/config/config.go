@@ -89,6 +89,13 @@ type Config struct {
 	MaxSocketsPerUser    int // SEATD_MAX_SOCKETS_PER_USER
 	MaxSocketsPerNetwork int // SEATD_MAX_SOCKETS_PER_NETWORK
 
+	// Accounts made and sessions begun per client network (IPv4 /24, IPv6
+	// /64) per minute: sign-ups have a limit of their own, apart from
+	// sign-ins'; new sessions (successful sign-ins) are limited too, so a
+	// script with many accounts cannot open a burst of them.
+	SignupRatePerMinute     int // SEATD_SIGNUP_RATE_PER_MINUTE
+	NewSessionRatePerMinute int // SEATD_NEW_SESSION_RATE_PER_MINUTE
+
 	// Quotas per organization (0: no limit).
 	QuotaCharts   int // SEATD_QUOTA_CHARTS: charts
 	QuotaEvents   int // SEATD_QUOTA_EVENTS: open events (drafts and on sale)
@@ -208,6 +215,9 @@ func Defaults() Config {
 
 		MaxSocketsPerUser:    16,
 		MaxSocketsPerNetwork: 1000,
+
+		SignupRatePerMinute:     10,
+		NewSessionRatePerMinute: 60,
 
 		APIKeyRatePerMinute: 6000,
 		WebhookTimeout:      10 * time.Second,
@@ -338,6 +348,8 @@ func Load(getenv func(string) string) (Config, error) {
 	num("SEATD_READ_PREFIX_RATE_PER_MINUTE", &c.ReadPrefixRatePerMinute)
 	num("SEATD_MAX_SOCKETS_PER_USER", &c.MaxSocketsPerUser)
 	num("SEATD_MAX_SOCKETS_PER_NETWORK", &c.MaxSocketsPerNetwork)
+	num("SEATD_SIGNUP_RATE_PER_MINUTE", &c.SignupRatePerMinute)
+	num("SEATD_NEW_SESSION_RATE_PER_MINUTE", &c.NewSessionRatePerMinute)
 	dur("SEATD_REGISTRY_COOLDOWN", &c.RegistryCheckCooldown)
 	num("SEATD_CHART_UPLOADS", &c.ChartUploads)
 	num("SEATD_QUOTA_CHARTS", &c.QuotaCharts)
@@ -462,6 +474,8 @@ func (c Config) validate() []error {
 	atLeast("SEATD_READ_PREFIX_RATE_PER_MINUTE", c.ReadPrefixRatePerMinute, 1)
 	atLeast("SEATD_MAX_SOCKETS_PER_USER", c.MaxSocketsPerUser, 1)
 	atLeast("SEATD_MAX_SOCKETS_PER_NETWORK", c.MaxSocketsPerNetwork, 1)
+	atLeast("SEATD_SIGNUP_RATE_PER_MINUTE", c.SignupRatePerMinute, 1)
+	atLeast("SEATD_NEW_SESSION_RATE_PER_MINUTE", c.NewSessionRatePerMinute, 1)
 	positive("SEATD_REGISTRY_COOLDOWN", c.RegistryCheckCooldown)
 	atLeast("SEATD_CHART_UPLOADS", c.ChartUploads, 1)
 	atLeast("SEATD_QUOTA_CHARTS", c.QuotaCharts, 0)

@@ -48,10 +48,13 @@ type SessionKeeper interface {
 	Ended(tokens []string)
 }
 
-// LoginLimit counts sign-in attempts per client, and mails sent per
-// address; *ratelimit.Limiter satisfies it.
+// LoginLimit counts sign-in attempts per client, sign-ups and new
+// sessions per client network, and mails sent per address;
+// *ratelimit.Limiter satisfies it.
 type LoginLimit interface {
 	Login(r *http.Request) error
+	Signup(r *http.Request) error
+	NewSession(r *http.Request) error
 	Mail(ctx context.Context, org, subject string) error
 }
 
@@ -140,6 +143,9 @@ func (h *Accounts) Login(w http.ResponseWriter, r *http.Request) error {
 		switch {
 		case err == nil:
 			h.lockout.Succeeded(r.Context(), in.Org, in.Email)
+			// The password was right; a session begins only within the
+			// network's limit of new sessions.
+			err = h.limits.NewSession(r)
 		case apperr.CodeOf(err) == apperr.Unauthorized:
 			h.lockout.Failed(r.Context(), in.Org, in.Email)
 		}
@@ -174,7 +180,7 @@ func (h *Accounts) formFailed(w http.ResponseWriter, r *http.Request, err error,
 // (and can hold once the link is followed). 403 signup_closed when the
 // organization takes no sign-ups.
 func (h *Accounts) Signup(w http.ResponseWriter, r *http.Request) error {
-	if err := h.limits.Login(r); err != nil {
+	if err := h.limits.Signup(r); err != nil {
 		return err
 	}
 	slug := strings.ToLower(r.PathValue("org"))

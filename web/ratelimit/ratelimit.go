@@ -49,6 +49,8 @@ type Limiter struct {
 	holdRate, loginRate, upgradeRate, keyRate int
 	// The expensive reads', per account or key and per address prefix.
 	readRate, readPrefixRate int
+	// Sign-ups and new sessions, per network.
+	signupRate, sessionRate int
 
 	mu         sync.Mutex
 	minute     int64
@@ -75,6 +77,7 @@ func New(rdb redis.UniversalClient, cfg config.Config, redisUp func() bool, log 
 	l.holdRate, l.loginRate, l.upgradeRate, l.keyRate =
 		cfg.HoldRatePerMinute, cfg.LoginRatePerMinute, cfg.UpgradeRatePerMinute, cfg.APIKeyRatePerMinute
 	l.readRate, l.readPrefixRate = cfg.ReadRatePerMinute, cfg.ReadPrefixRatePerMinute
+	l.signupRate, l.sessionRate = cfg.SignupRatePerMinute, cfg.NewSessionRatePerMinute
 	return l
 }
 
@@ -102,6 +105,29 @@ func (l *Limiter) Login(r *http.Request) error {
 	subject := l.Subject(r)
 	return l.allow(r.Context(), "login", l.loginRate, func(minute int64) string {
 		return l.prefix + ":{login}:rl:" + subject + ":" + strconv.FormatInt(minute, 10)
+	})
+}
+
+// Signup counts a sign-up from the request's client network (see
+// Prefix): a limit of its own, apart from Login's, as a sign-up makes an
+// account (and a mail) where a sign-in makes nothing, and per network,
+// since a script has a whole /64 (or a /24 of a cloud) to take addresses
+// from.
+func (l *Limiter) Signup(r *http.Request) error {
+	prefix := l.Prefix(r)
+	return l.allow(r.Context(), "signup", l.signupRate, func(minute int64) string {
+		return l.prefix + ":{signup}:rl:" + prefix + ":" + strconv.FormatInt(minute, 10)
+	})
+}
+
+// NewSession counts a session about to begin (a successful sign-in) from
+// the request's client network (see Prefix): a burst of sessions of many
+// accounts from one network is refused, whatever places or sockets each
+// session would take.
+func (l *Limiter) NewSession(r *http.Request) error {
+	prefix := l.Prefix(r)
+	return l.allow(r.Context(), "new_session", l.sessionRate, func(minute int64) string {
+		return l.prefix + ":{session}:rl:" + prefix + ":" + strconv.FormatInt(minute, 10)
 	})
 }
 
