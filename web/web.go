@@ -111,7 +111,8 @@ func newServer(d Deps, o options) *Server {
 	uploads := gate.New(d.Cfg.ChartUploads, chartUploadWait, 4*d.Cfg.ChartUploads)
 
 	s.api = api.New(api.Deps{Log: d.Log, Decoder: dec, Limits: s.limits, Lockout: lockout, Sessions: s.sessions,
-		Render: frame, Uploads: uploads, Holds: d.Holds, BoxOffice: d.BoxOffice, Events: d.Events, Waitlist: d.Waitlist, Monitor: d.Monitor,
+		Devices: ratelimit.NewDeviceCookies(d.Cfg.TicketSecret, d.Cfg.CookieSecure),
+		Render:  frame, Uploads: uploads, Holds: d.Holds, BoxOffice: d.BoxOffice, Events: d.Events, Waitlist: d.Waitlist, Monitor: d.Monitor,
 		Auth: d.Accounts, Keys: s.keys, Endpoints: s.hooks, Accounts: d.Store.Accounts, Charts: d.Store.Charts,
 		EventStore: d.Store.Events, Audit: d.Store.Audit, Webhooks: d.Store.Webhooks,
 		Visible: s.events, Bookings: bookings, Deliveries: deliveries, Registry: registry,

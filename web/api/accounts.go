@@ -58,12 +58,19 @@ type LoginLimit interface {
 	Mail(ctx context.Context, org, subject string) error
 }
 
-// Lockout locks an account out after repeated wrong passwords;
-// *ratelimit.Lockout satisfies it.
+// Lockout locks an account's untrusted attempts, or one device's, out
+// after repeated wrong passwords; *ratelimit.Lockout satisfies it.
 type Lockout interface {
-	Check(ctx context.Context, org, email string) error
-	Failed(ctx context.Context, org, email string)
-	Succeeded(ctx context.Context, org, email string)
+	Check(ctx context.Context, org, email, device string) error
+	Failed(ctx context.Context, org, email, device string)
+	Succeeded(ctx context.Context, org, email, device string)
+}
+
+// KnownDevices are the device cookies of browsers that signed in
+// before; *ratelimit.DeviceCookies satisfies it.
+type KnownDevices interface {
+	Trusted(r *http.Request, org, email string) string
+	Issue(w http.ResponseWriter, org, email string)
 }
 
 // FormPages shows the sign-in and sign-up forms again, for a form post
@@ -79,6 +86,7 @@ type Accounts struct {
 	dec      *httpx.Decoder
 	limits   LoginLimit
 	lockout  Lockout
+	devices  KnownDevices
 	auth     Authenticator
 	reads    AccountReads
 	sessions SessionKeeper
@@ -134,21 +142,27 @@ func (h *Accounts) Login(w http.ResponseWriter, r *http.Request) error {
 	}
 	// The account's lockout is checked before any password is hashed, and
 	// holds whatever the password: a guess that happens to be right is
-	// refused too while the account is locked.
-	err = h.lockout.Check(r.Context(), in.Org, in.Email)
+	// refused too while the account is locked. A browser that signed in
+	// to the account before is counted apart (its device cookie), so a
+	// stranger's failures never lock the owner out of it.
+	device := h.devices.Trusted(r, in.Org, in.Email)
+	err = h.lockout.Check(r.Context(), in.Org, in.Email, device)
 	var org store.Org
 	var u store.User
 	if err == nil {
 		org, u, err = h.auth.Authenticate(r.Context(), in.Org, in.Email, in.Password)
 		switch {
 		case err == nil:
-			h.lockout.Succeeded(r.Context(), in.Org, in.Email)
+			h.lockout.Succeeded(r.Context(), in.Org, in.Email, device)
 			// The password was right; a session begins only within the
 			// network's limit of new sessions.
 			err = h.limits.NewSession(r)
 		case apperr.CodeOf(err) == apperr.Unauthorized:
-			h.lockout.Failed(r.Context(), in.Org, in.Email)
+			h.lockout.Failed(r.Context(), in.Org, in.Email, device)
 		}
+	}
+	if err == nil {
+		h.devices.Issue(w, in.Org, in.Email)
 	}
 	if err != nil {
 		if isForm {
