@@ -96,6 +96,10 @@ type Config struct {
 	SignupRatePerMinute     int // SEATD_SIGNUP_RATE_PER_MINUTE
 	NewSessionRatePerMinute int // SEATD_NEW_SESSION_RATE_PER_MINUTE
 
+	// SessionRememberFor is how long a session signed in with "keep me
+	// signed in" lasts, idle or not, under a persistent cookie.
+	SessionRememberFor time.Duration // SEATD_SESSION_REMEMBER_FOR
+
 	// Quotas per organization (0: no limit).
 	QuotaCharts   int // SEATD_QUOTA_CHARTS: charts
 	QuotaEvents   int // SEATD_QUOTA_EVENTS: open events (drafts and on sale)
@@ -218,6 +222,8 @@ func Defaults() Config {
 
 		SignupRatePerMinute:     10,
 		NewSessionRatePerMinute: 60,
+
+		SessionRememberFor: 30 * 24 * time.Hour,
 
 		APIKeyRatePerMinute: 6000,
 		WebhookTimeout:      10 * time.Second,
@@ -350,6 +356,7 @@ func Load(getenv func(string) string) (Config, error) {
 	num("SEATD_MAX_SOCKETS_PER_NETWORK", &c.MaxSocketsPerNetwork)
 	num("SEATD_SIGNUP_RATE_PER_MINUTE", &c.SignupRatePerMinute)
 	num("SEATD_NEW_SESSION_RATE_PER_MINUTE", &c.NewSessionRatePerMinute)
+	dur("SEATD_SESSION_REMEMBER_FOR", &c.SessionRememberFor)
 	dur("SEATD_REGISTRY_COOLDOWN", &c.RegistryCheckCooldown)
 	num("SEATD_CHART_UPLOADS", &c.ChartUploads)
 	num("SEATD_QUOTA_CHARTS", &c.QuotaCharts)
@@ -476,6 +483,7 @@ func (c Config) validate() []error {
 	atLeast("SEATD_MAX_SOCKETS_PER_NETWORK", c.MaxSocketsPerNetwork, 1)
 	atLeast("SEATD_SIGNUP_RATE_PER_MINUTE", c.SignupRatePerMinute, 1)
 	atLeast("SEATD_NEW_SESSION_RATE_PER_MINUTE", c.NewSessionRatePerMinute, 1)
+	positive("SEATD_SESSION_REMEMBER_FOR", c.SessionRememberFor)
 	positive("SEATD_REGISTRY_COOLDOWN", c.RegistryCheckCooldown)
 	atLeast("SEATD_CHART_UPLOADS", c.ChartUploads, 1)
 	atLeast("SEATD_QUOTA_CHARTS", c.QuotaCharts, 0)

@@ -97,6 +97,9 @@ type loginInput struct {
 	Org      string `json:"org" validate:"required,max=40"`
 	Email    string `json:"email" validate:"required,max=254"`
 	Password string `json:"password" validate:"required,max=200"`
+	// Remember: "keep me signed in" (30 days, under a persistent
+	// cookie); without it the cookie ends with the browser.
+	Remember bool `json:"remember"`
 }
 
 type signupInput struct {
@@ -135,7 +138,7 @@ func (h *Accounts) Login(w http.ResponseWriter, r *http.Request) error {
 	}
 	var in loginInput
 	isForm, err := h.dec.JSONOrForm(w, r, &in, func(v url.Values) {
-		in = loginInput{Org: v.Get("org"), Email: v.Get("email"), Password: v.Get("password")}
+		in = loginInput{Org: v.Get("org"), Email: v.Get("email"), Password: v.Get("password"), Remember: v.Get("remember") != ""}
 	})
 	if err != nil {
 		return err
@@ -167,12 +170,12 @@ func (h *Accounts) Login(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		if isForm {
 			return h.formFailed(w, r, err, func(msg string) templ.Component {
-				return views.Login(h.pages.Meta(r, "Sign in"), views.LoginForm{Org: in.Org, Email: in.Email, Error: msg})
+				return views.Login(h.pages.Meta(r, "Sign in"), views.LoginForm{Org: in.Org, Email: in.Email, Error: msg, Remember: in.Remember})
 			})
 		}
 		return err
 	}
-	return h.signedIn(w, r, isForm, http.StatusOK, org, u)
+	return h.signedIn(w, r, isForm, http.StatusOK, org, u, in.Remember)
 }
 
 // formFailed answers a failed form post (a person in a browser) with the
@@ -242,10 +245,10 @@ type statusJSON struct {
 
 // signedIn starts a session for u with a fresh token (no fixation) and
 // answers: a redirect for a form, the account for JSON.
-func (h *Accounts) signedIn(w http.ResponseWriter, r *http.Request, isForm bool, status int, org store.Org, u store.User) error {
+func (h *Accounts) signedIn(w http.ResponseWriter, r *http.Request, isForm bool, status int, org store.Org, u store.User, remember bool) error {
 	ctx := r.Context()
 	if err := h.sessions.SignIn(w, r, session.Account{Org: org.ID, OrgSlug: org.Slug, OrgName: org.Name,
-		User: u.ID, Email: u.Email, Role: hold.Role(u.Role), Verified: u.Verified}); err != nil {
+		User: u.ID, Email: u.Email, Role: hold.Role(u.Role), Verified: u.Verified, Remember: remember}); err != nil {
 		return err
 	}
 	// The account may have been disabled or given another role between
