@@ -31,7 +31,7 @@ func (s *Server) routes() {
 	// Probes, where load balancers look; metrics and profiles are on the
 	// ops listener only (Ops, ops.go).
 	s.mux.HandleFunc("GET /healthz", s.healthz)
-	s.mux.HandleFunc("GET /readyz", s.readyz)
+	s.mux.HandleFunc("GET /readyz", s.publicReadyz)
 
 	// Accounts.
 	s.mux.HandleFunc("POST /login", public(h.Accounts.Login))
