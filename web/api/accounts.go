@@ -164,9 +164,6 @@ func (h *Accounts) Login(w http.ResponseWriter, r *http.Request) error {
 			h.lockout.Failed(r.Context(), in.Org, in.Email, device)
 		}
 	}
-	if err == nil {
-		h.devices.Issue(w, in.Org, in.Email)
-	}
 	if err != nil {
 		if isForm {
 			return h.formFailed(w, r, err, func(msg string) templ.Component {
@@ -263,6 +260,9 @@ func (h *Accounts) signedIn(w http.ResponseWriter, r *http.Request, isForm bool,
 		_ = h.sessions.SignOut(w, r)
 		return err
 	}
+	// This browser now knows the account: its later sign-ins are counted
+	// apart from strangers' (the lockout's device cookies).
+	h.devices.Issue(w, org.Slug, u.Email)
 	httpx.NoteOrg(ctx, org.ID)
 	if isForm {
 		http.Redirect(w, r, "/", http.StatusSeeOther)
