@@ -398,7 +398,7 @@ func TestEndedDeviceSocketsClose(t *testing.T) {
 	s1 := newTestServer(t, nil)
 	s2 := serveApp(t, testenv.App(t, func(c *config.Config) {
 		c.PGMaxConns = 8
-		c.HoldRatePerMinute, c.LoginRatePerMinute, c.UpgradeRatePerMinute = 100_000, 100_000, 100_000
+		generousLimits(c)
 	}), options{})
 	tn := testenv.NewTenant(t, s1.app, 1)
 	ev := testenv.NewEvent(t, s1.app, tn.Org.ID, 1, 2, 4)

@@ -159,7 +159,7 @@ func TestAPIKeyCrossOrigin(t *testing.T) {
 func TestAPIKeyRevokedEverywhere(t *testing.T) {
 	t.Parallel()
 	x := newTestServer(t, nil)
-	y := serveApp(t, testenv.App(t, func(c *config.Config) { c.PGMaxConns = 8 }), options{})
+	y := serveApp(t, testenv.App(t, func(c *config.Config) { c.PGMaxConns = 8; generousLimits(c) }), options{})
 	tn := testenv.NewTenant(t, x.app, 1)
 	org := x.as(tn.Org, tn.Organizer)
 	id, secret := keyOf(t, org, "box_office")

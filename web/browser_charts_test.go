@@ -40,7 +40,7 @@ func waitText(sel, want string) chromedp.Action[chromedp.Void] {
 // stored as built. Screenshot: testoutput/browser/chart-editor.png.
 func TestBrowserChartEditor(t *testing.T) {
 	newTab := browser(t)
-	a := testenv.App(t, nil)
+	a := testenv.App(t, generousLimits)
 	srv := serveApp(t, a, options{}).ts
 	tn := testenv.NewTenant(t, a, 0)
 

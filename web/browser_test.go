@@ -141,7 +141,7 @@ func consoleErrors(t *testing.T, tab context.Context) func() []string {
 // with its background loops, and a server for it.
 func browserApp(t *testing.T) (func() context.Context, *app.App, *httptest.Server) {
 	newTab := browser(t)
-	a := testenv.App(t, nil)
+	a := testenv.App(t, generousLimits)
 	testenv.Background(t, a)
 	return newTab, a, serveApp(t, a, options{}).ts
 }

@@ -38,14 +38,24 @@ func newTestServer(t testing.TB, mod func(*config.Config)) *testServer {
 	t.Helper()
 	a := testenv.App(t, func(c *config.Config) {
 		c.PGMaxConns = 8
-		c.HoldRatePerMinute = 100_000
-		c.LoginRatePerMinute = 100_000
-		c.UpgradeRatePerMinute = 100_000
+		generousLimits(c)
 		if mod != nil {
 			mod(c)
 		}
 	})
 	return serveApp(t, a, options{})
+}
+
+// generousLimits lifts the per-minute limits out of a test's way. The
+// counts of every server live in the one test Redis, and every test's
+// client is 127.0.0.1: a server with the default limits would refuse
+// what other tests counted. A test of a limit sets it lower after this.
+func generousLimits(c *config.Config) {
+	c.HoldRatePerMinute = 100_000
+	c.LoginRatePerMinute = 100_000
+	c.UpgradeRatePerMinute = 100_000
+	c.ReadRatePerMinute, c.ReadPrefixRatePerMinute = 100_000, 100_000
+	c.SignupRatePerMinute, c.NewSessionRatePerMinute = 100_000, 100_000
 }
 
 // serveApp serves another web server on an existing app (a second

@@ -32,10 +32,30 @@ func (s *Server) healthz(w http.ResponseWriter, _ *http.Request) {
 	httpx.WriteJSON(w, http.StatusOK, map[string]string{"status": "ok"})
 }
 
-// readyz reports whether this process can serve holds: Postgres must
-// answer; Redis down only degrades it to the Postgres path.
+// readyz reports whether this process can serve holds, with the state
+// of each dependency (Postgres, Redis, the breaker, the mode): the ops
+// listener's. Postgres must answer; Redis down only degrades it to the
+// Postgres path.
 func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
-	ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
+	status, out := s.readiness(r.Context())
+	httpx.WriteJSON(w, status, out)
+}
+
+// publicReadyz is readyz for the public listener, where load balancers
+// look: the same status, but no detail — the state of the breaker and of
+// Redis tells an attacker when a flood is working.
+func (s *Server) publicReadyz(w http.ResponseWriter, r *http.Request) {
+	status, _ := s.readiness(r.Context())
+	word := "ok"
+	if status != http.StatusOK {
+		word = "unavailable"
+	}
+	httpx.WriteJSON(w, status, map[string]string{"status": word})
+}
+
+// readiness checks the dependencies: 200 or 503, and what each said.
+func (s *Server) readiness(ctx context.Context) (int, map[string]string) {
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	defer cancel()
 	out := map[string]string{"postgres": "ok", "redis": "ok", "breaker": s.deps.Engine.BreakerState(), "mode": "fast"}
 	status := http.StatusOK
@@ -48,5 +68,5 @@ func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
 	if !s.deps.Engine.FastPath() {
 		out["mode"] = "degraded: Redis unavailable, running on Postgres"
 	}
-	httpx.WriteJSON(w, status, out)
+	return status, out
 }

@@ -48,8 +48,7 @@ func payServerWith(t testing.TB, mod func(*config.Config), background bool) *tes
 	}
 	a := testenv.App(t, func(c *config.Config) {
 		c.PGMaxConns = 8
-		c.HoldRatePerMinute = 100_000
-		c.LoginRatePerMinute = 100_000
+		generousLimits(c)
 		c.Addr = ln.Addr().String()
 		c.Payments = config.PaymentsRequired
 		c.StripeWebhookSecret = paySecret

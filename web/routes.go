@@ -24,11 +24,14 @@ func (s *Server) routes() {
 	// answer 429 in_queue. Releasing, checking out and paying are not
 	// gated: whoever holds seats may finish.
 	mapPage, admitted := s.gate.Page, s.gate.API
+	// Reads that answer every seat of an event are limited per reader and
+	// per network (readlimit.go).
+	wholeEvent := s.wholeEvent
 
 	// Probes, where load balancers look; metrics and profiles are on the
 	// ops listener only (Ops, ops.go).
 	s.mux.HandleFunc("GET /healthz", s.healthz)
-	s.mux.HandleFunc("GET /readyz", s.readyz)
+	s.mux.HandleFunc("GET /readyz", s.publicReadyz)
 
 	// Accounts.
 	s.mux.HandleFunc("POST /login", public(h.Accounts.Login))
@@ -52,7 +55,7 @@ func (s *Server) routes() {
 	// Events and seats.
 	s.mux.HandleFunc("GET /api/v1/events", authed(anyRole, h.Events.List))
 	s.mux.HandleFunc("GET /api/v1/events/{event}", authed(anyRole, h.Events.Get))
-	s.mux.HandleFunc("GET /api/v1/events/{event}/seats", authed(anyRole, h.Events.Seats))
+	s.mux.HandleFunc("GET /api/v1/events/{event}/seats", authed(anyRole, wholeEvent(h.Events.Seats)))
 	s.mux.HandleFunc("POST /api/v1/events", authed(organizer, h.Events.Create))
 	s.mux.HandleFunc("PATCH /api/v1/events/{event}", authed(organizer, h.Events.Update))
 	s.mux.HandleFunc("DELETE /api/v1/events/{event}", authed(organizer, h.Events.Delete))
@@ -139,9 +142,9 @@ func (s *Server) routes() {
 	s.mux.HandleFunc("GET /login", p.SignIn.Login)
 	s.mux.HandleFunc("GET /o/{org}/signup", p.SignIn.Signup)
 	s.mux.HandleFunc("GET /events", page(anyRole, p.Events.List))
-	s.mux.HandleFunc("GET /e/{event}", page(anyRole, mapPage(p.SeatMap.Page)))
+	s.mux.HandleFunc("GET /e/{event}", page(anyRole, wholeEvent(mapPage(p.SeatMap.Page))))
 	s.mux.HandleFunc("GET /e/{event}/queue", page(anyRole, p.Queue.Page))
-	s.mux.HandleFunc("GET /e/{event}/map", page(anyRole, admitted(p.SeatMap.Venue)))
+	s.mux.HandleFunc("GET /e/{event}/map", page(anyRole, wholeEvent(admitted(p.SeatMap.Venue))))
 	s.mux.HandleFunc("GET /e/{event}/cart", page(anyRole, p.Cart.Fragment))
 	s.mux.HandleFunc("POST /e/{event}/seats/{seat}/toggle", page(anyRole, admitted(p.Cart.Toggle)))
 	s.mux.HandleFunc("POST /e/{event}/ga/{section}", page(anyRole, admitted(p.Cart.Places)))
@@ -207,7 +210,7 @@ func (s *Server) routes() {
 	s.mux.HandleFunc("GET /box-office/events/{event}", page(staff, st.BoxOffice.Page))
 	s.mux.HandleFunc("POST /box-office/events/{event}/lookup", page(staff, st.BoxOffice.Lookup))
 	s.mux.HandleFunc("GET /box-office/events/{event}/holds", page(staff, st.BoxOffice.Holds))
-	s.mux.HandleFunc("GET /box-office/events/{event}/map", page(staff, st.BoxOffice.Map))
+	s.mux.HandleFunc("GET /box-office/events/{event}/map", page(staff, wholeEvent(st.BoxOffice.Map)))
 	s.mux.HandleFunc("POST /box-office/events/{event}/release", page(staff, st.BoxOffice.Release))
 	s.mux.HandleFunc("POST /box-office/events/{event}/seats/{seat}/block", page(staff, st.BoxOffice.Block))
 	s.mux.HandleFunc("POST /box-office/events/{event}/seats/{seat}/unblock", page(staff, st.BoxOffice.Unblock))

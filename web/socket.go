@@ -31,7 +31,7 @@ func (s *Server) liveSocket(stream live.Stream) session.Handler {
 			return err
 		}
 		s.hub.Serve(w, r, live.Viewer{Actor: a, Event: event, SessionToken: s.sessions.StoredToken(r.Context()),
-			SessionDeadline: s.sessions.Deadline(r.Context()), Role: a.Role, Stream: stream})
+			SessionDeadline: s.sessions.Deadline(r.Context()), Network: s.limits.Prefix(r), Role: a.Role, Stream: stream})
 		return nil
 	}
 }

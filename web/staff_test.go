@@ -864,7 +864,10 @@ func TestOccupancyMatchesSQL(t *testing.T) {
 		c.HoldTTL, c.PGMaxConns, c.ReaperInterval = time.Second, 16, 100*time.Millisecond
 	})
 	short := s.app
-	long := testenv.App(t, func(c *config.Config) { c.PGMaxConns, c.ReaperInterval = 16, 100*time.Millisecond })
+	long := testenv.App(t, func(c *config.Config) {
+		c.PGMaxConns, c.ReaperInterval = 16, 100*time.Millisecond
+		generousLimits(c)
+	})
 	testenv.Background(t, short)
 	testenv.Background(t, long)
 	tn := testenv.NewTenant(t, short, 0)

@@ -81,6 +81,8 @@ func newServer(d Deps, o options) *Server {
 	s.hub = live.New(d.Engine, pages.NewLiveSeats(d.Events), d.Log, live.Options{
 		MaxClients:    d.Cfg.MaxSockets,
 		MaxPerSession: d.Cfg.MaxSocketsPerSession,
+		MaxPerUser:    d.Cfg.MaxSocketsPerUser,
+		MaxPerNetwork: d.Cfg.MaxSocketsPerNetwork,
 		SessionExpiry: d.Store.Accounts.SessionExpiry,
 	})
 	s.limits = ratelimit.New(d.Redis, d.Cfg, d.Engine.FastPath, d.Log, d.Registry)
@@ -91,7 +93,7 @@ func newServer(d Deps, o options) *Server {
 		Keys: s.keys, KeyLimit: s.limits, Errors: errs, Log: d.Log,
 		Lifetime: d.Cfg.SessionLifetime, IdleTimeout: d.Cfg.SessionIdleTimeout,
 		CookieSecure: d.Cfg.CookieSecure, NoCache: o.noSessionCache,
-		ClientIP: s.limits.ClientIP, MaxPerUser: d.Cfg.MaxSessionsPerUser})
+		ClientIP: s.limits.ClientIP, MaxPerUser: d.Cfg.MaxSessionsPerUser, RememberFor: d.Cfg.SessionRememberFor})
 	frame := render.New(d.Log, errs, s.sessions, assets.Path)
 	s.guard = session.Guards{Errors: errs, RenderError: frame.Error}
 
@@ -109,7 +111,8 @@ func newServer(d Deps, o options) *Server {
 	uploads := gate.New(d.Cfg.ChartUploads, chartUploadWait, 4*d.Cfg.ChartUploads)
 
 	s.api = api.New(api.Deps{Log: d.Log, Decoder: dec, Limits: s.limits, Lockout: lockout, Sessions: s.sessions,
-		Render: frame, Uploads: uploads, Holds: d.Holds, BoxOffice: d.BoxOffice, Events: d.Events, Waitlist: d.Waitlist, Monitor: d.Monitor,
+		Devices: ratelimit.NewDeviceCookies(d.Cfg.TicketSecret, d.Cfg.CookieSecure),
+		Render:  frame, Uploads: uploads, Holds: d.Holds, BoxOffice: d.BoxOffice, Events: d.Events, Waitlist: d.Waitlist, Monitor: d.Monitor,
 		Auth: d.Accounts, Keys: s.keys, Endpoints: s.hooks, Accounts: d.Store.Accounts, Charts: d.Store.Charts,
 		EventStore: d.Store.Events, Audit: d.Store.Audit, Webhooks: d.Store.Webhooks,
 		Visible: s.events, Bookings: bookings, Deliveries: deliveries, Registry: registry,

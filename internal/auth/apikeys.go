@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/google/uuid"
@@ -35,6 +36,13 @@ const (
 	keyTouchEvery = time.Minute
 	// keyCacheMax bounds the cache; beyond it, it is emptied.
 	keyCacheMax = 10_000
+	// unknownFor is how long a well-formed key Postgres does not know is
+	// refused without asking again. Keys are 256 random bits: a key made
+	// meanwhile never has the hash of one looked up before.
+	unknownFor = time.Minute
+	// keyLen is the length of every key: the prefix and 32 bytes in
+	// unpadded base64url.
+	keyLen = len(KeyPrefix) + 43
 )
 
 // RevokedChannel is the Postgres notification channel on which a key's
@@ -63,6 +71,12 @@ type APIKeys struct {
 	mu      sync.Mutex
 	entries map[[sha256.Size]byte]*keyEntry
 	touched map[uuid.UUID]time.Time // last use written, per key
+	// unknown are hashes of well-formed keys Postgres did not know, and
+	// when it said so: a flood of made-up keys costs one query per key
+	// at most, garbage none.
+	unknown map[[sha256.Size]byte]time.Time
+	// lookups counts the keys looked up in Postgres.
+	lookups atomic.Int64
 }
 
 type keyEntry struct {
@@ -73,7 +87,8 @@ type keyEntry struct {
 // NewAPIKeys returns the API keys of st; Listen hears revocations through n.
 func NewAPIKeys(st *store.Accounts, n Notifier, log *slog.Logger) *APIKeys {
 	return &APIKeys{store: st, notifier: n, log: log, now: time.Now,
-		entries: map[[sha256.Size]byte]*keyEntry{}, touched: map[uuid.UUID]time.Time{}}
+		entries: map[[sha256.Size]byte]*keyEntry{}, touched: map[uuid.UUID]time.Time{},
+		unknown: map[[sha256.Size]byte]time.Time{}}
 }
 
 // Scopes: the kinds of request a key may make (docs/integrators.md#api-keys).
@@ -193,19 +208,28 @@ var ErrBadKey = apperr.E(apperr.Unauthorized, "the API key is not valid")
 // Authenticate returns the live key of secret. A process trusts its copy
 // for keyFresh at most; a revocation anywhere drops it at once.
 func (k *APIKeys) Authenticate(ctx context.Context, secret string) (store.APIKey, error) {
-	if !strings.HasPrefix(secret, KeyPrefix) || len(secret) > 100 {
-		return store.APIKey{}, ErrBadKey
+	if !wellFormed(secret) {
+		return store.APIKey{}, ErrBadKey // never a key of ours: no query
 	}
 	h := sha256.Sum256([]byte(secret))
 	now := k.now()
 	k.mu.Lock()
 	e := k.entries[h]
+	missed, wasMissed := k.unknown[h]
 	k.mu.Unlock()
+	if e == nil && wasMissed && now.Sub(missed) < unknownFor {
+		return store.APIKey{}, ErrBadKey
+	}
 	if e == nil || now.Sub(e.checked) >= keyFresh {
+		k.lookups.Add(1)
 		key, err := k.store.APIKeyByHash(ctx, h[:])
 		if errors.Is(err, apperr.ErrNotFound) {
 			k.mu.Lock()
 			delete(k.entries, h)
+			if len(k.unknown) >= keyCacheMax {
+				clear(k.unknown)
+			}
+			k.unknown[h] = now
 			k.mu.Unlock()
 			return store.APIKey{}, ErrBadKey
 		}
@@ -225,6 +249,16 @@ func (k *APIKeys) Authenticate(ctx context.Context, secret string) (store.APIKey
 	}
 	k.touch(ctx, e.key.OrgID, e.key.ID, now)
 	return e.key, nil
+}
+
+// wellFormed reports whether secret has the shape of a key Create makes:
+// the prefix and 32 bytes in unpadded base64url.
+func wellFormed(secret string) bool {
+	if len(secret) != keyLen || !strings.HasPrefix(secret, KeyPrefix) {
+		return false
+	}
+	b, err := base64.RawURLEncoding.Strict().DecodeString(secret[len(KeyPrefix):])
+	return err == nil && len(b) == 32
 }
 
 // touch writes a key's last use at most once per keyTouchEvery per

@@ -16,3 +16,6 @@ func (a *Accounts) TakeHashSlots() (release func()) {
 
 // Waiting is how many sign-ins wait for a hashing slot.
 func (a *Accounts) Waiting() int64 { return a.waiting.Load() }
+
+// Lookups is how many keys were looked up in Postgres.
+func (k *APIKeys) Lookups() int64 { return k.lookups.Load() }

@@ -76,6 +76,29 @@ type Config struct {
 	RegistryCheckCooldown time.Duration  // SEATD_REGISTRY_COOLDOWN: an event's registry check or reconcile runs at most once per this
 	ChartUploads          int            // SEATD_CHART_UPLOADS: chart uploads read and decoded at once per process (a few more wait briefly; the rest get 503 with Retry-After)
 
+	// Reads that answer a whole event (the seat list, the map), per
+	// minute: per account or API key, and per client network (IPv4 /24,
+	// IPv6 /64).
+	ReadRatePerMinute       int // SEATD_READ_RATE_PER_MINUTE
+	ReadPrefixRatePerMinute int // SEATD_READ_PREFIX_RATE_PER_MINUTE
+
+	// Live sockets per process beside SEATD_MAX_SOCKETS_PER_SESSION: per
+	// account, whatever its sessions, and per client network (IPv4 /24,
+	// IPv6 /64).
+	MaxSocketsPerUser    int // SEATD_MAX_SOCKETS_PER_USER
+	MaxSocketsPerNetwork int // SEATD_MAX_SOCKETS_PER_NETWORK
+
+	// Accounts made and sessions begun per client network (IPv4 /24, IPv6
+	// /64) per minute: sign-ups have a limit of their own, apart from
+	// sign-ins'; new sessions (successful sign-ins) are limited too, so a
+	// script with many accounts cannot open a burst of them.
+	SignupRatePerMinute     int // SEATD_SIGNUP_RATE_PER_MINUTE
+	NewSessionRatePerMinute int // SEATD_NEW_SESSION_RATE_PER_MINUTE
+
+	// SessionRememberFor is how long a session signed in with "keep me
+	// signed in" lasts, idle or not, under a persistent cookie.
+	SessionRememberFor time.Duration // SEATD_SESSION_REMEMBER_FOR
+
 	// Quotas per organization (0: no limit).
 	QuotaCharts   int // SEATD_QUOTA_CHARTS: charts
 	QuotaEvents   int // SEATD_QUOTA_EVENTS: open events (drafts and on sale)
@@ -189,6 +212,17 @@ func Defaults() Config {
 		QuotaEvents:           200,
 		QuotaAPIKeys:          50,
 		QuotaWebhooks:         20,
+
+		ReadRatePerMinute:       120,
+		ReadPrefixRatePerMinute: 3000,
+
+		MaxSocketsPerUser:    16,
+		MaxSocketsPerNetwork: 1000,
+
+		SignupRatePerMinute:     10,
+		NewSessionRatePerMinute: 60,
+
+		SessionRememberFor: 30 * 24 * time.Hour,
 
 		APIKeyRatePerMinute: 6000,
 		WebhookTimeout:      10 * time.Second,
@@ -315,6 +349,13 @@ func Load(getenv func(string) string) (Config, error) {
 	num("SEATD_MAX_SOCKETS_PER_SESSION", &c.MaxSocketsPerSession)
 	num("SEATD_MAX_SESSIONS_PER_USER", &c.MaxSessionsPerUser)
 	num("SEATD_UPGRADE_RATE_PER_MINUTE", &c.UpgradeRatePerMinute)
+	num("SEATD_READ_RATE_PER_MINUTE", &c.ReadRatePerMinute)
+	num("SEATD_READ_PREFIX_RATE_PER_MINUTE", &c.ReadPrefixRatePerMinute)
+	num("SEATD_MAX_SOCKETS_PER_USER", &c.MaxSocketsPerUser)
+	num("SEATD_MAX_SOCKETS_PER_NETWORK", &c.MaxSocketsPerNetwork)
+	num("SEATD_SIGNUP_RATE_PER_MINUTE", &c.SignupRatePerMinute)
+	num("SEATD_NEW_SESSION_RATE_PER_MINUTE", &c.NewSessionRatePerMinute)
+	dur("SEATD_SESSION_REMEMBER_FOR", &c.SessionRememberFor)
 	dur("SEATD_REGISTRY_COOLDOWN", &c.RegistryCheckCooldown)
 	num("SEATD_CHART_UPLOADS", &c.ChartUploads)
 	num("SEATD_QUOTA_CHARTS", &c.QuotaCharts)

@@ -48,19 +48,29 @@ type SessionKeeper interface {
 	Ended(tokens []string)
 }
 
-// LoginLimit counts sign-in attempts per client, and mails sent per
-// address; *ratelimit.Limiter satisfies it.
+// LoginLimit counts sign-in attempts per client, sign-ups and new
+// sessions per client network, and mails sent per address;
+// *ratelimit.Limiter satisfies it.
 type LoginLimit interface {
 	Login(r *http.Request) error
+	Signup(r *http.Request) error
+	NewSession(r *http.Request) error
 	Mail(ctx context.Context, org, subject string) error
 }
 
-// Lockout locks an account out after repeated wrong passwords;
-// *ratelimit.Lockout satisfies it.
+// Lockout locks an account's untrusted attempts, or one device's, out
+// after repeated wrong passwords; *ratelimit.Lockout satisfies it.
 type Lockout interface {
-	Check(ctx context.Context, org, email string) error
-	Failed(ctx context.Context, org, email string)
-	Succeeded(ctx context.Context, org, email string)
+	Check(ctx context.Context, org, email, device string) error
+	Failed(ctx context.Context, org, email, device string)
+	Succeeded(ctx context.Context, org, email, device string)
+}
+
+// KnownDevices are the device cookies of browsers that signed in
+// before; *ratelimit.DeviceCookies satisfies it.
+type KnownDevices interface {
+	Trusted(r *http.Request, org, email string) string
+	Issue(w http.ResponseWriter, org, email string)
 }
 
 // FormPages shows the sign-in and sign-up forms again, for a form post
@@ -76,6 +86,7 @@ type Accounts struct {
 	dec      *httpx.Decoder
 	limits   LoginLimit
 	lockout  Lockout
+	devices  KnownDevices
 	auth     Authenticator
 	reads    AccountReads
 	sessions SessionKeeper
@@ -86,6 +97,9 @@ type loginInput struct {
 	Org      string `json:"org" validate:"required,max=40"`
 	Email    string `json:"email" validate:"required,max=254"`
 	Password string `json:"password" validate:"required,max=200"`
+	// Remember: "keep me signed in" (30 days, under a persistent
+	// cookie); without it the cookie ends with the browser.
+	Remember bool `json:"remember"`
 }
 
 type signupInput struct {
@@ -124,35 +138,41 @@ func (h *Accounts) Login(w http.ResponseWriter, r *http.Request) error {
 	}
 	var in loginInput
 	isForm, err := h.dec.JSONOrForm(w, r, &in, func(v url.Values) {
-		in = loginInput{Org: v.Get("org"), Email: v.Get("email"), Password: v.Get("password")}
+		in = loginInput{Org: v.Get("org"), Email: v.Get("email"), Password: v.Get("password"), Remember: v.Get("remember") != ""}
 	})
 	if err != nil {
 		return err
 	}
 	// The account's lockout is checked before any password is hashed, and
 	// holds whatever the password: a guess that happens to be right is
-	// refused too while the account is locked.
-	err = h.lockout.Check(r.Context(), in.Org, in.Email)
+	// refused too while the account is locked. A browser that signed in
+	// to the account before is counted apart (its device cookie), so a
+	// stranger's failures never lock the owner out of it.
+	device := h.devices.Trusted(r, in.Org, in.Email)
+	err = h.lockout.Check(r.Context(), in.Org, in.Email, device)
 	var org store.Org
 	var u store.User
 	if err == nil {
 		org, u, err = h.auth.Authenticate(r.Context(), in.Org, in.Email, in.Password)
 		switch {
 		case err == nil:
-			h.lockout.Succeeded(r.Context(), in.Org, in.Email)
+			h.lockout.Succeeded(r.Context(), in.Org, in.Email, device)
+			// The password was right; a session begins only within the
+			// network's limit of new sessions.
+			err = h.limits.NewSession(r)
 		case apperr.CodeOf(err) == apperr.Unauthorized:
-			h.lockout.Failed(r.Context(), in.Org, in.Email)
+			h.lockout.Failed(r.Context(), in.Org, in.Email, device)
 		}
 	}
 	if err != nil {
 		if isForm {
 			return h.formFailed(w, r, err, func(msg string) templ.Component {
-				return views.Login(h.pages.Meta(r, "Sign in"), views.LoginForm{Org: in.Org, Email: in.Email, Error: msg})
+				return views.Login(h.pages.Meta(r, "Sign in"), views.LoginForm{Org: in.Org, Email: in.Email, Error: msg, Remember: in.Remember})
 			})
 		}
 		return err
 	}
-	return h.signedIn(w, r, isForm, http.StatusOK, org, u)
+	return h.signedIn(w, r, isForm, http.StatusOK, org, u, in.Remember)
 }
 
 // formFailed answers a failed form post (a person in a browser) with the
@@ -174,7 +194,7 @@ func (h *Accounts) formFailed(w http.ResponseWriter, r *http.Request, err error,
 // (and can hold once the link is followed). 403 signup_closed when the
 // organization takes no sign-ups.
 func (h *Accounts) Signup(w http.ResponseWriter, r *http.Request) error {
-	if err := h.limits.Login(r); err != nil {
+	if err := h.limits.Signup(r); err != nil {
 		return err
 	}
 	slug := strings.ToLower(r.PathValue("org"))
@@ -222,10 +242,10 @@ type statusJSON struct {
 
 // signedIn starts a session for u with a fresh token (no fixation) and
 // answers: a redirect for a form, the account for JSON.
-func (h *Accounts) signedIn(w http.ResponseWriter, r *http.Request, isForm bool, status int, org store.Org, u store.User) error {
+func (h *Accounts) signedIn(w http.ResponseWriter, r *http.Request, isForm bool, status int, org store.Org, u store.User, remember bool) error {
 	ctx := r.Context()
 	if err := h.sessions.SignIn(w, r, session.Account{Org: org.ID, OrgSlug: org.Slug, OrgName: org.Name,
-		User: u.ID, Email: u.Email, Role: hold.Role(u.Role), Verified: u.Verified}); err != nil {
+		User: u.ID, Email: u.Email, Role: hold.Role(u.Role), Verified: u.Verified, Remember: remember}); err != nil {
 		return err
 	}
 	// The account may have been disabled or given another role between
@@ -240,6 +260,9 @@ func (h *Accounts) signedIn(w http.ResponseWriter, r *http.Request, isForm bool,
 		_ = h.sessions.SignOut(w, r)
 		return err
 	}
+	// This browser now knows the account: its later sign-ins are counted
+	// apart from strangers' (the lockout's device cookies).
+	h.devices.Issue(w, org.Slug, u.Email)
 	httpx.NoteOrg(ctx, org.ID)
 	if isForm {
 		http.Redirect(w, r, "/", http.StatusSeeOther)

@@ -28,10 +28,12 @@ import (
 
 // Deps are the parts the handlers are built from.
 type Deps struct {
-	Log      *slog.Logger
-	Decoder  *httpx.Decoder
-	Limits   *ratelimit.Limiter
-	Lockout  *ratelimit.Lockout
+	Log     *slog.Logger
+	Decoder *httpx.Decoder
+	Limits  *ratelimit.Limiter
+	Lockout *ratelimit.Lockout
+	// Devices are the device cookies the lockout trusts.
+	Devices  *ratelimit.DeviceCookies
 	Sessions *session.Sessions
 	// Render shows the sign-in and sign-up forms again after a refused form
 	// post.
@@ -104,9 +106,9 @@ func New(d Deps) *API {
 		pay.checkout = PaymentPage
 	}
 	return &API{
-		Accounts: &Accounts{dec: d.Decoder, limits: d.Limits, lockout: d.Lockout, auth: d.Auth, reads: d.Accounts,
+		Accounts: &Accounts{dec: d.Decoder, limits: d.Limits, lockout: d.Lockout, devices: d.Devices, auth: d.Auth, reads: d.Accounts,
 			sessions: d.Sessions, pages: d.Render},
-		Events:    &Events{dec: d.Decoder, core: d.Events, visible: d.Visible, blocker: d.Holds},
+		Events:    &Events{dec: d.Decoder, core: d.Events, visible: d.Visible, blocker: d.Holds, seats: newSeatsCache(seatsCacheBytes)},
 		Charts:    &Charts{store: d.Charts, uploads: d.Uploads},
 		Holds:     &Holds{dec: d.Decoder, limits: d.Limits, gate: d.Sessions, core: d.Holds, visible: d.Visible, pages: d.Audit},
 		Waitlist:  &Waitlist{dec: d.Decoder, core: d.Waitlist},

@@ -23,6 +23,7 @@ type EventCore interface {
 	Settings(ctx context.Context, a hold.Actor, event uuid.UUID) (store.Event, error)
 	Seats(ctx context.Context, a hold.Actor, event uuid.UUID) ([]store.Section, []store.Seat, error)
 	Prices(ctx context.Context, a hold.Actor, event uuid.UUID) (map[string]store.Category, error)
+	SeatsVersion(ctx context.Context, a hold.Actor, event uuid.UUID) (int64, error)
 }
 
 // VisibleEvents reads the events the actor may see; *query.Events
@@ -44,6 +45,8 @@ type Events struct {
 	core    EventCore
 	visible VisibleEvents
 	blocker Blocker
+	// seats keeps the seat list's answers per event version.
+	seats *seatsCache
 }
 
 type priceJSON struct {
@@ -257,7 +260,10 @@ type SeatJSON struct {
 	Companion  bool             `json:"companion"`
 }
 
-// Seats answers every seat of an event from the hot cache.
+// Seats answers every seat of an event from the hot cache. The answer is
+// built once per seats version and prices and kept compressed (see
+// seatsCache): a repeated read is answered from it, or 304 when the
+// client's If-None-Match names it.
 func (h *Events) Seats(w http.ResponseWriter, r *http.Request, a hold.Actor) error {
 	event, err := httpx.PathID(r, "event")
 	if err != nil {
@@ -268,13 +274,31 @@ func (h *Events) Seats(w http.ResponseWriter, r *http.Request, a hold.Actor) err
 	} else if query.Hidden(a, e) {
 		return query.ErrNoEvent
 	}
-	secs, seats, err := h.core.Seats(r.Context(), a, event)
+	// The version before the seats: a change between the two is then in
+	// the seats read, and only makes the next read build again.
+	version, err := h.core.SeatsVersion(r.Context(), a, event)
 	if err != nil {
 		return err
 	}
 	prices, err := h.core.Prices(r.Context(), a, event)
 	if err != nil {
 		return err
+	}
+	ans, err := h.seats.get(event, seatsKey(version, prices), func() (any, error) {
+		return h.seatList(r, a, event, prices)
+	})
+	if err != nil {
+		return err
+	}
+	ans.serve(w, r)
+	return nil
+}
+
+// seatList is the answer of Seats: {"seats": [...]}.
+func (h *Events) seatList(r *http.Request, a hold.Actor, event uuid.UUID, prices map[string]store.Category) (any, error) {
+	secs, seats, err := h.core.Seats(r.Context(), a, event)
+	if err != nil {
+		return nil, err
 	}
 	labels := make(map[uuid.UUID]string, len(secs))
 	for _, sec := range secs {
@@ -289,8 +313,7 @@ func (h *Events) Seats(w http.ResponseWriter, r *http.Request, a hold.Actor) err
 			out[i].PriceMinor, out[i].Currency = &c.PriceMinor, c.Currency
 		}
 	}
-	httpx.WriteJSON(w, http.StatusOK, map[string]any{"seats": out})
-	return nil
+	return map[string]any{"seats": out}, nil
 }
 
 type blockInput struct {

@@ -62,6 +62,10 @@ type Hub struct {
 	topics   map[topicKey]*topic
 	sessions map[string]map[*client]struct{}
 	clients  int // joined to a topic
+	// users and networks count the joined sockets per account and per
+	// address prefix, for MaxPerUser and MaxPerNetwork.
+	users    map[uuid.UUID]int
+	networks map[string]int
 }
 
 // New returns a hub that watches events on src and renders with r. log may
@@ -84,6 +88,8 @@ func New(src Source, r Renderer, log *slog.Logger, opts Options) *Hub {
 		metrics:  newHubMetrics(),
 		topics:   map[topicKey]*topic{},
 		sessions: map[string]map[*client]struct{}{},
+		users:    map[uuid.UUID]int{},
+		networks: map[string]int{},
 	}
 }
 
@@ -227,7 +233,21 @@ func (h *Hub) join(c *client) error {
 		h.refused.Add(1)
 		return &closeError{CodeTooMany, "too many live connections for this session"}
 	}
+	if h.opt.MaxPerUser > 0 && h.users[c.v.Actor.User] >= h.opt.MaxPerUser {
+		h.mu.Unlock()
+		h.refused.Add(1)
+		return &closeError{CodeTooMany, "too many live connections for this account"}
+	}
+	if n := c.v.Network; n != "" && h.opt.MaxPerNetwork > 0 && h.networks[n] >= h.opt.MaxPerNetwork {
+		h.mu.Unlock()
+		h.refused.Add(1)
+		return &closeError{CodeTooMany, "too many live connections from this network"}
+	}
 	h.clients++
+	h.users[c.v.Actor.User]++
+	if n := c.v.Network; n != "" {
+		h.networks[n]++
+	}
 	t, ok := h.topics[key]
 	if !ok {
 		t = newTopic(key, h.staff, h.waitlist)
@@ -304,6 +324,14 @@ func (h *Hub) leave(c *client) {
 	removed, last := t.remove(c)
 	if removed {
 		h.clients--
+		if h.users[c.v.Actor.User]--; h.users[c.v.Actor.User] <= 0 {
+			delete(h.users, c.v.Actor.User)
+		}
+		if n := c.v.Network; n != "" {
+			if h.networks[n]--; h.networks[n] <= 0 {
+				delete(h.networks, n)
+			}
+		}
 		if tok := c.v.SessionToken; tok != "" {
 			delete(h.sessions[tok], c)
 			if len(h.sessions[tok]) == 0 {

@@ -71,6 +71,9 @@ type Viewer struct {
 	// session was extended meanwhile, and closes the socket with
 	// CodeSessionEnded if not.
 	SessionDeadline time.Time
+	// Network is the client's address prefix (an IPv4 /24, an IPv6 /64)
+	// for Options.MaxPerNetwork; empty means none is counted.
+	Network string
 	// Role is the viewer's role for rendering.
 	Role hold.Role
 	// Stream selects what the socket receives; the zero value is the seat
@@ -230,10 +233,11 @@ const (
 	// CodeSessionEnded: the session ended (logout, expiry, idle timeout,
 	// account disabled or role changed); do not reconnect.
 	CodeSessionEnded = 4401
-	// CodeTooMany: the socket was refused because its session or this
-	// process has as many sockets as allowed (Options.MaxPerSession,
-	// Options.MaxClients). It is 1013 "try again later", like CodeTooSlow;
-	// the close reason tells which limit was hit.
+	// CodeTooMany: the socket was refused because its session, its
+	// account, its network or this process has as many sockets as allowed
+	// (Options.MaxPerSession, MaxPerUser, MaxPerNetwork, MaxClients). It
+	// is 1013 "try again later", like CodeTooSlow; the close reason tells
+	// which limit was hit.
 	CodeTooMany = websocket.CloseTryAgainLater // 1013
 )
 
@@ -264,6 +268,14 @@ type Options struct {
 	// MaxPerSession caps the sockets of one session (Viewer.SessionToken)
 	// in this process, the same way. Zero means no cap.
 	MaxPerSession int
+	// MaxPerUser caps the sockets of one account (Viewer.Actor.User),
+	// whatever its sessions, in this process, the same way: sessions per
+	// account are capped too, but not so low that one account could not
+	// fill MaxClients. Zero means no cap.
+	MaxPerUser int
+	// MaxPerNetwork caps the sockets from one address prefix
+	// (Viewer.Network) in this process, the same way. Zero means no cap.
+	MaxPerNetwork int
 	// SessionExpiry, if set, answers when a session (by Viewer.SessionToken)
 	// expires now, and false if it has ended. The hub asks at a socket's
 	// SessionDeadline and after RecheckSessions; without it a socket

@@ -3,7 +3,9 @@ package pages
 import (
 	"context"
 	"net/http"
+	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/a-h/templ"
@@ -23,6 +25,7 @@ import (
 type HoldCore interface {
 	Hold(ctx context.Context, a hold.Actor, r hold.Request) (hold.Result, error)
 	Mine(ctx context.Context, a hold.Actor, event uuid.UUID) ([]store.Hold, error)
+	EventHolds(ctx context.Context, a hold.Actor, event uuid.UUID) ([]store.Hold, error)
 	Extension(ctx context.Context, a hold.Actor, event uuid.UUID) (time.Duration, error)
 	Release(ctx context.Context, a hold.Actor, holdID uuid.UUID, reason string) (store.Hold, error)
 	Checkout(ctx context.Context, a hold.Actor, event uuid.UUID) ([]store.Hold, error)
@@ -208,14 +211,36 @@ func (p *Cart) Toggle(w http.ResponseWriter, r *http.Request, a hold.Actor) erro
 	return p.answer(w, r, a, event, "", "", "", seat)
 }
 
-// Release ends one of the buyer's holds from the cart.
+// Release ends one of the buyer's holds from the cart. The hold must be
+// an active hold of the path's event (404 otherwise: the path names the
+// event, the hold must be of it). Staff releasing here give a reason
+// (the reason parameter), as at the box office: it goes to the audit
+// log.
 func (p *Cart) Release(w http.ResponseWriter, r *http.Request, a hold.Actor) error {
 	ids, err := httpx.PathIDs(r, "event", "hold")
 	if err != nil {
 		return err
 	}
 	event, holdID := ids[0], ids[1]
-	h, err := p.holds.Release(r.Context(), a, holdID, "")
+	reason := ""
+	if a.Staff() {
+		if reason = strings.TrimSpace(r.FormValue("reason")); reason == "" {
+			return &apperr.Error{Code: apperr.Invalid, Message: "give a reason for releasing; it is kept in the audit log",
+				Fields: map[string]string{"reason": "is required"}}
+		}
+	}
+	active := p.holds.Mine
+	if a.Staff() {
+		active = p.holds.EventHolds
+	}
+	hs, err := active(r.Context(), a, event)
+	if err != nil {
+		return err
+	}
+	if !slices.ContainsFunc(hs, func(h store.Hold) bool { return h.ID == holdID }) {
+		return apperr.E(apperr.NotFound, "no such hold in this event")
+	}
+	h, err := p.holds.Release(r.Context(), a, holdID, reason)
 	if err != nil {
 		if apperr.CodeOf(err) == apperr.Internal {
 			return err

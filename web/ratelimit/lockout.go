@@ -19,7 +19,13 @@ import (
 // row, every further failure locks it for `lockout`, doubling each time
 // up to `lockoutMax`. While locked, every login of the account is refused
 // with 429 before any password is hashed, from any address: per-IP limits
-// alone let a botnet try one password per address. The counts live in
+// alone let a botnet try one password per address.
+//
+// Attempts from a browser with a valid device cookie of the account
+// (DeviceCookies) are counted apart, per device: a stranger's failures
+// lock the account's untrusted attempts only, so nobody can lock the
+// owner out of the browser they signed in with before, and failures with
+// a device cookie lock that cookie only. The counts live in
 // Redis, shared by every process (one script call per failure); while
 // Redis is down, or when it errs, they are kept in this process, so the
 // limit then holds per process. Failures are forgotten failureWindow
@@ -81,9 +87,19 @@ func (a *Lockout) backoff(n int) time.Duration {
 
 // Check refuses a login of a locked account (org's slug and the email
 // signed in with, whether or not it exists) with a rate-limit error that
-// says when to try again.
-func (a *Lockout) Check(ctx context.Context, org, email string) error {
-	return a.check(ctx, accountKey(org, email))
+// says when to try again. device is the attempt's device
+// (DeviceCookies.Trusted), "" for an untrusted attempt.
+func (a *Lockout) Check(ctx context.Context, org, email, device string) error {
+	return a.check(ctx, lockSubject(org, email, device))
+}
+
+// lockSubject is what an attempt is counted under: the account, or the
+// account on one device.
+func lockSubject(org, email, device string) string {
+	if device == "" {
+		return accountKey(org, email)
+	}
+	return accountKey(org, email) + ":dev:" + device
 }
 
 func (a *Lockout) check(ctx context.Context, acct string) error {
@@ -125,9 +141,10 @@ end
 return n
 `)
 
-// Failed counts a failed login of the account.
-func (a *Lockout) Failed(ctx context.Context, org, email string) {
-	a.failed(ctx, accountKey(org, email))
+// Failed counts a failed login of the account (from device, or
+// untrusted).
+func (a *Lockout) Failed(ctx context.Context, org, email, device string) {
+	a.failed(ctx, lockSubject(org, email, device))
 }
 
 func (a *Lockout) failed(ctx context.Context, acct string) {
@@ -173,9 +190,10 @@ func (a *Lockout) sweep(now time.Time) {
 	}
 }
 
-// Succeeded clears the account's failures.
-func (a *Lockout) Succeeded(ctx context.Context, org, email string) {
-	a.succeeded(ctx, accountKey(org, email))
+// Succeeded clears the failures counted where the login was (the
+// device's, or the account's untrusted ones).
+func (a *Lockout) Succeeded(ctx context.Context, org, email, device string) {
+	a.succeeded(ctx, lockSubject(org, email, device))
 }
 
 func (a *Lockout) succeeded(ctx context.Context, acct string) {

@@ -47,6 +47,10 @@ type Limiter struct {
 	trusted []netip.Prefix
 	// The limits, per minute.
 	holdRate, loginRate, upgradeRate, keyRate int
+	// The expensive reads', per account or key and per address prefix.
+	readRate, readPrefixRate int
+	// Sign-ups and new sessions, per network.
+	signupRate, sessionRate int
 
 	mu         sync.Mutex
 	minute     int64
@@ -72,6 +76,8 @@ func New(rdb redis.UniversalClient, cfg config.Config, redisUp func() bool, log 
 	l.trusted = cfg.TrustedProxies
 	l.holdRate, l.loginRate, l.upgradeRate, l.keyRate =
 		cfg.HoldRatePerMinute, cfg.LoginRatePerMinute, cfg.UpgradeRatePerMinute, cfg.APIKeyRatePerMinute
+	l.readRate, l.readPrefixRate = cfg.ReadRatePerMinute, cfg.ReadPrefixRatePerMinute
+	l.signupRate, l.sessionRate = cfg.SignupRatePerMinute, cfg.NewSessionRatePerMinute
 	return l
 }
 
@@ -102,6 +108,29 @@ func (l *Limiter) Login(r *http.Request) error {
 	})
 }
 
+// Signup counts a sign-up from the request's client network (see
+// Prefix): a limit of its own, apart from Login's, as a sign-up makes an
+// account (and a mail) where a sign-in makes nothing, and per network,
+// since a script has a whole /64 (or a /24 of a cloud) to take addresses
+// from.
+func (l *Limiter) Signup(r *http.Request) error {
+	prefix := l.Prefix(r)
+	return l.allow(r.Context(), "signup", l.signupRate, func(minute int64) string {
+		return l.prefix + ":{signup}:rl:" + prefix + ":" + strconv.FormatInt(minute, 10)
+	})
+}
+
+// NewSession counts a session about to begin (a successful sign-in) from
+// the request's client network (see Prefix): a burst of sessions of many
+// accounts from one network is refused, whatever places or sockets each
+// session would take.
+func (l *Limiter) NewSession(r *http.Request) error {
+	prefix := l.Prefix(r)
+	return l.allow(r.Context(), "new_session", l.sessionRate, func(minute int64) string {
+		return l.prefix + ":{session}:rl:" + prefix + ":" + strconv.FormatInt(minute, 10)
+	})
+}
+
 // Upgrade counts a live socket upgrade from the request's client (see
 // Subject).
 func (l *Limiter) Upgrade(r *http.Request) error {
@@ -109,6 +138,42 @@ func (l *Limiter) Upgrade(r *http.Request) error {
 	return l.allow(r.Context(), "upgrade", l.upgradeRate, func(minute int64) string {
 		return l.prefix + ":{upgrade}:rl:" + subject + ":" + strconv.FormatInt(minute, 10)
 	})
+}
+
+// Read counts a read that answers a whole event (every seat: the seat
+// list, the map), once against the reader (who: an account or an API
+// key, whatever session it reads from) and once against the address
+// prefix it comes from (see Prefix), so that neither many sessions of
+// one account nor many accounts on one network read without bound. The
+// prefix's limit is the higher: people share networks.
+func (l *Limiter) Read(r *http.Request, who string) error {
+	err := l.allow(r.Context(), "read", l.readRate, func(minute int64) string {
+		return l.prefix + ":{read}:rl:" + who + ":" + strconv.FormatInt(minute, 10)
+	})
+	if err != nil {
+		return err
+	}
+	prefix := l.Prefix(r)
+	return l.allow(r.Context(), "read_prefix", l.readPrefixRate, func(minute int64) string {
+		return l.prefix + ":{read}:rl:net:" + prefix + ":" + strconv.FormatInt(minute, 10)
+	})
+}
+
+// Prefix is the network the request's client is counted under by limits
+// on a whole neighbourhood of addresses: its IPv4 /24 or IPv6 /64.
+func (l *Limiter) Prefix(r *http.Request) string {
+	return networkSubject(clientIP(r, l.trusted))
+}
+
+// networkSubject is an address's /24 (IPv4) or /64 (IPv6).
+func networkSubject(a netip.Addr) string {
+	switch {
+	case !a.IsValid():
+		return "unknown"
+	case a.Is4():
+		return netip.PrefixFrom(a, 24).Masked().String()
+	}
+	return netip.PrefixFrom(a, 64).Masked().String()
 }
 
 // APIKey counts a request made with an API key (per key).

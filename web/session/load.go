@@ -160,14 +160,14 @@ func (c *sessionCommit) commit(w http.ResponseWriter) error {
 			if c.unchanged(ctx) {
 				return
 			}
-			token, expiry, err := c.s.sm.Commit(ctx)
+			token, _, err := c.s.sm.Commit(ctx)
 			if err != nil {
 				c.err = fmt.Errorf("commit session: %w", err)
 				return
 			}
-			c.s.sm.WriteSessionCookie(ctx, w, token, expiry)
+			c.s.writeCookie(ctx, w, token)
 		case scs.Destroyed:
-			c.s.sm.WriteSessionCookie(ctx, w, "", time.Time{})
+			c.s.writeCookie(ctx, w, "")
 		}
 	})
 	return c.err
@@ -195,11 +195,41 @@ func (c *sessionCommit) unchanged(ctx context.Context) bool {
 			return false
 		}
 	}
+	return c.s.store.current(storedToken(c.token), c.s.expiry(ctx))
+}
+
+// expiry is when the request's session expires if saved now: a
+// remembered session at its deadline, any other at the earlier of its
+// deadline and its idle deadline.
+func (s *Sessions) expiry(ctx context.Context) time.Time {
+	sm := s.sm
 	expiry := sm.Deadline(ctx)
+	if sm.GetString(ctx, sessRemember) == "1" {
+		return expiry
+	}
 	if idle := time.Now().Add(sm.IdleTimeout).UTC(); sm.IdleTimeout > 0 && idle.Before(expiry) {
 		expiry = idle
 	}
-	return c.s.store.current(storedToken(c.token), expiry)
+	return expiry
+}
+
+// writeCookie sets the session cookie: persistent until the deadline for
+// a remembered session, one that ends with the browser for any other,
+// expired for an ended one (token "").
+func (s *Sessions) writeCookie(ctx context.Context, w http.ResponseWriter, token string) {
+	sm := s.sm
+	c := &http.Cookie{Name: sm.Cookie.Name, Value: token, Path: sm.Cookie.Path, Domain: sm.Cookie.Domain,
+		HttpOnly: sm.Cookie.HttpOnly, Secure: sm.Cookie.Secure, SameSite: sm.Cookie.SameSite}
+	switch {
+	case token == "":
+		c.Expires, c.MaxAge = time.Unix(1, 0), -1
+	case sm.GetString(ctx, sessRemember) == "1":
+		until := sm.Deadline(ctx)
+		c.Expires = time.Unix(until.Unix()+1, 0)
+		c.MaxAge = int(time.Until(until).Seconds() + 1)
+	}
+	w.Header().Add("Set-Cookie", c.String())
+	w.Header().Add("Cache-Control", `no-cache="Set-Cookie"`)
 }
 
 // save commits the session now, so a handler can fail cleanly if it

@@ -165,12 +165,7 @@ func (l *sessionEnds) heard(payload string) {
 // only costs a read.
 func (s *Sessions) Deadline(ctx context.Context) time.Time {
 	sm := s.sm
-	d := sm.Deadline(ctx)
-	if sm.IdleTimeout > 0 {
-		if idle := time.Now().Add(sm.IdleTimeout); idle.Before(d) {
-			d = idle
-		}
-	}
+	d := s.expiry(ctx)
 	if exp, ok := s.store.storedExpiry(storedToken(sm.Token(ctx))); ok && exp.Before(d) {
 		d = exp
 	}

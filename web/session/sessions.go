@@ -37,6 +37,9 @@ const (
 	// sessVerified is "1" once the session has seen its user's email
 	// verified (MayHold).
 	sessVerified = "email_verified"
+	// sessRemember is "1" for a session signed in with "keep me signed
+	// in": it lasts RememberFor, idle or not, under a persistent cookie.
+	sessRemember = "remember"
 )
 
 // Store reads and cleans the session rows and tells whether a user's
@@ -99,6 +102,11 @@ type Options struct {
 	// MaxPerUser caps the sessions of one account
 	// (SEATD_MAX_SESSIONS_PER_USER): a sign-in past it ends the oldest.
 	MaxPerUser int
+	// RememberFor is how long a session signed in with "keep me signed
+	// in" lasts, idle or not (SEATD_SESSION_REMEMBER_FOR; 30 days when
+	// zero). Other sessions keep Lifetime and IdleTimeout under a cookie
+	// that ends with the browser.
+	RememberFor time.Duration
 }
 
 // Sessions loads and saves the session of each request and tells whose
@@ -118,6 +126,8 @@ type Sessions struct {
 	seen       seen
 	clientIP   func(r *http.Request) netip.Addr
 	maxPerUser int
+	// rememberFor is a remembered session's lifetime (Options.RememberFor).
+	rememberFor time.Duration
 }
 
 // New builds the sessions.
@@ -150,14 +160,25 @@ func New(o Options) *Sessions {
 	sm.Cookie.SameSite = http.SameSiteLaxMode
 	sm.Cookie.Secure = o.CookieSecure
 	sm.Cookie.Path = "/"
-	sm.Cookie.Persist = true
+	// A cookie that ends with the browser, unless the session is
+	// remembered (writeCookie).
+	sm.Cookie.Persist = false
+	rememberFor := o.RememberFor
+	if rememberFor <= 0 {
+		rememberFor = 30 * 24 * time.Hour
+	}
+	st.remembered = func(b []byte) (time.Time, bool) {
+		deadline, values, err := sm.Codec.Decode(b)
+		return deadline, err == nil && values[sessRemember] == "1"
+	}
 	maxPerUser := o.MaxPerUser
 	if maxPerUser <= 0 {
 		maxPerUser = 20
 	}
 	return &Sessions{sm: sm, store: st, hub: o.Hub, keys: o.Keys, keyLimit: o.KeyLimit, errs: o.Errors, log: o.Log,
 		ends:     newSessionEnds(o.Pool, o.Notifier, st, o.Hub, o.Log.With("component", "session_ends")),
-		accounts: o.Store, devices: o.Devices, seen: seen{last: map[string]time.Time{}}, clientIP: o.ClientIP, maxPerUser: maxPerUser}
+		accounts: o.Store, devices: o.Devices, seen: seen{last: map[string]time.Time{}}, clientIP: o.ClientIP, maxPerUser: maxPerUser,
+		rememberFor: rememberFor}
 }
 
 // Run hears session ends through the notifier, and proves it does (see
@@ -178,6 +199,8 @@ type Account struct {
 	Role    hold.Role
 	// Verified: the user's email was verified at sign-in.
 	Verified bool
+	// Remember: "keep me signed in" (Options.RememberFor).
+	Remember bool
 }
 
 // SignIn starts a session for acct with a fresh token (no fixation),
@@ -196,6 +219,10 @@ func (s *Sessions) SignIn(w http.ResponseWriter, r *http.Request, acct Account) 
 	}
 	if acct.Verified {
 		s.sm.Put(ctx, sessVerified, "1")
+	}
+	if acct.Remember {
+		s.sm.Put(ctx, sessRemember, "1")
+		s.sm.SetDeadline(ctx, time.Now().Add(s.rememberFor).UTC())
 	}
 	if err := s.save(w, r); err != nil {
 		return err

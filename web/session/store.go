@@ -70,6 +70,10 @@ type sessionStore struct {
 	heard     time.Time
 	ends      uint64
 
+	// remembered reads a session's data: a remembered session is stored
+	// until its deadline, whatever the idle timeout scs applied.
+	remembered func(b []byte) (deadline time.Time, ok bool)
+
 	// Round trips to Postgres, for tests and the benchmark.
 	dbFinds, dbCommits atomic.Int64
 	// used is when Find last ran (Unix ns): the listener proves it hears
@@ -175,6 +179,11 @@ func (s *sessionStore) ended(tokens []string) {
 // Commit stores a session's data until expiry.
 func (s *sessionStore) Commit(token string, b []byte, expiry time.Time) error {
 	now := s.now()
+	if s.remembered != nil {
+		if deadline, ok := s.remembered(b); ok {
+			expiry = deadline
+		}
+	}
 	if s.fresh > 0 {
 		s.mu.Lock()
 		e := s.entries[token]
