@@ -254,8 +254,9 @@ type Cart struct {
 	// someone else"); Kind is info, error or success.
 	Message string
 	Kind    string
-	// PayKey is the idempotency key of this checkout, set once the holds
-	// were extended for payment.
+	// PayKey is the idempotency key of paying for these holds, set when
+	// every one of them is checked out (extended for payment) and none is
+	// being paid for yet.
 	PayKey string
 	// Total is the sum of the holds' prices ("135.00 EUR"), "" when none
 	// is priced.

@@ -107,7 +107,7 @@ func New(d Deps) *Pages {
 		pay.card = d.TestPayments
 	}
 	cart := &Cart{render: d.Render, holds: d.Holds, seats: d.Events, limits: d.Limits, gate: d.Sessions, flash: d.Sessions,
-		maxSeats: d.Cfg.MaxSeatsPerRequest, payment: pay}
+		maxSeats: d.Cfg.MaxSeatsPerRequest, maxExtensions: d.Cfg.MaxExtensions, payment: pay}
 	return &Pages{
 		SignIn:   &SignIn{render: d.Render, orgs: d.Accounts},
 		Events:   &Events{render: d.Render, visible: d.Visible},
