@@ -275,7 +275,10 @@ type Booking struct {
 	// Status is confirmed, partially_cancelled or cancelled.
 	Status       string
 	CancelReason string
-	EventName    string
+	// CancelledBy is who last cancelled tickets of it: CancelledByBuyer,
+	// CancelledByStaff, or "" when not known.
+	CancelledBy string
+	EventName   string
 	Venue        string
 	When         string // the event's start in the venue's zone, zone named
 	Tickets      []Ticket
@@ -286,6 +289,12 @@ type Booking struct {
 	// "" when they cannot cancel it.
 	CancelUntil string
 }
+
+// Who cancelled a booking, as its page words it.
+const (
+	CancelledByBuyer = "buyer"
+	CancelledByStaff = "staff"
+)
 
 // Ticket is one bought seat and what was paid for it.
 type Ticket struct {
@@ -387,6 +396,15 @@ func cancelledText(status string) string {
 		return "this booking"
 	}
 	return "some tickets of this booking"
+}
+
+// cancelledCap is what was cancelled when nobody is named: "This booking
+// was", "Some tickets of this booking were".
+func cancelledCap(status string) string {
+	if status == "cancelled" {
+		return "This booking was"
+	}
+	return "Some tickets of this booking were"
 }
 
 // APIKeys is the API keys page: the keys, and a key just made (its secret

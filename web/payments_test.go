@@ -660,6 +660,12 @@ func TestBuyerCancelsPaidBooking(t *testing.T) {
 	if b.Status != "cancelled" || b.Refund.AmountMinor != 5000 {
 		t.Errorf("booking after the buyer's cancellation %+v", b)
 	}
+	// The page says who cancelled: the buyer, not the box office.
+	note := buyer.do("GET", "/bookings/"+got.BookingID.String(), nil).want(t, 200).doc(t).Find(`[data-testid=cancel-note]`)
+	if by, _ := note.Attr("data-by"); by != "buyer" || !strings.Contains(note.Text(), "You cancelled this booking") ||
+		strings.Contains(note.Text(), "box office") {
+		t.Errorf("the buyer's own cancellation reads %q (by %q)", note.Text(), by)
+	}
 	buyer.do("POST", cancel, nil).want(t, http.StatusConflict)
 	org.do("PATCH", "/api/v1/events/"+event.String(), map[string]any{"buyer_cancel_hours": -1}).want(t, 200).json(t, &ev)
 	if ev.BuyerCancelHours != nil {

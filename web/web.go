@@ -117,7 +117,7 @@ func newServer(d Deps, o options) *Server {
 		Payments: d.Payments, TestCheckout: d.TestPayments != nil})
 	s.pages = pages.New(pages.Deps{Cfg: d.Cfg, Render: frame, Limits: s.limits, Sessions: s.sessions, Holds: d.Holds,
 		Events: d.Events, Waitlist: d.Waitlist, Accounts: d.Store.Accounts, WaitlistStore: d.Store.Waitlist,
-		Visible: s.events, Bookings: bookings, Details: d.Details, Codes: d.Tickets, MyBookings: d.Store.Bookings,
+		Visible: s.events, Details: d.Details, Codes: d.Tickets, MyBookings: d.Store.Bookings,
 		Queue: s.gate, Payments: d.Payments, TestPayments: d.TestPayments})
 	s.staff = staff.New(staff.Deps{Cfg: d.Cfg, Log: d.Log, Render: frame, Decoder: dec, Sessions: s.sessions,
 		Engine: d.Engine, Holds: d.Holds, BoxOffice: d.BoxOffice, Events: d.Events, Waitlist: d.Waitlist, Monitor: d.Monitor,

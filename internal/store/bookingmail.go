@@ -40,6 +40,18 @@ type BookingDetail struct {
 	StartsAt            time.Time
 	TimeZone            string
 	Tickets             []TicketDetail
+	// User is the account that bought (web) or sold (box office).
+	User      uuid.UUID
+	CreatedAt time.Time
+	// PaymentID is the online payment that made the booking (uuid.Nil for
+	// none); BuyerCancelHours is the event's cutoff for buyers cancelling
+	// it themselves (nil: they cannot).
+	PaymentID        uuid.UUID
+	BuyerCancelHours *int
+	// CancelReason and CancelledBy are the last cancellation's reason and
+	// acting user (uuid.Nil when not known).
+	CancelReason string
+	CancelledBy  uuid.UUID
 }
 
 // TicketDetail is one ticket as the mail, the page and the PDF show it.
@@ -105,29 +117,21 @@ func (s *BookingMail) Queued(ctx context.Context) (n int, oldest time.Duration, 
 }
 
 // Booking reads booking's detail through db (the worker's transaction, or
-// the pool for a page).
+// the pool for a page), the booking and its tickets in one round trip.
 func (s *BookingMail) Booking(ctx context.Context, db pg.DBTX, org, booking uuid.UUID) (BookingDetail, error) {
 	b := BookingDetail{Org: org, Booking: booking}
-	var customer, name *string
-	err := db.QueryRow(ctx, `
+	var batch pgx.Batch
+	batch.Queue(`
 		SELECT b.event_id, o.name, b.reference, b.status, u.email, b.customer_email, b.customer_name,
-		       e.name, e.venue, e.starts_at, e.time_zone
+		       e.name, e.venue, e.starts_at, e.time_zone, b.user_id, b.created_at,
+		       coalesce(b.payment_id, '00000000-0000-0000-0000-000000000000'), e.buyer_cancel_hours,
+		       coalesce(b.cancel_reason, ''), coalesce(b.cancelled_by, '00000000-0000-0000-0000-000000000000')
 		FROM bookings b
 		JOIN organizations o ON o.id = b.org_id
 		JOIN users u ON u.org_id = b.org_id AND u.id = b.user_id
 		JOIN events e ON e.org_id = b.org_id AND e.id = b.event_id
-		WHERE b.org_id = $1 AND b.id = $2`, org, booking).Scan(&b.Event, &b.OrgName, &b.Reference, &b.Status, &b.To,
-		&customer, &name, &b.EventName, &b.Venue, &b.StartsAt, &b.TimeZone)
-	if err != nil {
-		return b, notFoundIfNoRows(err, "booking")
-	}
-	if customer != nil {
-		b.To = *customer
-	}
-	if name != nil {
-		b.Holder = *name
-	}
-	rows, err := db.Query(ctx, `
+		WHERE b.org_id = $1 AND b.id = $2`, org, booking)
+	batch.Queue(`
 		SELECT t.id, t.seat_id, sec.name, sec.label, s.row_label, s.number, sec.kind = $3,
 		       coalesce(c.name, ''), coalesce(t.price_minor, 0), coalesce(t.currency, ''),
 		       coalesce(t.cancelled_at, 'epoch'::timestamptz), coalesce(t.cancel_reason, '')
@@ -137,6 +141,23 @@ func (s *BookingMail) Booking(ctx context.Context, db pg.DBTX, org, booking uuid
 		LEFT JOIN event_categories c ON c.org_id = s.org_id AND c.event_id = s.event_id AND c.key = s.category
 		WHERE t.org_id = $1 AND t.booking_id = $2
 		ORDER BY sec.position, s.idx`, org, booking, chart.GA)
+	br := db.SendBatch(ctx, &batch)
+	defer func() { _ = br.Close() }()
+	var customer, name *string
+	err := br.QueryRow().Scan(&b.Event, &b.OrgName, &b.Reference, &b.Status, &b.To,
+		&customer, &name, &b.EventName, &b.Venue, &b.StartsAt, &b.TimeZone, &b.User, &b.CreatedAt,
+		&b.PaymentID, &b.BuyerCancelHours, &b.CancelReason, &b.CancelledBy)
+	if err != nil {
+		return b, notFoundIfNoRows(err, "booking")
+	}
+	b.CreatedAt = b.CreatedAt.UTC()
+	if customer != nil {
+		b.To = *customer
+	}
+	if name != nil {
+		b.Holder = *name
+	}
+	rows, err := br.Query()
 	if err != nil {
 		return b, err
 	}
@@ -152,5 +173,8 @@ func (s *BookingMail) Booking(ctx context.Context, db pg.DBTX, org, booking uuid
 		}
 		return t, err
 	})
-	return b, err
+	if err != nil {
+		return b, err
+	}
+	return b, br.Close()
 }

@@ -64,7 +64,6 @@ type Deps struct {
 	// WaitlistStore reads the entries of the panels the live hub pushes.
 	WaitlistStore *store.Waitlist
 	Visible       *query.Events
-	Bookings      *query.Bookings
 	// The tickets: booking details, codes, the buyer's list.
 	Details    BookingDetails
 	Codes      ticket.Signer
@@ -114,7 +113,7 @@ func New(d Deps) *Pages {
 		SeatMap:  &SeatMap{render: d.Render, visible: d.Visible, seats: d.Events, cart: cart, maxSeats: d.Cfg.MaxSeatsPerRequest},
 		Cart:     cart,
 		Waitlist: &Waitlist{render: d.Render, core: d.Waitlist},
-		Booking: &Booking{render: d.Render, bookings: d.Bookings, details: d.Details, codes: d.Codes, cancels: d.Payments,
+		Booking: &Booking{render: d.Render, details: d.Details, codes: d.Codes, cancels: d.Payments,
 			flash: d.Sessions},
 		MyTickets: &MyTickets{render: d.Render, mine: d.MyBookings},
 		Account:   &Account{render: d.Render, sessions: d.Sessions},
