@@ -356,6 +356,61 @@ func TestPaymentWebhookRoute(t *testing.T) {
 	}
 }
 
+// TestWebhookOutsidePageMiddleware: the provider's webhook is checked by
+// its signature alone. A delivery that comes with a browser's trappings —
+// a session cookie, a cross-site Origin — is applied all the same, and
+// neither loads, touches nor writes a session: no cookie set, no Vary on
+// Cookie, no session row made.
+func TestWebhookOutsidePageMiddleware(t *testing.T) {
+	s := payServer(t, nil)
+	tn := testenv.NewTenant(t, s.app, 1)
+	event, seats := paidEvent(t, s.app, tn)
+	buyer := s.as(tn.Org, tn.Buyers[0])
+	coreHold(t, s.app, tn.Buyers[0], event, seats["B4"])
+	p, r := startPayment(t, buyer, event, "k")
+	r.want(t, http.StatusCreated)
+	pay, err := s.app.Payments.Get(t.Context(), actor(tn.BoxOffice), p.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sessions := func() (n int) {
+		t.Helper()
+		if err := s.app.Pool.QueryRow(t.Context(), `SELECT count(*) FROM sessions`).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	before := sessions()
+	body := succeededEvent("evt_bare_1", pay)
+	sig := webhook.GenerateTestSignedPayload(&webhook.UnsignedPayload{Payload: body, Secret: paySecret}).Header
+	checks := func(name string, r response) {
+		t.Helper()
+		if c := r.header.Values("Set-Cookie"); len(c) != 0 {
+			t.Errorf("%s: the webhook set cookies %q", name, c)
+		}
+		for _, v := range r.header.Values("Vary") {
+			if strings.Contains(v, "Cookie") {
+				t.Errorf("%s: the webhook went through the session middleware (Vary: %s)", name, v)
+			}
+		}
+	}
+	res := buyer.do("POST", "/webhooks/stripe", raw{"application/json", body}, payment.SignatureHeader, sig,
+		"Origin", "https://elsewhere.example", "Sec-Fetch-Site", "cross-site")
+	checks("with a cookie, cross-site", res.want(t, http.StatusOK))
+	var out struct {
+		Result string `json:"result"`
+	}
+	res.json(t, &out)
+	if out.Result != "applied" {
+		t.Errorf("delivery %q, want applied", out.Result)
+	}
+	checks("no cookie, bad signature", s.client().do("POST", "/webhooks/stripe", raw{"application/json", body},
+		payment.SignatureHeader, "t=1,v1=00").want(t, http.StatusBadRequest))
+	if after := sessions(); after != before {
+		t.Errorf("%d sessions after the webhooks, %d before", after, before)
+	}
+}
+
 // succeededEvent is Stripe's payment_intent.succeeded for a payment.
 func succeededEvent(id string, p store.Payment) []byte {
 	now := time.Now()

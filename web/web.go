@@ -35,9 +35,14 @@ import (
 // Server is the assembled HTTP handler of the public listener (and, with
 // Ops, of the ops listener).
 type Server struct {
-	deps     Deps
-	log      *slog.Logger
-	mux      *http.ServeMux
+	deps Deps
+	log  *slog.Logger
+	mux  *http.ServeMux
+	// machine routes the calls of other systems that carry no cookie and
+	// are checked by a signature of their own (the payment provider's
+	// webhook): only logging and recovery stand before them, no session,
+	// cross-origin or page middleware.
+	machine  *http.ServeMux
 	handler  http.Handler
 	guard    session.Guards
 	sessions *session.Sessions
@@ -76,7 +81,7 @@ func newServer(d Deps, o options) *Server {
 		// broken binary, not a runtime condition.
 		panic(err)
 	}
-	s := &Server{deps: d, log: d.Log, mux: http.NewServeMux(), assets: assets}
+	s := &Server{deps: d, log: d.Log, mux: http.NewServeMux(), machine: http.NewServeMux(), assets: assets}
 	dec, errs := httpx.NewDecoder(), httpx.NewErrors(d.Log)
 	s.hub = live.New(d.Engine, pages.NewLiveSeats(d.Events), d.Log, live.Options{
 		MaxClients:    d.Cfg.MaxSockets,
@@ -133,14 +138,22 @@ func newServer(d Deps, o options) *Server {
 
 	// Outermost first: log and recover, compress, headers on every answer, refuse
 	// hostile text and cross-site writes before touching the session
-	// store, then the session and its actor, then the routes.
-	s.handler = httpx.Observe(d.Log, d.Registry,
-		httpx.Compress(
-			httpx.SecurityHeaders(d.Cfg.CookieSecure,
-				httpx.RefuseHostileText(errs, frame.Error,
-					httpx.CrossOrigin(errs, hasBearerKey,
-						s.sessions.Load(
-							httpx.RouteInfo(errs, s.mux)))))))
+	// store, then the session and its actor, then the routes. The machine
+	// routes are logged and recovered only.
+	people := httpx.Compress(
+		httpx.SecurityHeaders(d.Cfg.CookieSecure,
+			httpx.RefuseHostileText(errs, frame.Error,
+				httpx.CrossOrigin(errs, hasBearerKey,
+					s.sessions.Load(
+						httpx.RouteInfo(errs, s.mux))))))
+	machine := httpx.RouteInfo(errs, s.machine)
+	s.handler = httpx.Observe(d.Log, d.Registry, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if _, pattern := s.machine.Handler(r); pattern != "" {
+			machine.ServeHTTP(w, r)
+			return
+		}
+		people.ServeHTTP(w, r)
+	}))
 	return s
 }
 
