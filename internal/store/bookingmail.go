@@ -12,19 +12,25 @@ import (
 	"seatd/internal/pg"
 )
 
-// BookingNotice is a queued booking mail (migration 032): a booking's
-// confirmation, or the notice of a cancellation of some of its tickets.
+// BookingNotice is a queued booking mail (migrations 032, 043): a
+// booking's confirmation, the notice of a cancellation of some of its
+// tickets, or of a refund of it that succeeded.
 type BookingNotice struct {
 	Org, Booking uuid.UUID
 	ID           int64
-	Kind         string      // NoticeConfirmation or NoticeCancellation
-	Tickets      []uuid.UUID // a cancellation's tickets
+	Kind         string      // NoticeConfirmation, NoticeCancellation or NoticeRefund
+	Tickets      []uuid.UUID // a cancellation's tickets; those whose prices a refund returns
+	// A refund's id, amount and currency.
+	Refund      uuid.UUID
+	AmountMinor int64
+	Currency    string
 }
 
 // The kinds of booking mail.
 const (
 	NoticeConfirmation = "confirmation"
 	NoticeCancellation = "cancellation"
+	NoticeRefund       = "refund"
 )
 
 // BookingDetail is a booking as its mail, its page and its PDF show it:
@@ -85,14 +91,16 @@ func (s *BookingMail) InTx(ctx context.Context, fn func(tx pgx.Tx) error) error 
 // transaction holds.
 func (s *BookingMail) Claim(ctx context.Context, tx pgx.Tx, n int) ([]BookingNotice, error) {
 	rows, err := tx.Query(ctx, `
-		SELECT org_id, id, booking_id, kind, tickets FROM booking_mail
+		SELECT org_id, id, booking_id, kind, tickets, coalesce(refund_id, '00000000-0000-0000-0000-000000000000'),
+		       coalesce(amount_minor, 0), coalesce(currency, '')
+		FROM booking_mail
 		ORDER BY id LIMIT $1 FOR UPDATE SKIP LOCKED`, n)
 	if err != nil {
 		return nil, err
 	}
 	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (BookingNotice, error) {
 		var b BookingNotice
-		err := r.Scan(&b.Org, &b.ID, &b.Booking, &b.Kind, &b.Tickets)
+		err := r.Scan(&b.Org, &b.ID, &b.Booking, &b.Kind, &b.Tickets, &b.Refund, &b.AmountMinor, &b.Currency)
 		return b, err
 	})
 }
