@@ -182,6 +182,7 @@ func (s *Server) routes() {
 	s.mux.HandleFunc("GET /admin/events/{event}/occupancy", page(organizer, st.Dashboard.Occupancy))
 	s.mux.HandleFunc("POST /admin/events/{event}/occupancy/verify", page(organizer, st.Dashboard.Verify))
 	s.mux.HandleFunc("GET /admin/events/{event}/feed", page(organizer, st.Dashboard.Feed))
+	s.mux.HandleFunc("GET /admin/events/{event}/door", page(organizer, st.Dashboard.Door))
 	s.mux.HandleFunc("GET /admin/events/{event}/waitlist", page(organizer, st.Dashboard.Waitlist))
 	s.mux.HandleFunc("GET /admin/events/{event}/queue", page(organizer, st.Queue.Panel))
 	s.mux.HandleFunc("POST /admin/events/{event}/queue/rate", page(organizer, st.Queue.SetRate))

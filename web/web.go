@@ -134,6 +134,8 @@ func newServer(d Deps, o options) *Server {
 	// and staff their frames on the dashboard's and box office's.
 	s.hub.EnableWaitlist(live.WaitlistOptions{Source: d.Engine, Renderer: waitlistPanels{s.pages.Panels, s.staff.Panel}})
 	s.hub.EnableStaff(live.StaffOptions{Renderer: s.staff, Notice: s.staff.BoxOffice.ReleaseNotice})
+	// and the door's figures to dashboards after admissions.
+	s.hub.EnableDoor(live.DoorOptions{Source: d.Door, Renderer: s.staff})
 	s.routes()
 
 	// Outermost first: log and recover, compress, headers on every answer, refuse
