@@ -279,10 +279,10 @@ type Booking struct {
 	// CancelledByStaff, or "" when not known.
 	CancelledBy string
 	EventName   string
-	Venue        string
-	When         string // the event's start in the venue's zone, zone named
-	Tickets      []Ticket
-	CreatedAt    time.Time
+	Venue       string
+	When        string // the event's start in the venue's zone, zone named
+	Tickets     []Ticket
+	CreatedAt   time.Time
 	// PDF is the URL of the live tickets as a PDF; "" when none is live.
 	PDF string
 	// CancelUntil is when the buyer's own cancellation (refunded) closes,
