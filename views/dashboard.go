@@ -261,6 +261,8 @@ type Dashboard struct {
 	Feed      []FeedEntry
 	// Revenue is the online payments' figures per category.
 	Revenue []RevenueRow
+	// Door is the figures at the door, live.
+	Door DoorFigures
 }
 
 // ChartPoint is the occupancy at one time.
@@ -383,4 +385,12 @@ func (c Chart) Summary() string {
 	}
 	return "Occupancy from " + c.From.UTC().Format("15:04") + " to " + c.To.UTC().Format("15:04") + " UTC, " +
 		strconv.Itoa(c.Points) + " points; now " + strings.Join(parts, ", ") + "."
+}
+
+// DoorFigures are an event's figures at the door on its dashboard:
+// admitted of expected (valid tickets), by entrance.
+type DoorFigures struct {
+	EventID            string
+	Admitted, Expected int
+	Entrances          []EntranceCount
 }

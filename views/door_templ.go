@@ -237,14 +237,14 @@ func ScannerPage(p Page, s Scanner) templ.Component {
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
-			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 14, "</strong></p><form id=\"scan-form\" class=\"flex gap-2 mb-3\" autocomplete=\"off\"><label for=\"scan-code\" class=\"sr-only\">Ticket code</label> <input id=\"scan-code\" name=\"code\" autofocus class=\"flex-1 border rounded px-2 py-2 font-mono\" placeholder=\"Scan or type a ticket code\" data-testid=\"scan-code\"> <button class=\"rounded bg-indigo-700 text-white px-4\">Check</button></form><p class=\"mb-3 flex gap-3 items-center text-sm\"><button id=\"scan-camera\" type=\"button\" class=\"rounded border px-3 py-1\" hidden>Use the camera</button> <span id=\"scan-network\" data-testid=\"scan-network\">starting…</span> <span id=\"scan-pending\" data-testid=\"scan-pending\"></span></p><video id=\"scan-video\" class=\"w-full rounded bg-black\" playsinline muted hidden></video><div id=\"scan-result\" role=\"status\" aria-live=\"assertive\" hidden data-testid=\"scan-result\" class=\"fixed inset-0 flex flex-col items-center justify-center text-white text-center p-6 z-50\"><p id=\"scan-verdict\" class=\"text-5xl font-bold mb-4\" data-testid=\"scan-verdict\"></p><p id=\"scan-detail\" class=\"text-2xl\" data-testid=\"scan-detail\"></p><p class=\"mt-8 text-lg opacity-80\">Tap or scan the next ticket</p></div><script type=\"module\" src=\"")
+			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 14, "</strong></p><form id=\"scan-form\" class=\"flex gap-2 mb-3\" autocomplete=\"off\"><label for=\"scan-code\" class=\"sr-only\">Ticket code</label> <input id=\"scan-code\" name=\"code\" autofocus class=\"flex-1 border rounded px-2 py-2 font-mono\" placeholder=\"Scan or type a ticket code\" data-testid=\"scan-code\"> <button class=\"rounded bg-indigo-700 text-white px-4\">Check</button></form><p class=\"mb-3 flex gap-3 items-center text-sm\"><button id=\"scan-camera\" type=\"button\" class=\"rounded border px-3 py-1\" hidden>Use the camera</button> <span id=\"scan-network\" data-testid=\"scan-network\">starting…</span> <span id=\"scan-pending\" data-testid=\"scan-pending\"></span></p><video id=\"scan-video\" class=\"w-full rounded bg-black\" playsinline muted hidden></video><div id=\"scan-result\" role=\"status\" aria-live=\"assertive\" hidden data-testid=\"scan-result\" class=\"fixed inset-0 text-white text-center z-50\"><div class=\"flex h-full flex-col items-center justify-center p-6\"><p id=\"scan-verdict\" class=\"text-5xl font-bold mb-4\" data-testid=\"scan-verdict\"></p><p id=\"scan-detail\" class=\"text-2xl\" data-testid=\"scan-detail\"></p><p class=\"mt-8 text-lg opacity-80\">Tap or scan the next ticket</p></div></div><script type=\"module\" src=\"")
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
 			var templ_7745c5c3_Var14 string
 			templ_7745c5c3_Var14, templ_7745c5c3_Err = templ.JoinStringErrs(p.Asset("js/door.js"))
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `door.templ`, Line: 60, Col: 52}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `door.templ`, Line: 65, Col: 52}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var14))
 			if templ_7745c5c3_Err != nil {

@@ -254,8 +254,9 @@ type Cart struct {
 	// someone else"); Kind is info, error or success.
 	Message string
 	Kind    string
-	// PayKey is the idempotency key of this checkout, set once the holds
-	// were extended for payment.
+	// PayKey is the idempotency key of paying for these holds, set when
+	// every one of them is checked out (extended for payment) and none is
+	// being paid for yet.
 	PayKey string
 	// Total is the sum of the holds' prices ("135.00 EUR"), "" when none
 	// is priced.
@@ -274,17 +275,26 @@ type Booking struct {
 	// Status is confirmed, partially_cancelled or cancelled.
 	Status       string
 	CancelReason string
-	EventName    string
-	Venue        string
-	When         string // the event's start in the venue's zone, zone named
-	Tickets      []Ticket
-	CreatedAt    time.Time
+	// CancelledBy is who last cancelled tickets of it: CancelledByBuyer,
+	// CancelledByStaff, or "" when not known.
+	CancelledBy string
+	EventName   string
+	Venue       string
+	When        string // the event's start in the venue's zone, zone named
+	Tickets     []Ticket
+	CreatedAt   time.Time
 	// PDF is the URL of the live tickets as a PDF; "" when none is live.
 	PDF string
 	// CancelUntil is when the buyer's own cancellation (refunded) closes,
 	// "" when they cannot cancel it.
 	CancelUntil string
 }
+
+// Who cancelled a booking, as its page words it.
+const (
+	CancelledByBuyer = "buyer"
+	CancelledByStaff = "staff"
+)
 
 // Ticket is one bought seat and what was paid for it.
 type Ticket struct {
@@ -386,6 +396,15 @@ func cancelledText(status string) string {
 		return "this booking"
 	}
 	return "some tickets of this booking"
+}
+
+// cancelledCap is what was cancelled when nobody is named: "This booking
+// was", "Some tickets of this booking were".
+func cancelledCap(status string) string {
+	if status == "cancelled" {
+		return "This booking was"
+	}
+	return "Some tickets of this booking were"
 }
 
 // APIKeys is the API keys page: the keys, and a key just made (its secret

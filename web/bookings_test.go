@@ -157,7 +157,8 @@ func TestBuyerSeesCancel(t *testing.T) {
 	box.do("POST", "/api/v1/bookings/"+b.ID.String()+"/cancel", map[string]any{"reason": "seat broken",
 		"ticket_ids": []string{b.Tickets[0].ID.String()}}).want(t, 200)
 	r := buyer.do("GET", page, nil).want(t, 200)
-	for _, want := range []string{"Booking partly cancelled", "seat broken", `data-cancelled="true"`} {
+	for _, want := range []string{"Booking partly cancelled", "The box office cancelled some tickets of this booking: seat broken",
+		`data-cancelled="true"`, `data-by="staff"`} {
 		if !strings.Contains(string(r.body), want) {
 			t.Fatalf("page after a partial cancel lacks %q: %s", want, r.body)
 		}

@@ -26,11 +26,13 @@ func poll(expr string) chromedp.Action[chromedp.Void] {
 	return chromedp.Poll[chromedp.Void](expr, chromedp.WithPollingInterval(50*time.Millisecond), chromedp.WithPollingTimeout(15*time.Second))
 }
 
-// settled waits until no htmx request is under way: the refetch made when
-// the socket opens must be back before a test opens a section, or it would
-// put the section shown before over the one opened.
+// settled waits until no htmx request is under way and no swap is still
+// settling: the refetch made when the socket opens must be back before a
+// test opens a section, or it would put the section shown before over the
+// one opened; and htmx wires a swapped element's triggers only once it
+// settled, so a click before that does nothing.
 func settled() chromedp.Action[chromedp.Void] {
-	return poll(`!document.querySelector(".htmx-request")`)
+	return poll(`!document.querySelector(".htmx-request, .htmx-swapping, .htmx-settling")`)
 }
 
 // openSection opens a section from the overview the way a person does: a

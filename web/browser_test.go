@@ -48,8 +48,8 @@ func outputDir(t *testing.T) string {
 // browser starts a headless Chromium for the test; each call of tab gives
 // an isolated browser context (its own cookies), like a second person. A
 // page of a tab that writes an error to its console, or whose script
-// throws uncaught, fails the test.
-func browser(t *testing.T) func() context.Context {
+// throws uncaught, fails the test. extra adds flags (a fake camera).
+func browser(t *testing.T, extra ...chromedp.ExecAllocatorOption) func() context.Context {
 	t.Helper()
 	// A browser test spends most of its time waiting on Chromium and on
 	// the live socket, not on the CPU: two at a time (go test's -parallel,
@@ -69,6 +69,7 @@ func browser(t *testing.T) func() context.Context {
 		chromedp.UserDataDir(t.TempDir()),
 		chromedp.WindowSize(1280, 900),
 	)
+	opts = append(opts, extra...)
 	allocCtx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
 	root, cancelRoot := chromedp.NewContext(allocCtx)
 	if err := chromedp.Do(root); err != nil {

@@ -355,6 +355,61 @@ func TestPaymentWebhookRoute(t *testing.T) {
 	}
 }
 
+// TestWebhookOutsidePageMiddleware: the provider's webhook is checked by
+// its signature alone. A delivery that comes with a browser's trappings —
+// a session cookie, a cross-site Origin — is applied all the same, and
+// neither loads, touches nor writes a session: no cookie set, no Vary on
+// Cookie, no session row made.
+func TestWebhookOutsidePageMiddleware(t *testing.T) {
+	s := payServer(t, nil)
+	tn := testenv.NewTenant(t, s.app, 1)
+	event, seats := paidEvent(t, s.app, tn)
+	buyer := s.as(tn.Org, tn.Buyers[0])
+	coreHold(t, s.app, tn.Buyers[0], event, seats["B4"])
+	p, r := startPayment(t, buyer, event, "k")
+	r.want(t, http.StatusCreated)
+	pay, err := s.app.Payments.Get(t.Context(), actor(tn.BoxOffice), p.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sessions := func() (n int) {
+		t.Helper()
+		if err := s.app.Pool.QueryRow(t.Context(), `SELECT count(*) FROM sessions`).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	before := sessions()
+	body := succeededEvent("evt_bare_1", pay)
+	sig := webhook.GenerateTestSignedPayload(&webhook.UnsignedPayload{Payload: body, Secret: paySecret}).Header
+	checks := func(name string, r response) {
+		t.Helper()
+		if c := r.header.Values("Set-Cookie"); len(c) != 0 {
+			t.Errorf("%s: the webhook set cookies %q", name, c)
+		}
+		for _, v := range r.header.Values("Vary") {
+			if strings.Contains(v, "Cookie") {
+				t.Errorf("%s: the webhook went through the session middleware (Vary: %s)", name, v)
+			}
+		}
+	}
+	res := buyer.do("POST", "/webhooks/stripe", raw{"application/json", body}, payment.SignatureHeader, sig,
+		"Origin", "https://elsewhere.example", "Sec-Fetch-Site", "cross-site")
+	checks("with a cookie, cross-site", res.want(t, http.StatusOK))
+	var out struct {
+		Result string `json:"result"`
+	}
+	res.json(t, &out)
+	if out.Result != "applied" {
+		t.Errorf("delivery %q, want applied", out.Result)
+	}
+	checks("no cookie, bad signature", s.client().do("POST", "/webhooks/stripe", raw{"application/json", body},
+		payment.SignatureHeader, "t=1,v1=00").want(t, http.StatusBadRequest))
+	if after := sessions(); after != before {
+		t.Errorf("%d sessions after the webhooks, %d before", after, before)
+	}
+}
+
 // succeededEvent is Stripe's payment_intent.succeeded for a payment.
 func succeededEvent(id string, p store.Payment) []byte {
 	now := time.Now()
@@ -521,18 +576,109 @@ func TestPaidBookingCancelRefunds(t *testing.T) {
 
 // refundFailedEvent is Stripe's refund.failed for a refund of a payment.
 func refundFailedEvent(id string, p store.Payment, r store.Refund) []byte {
+	return refundEvent(id, payment.EventRefundFailed, "failed", p, r)
+}
+
+// refundEvent is Stripe's event typ about a refund of a payment, whose
+// status the event reports.
+func refundEvent(id string, typ payment.EventType, status string, p store.Payment, r store.Refund) []byte {
 	now := time.Now()
 	obj := map[string]any{"id": r.ProviderRefundID, "object": "refund", "amount": r.AmountMinor, "currency": strings.ToLower(r.Currency),
-		"payment_intent": p.IntentID, "status": "failed", "created": now.Unix(), "failure_reason": "expired_or_canceled_card",
+		"payment_intent": p.IntentID, "status": status, "created": now.Unix(),
 		"metadata": map[string]string{payment.MetaPayment: p.ID.String(), payment.MetaOrg: p.OrgID.String(),
 			payment.MetaRefund: r.ID.String()}}
+	if status == "failed" {
+		obj["failure_reason"] = "expired_or_canceled_card"
+	}
 	b, err := json.Marshal(map[string]any{"id": id, "object": "event", "api_version": stripe.APIVersion, "created": now.Unix(),
-		"type": payment.EventRefundFailed, "livemode": false, "pending_webhooks": 1,
+		"type": typ, "livemode": false, "pending_webhooks": 1,
 		"request": map[string]any{"id": nil, "idempotency_key": nil}, "data": map[string]any{"object": obj}})
 	if err != nil {
 		panic(err)
 	}
 	return b
+}
+
+// TestRefundMail: staff cancel one ticket of a booking paid online; once
+// its refund succeeds the buyer gets one mail (through the outbox, read
+// back from Mailpit) saying how much came back, in which currency, for
+// which ticket, and what is still valid, in a text and an HTML part. The
+// provider's webhooks reporting the same success again mail nothing more.
+func TestRefundMail(t *testing.T) {
+	s := payServerWith(t, nil, true)
+	mp := testenv.MailpitFromEnv(t)
+	tn := testenv.NewTenant(t, s.app, 1)
+	event, seats := paidEvent(t, s.app, tn)
+	buyer := s.as(tn.Org, tn.Buyers[0])
+	coreHold(t, s.app, tn.Buyers[0], event, seats["C5"], seats["C6"])
+	p, r := startPayment(t, buyer, event, "k")
+	r.want(t, http.StatusCreated)
+	payCard(t, buyer, p.ID, "4242424242424242").want(t, http.StatusSeeOther)
+	var got paymentOf
+	testenv.Eventually(t, 10*time.Second, "the booking", func() bool {
+		buyer.do("GET", "/api/v1/payments/"+p.ID.String(), nil).want(t, 200).json(t, &got)
+		return got.BookingID != uuid.Nil
+	})
+	var b bookingPaid
+	buyer.do("GET", "/api/v1/bookings/"+got.BookingID.String(), nil).want(t, 200).json(t, &b)
+	if len(b.Tickets) != 2 {
+		t.Fatalf("booking %+v", b)
+	}
+	box := s.as(tn.Org, tn.BoxOffice)
+	box.do("POST", "/api/v1/bookings/"+b.ID.String()+"/cancel", map[string]any{"reason": "row closed",
+		"ticket_ids": []uuid.UUID{b.Tickets[0].ID}}).want(t, 200)
+
+	subject := "Refund of 25.00 EUR"
+	refundMails := func() []testenv.MailSummary {
+		var out []testenv.MailSummary
+		for _, m := range mp.To(tn.Buyers[0].Email) {
+			if strings.HasPrefix(m.Subject, subject) {
+				out = append(out, m)
+			}
+		}
+		return out
+	}
+	testenv.Eventually(t, 30*time.Second, "the refund mail", func() bool { return len(refundMails()) > 0 })
+	msg := mp.Message(refundMails()[0].ID)
+	for _, part := range []struct{ name, body string }{{"text", msg.Text}, {"html", msg.HTML}} {
+		for _, want := range []string{"25.00 EUR", "refunded", "1 of your tickets are still valid"} {
+			if !strings.Contains(part.body, want) {
+				t.Errorf("the refund mail's %s part lacks %q:\n%s", part.name, want, part.body)
+			}
+		}
+	}
+	if !strings.Contains(msg.Text, "Row C") && !strings.Contains(msg.Text, "C-5") && !strings.Contains(msg.Text, "Seat 5") {
+		t.Errorf("the refund mail does not name the ticket refunded:\n%s", msg.Text)
+	}
+
+	// The same success reported again, by both of Stripe's refund events.
+	pay, err := s.app.Payments.Get(t.Context(), actor(tn.BoxOffice), p.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ref store.Refund
+	if err := s.app.Pool.QueryRow(t.Context(), `SELECT id, provider_refund_id, amount_minor, currency FROM refunds
+		WHERE org_id = $1 AND booking_id = $2`, tn.Org.ID, b.ID).Scan(&ref.ID, &ref.ProviderRefundID, &ref.AmountMinor, &ref.Currency); err != nil {
+		t.Fatal(err)
+	}
+	hook := s.client()
+	for i, typ := range []payment.EventType{payment.EventRefundUpdated, payment.EventChargeRefundUpdated, payment.EventRefundUpdated} {
+		body := refundEvent("evt_refund_again_"+strconv.Itoa(i), typ, "succeeded", pay, ref)
+		sig := webhook.GenerateTestSignedPayload(&webhook.UnsignedPayload{Payload: body, Secret: paySecret}).Header
+		hook.do("POST", "/webhooks/stripe", raw{"application/json", body}, payment.SignatureHeader, sig).want(t, 200)
+	}
+	// Every notice rendered and every mail sent: then count.
+	testenv.Eventually(t, 30*time.Second, "the mail queues drained", func() bool {
+		var n int
+		if err := s.app.Pool.QueryRow(t.Context(), `SELECT (SELECT count(*) FROM booking_mail WHERE org_id = $1)
+			+ (SELECT count(*) FROM mail_outbox WHERE org_id = $1 AND status = 'queued')`, tn.Org.ID).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n == 0
+	})
+	if n := len(refundMails()); n != 1 {
+		t.Errorf("%d refund mails, want 1", n)
+	}
 }
 
 // TestFailedRefundRetryPages: a refund the provider fails late is listed
@@ -658,6 +804,12 @@ func TestBuyerCancelsPaidBooking(t *testing.T) {
 	})
 	if b.Status != "cancelled" || b.Refund.AmountMinor != 5000 {
 		t.Errorf("booking after the buyer's cancellation %+v", b)
+	}
+	// The page says who cancelled: the buyer, not the box office.
+	note := buyer.do("GET", "/bookings/"+got.BookingID.String(), nil).want(t, 200).doc(t).Find(`[data-testid=cancel-note]`)
+	if by, _ := note.Attr("data-by"); by != "buyer" || !strings.Contains(note.Text(), "You cancelled this booking") ||
+		strings.Contains(note.Text(), "box office") {
+		t.Errorf("the buyer's own cancellation reads %q (by %q)", note.Text(), by)
 	}
 	buyer.do("POST", cancel, nil).want(t, http.StatusConflict)
 	org.do("PATCH", "/api/v1/events/"+event.String(), map[string]any{"buyer_cancel_hours": -1}).want(t, 200).json(t, &ev)

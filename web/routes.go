@@ -75,11 +75,12 @@ func (s *Server) routes() {
 	s.mux.HandleFunc("POST /api/v1/events/{event}/checkout", authed(buyer, h.Holds.Checkout))
 	s.mux.HandleFunc("POST /api/v1/events/{event}/purchase", authed(buyer, h.Holds.Purchase))
 	// Payments (docs/payments.md): the buyer starts one for their holds;
-	// only the provider's signed webhook books it (no session, no
-	// cross-origin check: it carries no cookie, its signature is checked).
+	// only the provider's signed webhook books it. The webhook is a
+	// machine route (Server.machine): no session is loaded or saved and no
+	// cross-origin check runs: it carries no cookie, its signature is checked.
 	s.mux.HandleFunc("POST /api/v1/events/{event}/payments", authed(buyer, h.Payments.Start))
 	s.mux.HandleFunc("GET /api/v1/payments/{payment}", authed(anyRole, h.Payments.Get))
-	s.mux.HandleFunc("POST /webhooks/stripe", public(h.Payments.Webhook))
+	s.machine.HandleFunc("POST /webhooks/stripe", public(h.Payments.Webhook))
 	// The waitlist (docs/architecture.md#the-waitlist): buyers join and
 	// leave; staff see the line and may take anyone out of it.
 	s.mux.HandleFunc("POST /api/v1/events/{event}/waitlist", authed(buyer, h.Waitlist.Join))
@@ -184,6 +185,7 @@ func (s *Server) routes() {
 	s.mux.HandleFunc("GET /admin/events/{event}/occupancy", page(organizer, st.Dashboard.Occupancy))
 	s.mux.HandleFunc("POST /admin/events/{event}/occupancy/verify", page(organizer, st.Dashboard.Verify))
 	s.mux.HandleFunc("GET /admin/events/{event}/feed", page(organizer, st.Dashboard.Feed))
+	s.mux.HandleFunc("GET /admin/events/{event}/door", page(organizer, st.Dashboard.Door))
 	s.mux.HandleFunc("GET /admin/events/{event}/waitlist", page(organizer, st.Dashboard.Waitlist))
 	s.mux.HandleFunc("GET /admin/events/{event}/queue", page(organizer, st.Queue.Panel))
 	s.mux.HandleFunc("POST /admin/events/{event}/queue/rate", page(organizer, st.Queue.SetRate))

@@ -35,9 +35,14 @@ import (
 // Server is the assembled HTTP handler of the public listener (and, with
 // Ops, of the ops listener).
 type Server struct {
-	deps     Deps
-	log      *slog.Logger
-	mux      *http.ServeMux
+	deps Deps
+	log  *slog.Logger
+	mux  *http.ServeMux
+	// machine routes the calls of other systems that carry no cookie and
+	// are checked by a signature of their own (the payment provider's
+	// webhook): only logging and recovery stand before them, no session,
+	// cross-origin or page middleware.
+	machine  *http.ServeMux
 	handler  http.Handler
 	guard    session.Guards
 	sessions *session.Sessions
@@ -76,7 +81,7 @@ func newServer(d Deps, o options) *Server {
 		// broken binary, not a runtime condition.
 		panic(err)
 	}
-	s := &Server{deps: d, log: d.Log, mux: http.NewServeMux(), assets: assets}
+	s := &Server{deps: d, log: d.Log, mux: http.NewServeMux(), machine: http.NewServeMux(), assets: assets}
 	dec, errs := httpx.NewDecoder(), httpx.NewErrors(d.Log)
 	s.hub = live.New(d.Engine, pages.NewLiveSeats(d.Events), d.Log, live.Options{
 		MaxClients:    d.Cfg.MaxSockets,
@@ -120,7 +125,7 @@ func newServer(d Deps, o options) *Server {
 		Payments: d.Payments, TestCheckout: d.TestPayments != nil})
 	s.pages = pages.New(pages.Deps{Cfg: d.Cfg, Render: frame, Limits: s.limits, Sessions: s.sessions, Holds: d.Holds,
 		Events: d.Events, Waitlist: d.Waitlist, Accounts: d.Store.Accounts, WaitlistStore: d.Store.Waitlist,
-		Visible: s.events, Bookings: bookings, Details: d.Details, Codes: d.Tickets, MyBookings: d.Store.Bookings,
+		Visible: s.events, Details: d.Details, Codes: d.Tickets, MyBookings: d.Store.Bookings,
 		Queue: s.gate, Payments: d.Payments, TestPayments: d.TestPayments})
 	s.staff = staff.New(staff.Deps{Cfg: d.Cfg, Log: d.Log, Render: frame, Decoder: dec, Sessions: s.sessions,
 		Engine: d.Engine, Holds: d.Holds, BoxOffice: d.BoxOffice, Events: d.Events, Waitlist: d.Waitlist, Monitor: d.Monitor,
@@ -132,18 +137,28 @@ func newServer(d Deps, o options) *Server {
 	// and staff their frames on the dashboard's and box office's.
 	s.hub.EnableWaitlist(live.WaitlistOptions{Source: d.Engine, Renderer: waitlistPanels{s.pages.Panels, s.staff.Panel}})
 	s.hub.EnableStaff(live.StaffOptions{Renderer: s.staff, Notice: s.staff.BoxOffice.ReleaseNotice})
+	// and the door's figures to dashboards after admissions.
+	s.hub.EnableDoor(live.DoorOptions{Source: d.Door, Renderer: s.staff})
 	s.routes()
 
 	// Outermost first: log and recover, compress, headers on every answer, refuse
 	// hostile text and cross-site writes before touching the session
-	// store, then the session and its actor, then the routes.
-	s.handler = httpx.Observe(d.Log, d.Registry,
-		httpx.Compress(
-			httpx.SecurityHeaders(d.Cfg.CookieSecure,
-				httpx.RefuseHostileText(errs, frame.Error,
-					httpx.CrossOrigin(errs, hasBearerKey,
-						s.sessions.Load(
-							httpx.RouteInfo(errs, s.mux)))))))
+	// store, then the session and its actor, then the routes. The machine
+	// routes are logged and recovered only.
+	people := httpx.Compress(
+		httpx.SecurityHeaders(d.Cfg.CookieSecure,
+			httpx.RefuseHostileText(errs, frame.Error,
+				httpx.CrossOrigin(errs, hasBearerKey,
+					s.sessions.Load(
+						httpx.RouteInfo(errs, s.mux))))))
+	machine := httpx.RouteInfo(errs, s.machine)
+	s.handler = httpx.Observe(d.Log, d.Registry, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if _, pattern := s.machine.Handler(r); pattern != "" {
+			machine.ServeHTTP(w, r)
+			return
+		}
+		people.ServeHTTP(w, r)
+	}))
 	return s
 }
 

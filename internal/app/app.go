@@ -228,7 +228,7 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger) (*App, error)
 		a.Close()
 		return nil, err
 	}
-	a.Door = door.New(store.NewCheckins(a.Pool), a.TicketKeys, a.Redis, door.Options{KeyPrefix: cfg.KeyPrefix})
+	a.Door = door.New(store.NewCheckins(a.Pool), a.TicketKeys, a.Redis, door.Options{KeyPrefix: cfg.KeyPrefix, Live: a.Bus})
 	a.BookingDetails = store.NewBookingMail(a.Pool)
 	a.BookingMail = bookingmail.New(a.BookingDetails, a.TicketKeys, a.Notifier,
 		bookingmail.Options{PublicURL: cfg.PublicURL, Poll: cfg.MailPoll}, log.With("component", "bookingmail"))

@@ -1,8 +1,8 @@
-// Package bookingmail turns the notices that sales and cancellations queue
-// in their own transactions (migration 032) into mail in the outbox
-// (package mail): a booking's confirmation, with each ticket's QR code
-// inline and a PDF of the tickets attached, and the notice of tickets
-// cancelled. Every process runs one Worker; notices are claimed with SKIP
+// Package bookingmail turns the notices that sales, cancellations and
+// refunds queue in their own transactions (migrations 032, 043) into mail
+// in the outbox (package mail): a booking's confirmation, with each
+// ticket's QR code inline and a PDF of the tickets attached, the notice of
+// tickets cancelled, and of money refunded. Every process runs one Worker; notices are claimed with SKIP
 // LOCKED and each is rendered, enqueued and deleted in one transaction, and
 // the outbox's dedupe key per booking and notice makes a second rendering
 // of one notice (a worker that died after enqueueing) a no-op.
@@ -19,6 +19,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"seatd/internal/mail"
+	"seatd/internal/money"
 	"seatd/internal/notify"
 	"seatd/internal/pg"
 	"seatd/internal/store"
@@ -131,6 +132,8 @@ func (w *Worker) send(ctx context.Context, tx pgx.Tx, n store.BookingNotice) err
 		msg, err = w.confirmation(ctx, b)
 	case store.NoticeCancellation:
 		msg, err = w.cancellation(ctx, b, n)
+	case store.NoticeRefund:
+		msg, err = w.refund(ctx, b, n)
 	default:
 		err = fmt.Errorf("unknown booking mail kind %q", n.Kind)
 	}
@@ -214,6 +217,37 @@ func (w *Worker) cancellation(ctx context.Context, b store.BookingDetail, n stor
 	}
 	return mail.Message{To: b.To, Subject: title + ": " + b.EventName + " (booking " + view.Reference + ")",
 		Text: text, HTML: html, Key: "booking:" + b.Booking.String() + ":cancellation:" + strconv.FormatInt(n.ID, 10)}, nil
+}
+
+// refund is the notice of money returned for b: the amount in its
+// currency, the tickets whose prices it returns, and what is still valid.
+// The key is the refund's: whatever retries the refund's success (the
+// provider's answer and its webhooks), the buyer gets one mail.
+func (w *Worker) refund(ctx context.Context, b store.BookingDetail, n store.BookingNotice) (mail.Message, error) {
+	view := w.view(b)
+	returned := map[uuid.UUID]bool{}
+	for _, id := range n.Tickets {
+		returned[id] = true
+	}
+	var refunded []email.Ticket
+	for _, t := range b.Tickets {
+		switch {
+		case returned[t.ID]:
+			refunded = append(refunded, ticketView(t))
+		case !t.Cancelled:
+			view.Tickets = append(view.Tickets, ticketView(t))
+		}
+	}
+	amount := money.Format(n.AmountMinor, n.Currency)
+	text, html, err := email.Render(ctx, email.Layout{Org: b.OrgName, Title: "Your refund",
+		Preheader: amount + " refunded: " + b.EventName + ", booking " + view.Reference + ".",
+		Footer:    "You get this mail because tickets were booked for you with " + b.OrgName + "."},
+		email.Refund(view, refunded, amount))
+	if err != nil {
+		return mail.Message{}, err
+	}
+	return mail.Message{To: b.To, Subject: "Refund of " + amount + ": " + b.EventName + " (booking " + view.Reference + ")",
+		Text: text, HTML: html, Key: "booking:" + b.Booking.String() + ":refund:" + n.Refund.String()}, nil
 }
 
 // view is what every mail of b shows but its tickets. An online buyer's

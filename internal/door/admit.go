@@ -43,5 +43,6 @@ func (d *Door) Admit(ctx context.Context, a hold.Actor, event uuid.UUID, code, e
 	}
 	r := result(out)
 	d.remember(ctx, a.Org, event, r)
+	d.announce(ctx, a.Org, event, r)
 	return r, nil
 }

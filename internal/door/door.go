@@ -60,6 +60,8 @@ type Options struct {
 	RecentScans time.Duration
 	// MaxSyncScans caps the scans of one Sync (1000 when zero).
 	MaxSyncScans int
+	// Live announces admissions to the dashboards (nil: none are).
+	Live Live
 }
 
 // Door admits the tickets of every event. Safe for concurrent use.

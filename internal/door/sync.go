@@ -90,5 +90,6 @@ func (d *Door) syncOne(ctx context.Context, a hold.Actor, event uuid.UUID, code,
 	}
 	r := result(out)
 	d.remember(ctx, a.Org, event, r)
+	d.announce(ctx, a.Org, event, r)
 	return r, nil
 }

@@ -12,19 +12,25 @@ import (
 	"seatd/internal/pg"
 )
 
-// BookingNotice is a queued booking mail (migration 032): a booking's
-// confirmation, or the notice of a cancellation of some of its tickets.
+// BookingNotice is a queued booking mail (migrations 032, 043): a
+// booking's confirmation, the notice of a cancellation of some of its
+// tickets, or of a refund of it that succeeded.
 type BookingNotice struct {
 	Org, Booking uuid.UUID
 	ID           int64
-	Kind         string      // NoticeConfirmation or NoticeCancellation
-	Tickets      []uuid.UUID // a cancellation's tickets
+	Kind         string      // NoticeConfirmation, NoticeCancellation or NoticeRefund
+	Tickets      []uuid.UUID // a cancellation's tickets; those whose prices a refund returns
+	// A refund's id, amount and currency.
+	Refund      uuid.UUID
+	AmountMinor int64
+	Currency    string
 }
 
 // The kinds of booking mail.
 const (
 	NoticeConfirmation = "confirmation"
 	NoticeCancellation = "cancellation"
+	NoticeRefund       = "refund"
 )
 
 // BookingDetail is a booking as its mail, its page and its PDF show it:
@@ -40,6 +46,18 @@ type BookingDetail struct {
 	StartsAt            time.Time
 	TimeZone            string
 	Tickets             []TicketDetail
+	// User is the account that bought (web) or sold (box office).
+	User      uuid.UUID
+	CreatedAt time.Time
+	// PaymentID is the online payment that made the booking (uuid.Nil for
+	// none); BuyerCancelHours is the event's cutoff for buyers cancelling
+	// it themselves (nil: they cannot).
+	PaymentID        uuid.UUID
+	BuyerCancelHours *int
+	// CancelReason and CancelledBy are the last cancellation's reason and
+	// acting user (uuid.Nil when not known).
+	CancelReason string
+	CancelledBy  uuid.UUID
 }
 
 // TicketDetail is one ticket as the mail, the page and the PDF show it.
@@ -73,14 +91,16 @@ func (s *BookingMail) InTx(ctx context.Context, fn func(tx pgx.Tx) error) error 
 // transaction holds.
 func (s *BookingMail) Claim(ctx context.Context, tx pgx.Tx, n int) ([]BookingNotice, error) {
 	rows, err := tx.Query(ctx, `
-		SELECT org_id, id, booking_id, kind, tickets FROM booking_mail
+		SELECT org_id, id, booking_id, kind, tickets, coalesce(refund_id, '00000000-0000-0000-0000-000000000000'),
+		       coalesce(amount_minor, 0), coalesce(currency, '')
+		FROM booking_mail
 		ORDER BY id LIMIT $1 FOR UPDATE SKIP LOCKED`, n)
 	if err != nil {
 		return nil, err
 	}
 	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (BookingNotice, error) {
 		var b BookingNotice
-		err := r.Scan(&b.Org, &b.ID, &b.Booking, &b.Kind, &b.Tickets)
+		err := r.Scan(&b.Org, &b.ID, &b.Booking, &b.Kind, &b.Tickets, &b.Refund, &b.AmountMinor, &b.Currency)
 		return b, err
 	})
 }
@@ -105,29 +125,21 @@ func (s *BookingMail) Queued(ctx context.Context) (n int, oldest time.Duration, 
 }
 
 // Booking reads booking's detail through db (the worker's transaction, or
-// the pool for a page).
+// the pool for a page), the booking and its tickets in one round trip.
 func (s *BookingMail) Booking(ctx context.Context, db pg.DBTX, org, booking uuid.UUID) (BookingDetail, error) {
 	b := BookingDetail{Org: org, Booking: booking}
-	var customer, name *string
-	err := db.QueryRow(ctx, `
+	var batch pgx.Batch
+	batch.Queue(`
 		SELECT b.event_id, o.name, b.reference, b.status, u.email, b.customer_email, b.customer_name,
-		       e.name, e.venue, e.starts_at, e.time_zone
+		       e.name, e.venue, e.starts_at, e.time_zone, b.user_id, b.created_at,
+		       coalesce(b.payment_id, '00000000-0000-0000-0000-000000000000'), e.buyer_cancel_hours,
+		       coalesce(b.cancel_reason, ''), coalesce(b.cancelled_by, '00000000-0000-0000-0000-000000000000')
 		FROM bookings b
 		JOIN organizations o ON o.id = b.org_id
 		JOIN users u ON u.org_id = b.org_id AND u.id = b.user_id
 		JOIN events e ON e.org_id = b.org_id AND e.id = b.event_id
-		WHERE b.org_id = $1 AND b.id = $2`, org, booking).Scan(&b.Event, &b.OrgName, &b.Reference, &b.Status, &b.To,
-		&customer, &name, &b.EventName, &b.Venue, &b.StartsAt, &b.TimeZone)
-	if err != nil {
-		return b, notFoundIfNoRows(err, "booking")
-	}
-	if customer != nil {
-		b.To = *customer
-	}
-	if name != nil {
-		b.Holder = *name
-	}
-	rows, err := db.Query(ctx, `
+		WHERE b.org_id = $1 AND b.id = $2`, org, booking)
+	batch.Queue(`
 		SELECT t.id, t.seat_id, sec.name, sec.label, s.row_label, s.number, sec.kind = $3,
 		       coalesce(c.name, ''), coalesce(t.price_minor, 0), coalesce(t.currency, ''),
 		       coalesce(t.cancelled_at, 'epoch'::timestamptz), coalesce(t.cancel_reason, '')
@@ -137,6 +149,23 @@ func (s *BookingMail) Booking(ctx context.Context, db pg.DBTX, org, booking uuid
 		LEFT JOIN event_categories c ON c.org_id = s.org_id AND c.event_id = s.event_id AND c.key = s.category
 		WHERE t.org_id = $1 AND t.booking_id = $2
 		ORDER BY sec.position, s.idx`, org, booking, chart.GA)
+	br := db.SendBatch(ctx, &batch)
+	defer func() { _ = br.Close() }()
+	var customer, name *string
+	err := br.QueryRow().Scan(&b.Event, &b.OrgName, &b.Reference, &b.Status, &b.To,
+		&customer, &name, &b.EventName, &b.Venue, &b.StartsAt, &b.TimeZone, &b.User, &b.CreatedAt,
+		&b.PaymentID, &b.BuyerCancelHours, &b.CancelReason, &b.CancelledBy)
+	if err != nil {
+		return b, notFoundIfNoRows(err, "booking")
+	}
+	b.CreatedAt = b.CreatedAt.UTC()
+	if customer != nil {
+		b.To = *customer
+	}
+	if name != nil {
+		b.Holder = *name
+	}
+	rows, err := br.Query()
 	if err != nil {
 		return b, err
 	}
@@ -152,5 +181,8 @@ func (s *BookingMail) Booking(ctx context.Context, db pg.DBTX, org, booking uuid
 		}
 		return t, err
 	})
-	return b, err
+	if err != nil {
+		return b, err
+	}
+	return b, br.Close()
 }

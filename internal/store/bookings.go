@@ -319,8 +319,8 @@ func (s *Bookings) cancelTickets(ctx context.Context, tx pgx.Tx, org, booking, a
 		UPDATE bookings SET
 		    status = CASE WHEN EXISTS (SELECT 1 FROM tickets WHERE org_id = $1 AND booking_id = $2 AND cancelled_at IS NULL)
 		             THEN 'partially_cancelled' ELSE 'cancelled' END,
-		    cancelled_at = now(), cancel_reason = $3
-		WHERE org_id = $1 AND id = $2`, org, booking, reason)
+		    cancelled_at = now(), cancel_reason = $3, cancelled_by = $4
+		WHERE org_id = $1 AND id = $2`, org, booking, reason, nilIfZero(actor))
 	return c, err
 }
 

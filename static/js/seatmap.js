@@ -269,6 +269,20 @@
     }
   }
   document.addEventListener("htmx:wsAfterMessage", syncCart);
+  // Answers for the cart (a click, checkout, a re-fetch) may come back in
+  // any order; the cart shows the one sent last, so an answer read before
+  // a checkout never puts Checkout back over the checkout's Pay.
+  var cartSent = 0, cartShown = 0;
+  document.addEventListener("htmx:beforeRequest", function (evt) {
+    var t = evt.detail.target;
+    if (t && t.id === "cart" && evt.detail.xhr) evt.detail.xhr.cartSeq = ++cartSent;
+  });
+  document.addEventListener("htmx:beforeSwap", function (evt) {
+    var n = evt.detail.xhr && evt.detail.xhr.cartSeq;
+    if (!n) return;
+    if (n < cartShown) evt.detail.shouldSwap = false;
+    else cartShown = n;
+  });
   // Also once a swapped cart has settled: htmx wires a new element's
   // triggers only then, so a frame that came just before could not have
   // fetched it.

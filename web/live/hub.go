@@ -59,6 +59,7 @@ type Hub struct {
 	closed   bool
 	staff    *StaffOptions    // nil until EnableStaff
 	waitlist *WaitlistOptions // nil until EnableWaitlist
+	door     *DoorOptions     // nil until EnableDoor
 	topics   map[topicKey]*topic
 	sessions map[string]map[*client]struct{}
 	clients  int // joined to a topic
@@ -250,7 +251,7 @@ func (h *Hub) join(c *client) error {
 	}
 	t, ok := h.topics[key]
 	if !ok {
-		t = newTopic(key, h.staff, h.waitlist)
+		t = newTopic(key, h.staff, h.waitlist, h.door)
 		h.topics[key] = t
 	}
 	c.topic = t
@@ -288,6 +289,18 @@ func (h *Hub) join(c *client) error {
 			}
 		}
 	}
+	if err == nil && t.door != nil {
+		var stopDoor func()
+		if stopDoor, err = t.door.Source.WatchAdmissions(h.ctx, c.v.Actor, c.v.Event, t.pushDoor); err != nil {
+			cancel()
+		} else {
+			stopRest := cancel
+			cancel = func() {
+				stopRest()
+				stopDoor()
+			}
+		}
+	}
 	if err != nil {
 		t.start(nil, err)
 		// Forget the failed topic so the next client tries again.
@@ -309,6 +322,9 @@ func (h *Hub) join(c *client) error {
 	}
 	if t.wl != nil {
 		h.wg.Go(func() { h.linePump(t) })
+	}
+	if t.door != nil {
+		h.wg.Go(func() { h.doorPump(t) })
 	}
 	return nil
 }

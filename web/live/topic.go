@@ -68,6 +68,11 @@ type topic struct {
 	lineUsers map[uuid.UUID]struct{}
 	lwake     chan struct{} // capacity 1: the line pump has work
 
+	// door is the hub's door settings when the topic started (nil: no
+	// live door figures); dwake (capacity 1) says the door pump has work.
+	door  *DoorOptions
+	dwake chan struct{}
+
 	// seen is the newest version sent per seat, so a delta that lost a
 	// race to a newer one is not sent at all. Only the pump touches it.
 	seen map[uuid.UUID]int64
@@ -82,11 +87,13 @@ type topic struct {
 	latency prometheus.Histogram
 }
 
-func newTopic(key topicKey, staff *StaffOptions, wl *WaitlistOptions) *topic {
+func newTopic(key topicKey, staff *StaffOptions, wl *WaitlistOptions, door *DoorOptions) *topic {
 	return &topic{
 		key:       key,
 		staff:     staff,
 		wl:        wl,
+		door:      door,
+		dwake:     make(chan struct{}, 1),
 		ready:     make(chan struct{}),
 		wake:      make(chan struct{}, 1),
 		swake:     make(chan struct{}, 1),

@@ -1,9 +1,9 @@
 package pages
 
 import (
-	"cmp"
 	"context"
 	"net/http"
+	"strconv"
 	"time"
 
 	"github.com/google/uuid"
@@ -17,14 +17,8 @@ import (
 	"seatd/web/httpx"
 )
 
-// BookingReads reads the booking a request names with its event;
-// *query.Bookings satisfies it.
-type BookingReads interface {
-	WithEvent(r *http.Request, a hold.Actor) (store.Booking, store.Event, error)
-}
-
-// BookingDetails reads a booking as its tickets show it;
-// *store.BookingMail satisfies it.
+// BookingDetails reads a booking as its page and its tickets show it, in
+// one round trip; *store.BookingMail satisfies it.
 type BookingDetails interface {
 	Detail(ctx context.Context, org, booking uuid.UUID) (store.BookingDetail, error)
 }
@@ -38,26 +32,56 @@ type BuyerCancels interface {
 // Booking is the buyer's booking page, shown after paying, with each
 // live ticket's QR code, and the tickets as a PDF.
 type Booking struct {
-	render   Renderer
-	bookings BookingReads
-	details  BookingDetails
-	codes    ticket.Signer
-	cancels  BuyerCancels
-	flash    Flash
+	render  Renderer
+	details BookingDetails
+	codes   ticket.Signer
+	cancels BuyerCancels
+	flash   Flash
 }
 
 // cancelUntil is when the buyer's own cancellation of b closes, "" when
 // they cannot cancel it (not paid online, nothing live, the event does
 // not allow it, or past its cutoff).
-func cancelUntil(b store.Booking, ev store.Event) string {
-	if b.PaymentID == uuid.Nil || b.Status == store.BookingCancelled || ev.BuyerCancelHours == nil {
+func cancelUntil(b store.BookingDetail) string {
+	if b.PaymentID == uuid.Nil || b.Status == store.BookingCancelled || b.BuyerCancelHours == nil {
 		return ""
 	}
-	cutoff := ev.StartsAt.Add(-time.Duration(*ev.BuyerCancelHours) * time.Hour)
+	cutoff := b.StartsAt.Add(-time.Duration(*b.BuyerCancelHours) * time.Hour)
 	if !time.Now().Before(cutoff) {
 		return ""
 	}
-	return ticket.Event{StartsAt: cutoff, TimeZone: ev.TimeZone}.When()
+	return ticket.Event{StartsAt: cutoff, TimeZone: b.TimeZone}.When()
+}
+
+// cancelledBy says who last cancelled tickets of b, as the page words it:
+// the buyer themselves, the box office (any other account), or "" when
+// not known or never cancelled.
+func cancelledBy(b store.BookingDetail) string {
+	switch {
+	case b.CancelReason == "" || b.CancelledBy == uuid.Nil:
+		return ""
+	case b.CancelledBy == b.User:
+		return views.CancelledByBuyer
+	default:
+		return views.CancelledByStaff
+	}
+}
+
+// mine reads the {booking} of the request's path, one of the buyer's own
+// (another's is not found).
+func (p *Booking) mine(r *http.Request, a hold.Actor) (store.BookingDetail, error) {
+	id, err := httpx.PathID(r, "booking")
+	if err != nil {
+		return store.BookingDetail{}, err
+	}
+	d, err := p.details.Detail(r.Context(), a.Org, id)
+	if err != nil {
+		return d, err
+	}
+	if d.User != a.User {
+		return store.BookingDetail{}, apperr.E(apperr.NotFound, "booking not found")
+	}
+	return d, nil
 }
 
 // Cancel cancels the buyer's own paid booking (a form post), refunded
@@ -88,26 +112,18 @@ func (p *Booking) Cancel(w http.ResponseWriter, r *http.Request, a hold.Actor) e
 
 // Page shows one of the buyer's bookings with its tickets.
 func (p *Booking) Page(w http.ResponseWriter, r *http.Request, a hold.Actor) error {
-	b, ev, err := p.bookings.WithEvent(r, a)
+	d, err := p.mine(r, a)
 	if err != nil {
 		return err
 	}
-	d, err := p.details.Detail(r.Context(), a.Org, b.ID)
-	if err != nil {
-		return err
-	}
-	category := map[uuid.UUID]string{}
+	out := views.Booking{ID: d.Booking.String(), Reference: store.FormatReference(d.Reference), Status: d.Status,
+		CancelReason: d.CancelReason, CancelledBy: cancelledBy(d), EventName: d.EventName, Venue: d.Venue, CreatedAt: d.CreatedAt,
+		When: ticket.Event{StartsAt: d.StartsAt, TimeZone: d.TimeZone}.When(), CancelUntil: cancelUntil(d)}
 	for _, t := range d.Tickets {
-		category[t.ID] = t.Category
-	}
-	out := views.Booking{ID: b.ID.String(), Reference: store.FormatReference(b.Reference), Status: b.Status,
-		CancelReason: b.CancelReason, EventName: ev.Name, Venue: d.Venue, CreatedAt: b.CreatedAt,
-		When: ticket.Event{StartsAt: d.StartsAt, TimeZone: d.TimeZone}.When(), CancelUntil: cancelUntil(b, ev)}
-	for _, t := range b.Tickets {
-		v := views.Ticket{ID: t.ID.String(), Label: cmp.Or(t.Place, "Seat "+t.Seat), Cancelled: t.Cancelled(),
-			Category: category[t.ID], Price: money.Format(t.PriceMinor, t.Currency)}
-		if !t.Cancelled() {
-			code, err := p.codes.Code(r.Context(), ticket.Claims{Org: a.Org, Event: b.EventID, Ticket: t.ID, Seat: t.SeatID})
+		v := views.Ticket{ID: t.ID.String(), Label: ticketLabel(t), Cancelled: t.Cancelled,
+			Category: t.Category, Price: money.Format(t.PriceMinor, t.Currency)}
+		if !t.Cancelled {
+			code, err := p.codes.Code(r.Context(), ticket.Claims{Org: a.Org, Event: d.Event, Ticket: t.ID, Seat: t.Seat})
 			if err != nil {
 				return err
 			}
@@ -116,7 +132,7 @@ func (p *Booking) Page(w http.ResponseWriter, r *http.Request, a hold.Actor) err
 				return err
 			}
 			v.Code, v.QR = code, qr.SVG()
-			out.PDF = "/bookings/" + b.ID.String() + "/tickets.pdf"
+			out.PDF = "/bookings/" + d.Booking.String() + "/tickets.pdf"
 		}
 		out.Tickets = append(out.Tickets, v)
 	}
@@ -124,13 +140,18 @@ func (p *Booking) Page(w http.ResponseWriter, r *http.Request, a hold.Actor) err
 	return nil
 }
 
+// ticketLabel names a ticket's seat for people: "Seat B-A-12", or "G
+// place 94" for a standing place.
+func ticketLabel(t store.TicketDetail) string {
+	if t.Standing {
+		return store.PlaceLabel(t.SectionLabel, t.Number)
+	}
+	return "Seat " + t.SectionLabel + "-" + t.Row + "-" + strconv.Itoa(t.Number)
+}
+
 // PDF answers the booking's live tickets as a PDF, a ticket a page.
 func (p *Booking) PDF(w http.ResponseWriter, r *http.Request, a hold.Actor) error {
-	b, _, err := p.bookings.WithEvent(r, a)
-	if err != nil {
-		return err
-	}
-	d, err := p.details.Detail(r.Context(), a.Org, b.ID)
+	d, err := p.mine(r, a)
 	if err != nil {
 		return err
 	}
@@ -146,7 +167,7 @@ func (p *Booking) PDF(w http.ResponseWriter, r *http.Request, a hold.Actor) erro
 		return err
 	}
 	w.Header().Set("Content-Type", "application/pdf")
-	w.Header().Set("Content-Disposition", `attachment; filename="tickets-`+b.Reference+`.pdf"`)
+	w.Header().Set("Content-Disposition", `attachment; filename="tickets-`+d.Reference+`.pdf"`)
 	_, err = w.Write(doc)
 	return err
 }

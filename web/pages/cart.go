@@ -61,6 +61,9 @@ type Cart struct {
 	gate     HoldGate
 	flash    Flash
 	maxSeats int
+	// maxExtensions is how often a checkout may extend a hold
+	// (SEATD_MAX_EXTENSIONS): with none, every hold is ready to pay.
+	maxExtensions int
 	// payment takes the buyer to paying when their seats cost something
 	// and buyers pay (SEATD_PAYMENTS=required).
 	payment *Payment
@@ -86,6 +89,7 @@ func (p *Cart) View(ctx context.Context, a hold.Actor, event uuid.UUID) (views.C
 	}
 	c.Extension = moreTime(ext)
 	var total render.Sum
+	checkedOut := len(hs) > 0
 	for _, h := range hs {
 		item, cat := p.cartHold(a, event, h, prices)
 		c.Holds = append(c.Holds, item)
@@ -95,9 +99,29 @@ func (p *Cart) View(ctx context.Context, a hold.Actor, event uuid.UUID) (views.C
 		if p, ok := prices[cat]; ok {
 			total.Add(p.PriceMinor, p.Currency)
 		}
+		checkedOut = checkedOut && (h.Extensions > 0 || p.maxExtensions == 0)
 	}
 	c.Total = total.String()
+	if checkedOut && c.Paying == "" {
+		c.PayKey = payKey(a.User, hs)
+	}
 	return c, nil
+}
+
+// payKey is the idempotency key of paying for exactly these holds. The
+// cart's state lives in the holds themselves (checked out = extended),
+// not in the answer that showed it, so every rendering of the same
+// checked-out holds — the checkout's answer, a re-fetch after a live
+// frame or a reconnect, in whatever order they finish — shows the same
+// Pay form with the same key, and a double submit still buys once; other
+// holds make another key.
+func payKey(user uuid.UUID, hs []store.Hold) string {
+	ids := make([]string, len(hs))
+	for i, h := range hs {
+		ids[i] = h.ID.String()
+	}
+	slices.Sort(ids)
+	return uuid.NewSHA1(user, []byte(strings.Join(ids, ","))).String()
 }
 
 func (p *Cart) cartHold(a hold.Actor, event uuid.UUID, h store.Hold, prices map[string]store.Category) (views.CartHold, string) {
@@ -153,12 +177,12 @@ func (p *Cart) Fragment(w http.ResponseWriter, r *http.Request, a hold.Actor) er
 
 // answer re-renders the cart with a message, plus the given seats as
 // out-of-band swaps so the clicked seat shows its true state at once.
-func (p *Cart) answer(w http.ResponseWriter, r *http.Request, a hold.Actor, event uuid.UUID, msg, kind string, payKey string, seats ...uuid.UUID) error {
+func (p *Cart) answer(w http.ResponseWriter, r *http.Request, a hold.Actor, event uuid.UUID, msg, kind string, seats ...uuid.UUID) error {
 	c, err := p.View(r.Context(), a, event)
 	if err != nil {
 		return err
 	}
-	c.Message, c.Kind, c.PayKey = msg, kind, payKey
+	c.Message, c.Kind = msg, kind
 	comps := []templ.Component{views.CartPanel(c)}
 	for _, id := range seats {
 		if st, ok := p.seats.SeatLayout(a.Org, event, id); ok {
@@ -179,20 +203,20 @@ func (p *Cart) Toggle(w http.ResponseWriter, r *http.Request, a hold.Actor) erro
 	}
 	event, seat := ids[0], ids[1]
 	if a.Role != hold.RoleBuyer {
-		return p.answer(w, r, a, event, "Staff accounts cannot hold seats here; use the box office.", "info", "", seat)
+		return p.answer(w, r, a, event, "Staff accounts cannot hold seats here; use the box office.", "info", seat)
 	}
 	st, ok := p.seats.SeatLayout(a.Org, event, seat)
 	if ok && st.Status == store.Held && st.HolderID == a.User {
 		if _, err := p.holds.Release(r.Context(), a, st.HoldID, ""); err != nil && apperr.CodeOf(err) == apperr.Internal {
 			return err
 		}
-		return p.answer(w, r, a, event, "Seat "+st.Label()+" released.", "info", "", seat)
+		return p.answer(w, r, a, event, "Seat "+st.Label()+" released.", "info", seat)
 	}
 	if refused, err := p.unverified(w, r, a, event, seat); refused || err != nil {
 		return err
 	}
 	if err := p.limits.Hold(r.Context(), a.Org, a.User); err != nil {
-		return p.answer(w, r, a, event, "You are clicking very fast; wait a moment and try again.", "error", "", seat)
+		return p.answer(w, r, a, event, "You are clicking very fast; wait a moment and try again.", "error", seat)
 	}
 	accessible, companion := choiceOf(r)
 	_, err = p.holds.Hold(r.Context(), a, hold.Request{Event: event, Seats: []uuid.UUID{seat}, Accessible: accessible,
@@ -206,9 +230,9 @@ func (p *Cart) Toggle(w http.ResponseWriter, r *http.Request, a hold.Actor) erro
 		if e.Code == apperr.SeatTaken {
 			msg = "Seat " + p.seats.SeatLabel(r.Context(), a, event, seat) + " was just taken by someone else."
 		}
-		return p.answer(w, r, a, event, msg, "error", "", seat)
+		return p.answer(w, r, a, event, msg, "error", seat)
 	}
-	return p.answer(w, r, a, event, "", "", "", seat)
+	return p.answer(w, r, a, event, "", "", seat)
 }
 
 // Release ends one of the buyer's holds from the cart. The hold must be
@@ -245,9 +269,9 @@ func (p *Cart) Release(w http.ResponseWriter, r *http.Request, a hold.Actor) err
 		if apperr.CodeOf(err) == apperr.Internal {
 			return err
 		}
-		return p.answer(w, r, a, event, "That hold had already ended.", "info", "")
+		return p.answer(w, r, a, event, "That hold had already ended.", "info")
 	}
-	return p.answer(w, r, a, event, "", "", "", h.SeatID)
+	return p.answer(w, r, a, event, "", "", h.SeatID)
 }
 
 // Checkout extends the buyer's holds once and shows the Pay button;
@@ -266,7 +290,7 @@ func (p *Cart) Checkout(w http.ResponseWriter, r *http.Request, a hold.Actor) er
 		return err
 	}
 	if len(hs) == 0 {
-		return p.answer(w, r, a, event, "Your holds expired; pick your seats again.", "error", "")
+		return p.answer(w, r, a, event, "Your holds expired; pick your seats again.", "error")
 	}
 	until := hs[0].HeldUntil
 	for _, h := range hs {
@@ -275,7 +299,7 @@ func (p *Cart) Checkout(w http.ResponseWriter, r *http.Request, a hold.Actor) er
 		}
 	}
 	msg := "Your seats are held until " + until.UTC().Format("15:04:05 MST") + ". Pay to confirm them."
-	return p.answer(w, r, a, event, msg, "success", uuid.NewString())
+	return p.answer(w, r, a, event, msg, "success")
 }
 
 // Pay buys the listed holds (a plain form post) and shows the booking; when
@@ -326,7 +350,7 @@ func (p *Cart) Pay(w http.ResponseWriter, r *http.Request, a hold.Actor) error {
 func (p *Cart) unverified(w http.ResponseWriter, r *http.Request, a hold.Actor, event uuid.UUID, seats ...uuid.UUID) (bool, error) {
 	err := p.gate.MayHold(r.Context(), a)
 	if apperr.CodeOf(err) == apperr.EmailUnverified {
-		return true, p.answer(w, r, a, event, "Confirm your email first: follow the link we mailed you (or have it sent again from Your devices).", "error", "", seats...)
+		return true, p.answer(w, r, a, event, "Confirm your email first: follow the link we mailed you (or have it sent again from Your devices).", "error", seats...)
 	}
 	return false, err
 }

@@ -32,21 +32,21 @@ func (p *Cart) Best(w http.ResponseWriter, r *http.Request, a hold.Actor) error 
 		return err
 	}
 	if a.Role != hold.RoleBuyer {
-		return p.answer(w, r, a, event, "Staff accounts cannot hold seats here; use the box office.", "info", "")
+		return p.answer(w, r, a, event, "Staff accounts cannot hold seats here; use the box office.", "info")
 	}
 	if refused, err := p.unverified(w, r, a, event); refused || err != nil {
 		return err
 	}
 	if err := p.limits.Hold(r.Context(), a.Org, a.User); err != nil {
-		return p.answer(w, r, a, event, "You are clicking very fast; wait a moment and try again.", "error", "")
+		return p.answer(w, r, a, event, "You are clicking very fast; wait a moment and try again.", "error")
 	}
 	n, err := strconv.Atoi(r.FormValue("count"))
 	if err != nil {
-		return p.answer(w, r, a, event, "Say how many seats you want.", "error", "")
+		return p.answer(w, r, a, event, "Say how many seats you want.", "error")
 	}
 	key := r.FormValue("key")
 	if !httpx.ValidFormKey(key) {
-		return p.answer(w, r, a, event, httpx.MalformedFormKey, "error", "")
+		return p.answer(w, r, a, event, httpx.MalformedFormKey, "error")
 	}
 	accessible, _ := choiceOf(r)
 	res, err := p.holds.Hold(r.Context(), a, hold.Request{Event: event,
@@ -57,14 +57,14 @@ func (p *Cart) Best(w http.ResponseWriter, r *http.Request, a hold.Actor) error 
 		if !ok || e.Code == apperr.Internal || e.Code == apperr.NotFound {
 			return err
 		}
-		return p.answer(w, r, a, event, e.Message, "error", "")
+		return p.answer(w, r, a, event, e.Message, "error")
 	}
 	labels := make([]string, len(res.Holds))
 	seats := make([]uuid.UUID, len(res.Holds))
 	for i, h := range res.Holds {
 		labels[i], seats[i] = p.seats.SeatLabel(r.Context(), a, event, h.SeatID), h.SeatID
 	}
-	return p.answer(w, r, a, event, fmt.Sprintf("Held the best %d seats: %s.", len(labels), strings.Join(labels, ", ")), "success", "", seats...)
+	return p.answer(w, r, a, event, fmt.Sprintf("Held the best %d seats: %s.", len(labels), strings.Join(labels, ", ")), "success", seats...)
 }
 
 // Places is the map's "hold places" form: count places of a GA
@@ -77,21 +77,21 @@ func (p *Cart) Places(w http.ResponseWriter, r *http.Request, a hold.Actor) erro
 	}
 	section := r.PathValue("section")
 	if a.Role != hold.RoleBuyer {
-		return p.answer(w, r, a, event, "Staff accounts cannot hold places here; use the box office.", "info", "")
+		return p.answer(w, r, a, event, "Staff accounts cannot hold places here; use the box office.", "info")
 	}
 	n, err := strconv.Atoi(strings.TrimSpace(r.FormValue("count")))
 	if err != nil || n < 1 || n > p.maxSeats {
-		return p.answer(w, r, a, event, "Choose between 1 and "+strconv.Itoa(p.maxSeats)+" places.", "error", "")
+		return p.answer(w, r, a, event, "Choose between 1 and "+strconv.Itoa(p.maxSeats)+" places.", "error")
 	}
 	if refused, err := p.unverified(w, r, a, event); refused || err != nil {
 		return err
 	}
 	if err := p.limits.Hold(r.Context(), a.Org, a.User); err != nil {
-		return p.answer(w, r, a, event, "You are clicking very fast; wait a moment and try again.", "error", "")
+		return p.answer(w, r, a, event, "You are clicking very fast; wait a moment and try again.", "error")
 	}
 	key := r.FormValue("key")
 	if !httpx.ValidFormKey(key) {
-		return p.answer(w, r, a, event, httpx.MalformedFormKey, "error", "")
+		return p.answer(w, r, a, event, httpx.MalformedFormKey, "error")
 	}
 	req := hold.Request{Event: event, GA: &hold.GA{Section: section, Count: n}, Key: key, Source: hold.SourceWeb}
 	if _, err := p.holds.Hold(r.Context(), a, req); err != nil {
@@ -99,7 +99,7 @@ func (p *Cart) Places(w http.ResponseWriter, r *http.Request, a hold.Actor) erro
 		if !ok || e.Code == apperr.Internal || e.Code == apperr.NotFound {
 			return err
 		}
-		return p.answer(w, r, a, event, e.Message, "error", "")
+		return p.answer(w, r, a, event, e.Message, "error")
 	}
-	return p.answer(w, r, a, event, "", "", "")
+	return p.answer(w, r, a, event, "", "")
 }

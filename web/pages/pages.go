@@ -64,7 +64,6 @@ type Deps struct {
 	// WaitlistStore reads the entries of the panels the live hub pushes.
 	WaitlistStore *store.Waitlist
 	Visible       *query.Events
-	Bookings      *query.Bookings
 	// The tickets: booking details, codes, the buyer's list.
 	Details    BookingDetails
 	Codes      ticket.Signer
@@ -107,14 +106,14 @@ func New(d Deps) *Pages {
 		pay.card = d.TestPayments
 	}
 	cart := &Cart{render: d.Render, holds: d.Holds, seats: d.Events, limits: d.Limits, gate: d.Sessions, flash: d.Sessions,
-		maxSeats: d.Cfg.MaxSeatsPerRequest, payment: pay}
+		maxSeats: d.Cfg.MaxSeatsPerRequest, maxExtensions: d.Cfg.MaxExtensions, payment: pay}
 	return &Pages{
 		SignIn:   &SignIn{render: d.Render, orgs: d.Accounts},
 		Events:   &Events{render: d.Render, visible: d.Visible},
 		SeatMap:  &SeatMap{render: d.Render, visible: d.Visible, seats: d.Events, cart: cart, maxSeats: d.Cfg.MaxSeatsPerRequest},
 		Cart:     cart,
 		Waitlist: &Waitlist{render: d.Render, core: d.Waitlist},
-		Booking: &Booking{render: d.Render, bookings: d.Bookings, details: d.Details, codes: d.Codes, cancels: d.Payments,
+		Booking: &Booking{render: d.Render, details: d.Details, codes: d.Codes, cancels: d.Payments,
 			flash: d.Sessions},
 		MyTickets: &MyTickets{render: d.Render, mine: d.MyBookings},
 		Account:   &Account{render: d.Render, sessions: d.Sessions},

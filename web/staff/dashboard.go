@@ -76,6 +76,7 @@ type Dashboard struct {
 	waitlist         Line
 	seats            Layout
 	pays             PaymentReports
+	door             DoorFigures
 	snapshotInterval time.Duration
 
 	mu       sync.Mutex
@@ -109,6 +110,9 @@ func (p *Dashboard) Page(w http.ResponseWriter, r *http.Request, a hold.Actor) e
 		return err
 	}
 	if d.Revenue, err = revenue(ctx, p.pays, a, ev.ID); err != nil {
+		return err
+	}
+	if d.Door, err = p.doorFigures(ctx, a, ev.ID); err != nil {
 		return err
 	}
 	p.page(w, r, ev, views.DashboardPage(p.render.Meta(r, ev.Name+" · dashboard"), d))

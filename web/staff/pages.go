@@ -93,7 +93,7 @@ func New(d Deps) *Pages {
 	return &Pages{
 		Events: &Events{frame: f, core: d.Events, charts: d.Charts},
 		Dashboard: &Dashboard{frame: f, monitor: d.Monitor, audit: d.Audit, checks: d.Registry, waitlist: d.Waitlist,
-			seats: d.Events, pays: d.Payments, snapshotInterval: d.Cfg.SnapshotInterval,
+			seats: d.Events, pays: d.Payments, door: d.Door, snapshotInterval: d.Cfg.SnapshotInterval,
 			charts: map[[2]uuid.UUID]*chartCache{}, registry: map[[2]uuid.UUID]*registryCheck{}},
 		Audit: &Audit{frame: f, audit: d.Audit, users: d.Accounts},
 		BoxOffice: &BoxOffice{frame: f, occupancy: d.Monitor, core: d.BoxOffice, sections: d.EventStore, holds: d.Audit,
