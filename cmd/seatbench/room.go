@@ -10,8 +10,11 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"net/url"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/google/uuid"
@@ -345,10 +348,42 @@ func (s *server) memoryAfterGC(ctx context.Context) (memSnap, error) {
 	if err != nil {
 		return memSnap{}, fmt.Errorf("force a GC: %w", err)
 	}
+	if resp.StatusCode == http.StatusOK {
+		err = saveHeapProfile(s.name, resp.Body)
+	}
 	_, _ = io.Copy(io.Discard, resp.Body)
 	_ = resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
 		return memSnap{}, fmt.Errorf("force a GC: %s", resp.Status)
 	}
+	if err != nil {
+		return memSnap{}, fmt.Errorf("save the heap profile: %w", err)
+	}
 	return s.memory(ctx)
+}
+
+// heapProfiles counts the profiles saved, to name them in order.
+var heapProfiles atomic.Int64
+
+// saveHeapProfile keeps the heap profile read by memoryAfterGC as
+// $SEATBENCH_HEAP_PROFILES/<server>-<n>.pb.gz when that is set, for
+// `go tool pprof -top -inuse_space` on what the memory rows count.
+func saveHeapProfile(name string, body io.Reader) error {
+	dir := os.Getenv("SEATBENCH_HEAP_PROFILES")
+	if dir == "" {
+		return nil
+	}
+	if err := os.MkdirAll(dir, 0o750); err != nil {
+		return err
+	}
+	path := filepath.Join(dir, fmt.Sprintf("%s-%d.pb.gz", name, heapProfiles.Add(1)))
+	f, err := os.Create(filepath.Clean(path))
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(f, body); err != nil {
+		_ = f.Close()
+		return err
+	}
+	return f.Close()
 }

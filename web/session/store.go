@@ -26,7 +26,11 @@ const (
 	// its idle deadline before the refresh is written to Postgres.
 	sessionTouchMax = time.Minute
 	// sessionCacheMax bounds the cache; beyond it, idle entries are dropped.
-	sessionCacheMax = 100_000
+	// It is twice a waiting room of 100 000 visitors polling one process
+	// (about 1 KiB each, docs/waiting-room.md): at the bound, the cache
+	// keeps only what was used within sessionFresh, so each poll would
+	// read Postgres again.
+	sessionCacheMax = 200_000
 	// sessionCacheIdle is how long an entry nobody used stays cached. Losing
 	// it only costs a read and a write the next time the session is used.
 	sessionCacheIdle = 5 * time.Minute

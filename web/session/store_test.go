@@ -2,6 +2,7 @@ package session
 
 import (
 	"context"
+	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -217,4 +218,31 @@ func TestSessionStoreTrustsAnnouncements(t *testing.T) {
 	}
 	t.Logf("announced copies: 0 reads in 5 s while heard; re-read each %v when the proof ages, the listener is away or an end raced the read; at most every %v otherwise",
 		s.fresh, sessionTrusted)
+}
+
+// TestSessionStoreHoldsABigLine: 100 000 visitors waiting in a room,
+// with the event's buyers beside them, all stay cached while they poll
+// (every 5 to 30 s), so a poll reads no session from Postgres.
+func TestSessionStoreHoldsABigLine(t *testing.T) {
+	t.Parallel()
+	s, db, clock := newMemSessions()
+	s.listeningFrom(*clock)
+	const n = 110_000
+	tokens := make([]string, n)
+	for i := range tokens {
+		tokens[i] = strconv.Itoa(i)
+		if err := s.Commit(tokens[i], []byte("v"), clock.Add(time.Hour)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	*clock = clock.Add(20 * time.Second)
+	s.heardThrough(*clock)
+	for _, tok := range tokens {
+		if _, ok, err := s.Find(tok); !ok || err != nil {
+			t.Fatalf("session %s: %v %v", tok, ok, err)
+		}
+	}
+	if db.finds != 0 {
+		t.Fatalf("%d of %d polls read Postgres", db.finds, n)
+	}
 }
