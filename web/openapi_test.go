@@ -58,7 +58,7 @@ func TestOpenAPICoversRoutes(t *testing.T) {
 		t.Fatalf("openapi %q, want 3.1.x", doc.OpenAPI)
 	}
 	registered := map[string]bool{}
-	re := regexp.MustCompile(`mux\.Handle(?:Func)?\("([A-Z]+) (/[^"]*)"`)
+	re := regexp.MustCompile(`(?:mux|machine)\.Handle(?:Func)?\("([A-Z]+) (/[^"]*)"`)
 	for _, m := range re.FindAllStringSubmatch(string(src), -1) {
 		method, path := m[1], m[2]
 		if !documented(method, path) {
