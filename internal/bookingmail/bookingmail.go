@@ -1,5 +1,5 @@
 // Package bookingmail turns the notices that sales, cancellations and
-// refunds queue in their own transactions (migrations 032, 043) into mail
+// refunds queue in their own transactions (migrations 032, 042) into mail
 // in the outbox (package mail): a booking's confirmation, with each
 // ticket's QR code inline and a PDF of the tickets attached, the notice of
 // tickets cancelled, and of money refunded. Every process runs one Worker; notices are claimed with SKIP

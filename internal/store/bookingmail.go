@@ -12,7 +12,7 @@ import (
 	"seatd/internal/pg"
 )
 
-// BookingNotice is a queued booking mail (migrations 032, 043): a
+// BookingNotice is a queued booking mail (migrations 032, 042): a
 // booking's confirmation, the notice of a cancellation of some of its
 // tickets, or of a refund of it that succeeded.
 type BookingNotice struct {

@@ -46,30 +46,49 @@ type resetConfirmInput struct {
 // JSON or the link page's form): 200, or 404 for a token unknown, used or
 // expired.
 func (h *Accounts) VerifyEmail(w http.ResponseWriter, r *http.Request) error {
+	var in tokenInput
+	return h.spendLink(w, r, &in, func(v url.Values) { in = tokenInput{Token: v.Get("token")} },
+		func(ctx context.Context) (store.TokenUser, error) { return h.auth.VerifyEmail(ctx, in.Token) },
+		func(msg string) templ.Component {
+			return views.VerifyEmail(h.pages.Meta(r, "Confirm your email"), views.TokenForm{Error: msg})
+		},
+		linkSpent{title: "Email confirmed", status: "verified", text: "Your email is confirmed: you can hold seats now."})
+}
+
+// linkSpent is what a spent link's answer says: the notice page's title,
+// the JSON status, and the sentence both show.
+type linkSpent struct {
+	title, status, text string
+}
+
+// spendLink answers a post that spends an emailed link's token (the
+// verification and reset links), from JSON or the link page's form, at
+// the sign-in rate: in is decoded (fromForm fills it from a form), spend
+// spends it; a refused form shows again (again, with the error's
+// sentence), a success shows done's notice with a link to sign in, or
+// answers it as JSON.
+func (h *Accounts) spendLink(w http.ResponseWriter, r *http.Request, in any, fromForm func(url.Values),
+	spend func(ctx context.Context) (store.TokenUser, error), again func(msg string) templ.Component, done linkSpent) error {
 	if err := h.limits.Login(r); err != nil {
 		return err
 	}
-	var in tokenInput
-	isForm, err := h.dec.JSONOrForm(w, r, &in, func(v url.Values) { in = tokenInput{Token: v.Get("token")} })
+	isForm, err := h.dec.JSONOrForm(w, r, in, fromForm)
 	if err != nil {
 		return err
 	}
-	t, err := h.auth.VerifyEmail(r.Context(), in.Token)
+	t, err := spend(r.Context())
 	if err != nil {
 		if isForm {
-			return h.formFailed(w, r, err, func(msg string) templ.Component {
-				return views.VerifyEmail(h.pages.Meta(r, "Confirm your email"), views.TokenForm{Error: msg})
-			})
+			return h.formFailed(w, r, err, again)
 		}
 		return err
 	}
-	const done = "Your email is confirmed: you can hold seats now."
 	if isForm {
-		h.pages.Render(w, r, http.StatusOK, views.NoticePage(h.pages.Meta(r, "Email confirmed"),
-			views.Notice{Title: "Email confirmed", Text: done, Link: "/login?org=" + url.QueryEscape(t.Org.Slug), Label: "Sign in"}))
+		h.pages.Render(w, r, http.StatusOK, views.NoticePage(h.pages.Meta(r, done.title),
+			views.Notice{Title: done.title, Text: done.text, Link: "/login?org=" + url.QueryEscape(t.Org.Slug), Label: "Sign in"}))
 		return nil
 	}
-	httpx.WriteJSON(w, http.StatusOK, statusJSON{Status: "verified", Message: done})
+	httpx.WriteJSON(w, http.StatusOK, statusJSON{Status: done.status, Message: done.text})
 	return nil
 }
 
@@ -140,32 +159,17 @@ func (h *Accounts) RequestReset(w http.ResponseWriter, r *http.Request) error {
 // (the token is then still good). Every other session of the account
 // ends, on every process.
 func (h *Accounts) ConfirmReset(w http.ResponseWriter, r *http.Request) error {
-	if err := h.limits.Login(r); err != nil {
-		return err
-	}
 	var in resetConfirmInput
-	isForm, err := h.dec.JSONOrForm(w, r, &in, func(v url.Values) {
+	return h.spendLink(w, r, &in, func(v url.Values) {
 		in = resetConfirmInput{Token: v.Get("token"), Password: v.Get("password")}
-	})
-	if err != nil {
-		return err
-	}
-	t, ended, err := h.auth.ResetPassword(r.Context(), in.Token, in.Password, h.sessions.StoredToken(r.Context()))
-	if err != nil {
-		if isForm {
-			return h.formFailed(w, r, err, func(msg string) templ.Component {
-				return views.ResetConfirm(h.pages.Meta(r, "Choose a new password"), views.TokenForm{Token: in.Token, Error: msg})
-			})
+	}, func(ctx context.Context) (store.TokenUser, error) {
+		t, ended, err := h.auth.ResetPassword(ctx, in.Token, in.Password, h.sessions.StoredToken(ctx))
+		if err == nil {
+			h.sessions.Ended(ended)
 		}
-		return err
-	}
-	h.sessions.Ended(ended)
-	const done = "Your password is changed, and every other device is signed out."
-	if isForm {
-		h.pages.Render(w, r, http.StatusOK, views.NoticePage(h.pages.Meta(r, "Password changed"),
-			views.Notice{Title: "Password changed", Text: done, Link: "/login?org=" + url.QueryEscape(t.Org.Slug), Label: "Sign in"}))
-		return nil
-	}
-	httpx.WriteJSON(w, http.StatusOK, statusJSON{Status: "password_changed", Message: done})
-	return nil
+		return t, err
+	}, func(msg string) templ.Component {
+		return views.ResetConfirm(h.pages.Meta(r, "Choose a new password"), views.TokenForm{Token: in.Token, Error: msg})
+	}, linkSpent{title: "Password changed", status: "password_changed",
+		text: "Your password is changed, and every other device is signed out."})
 }
