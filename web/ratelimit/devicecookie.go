@@ -88,6 +88,7 @@ func (d *DeviceCookies) Issue(w http.ResponseWriter, org, email string) {
 	nonce := hex.EncodeToString(b)
 	until := d.now().Add(deviceCookieLife)
 	exp := strconv.FormatInt(until.Unix(), 10)
+	// #nosec G124 -- Secure follows COOKIE_SECURE (production requires it).
 	http.SetCookie(w, &http.Cookie{Name: d.name(acct), Value: nonce + "." + exp + "." + d.mac("device", acct, nonce, exp),
 		Path: "/", Expires: until, MaxAge: int(deviceCookieLife / time.Second), HttpOnly: true, Secure: d.secure,
 		SameSite: http.SameSiteLaxMode})

@@ -218,6 +218,7 @@ func (s *Sessions) expiry(ctx context.Context) time.Time {
 // expired for an ended one (token "").
 func (s *Sessions) writeCookie(ctx context.Context, w http.ResponseWriter, token string) {
 	sm := s.sm
+	// #nosec G124 -- Secure follows COOKIE_SECURE (production requires it); HttpOnly and SameSite=Lax are set in New.
 	c := &http.Cookie{Name: sm.Cookie.Name, Value: token, Path: sm.Cookie.Path, Domain: sm.Cookie.Domain,
 		HttpOnly: sm.Cookie.HttpOnly, Secure: sm.Cookie.Secure, SameSite: sm.Cookie.SameSite}
 	switch {
