@@ -96,6 +96,14 @@ func (p *procs) env(addr string, extra map[string]string) []string {
 		"SEATD_MAX_SOCKETS_PER_SESSION": "100000",
 		"SEATD_MAX_SOCKETS":             "100000",
 		"SEATD_UPGRADE_RATE_PER_MINUTE": "1000000000",
+		"SEATD_MAX_SOCKETS_PER_USER":    "100000",
+		"SEATD_MAX_SOCKETS_PER_NETWORK": "100000",
+		// Whole-event reads, sign-ups and new sessions are limited per
+		// address prefix too, and every phase comes from 127.0.0.1.
+		"SEATD_READ_RATE_PER_MINUTE":        "1000000000",
+		"SEATD_READ_PREFIX_RATE_PER_MINUTE": "1000000000",
+		"SEATD_SIGNUP_RATE_PER_MINUTE":      "1000000000",
+		"SEATD_NEW_SESSION_RATE_PER_MINUTE": "1000000000",
 		// Phases warm their own event; a process warming every bench
 		// event at startup would load them inside other phases' windows.
 		// The opening phase turns it on.
