@@ -235,7 +235,11 @@ func TestQueueSettings(t *testing.T) {
 	if got.WaitingRoom["enabled"] != false {
 		t.Fatalf("turned off: %+v", got.WaitingRoom)
 	}
-	s.as(tn.Org, tn.Buyers[0]).do("GET", "/e/"+ev.ID.String(), nil).want(t, http.StatusOK)
+	// The room's state reaches the gate through the event's cache, which
+	// follows the change feed.
+	testenv.Eventually(t, 5*time.Second, "the map open again", func() bool {
+		return s.as(tn.Org, tn.Buyers[0]).do("GET", "/e/"+ev.ID.String(), nil).status == http.StatusOK
+	})
 
 	// The event's edit form: on, an opening and a rate; a bad rate is
 	// shown in the form (422) and changes nothing.
