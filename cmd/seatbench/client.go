@@ -41,6 +41,22 @@ func (s *server) call(ctx context.Context, sess *session, method, path string, b
 	return s.send(ctx, sess, method, path, "application/json", body, header...)
 }
 
+// opsGet asks the server's ops listener (metrics, probes with their
+// detail, profiles).
+func (s *server) opsGet(ctx context.Context, path string) (int, []byte, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, s.ops+path, nil)
+	if err != nil {
+		return 0, nil, err
+	}
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return 0, nil, err
+	}
+	defer func() { _ = res.Body.Close() }()
+	body, err := io.ReadAll(res.Body)
+	return res.StatusCode, body, err
+}
+
 // send is call with a body of another media type.
 func (s *server) send(ctx context.Context, sess *session, method, path, contentType string, body []byte, header ...string) (int, []byte, error) {
 	var rd io.Reader

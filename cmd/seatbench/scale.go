@@ -145,7 +145,7 @@ func (b *bench) phaseFallback(ctx context.Context) error {
 func (b *bench) tripBreaker(ctx context.Context, s *server, ev string, seats []string) error {
 	deadline := time.Now().Add(15 * time.Second)
 	for i := 0; ; i++ {
-		code, body, err := s.call(ctx, nil, http.MethodGet, "/readyz", nil)
+		code, body, err := s.opsGet(ctx, "/readyz") // the ops listener says the hold path; the public one only ready or not
 		if err != nil {
 			return err
 		}

@@ -95,7 +95,7 @@ func (c *cluster) degrade(t *testing.T, cl *client, n *node, spare []uuid.UUID) 
 		if status, _, err := c.holdOn(ctx, cl, n, seat); err != nil || status != http.StatusCreated {
 			t.Fatalf("hold while redis is cut off: %d %v", status, err)
 		}
-		status, body, err := cl.call(ctx, n, http.MethodGet, "/readyz", nil, nil)
+		status, body, err := n.ready(ctx)
 		if err == nil && status == http.StatusOK && !strings.Contains(string(body), `"mode":"fast"`) {
 			return
 		}

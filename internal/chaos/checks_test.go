@@ -358,7 +358,7 @@ func (c *cluster) fastPath(ctx context.Context, reader *client, timeout time.Dur
 		for _, n := range c.upNodes() {
 			rctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 			t0 := time.Now()
-			status, body, err := reader.call(rctx, n, "GET", "/readyz", nil, nil)
+			status, body, err := n.ready(rctx)
 			took := time.Since(t0)
 			cancel()
 			polls++

@@ -107,8 +107,11 @@ type node struct {
 	name string
 	bin  string
 	addr string
-	env  []string
-	log  string
+	// ops is the process's ops listener: its /readyz says which path holds
+	// take (the public one answers only ready or not).
+	ops string
+	env []string
+	log string
 
 	// pgProxy and redisProxy are this process's own links to Postgres and
 	// Redis (redisProxy is nil on a Redis Cluster).
@@ -122,6 +125,22 @@ type node struct {
 }
 
 func (n *node) url(path string) string { return "http://" + n.addr + path }
+
+// ready asks the ops listener's /readyz, which reports the hold path
+// ("mode").
+func (n *node) ready(ctx context.Context) (int, []byte, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+n.ops+"/readyz", nil)
+	if err != nil {
+		return 0, nil, err
+	}
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return 0, nil, err
+	}
+	defer func() { _ = res.Body.Close() }()
+	body, err := io.ReadAll(res.Body)
+	return res.StatusCode, body, err
+}
 
 // start runs the process and waits until it answers /readyz.
 func (n *node) start() {
@@ -415,9 +434,9 @@ func newCluster(t testing.TB, opt clusterOptions) *cluster {
 		envList = append(envList, k+"="+env[k])
 	}
 	for i := range opt.nodes {
-		addr := "127.0.0.1:" + strconv.Itoa(freePort(t))
-		n := &node{t: t, name: fmt.Sprintf("seatd%d", i+1), bin: bin, addr: addr,
-			env: append(slices.Clone(envList), "SEATD_ADDR="+addr),
+		addr, ops := "127.0.0.1:"+strconv.Itoa(freePort(t)), "127.0.0.1:"+strconv.Itoa(freePort(t))
+		n := &node{t: t, name: fmt.Sprintf("seatd%d", i+1), bin: bin, addr: addr, ops: ops,
+			env: append(slices.Clone(envList), "SEATD_ADDR="+addr, "SEATD_OPS_ADDR="+ops),
 			log: filepath.Join(c.dir, fmt.Sprintf("seatd%d.log", i+1)),
 		}
 		n.pgProxy = startProxy(t, tox, n.name+"-postgres", u.Host)
