@@ -73,33 +73,6 @@ func (t *topic) pushDoor() {
 	}
 }
 
-// doorPump renders the topic's door figures for its dashboards until the
-// topic stops or the hub shuts down; a render that failed is tried again
-// after door.Retry.
-func (h *Hub) doorPump(t *topic) {
-	for {
-		select {
-		case <-t.quit:
-			return
-		case <-h.ctx.Done():
-			return
-		case <-t.dwake:
-		}
-		for !h.flushDoor(t) {
-			timer := time.NewTimer(t.door.Retry)
-			select {
-			case <-t.quit:
-				timer.Stop()
-				return
-			case <-h.ctx.Done():
-				timer.Stop()
-				return
-			case <-timer.C:
-			}
-		}
-	}
-}
-
 // flushDoor sends the event's door figures to its dashboard sockets here
 // (none open: no query); a client whose queue is full is dropped. It
 // reports false when the render failed.

@@ -321,10 +321,10 @@ func (h *Hub) join(c *client) error {
 		h.wg.Go(func() { h.staffPump(t) })
 	}
 	if t.wl != nil {
-		h.wg.Go(func() { h.linePump(t) })
+		h.wg.Go(func() { h.retryPump(t, t.lwake, t.wl.Retry, h.flushLine) })
 	}
 	if t.door != nil {
-		h.wg.Go(func() { h.doorPump(t) })
+		h.wg.Go(func() { h.retryPump(t, t.dwake, t.door.Retry, h.flushDoor) })
 	}
 	return nil
 }

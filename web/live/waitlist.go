@@ -45,22 +45,23 @@ func (t *topic) takeLine() (all bool, users []uuid.UUID) {
 	return all, users
 }
 
-// linePump renders the topic's waitlist panels until the topic stops or
+// retryPump runs flush each time wake fires, until the topic stops or
 // the hub shuts down. One render at a time per event: changes that come
 // during a render wait for the next one, which takes them all, so a burst
 // of changes costs two renders at most, whatever its size. A render that
-// failed is tried again after wl.Retry with the changes since.
-func (h *Hub) linePump(t *topic) {
+// failed (flush reports false) is tried again after retry. The waitlist
+// panels and the door figures are pumped so.
+func (h *Hub) retryPump(t *topic, wake <-chan struct{}, retry time.Duration, flush func(*topic) bool) {
 	for {
 		select {
 		case <-t.quit:
 			return
 		case <-h.ctx.Done():
 			return
-		case <-t.lwake:
+		case <-wake:
 		}
-		for !h.flushLine(t) {
-			timer := time.NewTimer(t.wl.Retry)
+		for !flush(t) {
+			timer := time.NewTimer(retry)
 			select {
 			case <-t.quit:
 				timer.Stop()
