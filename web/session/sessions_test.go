@@ -194,6 +194,18 @@ func TestSessionDataChangedElsewhere(t *testing.T) {
 		t.Fatalf("me on y: %d", st)
 	}
 	stored := storedToken(token)
+	// The change is announced once; y hears it only if its listener is
+	// up, which a copy it trusts on announcements shows.
+	testenv.Eventually(t, 3*time.Second, "y listens for announcements", func() bool {
+		if st, _, _ := y.do("GET", "/me", token); st != http.StatusOK {
+			t.Fatalf("me on y: %d", st)
+		}
+		st := y.sessions.store
+		st.mu.Lock()
+		defer st.mu.Unlock()
+		e := st.entries[stored]
+		return e != nil && st.told(e, st.now())
+	})
 	x.do("GET", "/put", token)
 	testenv.Eventually(t, 2*time.Second, "y drops its cached copy", func() bool {
 		st := y.sessions.store
