@@ -37,7 +37,18 @@ FUZZ_BIN_DIR=$(mktemp -d "${TMPDIR:-/tmp}/seatd-fuzz.XXXXXX")
 # exported the URLs printed by `up` here, `down` would take them as "external
 # service, hands off" and leave the test instances running.
 builds=
-trap '[[ -z $builds ]] || kill "$builds" 2>/dev/null || true; scripts/services.sh down test || true; rm -rf "$FUZZ_BIN_DIR"' EXIT
+# phase NAME: a phase begins now. On exit, whether the run passed or not,
+# the seconds of each phase are printed last, where a log's tail shows them.
+PHASES=$FUZZ_BIN_DIR/phases
+phase() { echo "$EPOCHSECONDS $1" >>"$PHASES"; log "$1"; }
+phase_times() {
+	[[ -s $PHASES ]] || return 0
+	echo "$EPOCHSECONDS end" >>"$PHASES"
+	local line
+	line=$(awk 'NR > 1 { printf "%s%s %ds", sep, name, $1 - t; sep = ", " } { t = $1; name = $2 }' "$PHASES")
+	log "time by phase: $line (total $((EPOCHSECONDS - SEATD_LOG_T0))s)"
+}
+trap '[[ -z $builds ]] || kill "$builds" 2>/dev/null || true; [[ ! -s $PHASES ]] || echo "$EPOCHSECONDS stop-services" >>"$PHASES"; scripts/services.sh down test || true; phase_times; rm -rf "$FUZZ_BIN_DIR"' EXIT
 # Turn Ctrl-C / SIGTERM into a normal exit so the EXIT trap runs.
 trap 'exit 130' INT
 trap 'exit 143' TERM
@@ -46,7 +57,8 @@ trap 'exit 143' TERM
 SEATD_LOG_T0=$EPOCHSECONDS
 export SEATD_LOG_T0
 
-log "prepare: Go builds in the background; system packages and npm meanwhile"
+phase prepare
+log "Go builds in the background; system packages and npm meanwhile"
 builds_log=$FUZZ_BIN_DIR/builds.log
 (go mod download && "$MAKE" --no-print-directory -j2 mailpit stripe-mock tools) >"$builds_log" 2>&1 &
 builds=$!
@@ -64,15 +76,16 @@ fi
 builds=
 log "prepared"
 
+phase services
 svc_env=$(scripts/services.sh up test)
 
 (
 	eval "$svc_env"
 
-	log "lint"
+	phase lint
 	"$MAKE" --no-print-directory lint
 
-	log "alert rules (promtool)"
+	phase alert-rules
 	scripts/prometheus.sh test-rules
 
 	# The fuzzing test binaries (one per fuzzed package, each running all
@@ -103,26 +116,35 @@ svc_env=$(scripts/services.sh up test)
 	# A failing go test ends this subshell: the builds go with it.
 	trap 'kill $(pgrep -P "$fuzz_builds") "$fuzz_builds" 2>/dev/null || true' EXIT
 
+	phase go-test
 	log "go test (DATABASE_URL=$DATABASE_URL REDIS_URL=$REDIS_URL)"
 	# The short chaos run goes last and alone: it measures convergence
 	# (maps within 1 s, registries within 2 s) with three seatd processes,
 	# proxies and its load on the machine's cores, as make chaos does.
 	# Beside the browser tests of another package, CPU starvation made the
 	# caches lag Postgres for expiries beyond those bounds.
-	go test -race -count=1 -timeout 12m $(go list ./... | grep -v '/internal/chaos$')
-	log "wait for the fuzzing test binaries"
+	# go test starts the packages in the order given, at most -p (the
+	# cores) at once. The two longest (web with its browser tests, then
+	# the hold engine's expiry tests) go first, so the many short packages
+	# fill the other core beside them instead of all running before them.
+	mod=$(go list -m)
+	first=("$mod/web" "$mod/internal/hold")
+	go test -race -count=1 -timeout 12m "${first[@]}" \
+		$(go list ./... | grep -v -x -e "$mod/internal/chaos" -e "${first[0]}" -e "${first[1]}")
+	phase fuzz-build-wait
 	if ! wait "$fuzz_builds"; then
 		cat "$fuzz_builds_log" >&2
 		die "building the fuzzing test binaries failed (output above)"
 	fi
 	trap - EXIT
-	log "short chaos run"
+	phase short-chaos
 	go test -race -count=1 -timeout 8m ./internal/chaos/
 
 	# Each binary runs in its package's folder (seed corpora in
 	# testdata/fuzz) with the cache folder `go test -fuzz` uses, so what one
 	# run finds is where the next one (either way) looks.
 	fuzz_cache=$(go env GOCACHE)/fuzz/$(go list -m)
+	phase fuzz
 	for pkg in "${pkgs[@]}"; do
 		read -ra names <<<"${fuzz_names[$pkg]}"
 		for name in "${names[@]}"; do
