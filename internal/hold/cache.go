@@ -54,6 +54,17 @@ type eventState struct {
 	// waiting for a row to be free here wait on it (see waitRow).
 	rowFreed chan struct{}
 
+	// seatsVer is the seat list's version: the sum of the cached seats'
+	// versions, set by fill and advanced by every delta applied (by how
+	// far it raises its seat's version). Every change a seat list shows
+	// raises a seat's version (the layout is fixed once loaded), and the
+	// cache applies only newer ones, so it moves with every change and
+	// only then. Being a sum of what the cache holds, not a count of this
+	// cache's changes, it never repeats across a reload of the event: a
+	// reload reads versions at least as new. Written under mu, read
+	// without it (Events.SeatsVersion).
+	seatsVer atomic.Int64
+
 	mu      sync.RWMutex
 	ready   bool
 	pending []Delta // deltas that arrived while loading
@@ -172,8 +183,10 @@ func (e *eventState) fill(sections []store.Section, seats []store.Seat) []Delta 
 		}
 	}
 	var changed []Delta
+	var ver int64
 	for i := range seats {
 		s := &seats[i]
+		ver += s.Version
 		e.pos[s.ID] = int32(i) // #nosec G115 -- an event has far fewer than 2^31 seats
 		e.counts[e.sectionOf[s.SectionID]].Add(s.Status, 1)
 		e.addCategory(s, 1)
@@ -182,6 +195,7 @@ func (e *eventState) fill(sections []store.Section, seats []store.Seat) []Delta 
 		}
 		e.maxFence = max(e.maxFence, s.Fence)
 	}
+	e.seatsVer.Store(ver)
 	e.ready = true
 	pending := e.pending
 	e.pending = nil
@@ -243,6 +257,7 @@ func (e *eventState) applyLocked(d Delta) bool {
 			delete(e.userHolds, s.HolderID)
 		}
 	}
+	e.seatsVer.Add(d.Version - s.Version)
 	s.Status, s.Version = d.Status, d.Version
 	s.HoldID, s.HolderID, s.HeldUntil = d.HoldID, d.UserID, d.HeldUntil
 	if d.Fence > s.Fence {

@@ -22,8 +22,8 @@ import (
 // seatsCache keeps the answer of GET /api/v1/events/{event}/seats per
 // event, built once per seats version (hold.Events.SeatsVersion) and
 // prices, as the JSON body and its gzip: a repeated read of an unchanged
-// event costs a walk of the seats' versions, not a serialisation of every
-// seat (~40 MB for 200 000 seats) and its compression. The answers are
+// event costs one read of the hot cache's version, not a serialisation of
+// every seat (~40 MB for 200 000 seats) and its compression. The answers are
 // content-addressed (ETag: the body's hash), so a client's copy is
 // revalidated with If-None-Match and answered 304 with no body.
 //
