@@ -385,6 +385,10 @@ func (r *Report) printTable(w io.Writer) {
 			"GET /api/v1/me, same schedule: "+lat(rm.Ref), fmt.Sprintf("%.2f", ratio2(rm.Poll.P99, rm.Ref.P99)), "")
 		row(name+": position poll p50/p95/p99 (from sending)", lat(rm.PollSent), "GET /api/v1/me: "+lat(rm.RefSent),
 			fmt.Sprintf("%.2f", ratio2(rm.PollSent.P99, rm.RefSent.P99)), "")
+		row(name+": position update reaching every visitor p50/p99/max", fmt.Sprintf("%.1f / %.1f / %.1f s (%d steps × waiting visitors: %d, %d unseen)",
+			rm.Update.P50/1000, rm.Update.P99/1000, rm.Update.Max/1000, rm.UpdateTicks, rm.Update.N, rm.UpdateUnseen),
+			fmt.Sprintf("the page's poll interval p50/p99 %.1f / %.1f s; answer past it p99 %.0f ms, max %.0f ms", rm.UpdateGap.P50/1000, rm.UpdateGap.P99/1000, rm.UpdateLate.P99, rm.UpdateLate.Max),
+			fmt.Sprintf("%.2f", ratio2(rm.Update.P99, rm.UpdateGap.P99)), "p99 ≤ poll interval p99 + 1 s")
 		row(name+": admitted a minute", fmt.Sprintf("%.0f (%d in %.0f s)", rm.AdmittedPerMinute, rm.Admitted, rm.AdmitSeconds),
 			fmt.Sprintf("set rate %d", rm.RatePerMinute), fmt.Sprintf("%.3f", ratio2(rm.AdmittedPerMinute, float64(rm.RatePerMinute))), "within ±5 %")
 		if rm.Holds != nil && rm.HoldsRef != nil {
