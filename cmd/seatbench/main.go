@@ -45,10 +45,14 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
 	"time"
+
+	"seatd/internal/auth"
 )
 
 func main() {
@@ -112,6 +116,7 @@ type config struct {
 	payBuyers    int           // concurrent buyers of the payments phase's sales
 	paySales     int           // sales of each payments run (with and without payment)
 	signIns      int           // sign-ins of the surge
+	signInSlots  []int         // hashing slots of the surge's processes, one surge each
 
 	webhookRate   float64       // changes/s of the webhook latency run
 	webhookOutage time.Duration // how long the webhook receiver is down
@@ -150,6 +155,7 @@ func parseConfig(args []string, stderr io.Writer) (config, error) {
 		roomVisitors: 100_000, roomRate: 3000, roomSeats: 100_000,
 		roomPoll: 42 * time.Second, roomHolds: 15 * time.Second, roomRef: 20 * time.Second,
 		payBuyers: 200, paySales: 2000, signIns: 1000,
+		signInSlots: signInSlots(),
 	}
 	if quick {
 		c.timeout = 300 * time.Second
@@ -210,6 +216,7 @@ func parseConfig(args []string, stderr io.Writer) (config, error) {
 	fs.IntVar(&c.chartSeats, "chart-seats", c.chartSeats, "seats of the imported venue chart")
 	fs.IntVar(&c.occRequests, "occupancy-requests", c.occRequests, "occupancy requests timed")
 	procs := fs.String("procs", joinInts(c.multiProcs), "process counts of the multi-process runs")
+	slots := fs.String("sign-in-slots", joinInts(c.signInSlots), "password-hashing slots of the sign-in surges, one surge each (the shipped default among them)")
 	fs.IntVar(&c.multiBuyers, "multi-buyers", c.multiBuyers, "concurrent buyers of the multi-process runs")
 	fs.IntVar(&c.openingSeats, "opening-seats", c.openingSeats, "seats of the event whose sale opens (opening phase)")
 	fs.IntVar(&c.openingBuyers, "opening-buyers", c.openingBuyers, "buyers, each with an open connection, in the opening phase")
@@ -236,6 +243,9 @@ func parseConfig(args []string, stderr io.Writer) (config, error) {
 	}
 	if c.multiProcs, err = parseInts(*procs); err != nil {
 		return c, fmt.Errorf("-procs: %w", err)
+	}
+	if c.signInSlots, err = parseInts(*slots); err != nil {
+		return c, fmt.Errorf("-sign-in-slots: %w", err)
 	}
 	c.seatdEnv = map[string]string{}
 	for _, kv := range strings.Split(*env, ",") {
@@ -391,6 +401,15 @@ func parseInts(s string) ([]int, error) {
 		out = append(out, n)
 	}
 	return out, nil
+}
+
+// signInSlots are the hashing slots the surge is measured with: one, a
+// slot per core, two per core, and the shipped default.
+func signInSlots() []int {
+	n := runtime.NumCPU()
+	out := []int{1, n, 2 * n, auth.DefaultHashing()}
+	slices.Sort(out)
+	return slices.Compact(out)
 }
 
 func joinInts(ns []int) string {

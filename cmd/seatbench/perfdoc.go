@@ -413,6 +413,17 @@ func perfRows(r *Report) []perfRow {
 	} else {
 		missing("sign-in surge", "all succeed; every refusal carries Retry-After", "signin phase not run")
 	}
+	var slots []string
+	for _, si := range r.SignInSlots {
+		if si.Holds != nil && si.HoldsRef != nil {
+			slots = append(slots, fmt.Sprintf("%d slots: %.1f sign-ins/s, holds p99 %.1f ms (%.2f × without)",
+				si.Slots, si.PerSec, si.Holds.Latency.P99, ratio2(si.Holds.Latency.P99, si.HoldsRef.Latency.P99)))
+		}
+	}
+	if len(slots) > 1 {
+		add("sign-in surge by password-hashing slots (SEATD_MAX_PASSWORD_HASHES)", "reported: the default balances sign-ins/s and the holds' p99",
+			strings.Join(slots, "; "), "each setting's holds without the surge, same run", "", "reported")
+	}
 
 	return rows
 }

@@ -32,19 +32,22 @@ type Report struct {
 	Charts    *ChartImport `json:"chart_import,omitempty"`
 	Live      *Live        `json:"live,omitempty"`
 	// LiveAcross is live fan-out through haproxy over several processes.
-	LiveAcross *LiveAcross  `json:"live_across_processes,omitempty"`
-	Webhooks   *Webhooks    `json:"webhooks,omitempty"`
-	GA         *GAFlash     `json:"ga_flash_sale,omitempty"`
-	Waitlist   *Waitlist    `json:"waitlist,omitempty"`
-	Door       *Door        `json:"door,omitempty"`
-	Room       *Room        `json:"waiting_room,omitempty"`
-	Payments   *Payments    `json:"payments,omitempty"`
-	SignIns    *SignIns     `json:"sign_in_surge,omitempty"`
-	Expiry     *Expiry      `json:"expiry,omitempty"`
-	BigMap     *BigMap      `json:"big_map,omitempty"`
-	Profiles   []string     `json:"profiles,omitempty"`
-	Targets    []Target     `json:"targets"`
-	Errors     []PhaseError `json:"errors,omitempty"`
+	LiveAcross *LiveAcross `json:"live_across_processes,omitempty"`
+	Webhooks   *Webhooks   `json:"webhooks,omitempty"`
+	GA         *GAFlash    `json:"ga_flash_sale,omitempty"`
+	Waitlist   *Waitlist   `json:"waitlist,omitempty"`
+	Door       *Door       `json:"door,omitempty"`
+	Room       *Room       `json:"waiting_room,omitempty"`
+	Payments   *Payments   `json:"payments,omitempty"`
+	SignIns    *SignIns    `json:"sign_in_surge,omitempty"`
+	// SignInSlots are the surge under every hashing-slot setting
+	// measured, the shipped one (SignIns) included.
+	SignInSlots []*SignIns   `json:"sign_in_surge_by_slots,omitempty"`
+	Expiry      *Expiry      `json:"expiry,omitempty"`
+	BigMap      *BigMap      `json:"big_map,omitempty"`
+	Profiles    []string     `json:"profiles,omitempty"`
+	Targets     []Target     `json:"targets"`
+	Errors      []PhaseError `json:"errors,omitempty"`
 }
 
 // PhaseError is a phase (or part of one) that could not be measured.
@@ -418,6 +421,14 @@ func (r *Report) printTable(w io.Writer) {
 			row(name+fmt.Sprintf(": holds of %d buyers p50/p95/p99", si.Holds.Clients), lat(si.Holds.Latency)+failures(si.Holds)+note,
 				"without the surge: "+lat(si.HoldsRef.Latency)+failures(si.HoldsRef), fmt.Sprintf("%.2f", ratio2(si.Holds.Latency.P99, si.HoldsRef.Latency.P99)), "")
 		}
+	}
+	for _, si := range r.SignInSlots {
+		if si.Holds == nil || si.HoldsRef == nil {
+			continue
+		}
+		row(fmt.Sprintf("sign-in surge with %d hashing slots: sign-ins/s; holds p99 during the surge", si.Slots),
+			fmt.Sprintf("%.1f/s (%d failed); holds p99 %.1f ms", si.PerSec, si.Failed, si.Holds.Latency.P99),
+			fmt.Sprintf("without the surge: p99 %.1f ms", si.HoldsRef.Latency.P99), fmt.Sprintf("%.2f", ratio2(si.Holds.Latency.P99, si.HoldsRef.Latency.P99)), "")
 	}
 	if m := r.BigMap; m != nil {
 		name := fmt.Sprintf("seat map, %d seats in %d sections, Chromium", m.Seats, m.Sections)
