@@ -396,6 +396,15 @@ func perfRows(r *Report) []perfRow {
 	} else {
 		missing("payments", "sales/s ≥ 0.5 × the same sale without payment", "pay phase not run")
 	}
+	if t := r.Tail; t != nil && t.Holds != nil {
+		l := t.Holds.Latency
+		x := ratio2(l.Max, l.P99)
+		add(fmt.Sprintf("holds' tail at %d open connections, %d events of %s seats cached", t.Holds.Clients, t.Events, num(float64(t.SeatsPerEvent))), "max ≤ 5 × p99",
+			fmt.Sprintf("p99.9 %.1f ms, max %.1f ms; heap %.0f MiB", l.P999, l.Max, t.HeapMiB),
+			fmt.Sprintf("p99 %.1f ms, same window", l.P99), fmt.Sprintf("%.2f", x), verdict(x > 0 && x <= 5 && t.Holds.Failed == 0))
+	} else {
+		missing("holds' tail with several big events cached", "max ≤ 5 × p99", "tail phase not run")
+	}
 	if si := r.SignIns; si != nil {
 		ok := si.Failed == 0 && si.NoRetryAfter == 0
 		ref, ratio := "–", ""

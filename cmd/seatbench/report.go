@@ -38,6 +38,7 @@ type Report struct {
 	Waitlist   *Waitlist   `json:"waitlist,omitempty"`
 	Door       *Door       `json:"door,omitempty"`
 	Room       *Room       `json:"waiting_room,omitempty"`
+	Tail       *Tail       `json:"tail,omitempty"`
 	Payments   *Payments   `json:"payments,omitempty"`
 	SignIns    *SignIns    `json:"sign_in_surge,omitempty"`
 	// SignInSlots are the surge under every hashing-slot setting
@@ -407,6 +408,12 @@ func (r *Report) printTable(w io.Writer) {
 		row(name+": card → webhook → booking p50/p95/p99", lat(p.On.Pay), fmt.Sprintf("%d read back without a booking", p.On.Unbooked), "", "")
 		row(name+": seats sold twice", fmt.Sprintf("%d (%d sold, %d tickets)", p.On.SeatsTwice, p.On.SeatsSold, p.On.Tickets),
 			fmt.Sprintf("without payment: %d (%d sold)", p.Off.SeatsTwice, p.Off.SeatsSold), "", "0")
+	}
+	if t := r.Tail; t != nil && t.Holds != nil {
+		name := fmt.Sprintf("holds at %d connections, %d events of %d seats cached (heap %.0f MiB)", t.Holds.Clients, t.Events, t.SeatsPerEvent, t.HeapMiB)
+		l := t.Holds.Latency
+		row(name+": p99 / p99.9 / max", fmt.Sprintf("%.1f / %.1f / %.1f ms", l.P99, l.P999, l.Max)+failures(t.Holds),
+			fmt.Sprintf("%.0f holds/s; %d of the slowest over 5 × p99", t.Holds.Rate, t.Stalls), fmt.Sprintf("%.2f", ratio2(l.Max, l.P99)), "max ≤ 5 × p99")
 	}
 	if si := r.SignIns; si != nil {
 		name := fmt.Sprintf("sign-in surge, %d sign-ins %d at a time (bcrypt cost %d)", si.Total, si.Conns, si.Cost)
