@@ -368,10 +368,12 @@ func perfRows(r *Report) []perfRow {
 			fmt.Sprintf("p99 %.1f ms from due time (%.1f from sending), %s polls/s, %d not sent", rm.Poll.P99, rm.PollSent.P99, num(rm.PollPerSec), rm.PollNotSent),
 			fmt.Sprintf("GET /api/v1/me, same schedule: p99 %.1f ms (%.1f from sending)", rm.Ref.P99, rm.RefSent.P99),
 			fmt.Sprintf("%.2f", ratio2(rm.Poll.P99, rm.Ref.P99)), "reported")
-		add(name+": position update reaching every visitor", "p99 ≤ the page's poll interval (p99) + 1 s",
-			fmt.Sprintf("p99 %.1f s, max %.1f s; past the interval p99 %.0f ms; %d unseen", rm.Update.P99/1000, rm.Update.Max/1000, rm.UpdateLate.P99, rm.UpdateUnseen),
-			fmt.Sprintf("poll interval the page waited: p99 %.1f s", rm.UpdateGap.P99/1000),
-			fmt.Sprintf("%.2f", ratio2(rm.Update.P99, rm.UpdateGap.P99)), verdict(rm.Update.N > 0 && rm.UpdateUnseen == 0 && rm.Update.P99 <= rm.UpdateGap.P99+1000))
+		if rm.Update.N > 0 {
+			add(name+": position update reaching every visitor", "p99 ≤ the page's poll interval (p99) + 1 s",
+				fmt.Sprintf("p99 %.1f s, max %.1f s; past the interval p99 %.0f ms; %d unseen", rm.Update.P99/1000, rm.Update.Max/1000, rm.UpdateLate.P99, rm.UpdateUnseen),
+				fmt.Sprintf("poll interval the page waited: p99 %.1f s", rm.UpdateGap.P99/1000),
+				fmt.Sprintf("%.2f", ratio2(rm.Update.P99, rm.UpdateGap.P99)), verdict(rm.UpdateUnseen == 0 && rm.Update.P99 <= rm.UpdateGap.P99+1000))
+		}
 		acc := ratio2(rm.AdmittedPerMinute, float64(rm.RatePerMinute))
 		add(name+": admission rate", "within ±5 % of the set rate",
 			fmt.Sprintf("%s a minute (%s in %.0f s)", num(rm.AdmittedPerMinute), num(float64(rm.Admitted)), rm.AdmitSeconds),
