@@ -104,20 +104,33 @@ func (s *server) post(ctx context.Context, sess *session, path string, body []by
 	return resp.StatusCode
 }
 
-// login signs in through POST /login and keeps the session cookie.
+// login signs in through POST /login and keeps the session cookie. A
+// sign-in refused for now (429, or 503 when every password-hashing slot
+// and its line are taken) is sent again after its Retry-After, as a
+// polite client does, for up to a minute.
 func (s *server) login(ctx context.Context, org, email, password string) (*session, error) {
 	body, _ := json.Marshal(map[string]string{"org": org, "email": email, "password": password})
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, s.base+"/login", bytes.NewReader(body))
-	if err != nil {
-		return nil, err
+	giveUp := time.Now().Add(time.Minute)
+	var resp *http.Response
+	var raw []byte
+	for {
+		req, err := http.NewRequestWithContext(ctx, http.MethodPost, s.base+"/login", bytes.NewReader(body))
+		if err != nil {
+			return nil, err
+		}
+		req.Header.Set("Content-Type", "application/json")
+		if resp, err = s.http.Do(req); err != nil {
+			return nil, err
+		}
+		raw, _ = io.ReadAll(resp.Body)
+		_ = resp.Body.Close()
+		retry, err := strconv.Atoi(resp.Header.Get("Retry-After"))
+		busy := resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode == http.StatusServiceUnavailable
+		if !busy || err != nil || time.Now().Add(time.Duration(retry)*time.Second).After(giveUp) {
+			break
+		}
+		sleepUntil(ctx, time.Now().Add(time.Duration(retry)*time.Second))
 	}
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := s.http.Do(req)
-	if err != nil {
-		return nil, err
-	}
-	defer resp.Body.Close()
-	raw, _ := io.ReadAll(resp.Body)
 	if resp.StatusCode != http.StatusOK {
 		return nil, fmt.Errorf("login %s: %d %s", email, resp.StatusCode, strings.TrimSpace(string(raw)))
 	}

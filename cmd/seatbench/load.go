@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"slices"
+	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -32,7 +34,19 @@ type Load struct {
 	// (as fast as answers come back).
 	Offered float64 `json:"offered_per_second,omitempty"`
 	Note    string  `json:"note,omitempty"`
+	// Slowest are the window's slowest granted holds (closed loops): when
+	// each began and how long it took, to find them in a trace or a log.
+	Slowest []Slow `json:"slowest,omitempty"`
 }
+
+// Slow is one slow request: when it was sent and how long it took.
+type Slow struct {
+	At time.Time `json:"at"`
+	MS float64   `json:"ms"`
+}
+
+// slowestKept is how many of a window's slowest holds a Load keeps.
+const slowestKept = 10
 
 // windowCounters are the server metrics whose change over a window the
 // bench records: Postgres round trips per hold, from the hold path and
@@ -148,6 +162,7 @@ func (g *loadgen) closedLoop(ctx context.Context, servers []*server, buyers []*s
 	winStart, winEnd := start.Add(warmup), start.Add(warmup+dur)
 	type result struct {
 		lat      []float64
+		slow     []Slow // a buyer's slowest, at most slowestKept
 		statuses map[int]int
 		ok, bad  int
 	}
@@ -184,6 +199,7 @@ func (g *loadgen) closedLoop(ctx context.Context, servers []*server, buyers []*s
 		if code == http.StatusCreated {
 			r.ok++
 			r.lat = append(r.lat, ms(t1.Sub(t0)))
+			r.slow = keepSlowest(r.slow, Slow{At: t0, MS: ms(t1.Sub(t0))})
 		} else {
 			r.bad++
 		}
@@ -197,6 +213,9 @@ func (g *loadgen) closedLoop(ctx context.Context, servers []*server, buyers []*s
 		l.Holds += r.ok
 		l.Failed += r.bad
 		lat = append(lat, r.lat...)
+		for _, sl := range r.slow {
+			l.Slowest = keepSlowest(l.Slowest, sl)
+		}
 		for code, n := range r.statuses {
 			l.Statuses[statusName(code)] += n
 		}
@@ -297,4 +316,18 @@ func sleepUntil(ctx context.Context, t time.Time) {
 	case <-ctx.Done():
 	case <-tm.C:
 	}
+}
+
+// keepSlowest adds x to the slowest requests kept (slowest first), at
+// most slowestKept of them.
+func keepSlowest(kept []Slow, x Slow) []Slow {
+	if len(kept) == slowestKept && x.MS <= kept[len(kept)-1].MS {
+		return kept
+	}
+	i := sort.Search(len(kept), func(i int) bool { return kept[i].MS < x.MS })
+	kept = slices.Insert(kept, i, x)
+	if len(kept) > slowestKept {
+		kept = kept[:slowestKept]
+	}
+	return kept
 }

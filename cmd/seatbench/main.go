@@ -45,10 +45,14 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
 	"time"
+
+	"seatd/internal/auth"
 )
 
 func main() {
@@ -112,6 +116,11 @@ type config struct {
 	payBuyers    int           // concurrent buyers of the payments phase's sales
 	paySales     int           // sales of each payments run (with and without payment)
 	signIns      int           // sign-ins of the surge
+	signInSlots  []int         // hashing slots of the surge's processes, one surge each
+	tailEvents   int           // big events cached in the tail phase's process
+	tailSeats    int           // seats of each
+	tailFor      time.Duration // the tail phase's measured window
+	tailTrace    bool          // a second window under a runtime trace
 
 	webhookRate   float64       // changes/s of the webhook latency run
 	webhookOutage time.Duration // how long the webhook receiver is down
@@ -124,7 +133,7 @@ type config struct {
 }
 
 // phases, in the order they run.
-var allPhases = []string{"idle", "opening", "holds", "hotseat", "best", "occupancy", "charts", "multi", "fallback", "live", "expiry", "webhooks", "ga", "waitlist", "door", "room", "pay", "signin", "bigmap"}
+var allPhases = []string{"idle", "opening", "holds", "tail", "hotseat", "best", "occupancy", "charts", "multi", "fallback", "live", "expiry", "webhooks", "ga", "waitlist", "door", "room", "pay", "signin", "bigmap"}
 
 func parseConfig(args []string, stderr io.Writer) (config, error) {
 	quick := false
@@ -150,6 +159,8 @@ func parseConfig(args []string, stderr io.Writer) (config, error) {
 		roomVisitors: 100_000, roomRate: 3000, roomSeats: 100_000,
 		roomPoll: 42 * time.Second, roomHolds: 15 * time.Second, roomRef: 20 * time.Second,
 		payBuyers: 200, paySales: 2000, signIns: 1000,
+		tailEvents: 4, tailSeats: 300_000, tailFor: 60 * time.Second,
+		signInSlots: signInSlots(),
 	}
 	if quick {
 		c.timeout = 300 * time.Second
@@ -167,6 +178,7 @@ func parseConfig(args []string, stderr io.Writer) (config, error) {
 		c.roomVisitors, c.roomRate, c.roomSeats = 5000, 1200, 20_000
 		c.roomPoll, c.roomHolds, c.roomRef = 8*time.Second, 4*time.Second, 8*time.Second
 		c.payBuyers, c.paySales, c.signIns = 50, 300, 100
+		c.tailEvents, c.tailSeats, c.tailFor = 3, 100_000, 10*time.Second
 	}
 	fs := flag.NewFlagSet("seatbench", flag.ContinueOnError)
 	fs.SetOutput(stderr)
@@ -206,10 +218,15 @@ func parseConfig(args []string, stderr io.Writer) (config, error) {
 	fs.IntVar(&c.payBuyers, "pay-buyers", c.payBuyers, "concurrent buyers of the sales with and without payment")
 	fs.IntVar(&c.paySales, "pay-sales", c.paySales, "sales (two seats each) with payment, and as many without")
 	fs.IntVar(&c.signIns, "sign-ins", c.signIns, "sign-ins of the surge (32 at a time)")
+	fs.IntVar(&c.tailEvents, "tail-events", c.tailEvents, "big events cached in the tail phase's process")
+	fs.IntVar(&c.tailSeats, "tail-seats", c.tailSeats, "seats of each of the tail phase's events")
+	fs.DurationVar(&c.tailFor, "tail-for", c.tailFor, "the tail phase's measured window")
+	fs.BoolVar(&c.tailTrace, "tail-trace", c.tailTrace, "run the tail phase's window again under a runtime trace (saved in -out)")
 	fs.IntVar(&c.occSeats, "occupancy-seats", c.occSeats, "seats of the occupancy event")
 	fs.IntVar(&c.chartSeats, "chart-seats", c.chartSeats, "seats of the imported venue chart")
 	fs.IntVar(&c.occRequests, "occupancy-requests", c.occRequests, "occupancy requests timed")
 	procs := fs.String("procs", joinInts(c.multiProcs), "process counts of the multi-process runs")
+	slots := fs.String("sign-in-slots", joinInts(c.signInSlots), "password-hashing slots of the sign-in surges, one surge each (the shipped default among them)")
 	fs.IntVar(&c.multiBuyers, "multi-buyers", c.multiBuyers, "concurrent buyers of the multi-process runs")
 	fs.IntVar(&c.openingSeats, "opening-seats", c.openingSeats, "seats of the event whose sale opens (opening phase)")
 	fs.IntVar(&c.openingBuyers, "opening-buyers", c.openingBuyers, "buyers, each with an open connection, in the opening phase")
@@ -237,6 +254,9 @@ func parseConfig(args []string, stderr io.Writer) (config, error) {
 	if c.multiProcs, err = parseInts(*procs); err != nil {
 		return c, fmt.Errorf("-procs: %w", err)
 	}
+	if c.signInSlots, err = parseInts(*slots); err != nil {
+		return c, fmt.Errorf("-sign-in-slots: %w", err)
+	}
 	c.seatdEnv = map[string]string{}
 	for _, kv := range strings.Split(*env, ",") {
 		if kv = strings.TrimSpace(kv); kv == "" {
@@ -260,7 +280,7 @@ func parseConfig(args []string, stderr io.Writer) (config, error) {
 	}
 	if c.duration <= 0 || c.warmup < 0 || c.hotBuyers < 2 || c.bestBursts < 1 || c.bestKeyed < 0 || c.wsClients < 1 || c.wsSessions < 1 ||
 		c.roomVisitors < 1 || c.roomRate < 1 || c.roomSeats < 1 || c.roomPoll <= 0 || c.roomHolds <= 0 || c.roomRef <= 0 ||
-		c.payBuyers < 1 || c.paySales < 1 || c.signIns < 1 {
+		c.payBuyers < 1 || c.paySales < 1 || c.signIns < 1 || c.tailEvents < 1 || c.tailSeats < 64 || c.tailFor <= 0 {
 		return c, fmt.Errorf("sizes must be positive")
 	}
 	return c, nil
@@ -314,7 +334,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	ctx, cancel := context.WithTimeoutCause(ctx, cfg.timeout, fmt.Errorf("run exceeded -timeout %s", cfg.timeout))
 	defer cancel()
 	phases := map[string]func(context.Context) error{
-		"idle": b.phaseIdle, "opening": b.phaseOpening, "holds": b.phaseHolds, "hotseat": b.phaseHotSeat, "best": b.phaseBest, "occupancy": b.phaseOccupancy, "charts": b.phaseCharts, "multi": b.phaseMulti,
+		"idle": b.phaseIdle, "opening": b.phaseOpening, "holds": b.phaseHolds, "tail": b.phaseTail, "hotseat": b.phaseHotSeat, "best": b.phaseBest, "occupancy": b.phaseOccupancy, "charts": b.phaseCharts, "multi": b.phaseMulti,
 		"fallback": b.phaseFallback, "live": b.phaseLive, "expiry": b.phaseExpiry, "webhooks": b.phaseWebhooks, "ga": b.phaseGA, "waitlist": b.phaseWaitlist,
 		"door": b.phaseDoor, "room": b.phaseRoom, "pay": b.phasePay, "signin": b.phaseSignIn, "bigmap": b.phaseBigMap,
 	}
@@ -391,6 +411,15 @@ func parseInts(s string) ([]int, error) {
 		out = append(out, n)
 	}
 	return out, nil
+}
+
+// signInSlots are the hashing slots the surge is measured with: one, a
+// slot per core, two per core, and the shipped default.
+func signInSlots() []int {
+	n := runtime.NumCPU()
+	out := []int{1, n, 2 * n, auth.DefaultHashing()}
+	slices.Sort(out)
+	return slices.Compact(out)
 }
 
 func joinInts(ns []int) string {

@@ -368,6 +368,12 @@ func perfRows(r *Report) []perfRow {
 			fmt.Sprintf("p99 %.1f ms from due time (%.1f from sending), %s polls/s, %d not sent", rm.Poll.P99, rm.PollSent.P99, num(rm.PollPerSec), rm.PollNotSent),
 			fmt.Sprintf("GET /api/v1/me, same schedule: p99 %.1f ms (%.1f from sending)", rm.Ref.P99, rm.RefSent.P99),
 			fmt.Sprintf("%.2f", ratio2(rm.Poll.P99, rm.Ref.P99)), "reported")
+		if rm.Update.N > 0 {
+			add(name+": position update reaching every visitor", "p99 ≤ the page's poll interval (p99) + 1 s",
+				fmt.Sprintf("p99 %.1f s, max %.1f s; past the interval p99 %.0f ms; %d unseen", rm.Update.P99/1000, rm.Update.Max/1000, rm.UpdateLate.P99, rm.UpdateUnseen),
+				fmt.Sprintf("poll interval the page waited: p99 %.1f s", rm.UpdateGap.P99/1000),
+				fmt.Sprintf("%.2f", ratio2(rm.Update.P99, rm.UpdateGap.P99)), verdict(rm.UpdateUnseen == 0 && rm.Update.P99 <= rm.UpdateGap.P99+1000))
+		}
 		acc := ratio2(rm.AdmittedPerMinute, float64(rm.RatePerMinute))
 		add(name+": admission rate", "within ±5 % of the set rate",
 			fmt.Sprintf("%s a minute (%s in %.0f s)", num(rm.AdmittedPerMinute), num(float64(rm.Admitted)), rm.AdmitSeconds),
@@ -392,6 +398,15 @@ func perfRows(r *Report) []perfRow {
 	} else {
 		missing("payments", "sales/s ≥ 0.5 × the same sale without payment", "pay phase not run")
 	}
+	if t := r.Tail; t != nil && t.Holds != nil {
+		l := t.Holds.Latency
+		x := ratio2(l.Max, l.P99)
+		add(fmt.Sprintf("holds' tail at %d open connections, %d events of %s seats cached", t.Holds.Clients, t.Events, num(float64(t.SeatsPerEvent))), "max ≤ 5 × p99",
+			fmt.Sprintf("p99.9 %.1f ms, max %.1f ms; heap %.0f MiB", l.P999, l.Max, t.HeapMiB),
+			fmt.Sprintf("p99 %.1f ms, same window", l.P99), fmt.Sprintf("%.2f", x), verdict(x > 0 && x <= 5 && t.Holds.Failed == 0))
+	} else {
+		missing("holds' tail with several big events cached", "max ≤ 5 × p99", "tail phase not run")
+	}
 	if si := r.SignIns; si != nil {
 		ok := si.Failed == 0 && si.NoRetryAfter == 0
 		ref, ratio := "–", ""
@@ -408,6 +423,17 @@ func perfRows(r *Report) []perfRow {
 			ref, ratio, verdict(ok))
 	} else {
 		missing("sign-in surge", "all succeed; every refusal carries Retry-After", "signin phase not run")
+	}
+	var slots []string
+	for _, si := range r.SignInSlots {
+		if si.Holds != nil && si.HoldsRef != nil {
+			slots = append(slots, fmt.Sprintf("%d slots: %.1f sign-ins/s, holds p99 %.1f ms (%.2f × without)",
+				si.Slots, si.PerSec, si.Holds.Latency.P99, ratio2(si.Holds.Latency.P99, si.HoldsRef.Latency.P99)))
+		}
+	}
+	if len(slots) > 1 {
+		add("sign-in surge by password-hashing slots (SEATD_MAX_PASSWORD_HASHES)", "reported: the default balances sign-ins/s and the holds' p99",
+			strings.Join(slots, "; "), "each setting's holds without the surge, same run", "", "reported")
 	}
 
 	return rows

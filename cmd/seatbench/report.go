@@ -32,19 +32,23 @@ type Report struct {
 	Charts    *ChartImport `json:"chart_import,omitempty"`
 	Live      *Live        `json:"live,omitempty"`
 	// LiveAcross is live fan-out through haproxy over several processes.
-	LiveAcross *LiveAcross  `json:"live_across_processes,omitempty"`
-	Webhooks   *Webhooks    `json:"webhooks,omitempty"`
-	GA         *GAFlash     `json:"ga_flash_sale,omitempty"`
-	Waitlist   *Waitlist    `json:"waitlist,omitempty"`
-	Door       *Door        `json:"door,omitempty"`
-	Room       *Room        `json:"waiting_room,omitempty"`
-	Payments   *Payments    `json:"payments,omitempty"`
-	SignIns    *SignIns     `json:"sign_in_surge,omitempty"`
-	Expiry     *Expiry      `json:"expiry,omitempty"`
-	BigMap     *BigMap      `json:"big_map,omitempty"`
-	Profiles   []string     `json:"profiles,omitempty"`
-	Targets    []Target     `json:"targets"`
-	Errors     []PhaseError `json:"errors,omitempty"`
+	LiveAcross *LiveAcross `json:"live_across_processes,omitempty"`
+	Webhooks   *Webhooks   `json:"webhooks,omitempty"`
+	GA         *GAFlash    `json:"ga_flash_sale,omitempty"`
+	Waitlist   *Waitlist   `json:"waitlist,omitempty"`
+	Door       *Door       `json:"door,omitempty"`
+	Room       *Room       `json:"waiting_room,omitempty"`
+	Tail       *Tail       `json:"tail,omitempty"`
+	Payments   *Payments   `json:"payments,omitempty"`
+	SignIns    *SignIns    `json:"sign_in_surge,omitempty"`
+	// SignInSlots are the surge under every hashing-slot setting
+	// measured, the shipped one (SignIns) included.
+	SignInSlots []*SignIns   `json:"sign_in_surge_by_slots,omitempty"`
+	Expiry      *Expiry      `json:"expiry,omitempty"`
+	BigMap      *BigMap      `json:"big_map,omitempty"`
+	Profiles    []string     `json:"profiles,omitempty"`
+	Targets     []Target     `json:"targets"`
+	Errors      []PhaseError `json:"errors,omitempty"`
 }
 
 // PhaseError is a phase (or part of one) that could not be measured.
@@ -385,6 +389,10 @@ func (r *Report) printTable(w io.Writer) {
 			"GET /api/v1/me, same schedule: "+lat(rm.Ref), fmt.Sprintf("%.2f", ratio2(rm.Poll.P99, rm.Ref.P99)), "")
 		row(name+": position poll p50/p95/p99 (from sending)", lat(rm.PollSent), "GET /api/v1/me: "+lat(rm.RefSent),
 			fmt.Sprintf("%.2f", ratio2(rm.PollSent.P99, rm.RefSent.P99)), "")
+		row(name+": position update reaching every visitor p50/p99/max", fmt.Sprintf("%.1f / %.1f / %.1f s (%d steps × waiting visitors: %d, %d unseen)",
+			rm.Update.P50/1000, rm.Update.P99/1000, rm.Update.Max/1000, rm.UpdateTicks, rm.Update.N, rm.UpdateUnseen),
+			fmt.Sprintf("the page's poll interval p50/p99 %.1f / %.1f s; answer past it p99 %.0f ms, max %.0f ms", rm.UpdateGap.P50/1000, rm.UpdateGap.P99/1000, rm.UpdateLate.P99, rm.UpdateLate.Max),
+			fmt.Sprintf("%.2f", ratio2(rm.Update.P99, rm.UpdateGap.P99)), "p99 ≤ poll interval p99 + 1 s")
 		row(name+": admitted a minute", fmt.Sprintf("%.0f (%d in %.0f s)", rm.AdmittedPerMinute, rm.Admitted, rm.AdmitSeconds),
 			fmt.Sprintf("set rate %d", rm.RatePerMinute), fmt.Sprintf("%.3f", ratio2(rm.AdmittedPerMinute, float64(rm.RatePerMinute))), "within ±5 %")
 		if rm.Holds != nil && rm.HoldsRef != nil {
@@ -401,6 +409,12 @@ func (r *Report) printTable(w io.Writer) {
 		row(name+": seats sold twice", fmt.Sprintf("%d (%d sold, %d tickets)", p.On.SeatsTwice, p.On.SeatsSold, p.On.Tickets),
 			fmt.Sprintf("without payment: %d (%d sold)", p.Off.SeatsTwice, p.Off.SeatsSold), "", "0")
 	}
+	if t := r.Tail; t != nil && t.Holds != nil {
+		name := fmt.Sprintf("holds at %d connections, %d events of %d seats cached (heap %.0f MiB)", t.Holds.Clients, t.Events, t.SeatsPerEvent, t.HeapMiB)
+		l := t.Holds.Latency
+		row(name+": p99 / p99.9 / max", fmt.Sprintf("%.1f / %.1f / %.1f ms", l.P99, l.P999, l.Max)+failures(t.Holds),
+			fmt.Sprintf("%.0f holds/s; %d of the slowest over 5 × p99", t.Holds.Rate, t.Stalls), fmt.Sprintf("%.2f", ratio2(l.Max, l.P99)), "max ≤ 5 × p99")
+	}
 	if si := r.SignIns; si != nil {
 		name := fmt.Sprintf("sign-in surge, %d sign-ins %d at a time (bcrypt cost %d)", si.Total, si.Conns, si.Cost)
 		row(name+": signed in / failed", fmt.Sprintf("%d / %d, %.1f/s", si.Succeeded, si.Failed, si.PerSec),
@@ -414,6 +428,14 @@ func (r *Report) printTable(w io.Writer) {
 			row(name+fmt.Sprintf(": holds of %d buyers p50/p95/p99", si.Holds.Clients), lat(si.Holds.Latency)+failures(si.Holds)+note,
 				"without the surge: "+lat(si.HoldsRef.Latency)+failures(si.HoldsRef), fmt.Sprintf("%.2f", ratio2(si.Holds.Latency.P99, si.HoldsRef.Latency.P99)), "")
 		}
+	}
+	for _, si := range r.SignInSlots {
+		if si.Holds == nil || si.HoldsRef == nil {
+			continue
+		}
+		row(fmt.Sprintf("sign-in surge with %d hashing slots: sign-ins/s; holds p99 during the surge", si.Slots),
+			fmt.Sprintf("%.1f/s (%d failed); holds p99 %.1f ms", si.PerSec, si.Failed, si.Holds.Latency.P99),
+			fmt.Sprintf("without the surge: p99 %.1f ms", si.HoldsRef.Latency.P99), fmt.Sprintf("%.2f", ratio2(si.Holds.Latency.P99, si.HoldsRef.Latency.P99)), "")
 	}
 	if m := r.BigMap; m != nil {
 		name := fmt.Sprintf("seat map, %d seats in %d sections, Chromium", m.Seats, m.Sections)

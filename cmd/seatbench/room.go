@@ -45,11 +45,12 @@ type Room struct {
 	RSSPerVisitorJoined   float64 `json:"rss_per_visitor_joined_bytes"`
 	HeapPerVisitorPolling float64 `json:"heap_per_visitor_polling_bytes"`
 	RSSPerVisitorPolling  float64 `json:"rss_per_visitor_polling_bytes"`
-	// Steady: after the opening every visitor polls GET .../queue/mine
-	// when its last answer said (poll_after_seconds, spread ±10 % as the
-	// page does), the first polls spread over PollSpread; an open loop
-	// over PollConns connections. Poll is timed from each poll's due time
-	// (corrected for coordinated omission), PollSent from its sending.
+	// Steady: after the opening every visitor polls POST .../queue as
+	// the waiting page does (static/js/queue.js), when its last answer
+	// said (poll_after_seconds, spread ±10 % as the page does), the first
+	// polls spread over PollSpread; an open loop over PollConns
+	// connections. Poll is timed from each poll's due time (corrected for
+	// coordinated omission), PollSent from its sending.
 	PollConns    int            `json:"poll_connections"`
 	PollSeconds  float64        `json:"poll_seconds"`
 	PollSpread   float64        `json:"poll_spread_seconds"`
@@ -67,6 +68,24 @@ type Room struct {
 	RefSent     Latency        `json:"ref_me_from_sending"`
 	RefNotSent  int            `json:"ref_not_sent"`
 	RefStatuses map[string]int `json:"ref_statuses"`
+	// Position updates: each admission step in [UpdateFrom, UpdateFrom +
+	// UpdateSeconds) after the opening (every visitor has had its first
+	// answer by then) moves every waiting visitor up. For each waiting
+	// visitor and step, Update is the time from the step (its admissions'
+	// time in Redis) until the visitor's next answer shows its new place
+	// (or its admission); UpdateGap is the poll interval the visitor's
+	// page waited before that answer (the reference), UpdateLate how far
+	// past that interval the answer came (its latency, plus a whole
+	// interval more had an answer after the step still shown the old
+	// place). The polls go on until every visitor's next answer after the
+	// last step is in; UpdateUnseen counts the pairs none showed.
+	UpdateFrom    float64 `json:"update_from_seconds"`
+	UpdateSeconds float64 `json:"update_seconds"`
+	UpdateTicks   int     `json:"update_ticks"`
+	Update        Latency `json:"update"`
+	UpdateGap     Latency `json:"update_poll_interval"`
+	UpdateLate    Latency `json:"update_past_interval"`
+	UpdateUnseen  int     `json:"update_unseen"`
 	// Admissions from opening + 2 s to the end of the holds window, read
 	// from the line's admitted set in Redis (each admission's time on
 	// Redis's clock): Admitted after the window's first admission tick up
@@ -94,7 +113,7 @@ func (b *bench) phaseRoom(ctx context.Context) error {
 	b.procs.stopNamed("main", "fallback", "live", "expiry", "waitlist", "door")
 	n := b.cfg.roomVisitors
 	rm := &Room{Visitors: n, RatePerMinute: b.cfg.roomRate, JoinConns: 32, PollConns: 64,
-		PollSeconds: b.cfg.roomPoll.Seconds(), PollSpread: 30}
+		PollSeconds: b.cfg.roomPoll.Seconds(), PollSpread: 30, UpdateFrom: 32, UpdateSeconds: 5}
 	s, err := b.procs.start(ctx, "room", map[string]string{"SEATD_QUEUE_SECRET": roomSecret, "SEATD_QUEUE_ADMISSION": "5m"})
 	if err != nil {
 		return err
@@ -160,6 +179,11 @@ func (b *bench) phaseRoom(ctx context.Context) error {
 	b.log.printf("room: %d joined, %.0f/s, p99 %.1f ms; heap %.0f B, RSS %.0f B a visitor",
 		n, rm.JoinPerSec, rm.Join.P99, rm.HeapPerVisitorJoined, rm.RSSPerVisitorJoined)
 
+	rank, err := b.ranks(ctx, ev, visitors)
+	if err != nil {
+		return err
+	}
+
 	// The opening: a second from now, on the process's and Redis's clock.
 	opens := time.Now().Add(time.Second).Truncate(time.Millisecond)
 	if err := b.setRoom(ctx, s, ev, map[string]any{"opens_at": opens.UTC()}); err != nil {
@@ -168,13 +192,22 @@ func (b *bench) phaseRoom(ctx context.Context) error {
 	sleepUntil(ctx, opens.Add(100*time.Millisecond))
 	pollStart := time.Now()
 	holdsAt := pollStart.Add(b.cfg.roomPoll)
+	updFrom := opens.Add(time.Duration(rm.UpdateFrom * float64(time.Second)))
+	updTo := updFrom.Add(time.Duration(rm.UpdateSeconds * float64(time.Second)))
 	end := holdsAt.Add(b.cfg.warmup + b.cfg.roomHolds)
+	if last := updTo.Add(maxPollGap); last.After(end) {
+		end = last
+	}
 	first := make([]due, n)
 	spread := time.Duration(rm.PollSpread * float64(time.Second))
 	for i := range first {
 		first[i] = due{at: pollStart.Add(time.Duration(rand.Int64N(int64(spread)))), client: i} // #nosec G404 -- a spread, not a secret
 	}
-	mine := queue + "/mine"
+	answers := make([][]answer, n)
+	waited := make([]time.Duration, n)
+	for _, d := range first {
+		waited[d.client] = d.at.Sub(opens) // the page waited since before the opening
+	}
 	holders, err := b.admitted(ev, b.fx.buyers[:min(32, len(b.fx.buyers))])
 	if err != nil {
 		return err
@@ -184,16 +217,24 @@ func (b *bench) phaseRoom(ctx context.Context) error {
 		sleepUntil(ctx, holdsAt)
 		rm.Holds = b.load.closedLoop(ctx, []*server{s}, holders, ev, seats[:len(seats)/2], b.cfg.warmup, b.cfg.roomHolds, nil)
 	})
-	polls, notSent := scheduled(ctx, s, visitors, rm.PollConns, first, end, func(int) string { return mine },
-		func(_, code int, body []byte, done time.Time) (time.Time, bool) {
+	// Each visitor's answers are its own (one request in flight at a
+	// time, the next due only after this one's answer is read).
+	polls, notSent := scheduled(ctx, s, visitors, rm.PollConns, first, end, http.MethodPost, func(int) string { return queue },
+		func(v, code int, body []byte, done time.Time) (time.Time, bool) {
 			var a struct {
 				State     string `json:"state"`
+				Position  int64  `json:"position"`
 				PollAfter int    `json:"poll_after_seconds"`
 			}
-			if code != http.StatusOK || json.Unmarshal(body, &a) != nil || a.State != string(waitroom.Waiting) {
-				return time.Time{}, false // let in (or refused): the page leaves
+			if code != http.StatusOK || json.Unmarshal(body, &a) != nil {
+				return time.Time{}, false // refused: the page leaves
+			}
+			answers[v] = append(answers[v], answer{done: done, gap: waited[v], position: a.Position, admitted: a.State == string(waitroom.Admitted)})
+			if a.State != string(waitroom.Waiting) {
+				return time.Time{}, false // let in: the page goes to the map
 			}
 			wait := time.Duration(float64(a.PollAfter) * float64(time.Second) * (0.9 + 0.2*rand.Float64())) // #nosec G404 -- a spread
+			waited[v] = wait
 			return done.Add(wait), true
 		})
 	holds.Wait()
@@ -205,6 +246,9 @@ func (b *bench) phaseRoom(ctx context.Context) error {
 	rm.Polls = rm.Poll.N
 	rm.PollPerSec = round3(float64(rm.Polls) / b.cfg.roomPoll.Seconds())
 	if err := rm.admissions(ctx, b.redisURL, b.fx.orgID, ev, opens.Add(2*time.Second), end); err != nil {
+		return err
+	}
+	if err := rm.measureUpdates(ctx, b.redisURL, b.fx.orgID, ev, answers, rank, opens, updFrom, updTo); err != nil {
 		return err
 	}
 	polling, err := s.memoryAfterGC(ctx)
@@ -226,7 +270,7 @@ func (b *bench) phaseRoom(ctx context.Context) error {
 		}
 	}
 	refs, refNotSent := scheduled(ctx, s, visitors, rm.PollConns, replay, refStart.Add(refFor),
-		func(int) string { return "/api/v1/me" }, func(int, int, []byte, time.Time) (time.Time, bool) { return time.Time{}, false })
+		http.MethodGet, func(int) string { return "/api/v1/me" }, func(int, int, []byte, time.Time) (time.Time, bool) { return time.Time{}, false })
 	rm.Ref, rm.RefSent, rm.RefStatuses = sentLatency(refs, refStart, refStart.Add(refFor))
 	rm.RefNotSent = refNotSent
 
@@ -236,6 +280,8 @@ func (b *bench) phaseRoom(ctx context.Context) error {
 	}
 	rm.HoldsRef = b.load.closedLoop(ctx, []*server{s}, holders, ev, seats[len(seats)/2:], b.cfg.warmup, b.cfg.roomHolds, nil)
 	b.rep.Room = rm
+	b.log.printf("room: position update to every visitor p99 %.1f s, max %.1f s (%d steps, %d pairs, %d unseen); the page's poll interval p99 %.1f s; past it p99 %.0f ms, max %.0f ms",
+		rm.Update.P99/1000, rm.Update.Max/1000, rm.UpdateTicks, rm.Update.N, rm.UpdateUnseen, rm.UpdateGap.P99/1000, rm.UpdateLate.P99, rm.UpdateLate.Max)
 	b.log.printf("room: polls %.0f/s p99 %.1f ms from due (%.1f from sending), %d not sent; GET /api/v1/me p99 %.1f ms; admitted %.0f/min of %d; heap %.0f B a visitor polling; holds p99 %.1f ms waiting, %.1f ms without",
 		rm.PollPerSec, rm.Poll.P99, rm.PollSent.P99, rm.PollNotSent, rm.Ref.P99, rm.AdmittedPerMinute, rm.RatePerMinute,
 		rm.HeapPerVisitorPolling, rm.Holds.Latency.P99, rm.HoldsRef.Latency.P99)

@@ -48,14 +48,14 @@ type sent struct {
 }
 
 // scheduled sends the requests of a scheduled load, due from first (in
-// any order), until end: each client's request GETs path(client) with the
+// any order), until end: each client's request is method path(client) with the
 // client's session over one of conns connections, and next, given the
 // answer's status and body and when it was read, says when that client's
 // next request is due (false: no more). Requests due at or after end are
 // not sent; those due before it that found no free connection by end are
 // counted as not sent.
 func scheduled(ctx context.Context, s *server, sessions []*session, conns int, first []due, end time.Time,
-	path func(client int) string, next func(client, status int, body []byte, done time.Time) (time.Time, bool)) ([]sent, int) {
+	method string, path func(client int) string, next func(client, status int, body []byte, done time.Time) (time.Time, bool)) ([]sent, int) {
 	h := dueHeap(append([]due(nil), first...))
 	heap.Init(&h)
 	var mu sync.Mutex
@@ -70,7 +70,7 @@ func scheduled(ctx context.Context, s *server, sessions []*session, conns int, f
 			var mine []sent
 			for j := range jobs {
 				t := time.Now()
-				status, body := get(ctx, s, sessions[j.client], path(j.client))
+				status, body := ask(ctx, s, sessions[j.client], method, path(j.client))
 				done := time.Now()
 				mine = append(mine, sent{client: int32(j.client), status: int16(status), at: j.at, wait: t.Sub(j.at), done: done.Sub(j.at)}) // #nosec G115 -- client counts and HTTP statuses are small
 				if at, ok := next(j.client, status, body, done); ok && at.Before(end) {
@@ -155,10 +155,10 @@ dispatch:
 	return results, notSent
 }
 
-// get sends one GET with sess's cookie and answers the status (0 on a
-// transport error) and body.
-func get(ctx context.Context, s *server, sess *session, path string) (int, []byte) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, s.base+path, nil)
+// ask sends one bodiless request with sess's cookie and answers the
+// status (0 on a transport error) and body.
+func ask(ctx context.Context, s *server, sess *session, method, path string) (int, []byte) {
+	req, err := http.NewRequestWithContext(ctx, method, s.base+path, nil)
 	if err != nil {
 		return 0, nil
 	}

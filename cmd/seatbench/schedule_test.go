@@ -30,7 +30,7 @@ func TestScheduledCountsTheWaitForAConnection(t *testing.T) {
 	for i := range first {
 		first[i] = due{at: at, client: i}
 	}
-	rs, notSent := scheduled(context.Background(), s, sessions, 1, first, at.Add(5*time.Second),
+	rs, notSent := scheduled(context.Background(), s, sessions, 1, first, at.Add(5*time.Second), http.MethodGet,
 		func(int) string { return "/" }, func(int, int, []byte, time.Time) (time.Time, bool) { return time.Time{}, false })
 	if len(rs) != 5 || notSent != 0 {
 		t.Fatalf("%d answered, %d not sent; want 5, 0", len(rs), notSent)
@@ -65,7 +65,7 @@ func TestScheduledFollowsTheAnswersAndCountsWhatMissedTheEnd(t *testing.T) {
 	// client 0's request, due just after, waits for the connection past
 	// the end.
 	first := []due{{at: start, client: 1}, {at: start.Add(10 * time.Millisecond), client: 0}}
-	rs, notSent := scheduled(context.Background(), s, sessions, 1, first, end,
+	rs, notSent := scheduled(context.Background(), s, sessions, 1, first, end, http.MethodGet,
 		func(c int) string {
 			if c == 1 {
 				return "/slow"
@@ -86,7 +86,7 @@ func TestScheduledFollowsTheAnswersAndCountsWhatMissedTheEnd(t *testing.T) {
 	hits.Store(0)
 	start = time.Now()
 	end = start.Add(300 * time.Millisecond)
-	rs, notSent = scheduled(context.Background(), s, sessions, 2, []due{{at: start, client: 0}}, end,
+	rs, notSent = scheduled(context.Background(), s, sessions, 2, []due{{at: start, client: 0}}, end, http.MethodGet,
 		func(int) string { return "/fast" },
 		func(_, _ int, _ []byte, done time.Time) (time.Time, bool) {
 			return done.Add(50 * time.Millisecond), true

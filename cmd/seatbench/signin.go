@@ -23,6 +23,9 @@ import (
 // again, until it succeeds. Meanwhile buyers hold in a closed loop; the
 // same holds without the surge, right before, are the reference.
 type SignIns struct {
+	// Slots is the process's password-hashing slots
+	// (SEATD_MAX_PASSWORD_HASHES).
+	Slots     int     `json:"hashing_slots"`
 	Total     int     `json:"sign_ins"`
 	Conns     int     `json:"concurrent"`
 	Cost      int     `json:"bcrypt_cost"`
@@ -45,48 +48,74 @@ type SignIns struct {
 	Outlasted bool  `json:"surge_ended_before_window,omitempty"`
 }
 
+// phaseSignIn runs the surge once per setting of the hashing slots
+// (-sign-in-slots), each on a fresh process with its own accounts, event
+// and reference; the report's main figures are those of the slots seatd
+// ships with (auth.DefaultHashing), the others are beside them.
 func (b *bench) phaseSignIn(ctx context.Context) error {
 	b.procs.stopNamed("main", "fallback", "live", "expiry", "waitlist", "door", "room", "pay-off", "pay-on")
-	si := &SignIns{Total: b.cfg.signIns, Conns: 32, Cost: auth.Cost, Refusals: map[string]int{}}
 	hash, err := bcrypt.GenerateFromPassword([]byte(benchPassword), auth.Cost)
 	if err != nil {
 		return err
 	}
+	shipped := auth.DefaultHashing()
+	for _, slots := range b.cfg.signInSlots {
+		si, err := b.signInSurge(ctx, slots, string(hash))
+		if err != nil {
+			return err
+		}
+		b.rep.SignInSlots = append(b.rep.SignInSlots, si)
+		if slots == shipped {
+			b.rep.SignIns = si
+		}
+		if si.Failed > 0 {
+			return fmt.Errorf("%d of %d sign-ins never succeeded with %d hashing slots", si.Failed, si.Total, slots)
+		}
+	}
+	if b.rep.SignIns == nil {
+		return fmt.Errorf("-sign-in-slots %v leaves out the shipped default %d", b.cfg.signInSlots, shipped)
+	}
+	return nil
+}
+
+// signInSurge is one surge on a fresh process with slots hashing slots.
+func (b *bench) signInSurge(ctx context.Context, slots int, hash string) (*SignIns, error) {
+	si := &SignIns{Slots: slots, Total: b.cfg.signIns, Conns: 32, Cost: auth.Cost, Refusals: map[string]int{}}
 	rows, err := b.db.Query(ctx, `
 		INSERT INTO users (org_id, email, role, password_hash, email_verified_at)
-		SELECT $1, 'surge' || g || '-' || extract(epoch FROM now())::bigint || '@' || $2 || '.example', 'buyer', $3, now()
-		FROM generate_series(1, $4) g RETURNING email`, b.fx.orgID, b.fx.slug, string(hash), si.Total)
+		SELECT $1, 'surge' || g || '-' || $5 || '-' || extract(epoch FROM now())::bigint || '@' || $2 || '.example', 'buyer', $3, now()
+		FROM generate_series(1, $4) g RETURNING email`, b.fx.orgID, b.fx.slug, hash, si.Total, strconv.Itoa(slots))
 	if err != nil {
-		return err
+		return nil, err
 	}
 	var emails []string
 	for rows.Next() {
 		var e string
 		if err := rows.Scan(&e); err != nil {
 			rows.Close()
-			return err
+			return nil, err
 		}
 		emails = append(emails, e)
 	}
 	rows.Close()
 	if err := rows.Err(); err != nil {
-		return err
+		return nil, err
 	}
-	// The process's own limits as shipped (the hash cap: SEATD_MAX_PASSWORD_HASHES);
-	// only the per-address sign-in rate is out of the way, as for every
-	// bench process, since the whole surge comes from one address.
-	s, err := b.procs.start(ctx, "signin", nil)
+	// The process's own limits as shipped but the slots; only the
+	// per-address sign-in rate is out of the way, as for every bench
+	// process, since the whole surge comes from one address.
+	s, err := b.procs.start(ctx, fmt.Sprintf("signin-%d", slots), map[string]string{"SEATD_MAX_PASSWORD_HASHES": strconv.Itoa(slots)})
 	if err != nil {
-		return err
+		return nil, err
 	}
 	defer b.procs.stop(s)
 	holders := b.fx.buyers[:min(32, len(b.fx.buyers))]
-	ev, seats, err := b.fx.newEvent(ctx, "sign-in surge", b.cfg.eventSeats, false)
+	ev, seats, err := b.fx.newEvent(ctx, fmt.Sprintf("sign-in surge, %d slots", slots), b.cfg.eventSeats, false)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if err := b.load.warm(ctx, []*server{s}, ev); err != nil {
-		return err
+		return nil, err
 	}
 	half := len(seats) / 2
 	si.HoldsRef = b.load.closedLoop(ctx, []*server{s}, holders, ev, seats[:half], b.cfg.warmup, b.cfg.duration, nil)
@@ -97,16 +126,12 @@ func (b *bench) phaseSignIn(ctx context.Context) error {
 		surgeEnd = time.Now()
 	})
 	if err := ctx.Err(); err != nil {
-		return err
+		return nil, err
 	}
 	si.Outlasted = surgeEnd.Before(winEnd)
-	b.rep.SignIns = si
-	b.log.printf("signin: %d of %d signed in, %.1f/s, p99 %.0f ms, refusals %v (%d without Retry-After); holds p99 %.1f ms during, %.1f ms without",
-		si.Succeeded, si.Total, si.PerSec, si.SignIn.P99, si.Refusals, si.NoRetryAfter, si.Holds.Latency.P99, si.HoldsRef.Latency.P99)
-	if si.Failed > 0 {
-		return fmt.Errorf("%d of %d sign-ins never succeeded", si.Failed, si.Total)
-	}
-	return nil
+	b.log.printf("signin, %d hashing slots: %d of %d signed in, %.1f/s, p99 %.0f ms, refusals %v (%d without Retry-After); holds p99 %.1f ms during, %.1f ms without",
+		slots, si.Succeeded, si.Total, si.PerSec, si.SignIn.P99, si.Refusals, si.NoRetryAfter, si.Holds.Latency.P99, si.HoldsRef.Latency.P99)
+	return si, nil
 }
 
 // surge signs every account in, Conns at a time, honouring refusals'

@@ -68,7 +68,7 @@ type Config struct {
 	LoginAccountFailures  int            // SEATD_LOGIN_ACCOUNT_FAILURES: failed logins of one account (org + email) before it locks
 	LoginLockout          time.Duration  // SEATD_LOGIN_LOCKOUT: first lockout; each further failure doubles it
 	LoginLockoutMax       time.Duration  // SEATD_LOGIN_LOCKOUT_MAX: longest lockout
-	MaxPasswordHashes     int            // SEATD_MAX_PASSWORD_HASHES: password hashes running at once (0: 2 per CPU)
+	MaxPasswordHashes     int            // SEATD_MAX_PASSWORD_HASHES: password hashes running at once (0: half the CPUs, at least 1)
 	MaxSockets            int            // SEATD_MAX_SOCKETS: live sockets per process
 	MaxSocketsPerSession  int            // SEATD_MAX_SOCKETS_PER_SESSION: live sockets per session per process
 	MaxSessionsPerUser    int            // SEATD_MAX_SESSIONS_PER_USER: signed-in sessions per account; a new one ends the oldest
