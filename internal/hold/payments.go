@@ -190,6 +190,16 @@ func (p *Payments) ClientSecret(ctx context.Context, a Actor, id uuid.UUID) (str
 	if err != nil {
 		return "", err
 	}
+	return p.SecretOf(ctx, a, pay)
+}
+
+// SecretOf is ClientSecret for a payment the caller has read already (the
+// payment page, which reads it anyway): only its buyer gets the secret;
+// anyone else is answered as if there were no such payment.
+func (p *Payments) SecretOf(ctx context.Context, a Actor, pay store.Payment) (string, error) {
+	if pay.OrgID != a.Org || pay.UserID != a.User || a.User == uuid.Nil {
+		return "", apperr.E(apperr.NotFound, "payment not found")
+	}
 	if !pay.Status.Live() || pay.IntentID == "" {
 		return "", apperr.E(apperr.Conflict, "this payment is %s: there is nothing to pay", pay.Status)
 	}
