@@ -41,6 +41,10 @@ type PaymentOptions struct {
 	// Batch is how many payments (and refunds) a reconciler round claims
 	// at most.
 	Batch int
+	// SeatsTakenMail writes the buyer's mail when a payment is refunded
+	// in full because its seats were taken after its holds lapsed (nil:
+	// no mail).
+	SeatsTakenMail store.SeatsTakenMail
 }
 
 // Payments takes buyers' payments for their holds, makes their bookings
