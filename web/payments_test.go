@@ -681,6 +681,87 @@ func TestRefundMail(t *testing.T) {
 	}
 }
 
+// TestSeatsTakenRefundMail: a payment that succeeds after its holds
+// lapsed and one of its seats was taken is refunded in full, and its buyer
+// gets one mail (read back from Mailpit) saying why, how much comes back
+// and where the payment's page is — also when the provider delivers the
+// success again.
+func TestSeatsTakenRefundMail(t *testing.T) {
+	s := payServerWith(t, nil, true)
+	mp := testenv.MailpitFromEnv(t)
+	tn := testenv.NewTenant(t, s.app, 2)
+	event, seats := paidEvent(t, s.app, tn)
+	buyer := s.as(tn.Org, tn.Buyers[0])
+	hs := coreHold(t, s.app, tn.Buyers[0], event, seats["C5"], seats["C6"])
+	p, r := startPayment(t, buyer, event, "k")
+	r.want(t, http.StatusCreated)
+	// The holds lapse, and someone else takes one of the seats.
+	if _, err := s.app.Pool.Exec(t.Context(), `
+		UPDATE seat_holds SET created_at = now() - interval '1 hour', held_until = now() - interval '1 second'
+		WHERE org_id = $1 AND id = ANY($2::uuid[])`, tn.Org.ID, []uuid.UUID{hs[0].ID, hs[1].ID}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.app.Reaper.Reap(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	coreHold(t, s.app, tn.Buyers[1], event, seats["C6"])
+	payCard(t, buyer, p.ID, "4242424242424242").want(t, http.StatusSeeOther)
+
+	var pay store.Payment
+	testenv.Eventually(t, 10*time.Second, "the refund", func() bool {
+		var err error
+		pay, err = s.app.Payments.Get(t.Context(), actor(tn.BoxOffice), p.ID)
+		return err == nil && pay.Status == store.PaymentRefunded
+	})
+	if pay.BookingID != uuid.Nil || pay.RefundReason == "" {
+		t.Fatalf("payment %+v", pay)
+	}
+	// The provider delivers its success again.
+	var evt string
+	if err := s.app.Pool.QueryRow(t.Context(), `SELECT event_id FROM payment_events WHERE org_id = $1 AND payment_id = $2 AND type = $3`,
+		tn.Org.ID, p.ID, payment.EventIntentSucceeded).Scan(&evt); err != nil {
+		t.Fatal(err)
+	}
+	body := succeededEvent(evt, pay)
+	sig := webhook.GenerateTestSignedPayload(&webhook.UnsignedPayload{Payload: body, Secret: paySecret}).Header
+	s.client().do("POST", "/webhooks/stripe", raw{"application/json", body}, payment.SignatureHeader, sig).want(t, 200)
+
+	subject := "Refund of 50.00 EUR"
+	refundMails := func() []testenv.MailSummary {
+		var out []testenv.MailSummary
+		for _, m := range mp.To(tn.Buyers[0].Email) {
+			if strings.HasPrefix(m.Subject, subject) {
+				out = append(out, m)
+			}
+		}
+		return out
+	}
+	testenv.Eventually(t, 30*time.Second, "the refund mail", func() bool { return len(refundMails()) > 0 })
+	testenv.Eventually(t, 30*time.Second, "the mail queue drained", func() bool {
+		var n int
+		if err := s.app.Pool.QueryRow(t.Context(), `SELECT count(*) FROM mail_outbox WHERE org_id = $1 AND status = 'queued'`,
+			tn.Org.ID).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n == 0
+	})
+	if n := len(refundMails()); n != 1 {
+		t.Errorf("%d refund mails, want 1", n)
+	}
+	msg := mp.Message(refundMails()[0].ID)
+	link := "/payments/" + p.ID.String()
+	for _, part := range []struct{ name, body string }{{"text", msg.Text}, {"html", msg.HTML}} {
+		for _, want := range []string{"50.00 EUR", "refunded", "taken", link, "C-6"} {
+			if !strings.Contains(part.body, want) {
+				t.Errorf("the mail's %s part lacks %q:\n%s", part.name, want, part.body)
+			}
+		}
+	}
+	if n := len(mp.To(tn.Buyers[1].Email)); n != 0 {
+		t.Errorf("the other buyer got %d mails", n)
+	}
+}
+
 // TestFailedRefundRetryPages: a refund the provider fails late is listed
 // for staff (API and page) and retried from the page; the dashboard shows
 // the event's payment figures and links payments.csv.

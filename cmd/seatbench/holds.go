@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"time"
 )
 
 // HoldLevel is one buyer count: seatd through HTTP next to the reference.
@@ -155,8 +156,15 @@ func (b *bench) paced(ctx context.Context, main *server) error {
 // profile returns a function fetching a CPU profile of s from its pprof
 // listener into the results directory.
 func (b *bench) profile(s *server, buyers int) func(context.Context) {
+	return b.profileNamed(s, fmt.Sprintf("%d", buyers), min(b.cfg.profileFor, b.cfg.duration))
+}
+
+// profileNamed returns a function fetching a CPU profile of s for d from
+// its pprof listener into the results directory, in a file named with
+// label.
+func (b *bench) profileNamed(s *server, label string, d time.Duration) func(context.Context) {
 	return func(ctx context.Context) {
-		secs := int(min(b.cfg.profileFor, b.cfg.duration).Seconds())
+		secs := int(d.Seconds())
 		url := fmt.Sprintf("%s/debug/pprof/profile?seconds=%d", s.ops, max(secs, 1))
 		req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 		if err != nil {
@@ -175,7 +183,7 @@ func (b *bench) profile(s *server, buyers int) func(context.Context) {
 		if err := os.MkdirAll(b.cfg.outDir, 0o755); err != nil {
 			return
 		}
-		path := filepath.Join(b.cfg.outDir, fmt.Sprintf("%s-cpu-%d.pprof", b.rep.Started.Format("20060102T150405Z"), buyers))
+		path := filepath.Join(b.cfg.outDir, fmt.Sprintf("%s-cpu-%s.pprof", b.rep.Started.Format("20060102T150405Z"), label))
 		f, err := os.Create(path)
 		if err != nil {
 			return
@@ -183,7 +191,7 @@ func (b *bench) profile(s *server, buyers int) func(context.Context) {
 		_, err = io.Copy(f, resp.Body)
 		if cerr := f.Close(); err == nil && cerr == nil {
 			b.rep.Profiles = append(b.rep.Profiles, path)
-			b.log.printf("cpu profile of seatd at %d buyers: %s", buyers, path)
+			b.log.printf("cpu profile of seatd (%s): %s", label, path)
 		}
 	}
 }

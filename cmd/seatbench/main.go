@@ -130,6 +130,7 @@ type config struct {
 	keepServices bool
 	profileLevel int           // grab a CPU profile at this buyer count (from its ops listener)
 	profileFor   time.Duration // length of that profile
+	profilePay   bool          // grab a CPU profile of each sale run of the payments phase
 }
 
 // phases, in the order they run.
@@ -238,6 +239,7 @@ func parseConfig(args []string, stderr io.Writer) (config, error) {
 	fs.BoolVar(&c.keepServices, "keep-services", false, "leave the bench Postgres and Redis running at the end")
 	fs.IntVar(&c.profileLevel, "profile-level", 0, "fetch a CPU profile from the ops listener during the fast-path run at this buyer count")
 	fs.DurationVar(&c.profileFor, "profile-for", c.profileFor, "length of that CPU profile")
+	fs.BoolVar(&c.profilePay, "profile-pay", false, "fetch a CPU profile (-profile-for long) from the ops listener of each sale run of the payments phase")
 	if err := fs.Parse(args); err != nil {
 		return c, err
 	}

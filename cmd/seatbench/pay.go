@@ -52,6 +52,19 @@ type SaleRun struct {
 	SeatsTwice int `json:"seats_sold_twice"`
 	// Unbooked: payments read back without their booking.
 	Unbooked int `json:"unbooked,omitempty"`
+	// CPU is the processor time of the run by party, and CPUPerSale
+	// seatd's, Postgres's and the load generator's per sale, in ms: where
+	// a paid sale's extra cost goes.
+	CPU        CPU        `json:"cpu"`
+	CPUPerSale CPUPerSale `json:"cpu_ms_per_sale"`
+}
+
+// CPUPerSale is a run's processor time per sale, in milliseconds.
+type CPUPerSale struct {
+	Seatd    float64 `json:"seatd"`
+	Postgres float64 `json:"postgres"`
+	Redis    float64 `json:"redis"`
+	Client   float64 `json:"client"`
 }
 
 func (b *bench) phasePay(ctx context.Context) error {
@@ -66,6 +79,14 @@ func (b *bench) phasePay(ctx context.Context) error {
 		return fmt.Errorf("with payment: %w", err)
 	}
 	b.rep.Payments = p
+	for _, r := range []struct {
+		name string
+		run  *SaleRun
+	}{{"without payment", p.Off}, {"with payment", p.On}} {
+		c := r.run.CPUPerSale
+		b.log.printf("pay: %s: CPU per sale %.1f ms seatd, %.1f ms Postgres, %.1f ms Redis, %.1f ms load generator (others %.0f%%)",
+			r.name, c.Seatd, c.Postgres, c.Redis, c.Client, 100*r.run.CPU.otherShare())
+	}
 	b.log.printf("pay: %.0f sales/s with payment (p99 %.0f ms, pay → booking p99 %.1f ms), %.0f/s without (p99 %.0f ms); seats twice %d / %d",
 		p.On.PerSec, p.On.Sale.P99, p.On.Pay.P99, p.Off.PerSec, p.Off.Sale.P99, p.On.SeatsTwice, p.Off.SeatsTwice)
 	return nil
@@ -106,6 +127,15 @@ func (b *bench) saleRun(ctx context.Context, name string, buyers []*session, per
 	payLat := make([]float64, n)
 	var unbooked int
 	var mu sync.Mutex
+	if b.cfg.profilePay {
+		// The whole run, or most of it: the profile's length is whole
+		// seconds, and the run's is not known beforehand.
+		prof := b.profileNamed(s, name, b.cfg.profileFor)
+		var wg sync.WaitGroup
+		defer wg.Wait()
+		wg.Go(func() { prof(ctx) })
+	}
+	cpu0 := b.procs.sampleCPU([]*server{s})
 	start := time.Now()
 	_, err = loop(ctx, len(buyers), n, time.Time{}, func(w, i int) error {
 		buyer := buyers[w]
@@ -176,9 +206,12 @@ func (b *bench) saleRun(ctx context.Context, name string, buyers []*session, per
 		return nil
 	})
 	r.Seconds = round3(time.Since(start).Seconds())
+	r.CPU = cpu0.to(b.procs.sampleCPU([]*server{s}))
 	if err != nil {
 		return nil, err
 	}
+	perSale := func(secs float64) float64 { return round3(secs * 1000 / float64(n)) }
+	r.CPUPerSale = CPUPerSale{Seatd: perSale(r.CPU.Seatd), Postgres: perSale(r.CPU.Postgres), Redis: perSale(r.CPU.Redis), Client: perSale(r.CPU.Client)}
 	r.PerSec = round3(float64(n) / r.Seconds)
 	r.Sale, r.Hold = latencyOf(saleLat), latencyOf(holdLat)
 	if pay {

@@ -5,6 +5,7 @@ import (
 	"net"
 	"time"
 
+	"seatd/internal/bookingmail"
 	"seatd/internal/hold"
 	"seatd/internal/payment"
 	"seatd/internal/store"
@@ -47,7 +48,7 @@ func (a *App) newPayments() error {
 	})
 	a.Payments = hold.NewPayments(a.Engine, a.PaymentProvider, payment.NewVerifier(secret), hold.PaymentOptions{
 		Provider: name, TTL: a.Cfg.PaymentTTL, ReconcileAfter: a.Cfg.PaymentReconcileAfter,
-		ReconcileEvery: a.Cfg.PaymentReconcileEvery,
+		ReconcileEvery: a.Cfg.PaymentReconcileEvery, SeatsTakenMail: bookingmail.SeatsTaken(a.Cfg.PublicURL),
 	}, m)
 	return nil
 }

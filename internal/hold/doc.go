@@ -33,6 +33,7 @@
 //	    invalid (nothing to pay), provider_unavailable (502: nothing was
 //	    changed, try again)
 //	ClientSecret(ctx, a, payment) (string, error)   the secret again (page reloaded)
+//	SecretOf(ctx, a, store.Payment) (string, error) the same for a payment read already
 //	Abandon(ctx, a, payment) (store.Payment, error) the buyer gives up paying
 //	Get(ctx, a, payment), Mine(ctx, a, event), List(ctx, a, store.PaymentFilter)
 //	    a payment with its holds and refunds (buyers their own; staff any),

@@ -159,7 +159,7 @@ func (p *Payments) apply(ctx context.Context, org, id uuid.UUID, ch store.Paymen
 	var res store.PaymentApplied
 	var err error
 	for attempt := 1; ; attempt++ {
-		res, err = p.e.store.Payments.Apply(context.WithoutCancel(ctx), org, id, ch)
+		res, err = p.e.store.Payments.Apply(context.WithoutCancel(ctx), org, id, ch, p.opt.SeatsTakenMail)
 		again := pg.IsDeadlock(err) || pg.IsLockNotAvailable(err) || pg.IsUniqueViolationOf(err, "bookings_reference")
 		if !again || attempt == 5 {
 			break

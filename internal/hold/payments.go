@@ -41,6 +41,10 @@ type PaymentOptions struct {
 	// Batch is how many payments (and refunds) a reconciler round claims
 	// at most.
 	Batch int
+	// SeatsTakenMail writes the buyer's mail when a payment is refunded
+	// in full because its seats were taken after its holds lapsed (nil:
+	// no mail).
+	SeatsTakenMail store.SeatsTakenMail
 }
 
 // Payments takes buyers' payments for their holds, makes their bookings
@@ -189,6 +193,16 @@ func (p *Payments) ClientSecret(ctx context.Context, a Actor, id uuid.UUID) (str
 	pay, err := p.e.store.Payments.Get(ctx, a.Org, a.User, id)
 	if err != nil {
 		return "", err
+	}
+	return p.SecretOf(ctx, a, pay)
+}
+
+// SecretOf is ClientSecret for a payment the caller has read already (the
+// payment page, which reads it anyway): only its buyer gets the secret;
+// anyone else is answered as if there were no such payment.
+func (p *Payments) SecretOf(ctx context.Context, a Actor, pay store.Payment) (string, error) {
+	if pay.OrgID != a.Org || pay.UserID != a.User || a.User == uuid.Nil {
+		return "", apperr.E(apperr.NotFound, "payment not found")
 	}
 	if !pay.Status.Live() || pay.IntentID == "" {
 		return "", apperr.E(apperr.Conflict, "this payment is %s: there is nothing to pay", pay.Status)

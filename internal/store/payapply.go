@@ -56,6 +56,8 @@ type PaymentApplied struct {
 	// Refunded and RefundsFailed list refunds that succeeded, or failed,
 	// with this change.
 	Refunded, RefundsFailed []Refund
+
+	notify SeatsTakenMail
 }
 
 // Apply applies a change of the provider to a payment of org in one
@@ -65,10 +67,12 @@ type PaymentApplied struct {
 // A payment that does not exist is NotFound.
 // A success sells the payment's seats (see succeed) exactly once: the
 // payment's booking is written once, under the row lock and a unique key.
-func (s *Payments) Apply(ctx context.Context, org, id uuid.UUID, ch PaymentChange) (PaymentApplied, error) {
+// A success whose seats cannot be sold is refunded in full, and mail (when
+// not nil) tells the buyer in the same transaction.
+func (s *Payments) Apply(ctx context.Context, org, id uuid.UUID, ch PaymentChange, mail SeatsTakenMail) (PaymentApplied, error) {
 	var out PaymentApplied
 	err := inTx(ctx, s.db, func(tx pgx.Tx) error {
-		out = PaymentApplied{}
+		out = PaymentApplied{notify: mail}
 		// Copies of an event wait for the one applying it, in a line on
 		// the payment's row: they are answered once it commits,
 		// which a sale under load may take longer than the pool's lock

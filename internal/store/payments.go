@@ -162,8 +162,26 @@ func (s *Payments) Get(ctx context.Context, org, user, id uuid.UUID) (Payment, e
 }
 
 func (s *Payments) get(ctx context.Context, db pg.DBTX, org, user, id uuid.UUID) (Payment, error) {
-	rows, err := db.Query(ctx, paymentColumns+`
+	// One round trip for the three reads: a payment is read several times
+	// per paid sale (checkout, the card page, the webhook, the buyer's
+	// page), and each round trip costs both sides more than the reads.
+	b := &pgx.Batch{}
+	b.Queue(paymentColumns+`
 		WHERE p.org_id = $1 AND p.id = $2 AND ($3::uuid IS NULL OR p.user_id = $3)`, org, id, nilIfZero(user))
+	b.Queue(paymentHoldsQuery, org, id)
+	b.Queue(refundColumns+refundsOfPayment, org, id)
+	br := db.SendBatch(ctx, b)
+	p, err := readPayment(br)
+	if cerr := br.Close(); err == nil && cerr != nil {
+		err = cerr
+	}
+	return p, err
+}
+
+// readPayment reads get's batch: the payment, then its holds and refunds
+// (the two queries answer nothing for another buyer's payment).
+func readPayment(br pgx.BatchResults) (Payment, error) {
+	rows, err := br.Query()
 	if err != nil {
 		return Payment{}, err
 	}
@@ -171,28 +189,30 @@ func (s *Payments) get(ctx context.Context, db pg.DBTX, org, user, id uuid.UUID)
 	if err != nil {
 		return Payment{}, notFoundIfNoRows(err, "payment")
 	}
-	if p.Holds, err = paymentHolds(ctx, db, org, id); err != nil {
+	if rows, err = br.Query(); err != nil {
 		return Payment{}, err
 	}
-	p.Refunds, err = paymentRefunds(ctx, db, org, id)
+	if p.Holds, err = pgx.CollectRows(rows, scanPaymentHold); err != nil {
+		return Payment{}, err
+	}
+	if rows, err = br.Query(); err != nil {
+		return Payment{}, err
+	}
+	p.Refunds, err = pgx.CollectRows(rows, scanRefund)
 	return p, err
 }
 
-func paymentHolds(ctx context.Context, db pg.DBTX, org, payment uuid.UUID) ([]PaymentHold, error) {
-	rows, err := db.Query(ctx, `
+const paymentHoldsQuery = `
 		SELECT ph.hold_id, ph.seat_id, sec.label || '-' || s.row_label || '-' || s.number, coalesce(ph.category, ''), ph.price_minor
 		FROM payment_holds ph
 		JOIN seats s ON s.org_id = ph.org_id AND s.id = ph.seat_id
 		JOIN sections sec ON sec.org_id = s.org_id AND sec.id = s.section_id
-		WHERE ph.org_id = $1 AND ph.payment_id = $2 ORDER BY sec.position, s.idx`, org, payment)
-	if err != nil {
-		return nil, err
-	}
-	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (PaymentHold, error) {
-		var h PaymentHold
-		err := r.Scan(&h.HoldID, &h.SeatID, &h.Seat, &h.Category, &h.PriceMinor)
-		return h, err
-	})
+		WHERE ph.org_id = $1 AND ph.payment_id = $2 ORDER BY sec.position, s.idx`
+
+func scanPaymentHold(r pgx.CollectableRow) (PaymentHold, error) {
+	var h PaymentHold
+	err := r.Scan(&h.HoldID, &h.SeatID, &h.Seat, &h.Category, &h.PriceMinor)
+	return h, err
 }
 
 // PaymentFilter selects payments for List.

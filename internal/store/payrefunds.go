@@ -10,7 +10,6 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"seatd/internal/apperr"
-	"seatd/internal/pg"
 )
 
 // refundGrace is how long a refund just written is left to the call that
@@ -34,13 +33,9 @@ func scanRefund(r pgx.CollectableRow) (Refund, error) {
 	return x, err
 }
 
-func paymentRefunds(ctx context.Context, db pg.DBTX, org, payment uuid.UUID) ([]Refund, error) {
-	rows, err := db.Query(ctx, refundColumns+` WHERE r.org_id = $1 AND r.payment_id = $2 ORDER BY r.created_at, r.id`, org, payment)
-	if err != nil {
-		return nil, err
-	}
-	return pgx.CollectRows(rows, scanRefund)
-}
+// refundsOfPayment selects (after refundColumns) a payment's refunds,
+// oldest first.
+const refundsOfPayment = ` WHERE r.org_id = $1 AND r.payment_id = $2 ORDER BY r.created_at, r.id`
 
 // Refund returns a refund of org.
 func (s *Payments) Refund(ctx context.Context, org, id uuid.UUID) (Refund, error) {

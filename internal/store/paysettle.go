@@ -198,5 +198,32 @@ func (s *Payments) refundWhole(ctx context.Context, tx pgx.Tx, p payRow, ch Paym
 	}
 	r.IntentID = p.IntentID
 	out.Refund = &r
-	return nil
+	if out.notify == nil {
+		return nil
+	}
+	n := SeatsTakenNotice{Org: p.org, Payment: p.id, Event: p.event, AmountMinor: p.amount, Currency: p.currency, Reason: why}
+	if err := tx.QueryRow(ctx, `
+		SELECT u.email, e.name, o.name FROM users u
+		JOIN events e ON e.org_id = u.org_id AND e.id = $3
+		JOIN organizations o ON o.id = u.org_id
+		WHERE u.org_id = $1 AND u.id = $2`, p.org, p.user, p.event).Scan(&n.To, &n.EventName, &n.OrgName); err != nil {
+		return err
+	}
+	return out.notify(ctx, tx, n)
 }
+
+// SeatsTakenNotice is what the buyer of a payment refunded in full by
+// seatd itself (its seats were taken after its holds lapsed) is told.
+type SeatsTakenNotice struct {
+	Org, Payment, Event uuid.UUID
+	To                  string // the buyer's address
+	OrgName, EventName  string
+	AmountMinor         int64
+	Currency            string
+	Reason              string // the payment's refund_reason
+}
+
+// SeatsTakenMail writes the mail of n to the outbox in tx, the
+// transaction that records the refund (so the buyer is told once, and
+// only if the refund is recorded).
+type SeatsTakenMail func(ctx context.Context, tx pgx.Tx, n SeatsTakenNotice) error

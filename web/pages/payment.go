@@ -21,7 +21,7 @@ import (
 type PaymentCore interface {
 	Start(ctx context.Context, a hold.Actor, event uuid.UUID, key string) (hold.Started, error)
 	Get(ctx context.Context, a hold.Actor, id uuid.UUID) (store.Payment, error)
-	ClientSecret(ctx context.Context, a hold.Actor, id uuid.UUID) (string, error)
+	SecretOf(ctx context.Context, a hold.Actor, pay store.Payment) (string, error)
 }
 
 // TestCheckout confirms a payment on the embedded test provider's card
@@ -73,7 +73,7 @@ func (p *Payment) Page(w http.ResponseWriter, r *http.Request, a hold.Actor) err
 		http.Redirect(w, r, waitURL(pay.ID), http.StatusSeeOther)
 		return nil
 	}
-	secret, err := p.pays.ClientSecret(r.Context(), a, pay.ID)
+	secret, err := p.pays.SecretOf(r.Context(), a, pay)
 	if err != nil {
 		return err
 	}
