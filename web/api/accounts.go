@@ -26,6 +26,7 @@ type Authenticator interface {
 	Current(ctx context.Context, org, user uuid.UUID, role string) (bool, error)
 	AccountLinks
 	SignupPolicySetter
+	Inviter
 }
 
 var _ Authenticator = (*auth.Accounts)(nil)
