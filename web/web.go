@@ -98,7 +98,8 @@ func newServer(d Deps, o options) *Server {
 		Keys: s.keys, KeyLimit: s.limits, Errors: errs, Log: d.Log,
 		Lifetime: d.Cfg.SessionLifetime, IdleTimeout: d.Cfg.SessionIdleTimeout,
 		CookieSecure: d.Cfg.CookieSecure, NoCache: o.noSessionCache,
-		ClientIP: s.limits.ClientIP, MaxPerUser: d.Cfg.MaxSessionsPerUser, RememberFor: d.Cfg.SessionRememberFor})
+		ClientIP: s.limits.ClientIP, MaxPerUser: d.Cfg.MaxSessionsPerUser, RememberFor: d.Cfg.SessionRememberFor,
+		NewAccountAge: d.Cfg.NewAccountAge, NewAccountHoldCap: d.Cfg.NewAccountHoldCap})
 	frame := render.New(d.Log, errs, s.sessions, assets.Path)
 	s.guard = session.Guards{Errors: errs, RenderError: frame.Error}
 

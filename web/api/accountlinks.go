@@ -66,7 +66,9 @@ func (h *Accounts) VerifyEmail(w http.ResponseWriter, r *http.Request) error {
 func (h *Accounts) AcceptInvitation(w http.ResponseWriter, r *http.Request) error {
 	var in resetConfirmInput
 	return h.spendLink(w, r, &in, func(v url.Values) { in = resetConfirmInput{Token: v.Get("token"), Password: v.Get("password")} },
-		func(ctx context.Context) (store.TokenUser, error) { return h.auth.AcceptInvitation(ctx, in.Token, in.Password) },
+		func(ctx context.Context) (store.TokenUser, error) {
+			return h.auth.AcceptInvitation(ctx, in.Token, in.Password)
+		},
 		func(msg string) templ.Component {
 			return views.AcceptInvitation(h.pages.Meta(r, "Accept the invitation"), views.InvitationForm{Token: in.Token, Error: msg})
 		},
