@@ -32,7 +32,7 @@ func documented(method, path string) bool {
 		return false
 	}
 	switch path {
-	case "/verify-email", "/verify-email/resend", "/password-reset", "/password-reset/confirm":
+	case "/verify-email", "/verify-email/resend", "/password-reset", "/password-reset/confirm", "/invitations/accept":
 		return true
 	}
 	return path == "/login" || path == "/logout" || path == "/o/{org}/signup" ||

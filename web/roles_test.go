@@ -88,6 +88,20 @@ func TestRoleMatrix(t *testing.T) {
 		{"PATCH /api/v1/org", func(*testing.T) req {
 			return req{method: "PATCH", path: "/api/v1/org", body: map[string]string{"signup_policy": "open"}}
 		}, only(200, "organizer")},
+		{"POST /api/v1/invitations", func(*testing.T) req {
+			return req{method: "POST", path: "/api/v1/invitations", body: map[string]string{"email": "inv-" + uuid.NewString()[:8] + "@x.example"}}
+		}, only(201, "organizer")},
+		{"GET /api/v1/invitations", simple("GET", "/api/v1/invitations"), only(200, "organizer")},
+		{"DELETE /api/v1/invitations/{invitation}", func(t *testing.T) req {
+			inv, err := a.Accounts.Invite(t.Context(), tn.Org, tn.Organizer.ID, "rev-"+uuid.NewString()[:8]+"@x.example")
+			if err != nil {
+				t.Fatal(err)
+			}
+			return req{method: "DELETE", path: "/api/v1/invitations/" + inv.ID.String()}
+		}, only(204, "organizer")},
+		{"POST /invitations/accept", func(*testing.T) req {
+			return req{method: "POST", path: "/invitations/accept", body: map[string]string{"token": "no-such-token", "password": testenv.Password}}
+		}, all(404)},
 		{"POST /logout", simple("POST", "/logout"), all(204)},
 		{"GET /api/v1/me", simple("GET", "/api/v1/me"), signedIn(200)},
 		{"GET /api/v1/events", simple("GET", "/api/v1/events"), signedIn(200)},

@@ -51,6 +51,12 @@ func (s *Server) routes() {
 	// The organization's settings (its sign-up policy).
 	s.mux.HandleFunc("GET /api/v1/org", authed(organizer, h.Org.Get))
 	s.mux.HandleFunc("PATCH /api/v1/org", authed(organizer, h.Org.Update))
+	// Invitations (docs/api.md#invitations): the organizers invite an
+	// address; the link's page posts the token and a password here.
+	s.mux.HandleFunc("POST /api/v1/invitations", authed(organizer, h.Invitations.Invite))
+	s.mux.HandleFunc("GET /api/v1/invitations", authed(organizer, h.Invitations.List))
+	s.mux.HandleFunc("DELETE /api/v1/invitations/{invitation}", authed(organizer, h.Invitations.Revoke))
+	s.mux.HandleFunc("POST /invitations/accept", public(h.Accounts.AcceptInvitation))
 
 	// Events and seats.
 	s.mux.HandleFunc("GET /api/v1/events", authed(anyRole, h.Events.List))
@@ -166,6 +172,7 @@ func (s *Server) routes() {
 	s.mux.HandleFunc("GET /verify-email", p.Account.VerifyEmail)
 	s.mux.HandleFunc("GET /password-reset", p.Account.ResetRequest)
 	s.mux.HandleFunc("GET /password-reset/confirm", p.Account.ResetConfirm)
+	s.mux.HandleFunc("GET /invitations/accept", p.Account.Invitation)
 	s.mux.HandleFunc("GET /me/devices", page(anyRole|session.Door, p.Account.Devices))
 	s.mux.HandleFunc("POST /me/devices/{id}/end", page(anyRole|session.Door, p.Account.EndDevice))
 	s.mux.HandleFunc("POST /me/devices/end-others", page(anyRole|session.Door, p.Account.EndOthers))
@@ -201,6 +208,9 @@ func (s *Server) routes() {
 	s.mux.HandleFunc("POST /admin/api-keys/{key}/revoke", page(organizer, st.Keys.Revoke))
 	s.mux.HandleFunc("GET /admin/settings", page(organizer, st.Settings.Page))
 	s.mux.HandleFunc("POST /admin/settings", page(organizer, st.Settings.Save))
+	s.mux.HandleFunc("GET /admin/invitations", page(organizer, st.Invitations.Page))
+	s.mux.HandleFunc("POST /admin/invitations", page(organizer, st.Invitations.Invite))
+	s.mux.HandleFunc("POST /admin/invitations/{invitation}/revoke", page(organizer, st.Invitations.Revoke))
 	s.mux.HandleFunc("GET /admin/webhooks", page(organizer, st.Webhooks.Page))
 	s.mux.HandleFunc("POST /admin/webhooks", page(organizer, st.Webhooks.Create))
 	s.mux.HandleFunc("POST /admin/webhooks/{webhook}/delete", page(organizer, st.Webhooks.Delete))

@@ -98,7 +98,8 @@ func newServer(d Deps, o options) *Server {
 		Keys: s.keys, KeyLimit: s.limits, Errors: errs, Log: d.Log,
 		Lifetime: d.Cfg.SessionLifetime, IdleTimeout: d.Cfg.SessionIdleTimeout,
 		CookieSecure: d.Cfg.CookieSecure, NoCache: o.noSessionCache,
-		ClientIP: s.limits.ClientIP, MaxPerUser: d.Cfg.MaxSessionsPerUser, RememberFor: d.Cfg.SessionRememberFor})
+		ClientIP: s.limits.ClientIP, MaxPerUser: d.Cfg.MaxSessionsPerUser, RememberFor: d.Cfg.SessionRememberFor,
+		NewAccountAge: d.Cfg.NewAccountAge, NewAccountHoldCap: d.Cfg.NewAccountHoldCap})
 	frame := render.New(d.Log, errs, s.sessions, assets.Path)
 	s.guard = session.Guards{Errors: errs, RenderError: frame.Error}
 
@@ -124,12 +125,12 @@ func newServer(d Deps, o options) *Server {
 		Door: d.Door, Tickets: d.Tickets, BookingStore: d.Store.Bookings, Queue: s.gate,
 		Payments: d.Payments, TestCheckout: d.TestPayments != nil})
 	s.pages = pages.New(pages.Deps{Cfg: d.Cfg, Render: frame, Limits: s.limits, Sessions: s.sessions, Holds: d.Holds,
-		Events: d.Events, Waitlist: d.Waitlist, Accounts: d.Store.Accounts, WaitlistStore: d.Store.Waitlist,
+		Events: d.Events, Waitlist: d.Waitlist, Accounts: d.Store.Accounts, Invites: d.Accounts, WaitlistStore: d.Store.Waitlist,
 		Visible: s.events, Details: d.Details, Codes: d.Tickets, MyBookings: d.Store.Bookings,
 		Queue: s.gate, Payments: d.Payments, TestPayments: d.TestPayments})
 	s.staff = staff.New(staff.Deps{Cfg: d.Cfg, Log: d.Log, Render: frame, Decoder: dec, Sessions: s.sessions,
 		Engine: d.Engine, Holds: d.Holds, BoxOffice: d.BoxOffice, Events: d.Events, Waitlist: d.Waitlist, Monitor: d.Monitor,
-		Keys: s.keys, Endpoints: s.hooks, Policy: d.Accounts, Accounts: d.Store.Accounts, Audit: d.Store.Audit, Charts: d.Store.Charts,
+		Keys: s.keys, Endpoints: s.hooks, Policy: d.Accounts, Invites: d.Accounts, Limits: s.limits, Accounts: d.Store.Accounts, Audit: d.Store.Audit, Charts: d.Store.Charts,
 		EventStore: d.Store.Events, HoldStore: d.Store.Holds, BookingStore: d.Store.Bookings, Webhooks: d.Store.Webhooks,
 		WaitlistStore: d.Store.Waitlist, Visible: s.events, Bookings: bookings, Deliveries: deliveries, Registry: registry,
 		Door: d.Door, Line: line, Payments: d.Payments})

@@ -79,7 +79,8 @@ WITH r AS (
     SELECT s0.org_id, s0.event_id, s0.id AS seat_id, ` + holdIDSQL + ` AS hold_id, (s0.idx + 1)::bigint AS fence,
            (SELECT user_id FROM bench_clients WHERE client_id = :client_id::int * :batch::int + s0.idx - :base::int) AS user_id,
            now() AS created, now() + interval '15 minutes' AS held_until, 'api'::text AS source, 2147483647 AS cap,
-           false AS staff, false AS accessible, false AS orphans_checked, NULL::uuid AS request_id
+           false AS staff, false AS accessible, false AS orphans_checked, NULL::uuid AS request_id,
+           2147483647 AS ceiling
     FROM seats s0 WHERE s0.org_id = :org AND s0.event_id = :event AND s0.idx >= :base::int AND s0.idx < :base::int + :batch::int
 ` + stmt[i:] + ";\n", nil
 }

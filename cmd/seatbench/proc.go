@@ -90,6 +90,7 @@ func (p *procs) env(addr string, extra map[string]string) []string {
 		"SEATD_HOLD_RATE_PER_MINUTE":  "1000000000",
 		"SEATD_LOGIN_RATE_PER_MINUTE": "1000000000",
 		"SEATD_MAX_HOLDS_PER_BUYER":   "1000000",
+		"SEATD_NEW_ACCOUNT_AGE":       "0", // its buyers are made just before the load
 		// The live phase opens thousands of sockets over a few sessions
 		// from one address: the per-session, per-process and upgrade-rate
 		// caps that protect a public server would refuse most of them.

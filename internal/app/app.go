@@ -117,7 +117,7 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger) (*App, error)
 	m := telemetry.New(reg)
 	a := &App{Cfg: cfg, Log: log, Pool: pool, Redis: rdb, Store: store.New(pool), Registry: reg, Metrics: m}
 	a.Store.SetQuotas(store.Quotas{Charts: cfg.QuotaCharts, Events: cfg.QuotaEvents, APIKeys: cfg.QuotaAPIKeys,
-		WebhookEndpoints: cfg.QuotaWebhooks})
+		WebhookEndpoints: cfg.QuotaWebhooks, Invitations: cfg.QuotaInvitations})
 	if cfg.TicketSecret != "" {
 		// Webhook signing secrets are sealed under a key of their own
 		// derived from the ticket secret (package seal). Without it
@@ -204,6 +204,7 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger) (*App, error)
 	}
 	a.Accounts = auth.New(a.Store.Accounts, a.Store.Tokens, cost, cfg.PublicURL)
 	a.Accounts.LimitHashing(cfg.MaxPasswordHashes)
+	a.Accounts.SetInviteFor(cfg.InviteFor)
 	a.Webhooks = webhook.NewWorker(a.Store.Webhooks, a.Notifier, webhook.Options{
 		AllowPrivate: cfg.WebhookAllowPrivate, Timeout: cfg.WebhookTimeout, RetryFor: cfg.WebhookRetryFor,
 		Backoff: cfg.WebhookBackoff, BackoffMax: cfg.WebhookBackoffMax, Poll: cfg.WebhookPoll,

@@ -50,7 +50,7 @@ func (a *Accounts) sendLink(ctx context.Context, tx pgx.Tx, org store.Org, u sto
 	if err != nil {
 		return err
 	}
-	link := a.publicURL + m.path + "?token=" + url.QueryEscape(token)
+	link := linkTo(a.publicURL, m.path, token)
 	return a.enqueue(ctx, tx, org, u, m.subject, m.key+":"+id.String(), m.layout, m.body(link))
 }
 

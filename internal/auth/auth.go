@@ -60,6 +60,8 @@ type Accounts struct {
 	cost   int
 	// publicURL starts the links mailed to users (SEATD_PUBLIC_URL).
 	publicURL string
+	// inviteFor is how long an invitation's link works (SetInviteFor).
+	inviteFor time.Duration
 	// dummy is compared against when the user does not exist, so a login
 	// for an unknown email takes as long as one with a wrong password.
 	dummy []byte
@@ -81,7 +83,8 @@ func New(st *store.Accounts, tokens *store.Tokens, cost int, publicURL string) *
 	}
 	dummy, _ := bcrypt.GenerateFromPassword([]byte("seatd-timing-equalizer"), cost)
 	return &Accounts{store: st, tokens: tokens, cost: cost, publicURL: strings.TrimRight(publicURL, "/"), dummy: dummy,
-		hashing: make(chan struct{}, DefaultHashing())}
+		inviteFor: DefaultInviteFor,
+		hashing:   make(chan struct{}, DefaultHashing())}
 }
 
 // DefaultHashing is the default cap on concurrent password hashes: half

@@ -416,6 +416,7 @@ func newCluster(t testing.TB, opt clusterOptions) *cluster {
 		"SEATD_MAX_SOCKETS_PER_USER":        "100000",
 		"SEATD_MAX_SOCKETS_PER_NETWORK":     "100000",
 		"SEATD_MAX_HOLDS_PER_BUYER":         "200",
+		"SEATD_NEW_ACCOUNT_AGE":             "0", // its buyers are made just before the load
 		"SEATD_BREAKER_FAILURES":            "3",
 		"SEATD_BREAKER_OPEN_FOR":            "500ms",
 		"SEATD_REDIS_TIMEOUT":               "150ms",

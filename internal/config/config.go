@@ -104,6 +104,18 @@ type Config struct {
 	QuotaEvents   int // SEATD_QUOTA_EVENTS: open events (drafts and on sale)
 	QuotaAPIKeys  int // SEATD_QUOTA_API_KEYS: API keys not revoked
 	QuotaWebhooks int // SEATD_QUOTA_WEBHOOKS: webhook endpoints
+	// QuotaInvitations: pending invitations (neither accepted, revoked
+	// nor expired).
+	QuotaInvitations int // SEATD_QUOTA_INVITATIONS
+
+	// InviteFor is how long an emailed invitation's link works.
+	InviteFor time.Duration // SEATD_INVITE_TTL
+
+	// Accounts younger than NewAccountAge hold at most NewAccountHoldCap
+	// seats of an event (or the event's own cap, if lower): the accounts
+	// a script makes by the hundred cannot each take a buyer's full share.
+	NewAccountAge     time.Duration // SEATD_NEW_ACCOUNT_AGE (0: no account counts as new)
+	NewAccountHoldCap int           // SEATD_NEW_ACCOUNT_HOLD_CAP
 
 	// Integrators.
 	APIKeyRatePerMinute int           // SEATD_API_KEY_RATE_PER_MINUTE: requests per API key
@@ -212,6 +224,10 @@ func Defaults() Config {
 		QuotaEvents:           200,
 		QuotaAPIKeys:          50,
 		QuotaWebhooks:         20,
+		QuotaInvitations:      500,
+		InviteFor:             7 * 24 * time.Hour,
+		NewAccountAge:         24 * time.Hour,
+		NewAccountHoldCap:     4,
 
 		ReadRatePerMinute:       120,
 		ReadPrefixRatePerMinute: 3000,
@@ -362,6 +378,10 @@ func Load(getenv func(string) string) (Config, error) {
 	num("SEATD_QUOTA_EVENTS", &c.QuotaEvents)
 	num("SEATD_QUOTA_API_KEYS", &c.QuotaAPIKeys)
 	num("SEATD_QUOTA_WEBHOOKS", &c.QuotaWebhooks)
+	num("SEATD_QUOTA_INVITATIONS", &c.QuotaInvitations)
+	dur("SEATD_INVITE_TTL", &c.InviteFor)
+	dur("SEATD_NEW_ACCOUNT_AGE", &c.NewAccountAge)
+	num("SEATD_NEW_ACCOUNT_HOLD_CAP", &c.NewAccountHoldCap)
 	num("SEATD_API_KEY_RATE_PER_MINUTE", &c.APIKeyRatePerMinute)
 	boolean("SEATD_WEBHOOK_ALLOW_PRIVATE", &c.WebhookAllowPrivate)
 	dur("SEATD_WEBHOOK_TIMEOUT", &c.WebhookTimeout)

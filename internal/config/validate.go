@@ -100,6 +100,12 @@ func (c Config) validate() []error {
 	atLeast("SEATD_QUOTA_EVENTS", c.QuotaEvents, 0)
 	atLeast("SEATD_QUOTA_API_KEYS", c.QuotaAPIKeys, 0)
 	atLeast("SEATD_QUOTA_WEBHOOKS", c.QuotaWebhooks, 0)
+	atLeast("SEATD_QUOTA_INVITATIONS", c.QuotaInvitations, 0)
+	positive("SEATD_INVITE_TTL", c.InviteFor)
+	if c.NewAccountAge < 0 {
+		bad("SEATD_NEW_ACCOUNT_AGE: must not be negative, got %s", c.NewAccountAge)
+	}
+	atLeast("SEATD_NEW_ACCOUNT_HOLD_CAP", c.NewAccountHoldCap, 1)
 	atLeast("SEATD_API_KEY_RATE_PER_MINUTE", c.APIKeyRatePerMinute, 1)
 	positive("SEATD_WEBHOOK_TIMEOUT", c.WebhookTimeout)
 	positive("SEATD_WEBHOOK_RETRY_FOR", c.WebhookRetryFor)

@@ -37,6 +37,11 @@ type Actor struct {
 	Org  uuid.UUID
 	User uuid.UUID
 	Role Role
+	// HoldCap, when above 0, lowers a buyer's cap on active holds per
+	// event to it (a new account's, decided at the edge from the
+	// account's age); the event's own cap still applies when lower.
+	// Staff are not bound by it.
+	HoldCap int
 }
 
 // Staff reports whether the actor may act on other people's holds.

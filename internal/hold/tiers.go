@@ -101,7 +101,7 @@ func (h *Holds) holdSeats(ctx context.Context, a Actor, r Request, seatIDs []uui
 	// (see store.HoldParams.Fresh).
 	ga := r.GA != nil
 	p := store.HoldParams{Org: a.Org, Event: r.Event, User: a.User, Now: now, HeldUntil: until,
-		Source: r.Source, Cap: cap, Customer: r.Customer, Staff: a.Staff(), Accessible: r.Accessible, GA: ga, Fresh: r.Best != nil,
+		Source: r.Source, Cap: cap, Ceiling: ceiling(a), Customer: r.Customer, Staff: a.Staff(), Accessible: r.Accessible, GA: ga, Fresh: r.Best != nil,
 		Strict: set.OrphanRule == "strict" && !a.Staff() && !ga, Request: requestOf(ctx)}
 	if p.Strict {
 		p.Rows = rowKeys(r.Event, seats)
@@ -130,8 +130,20 @@ func (h *Holds) ttlCap(set *store.Event, a Actor) (time.Duration, int) {
 		if set.MaxHoldsPerBuyer > 0 {
 			cap = set.MaxHoldsPerBuyer
 		}
+		if a.HoldCap > 0 && (cap == 0 || a.HoldCap < cap) {
+			cap = a.HoldCap
+		}
 	}
 	return ttl, cap
+}
+
+// ceiling is the actor's own cap for store.HoldParams.Ceiling: a
+// buyer's HoldCap (0: none).
+func ceiling(a Actor) int {
+	if a.Role != RoleBuyer {
+		return 0
+	}
+	return a.HoldCap
 }
 
 // refusal gives a cap or sales-window refusal by Redis or Postgres the

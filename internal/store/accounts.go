@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"time"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
@@ -37,6 +38,9 @@ type User struct {
 	// Verified: the user proved they read mail at Email (or the account
 	// was made by an operator, who vouches for it).
 	Verified bool
+	// CreatedAt is when the account was made (read where sign-in needs
+	// it: a new account's holds are capped lower).
+	CreatedAt time.Time
 }
 
 // CreateOrg inserts an organization.
@@ -120,9 +124,9 @@ type Account struct {
 func (s *Accounts) AccountByEmail(ctx context.Context, org uuid.UUID, email string) (Account, error) {
 	a := Account{User: User{OrgID: org, Email: email}}
 	err := s.db.QueryRow(ctx,
-		`SELECT id, role, password_hash, email_verified_at IS NOT NULL, disabled_at IS NOT NULL
+		`SELECT id, role, password_hash, email_verified_at IS NOT NULL, disabled_at IS NOT NULL, created_at
 		 FROM users WHERE org_id = $1 AND email = $2`, org, email).
-		Scan(&a.ID, &a.Role, &a.PasswordHash, &a.Verified, &a.Disabled)
+		Scan(&a.ID, &a.Role, &a.PasswordHash, &a.Verified, &a.Disabled, &a.CreatedAt)
 	return a, notFoundIfNoRows(err, "user")
 }
 

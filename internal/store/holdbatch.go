@@ -33,7 +33,8 @@ import (
 // is staff's (accessible_open), and on an event whose orphan rule is
 // strict only rows whose request checked the rule in its transaction, or
 // staff's (orphan_rule_met). A buyer's cap is the event's
-// own when it has one. Each buyer's count of active holds rises in
+// own when it has one, but never above the row's ceiling (a new
+// account's cap). Each buyer's count of active holds rises in
 // the same statement; a row lifting it above the buyer's cap fails the
 // statement (buyer_holds_cap) and nothing of it is written. A hold of a
 // keyed request carries the request's id (see Holds.ClaimRequest).
@@ -41,9 +42,9 @@ const holdsSQL = `
 WITH r AS (
     SELECT * FROM unnest($1::uuid[], $2::uuid[], $3::uuid[], $4::uuid[], $5::bigint[], $6::uuid[],
                          $7::timestamptz[], $8::timestamptz[], $9::text[], $10::int[], $11::bool[], $12::bool[],
-                         $13::bool[], $14::uuid[])
+                         $13::bool[], $14::uuid[], $15::int[])
         AS r(org_id, event_id, seat_id, hold_id, fence, user_id, created, held_until, source, cap, staff, accessible,
-             orphans_checked, request_id)
+             orphans_checked, request_id, ceiling)
 ), upd AS (
     UPDATE seats s
     SET status = 'held', hold_id = r.hold_id, version = s.version + 1, fence = r.fence, updated_at = r.created
@@ -54,7 +55,7 @@ WITH r AS (
       AND accessible_open(s.accessible, s.companion, e.accessible_release_at, r.staff OR r.accessible, r.created)
       AND orphan_rule_met(e.orphan_rule, r.staff, r.orphans_checked)
     RETURNING s.id, s.version, r.hold_id, r.fence, r.org_id, r.event_id, r.user_id, r.created, r.held_until, r.source,
-              CASE WHEN r.cap = 2147483647 THEN r.cap ELSE coalesce(e.max_holds_per_buyer, r.cap) END AS cap,
+              CASE WHEN r.cap = 2147483647 THEN r.cap ELSE least(coalesce(e.max_holds_per_buyer, r.cap), r.ceiling) END AS cap,
               nullif(r.request_id, '00000000-0000-0000-0000-000000000000') AS request_id
 ), ins AS (
     INSERT INTO seat_holds (id, org_id, event_id, seat_id, user_id, status, held_until, fence, source, created_at, request_id)
@@ -78,7 +79,7 @@ SELECT id, version, hold_id FROM upd`
 // one row of the count, always evaluated, never returned.
 const holdsAllSQL = holdsSQL + `
 UNION ALL
-SELECT NULL::uuid, NULL::bigint, NULL::uuid FROM (SELECT count(*) AS n FROM upd) c WHERE holds_all_written(c.n, $15)`
+SELECT NULL::uuid, NULL::bigint, NULL::uuid FROM (SELECT count(*) AS n FROM upd) c WHERE holds_all_written(c.n, $16)`
 
 // HoldStatement is the SQL of the shared hold statement (holdsSQL), for
 // the bench's reference run of the very statement seatd sends.
@@ -117,7 +118,7 @@ func holdArgs(rows []holdRow) []any {
 	fences := make([]int64, n)
 	nows, untils := make([]time.Time, n), make([]time.Time, n)
 	sources := make([]string, n)
-	caps := make([]int32, n)
+	caps, ceilings := make([]int32, n), make([]int32, n)
 	staff, accessible, checked := make([]bool, n), make([]bool, n), make([]bool, n)
 	requests := make([]uuid.UUID, n)
 	for i, r := range rows {
@@ -128,8 +129,13 @@ func holdArgs(rows []holdRow) []any {
 		if p.Cap > 0 && p.Cap < noCap {
 			caps[i] = int32(p.Cap) // #nosec G115 -- bounded just above
 		}
+		ceilings[i] = noCap
+		if p.Ceiling > 0 && p.Ceiling < noCap {
+			ceilings[i] = int32(p.Ceiling) // #nosec G115 -- bounded just above
+		}
 	}
-	return []any{orgs, events, seats, holds, fences, users, nows, untils, sources, caps, staff, accessible, checked, requests}
+	return []any{orgs, events, seats, holds, fences, users, nows, untils, sources, caps, staff, accessible, checked, requests,
+		ceilings}
 }
 
 // scanHeld reads a hold statement's rows: by hold id, what it wrote.

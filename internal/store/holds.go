@@ -87,6 +87,11 @@ type HoldParams struct {
 	// takes the holds (see buyer_holds), where the event's own cap, if it
 	// has one, replaces it.
 	Cap int
+	// Ceiling (0: none) bounds the cap whatever the event's own: a new
+	// account's lower cap (hold.Actor.HoldCap). The statement takes the
+	// lower of the two, so an event cap read from a lagging cache never
+	// lifts it.
+	Ceiling int
 	// Staff holds outside the sales window (until the event is closed).
 	Staff bool
 	// Customer, when set, makes these box-office holds for a named

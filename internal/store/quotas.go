@@ -19,11 +19,12 @@ type Quotas struct {
 	Events           int // events open: drafts and events on sale (closed and deleted ones do not count)
 	APIKeys          int // API keys not revoked
 	WebhookEndpoints int // webhook endpoints not deleted
+	Invitations      int // invitations pending: neither accepted, revoked nor expired
 }
 
 // DefaultQuotas are the quotas of a Store until SetQuotas (config's
 // defaults, SEATD_QUOTA_*, are the same).
-var DefaultQuotas = Quotas{Charts: 100, Events: 200, APIKeys: 50, WebhookEndpoints: 20}
+var DefaultQuotas = Quotas{Charts: 100, Events: 200, APIKeys: 50, WebhookEndpoints: 20, Invitations: 500}
 
 // SetQuotas sets the quotas checked from now on; call it before the store
 // is used (app does, from config).

@@ -45,6 +45,9 @@ var globalUniques = map[string]string{
 	// (auth.Accounts.VerifyEmail, ResetPassword): the same lookup table as
 	// API keys' hashes.
 	"account_tokens_token_hash_key": "lookup table keyed by the hash",
+	// An invitation's link presents its token alone
+	// (auth.Accounts.AcceptInvitation): the same lookup table again.
+	"invitations_token_hash_key": "lookup table keyed by the hash",
 }
 
 // TestSchemaDistributable keeps the schema distributable by org_id

@@ -58,8 +58,8 @@ type Accounts struct{ *shared }
 // each is, where it was last seen) and ends them.
 type Devices struct{ *shared }
 
-// Tokens stores the single-use tokens mailed to users: email
-// verification and password reset.
+// Tokens stores the single-use tokens mailed to people: email
+// verification, password reset, and invitations.
 type Tokens struct{ *shared }
 
 // Charts stores venue charts and their versions.

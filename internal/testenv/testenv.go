@@ -44,7 +44,10 @@ func Config(t testing.TB) config.Config {
 	// Webhook receivers in tests listen on loopback.
 	env := map[string]string{"SEATD_ENV": "test", "SEATD_LOG_LEVEL": "warn", "SEATD_WEBHOOK_ALLOW_PRIVATE": "true",
 		// Buyers purchase directly in every test but the payments' own.
-		"SEATD_PAYMENTS": "off"}
+		"SEATD_PAYMENTS": "off",
+		// The fixtures' accounts are made just before they hold: they hold
+		// as established accounts do, unless a test sets an age.
+		"SEATD_NEW_ACCOUNT_AGE": "0"}
 	for _, k := range []string{"DATABASE_URL", "REDIS_URL"} {
 		v := os.Getenv(k)
 		if v == "" {

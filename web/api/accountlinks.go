@@ -16,14 +16,16 @@ import (
 	"seatd/web/httpx"
 )
 
-// AccountLinks are the accounts' emailed links: verification and
-// password reset; *auth.Accounts satisfies it.
+// AccountLinks are the accounts' emailed links: verification, password
+// reset and invitations; *auth.Accounts satisfies it.
 type AccountLinks interface {
 	VerifyEmail(ctx context.Context, token string) (store.TokenUser, error)
 	ResendVerification(ctx context.Context, org store.Org, user uuid.UUID) error
 	EmailVerified(ctx context.Context, org, user uuid.UUID) (bool, error)
 	RequestReset(ctx context.Context, orgSlug, email string) error
 	ResetPassword(ctx context.Context, token, password, keep string) (store.TokenUser, []string, error)
+	AcceptInvitation(ctx context.Context, token, password string) (store.TokenUser, error)
+	Invited(ctx context.Context, token string) (store.Invitation, store.Org, error)
 }
 
 var _ AccountLinks = (*auth.Accounts)(nil)
@@ -53,6 +55,25 @@ func (h *Accounts) VerifyEmail(w http.ResponseWriter, r *http.Request) error {
 			return views.VerifyEmail(h.pages.Meta(r, "Confirm your email"), views.TokenForm{Error: msg})
 		},
 		linkSpent{title: "Email confirmed", status: "verified", text: "Your email is confirmed: you can hold seats now."})
+}
+
+// AcceptInvitation spends an invitation's token (POST
+// /invitations/accept, JSON or the link page's form): the invited address
+// has a verified buyer account with the password given, or, if it had
+// one already, that account is confirmed and its password kept — the
+// answer is the same. 404 for a token unknown, used, revoked or expired;
+// 422 for a password too short (the token stays good).
+func (h *Accounts) AcceptInvitation(w http.ResponseWriter, r *http.Request) error {
+	var in resetConfirmInput
+	return h.spendLink(w, r, &in, func(v url.Values) { in = resetConfirmInput{Token: v.Get("token"), Password: v.Get("password")} },
+		func(ctx context.Context) (store.TokenUser, error) {
+			return h.auth.AcceptInvitation(ctx, in.Token, in.Password)
+		},
+		func(msg string) templ.Component {
+			return views.AcceptInvitation(h.pages.Meta(r, "Accept the invitation"), views.InvitationForm{Token: in.Token, Error: msg})
+		},
+		linkSpent{title: "Invitation accepted", status: "accepted",
+			text: "Your account is ready: sign in with your email and the password you chose (an account you had here already keeps its password)."})
 }
 
 // linkSpent is what a spent link's answer says: the notice page's title,

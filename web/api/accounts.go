@@ -26,6 +26,7 @@ type Authenticator interface {
 	Current(ctx context.Context, org, user uuid.UUID, role string) (bool, error)
 	AccountLinks
 	SignupPolicySetter
+	Inviter
 }
 
 var _ Authenticator = (*auth.Accounts)(nil)
@@ -245,7 +246,8 @@ type statusJSON struct {
 func (h *Accounts) signedIn(w http.ResponseWriter, r *http.Request, isForm bool, status int, org store.Org, u store.User, remember bool) error {
 	ctx := r.Context()
 	if err := h.sessions.SignIn(w, r, session.Account{Org: org.ID, OrgSlug: org.Slug, OrgName: org.Name,
-		User: u.ID, Email: u.Email, Role: hold.Role(u.Role), Verified: u.Verified, Remember: remember}); err != nil {
+		User: u.ID, Email: u.Email, Role: hold.Role(u.Role), Verified: u.Verified, Remember: remember,
+		CreatedAt: u.CreatedAt}); err != nil {
 		return err
 	}
 	// The account may have been disabled or given another role between

@@ -94,8 +94,10 @@ type API struct {
 	Tickets   *Tickets
 	Devices   *Devices
 	Org       *Org
-	Queue     *Queue
-	Payments  *Payments
+	// Invitations are the organization's invitations to sign up.
+	Invitations *Invitations
+	Queue       *Queue
+	Payments    *Payments
 }
 
 // New builds the handlers.
@@ -108,21 +110,22 @@ func New(d Deps) *API {
 	return &API{
 		Accounts: &Accounts{dec: d.Decoder, limits: d.Limits, lockout: d.Lockout, devices: d.Devices, auth: d.Auth, reads: d.Accounts,
 			sessions: d.Sessions, pages: d.Render},
-		Events:    &Events{dec: d.Decoder, core: d.Events, visible: d.Visible, blocker: d.Holds, seats: newSeatsCache(seatsCacheBytes)},
-		Charts:    &Charts{store: d.Charts, uploads: d.Uploads},
-		Holds:     &Holds{dec: d.Decoder, limits: d.Limits, gate: d.Sessions, core: d.Holds, visible: d.Visible, pages: d.Audit},
-		Waitlist:  &Waitlist{dec: d.Decoder, core: d.Waitlist},
-		BoxOffice: &BoxOffice{dec: d.Decoder, core: d.BoxOffice, cancels: d.Payments, bookings: d.Bookings, tickets: tickets},
-		Registry:  &Registry{dec: d.Decoder, occupancy: d.Monitor, checks: d.Registry},
-		Exports:   &Exports{store: d.EventStore, log: d.Log},
-		Keys:      &Keys{dec: d.Decoder, core: d.Keys, list: d.Accounts},
-		Webhooks:  &Webhooks{dec: d.Decoder, endpoints: d.Endpoints, store: d.Webhooks, deliveries: d.Deliveries},
-		Door:      &Door{dec: d.Decoder, core: d.Door},
-		Tickets:   tickets,
-		Devices:   &Devices{dec: d.Decoder, sessions: d.Sessions},
-		Org:       &Org{dec: d.Decoder, reads: d.Accounts, policy: d.Auth},
-		Queue:     &Queue{dec: d.Decoder, line: d.Queue},
-		Payments:  pay,
+		Events:      &Events{dec: d.Decoder, core: d.Events, visible: d.Visible, blocker: d.Holds, seats: newSeatsCache(seatsCacheBytes)},
+		Charts:      &Charts{store: d.Charts, uploads: d.Uploads},
+		Holds:       &Holds{dec: d.Decoder, limits: d.Limits, gate: d.Sessions, core: d.Holds, visible: d.Visible, pages: d.Audit},
+		Waitlist:    &Waitlist{dec: d.Decoder, core: d.Waitlist},
+		BoxOffice:   &BoxOffice{dec: d.Decoder, core: d.BoxOffice, cancels: d.Payments, bookings: d.Bookings, tickets: tickets},
+		Registry:    &Registry{dec: d.Decoder, occupancy: d.Monitor, checks: d.Registry},
+		Exports:     &Exports{store: d.EventStore, log: d.Log},
+		Keys:        &Keys{dec: d.Decoder, core: d.Keys, list: d.Accounts},
+		Webhooks:    &Webhooks{dec: d.Decoder, endpoints: d.Endpoints, store: d.Webhooks, deliveries: d.Deliveries},
+		Door:        &Door{dec: d.Decoder, core: d.Door},
+		Tickets:     tickets,
+		Devices:     &Devices{dec: d.Decoder, sessions: d.Sessions},
+		Org:         &Org{dec: d.Decoder, reads: d.Accounts, policy: d.Auth},
+		Invitations: &Invitations{dec: d.Decoder, core: d.Auth, reads: d.Accounts, limits: d.Limits},
+		Queue:       &Queue{dec: d.Decoder, line: d.Queue},
+		Payments:    pay,
 	}
 }
 

@@ -6,7 +6,9 @@ import (
 
 	"github.com/google/uuid"
 
+	"seatd/internal/apperr"
 	"seatd/internal/hold"
+	"seatd/internal/store"
 	"seatd/views"
 	"seatd/web/httpx"
 	"seatd/web/session"
@@ -22,12 +24,19 @@ type AccountSessions interface {
 	Flash(ctx context.Context, msg string)
 }
 
+// InvitationReads reads the pending invitation of a link's token without
+// spending it; *auth.Accounts satisfies it.
+type InvitationReads interface {
+	Invited(ctx context.Context, token string) (store.Invitation, store.Org, error)
+}
+
 // Account is the pages of one's account: the pages emailed links open
 // (their forms post to web/api's Accounts), the forgotten-password form,
 // and the devices page.
 type Account struct {
 	render   Renderer
 	sessions AccountSessions
+	invites  InvitationReads
 }
 
 // tokenOf reads an emailed link's token from its query, bounded.
@@ -58,6 +67,24 @@ func (p *Account) ResetRequest(w http.ResponseWriter, r *http.Request) {
 // ResetConfirm is the page a reset link opens: the new password's form.
 func (p *Account) ResetConfirm(w http.ResponseWriter, r *http.Request) {
 	p.render.Render(w, r, http.StatusOK, views.ResetConfirm(p.render.Meta(r, "Choose a new password"), views.TokenForm{Token: tokenOf(r)}))
+}
+
+// Invitation is the page an invitation's link opens: who is invited
+// where, and the password form that posts the token. The GET spends
+// nothing; a link no longer pending says so (404).
+func (p *Account) Invitation(w http.ResponseWriter, r *http.Request) {
+	meta := p.render.Meta(r, "Accept the invitation")
+	inv, org, err := p.invites.Invited(r.Context(), tokenOf(r))
+	if err != nil {
+		e, ok := httpx.DomainError(err)
+		if !ok || e.Code != apperr.NotFound {
+			p.render.Error(w, r, err)
+			return
+		}
+		p.render.Render(w, r, http.StatusNotFound, views.NoticePage(meta, views.Notice{Title: "This invitation is not valid", Text: e.Message}))
+		return
+	}
+	p.render.Render(w, r, http.StatusOK, views.AcceptInvitation(meta, views.InvitationForm{Token: tokenOf(r), OrgName: org.Name, Email: inv.Email}))
 }
 
 // Devices lists the user's signed-in sessions.

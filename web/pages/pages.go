@@ -61,6 +61,8 @@ type Deps struct {
 	Events   *hold.Events
 	Waitlist *hold.Waitlist
 	Accounts *store.Accounts
+	// Invites reads the invitation a link names, for its page.
+	Invites InvitationReads
 	// WaitlistStore reads the entries of the panels the live hub pushes.
 	WaitlistStore *store.Waitlist
 	Visible       *query.Events
@@ -116,7 +118,7 @@ func New(d Deps) *Pages {
 		Booking: &Booking{render: d.Render, details: d.Details, codes: d.Codes, cancels: d.Payments,
 			flash: d.Sessions},
 		MyTickets: &MyTickets{render: d.Render, mine: d.MyBookings},
-		Account:   &Account{render: d.Render, sessions: d.Sessions},
+		Account:   &Account{render: d.Render, sessions: d.Sessions, invites: d.Invites},
 		Payment:   pay,
 		Panels:    &WaitlistPanels{store: d.WaitlistStore},
 		Queue:     &Queue{render: d.Render, visible: d.Visible, line: d.Queue},

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -37,7 +38,15 @@ func (s *Sessions) actor(ctx context.Context) (hold.Actor, bool) {
 	if err1 != nil || err2 != nil || roleBit(role) == 0 {
 		return hold.Actor{}, false
 	}
-	return hold.Actor{Org: org, User: user, Role: role}, true
+	a := hold.Actor{Org: org, User: user, Role: role}
+	// A new account's holds are capped lower until it is old enough; the
+	// time was decided at sign-in from the account's creation.
+	if role == hold.RoleBuyer {
+		if until, err := strconv.ParseInt(s.sm.GetString(ctx, sessNewUntil), 10, 64); err == nil && time.Now().Unix() < until {
+			a.HoldCap = s.newCap
+		}
+	}
+	return a, true
 }
 
 // Load loads the request's session (scs), puts the actor it names in the

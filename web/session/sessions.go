@@ -13,6 +13,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/netip"
+	"strconv"
 	"time"
 
 	"github.com/alexedwards/scs/pgxstore"
@@ -40,6 +41,10 @@ const (
 	// sessRemember is "1" for a session signed in with "keep me signed
 	// in": it lasts RememberFor, idle or not, under a persistent cookie.
 	sessRemember = "remember"
+	// sessNewUntil is, for an account that was new at sign-in (younger
+	// than Options.NewAccountAge), when it stops being new (Unix
+	// seconds): until then its actor carries the new accounts' hold cap.
+	sessNewUntil = "new_until"
 )
 
 // Store reads and cleans the session rows and tells whether a user's
@@ -107,6 +112,12 @@ type Options struct {
 	// zero). Other sessions keep Lifetime and IdleTimeout under a cookie
 	// that ends with the browser.
 	RememberFor time.Duration
+	// An account younger than NewAccountAge (SEATD_NEW_ACCOUNT_AGE; 0:
+	// none is new) holds at most NewAccountHoldCap seats of an event
+	// (SEATD_NEW_ACCOUNT_HOLD_CAP): its actor carries that cap
+	// (hold.Actor.HoldCap) until the account is old enough.
+	NewAccountAge     time.Duration
+	NewAccountHoldCap int
 }
 
 // Sessions loads and saves the session of each request and tells whose
@@ -128,6 +139,9 @@ type Sessions struct {
 	maxPerUser int
 	// rememberFor is a remembered session's lifetime (Options.RememberFor).
 	rememberFor time.Duration
+	// newAge and newCap: Options.NewAccountAge and NewAccountHoldCap.
+	newAge time.Duration
+	newCap int
 }
 
 // New builds the sessions.
@@ -178,7 +192,7 @@ func New(o Options) *Sessions {
 	return &Sessions{sm: sm, store: st, hub: o.Hub, keys: o.Keys, keyLimit: o.KeyLimit, errs: o.Errors, log: o.Log,
 		ends:     newSessionEnds(o.Pool, o.Notifier, st, o.Hub, o.Log.With("component", "session_ends")),
 		accounts: o.Store, devices: o.Devices, seen: seen{last: map[string]time.Time{}}, clientIP: o.ClientIP, maxPerUser: maxPerUser,
-		rememberFor: rememberFor}
+		rememberFor: rememberFor, newAge: o.NewAccountAge, newCap: o.NewAccountHoldCap}
 }
 
 // Run hears session ends through the notifier, and proves it does (see
@@ -201,6 +215,9 @@ type Account struct {
 	Verified bool
 	// Remember: "keep me signed in" (Options.RememberFor).
 	Remember bool
+	// CreatedAt is when the account was made: a new one's holds are
+	// capped lower (Options.NewAccountAge).
+	CreatedAt time.Time
 }
 
 // SignIn starts a session for acct with a fresh token (no fixation),
@@ -219,6 +236,9 @@ func (s *Sessions) SignIn(w http.ResponseWriter, r *http.Request, acct Account) 
 	}
 	if acct.Verified {
 		s.sm.Put(ctx, sessVerified, "1")
+	}
+	if until := acct.CreatedAt.Add(s.newAge); s.newAge > 0 && s.newCap > 0 && !acct.CreatedAt.IsZero() && until.After(time.Now()) {
+		s.sm.Put(ctx, sessNewUntil, strconv.FormatInt(until.Unix(), 10))
 	}
 	if acct.Remember {
 		s.sm.Put(ctx, sessRemember, "1")

@@ -43,6 +43,10 @@ type Deps struct {
 	Door AttendeeList
 	// Policy sets the organization's sign-up policy.
 	Policy PolicySetter
+	// Invites sends, lists and revokes invitations; Limits bounds the
+	// mails per address.
+	Invites api.Inviter
+	Limits  api.LoginLimit
 
 	// The stores read beside the core.
 	Accounts      *store.Accounts
@@ -77,6 +81,8 @@ type Pages struct {
 	Door      *Door
 	Attendees *Attendees
 	Settings  *Settings
+	// Invitations is the organization's invitations page.
+	Invitations *Invitations
 	// Queue is the dashboard's waiting-room panel.
 	Queue   *Queue
 	Refunds *Refunds
@@ -100,16 +106,17 @@ func New(d Deps) *Pages {
 			seats: d.Events, release: d.Holds, holdByID: d.HoldStore, layout: map[[2]uuid.UUID]map[string]origin{}},
 		Counter: &Counter{frame: f, core: d.BoxOffice, cancels: d.Payments, holds: d.Holds, seats: d.Events, bookings: d.Bookings,
 			houses: d.BookingStore},
-		Charts:    &Charts{frame: f, store: d.Charts},
-		Keys:      &Keys{frame: f, dec: d.Decoder, core: d.Keys, list: d.Accounts},
-		Webhooks:  &Webhooks{frame: f, dec: d.Decoder, endpoints: d.Endpoints, store: d.Webhooks, deliveries: d.Deliveries},
-		Door:      &Door{frame: f},
-		Attendees: &Attendees{frame: f, door: d.Door},
-		Settings:  &Settings{frame: f, orgs: d.Accounts, policy: d.Policy},
-		Queue:     &Queue{render: d.Render, stats: d.Line, events: d.Events},
-		Refunds:   &Refunds{frame: f, pays: d.Payments},
-		Panel:     &WaitlistPanel{store: d.WaitlistStore},
-		log:       d.Log,
+		Charts:      &Charts{frame: f, store: d.Charts},
+		Keys:        &Keys{frame: f, dec: d.Decoder, core: d.Keys, list: d.Accounts},
+		Webhooks:    &Webhooks{frame: f, dec: d.Decoder, endpoints: d.Endpoints, store: d.Webhooks, deliveries: d.Deliveries},
+		Door:        &Door{frame: f},
+		Attendees:   &Attendees{frame: f, door: d.Door},
+		Settings:    &Settings{frame: f, orgs: d.Accounts, policy: d.Policy},
+		Invitations: &Invitations{frame: f, core: d.Invites, orgs: d.Accounts, limits: d.Limits},
+		Queue:       &Queue{render: d.Render, stats: d.Line, events: d.Events},
+		Refunds:     &Refunds{frame: f, pays: d.Payments},
+		Panel:       &WaitlistPanel{store: d.WaitlistStore},
+		log:         d.Log,
 	}
 }
 
