@@ -40,7 +40,7 @@ STRIPE_MOCK_STAMP := $(BIN_DIR)/.stripe-mock-$(STRIPE_MOCK_VERSION)
 
 # Short fuzz runs done by `make test`, as pkg/path:FuzzName, space separated,
 # e.g. internal/hold:FuzzDelta. Each runs for FUZZ_TIME (default 1000x: 1 000 executions).
-FUZZ_TARGETS := internal/chart:FuzzChart internal/ticket:FuzzVerify web/api:FuzzDecode web:FuzzLogin web:FuzzSignup web:FuzzHold web:FuzzPurchase web:FuzzStaffRelease web:FuzzStaffLookups
+FUZZ_TARGETS := internal/chart:FuzzChart internal/ticket:FuzzVerify web/api:FuzzDecode web:FuzzLogin web:FuzzSignup web:FuzzHold web:FuzzPurchase web:FuzzStaffRelease web:FuzzStaffLookups web:FuzzInvitations
 
 .PHONY: help tools mailpit stripe-mock generate templates css services-up services-down \
 	services-up-test services-down-test build run run-cluster run-observe test-rules lint test vendor-js

@@ -293,3 +293,44 @@ func FuzzStaffLookups(f *testing.F) {
 		}
 	})
 }
+
+// FuzzInvitations: an organizer's POST /api/v1/invitations (the email
+// fuzzed) and the anonymous POST /invitations/accept (token and password
+// fuzzed, as JSON or as the link page's form). A refusal writes nothing,
+// pending invitations included, and the accepting side starts no session.
+func FuzzInvitations(f *testing.F) {
+	e := newFuzzEnv(f)
+	f.Add("guest@x.example", "not-a-token", "long-enough-pw", false)
+	f.Add("guest2@x.example", strings.Repeat("A", 43), "long-enough-pw", true)
+	for _, h := range hostileSeeds {
+		f.Add("g"+h+"@x.example", "tok"+h, "long-enough-pw", false)
+		f.Add("g@x.example"+h, "tok", "long-enough"+h, true)
+	}
+	invitations := func(t *testing.T) string {
+		var n int
+		var ids string
+		if err := e.s.app.Pool.QueryRow(context.Background(),
+			`SELECT count(*), coalesce(string_agg(id::text || coalesce(revoked_at::text, ''), ',' ORDER BY id), '')
+			 FROM invitations WHERE org_id = $1`, e.tn.Org.ID).Scan(&n, &ids); err != nil {
+			t.Fatal(err)
+		}
+		return fmt.Sprintf("invitations=%d %s", n, ids)
+	}
+	f.Fuzz(func(t *testing.T, email, token, password string, asForm bool) {
+		before, inv := e.writes(t), invitations(t)
+		w := e.serve("POST", "/api/v1/invitations", "", httpx.MediaJSON, jsonObject("email", email), "Cookie", e.orgUser)
+		e.check(t, w, before, false)
+		if w.Code >= 400 {
+			if after := invitations(t); after != inv {
+				t.Fatalf("invitation refused with %d but written:\nbefore %s\nafter  %s", w.Code, inv, after)
+			}
+		}
+		before = e.writes(t)
+		if asForm {
+			w = e.serve("POST", "/invitations/accept", "", httpx.MediaForm, formOf("token", token, "password", password))
+		} else {
+			w = e.serve("POST", "/invitations/accept", "", httpx.MediaJSON, jsonObject("token", token, "password", password))
+		}
+		e.check(t, w, before, true)
+	})
+}
