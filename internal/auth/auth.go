@@ -28,12 +28,16 @@ const MinPasswordLen = 10
 // it is refused: a surge of sign-ins (an on-sale's opening minute) is
 // served in turn within it rather than refused, while the line's length
 // (hashQueuePerSlot) keeps a flood from piling up behind it.
-const hashWait = 3 * time.Second
+const hashWait = 10 * time.Second
 
 // hashQueuePerSlot is how many sign-ins may wait per hashing slot; one
-// more is refused at once. A hash takes ~50-100 ms of a core at Cost, so
-// a full line drains within hashWait.
-const hashQueuePerSlot = 8
+// more is refused at once. A hash takes 100-200 ms of a busy core at
+// Cost, so a full line drains within hashWait. The line holds a surge of
+// 32 sign-ins at once on one slot: with a shorter one (8), a surge of
+// 1 000 sign-ins 32 at a time left some of them refused again and again
+// for over a minute (make bench, phase signin), while waiting costs
+// nothing but a goroutine.
+const hashQueuePerSlot = 32
 
 // busyRetry is the Retry-After of ErrBusy, in seconds.
 const busyRetry = 2

@@ -45,14 +45,14 @@ func TestHashingCap(t *testing.T) {
 		t.Fatalf("sign-in while no slot frees: %v, want ErrBusy with a Retry-After", err)
 	}
 
-	// The line full: 8 a slot wait; the next is refused at once, sign-ups
-	// too.
+	// The line full: 32 a slot wait; the next is refused at once,
+	// sign-ups too.
 	var wg sync.WaitGroup
-	results := make(chan error, 16)
-	for range 16 {
+	results := make(chan error, 64)
+	for range 64 {
 		wg.Go(func() { results <- signIn() })
 	}
-	testenv.Eventually(t, 5*time.Second, "16 sign-ins in line", func() bool { return a.Accounts.Waiting() == 16 })
+	testenv.Eventually(t, 5*time.Second, "64 sign-ins in line", func() bool { return a.Accounts.Waiting() == 64 })
 	start := time.Now()
 	if err := signIn(); !errors.Is(err, auth.ErrBusy) {
 		t.Fatalf("sign-in with the line full: %v, want ErrBusy", err)
