@@ -121,7 +121,7 @@ func (b *bench) phaseBest(ctx context.Context) error {
 		if b.cfg.noRef {
 			return nil
 		}
-		w, err := b.pgbench.writesAlone(ctx, bestEventSeats, b.bestBuyers(), 4, b.cfg.batchSlots())
+		w, err := b.pgbench.writesAlone(ctx, bestEventSeats, bestBuyers(b.fx.buyers), 4, b.cfg.batchSlots())
 		if err == nil {
 			writes = append(writes, w)
 			b.log.printf("best available, the writes alone: %d holds in %d statements at once in %.1f ms",
@@ -216,7 +216,7 @@ func (k *BestKeyed) summarize() {
 const bestEventSeats = 4000
 
 // bestBuyers is how many buyers a burst sends.
-func (b *bench) bestBuyers() int { return min(500, len(b.fx.buyers)) }
+func bestBuyers(buyers []*session) int { return min(500, len(buyers)) }
 
 // bestBurst sends 500 buyers, each with its own session and an open
 // connection, for {"best_available":{"count":4}} at the same instant, on
@@ -224,7 +224,7 @@ func (b *bench) bestBuyers() int { return min(500, len(b.fx.buyers)) }
 // own, and the burst is sent again with the same keys once it is checked.
 func (b *bench) bestBurst(ctx context.Context, main *server, keyed bool) (*Best, keyedRepeat, error) {
 	var rep keyedRepeat
-	n := b.bestBuyers()
+	n := bestBuyers(b.fx.buyers)
 	const seats = bestEventSeats
 	ev, _, err := b.fx.newEvent(ctx, "best available", seats, false)
 	if err != nil {

@@ -75,7 +75,7 @@ func (b *bench) phaseHolds(ctx context.Context) error {
 		}
 		var during func(context.Context)
 		if b.cfg.profileLevel == c {
-			during = b.profile(main, c)
+			during = b.profileNamed(main, fmt.Sprintf("%d", c), min(b.cfg.profileFor, b.cfg.duration))
 		}
 		lvl := &HoldLevel{Buyers: c}
 		lvl.HTTP = b.load.closedLoop(ctx, []*server{main}, b.fx.buyers[:c], ev, seats, b.cfg.warmup, b.cfg.duration, during)
@@ -151,12 +151,6 @@ func (b *bench) paced(ctx context.Context, main *server) error {
 	lvl.ratios()
 	b.rep.Paced = lvl
 	return nil
-}
-
-// profile returns a function fetching a CPU profile of s from its pprof
-// listener into the results directory.
-func (b *bench) profile(s *server, buyers int) func(context.Context) {
-	return b.profileNamed(s, fmt.Sprintf("%d", buyers), min(b.cfg.profileFor, b.cfg.duration))
 }
 
 // profileNamed returns a function fetching a CPU profile of s for d from

@@ -138,7 +138,7 @@ func (b *bench) phaseRoom(ctx context.Context) error {
 		return err
 	}
 	rm.HeapBeforeMiB = round3(before.heap / (1 << 20))
-	if err := b.setRoom(ctx, s, ev, map[string]any{"enabled": true, "opens_at": time.Now().Add(time.Hour).UTC(),
+	if err := setRoom(ctx, s, b.fx.organizer, ev, map[string]any{"enabled": true, "opens_at": time.Now().Add(time.Hour).UTC(),
 		"rate_per_minute": b.cfg.roomRate}); err != nil {
 		return err
 	}
@@ -179,14 +179,14 @@ func (b *bench) phaseRoom(ctx context.Context) error {
 	b.log.printf("room: %d joined, %.0f/s, p99 %.1f ms; heap %.0f B, RSS %.0f B a visitor",
 		n, rm.JoinPerSec, rm.Join.P99, rm.HeapPerVisitorJoined, rm.RSSPerVisitorJoined)
 
-	rank, err := b.ranks(ctx, ev, visitors)
+	rank, err := lineRanks(ctx, b.redisURL, b.fx.orgID, ev, visitors)
 	if err != nil {
 		return err
 	}
 
 	// The opening: a second from now, on the process's and Redis's clock.
 	opens := time.Now().Add(time.Second).Truncate(time.Millisecond)
-	if err := b.setRoom(ctx, s, ev, map[string]any{"opens_at": opens.UTC()}); err != nil {
+	if err := setRoom(ctx, s, b.fx.organizer, ev, map[string]any{"opens_at": opens.UTC()}); err != nil {
 		return err
 	}
 	sleepUntil(ctx, opens.Add(100*time.Millisecond))
@@ -208,7 +208,7 @@ func (b *bench) phaseRoom(ctx context.Context) error {
 	for _, d := range first {
 		waited[d.client] = d.at.Sub(opens) // the page waited since before the opening
 	}
-	holders, err := b.admitted(ev, b.fx.buyers[:min(32, len(b.fx.buyers))])
+	holders, err := admitted(b.fx.orgID, ev, b.fx.buyers[:min(32, len(b.fx.buyers))])
 	if err != nil {
 		return err
 	}
@@ -275,7 +275,7 @@ func (b *bench) phaseRoom(ctx context.Context) error {
 	rm.RefNotSent = refNotSent
 
 	// Holds without the room: turned off, nobody polling.
-	if err := b.setRoom(ctx, s, ev, map[string]any{"enabled": false}); err != nil {
+	if err := setRoom(ctx, s, b.fx.organizer, ev, map[string]any{"enabled": false}); err != nil {
 		return err
 	}
 	rm.HoldsRef = b.load.closedLoop(ctx, []*server{s}, holders, ev, seats[len(seats)/2:], b.cfg.warmup, b.cfg.roomHolds, nil)
@@ -290,9 +290,9 @@ func (b *bench) phaseRoom(ctx context.Context) error {
 
 // setRoom changes the event's waiting room through the API, as its
 // organizer.
-func (b *bench) setRoom(ctx context.Context, s *server, ev string, room map[string]any) error {
+func setRoom(ctx context.Context, s *server, organizer *session, ev string, room map[string]any) error {
 	body, _ := json.Marshal(map[string]any{"waiting_room": room})
-	code, raw, err := s.call(ctx, b.fx.organizer, http.MethodPatch, "/api/v1/events/"+ev, body)
+	code, raw, err := s.call(ctx, organizer, http.MethodPatch, "/api/v1/events/"+ev, body)
 	if err != nil {
 		return err
 	}
@@ -305,8 +305,8 @@ func (b *bench) setRoom(ctx context.Context, s *server, ev string, room map[stri
 // admitted is buyers, each carrying an admission to ev signed as the room
 // process signs them (the server secret, the session's stored token):
 // buyers who were let in, without taking places from the measured line.
-func (b *bench) admitted(ev string, buyers []*session) ([]*session, error) {
-	org, err := uuid.Parse(b.fx.orgID)
+func admitted(orgID, ev string, buyers []*session) ([]*session, error) {
+	org, err := uuid.Parse(orgID)
 	if err != nil {
 		return nil, err
 	}

@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"sync"
 	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
 )
 
 // Tail is the hold latency's tail at 32 open connections on a process
@@ -68,8 +70,8 @@ func (b *bench) phaseTail(ctx context.Context) error {
 		var samples []waitSample
 		t.TracedHolds = b.load.closedLoop(ctx, []*server{s}, buyers, ev, seats[half:], b.cfg.warmup, b.cfg.tailFor, func(ctx context.Context) {
 			var side sync.WaitGroup
-			side.Go(func() { samples = b.sampleWaits(ctx, time.Now().Add(b.cfg.tailFor)) })
-			t.Trace = b.trace(ctx, s, b.cfg.tailFor)
+			side.Go(func() { samples = sampleWaits(ctx, b.db, time.Now().Add(b.cfg.tailFor)) })
+			t.Trace = saveTrace(ctx, b.log, s, b.cfg.tailFor, b.cfg.outDir, b.rep.Started)
 			side.Wait()
 		})
 		t.Waits, t.WaitsWindow = waitsDuring(samples, t.TracedHolds.Slowest)
@@ -107,11 +109,11 @@ func slowerThan(slow []Slow, ms float64) int {
 	return n
 }
 
-// trace saves a runtime trace of s over d (the ops listener's
-// /debug/pprof/trace) in the output directory and returns its path ("" if
-// it failed); the trace's clock starts when the request is answered
-// with its first bytes, logged here.
-func (b *bench) trace(ctx context.Context, s *server, d time.Duration) string {
+// saveTrace saves a runtime trace of s over d (the ops listener's
+// /debug/pprof/trace) in dir, named after the run's start, and returns
+// its path ("" if it failed); the trace's clock starts when the request
+// is answered with its first bytes, logged here.
+func saveTrace(ctx context.Context, log *progress, s *server, d time.Duration, dir string, run time.Time) string {
 	url := fmt.Sprintf("%s/debug/pprof/trace?seconds=%d", s.ops, max(int(d.Seconds()), 1))
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
@@ -120,18 +122,18 @@ func (b *bench) trace(ctx context.Context, s *server, d time.Duration) string {
 	started := time.Now()
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
-		b.log.printf("trace: %v", err)
+		log.printf("trace: %v", err)
 		return ""
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		b.log.printf("trace: %s", resp.Status)
+		log.printf("trace: %s", resp.Status)
 		return ""
 	}
-	if err := os.MkdirAll(b.cfg.outDir, 0o750); err != nil {
+	if err := os.MkdirAll(dir, 0o750); err != nil {
 		return ""
 	}
-	path := filepath.Join(b.cfg.outDir, fmt.Sprintf("%s-tail.trace", b.rep.Started.Format("20060102T150405Z")))
+	path := filepath.Join(dir, fmt.Sprintf("%s-tail.trace", run.Format("20060102T150405Z")))
 	f, err := os.Create(filepath.Clean(path))
 	if err != nil {
 		return ""
@@ -140,7 +142,7 @@ func (b *bench) trace(ctx context.Context, s *server, d time.Duration) string {
 	if cerr := f.Close(); err != nil || cerr != nil {
 		return ""
 	}
-	b.log.printf("trace of %s from %s: %s", s.name, started.Format("15:04:05.000"), path)
+	log.printf("trace of %s from %s: %s", s.name, started.Format("15:04:05.000"), path)
 	return path
 }
 
@@ -152,11 +154,11 @@ type waitSample struct {
 }
 
 // sampleWaits samples pg_stat_activity every 3 ms until until.
-func (b *bench) sampleWaits(ctx context.Context, until time.Time) []waitSample {
+func sampleWaits(ctx context.Context, db *pgxpool.Pool, until time.Time) []waitSample {
 	var out []waitSample
 	for ctx.Err() == nil && time.Now().Before(until) {
 		at := time.Now()
-		rows, err := b.db.Query(ctx, `SELECT coalesce(wait_event_type || '/' || wait_event, 'active') FROM pg_stat_activity
+		rows, err := db.Query(ctx, `SELECT coalesce(wait_event_type || '/' || wait_event, 'active') FROM pg_stat_activity
 			WHERE datname = current_database() AND backend_type = 'client backend' AND state = 'active' AND pid <> pg_backend_pid()
 			  AND query NOT LIKE 'LISTEN%'`)
 		if err != nil {

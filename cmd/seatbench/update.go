@@ -81,13 +81,12 @@ func lineKey(org, ev, what string) string { return "seatd:{" + org + ":" + ev + 
 
 // ranks reads the event's line (members are user ids) and gives each
 // visitor's 0-based place in it, -1 for those not in line.
-func (b *bench) ranks(ctx context.Context, ev string, visitors []*session) ([]int64, error) {
-	rdb, err := redisOf(b.redisURL)
+func lineRanks(ctx context.Context, redisURL, org, ev string, visitors []*session) ([]int64, error) {
+	rdb, err := redisOf(redisURL)
 	if err != nil {
 		return nil, err
 	}
 	defer rdb.Close()
-	org := b.fx.orgID
 	ids, err := rdb.ZRange(ctx, lineKey(org, ev, "line"), 0, -1).Result()
 	if err != nil {
 		return nil, fmt.Errorf("read the line: %w", err)
