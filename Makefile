@@ -6,10 +6,11 @@ SHELL := /bin/bash
 .DEFAULT_GOAL := help
 
 # ---------------------------------------------------------------------------
-# Pinned Go tools, run as `go run module/cmd@version`: Go builds each once
-# and keeps the executable in its build cache, which every clone on the
-# machine shares, so only a machine's first run builds them (minutes on two
-# cores) and a fresh clone starts them at once.
+# Pinned Go tools: templ runs as `go run module/cmd@version`, the others
+# are installed into ./.bin. Either way Go keeps the compiled packages in
+# its build cache, which every clone on the machine shares, so only a
+# machine's first run compiles them (minutes on two cores) and a fresh
+# clone only links them.
 #
 # templ must match github.com/a-h/templ in go.mod, or generated code and
 # runtime disagree.
@@ -28,11 +29,17 @@ MAILPIT_VERSION := v1.33.1
 STRIPE_MOCK_VERSION := v0.203.0
 
 TEMPL := go run github.com/a-h/templ/cmd/templ@$(TEMPL_VERSION)
-STATICCHECK := go run honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION)
-GOSEC := go run github.com/securego/gosec/v2/cmd/gosec@$(GOSEC_VERSION)
-# Mailpit is a service (scripts/services.sh), installed into ./.bin; one
-# stamp per version, so bumping the pin reinstalls it.
+# The analysers are installed into ./.bin (one stamp per version, so
+# bumping a pin reinstalls it) rather than run with `go run`: lint runs
+# them with GOFLAGS=-race (see lint), which `go run` would apply to
+# building the tool itself.
 BIN_DIR := $(CURDIR)/.bin
+STATICCHECK := $(BIN_DIR)/staticcheck
+STATICCHECK_STAMP := $(BIN_DIR)/.staticcheck-$(STATICCHECK_VERSION)
+GOSEC := $(BIN_DIR)/gosec
+GOSEC_STAMP := $(BIN_DIR)/.gosec-$(GOSEC_VERSION)
+# Mailpit is a service (scripts/services.sh), installed into ./.bin the
+# same way.
 MAILPIT := $(BIN_DIR)/mailpit
 MAILPIT_STAMP := $(BIN_DIR)/.mailpit-$(MAILPIT_VERSION)
 STRIPE_MOCK := $(BIN_DIR)/stripe-mock
@@ -74,13 +81,21 @@ help:
 tools:
 	$(TEMPL) version >/dev/null &
 	templ=$$!
-	$(STATICCHECK) -version >/dev/null &
+	$(MAKE) --no-print-directory $(STATICCHECK_STAMP) &
 	staticcheck=$$!
-	$(GOSEC) -version >/dev/null &
+	$(MAKE) --no-print-directory $(GOSEC_STAMP) &
 	gosec=$$!
 	wait $$templ
 	wait $$staticcheck
 	wait $$gosec
+
+$(STATICCHECK_STAMP):
+	GOBIN=$(BIN_DIR) go install honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION)
+	touch $@
+
+$(GOSEC_STAMP):
+	GOBIN=$(BIN_DIR) go install github.com/securego/gosec/v2/cmd/gosec@$(GOSEC_VERSION)
+	touch $@
 
 # Built on demand by scripts/services.sh (test and bench profiles).
 stripe-mock: $(STRIPE_MOCK_STAMP)
@@ -253,9 +268,14 @@ lint: tools
 	# The three analysers run at once: each loads and type-checks the whole
 	# module with long single-threaded stretches, so together they take
 	# little longer than staticcheck alone. Their output is shown per tool.
+	# They read the dependencies' export data, which go builds for them
+	# (staticcheck and gosec through `go list -export`): with -race that
+	# is the same build `go test -race` uses next, so on a fresh machine
+	# the dependency tree is compiled once rather than twice.
 	echo "lint: go vet, staticcheck and gosec" >&2
 	out=$$(mktemp -d)
 	trap 'rm -rf "$$out"' EXIT
+	export GOFLAGS="-race $${GOFLAGS:-}"
 	go vet ./... >"$$out/vet" 2>&1 &
 	vet=$$!
 	$(STATICCHECK) ./... >"$$out/staticcheck" 2>&1 &

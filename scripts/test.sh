@@ -14,7 +14,7 @@
 #      when missing: the alert test starts one)
 #   5. a short fuzz run for each entry of FUZZ_TARGETS ("pkg/path:FuzzName ..."),
 #      from one instrumented test binary per package, built at the lowest CPU
-#      priority while step 4's go test runs
+#      priority while step 4's go test runs (with the chaos run's seatd)
 # The test services are stopped on exit, whether the run passed or not.
 set -euo pipefail
 
@@ -93,7 +93,10 @@ svc_env=$(scripts/services.sh up test)
 	# anew per target) are built with coverage instrumentation, a build of
 	# its own. They build beside go test at the lowest CPU priority, so
 	# they take the time go test leaves idle (browser tests wait on
-	# Chromium, others on timers) and are ready when the tests end.
+	# Chromium, others on timers) and are ready when the tests end. The
+	# fuzzing tag leaves out web's browser tests and OpenAPI checks
+	# (web/openapi_fuzzing_test.go), whose dependencies would otherwise
+	# be compiled once more, instrumented.
 	declare -A fuzz_names=()
 	pkgs=()
 	for target in $FUZZ_TARGETS; do
@@ -107,9 +110,13 @@ svc_env=$(scripts/services.sh up test)
 	fuzz_bin() { echo "$FUZZ_BIN_DIR/$(tr / _ <<<"$1").fuzz.test"; }
 	fuzz_builds_log=$FUZZ_BIN_DIR/fuzz-builds.log
 	(
+		# First the seatd binary the short chaos run starts: it is built
+		# without -race, so its packages are not the ones go test compiles;
+		# built here, the chaos harness's own `go build` only links.
+		nice -n 19 go build -o /dev/null ./cmd/seatd || exit
 		for pkg in "${pkgs[@]}"; do
 			read -ra names <<<"${fuzz_names[$pkg]}"
-			nice -n 19 go test -c -o "$(fuzz_bin "$pkg")" -fuzz="^($(IFS='|'; echo "${names[*]}"))\$" "./$pkg" || exit
+			nice -n 19 go test -c -tags fuzzing -o "$(fuzz_bin "$pkg")" -fuzz="^($(IFS='|'; echo "${names[*]}"))\$" "./$pkg" || exit
 		done
 	) >"$fuzz_builds_log" 2>&1 &
 	fuzz_builds=$!
@@ -134,7 +141,7 @@ svc_env=$(scripts/services.sh up test)
 	phase fuzz-build-wait
 	if ! wait "$fuzz_builds"; then
 		cat "$fuzz_builds_log" >&2
-		die "building the fuzzing test binaries failed (output above)"
+		die "building the fuzzing test binaries or the chaos run's seatd failed (output above)"
 	fi
 	trap - EXIT
 	phase short-chaos

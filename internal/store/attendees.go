@@ -39,8 +39,10 @@ type AttendeeFilter struct {
 var likeEscaper = strings.NewReplacer(`\`, `\\`, `%`, `\%`, `_`, `\_`)
 
 // attendeesAll reads a page of an event's tickets in seat order. $1 org,
-// $2 event, $3 after, $4 limit.
-const attendeesAll = attendeesSelect + ` ORDER BY s.idx LIMIT $4`
+// $2 event, $3 after, $4 limit. The page is one range of
+// tickets_event_idx, which orders an event's tickets by their seat's
+// place (migration 044): its cost is the page's, not the event's.
+const attendeesAll = attendeesSelect + ` ORDER BY t.seat_idx LIMIT $4`
 
 // attendeesFound reads a page of the tickets of the bookings a search
 // matches ($5: the query, LIKE-escaped; $6: as a reference). It finds
@@ -55,10 +57,10 @@ const attendeesFound = attendeesSelect + ` AND t.booking_id IN (
 		UNION ALL SELECT id FROM bookings WHERE org_id = $1 AND reference = $6 AND event_id = $2
 		UNION ALL SELECT b.id FROM users u JOIN bookings b ON b.org_id = u.org_id AND b.user_id = u.id
 		    WHERE u.org_id = $1 AND u.email LIKE $5 || '%' AND b.event_id = $2 AND b.customer_email IS NULL)
-		ORDER BY s.idx LIMIT $4`
+		ORDER BY t.seat_idx LIMIT $4`
 
 const attendeesSelect = `
-		SELECT t.id, s.idx, sec.label, sec.kind = 'ga', s.row_label, s.number, coalesce(ec.name, s.category, ''),
+		SELECT t.id, t.seat_idx, sec.label, sec.kind = 'ga', s.row_label, s.number, coalesce(ec.name, s.category, ''),
 		       b.reference, coalesce(b.customer_name, ''), coalesce(b.customer_email, u.email),
 		       t.cancelled_at IS NOT NULL, c.admitted_at, coalesce(c.entrance, '')
 		FROM tickets t
@@ -68,7 +70,7 @@ const attendeesSelect = `
 		JOIN sections sec ON sec.org_id = s.org_id AND sec.id = s.section_id
 		LEFT JOIN event_categories ec ON ec.org_id = s.org_id AND ec.event_id = s.event_id AND ec.key = s.category
 		LEFT JOIN checkins c ON c.org_id = t.org_id AND c.ticket_id = t.id
-		WHERE t.org_id = $1 AND t.event_id = $2 AND s.idx > $3`
+		WHERE t.org_id = $1 AND t.event_id = $2 AND t.seat_idx > $3`
 
 // Attendees reads a page of an event's tickets in seat order, cancelled
 // ones included, each with its holder and its admission.

@@ -40,5 +40,8 @@ func BinarySeatRows(rows pgx.Rows) bool { return binarySeatRows(rows) }
 // reads and before its hold statement.
 func (s *Holds) BetweenReadAndWrite(f func()) { s.betweenReadAndWrite = f }
 
+// AttendeesAllSQL is a page of the attendee list, for plan tests.
+const AttendeesAllSQL = attendeesAll
+
 // AttendeesFoundSQL is the attendee list's search, for plan tests.
 const AttendeesFoundSQL = attendeesFound

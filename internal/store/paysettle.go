@@ -132,8 +132,9 @@ func (s *Payments) sell(ctx context.Context, tx pgx.Tx, p payRow, ch PaymentChan
 		    FROM u WHERE seats.org_id = $1 AND seats.id = u.seat_id AND seats.status IN ('held', 'available')
 		    RETURNING seats.id, seats.version
 		), t AS (
-		    INSERT INTO tickets (org_id, event_id, booking_id, seat_id, hold_id, price_minor, currency)
-		    SELECT $1, $2, $6, u.seat_id, u.hold_id, u.price_minor, $7 FROM u JOIN h ON h.id = u.hold_id
+		    INSERT INTO tickets (org_id, event_id, booking_id, seat_id, seat_idx, hold_id, price_minor, currency)
+		    SELECT $1, $2, $6, u.seat_id, s.idx, u.hold_id, u.price_minor, $7
+		    FROM u JOIN h ON h.id = u.hold_id JOIN seats s ON s.org_id = $1 AND s.id = u.seat_id
 		    RETURNING id, seat_id, hold_id, price_minor, currency
 		), a AS (
 		    INSERT INTO audit_log (org_id, event_id, actor_id, action, entity, entity_id, seat_id, data)

@@ -168,11 +168,11 @@ func (s *Bookings) convertOnce(ctx context.Context, c conversion) (Booking, erro
 			), st AS (
 			    UPDATE seats SET status = 'sold', hold_id = NULL, version = version + 1, updated_at = now()
 			    FROM h WHERE seats.org_id = $1 AND seats.id = h.seat_id AND seats.hold_id = h.id
-			    RETURNING seats.id, seats.version, h.id AS hold_id, seats.category
+			    RETURNING seats.id, seats.idx, seats.version, h.id AS hold_id, seats.category
 			), t AS (
 			    -- The price paid is the category's price at the sale.
-			    INSERT INTO tickets (org_id, event_id, booking_id, seat_id, hold_id, price_minor, currency)
-			    SELECT $1, $3, $4, st.id, st.hold_id, c.price_minor, c.currency
+			    INSERT INTO tickets (org_id, event_id, booking_id, seat_id, seat_idx, hold_id, price_minor, currency)
+			    SELECT $1, $3, $4, st.id, st.idx, st.hold_id, c.price_minor, c.currency
 			    FROM st LEFT JOIN event_categories c ON c.org_id = $1 AND c.event_id = $3 AND c.key = st.category
 			    RETURNING id, seat_id, hold_id, price_minor, currency
 			), a AS (
