@@ -18,4 +18,6 @@ type openAPICheck struct {
 	next http.RoundTripper
 }
 
-func (c openAPICheck) RoundTrip(req *http.Request) (*http.Response, error) { return c.next.RoundTrip(req) }
+func (c openAPICheck) RoundTrip(req *http.Request) (*http.Response, error) {
+	return c.next.RoundTrip(req)
+}
