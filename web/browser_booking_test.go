@@ -76,7 +76,7 @@ func TestBrowserBookingPrint(t *testing.T) {
 // green, and the check-in is in Postgres, once.
 func TestBrowserScannerCamera(t *testing.T) {
 	newTab := browser(t, chromedp.Flag("use-fake-device-for-media-stream", true), chromedp.Flag("use-fake-ui-for-media-stream", true))
-	a := testenv.App(t, nil)
+	a := testenv.App(t, generousLimits)
 	testenv.Background(t, a)
 	srv := serveApp(t, a, options{}).ts
 	tn := testenv.NewTenant(t, a, 1)

@@ -19,7 +19,7 @@ import (
 // without a reload.
 func TestBrowserDashboardDoorLive(t *testing.T) {
 	newTab := browser(t)
-	a := testenv.App(t, nil)
+	a := testenv.App(t, generousLimits)
 	testenv.Background(t, a)
 	s := serveApp(t, a, options{})
 	tn := testenv.NewTenant(t, a, 1)
