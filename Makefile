@@ -276,6 +276,9 @@ lint: tools
 	out=$$(mktemp -d)
 	trap 'rm -rf "$$out"' EXIT
 	export GOFLAGS="-race $${GOFLAGS:-}"
+	# The export data is built first, by one go command: three building
+	# the same packages at once would each compile them.
+	go list -export -deps -test ./... >/dev/null
 	go vet ./... >"$$out/vet" 2>&1 &
 	vet=$$!
 	$(STATICCHECK) ./... >"$$out/staticcheck" 2>&1 &

@@ -237,8 +237,9 @@ func TestQueueSettings(t *testing.T) {
 	}
 	// The room's state reaches the gate through the event's cache, which
 	// follows the change feed.
-	testenv.Eventually(t, 5*time.Second, "the map open again", func() bool {
-		return s.as(tn.Org, tn.Buyers[0]).do("GET", "/e/"+ev.ID.String(), nil).status == http.StatusOK
+	buyer := s.as(tn.Org, tn.Buyers[0])
+	testenv.Eventually(t, 15*time.Second, "the map open again", func() bool {
+		return buyer.do("GET", "/e/"+ev.ID.String(), nil).status == http.StatusOK
 	})
 
 	// The event's edit form: on, an opening and a rate; a bad rate is

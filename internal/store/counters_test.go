@@ -27,7 +27,12 @@ import (
 func TestEndedHoldsLockCountersInOrder(t *testing.T) {
 	t.Parallel()
 	own := testenv.OwnDatabase(t, "counters")
-	a := testenv.App(t, func(c *config.Config) { c.DatabaseURL = own })
+	a := testenv.App(t, func(c *config.Config) {
+		c.DatabaseURL = own
+		// Long enough that the statement outwaits this test's lock on a
+		// busy machine; what is checked is the order it locks in.
+		c.PGLockTimeout = 5 * time.Second
+	})
 	ctx := context.Background()
 	tn := testenv.NewTenant(t, a, 12)
 	ev := testenv.NewEvent(t, a, tn.Org.ID, 1, 2, 10)
@@ -61,7 +66,7 @@ func TestEndedHoldsLockCountersInOrder(t *testing.T) {
 				tn.Org.ID, []uuid.UUID{holdOf[hi], holdOf[lo]})
 			ended <- err
 		}()
-		time.Sleep(150 * time.Millisecond) // the statement now waits for lo (under the pool's 500 ms lock timeout)
+		time.Sleep(150 * time.Millisecond) // the statement now waits for lo
 		_, higher := tx.Exec(ctx, lock+` NOWAIT`, tn.Org.ID, ev.ID, hi)
 		if err := tx.Rollback(ctx); err != nil {
 			t.Fatal(err)
