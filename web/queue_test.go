@@ -187,6 +187,10 @@ func TestQueueAdmissionExpires(t *testing.T) {
 func TestQueueSettings(t *testing.T) {
 	t.Parallel()
 	s := newTestServer(t, nil)
+	// The follower re-reads the cached events' settings every round, as
+	// in a running seatd: a settings message missed on a busy machine
+	// delays the change by a round instead of losing it.
+	testenv.Background(t, s.app)
 	tn := testenv.NewTenant(t, s.app, 1)
 	ev := testenv.NewEvent(t, s.app, tn.Org.ID, 1, 1, 5)
 	org := s.as(tn.Org, tn.Organizer)
