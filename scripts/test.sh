@@ -14,7 +14,7 @@
 #      when missing: the alert test starts one)
 #   5. a short fuzz run for each entry of FUZZ_TARGETS ("pkg/path:FuzzName ..."),
 #      from one instrumented test binary per package, built at the lowest CPU
-#      priority while step 4's go test runs (with the chaos run's seatd)
+#      priority while step 4's go test runs
 # The test services are stopped on exit, whether the run passed or not.
 set -euo pipefail
 
@@ -110,10 +110,6 @@ svc_env=$(scripts/services.sh up test)
 	fuzz_bin() { echo "$FUZZ_BIN_DIR/$(tr / _ <<<"$1").fuzz.test"; }
 	fuzz_builds_log=$FUZZ_BIN_DIR/fuzz-builds.log
 	(
-		# First the seatd binary the short chaos run starts: it is built
-		# without -race, so its packages are not the ones go test compiles;
-		# built here, the chaos harness's own `go build` only links.
-		nice -n 19 go build -o /dev/null ./cmd/seatd || exit
 		for pkg in "${pkgs[@]}"; do
 			read -ra names <<<"${fuzz_names[$pkg]}"
 			nice -n 19 go test -c -tags fuzzing -o "$(fuzz_bin "$pkg")" -fuzz="^($(IFS='|'; echo "${names[*]}"))\$" "./$pkg" || exit
@@ -141,11 +137,16 @@ svc_env=$(scripts/services.sh up test)
 	phase fuzz-build-wait
 	if ! wait "$fuzz_builds"; then
 		cat "$fuzz_builds_log" >&2
-		die "building the fuzzing test binaries or the chaos run's seatd failed (output above)"
+		die "building the fuzzing test binaries failed (output above)"
 	fi
 	trap - EXIT
 	phase short-chaos
-	go test -race -count=1 -timeout 8m ./internal/chaos/
+	# The short run's seatd processes are built with -race: go test has
+	# just compiled every package they need that way, so this only links,
+	# where a build without it would compile them all once more. (make
+	# chaos, the full run, builds them without -race.)
+	go build -race -o "$FUZZ_BIN_DIR/seatd" ./cmd/seatd
+	SEATD_CHAOS_BIN=$FUZZ_BIN_DIR/seatd go test -race -count=1 -timeout 8m ./internal/chaos/
 
 	# Each binary runs in its package's folder (seed corpora in
 	# testdata/fuzz) with the cache folder `go test -fuzz` uses, so what one

@@ -3,7 +3,9 @@ package main
 import (
 	"context"
 	"fmt"
+	"math"
 	"net/http"
+	"slices"
 	"sync"
 	"time"
 
@@ -20,6 +22,11 @@ type Opening struct {
 	Cold   *FirstHolds `json:"cold"`
 	Warmed *FirstHolds `json:"warmed,omitempty"`
 	Steady *Load       `json:"steady,omitempty"`
+	// SteadyMe is the steady run's reference: the same buyers on the same
+	// process asking GET /api/v1/me in a closed loop, with the same
+	// warm-up and window; SteadyMePerSec its answers per second.
+	SteadyMe       *Latency `json:"steady_me,omitempty"`
+	SteadyMePerSec float64  `json:"steady_me_per_s,omitempty"`
 	// WarmMS is how long the warmed process took from start to having the
 	// event loaded (its seatd_hot_cache_warms_total turning 1).
 	WarmMS float64 `json:"warm_ms,omitempty"`
@@ -63,6 +70,12 @@ func (b *bench) phaseOpening(ctx context.Context) error {
 	b.log.printf("opening, cold process: first holds of %d buyers p50 %.0f max %.0f ms", n, op.Cold.Latency.P50, op.Cold.Latency.Max)
 	op.Steady = b.load.closedLoop(ctx, []*server{cold}, buyers, ev, seats[next:], b.cfg.warmup, b.cfg.duration, nil)
 	b.log.printf("opening, steady with %d open connections: %s", n, op.Steady.summary())
+	me, perSec, err := meLoop(ctx, cold, buyers, b.cfg.warmup, b.cfg.duration)
+	if err != nil {
+		return fmt.Errorf("opening: the steady run's reference: %w", err)
+	}
+	op.SteadyMe, op.SteadyMePerSec = &me, round3(perSec)
+	b.log.printf("opening, GET /api/v1/me with %d open connections: p99 %.1f ms at %.0f/s", n, me.P99, perSec)
 	b.procs.stopNamed("opening-cold")
 	// Seats the steady run held are gone: the warmed run takes free ones.
 	rows, err := b.db.Query(ctx, `SELECT id::text FROM seats WHERE org_id = $1 AND event_id = $2 AND status = 'available' ORDER BY idx LIMIT $3`, b.fx.orgID, ev, n)
@@ -98,6 +111,28 @@ func (b *bench) phaseOpening(ctx context.Context) error {
 		op.WarmMS, op.Warmed.Latency.P50, op.Warmed.Latency.Max)
 	b.procs.stopNamed("opening-warm")
 	return nil
+}
+
+// meLoop is a closed loop of GET /api/v1/me, one worker per buyer on
+// its own connection, for warmup and then dur: the latency of the calls
+// sent within the window after warmup, and their number per second.
+func meLoop(ctx context.Context, srv *server, buyers []*session, warmup, dur time.Duration) (Latency, float64, error) {
+	winStart := time.Now().Add(warmup)
+	winEnd := winStart.Add(dur)
+	lats := make([][]float64, len(buyers))
+	_, err := loop(ctx, len(buyers), math.MaxInt, winEnd, func(w, _ int) error {
+		t := time.Now()
+		code, _, err := srv.call(ctx, buyers[w], http.MethodGet, "/api/v1/me", nil)
+		if err == nil && code != http.StatusOK {
+			err = fmt.Errorf("GET /api/v1/me answered %d", code)
+		}
+		if !t.Before(winStart) {
+			lats[w] = append(lats[w], ms(time.Since(t)))
+		}
+		return err
+	})
+	all := slices.Concat(lats...)
+	return latencyOf(all), float64(len(all)) / dur.Seconds(), err
 }
 
 // firstHolds opens one connection per buyer (a GET each), then sends every

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"bytes"
+	"os"
 	"strings"
 	"testing"
 )
@@ -44,5 +46,25 @@ func TestPerfRowsJudgeTheNewRows(t *testing.T) {
 	v = verdicts(r)
 	if v["payments"] != notMet || v["admission rate"] != notMet {
 		t.Errorf("a seat sold twice, 6 %% over the rate: payments %q, admission %q; want both %q", v["payments"], v["admission rate"], notMet)
+	}
+}
+
+// TestPerformanceDocCurrent: the committed docs/performance.md is what
+// `make perf-doc` renders from the committed bench/results/latest.json
+// and its template, so no figure in it is edited by hand or left behind
+// by a new run.
+func TestPerformanceDocCurrent(t *testing.T) {
+	const results, tmpl, doc = "bench/results/latest.json", "bench/performance.md.tmpl", "docs/performance.md"
+	t.Chdir("../..")
+	want, err := renderPerfDoc(results, tmpl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := os.ReadFile(doc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Fatalf("%s is not what %s renders from %s: run 'make perf-doc' and commit it", doc, tmpl, results)
 	}
 }

@@ -1,12 +1,14 @@
 package mail_test
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	netmail "net/mail"
 	"strings"
 	"sync"
@@ -600,5 +602,90 @@ func TestTemporaryRefusalRetried(t *testing.T) {
 	testenv.Eventually(t, 20*time.Second, "the message sent", func() bool { return o.rows(to)[0].Status == "sent" })
 	if n := len(mp.To(to)); n != 1 {
 		t.Errorf("%d messages, want 1", n)
+	}
+}
+
+// stallingSMTP is an SMTP server on loopback that takes a session up to
+// the message's data and never answers it; arrived receives once the data
+// is being read.
+func stallingSMTP(t *testing.T) (url string, arrived <-chan struct{}) {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = ln.Close() })
+	got := make(chan struct{}, 1)
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer c.Close()
+				r := bufio.NewReader(c)
+				_, _ = io.WriteString(c, "220 stalling ESMTP\r\n")
+				for {
+					line, err := r.ReadString('\n')
+					if err != nil {
+						return
+					}
+					switch cmd := strings.ToUpper(strings.TrimSpace(line)); {
+					case strings.HasPrefix(cmd, "EHLO"), strings.HasPrefix(cmd, "HELO"):
+						_, _ = io.WriteString(c, "250 stalling\r\n")
+					case strings.HasPrefix(cmd, "DATA"):
+						_, _ = io.WriteString(c, "354 go on\r\n")
+						select {
+						case got <- struct{}{}:
+						default:
+						}
+						_, _ = io.Copy(io.Discard, r) // never answers the data
+						return
+					case strings.HasPrefix(cmd, "QUIT"):
+						_, _ = io.WriteString(c, "221 bye\r\n")
+						return
+					default:
+						_, _ = io.WriteString(c, "250 ok\r\n")
+					}
+				}
+			}()
+		}
+	}()
+	return "smtp://" + ln.Addr().String(), got
+}
+
+// TestShutdownReleasesMessageInFlight: a worker stopped while the server
+// has not yet answered a message's data counts no attempt: the message is
+// queued and due at once, with no error and no backoff, and the next
+// worker sends it.
+func TestShutdownReleasesMessageInFlight(t *testing.T) {
+	t.Parallel()
+	o := newOutbox(t)
+	url, arrived := stallingSMTP(t)
+	to := recipient("shutdown")
+	o.enqueue(mail.Message{To: to, Subject: "Stopped", Text: "sent after the shutdown", Key: "shutdown:" + to})
+	w, _ := o.worker(url, nil)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { w.Run(ctx); close(done) }()
+	select {
+	case <-arrived:
+	case <-time.After(30 * time.Second):
+		cancel()
+		t.Fatal("the message's data never reached the server")
+	}
+	cancel()
+	<-done
+	if r := o.rows(to); len(r) != 1 || r[0].Status != "queued" || r[0].Attempts != 0 || r[0].LastError != "" || !r[0].Due {
+		t.Fatalf("after the shutdown: %+v; want it queued, due, with no attempt counted", r)
+	}
+	mp := testenv.MailpitFromEnv(t)
+	next, _ := o.worker(mp.SMTPURL(), nil)
+	if n, err := next.Once(context.Background()); err != nil || n != 1 {
+		t.Fatalf("the next worker's round: %d claimed, %v", n, err)
+	}
+	if r := o.rows(to); r[0].Status != "sent" || len(mp.To(to)) != 1 {
+		t.Fatalf("after the next round: %+v, %d in Mailpit; want it sent once", r, len(mp.To(to)))
 	}
 }

@@ -153,6 +153,13 @@ func (w *Worker) Once(ctx context.Context) (int, error) {
 			w.sent(rec, m)
 			continue
 		}
+		if ctx.Err() != nil {
+			// Cut short by the shutdown, not refused by the server:
+			// not an attempt. This message (its outcome unknown) and
+			// the rest go back to the queue for another process now,
+			// rather than after a backoff.
+			return len(batch), release(rec, w.db, batch[i:])
+		}
 		var se *gomail.SendError
 		// A recipient refused for good (5xx to RCPT TO: no such
 		// mailbox) will not be accepted later; anything else might be.

@@ -336,6 +336,23 @@ func (s *Webhooks) FinishDeliveries(ctx context.Context, as []Attempt) error {
 	return err
 }
 
+// ReleaseDeliveries gives back claimed deliveries whose attempts were cut
+// short by the worker's shutdown, unrecorded: they are due again at once
+// for any worker, with their claim's count of attempts undone, and their
+// endpoints' health unchanged (a shutdown says nothing of the receiver).
+func (s *Webhooks) ReleaseDeliveries(ctx context.Context, as []Attempt) error {
+	if len(as) == 0 {
+		return nil
+	}
+	orgs, ids := make([]uuid.UUID, len(as)), make([]int64, len(as))
+	for i, a := range as {
+		orgs[i], ids[i] = a.Org, a.Delivery
+	}
+	_, err := s.db.Exec(ctx, `UPDATE webhook_deliveries SET locked_until = NULL, attempts = attempts - 1
+		WHERE (org_id, id) IN (SELECT * FROM unnest($1::uuid[], $2::bigint[])) AND state = 'pending'`, orgs, ids)
+	return err
+}
+
 // DeliveryAttempts lists the attempts of a delivery of org, oldest first.
 func (s *Webhooks) DeliveryAttempts(ctx context.Context, org uuid.UUID, delivery int64) ([]Attempt, error) {
 	rows, err := s.db.Query(ctx, `

@@ -31,15 +31,12 @@ func (w *Worker) probe(ctx context.Context, claimed []store.Claimed) []store.Cla
 		w.probing <- struct{}{} // the claim took no more than the free places
 		w.probes.Go(func() {
 			defer func() { <-w.probing }()
-			a := w.send(ctx, d)
-			// Recorded even when ctx ended meanwhile, as a batch's are.
-			fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-			defer cancel()
-			if err := w.st.FinishDeliveries(fctx, []store.Attempt{a}); err != nil {
+			a, cut := w.send(ctx, d)
+			if err := w.record(ctx, []store.Attempt{a}, []bool{cut}); err != nil {
 				w.log.Warn("webhook probe outcome", "delivery", d.PublicID, "err", err)
 				return
 			}
-			if a.State == store.DeliveryPending {
+			if !cut && a.State == store.DeliveryPending {
 				w.mu.Lock()
 				if w.probeRetry.IsZero() || a.NextAt.Before(w.probeRetry) {
 					w.probeRetry = a.NextAt

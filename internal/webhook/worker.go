@@ -174,21 +174,18 @@ func (w *Worker) once(ctx context.Context) (int, time.Time, error) {
 	}
 	ds := w.probe(ctx, claimed)
 	out := make([]store.Attempt, len(ds))
+	cut := make([]bool, len(ds))
 	sem := make(chan struct{}, w.o.Concurrency)
 	var wg sync.WaitGroup
 	for i, d := range ds {
 		sem <- struct{}{}
 		wg.Go(func() {
 			defer func() { <-sem }()
-			out[i] = w.send(ctx, d)
+			out[i], cut[i] = w.send(ctx, d)
 		})
 	}
 	wg.Wait()
-	// The outcomes are recorded even when ctx ended meanwhile (shutdown):
-	// otherwise a delivered row would be sent again after the lease.
-	fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-	defer cancel()
-	if err := w.st.FinishDeliveries(fctx, out); err != nil {
+	if err := w.record(ctx, out, cut); err != nil {
 		return len(claimed), time.Time{}, err
 	}
 	var retry time.Time
@@ -217,10 +214,32 @@ const errNoAnswer = "no answer: the connection failed or timed out"
 // (the log says why; it is the operator's to fix).
 var errUnsigned = errors.New("not sent: the endpoint's signing secret could not be read; the operator has been told")
 
-// send makes one attempt and decides what follows it.
-func (w *Worker) send(ctx context.Context, d store.Claimed) store.Attempt {
+// record stores the outcomes of attempts, even when ctx ended meanwhile
+// (shutdown): otherwise a delivered row would be sent again after the
+// lease. Those cut short by that shutdown (cut[i]) are not outcomes: they
+// go back to the outbox unrecorded (store.ReleaseDeliveries), where
+// another process sends them at once, instead of counting as the
+// receiver's failure, with a backoff and the endpoint marked failing.
+func (w *Worker) record(ctx context.Context, as []store.Attempt, cut []bool) error {
+	var done, back []store.Attempt
+	for i, a := range as {
+		if cut[i] {
+			back = append(back, a)
+		} else {
+			done = append(done, a)
+		}
+	}
+	fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	return errors.Join(w.st.FinishDeliveries(fctx, done), w.st.ReleaseDeliveries(fctx, back))
+}
+
+// send makes one attempt and decides what follows it; cut says the
+// attempt got no answer because ctx ended (the worker is stopping), so
+// its outcome is not the receiver's.
+func (w *Worker) send(ctx context.Context, d store.Claimed) (a store.Attempt, cut bool) {
 	start := w.now()
-	a := store.Attempt{Org: d.OrgID, Delivery: d.ID, At: start}
+	a = store.Attempt{Org: d.OrgID, Delivery: d.ID, At: start}
 	body, err := json.Marshal(Body{ID: d.PublicID, Type: d.Type, CreatedAt: d.CreatedAt.UTC(), EventID: d.EventID, Data: d.Data})
 	if err == nil && d.SecretErr != nil {
 		err = errUnsigned
@@ -228,6 +247,9 @@ func (w *Worker) send(ctx context.Context, d store.Claimed) store.Attempt {
 	}
 	if err == nil {
 		a.Status, err = w.post(ctx, d, body, start)
+		if err != nil && a.Status == 0 && ctx.Err() != nil {
+			return a, true
+		}
 	}
 	end := w.now()
 	a.Duration = end.Sub(start)
@@ -238,7 +260,7 @@ func (w *Worker) send(ctx context.Context, d store.Claimed) store.Attempt {
 		a.NextAt = end
 		w.m.Attempts.WithLabelValues("delivered").Inc()
 		w.m.Latency.Observe(end.Sub(d.CreatedAt).Seconds())
-		return a
+		return a, false
 	case errors.Is(err, ErrPrivateAddress):
 		a.Error = "refused: the URL resolves to a loopback, private or reserved address"
 	case errors.Is(err, ErrPort):
@@ -259,11 +281,11 @@ func (w *Worker) send(ctx context.Context, d store.Claimed) store.Attempt {
 		a.State, a.NextAt = store.DeliveryFailed, end
 		w.m.Attempts.WithLabelValues("failed").Inc()
 		w.log.Warn("webhook delivery given up", "delivery", d.PublicID, "endpoint", d.EndpointID, "attempts", d.Attempts, "err", a.Error)
-		return a
+		return a, false
 	}
 	a.State, a.NextAt = store.DeliveryPending, next
 	w.m.Attempts.WithLabelValues("retry").Inc()
-	return a
+	return a, false
 }
 
 // post sends body; a 2xx answer is a delivery, anything else an error.

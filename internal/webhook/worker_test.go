@@ -653,3 +653,76 @@ func TestWaitlistLineDelivered(t *testing.T) {
 	}
 	t.Logf("joins and leaves delivered signed, naming entry, buyer, actor and what was asked for")
 }
+
+// TestShutdownReleasesAttemptsInFlight: a worker stopped while its
+// attempt waits on a receiver that has not answered yet records no
+// attempt. The delivery is due again at once with its attempt uncounted,
+// the endpoint is not marked failing (a shutdown says nothing of the
+// receiver), and the next worker delivers it.
+func TestShutdownReleasesAttemptsInFlight(t *testing.T) {
+	t.Parallel()
+	// A database of its own: no other test's worker may take the delivery.
+	db := testenv.OwnDatabase(t, "webhook_shutdown")
+	a := testenv.App(t, func(c *config.Config) { fastRetries(c); c.DatabaseURL = db })
+	tn := testenv.NewTenant(t, a, 1)
+	ev := testenv.NewEvent(t, a, tn.Org.ID, 1, 1, 1)
+	ctx := context.Background()
+
+	arrived := make(chan struct{}, 1)
+	var answer atomic.Bool
+	hang := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		_, _ = io.ReadAll(req.Body)
+		if answer.Load() {
+			w.WriteHeader(http.StatusNoContent)
+			return
+		}
+		select {
+		case arrived <- struct{}{}:
+		default:
+		}
+		<-req.Context().Done() // no answer until the worker gives up the request
+	}))
+	t.Cleanup(hang.Close)
+	ep, err := webhook.NewEndpoints(a.Store.Webhooks, true).Create(ctx, tn.Org.ID, hang.URL+"/hook", []string{"hold.created"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.Holds.Hold(ctx, actor(tn.Buyers[0]), hold.Request{Event: ev.ID, Seats: testenv.SeatIDs(t, a, tn.Org.ID, ev.ID), Source: hold.SourceAPI}); err != nil {
+		t.Fatal(err)
+	}
+
+	wctx, stop := context.WithCancel(ctx)
+	stopped := make(chan struct{})
+	go func() { a.Webhooks.Run(wctx); close(stopped) }()
+	select {
+	case <-arrived:
+	case <-time.After(30 * time.Second):
+		stop()
+		t.Fatal("the delivery never reached the receiver")
+	}
+	stop()
+	<-stopped
+
+	var attempts, recorded int
+	var locked, failing bool
+	if err := a.Pool.QueryRow(ctx, `SELECT d.attempts, d.locked_until IS NOT NULL, e.failing_since IS NOT NULL,
+			(SELECT count(*) FROM webhook_attempts x WHERE x.org_id = d.org_id AND x.delivery_id = d.id)
+		FROM webhook_deliveries d JOIN webhook_endpoints e ON e.org_id = d.org_id AND e.id = d.endpoint_id
+		WHERE d.org_id = $1 AND d.endpoint_id = $2 AND d.state = 'pending'`, tn.Org.ID, ep.ID).Scan(&attempts, &locked, &failing, &recorded); err != nil {
+		t.Fatalf("the delivery, pending: %v", err)
+	}
+	if attempts != 0 || locked || failing || recorded != 0 {
+		t.Fatalf("after the shutdown: %d attempts counted, %d recorded, locked %v, endpoint failing %v; want none of them",
+			attempts, recorded, locked, failing)
+	}
+
+	answer.Store(true)
+	n, err := a.Webhooks.Once(ctx)
+	if err != nil || n != 1 {
+		t.Fatalf("the next worker's round: %d claimed, %v; want the delivery at once", n, err)
+	}
+	ds, err := a.Store.Webhooks.Deliveries(ctx, tn.Org.ID, ep.ID, 0, 10)
+	if err != nil || len(ds) != 1 || ds[0].State != store.DeliveryDelivered || ds[0].Attempts != 1 {
+		t.Fatalf("deliveries %+v, %v; want one delivered at its first attempt", ds, err)
+	}
+}
