@@ -45,3 +45,6 @@ const AttendeesAllSQL = attendeesAll
 
 // AttendeesFoundSQL is the attendee list's search, for plan tests.
 const AttendeesFoundSQL = attendeesFound
+
+// ClaimDeliveriesSQL is the webhook worker's claim, for plan tests.
+const ClaimDeliveriesSQL = claimDeliveriesSQL

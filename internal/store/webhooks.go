@@ -191,6 +191,47 @@ type Claimed struct {
 	Failing bool
 }
 
+// claimDeliveriesSQL is ClaimDeliveries' statement: $1 the batch, $2 the
+// lease, $3 the free probe places.
+const claimDeliveriesSQL = `
+		WITH RECURSIVE orgs AS (
+		    (SELECT org_id FROM webhook_deliveries WHERE state = 'pending' ORDER BY org_id LIMIT 1)
+		    UNION ALL
+		    SELECT (SELECT d.org_id FROM webhook_deliveries d
+		            WHERE d.state = 'pending' AND d.org_id > o.org_id ORDER BY d.org_id LIMIT 1)
+		    FROM orgs o WHERE o.org_id IS NOT NULL
+		), due AS (
+		    SELECT c.org_id, c.id, c.ctid, c.next_at, e.failing_since IS NOT NULL AS failing,
+		           row_number() OVER (PARTITION BY c.org_id ORDER BY c.next_at, c.id) AS turn
+		    FROM orgs o
+		    JOIN webhook_endpoints e ON e.org_id = o.org_id AND e.deleted_at IS NULL
+		    CROSS JOIN LATERAL (
+		        SELECT d.org_id, d.id, d.ctid, d.next_at FROM webhook_deliveries d
+		        WHERE d.org_id = e.org_id AND d.endpoint_id = e.id AND d.state = 'pending' AND d.next_at <= now()
+		          AND (d.locked_until IS NULL OR d.locked_until < now())
+		          AND NOT EXISTS (SELECT 1 FROM webhook_deliveries p
+		                          WHERE p.state = 'pending' AND p.org_id = d.org_id AND p.endpoint_id = d.endpoint_id
+		                            AND p.seat_id = d.seat_id AND p.id < d.id OFFSET 0)
+		        ORDER BY d.next_at, d.id
+		        LIMIT CASE WHEN e.failing_since IS NULL THEN $1::int ELSE 1 END
+		    ) c
+		), c AS (
+		    SELECT d.org_id, d.id, r.failing
+		    FROM (SELECT due.*, row_number() OVER (PARTITION BY due.failing ORDER BY due.turn, due.next_at, due.id) AS k
+		          FROM due) r
+		    JOIN webhook_deliveries d ON d.ctid = r.ctid AND d.org_id = r.org_id AND d.id = r.id
+		    WHERE d.state = 'pending' AND (d.locked_until IS NULL OR d.locked_until < now()) AND (NOT r.failing OR r.k <= $3)
+		    ORDER BY r.turn, r.next_at, r.id
+		    LIMIT $1::int
+		    FOR UPDATE OF d SKIP LOCKED
+		)
+		UPDATE webhook_deliveries d SET locked_until = now() + $2::interval, attempts = d.attempts + 1
+		FROM c, webhook_endpoints e
+		WHERE d.org_id = c.org_id AND d.id = c.id AND e.org_id = d.org_id AND e.id = d.endpoint_id
+		RETURNING d.id, d.public_id, d.endpoint_id, d.type, d.event_id, d.seat_id, d.data, d.created_at, d.state,
+		          d.attempts, d.next_at, d.last_status, d.last_error, d.delivered_at, d.org_id, e.url, c.failing,
+		          e.secret, e.sealed_secret, CASE WHEN e.previous_secret_until > now() THEN e.previous_secret END`
+
 // ClaimDeliveries takes up to limit due deliveries for lease: each is the
 // oldest pending delivery of its endpoint and seat (a seat's later
 // delivery waits until the earlier one is delivered or given up), and
@@ -208,46 +249,21 @@ type Claimed struct {
 // backlog is tried a little at a time, apart from the batch (see the
 // webhook worker). The organizations with pending deliveries are found by
 // skipping through an index (webhook_deliveries_org_due_idx, migration
-// 032): one probe of it each, however long their backlogs.
+// 035): one probe of it each, however long their backlogs.
+//
+// The plan must not depend on the table's statistics: the pending rows
+// go from none to tens of thousands within a minute (a burst of changes,
+// a receiver back after an outage), long before autovacuum's next
+// ANALYZE, and a plan chosen for "no pending rows" walked every pending
+// row of the endpoint for each one it looked at (2.4 s a claim at a
+// backlog of 14 000, so the backlog grew faster than it was sent). So the
+// check for an earlier delivery of the same seat is a subquery kept apart
+// by OFFSET 0, run per row on webhook_deliveries_seat_idx with all its
+// columns, not a join the planner may turn inside out; and the rows are
+// found again for locking by the ctid the first scan read them at, not
+// through whichever index the statistics make look cheapest.
 func (s *Webhooks) ClaimDeliveries(ctx context.Context, limit, probes int, lease time.Duration) ([]Claimed, error) {
-	rows, err := s.db.Query(ctx, `
-		WITH RECURSIVE orgs AS (
-		    (SELECT org_id FROM webhook_deliveries WHERE state = 'pending' ORDER BY org_id LIMIT 1)
-		    UNION ALL
-		    SELECT (SELECT d.org_id FROM webhook_deliveries d
-		            WHERE d.state = 'pending' AND d.org_id > o.org_id ORDER BY d.org_id LIMIT 1)
-		    FROM orgs o WHERE o.org_id IS NOT NULL
-		), due AS (
-		    SELECT c.org_id, c.id, c.next_at, e.failing_since IS NOT NULL AS failing,
-		           row_number() OVER (PARTITION BY c.org_id ORDER BY c.next_at, c.id) AS turn
-		    FROM orgs o
-		    JOIN webhook_endpoints e ON e.org_id = o.org_id AND e.deleted_at IS NULL
-		    CROSS JOIN LATERAL (
-		        SELECT d.org_id, d.id, d.next_at FROM webhook_deliveries d
-		        WHERE d.org_id = e.org_id AND d.endpoint_id = e.id AND d.state = 'pending' AND d.next_at <= now()
-		          AND (d.locked_until IS NULL OR d.locked_until < now())
-		          AND NOT EXISTS (SELECT 1 FROM webhook_deliveries p
-		                          WHERE p.state = 'pending' AND p.org_id = d.org_id AND p.endpoint_id = d.endpoint_id
-		                            AND p.seat_id = d.seat_id AND p.id < d.id)
-		        ORDER BY d.next_at, d.id
-		        LIMIT CASE WHEN e.failing_since IS NULL THEN $1::int ELSE 1 END
-		    ) c
-		), c AS (
-		    SELECT d.org_id, d.id, r.failing
-		    FROM (SELECT due.*, row_number() OVER (PARTITION BY due.failing ORDER BY due.turn, due.next_at, due.id) AS k
-		          FROM due) r
-		    JOIN webhook_deliveries d ON d.org_id = r.org_id AND d.id = r.id
-		    WHERE d.state = 'pending' AND (d.locked_until IS NULL OR d.locked_until < now()) AND (NOT r.failing OR r.k <= $3)
-		    ORDER BY r.turn, r.next_at, r.id
-		    LIMIT $1::int
-		    FOR UPDATE OF d SKIP LOCKED
-		)
-		UPDATE webhook_deliveries d SET locked_until = now() + $2::interval, attempts = d.attempts + 1
-		FROM c, webhook_endpoints e
-		WHERE d.org_id = c.org_id AND d.id = c.id AND e.org_id = d.org_id AND e.id = d.endpoint_id
-		RETURNING d.id, d.public_id, d.endpoint_id, d.type, d.event_id, d.seat_id, d.data, d.created_at, d.state,
-		          d.attempts, d.next_at, d.last_status, d.last_error, d.delivered_at, d.org_id, e.url, c.failing,
-		          e.secret, e.sealed_secret, CASE WHEN e.previous_secret_until > now() THEN e.previous_secret END`,
+	rows, err := s.db.Query(ctx, claimDeliveriesSQL,
 		limit, lease, probes)
 	if err != nil {
 		return nil, err
