@@ -30,11 +30,17 @@ type HoldLevel struct {
 	// seatd's number of statements at once.
 	Shared      *Load   `json:"pgbench_shared,omitempty"`
 	SharedRatio float64 `json:"rate_ratio_to_shared,omitempty"`
-	RateRatio   float64 `json:"rate_ratio_to_pgbench,omitempty"`
-	P50Ratio    float64 `json:"p50_ratio_to_pgbench,omitempty"`
-	P95Ratio    float64 `json:"p95_ratio_to_pgbench,omitempty"`
-	P99Ratio    float64 `json:"p99_ratio_to_pgbench,omitempty"`
-	BaseRatio   float64 `json:"rate_ratio_to_base,omitempty"`
+	// SharedCharged is the shared statement's rate with the CPU that
+	// Redis and the load generator spent per hold in seatd's run charged
+	// to it: the same cores doing the same work per hold
+	// (chargedRate); CeilingRatio is seatd's rate against it.
+	SharedCharged float64 `json:"pgbench_shared_charged_per_s,omitempty"`
+	CeilingRatio  float64 `json:"rate_ratio_to_shared_charged,omitempty"`
+	RateRatio     float64 `json:"rate_ratio_to_pgbench,omitempty"`
+	P50Ratio      float64 `json:"p50_ratio_to_pgbench,omitempty"`
+	P95Ratio      float64 `json:"p95_ratio_to_pgbench,omitempty"`
+	P99Ratio      float64 `json:"p99_ratio_to_pgbench,omitempty"`
+	BaseRatio     float64 `json:"rate_ratio_to_base,omitempty"`
 }
 
 func (h *HoldLevel) ratios() {
@@ -49,7 +55,23 @@ func (h *HoldLevel) ratios() {
 	}
 	if h.Shared != nil && h.HTTP != nil {
 		h.SharedRatio = ratio(h.HTTP.Rate, h.Shared.Rate)
+		h.SharedCharged = round3(chargedRate(h.Shared, h.HTTP))
+		h.CeilingRatio = ratio(h.HTTP.Rate, h.SharedCharged)
 	}
+}
+
+// chargedRate is ref's holds/s had each of its holds also cost the CPU
+// that Redis and the load generator spent per hold in run: ref's CPU per
+// hold (Postgres and pgbench) c, the charge x, ref.Rate × c / (c + x).
+// The cores that gave ref its rate at c a hold give that many fewer at
+// c + x. Zero when either run has no CPU figures.
+func chargedRate(ref, run *Load) float64 {
+	c := ref.CPUPerHold.Postgres + ref.CPUPerHold.Client
+	x := run.CPUPerHold.Redis + run.CPUPerHold.Client
+	if c <= 0 || x < 0 {
+		return 0
+	}
+	return ref.Rate * c / (c + x)
 }
 
 // phaseHolds: distinct-seat holds through the HTTP API at each buyer

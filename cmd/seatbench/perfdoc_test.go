@@ -68,3 +68,39 @@ func TestPerformanceDocCurrent(t *testing.T) {
 		t.Fatalf("%s is not what %s renders from %s: run 'make perf-doc' and commit it", doc, tmpl, results)
 	}
 }
+
+// TestTrueCeilingCharged: the true ceiling's reference is the shared
+// statement's rate with Redis's and the load generator's CPU per hold
+// added to each of its holds, and the row is judged on seatd's rate
+// against that.
+func TestTrueCeilingCharged(t *testing.T) {
+	h := &HoldLevel{Buyers: 200,
+		HTTP:   &Load{Rate: 500, CPUPerHold: CPU{Seatd: 900, Postgres: 700, Redis: 300, Client: 700}},
+		Shared: &Load{Rate: 1000, CPUPerHold: CPU{Postgres: 1500, Client: 500}, Note: "8 a statement"}}
+	h.ratios()
+	// 2 000 µs a hold in the reference, 1 000 µs charged: 1000 × 2000/3000.
+	if h.SharedCharged < 666.6 || h.SharedCharged > 666.7 || h.CeilingRatio < 0.74 || h.CeilingRatio > 0.76 {
+		t.Fatalf("charged %v, ratio %v; want 666.667 and 0.75", h.SharedCharged, h.CeilingRatio)
+	}
+	verdictOf := func(r *Report) string {
+		for _, row := range perfRows(r) {
+			if strings.Contains(row.What, "true ceiling") {
+				return row.Verdict
+			}
+		}
+		return ""
+	}
+	if v := verdictOf(&Report{Holds: []*HoldLevel{h}}); v != met {
+		t.Errorf("0.75 of the charged reference: %q, want %q", v, met)
+	}
+	h.HTTP.Rate = 400
+	h.ratios()
+	if v := verdictOf(&Report{Holds: []*HoldLevel{h}}); v != notMet {
+		t.Errorf("0.60 of the charged reference: %q, want %q", v, notMet)
+	}
+	h.Shared.CPUPerHold = CPU{}
+	h.ratios()
+	if v := verdictOf(&Report{Holds: []*HoldLevel{h}}); v != notMeasured {
+		t.Errorf("no CPU figures to charge: %q, want %q", v, notMeasured)
+	}
+}

@@ -193,7 +193,8 @@ func (r *Report) printTable(w io.Writer) {
 		row(name+" CPU µs/hold", cpu(h.HTTP, false), refCPU, "", "")
 		if s := h.Shared; s != nil {
 			row(name+" vs the shared statement", fmt.Sprintf("%.0f/s", h.HTTP.Rate),
-				fmt.Sprintf("%.0f/s pgbench, %s", s.Rate, s.Note), fmt.Sprintf("%.2f", h.SharedRatio), "≥ 0.70")
+				fmt.Sprintf("%.0f/s pgbench, %s; %.0f/s charged with Redis and load generator", s.Rate, s.Note, h.SharedCharged),
+				fmt.Sprintf("%.2f", h.CeilingRatio), "≥ 0.70")
 			row(name+" shared statement CPU µs/hold", "", cpu(s, true), "", "")
 		}
 	}
