@@ -171,7 +171,7 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger) (*App, error)
 	a.Locks = seatlock.New(rdb, cfg.KeyPrefix, cfg.LockMargin)
 	a.Locks.Coalesce(cfg.HoldBatchSlots, cfg.HoldBatchMax)
 	var eng *hold.Engine
-	a.AutoRate = waitroom.NewAIMD(m.HoldDuration, waitroom.AIMDOptions{Target: cfg.QueueHoldTarget})
+	a.AutoRate = waitroom.NewAIMD(m.HoldDuration, waitroom.AIMDOptions{Target: cfg.QueueHoldTarget, Redis: rdb, KeyPrefix: cfg.KeyPrefix})
 	a.Bus = realtime.New(rdb, pool, a.Notifier, log, func() bool { return eng == nil || eng.FastPath() })
 	eng = hold.NewEngine(a.Store, a.Locks, a.Bus, hold.Options{
 		HoldTTL: cfg.HoldTTL, Extension: cfg.HoldExtension, MaxExtensions: cfg.MaxExtensions,

@@ -87,7 +87,7 @@ func (a *Admitter) Tick(ctx context.Context) (int, error) {
 		return 0, err
 	}
 	if a.auto != nil && time.Since(a.lastAdjust) >= AdjustEvery {
-		a.auto.Adjust()
+		a.auto.Adjust(ctx)
 		a.lastAdjust = time.Now()
 	}
 	total := 0

@@ -34,7 +34,7 @@ func TestQuantileSince(t *testing.T) {
 		"the 99th of 100 at a bound":  {nil, reading(99, 99, 100, 100), 10 * time.Millisecond},
 		"a 1 in 100 tail moves it up": {nil, reading(98, 98, 100, 100), 100*time.Millisecond + 900*time.Millisecond/2},
 	} {
-		got := quantileSince(0.99, c.prev, c.cur)
+		got := quantile(0.99, deltaSince(c.prev, c.cur))
 		if d := got - c.want; d < -time.Microsecond || d > time.Microsecond {
 			t.Errorf("%s: p99 %v, want %v", name, got, c.want)
 		}

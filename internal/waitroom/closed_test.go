@@ -126,27 +126,27 @@ func TestQueueAIMD(t *testing.T) {
 	for i := range 1000 {
 		hold(time.Duration(i%50) * time.Millisecond)
 	}
-	if r, p99 := c.Adjust(); r != 90 || p99 < 40*time.Millisecond || p99 >= 50*time.Millisecond {
+	if r, p99 := c.Adjust(t.Context()); r != 90 || p99 < 40*time.Millisecond || p99 >= 50*time.Millisecond {
 		t.Fatalf("fast holds: rate %v, p99 %v (want 90, between 40 and 50 ms)", r, p99)
 	}
-	if r, p99 := c.Adjust(); r != 120 || p99 != 0 {
+	if r, p99 := c.Adjust(t.Context()); r != 120 || p99 != 0 {
 		t.Fatalf("no holds: rate %v, p99 %v; want 120, 0", r, p99)
 	}
 	for range 10000 {
 		hist.WithLabelValues("fast", "seat_taken").Observe(0.3) // refused holds count as well
 	}
-	if r, p99 := c.Adjust(); r != 60 || p99 <= 250*time.Millisecond || p99 > 500*time.Millisecond {
+	if r, p99 := c.Adjust(t.Context()); r != 60 || p99 <= 250*time.Millisecond || p99 > 500*time.Millisecond {
 		t.Fatalf("slow holds: rate %v, p99 %v", r, p99)
 	}
 	for range 10 {
 		hold(time.Second)
-		c.Adjust()
+		c.Adjust(t.Context())
 	}
 	if r := c.Rate(); r != 10 {
 		t.Fatalf("rate %v after ten slow periods, want the minimum 10", r)
 	}
 	for range 20 {
-		c.Adjust()
+		c.Adjust(t.Context())
 	}
 	if r := c.Rate(); r != 200 {
 		t.Fatalf("rate %v after twenty quiet periods, want the maximum 200", r)
@@ -159,7 +159,57 @@ func TestQueueAIMD(t *testing.T) {
 		}
 		hold(5 * time.Millisecond)
 	}
-	if r, p99 := c.Adjust(); r != 200 || p99 > 5*time.Millisecond {
+	if r, p99 := c.Adjust(t.Context()); r != 200 || p99 > 5*time.Millisecond {
 		t.Fatalf("one slow hold in a thousand: rate %v, p99 %v", r, p99)
+	}
+}
+
+// TestQueueAIMDAcrossProcesses: with Redis, the controller goes by the
+// holds of every process, not only its own: slow holds on another
+// process halve the rate of the one that admits though its own holds are
+// fast, and they count once, in the period they happened in.
+func TestQueueAIMDAcrossProcesses(t *testing.T) {
+	t.Parallel()
+	srv := testenv.StartRedis(t)
+	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr()})
+	t.Cleanup(func() { _ = rdb.Close() })
+	ctx := t.Context()
+	opts := waitroom.AIMDOptions{Target: 100 * time.Millisecond, Start: 60, Min: 10, Max: 200, Step: 30}
+	histA := telemetry.New(prometheus.NewRegistry()).HoldDuration
+	histB := telemetry.New(prometheus.NewRegistry()).HoldDuration
+	hold := func(h *prometheus.HistogramVec, d time.Duration, n int) {
+		for range n {
+			h.WithLabelValues("hot", "ok").Observe(d.Seconds())
+		}
+	}
+	alone := waitroom.NewAIMD(histA, opts) // the admitting process on its own holds
+	opts.Redis, opts.KeyPrefix = rdb, "t"
+	a := waitroom.NewAIMD(histA, opts)
+	b := waitroom.NewAIMD(histB, opts)
+	// Each leaves a first reading, then sees the other's: a process's
+	// holds count from the second reading another takes of them on.
+	for _, c := range []*waitroom.AIMD{alone, a, b} {
+		if r, _ := c.Adjust(ctx); r != 90 {
+			t.Fatalf("no holds yet: rate %v, want 90", r)
+		}
+	}
+	for _, c := range []*waitroom.AIMD{a, b} {
+		if r, _ := c.Adjust(ctx); r != 120 {
+			t.Fatalf("no holds yet: rate %v, want 120", r)
+		}
+	}
+	hold(histA, 5*time.Millisecond, 1000)
+	hold(histB, time.Second, 100)
+	b.Adjust(ctx)
+	if r, p99 := alone.Adjust(ctx); r != 120 || p99 > 10*time.Millisecond {
+		t.Fatalf("its own fast holds alone: rate %v, p99 %v; want 120 under 10 ms", r, p99)
+	}
+	if r, p99 := a.Adjust(ctx); r != 60 || p99 < 500*time.Millisecond {
+		t.Fatalf("with the other process's slow holds: rate %v, p99 %v; want 60 (halved), p99 over 500 ms", r, p99)
+	}
+	hold(histA, 5*time.Millisecond, 1000)
+	b.Adjust(ctx)
+	if r, p99 := a.Adjust(ctx); r != 90 || p99 > 10*time.Millisecond {
+		t.Fatalf("the slow holds again: rate %v, p99 %v; want 90, under 10 ms (they counted in their own period)", r, p99)
 	}
 }
