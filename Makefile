@@ -54,8 +54,8 @@ $(eval $(call go-tool,stripe-mock,github.com/stripe/stripe-mock,$(STRIPE_MOCK_VE
 # e.g. internal/hold:FuzzDelta. Each runs for FUZZ_TIME (default 1000x: 1 000 executions).
 FUZZ_TARGETS := internal/chart:FuzzChart internal/ticket:FuzzVerify web/api:FuzzDecode web:FuzzLogin web:FuzzSignup web:FuzzHold web:FuzzPurchase web:FuzzStaffRelease web:FuzzStaffLookups web:FuzzInvitations
 
-.PHONY: help tools mailpit stripe-mock generate templates css services-up services-down \
-	services-up-test services-down-test build run run-cluster run-observe test-rules lint test vendor-js
+.PHONY: help tools templ mailpit stripe-mock generate templates css services-up services-down \
+	services-up-test services-down-test build run run-cluster run-observe test-rules lint lint-source lint-analyse test vendor-js
 
 help:
 	@cat <<-'EOF'
@@ -84,7 +84,7 @@ help:
 # The three build at once: each spends part of its time fetching modules
 # or linking on one core. Where they are cached this takes a second.
 tools:
-	$(TEMPL) version >/dev/null &
+	$(MAKE) --no-print-directory templ &
 	templ=$$!
 	$(MAKE) --no-print-directory $(staticcheck_STAMP) &
 	staticcheck=$$!
@@ -93,6 +93,10 @@ tools:
 	wait $$templ
 	wait $$staticcheck
 	wait $$gosec
+
+# templ runs from the Go build cache; this builds it there.
+templ:
+	$(TEMPL) version >/dev/null
 
 # Built on demand by scripts/services.sh (test and bench profiles).
 stripe-mock: $(stripe-mock_STAMP)
@@ -219,12 +223,18 @@ GENERATED_SUMS_CMD := find . \( -path ./.git -o -path ./node_modules -o -path ./
 	-o -type f \( -name '*_templ.go' -o -path ./static/css/app.css \) -print0 \
 	| sort -z | xargs -0r sha256sum
 
+# make lint is lint-source (generated files current, gofmt) then
+# lint-analyse (go vet, staticcheck, gosec). make test runs them apart: the
+# source checks before go test, the analysers beside it (scripts/test.sh).
+lint: lint-source
+	$(MAKE) --no-print-directory lint-analyse
+
 # Generated files are checked first: stale or missing ones would otherwise
 # surface as confusing vet/compile errors. The check regenerates and compares
 # checksums rather than running `git diff`, so it also catches generated files
 # missing from git entirely and doesn't trip over current-but-unstaged edits.
 # (`@` on the first line silences the whole script under .ONESHELL.)
-lint: tools
+lint-source:
 	@echo "lint: generated files are current" >&2
 	before=$$($(GENERATED_SUMS_CMD))
 	$(MAKE) --no-print-directory generate >&2
@@ -245,14 +255,16 @@ lint: tools
 			exit 1
 		fi
 	fi
-	# The three analysers run at once: each loads and type-checks the whole
-	# module with long single-threaded stretches, so together they take
-	# little longer than staticcheck alone. Their output is shown per tool.
-	# They read the dependencies' export data, which go builds for them
-	# (staticcheck and gosec through `go list -export`): with -race that
-	# is the same build `go test -race` uses next, so on a fresh machine
-	# the dependency tree is compiled once rather than twice.
-	echo "lint: go vet, staticcheck and gosec" >&2
+
+# The three analysers run at once: each loads and type-checks the whole
+# module with long single-threaded stretches, so together they take
+# little longer than staticcheck alone. Their output is shown per tool.
+# They read the dependencies' export data, which go builds for them
+# (staticcheck and gosec through `go list -export`): with -race that is
+# the same build `go test -race` uses, so on a fresh machine the
+# dependency tree is compiled once rather than twice.
+lint-analyse: $(staticcheck_STAMP) $(gosec_STAMP)
+	@echo "lint: go vet, staticcheck and gosec" >&2
 	out=$$(mktemp -d)
 	trap 'rm -rf "$$out"' EXIT
 	export GOFLAGS="-race $${GOFLAGS:-}"

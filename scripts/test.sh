@@ -1,20 +1,25 @@
 #!/usr/bin/env bash
 # Full test run, as used by `make test` and CI:
-#   0. prepare: the Go builds (Mailpit, stripe-mock, the lint tools, the
-#      project's modules) run in the background while the system packages
-#      (Postgres, Redis, Chromium, Prometheus) and npm's install, which wait
-#      on the network and dpkg more than on the CPU; on a machine that has
-#      them all this takes a second
+#   0. prepare: the Go builds the services and the source checks need
+#      (Mailpit, stripe-mock, templ, the project's modules) run in the
+#      background while the system packages (Postgres, Redis, Chromium,
+#      Prometheus) and npm's install, which wait on the network and dpkg
+#      more than on the CPU; on a machine that has them all this takes a
+#      second
 #   1. start the test-profile Postgres, Redis and Mailpit (scripts/services.sh up test)
-#   2. make lint
-#   3. promtool checks and unit-tests the alert rules (deploy/prometheus)
+#   2. make lint-source (generated files current, gofmt), and promtool
+#      checks and unit-tests the alert rules (deploy/prometheus)
+#   3. compile every package and test package with -race, once
 #   4. go test -race over all packages but internal/chaos, then the short
 #      chaos run alone (see below), with DATABASE_URL, REDIS_URL,
 #      SEATD_SMTP_URL, SEATD_MAILPIT_URL, SEATD_CHROMIUM and SEATD_PROMETHEUS exported (Prometheus is installed
-#      when missing: the alert test starts one)
+#      when missing: the alert test starts one). Beside it, at the lowest
+#      CPU priority: make lint-analyse (go vet, staticcheck and gosec,
+#      building the last two first) and the fuzzing test binaries of
+#      step 5. go test leaves the CPU idle much of the time (browser tests
+#      wait on Chromium, others on timers); they take that time.
 #   5. a short fuzz run for each entry of FUZZ_TARGETS ("pkg/path:FuzzName ..."),
-#      from one instrumented test binary per package, built at the lowest CPU
-#      priority while step 4's go test runs
+#      from one instrumented test binary per package
 # The test services are stopped on exit, whether the run passed or not.
 set -euo pipefail
 
@@ -60,7 +65,7 @@ export SEATD_LOG_T0
 phase prepare
 log "Go builds in the background; system packages and npm meanwhile"
 builds_log=$FUZZ_BIN_DIR/builds.log
-(go mod download && "$MAKE" --no-print-directory -j2 mailpit stripe-mock tools) >"$builds_log" 2>&1 &
+(go mod download && "$MAKE" --no-print-directory -j2 mailpit stripe-mock templ) >"$builds_log" 2>&1 &
 builds=$!
 scripts/services.sh install test
 # Separate assignments so a failing script stops the run (export would mask it).
@@ -71,7 +76,7 @@ export SEATD_CHROMIUM SEATD_PROMETHEUS
 if ! wait "$builds"; then
 	builds=
 	cat "$builds_log" >&2
-	die "the Go builds failed (Mailpit, stripe-mock, lint tools; output above)"
+	die "the Go builds failed (Mailpit, stripe-mock, templ; output above)"
 fi
 builds=
 log "prepared"
@@ -82,21 +87,28 @@ svc_env=$(scripts/services.sh up test)
 (
 	eval "$svc_env"
 
-	phase lint
-	"$MAKE" --no-print-directory lint
+	phase lint-source
+	"$MAKE" --no-print-directory lint-source
 
 	phase alert-rules
 	scripts/prometheus.sh test-rules
 
-	# The fuzzing test binaries (one per fuzzed package, each running all
-	# of that package's targets: `go test -fuzz` would build and link one
-	# anew per target) are built with coverage instrumentation, a build of
-	# its own. They build beside go test at the lowest CPU priority, so
-	# they take the time go test leaves idle (browser tests wait on
-	# Chromium, others on timers) and are ready when the tests end. The
-	# fuzzing tag leaves out web's browser tests and OpenAPI checks
-	# (web/openapi_fuzzing_test.go), whose dependencies would otherwise
-	# be compiled once more, instrumented.
+	# Every package and test package, compiled with -race once: go test
+	# and the analysers of lint-analyse (run with GOFLAGS=-race) read the
+	# same build, and two go commands compiling the same packages at once
+	# would each compile them.
+	phase race-build
+	GOFLAGS="-race ${GOFLAGS:-}" go list -export -deps -test ./... >/dev/null
+
+	# Beside go test, at the lowest CPU priority, so they take the time go
+	# test leaves idle (browser tests wait on Chromium, others on timers):
+	# make lint-analyse (it builds staticcheck and gosec first), then the
+	# fuzzing test binaries. Those (one per fuzzed package, each running
+	# all of that package's targets: `go test -fuzz` would build and link
+	# one anew per target) are built with coverage instrumentation, a
+	# build of its own. The fuzzing tag leaves out web's browser tests and
+	# OpenAPI checks (web/openapi_fuzzing_test.go), whose dependencies
+	# would otherwise be compiled once more, instrumented.
 	declare -A fuzz_names=()
 	pkgs=()
 	for target in $FUZZ_TARGETS; do
@@ -110,14 +122,21 @@ svc_env=$(scripts/services.sh up test)
 	fuzz_bin() { echo "$FUZZ_BIN_DIR/$(tr / _ <<<"$1").fuzz.test"; }
 	fuzz_builds_log=$FUZZ_BIN_DIR/fuzz-builds.log
 	(
+		nice -n 19 "$MAKE" --no-print-directory -j2 lint-analyse || { echo "make lint-analyse failed"; exit 1; }
 		for pkg in "${pkgs[@]}"; do
 			read -ra names <<<"${fuzz_names[$pkg]}"
 			nice -n 19 go test -c -tags fuzzing -o "$(fuzz_bin "$pkg")" -fuzz="^($(IFS='|'; echo "${names[*]}"))\$" "./$pkg" || exit
 		done
 	) >"$fuzz_builds_log" 2>&1 &
 	fuzz_builds=$!
-	# A failing go test ends this subshell: the builds go with it.
-	trap 'kill $(pgrep -P "$fuzz_builds") "$fuzz_builds" 2>/dev/null || true' EXIT
+	# A failing go test ends this subshell: the background work goes with
+	# it, every process it started.
+	kill_tree() {
+		local child
+		for child in $(pgrep -P "$1"); do kill_tree "$child"; done
+		kill "$1" 2>/dev/null || true
+	}
+	trap 'kill_tree "$fuzz_builds"' EXIT
 
 	phase go-test
 	log "go test (DATABASE_URL=$DATABASE_URL REDIS_URL=$REDIS_URL)"
@@ -134,11 +153,12 @@ svc_env=$(scripts/services.sh up test)
 	first=("$mod/web" "$mod/internal/hold")
 	go test -race -count=1 -timeout 12m "${first[@]}" \
 		$(go list ./... | grep -v -x -e "$mod/internal/chaos" -e "${first[0]}" -e "${first[1]}")
-	phase fuzz-build-wait
+	phase lint-analyse-and-fuzz-build-wait
 	if ! wait "$fuzz_builds"; then
 		cat "$fuzz_builds_log" >&2
-		die "building the fuzzing test binaries failed (output above)"
+		die "make lint-analyse or building the fuzzing test binaries failed (output above)"
 	fi
+	cat "$fuzz_builds_log" >&2
 	trap - EXIT
 	phase short-chaos
 	# The short run's seatd processes are built with -race: go test has

@@ -62,7 +62,7 @@ func signUp(t *testing.T, s *testServer, mp *testenv.Mailpit, org, email string)
 // token verifies once; then holds go through.
 func TestVerifyEmailBeforeHolding(t *testing.T) {
 	t.Parallel()
-	s := newTestServer(t, nil)
+	s := newTestServer(t, ownQueues(t))
 	testenv.Background(t, s.app)
 	mp := testenv.MailpitFromEnv(t)
 	tn := testenv.NewTenant(t, s.app, 0)
@@ -120,7 +120,7 @@ func TestVerifyEmailBeforeHolding(t *testing.T) {
 // TestVerificationExpires: a link past its 24 hours verifies nothing.
 func TestVerificationExpires(t *testing.T) {
 	t.Parallel()
-	s := newTestServer(t, nil)
+	s := newTestServer(t, ownQueues(t))
 	testenv.Background(t, s.app)
 	mp := testenv.MailpitFromEnv(t)
 	tn := testenv.NewTenant(t, s.app, 0)
@@ -145,7 +145,7 @@ func TestVerificationExpires(t *testing.T) {
 // (its password stays), and mails the owner a notice instead of a link.
 func TestSignupRevealsNoAccounts(t *testing.T) {
 	t.Parallel()
-	s := newTestServer(t, nil)
+	s := newTestServer(t, ownQueues(t))
 	testenv.Background(t, s.app)
 	mp := testenv.MailpitFromEnv(t)
 	tn := testenv.NewTenant(t, s.app, 1)
@@ -181,7 +181,7 @@ func TestSignupRevealsNoAccounts(t *testing.T) {
 // again, a few times a minute at most; the newest link works.
 func TestResendVerification(t *testing.T) {
 	t.Parallel()
-	s := newTestServer(t, nil)
+	s := newTestServer(t, ownQueues(t))
 	testenv.Background(t, s.app)
 	mp := testenv.MailpitFromEnv(t)
 	tn := testenv.NewTenant(t, s.app, 0)
@@ -208,7 +208,7 @@ func TestResendVerification(t *testing.T) {
 // in where the old does not.
 func TestPasswordReset(t *testing.T) {
 	t.Parallel()
-	s := newTestServer(t, nil)
+	s := newTestServer(t, ownQueues(t))
 	testenv.Background(t, s.app)
 	mp := testenv.MailpitFromEnv(t)
 	tn := testenv.NewTenant(t, s.app, 1)

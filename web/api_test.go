@@ -16,7 +16,7 @@ import (
 // storefront, race for one seat, check out, buy (and retry the purchase).
 func TestAPIEndToEnd(t *testing.T) {
 	t.Parallel()
-	s := newTestServer(t, nil)
+	s := newTestServer(t, ownQueues(t))
 	testenv.Background(t, s.app)
 	a := s.app
 	tn := testenv.NewTenant(t, a, 0)

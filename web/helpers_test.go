@@ -46,6 +46,15 @@ func newTestServer(t testing.TB, mod func(*config.Config)) *testServer {
 	return serveApp(t, a, options{})
 }
 
+// ownQueues gives a test's app a database of its own, for tests that
+// wait for mail: their mail is then not queued behind the bookings the
+// package's other tests make, whose confirmations (a PDF and a QR code a
+// ticket) take the workers minutes to render with -race.
+func ownQueues(t *testing.T) func(*config.Config) {
+	db := testenv.OwnDatabase(t, t.Name())
+	return func(c *config.Config) { c.DatabaseURL = db }
+}
+
 // generousLimits lifts the per-minute limits out of a test's way. The
 // counts of every server live in the one test Redis, and every test's
 // client is 127.0.0.1: a server with the default limits would refuse

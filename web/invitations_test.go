@@ -55,7 +55,7 @@ func invitationStatus(t *testing.T, org *client, id uuid.UUID) string {
 // hash.
 func TestInvitationSignsUp(t *testing.T) {
 	t.Parallel()
-	s := newTestServer(t, nil)
+	s := newTestServer(t, ownQueues(t))
 	testenv.Background(t, s.app)
 	mp := testenv.MailpitFromEnv(t)
 	a, b := testenv.NewTenant(t, s.app, 0), testenv.NewTenant(t, s.app, 0)
@@ -133,7 +133,7 @@ func TestInvitationSignsUp(t *testing.T) {
 // address replaces the pending one.
 func TestInvitationRefusals(t *testing.T) {
 	t.Parallel()
-	s := newTestServer(t, nil)
+	s := newTestServer(t, ownQueues(t))
 	testenv.Background(t, s.app)
 	mp := testenv.MailpitFromEnv(t)
 	tn := testenv.NewTenant(t, s.app, 0)
@@ -183,7 +183,7 @@ func TestInvitationRefusals(t *testing.T) {
 // and leaves its password as it was (the answer is the same again).
 func TestInvitationRevealsNoAccounts(t *testing.T) {
 	t.Parallel()
-	s := newTestServer(t, nil)
+	s := newTestServer(t, ownQueues(t))
 	testenv.Background(t, s.app)
 	mp := testenv.MailpitFromEnv(t)
 	tn := testenv.NewTenant(t, s.app, 1)

@@ -605,7 +605,7 @@ func refundEvent(id string, typ payment.EventType, status string, p store.Paymen
 // which ticket, and what is still valid, in a text and an HTML part. The
 // provider's webhooks reporting the same success again mail nothing more.
 func TestRefundMail(t *testing.T) {
-	s := payServerWith(t, nil, true)
+	s := payServerWith(t, ownQueues(t), true)
 	mp := testenv.MailpitFromEnv(t)
 	tn := testenv.NewTenant(t, s.app, 1)
 	event, seats := paidEvent(t, s.app, tn)
@@ -687,7 +687,7 @@ func TestRefundMail(t *testing.T) {
 // and where the payment's page is — also when the provider delivers the
 // success again.
 func TestSeatsTakenRefundMail(t *testing.T) {
-	s := payServerWith(t, nil, true)
+	s := payServerWith(t, ownQueues(t), true)
 	mp := testenv.MailpitFromEnv(t)
 	tn := testenv.NewTenant(t, s.app, 2)
 	event, seats := paidEvent(t, s.app, tn)

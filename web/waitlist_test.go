@@ -192,6 +192,7 @@ func waitPanel(t *testing.T, conn *websocket.Conn, what string, ok func(string) 
 // or the offer); a buyer with no entry gets no panel. On Redis, and with
 // Redis down on the Postgres NOTIFY path.
 func TestWaitlistPushedPlace(t *testing.T) {
+	t.Parallel() // every subtest has a Redis of its own
 	for _, bus := range []struct {
 		name      string
 		redisDown bool
