@@ -55,7 +55,7 @@ $(eval $(call go-tool,stripe-mock,github.com/stripe/stripe-mock,$(STRIPE_MOCK_VE
 FUZZ_TARGETS := internal/chart:FuzzChart internal/ticket:FuzzVerify web/api:FuzzDecode web:FuzzLogin web:FuzzSignup web:FuzzHold web:FuzzPurchase web:FuzzStaffRelease web:FuzzStaffLookups web:FuzzInvitations
 
 .PHONY: help tools templ mailpit stripe-mock generate templates css services-up services-down \
-	services-up-test services-down-test build run run-cluster run-observe test-rules lint lint-source lint-analyse test vendor-js
+	services-up-test services-down-test build run run-cluster run-observe test-rules lint lint-source lint-analyse race-build test vendor-js
 
 help:
 	@cat <<-'EOF'
@@ -223,6 +223,13 @@ GENERATED_SUMS_CMD := find . \( -path ./.git -o -path ./node_modules -o -path ./
 	-o -type f \( -name '*_templ.go' -o -path ./static/css/app.css \) -print0 \
 	| sort -z | xargs -0r sha256sum
 
+# Every package and test package compiled with -race, by one go command:
+# go test and the analysers of lint-analyse (run with GOFLAGS=-race) read
+# this build, and several go commands building the same packages at once
+# would each compile them. Where it is current this takes seconds.
+race-build:
+	GOFLAGS="-race $${GOFLAGS:-}" go list -export -deps -test ./... >/dev/null
+
 # make lint is lint-source (generated files current, gofmt) then
 # lint-analyse (go vet, staticcheck, gosec). make test runs them apart: the
 # source checks before go test, the analysers beside it (scripts/test.sh).
@@ -263,14 +270,11 @@ lint-source:
 # (staticcheck and gosec through `go list -export`): with -race that is
 # the same build `go test -race` uses, so on a fresh machine the
 # dependency tree is compiled once rather than twice.
-lint-analyse: $(staticcheck_STAMP) $(gosec_STAMP)
+lint-analyse: $(staticcheck_STAMP) $(gosec_STAMP) race-build
 	@echo "lint: go vet, staticcheck and gosec" >&2
 	out=$$(mktemp -d)
 	trap 'rm -rf "$$out"' EXIT
 	export GOFLAGS="-race $${GOFLAGS:-}"
-	# The export data is built first, by one go command: three building
-	# the same packages at once would each compile them.
-	go list -export -deps -test ./... >/dev/null
 	go vet ./... >"$$out/vet" 2>&1 &
 	vet=$$!
 	$(STATICCHECK) ./... >"$$out/staticcheck" 2>&1 &

@@ -16,8 +16,7 @@
 #      when missing: the alert test starts one). Beside it, at the lowest
 #      CPU priority: make lint-analyse (go vet, staticcheck and gosec,
 #      building the last two first) and the fuzzing test binaries of
-#      step 5. go test leaves the CPU idle much of the time (browser tests
-#      wait on Chromium, others on timers); they take that time.
+#      step 5, taking only the CPU go test leaves.
 #   5. a short fuzz run for each entry of FUZZ_TARGETS ("pkg/path:FuzzName ..."),
 #      from one instrumented test binary per package
 # The test services are stopped on exit, whether the run passed or not.
@@ -93,17 +92,17 @@ svc_env=$(scripts/services.sh up test)
 	phase alert-rules
 	scripts/prometheus.sh test-rules
 
-	# Every package and test package, compiled with -race once: go test
-	# and the analysers of lint-analyse (run with GOFLAGS=-race) read the
-	# same build, and two go commands compiling the same packages at once
-	# would each compile them.
+	# Every package and test package, compiled with -race once, before go
+	# test and lint-analyse read it (see the Makefile).
 	phase race-build
-	GOFLAGS="-race ${GOFLAGS:-}" go list -export -deps -test ./... >/dev/null
+	"$MAKE" --no-print-directory race-build
 
-	# Beside go test, at the lowest CPU priority, so they take the time go
-	# test leaves idle (browser tests wait on Chromium, others on timers):
-	# make lint-analyse (it builds staticcheck and gosec first), then the
-	# fuzzing test binaries. Those (one per fuzzed package, each running
+	# Beside go test, at the lowest CPU priority, so they take only the
+	# CPU go test leaves (while browser tests wait on Chromium, others on
+	# timers) and do not slow it; on a fresh two-core machine go test
+	# leaves little, and most of this runs after it: make lint-analyse
+	# (it builds staticcheck and gosec first), then the fuzzing test
+	# binaries. Those (one per fuzzed package, each running
 	# all of that package's targets: `go test -fuzz` would build and link
 	# one anew per target) are built with coverage instrumentation, a
 	# build of its own. The fuzzing tag leaves out web's browser tests and

@@ -68,7 +68,7 @@ func (h *HoldLevel) ratios() {
 func chargedRate(ref, run *Load) float64 {
 	c := ref.CPUPerHold.Postgres + ref.CPUPerHold.Client
 	x := run.CPUPerHold.Redis + run.CPUPerHold.Client
-	if c <= 0 || x < 0 {
+	if c <= 0 || x <= 0 {
 		return 0
 	}
 	return ref.Rate * c / (c + x)

@@ -98,6 +98,13 @@ func TestTrueCeilingCharged(t *testing.T) {
 	if v := verdictOf(&Report{Holds: []*HoldLevel{h}}); v != notMet {
 		t.Errorf("0.60 of the charged reference: %q, want %q", v, notMet)
 	}
+	run := h.HTTP.CPUPerHold
+	h.HTTP.CPUPerHold = CPU{}
+	h.ratios()
+	if v := verdictOf(&Report{Holds: []*HoldLevel{h}}); v != notMeasured {
+		t.Errorf("seatd's run without CPU figures, nothing to charge: %q, want %q", v, notMeasured)
+	}
+	h.HTTP.CPUPerHold = run
 	h.Shared.CPUPerHold = CPU{}
 	h.ratios()
 	if v := verdictOf(&Report{Holds: []*HoldLevel{h}}); v != notMeasured {
