@@ -6,20 +6,15 @@ SHELL := /bin/bash
 .DEFAULT_GOAL := help
 
 # ---------------------------------------------------------------------------
-# Pinned Go tools: templ runs as `go run module/cmd@version`, the others
-# are installed into ./.bin. Either way Go keeps the compiled packages in
-# its build cache, which every clone on the machine shares, so only a
-# machine's first run compiles them (minutes on two cores) and a fresh
-# clone only links them.
+# Pinned Go tools, installed into ./.bin. templ, staticcheck and gosec are
+# pinned in scripts/tools/go.mod, a module of their own that builds them
+# together: they share golang.org/x/tools, compiled once. Mailpit and
+# stripe-mock, services of the test profile (scripts/services.sh), are
+# installed by version, each with a stamp per pinned version, so bumping a
+# pin reinstalls it. Go keeps the compiled packages in its build cache,
+# which every clone on the machine shares, so only a machine's first run
+# compiles them and a fresh clone only links them.
 #
-# templ must match github.com/a-h/templ in go.mod, or generated code and
-# runtime disagree.
-TEMPL_VERSION := v0.3.977
-# staticcheck 2026.2.2 (module version v0.8.2): newest release; builds with Go 1.26.
-STATICCHECK_VERSION := v0.8.2
-# gosec v2.29.0: newest that builds here (v2.30.0 depends on a module version
-# the Go module proxy does not serve).
-GOSEC_VERSION := v2.29.0
 # Mailpit, the mail server of dev and tests (scripts/services.sh); the
 # module proxy serves v1.33.1.
 MAILPIT_VERSION := v1.33.1
@@ -28,15 +23,19 @@ MAILPIT_VERSION := v1.33.1
 # the test and bench profiles, so every Stripe call seatd makes is checked.
 STRIPE_MOCK_VERSION := v0.203.0
 
-TEMPL := go run github.com/a-h/templ/cmd/templ@$(TEMPL_VERSION)
-# The analysers are installed into ./.bin rather than run with `go run`:
-# lint runs them with GOFLAGS=-race (see lint), which `go run` would apply
-# to building the tool itself. Mailpit and stripe-mock, services of the
-# test profile (scripts/services.sh), are installed the same way. Each has
-# a stamp per pinned version, so bumping a pin reinstalls it.
 BIN_DIR := $(CURDIR)/.bin
+TEMPL := $(BIN_DIR)/templ
 STATICCHECK := $(BIN_DIR)/staticcheck
 GOSEC := $(BIN_DIR)/gosec
+TOOLS_MOD := scripts/tools/go.mod scripts/tools/go.sum
+# GOFLAGS is cleared for the tools' own builds: lint-analyse runs the
+# analysers with GOFLAGS=-race, which must not apply to building them.
+$(TEMPL): $(TOOLS_MOD)
+	cd scripts/tools && GOFLAGS= go build -o $@ github.com/a-h/templ/cmd/templ
+$(STATICCHECK): $(TOOLS_MOD)
+	cd scripts/tools && GOFLAGS= go build -o $@ honnef.co/go/tools/cmd/staticcheck
+$(GOSEC): $(TOOLS_MOD) scripts/tools/gosec/main.go
+	cd scripts/tools && GOFLAGS= go build -o $@ ./gosec
 # go-tool NAME,PACKAGE,VERSION: the rule installing PACKAGE@VERSION as
 # $(BIN_DIR)/NAME, and the stamp variable NAME_STAMP naming its target.
 define go-tool
@@ -45,8 +44,6 @@ $(BIN_DIR)/.$(1)-$(3):
 	GOBIN=$(BIN_DIR) go install $(2)@$(3)
 	touch $$@
 endef
-$(eval $(call go-tool,staticcheck,honnef.co/go/tools/cmd/staticcheck,$(STATICCHECK_VERSION)))
-$(eval $(call go-tool,gosec,github.com/securego/gosec/v2/cmd/gosec,$(GOSEC_VERSION)))
 $(eval $(call go-tool,mailpit,github.com/axllent/mailpit,$(MAILPIT_VERSION)))
 $(eval $(call go-tool,stripe-mock,github.com/stripe/stripe-mock,$(STRIPE_MOCK_VERSION)))
 
@@ -81,22 +78,12 @@ help:
 # ---------------------------------------------------------------------------
 # Tools
 
-# The three build at once: each spends part of its time fetching modules
-# or linking on one core. Where they are cached this takes a second.
-tools:
-	$(MAKE) --no-print-directory templ &
-	templ=$$!
-	$(MAKE) --no-print-directory $(staticcheck_STAMP) &
-	staticcheck=$$!
-	$(MAKE) --no-print-directory $(gosec_STAMP) &
-	gosec=$$!
-	wait $$templ
-	wait $$staticcheck
-	wait $$gosec
+# templ first, then the analysers, which reuse the golang.org/x/tools it
+# compiled. Where they are current this takes a second.
+tools: templ
+	$(MAKE) --no-print-directory -j2 $(STATICCHECK) $(GOSEC)
 
-# templ runs from the Go build cache; this builds it there.
-templ:
-	$(TEMPL) version >/dev/null
+templ: $(TEMPL)
 
 # Built on demand by scripts/services.sh (test and bench profiles).
 stripe-mock: $(stripe-mock_STAMP)
@@ -111,7 +98,7 @@ generate: templates
 	$(MAKE) --no-print-directory css
 
 # Compiles views/**/*.templ into *_templ.go next to each template.
-templates:
+templates: $(TEMPL)
 	if [[ -d views ]]; then
 		$(TEMPL) generate -path views
 	fi
@@ -242,7 +229,14 @@ lint: lint-source
 # missing from git entirely and doesn't trip over current-but-unstaged edits.
 # (`@` on the first line silences the whole script under .ONESHELL.)
 lint-source:
-	@echo "lint: generated files are current" >&2
+	@echo "lint: templ's generator and runtime are one version" >&2
+	runtime=$$(go list -m -f '{{.Version}}' github.com/a-h/templ)
+	generator=$$(cd scripts/tools && go list -m -f '{{.Version}}' github.com/a-h/templ)
+	if [[ $$runtime != "$$generator" ]]; then
+		echo "lint: github.com/a-h/templ is $$runtime in go.mod but $$generator in scripts/tools/go.mod" >&2
+		exit 1
+	fi
+	echo "lint: generated files are current" >&2
 	before=$$($(GENERATED_SUMS_CMD))
 	$(MAKE) --no-print-directory generate >&2
 	after=$$($(GENERATED_SUMS_CMD))
@@ -270,7 +264,7 @@ lint-source:
 # (staticcheck and gosec through `go list -export`): with -race that is
 # the same build `go test -race` uses, so on a fresh machine the
 # dependency tree is compiled once rather than twice.
-lint-analyse: $(staticcheck_STAMP) $(gosec_STAMP) race-build
+lint-analyse: $(STATICCHECK) $(GOSEC) race-build
 	@echo "lint: go vet, staticcheck and gosec" >&2
 	out=$$(mktemp -d)
 	trap 'rm -rf "$$out"' EXIT
@@ -282,7 +276,7 @@ lint-analyse: $(staticcheck_STAMP) $(gosec_STAMP) race-build
 	# cmd/seatbench is the load generator: starting the project's own
 	# processes and reading its own result files is its job, which is what
 	# gosec's subprocess and file rules flag. It never ships in seatd.
-	$(GOSEC) -quiet -exclude-generated -exclude-dir=cmd/seatbench ./... >"$$out/gosec" 2>&1 &
+	$(GOSEC) -exclude-dir=cmd/seatbench ./... >"$$out/gosec" 2>&1 &
 	gosec=$$!
 	failed=
 	for tool in vet staticcheck gosec; do

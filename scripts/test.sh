@@ -99,15 +99,21 @@ svc_env=$(scripts/services.sh up test)
 
 	# Beside go test, at the lowest CPU priority, so they take only the
 	# CPU go test leaves (while browser tests wait on Chromium, others on
-	# timers) and do not slow it; on a fresh two-core machine go test
-	# leaves little, and most of this runs after it: make lint-analyse
-	# (it builds staticcheck and gosec first), then the fuzzing test
-	# binaries. Those (one per fuzzed package, each running
-	# all of that package's targets: `go test -fuzz` would build and link
-	# one anew per target) are built with coverage instrumentation, a
-	# build of its own. The fuzzing tag leaves out web's browser tests and
-	# OpenAPI checks (web/openapi_fuzzing_test.go), whose dependencies
-	# would otherwise be compiled once more, instrumented.
+	# timers) and do not slow it: make lint-analyse (it builds staticcheck
+	# and gosec first), then the fuzzing test binaries, one per fuzzed
+	# package, each running all of that package's targets (`go test -fuzz`
+	# would build and link one anew per target).
+	#
+	# The fuzzing binaries are built with -race, on the build go test
+	# uses, and with coverage instrumentation (-d=libfuzzer, the compiler
+	# flag `go test -fuzz` adds to every package it builds) for seatd's own
+	# packages only: the fuzzer is guided by coverage of the code under
+	# test, and no dependency is compiled a second time. `go test -fuzz`
+	# instruments every package, which compiled web's whole dependency tree
+	# once more (about 320 CPU-seconds, against about 60). The fuzzing tag
+	# leaves out web's browser tests and OpenAPI checks
+	# (web/openapi_fuzzing_test.go), which need nothing here.
+	mod=$(go list -m)
 	declare -A fuzz_names=()
 	pkgs=()
 	for target in $FUZZ_TARGETS; do
@@ -123,8 +129,7 @@ svc_env=$(scripts/services.sh up test)
 	(
 		nice -n 19 "$MAKE" --no-print-directory -j2 lint-analyse || { echo "make lint-analyse failed"; exit 1; }
 		for pkg in "${pkgs[@]}"; do
-			read -ra names <<<"${fuzz_names[$pkg]}"
-			nice -n 19 go test -c -tags fuzzing -o "$(fuzz_bin "$pkg")" -fuzz="^($(IFS='|'; echo "${names[*]}"))\$" "./$pkg" || exit
+			nice -n 19 go test -c -race -tags fuzzing -gcflags="$mod/...=-d=libfuzzer" -o "$(fuzz_bin "$pkg")" "./$pkg" || exit
 		done
 	) >"$fuzz_builds_log" 2>&1 &
 	fuzz_builds=$!
@@ -148,7 +153,6 @@ svc_env=$(scripts/services.sh up test)
 	# cores) at once. The two longest (web with its browser tests, then
 	# the hold engine's expiry tests) go first, so the many short packages
 	# fill the other core beside them instead of all running before them.
-	mod=$(go list -m)
 	first=("$mod/web" "$mod/internal/hold")
 	go test -race -count=1 -timeout 12m "${first[@]}" \
 		$(go list ./... | grep -v -x -e "$mod/internal/chaos" -e "${first[0]}" -e "${first[1]}")
