@@ -56,7 +56,7 @@ FUZZ_TARGETS := internal/chart:FuzzChart internal/ticket:FuzzVerify web/api:Fuzz
 
 help:
 	@cat <<-'EOF'
-	make tools              build the pinned Go tools (kept in the Go build cache)
+	make tools              build templ, staticcheck and gosec into ./.bin (pinned in scripts/tools/go.mod)
 	make mailpit            install the pinned Mailpit into ./.bin (services.sh does when needed)
 	make stripe-mock        install the pinned stripe-mock into ./.bin (services.sh does when needed)
 	make generate           templ generate (views/) + css
