@@ -111,8 +111,9 @@ svc_env=$(scripts/services.sh up test)
 	# test, and no dependency is compiled a second time. `go test -fuzz`
 	# instruments every package, which compiled web's whole dependency tree
 	# once more (about 320 CPU-seconds, against about 60). The fuzzing tag
-	# leaves out web's browser tests and OpenAPI checks
-	# (web/openapi_fuzzing_test.go), which need nothing here.
+	# leaves out web's browser tests, and its test clients pass answers
+	# through without the OpenAPI check (web/openapi_fuzzing_test.go): the
+	# fuzz targets check their own invariants.
 	mod=$(go list -m)
 	declare -A fuzz_names=()
 	pkgs=()
@@ -174,14 +175,22 @@ svc_env=$(scripts/services.sh up test)
 	# Each binary runs in its package's folder (seed corpora in
 	# testdata/fuzz) with the cache folder `go test -fuzz` uses, so what one
 	# run finds is where the next one (either way) looks.
-	fuzz_cache=$(go env GOCACHE)/fuzz/$(go list -m)
+	# The coverage instrumentation comes from a compiler flag the go
+	# command passes itself (see the build above): were it ever to stop
+	# working, the fuzzer would say so and run unguided, so that warning
+	# fails the run.
+	fuzz_cache=$(go env GOCACHE)/fuzz/$mod
+	fuzz_log=$FUZZ_BIN_DIR/fuzz.log
 	phase fuzz
 	for pkg in "${pkgs[@]}"; do
 		read -ra names <<<"${fuzz_names[$pkg]}"
 		for name in "${names[@]}"; do
 			log "fuzz $name in ./$pkg: $FUZZ_TIME"
 			(cd "$pkg" && "$(fuzz_bin "$pkg")" -test.run='^$' -test.fuzz="^${name}\$" -test.fuzztime="$FUZZ_TIME" \
-				-test.fuzzcachedir="$fuzz_cache/$pkg" -test.paniconexit0)
+				-test.fuzzcachedir="$fuzz_cache/$pkg" -test.paniconexit0) 2>&1 | tee "$fuzz_log"
+			if grep -q 'not built with coverage instrumentation' "$fuzz_log"; then
+				die "$name ran without coverage guidance: the fuzzing binary of ./$pkg is not instrumented"
+			fi
 		done
 	done
 	log "passed"

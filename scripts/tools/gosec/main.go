@@ -33,8 +33,6 @@ func main() {
 	}
 
 	config := gosec.NewConfig()
-	config.SetGlobal(gosec.IncludeRules, "")
-	config.SetGlobal(gosec.ExcludeRules, "")
 	const scanTests, excludeGenerated, trackSuppressions = false, true, false
 	analyzer := gosec.NewAnalyzer(config, scanTests, excludeGenerated, trackSuppressions, runtime.NumCPU(), log.New(io.Discard, "", 0))
 	analyzer.LoadRules(rules.Generate(trackSuppressions).RulesInfo())
