@@ -13,16 +13,17 @@ import (
 
 	"seatd/internal/config"
 	"seatd/internal/testenv"
+	"seatd/internal/testsvc"
 	"seatd/web/api"
 	"seatd/web/live"
 )
 
 // linkToken waits for the newest mail to addr whose subject contains
 // subject, and returns it with the token of its link to path.
-func linkToken(t *testing.T, mp *testenv.Mailpit, addr, subject, path string) (testenv.MailMessage, string) {
+func linkToken(t *testing.T, mp *testsvc.Mailpit, addr, subject, path string) (testsvc.MailMessage, string) {
 	t.Helper()
 	var id string
-	testenv.Eventually(t, 20*time.Second, "a mail to "+addr+" about "+subject, func() bool {
+	testsvc.Eventually(t, 20*time.Second, "a mail to "+addr+" about "+subject, func() bool {
 		for _, m := range mp.To(addr) {
 			if strings.Contains(m.Subject, subject) {
 				id = m.ID
@@ -45,7 +46,7 @@ func linkToken(t *testing.T, mp *testenv.Mailpit, addr, subject, path string) (t
 // signUp signs email up on org's storefront (202) and follows the
 // verification link it mails; it returns a client signed in as the new,
 // verified buyer.
-func signUp(t *testing.T, s *testServer, mp *testenv.Mailpit, org, email string) *client {
+func signUp(t *testing.T, s *testServer, mp *testsvc.Mailpit, org, email string) *client {
 	t.Helper()
 	c := s.client()
 	c.do("POST", "/o/"+org+"/signup", map[string]string{"email": email, "password": testenv.Password}).want(t, http.StatusAccepted)
@@ -64,7 +65,7 @@ func TestVerifyEmailBeforeHolding(t *testing.T) {
 	t.Parallel()
 	s := newTestServer(t, ownQueues(t))
 	testenv.Background(t, s.app)
-	mp := testenv.MailpitFromEnv(t)
+	mp := testsvc.MailpitFromEnv(t)
 	tn := testenv.NewTenant(t, s.app, 0)
 	ev := testenv.NewEvent(t, s.app, tn.Org.ID, 1, 2, 5)
 	seats := testenv.SeatIDs(t, s.app, tn.Org.ID, ev.ID)
@@ -122,7 +123,7 @@ func TestVerificationExpires(t *testing.T) {
 	t.Parallel()
 	s := newTestServer(t, ownQueues(t))
 	testenv.Background(t, s.app)
-	mp := testenv.MailpitFromEnv(t)
+	mp := testsvc.MailpitFromEnv(t)
 	tn := testenv.NewTenant(t, s.app, 0)
 	email := "late-" + uuid.NewString()[:8] + "@x.example"
 	s.client().do("POST", "/o/"+tn.Org.Slug+"/signup", map[string]string{"email": email, "password": testenv.Password}).
@@ -147,7 +148,7 @@ func TestSignupRevealsNoAccounts(t *testing.T) {
 	t.Parallel()
 	s := newTestServer(t, ownQueues(t))
 	testenv.Background(t, s.app)
-	mp := testenv.MailpitFromEnv(t)
+	mp := testsvc.MailpitFromEnv(t)
 	tn := testenv.NewTenant(t, s.app, 1)
 	known := tn.Buyers[0].Email
 	fresh := "fresh-" + uuid.NewString()[:8] + "@x.example"
@@ -183,7 +184,7 @@ func TestResendVerification(t *testing.T) {
 	t.Parallel()
 	s := newTestServer(t, ownQueues(t))
 	testenv.Background(t, s.app)
-	mp := testenv.MailpitFromEnv(t)
+	mp := testsvc.MailpitFromEnv(t)
 	tn := testenv.NewTenant(t, s.app, 0)
 	email := "again-" + uuid.NewString()[:8] + "@x.example"
 	c := s.client()
@@ -196,7 +197,7 @@ func TestResendVerification(t *testing.T) {
 	if codes[0] != http.StatusAccepted || codes[3] != http.StatusTooManyRequests {
 		t.Fatalf("resend answers %v: want 202 first and 429 past the limit", codes)
 	}
-	testenv.Eventually(t, 20*time.Second, "the resent links", func() bool { return len(mp.To(email)) >= 2 })
+	testsvc.Eventually(t, 20*time.Second, "the resent links", func() bool { return len(mp.To(email)) >= 2 })
 	_, token := linkToken(t, mp, email, "Confirm your email", "/verify-email")
 	c.do("POST", "/verify-email", map[string]string{"token": token}).want(t, http.StatusOK)
 	t.Logf("resend: %v", codes)
@@ -210,7 +211,7 @@ func TestPasswordReset(t *testing.T) {
 	t.Parallel()
 	s := newTestServer(t, ownQueues(t))
 	testenv.Background(t, s.app)
-	mp := testenv.MailpitFromEnv(t)
+	mp := testsvc.MailpitFromEnv(t)
 	tn := testenv.NewTenant(t, s.app, 1)
 	u := tn.Buyers[0]
 	phone, laptop := s.as(tn.Org, u), s.as(tn.Org, u)

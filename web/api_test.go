@@ -9,6 +9,7 @@ import (
 	"github.com/google/uuid"
 
 	"seatd/internal/testenv"
+	"seatd/internal/testsvc"
 	"seatd/web/api"
 )
 
@@ -24,7 +25,7 @@ func TestAPIEndToEnd(t *testing.T) {
 
 	// Sign up two buyers on the org's storefront, each following the
 	// link mailed to them.
-	mp := testenv.MailpitFromEnv(t)
+	mp := testsvc.MailpitFromEnv(t)
 	buyers := make([]*client, 2)
 	for i := range buyers {
 		buyers[i] = signUp(t, s, mp, tn.Org.Slug, "Buyer"+uuid.NewString()[:6]+"@Example.com")

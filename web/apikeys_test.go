@@ -11,6 +11,7 @@ import (
 
 	"seatd/internal/config"
 	"seatd/internal/testenv"
+	"seatd/internal/testsvc"
 	"seatd/web/api"
 )
 
@@ -168,7 +169,7 @@ func TestAPIKeyRevokedEverywhere(t *testing.T) {
 
 	start := time.Now()
 	org.do("DELETE", "/api/v1/api-keys/"+id.String(), nil).want(t, http.StatusOK)
-	testenv.Eventually(t, time.Second, "the revoked key refused by the other process", func() bool {
+	testsvc.Eventually(t, time.Second, "the revoked key refused by the other process", func() bool {
 		return ky.do("GET", "/api/v1/events", nil).status == http.StatusUnauthorized
 	})
 	t.Logf("revoked key refused by the other process after %s", time.Since(start).Round(time.Millisecond))
@@ -194,7 +195,7 @@ func TestAPIKeyFollowsCreator(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		testenv.Eventually(t, 2*time.Second, "the key of a "+change+" creator refused", func() bool {
+		testsvc.Eventually(t, 2*time.Second, "the key of a "+change+" creator refused", func() bool {
 			return k.do("GET", "/api/v1/events", nil).status == http.StatusUnauthorized
 		})
 	}

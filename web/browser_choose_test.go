@@ -15,6 +15,7 @@ import (
 	"seatd/internal/hold"
 	"seatd/internal/store"
 	"seatd/internal/testenv"
+	"seatd/internal/testsvc"
 )
 
 // TestBrowserChooseSeats: on a strict event whose accessible seats are
@@ -123,7 +124,7 @@ func TestBrowserChooseSeats(t *testing.T) {
 	if n := held(); n != 3 {
 		t.Fatalf("%d holds after best 3 sent twice", n)
 	}
-	testenv.Eventually(t, 10*time.Second, "3 seats of mine on the map", func() bool {
+	testsvc.Eventually(t, 10*time.Second, "3 seats of mine on the map", func() bool {
 		n, err := chromedp.Run(buyer, chromedp.Evaluate[int](`document.querySelectorAll('#venue .seat[data-mine=true]').length`))
 		return err == nil && n == 3
 	})

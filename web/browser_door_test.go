@@ -13,6 +13,7 @@ import (
 	"github.com/google/uuid"
 
 	"seatd/internal/testenv"
+	"seatd/internal/testsvc"
 )
 
 // offline takes the tab's network down (navigator.onLine false, the
@@ -104,5 +105,5 @@ func TestBrowserScanner(t *testing.T) {
 	if err := chromedp.Do(ctx, offline(false)); err != nil {
 		t.Fatal(err)
 	}
-	testenv.Eventually(t, 30*time.Second, "the offline scan synced", func() bool { return admitted(1) == 1 })
+	testsvc.Eventually(t, 30*time.Second, "the offline scan synced", func() bool { return admitted(1) == 1 })
 }

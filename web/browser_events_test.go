@@ -12,6 +12,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"seatd/internal/testenv"
+	"seatd/internal/testsvc"
 	"seatd/web/staff"
 )
 
@@ -149,7 +150,7 @@ func TestBrowserEventFromChart(t *testing.T) {
 		if err := click(buyer, seat); err != nil {
 			t.Fatalf("click a front seat: %v", err)
 		}
-		testenv.Poll(3*time.Second, held)
+		testsvc.Poll(3*time.Second, held)
 	}
 	wctx, cancelWait := context.WithTimeout(buyer, 30*time.Second)
 	t.Logf("held after %d click(s)", clicks)

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -136,7 +137,49 @@ func consoleErrors(t *testing.T, tab context.Context) func() []string {
 	return func() []string {
 		mu.Lock()
 		defer mu.Unlock()
-		return append([]string(nil), errs...)
+		return withoutAborts(errs)
+	}
+}
+
+// withoutAborts drops htmx's reports of a request the browser aborted
+// (the page moved on while it was in flight: a form submitted, a link
+// followed): "htmx:sendAbort, <target>" and the "htmx:afterRequest,
+// <target>" htmx logs with it. Nothing failed in the page. The same
+// afterRequest beside a network error or a timeout stays.
+func withoutAborts(errs []string) []string {
+	// A string logged comes as its JSON value, in quotes.
+	text := func(e string) string { return strings.Trim(e, `"`) }
+	aborted := map[string]bool{}
+	for _, e := range errs {
+		if target, ok := strings.CutPrefix(text(e), "htmx:sendAbort"); ok {
+			aborted[target] = true
+		}
+	}
+	var out []string
+	for _, e := range errs {
+		if strings.HasPrefix(text(e), "htmx:sendAbort") {
+			continue
+		}
+		if target, ok := strings.CutPrefix(text(e), "htmx:afterRequest"); ok && aborted[target] {
+			continue
+		}
+		out = append(out, e)
+	}
+	return out
+}
+
+// TestWithoutAborts: an aborted request's two reports go, a failed one's
+// stay, and so does anything else.
+func TestWithoutAborts(t *testing.T) {
+	t.Parallel()
+	got := withoutAborts([]string{
+		`"htmx:afterRequest, [object HTMLElement]"`, `"htmx:sendAbort, [object HTMLElement]"`,
+		`"htmx:afterRequest, #cart"`, `"htmx:sendError, #cart"`,
+		"TypeError (uncaught) at /static/js/choose.js:1:1",
+	})
+	want := []string{`"htmx:afterRequest, #cart"`, `"htmx:sendError, #cart"`, "TypeError (uncaught) at /static/js/choose.js:1:1"}
+	if !slices.Equal(got, want) {
+		t.Fatalf("got %q, want %q", got, want)
 	}
 }
 

@@ -14,6 +14,7 @@ import (
 
 	"seatd/internal/config"
 	"seatd/internal/testenv"
+	"seatd/internal/testsvc"
 	"seatd/web/live"
 	"seatd/web/staff"
 )
@@ -90,7 +91,7 @@ func TestSocketCaps(t *testing.T) {
 	}
 	// A socket that leaves frees its place.
 	_ = first.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(websocket.CloseNormalClosure, ""), time.Now().Add(time.Second))
-	testenv.Eventually(t, 5*time.Second, "the closed socket uncounted", func() bool { return s.srv.hub.Stats().Clients <= 3 })
+	testsvc.Eventually(t, 5*time.Second, "the closed socket uncounted", func() bool { return s.srv.hub.Stats().Clients <= 3 })
 	conn, _, err = s.dialAs(t, c, ev.ID)
 	if err != nil {
 		t.Fatal(err)

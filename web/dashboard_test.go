@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"seatd/internal/testenv"
+	"seatd/internal/testsvc"
 )
 
 // metricSamples scrapes an ops handler's /metrics and returns every
@@ -80,7 +81,7 @@ func TestDashboardNamesExportedMetrics(t *testing.T) {
 	// The frame is counted once written; the writer may still be at it.
 	propagation := `seatd_live_propagation_seconds_count{event="` + ev.ID.String() + `",org="` + tn.Org.ID.String() + `"}`
 	var samples map[string]float64
-	testenv.Eventually(t, 5*time.Second, "the hub's latency sample for the event", func() bool {
+	testsvc.Eventually(t, 5*time.Second, "the hub's latency sample for the event", func() bool {
 		samples = metricSamples(t, s.srv.Ops())
 		return samples[propagation] >= 1
 	})

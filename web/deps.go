@@ -27,7 +27,7 @@ type Deps struct {
 	Pool *pgxpool.Pool
 	// Redis keeps the rate-limit counters shared by processes and answers
 	// the readiness probe.
-	Redis redis.UniversalClient
+	Redis redis.Cmdable
 	// Store holds what the handlers read beside the core (events, audit
 	// log, hold pages, customers) and the charts, API keys and webhook
 	// endpoints they keep; New hands each part only the sub-stores it

@@ -20,6 +20,7 @@ import (
 	"seatd/internal/hold"
 	"seatd/internal/store"
 	"seatd/internal/testenv"
+	"seatd/internal/testsvc"
 	"seatd/web/httpx"
 )
 
@@ -52,7 +53,7 @@ func newTestServer(t testing.TB, mod func(*config.Config)) *testServer {
 // ticket) render at about 0.4 s each with -race: a hundred of them queued
 // ahead outlast the test's wait.
 func ownQueues(t *testing.T) func(*config.Config) {
-	db := testenv.OwnDatabase(t, t.Name())
+	db := testsvc.OwnDatabase(t, t.Name())
 	return func(c *config.Config) { c.DatabaseURL = db }
 }
 

@@ -11,6 +11,7 @@ import (
 
 	"seatd/internal/config"
 	"seatd/internal/testenv"
+	"seatd/internal/testsvc"
 	"seatd/web/api"
 )
 
@@ -22,7 +23,7 @@ func inviteOnly(t *testing.T, org *client) {
 
 // invite invites email as org's organizer and waits for the mail; it
 // returns the invitation and its link's token.
-func invite(t *testing.T, org *client, mp *testenv.Mailpit, email string) (api.InvitationJSON, string) {
+func invite(t *testing.T, org *client, mp *testsvc.Mailpit, email string) (api.InvitationJSON, string) {
 	t.Helper()
 	var inv api.InvitationJSON
 	org.do("POST", "/api/v1/invitations", map[string]string{"email": email}).want(t, http.StatusCreated).json(t, &inv)
@@ -57,7 +58,7 @@ func TestInvitationSignsUp(t *testing.T) {
 	t.Parallel()
 	s := newTestServer(t, ownQueues(t))
 	testenv.Background(t, s.app)
-	mp := testenv.MailpitFromEnv(t)
+	mp := testsvc.MailpitFromEnv(t)
 	a, b := testenv.NewTenant(t, s.app, 0), testenv.NewTenant(t, s.app, 0)
 	orgA, orgB := s.as(a.Org, a.Organizer), s.as(b.Org, b.Organizer)
 	inviteOnly(t, orgA)
@@ -135,7 +136,7 @@ func TestInvitationRefusals(t *testing.T) {
 	t.Parallel()
 	s := newTestServer(t, ownQueues(t))
 	testenv.Background(t, s.app)
-	mp := testenv.MailpitFromEnv(t)
+	mp := testsvc.MailpitFromEnv(t)
 	tn := testenv.NewTenant(t, s.app, 0)
 	org := s.as(tn.Org, tn.Organizer)
 	inviteOnly(t, org)
@@ -185,7 +186,7 @@ func TestInvitationRevealsNoAccounts(t *testing.T) {
 	t.Parallel()
 	s := newTestServer(t, ownQueues(t))
 	testenv.Background(t, s.app)
-	mp := testenv.MailpitFromEnv(t)
+	mp := testsvc.MailpitFromEnv(t)
 	tn := testenv.NewTenant(t, s.app, 1)
 	org := s.as(tn.Org, tn.Organizer)
 	inviteOnly(t, org)

@@ -9,6 +9,7 @@ import (
 	"github.com/google/uuid"
 
 	"seatd/internal/testenv"
+	"seatd/internal/testsvc"
 )
 
 // scopedKey is a key made through the API, as answered.
@@ -84,7 +85,7 @@ func TestAPIKeyExpiry(t *testing.T) {
 	if _, err := s.app.Pool.Exec(t.Context(), `UPDATE api_keys SET expires_at = now() - interval '1 second' WHERE id = $1`, k.ID); err != nil {
 		t.Fatal(err)
 	}
-	testenv.Eventually(t, 5*time.Second, "the expired key refused", func() bool {
+	testsvc.Eventually(t, 5*time.Second, "the expired key refused", func() bool {
 		return c.do("GET", "/api/v1/events", nil).status == http.StatusUnauthorized
 	})
 }
@@ -127,7 +128,7 @@ func TestAPIKeyContainment(t *testing.T) {
 
 	org.do("DELETE", "/api/v1/api-keys/"+root.ID.String(), nil).want(t, http.StatusOK)
 	for _, k := range []scopedKey{root, kid, grandkid} {
-		testenv.Eventually(t, 5*time.Second, "a key made by the revoked key refused", func() bool {
+		testsvc.Eventually(t, 5*time.Second, "a key made by the revoked key refused", func() bool {
 			return s.withKey(k.Key).do("GET", "/api/v1/events", nil).status == http.StatusUnauthorized
 		})
 	}

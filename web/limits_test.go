@@ -17,6 +17,7 @@ import (
 
 	"seatd/internal/config"
 	"seatd/internal/testenv"
+	"seatd/internal/testsvc"
 )
 
 // TestWebhookSecretRotation: rotating an endpoint's secret answers the
@@ -70,7 +71,7 @@ func TestWebhookSecretRotation(t *testing.T) {
 	}
 
 	org.do("POST", "/api/v1/events/"+ev.ID.String()+"/seats/"+seat.String()+"/block", nil).want(t, http.StatusOK)
-	testenv.Eventually(t, 10*time.Second, "a delivery received", func() bool {
+	testsvc.Eventually(t, 10*time.Second, "a delivery received", func() bool {
 		mu.Lock()
 		defer mu.Unlock()
 		return len(got) > 0

@@ -12,6 +12,7 @@ import (
 
 	"seatd/internal/config"
 	"seatd/internal/testenv"
+	"seatd/internal/testsvc"
 )
 
 // randomIPv4 is a documentation address unlikely to be used by another
@@ -69,7 +70,7 @@ func TestLoginLimitsPerAccount(t *testing.T) {
 	// Another account of the same organization is not affected.
 	login(s2, other, testenv.Password).want(t, http.StatusOK)
 	// The lock lifts after the lockout.
-	testenv.Eventually(t, 5*time.Second, "the account unlocked after a 1 s lockout", func() bool {
+	testsvc.Eventually(t, 5*time.Second, "the account unlocked after a 1 s lockout", func() bool {
 		return login(s2, victim, testenv.Password).status == http.StatusOK
 	})
 	// The success cleared the failures: one more is not a lockout.

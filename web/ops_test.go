@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"seatd/internal/testenv"
+	"seatd/internal/testsvc"
 )
 
 // TestOpsListener: /metrics and pprof answer on the ops handler only; the
@@ -60,7 +61,7 @@ func TestPoolMetricsPerPool(t *testing.T) {
 	b := s.as(tn.Org, tn.Buyers[0])
 	path := "/api/v1/events/" + ev.ID.String() + "/holds"
 	b.do("POST", path, map[string]any{"seat_ids": []string{seats[3].String()}}).want(t, http.StatusCreated)
-	testenv.Eventually(t, 5*time.Second, "the event synced to Redis", func() bool {
+	testsvc.Eventually(t, 5*time.Second, "the event synced to Redis", func() bool {
 		return s.app.Engine.UnsyncedEvents() == 0
 	})
 	acquires := func() float64 {

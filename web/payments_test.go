@@ -25,6 +25,7 @@ import (
 	"seatd/internal/payment"
 	"seatd/internal/store"
 	"seatd/internal/testenv"
+	"seatd/internal/testsvc"
 )
 
 // paySecret signs the test provider's events in these tests (and the
@@ -217,7 +218,7 @@ func TestPaymentOverHTTP(t *testing.T) {
 		t.Fatalf("after paying: %q", wait)
 	}
 	var booking string
-	testenv.Eventually(t, 10*time.Second, "the webhook's booking", func() bool {
+	testsvc.Eventually(t, 10*time.Second, "the webhook's booking", func() bool {
 		r := buyer.do("GET", wait, nil)
 		booking = r.header.Get("Location")
 		return r.status == http.StatusSeeOther && strings.HasPrefix(booking, "/bookings/")
@@ -288,7 +289,7 @@ func TestPaymentDeclinedOverHTTP(t *testing.T) {
 		want(t, http.StatusUnprocessableEntity)
 
 	payCard(t, buyer, p.ID, "4242424242424242").want(t, http.StatusSeeOther)
-	testenv.Eventually(t, 10*time.Second, "the booking", func() bool {
+	testsvc.Eventually(t, 10*time.Second, "the booking", func() bool {
 		buyer.do("GET", "/api/v1/payments/"+p.ID.String(), nil).want(t, 200).json(t, &got)
 		return got.BookingID != uuid.Nil
 	})
@@ -507,7 +508,7 @@ func TestPaidBookingCancelRefunds(t *testing.T) {
 	r.want(t, http.StatusCreated)
 	payCard(t, buyer, p.ID, "4242424242424242").want(t, http.StatusSeeOther)
 	var got paymentOf
-	testenv.Eventually(t, 10*time.Second, "the booking", func() bool {
+	testsvc.Eventually(t, 10*time.Second, "the booking", func() bool {
 		buyer.do("GET", "/api/v1/payments/"+p.ID.String(), nil).want(t, 200).json(t, &got)
 		return got.BookingID != uuid.Nil
 	})
@@ -527,7 +528,7 @@ func TestPaidBookingCancelRefunds(t *testing.T) {
 	// The rest through the box-office page.
 	form := url.Values{"reason": {"show moved"}}
 	box.do("POST", "/box-office/bookings/"+b.ID.String()+"/cancel", raw{"application/x-www-form-urlencoded", []byte(form.Encode())})
-	testenv.Eventually(t, 10*time.Second, "the whole refund", func() bool {
+	testsvc.Eventually(t, 10*time.Second, "the whole refund", func() bool {
 		box.do("GET", "/api/v1/bookings/"+b.ID.String(), nil).want(t, 200).json(t, &b)
 		return b.Status == "cancelled" && b.Refund != nil && b.Refund.AmountMinor == 10000 && b.Refund.Status == "succeeded"
 	})
@@ -606,7 +607,7 @@ func refundEvent(id string, typ payment.EventType, status string, p store.Paymen
 // provider's webhooks reporting the same success again mail nothing more.
 func TestRefundMail(t *testing.T) {
 	s := payServerWith(t, ownQueues(t), true)
-	mp := testenv.MailpitFromEnv(t)
+	mp := testsvc.MailpitFromEnv(t)
 	tn := testenv.NewTenant(t, s.app, 1)
 	event, seats := paidEvent(t, s.app, tn)
 	buyer := s.as(tn.Org, tn.Buyers[0])
@@ -615,7 +616,7 @@ func TestRefundMail(t *testing.T) {
 	r.want(t, http.StatusCreated)
 	payCard(t, buyer, p.ID, "4242424242424242").want(t, http.StatusSeeOther)
 	var got paymentOf
-	testenv.Eventually(t, 10*time.Second, "the booking", func() bool {
+	testsvc.Eventually(t, 10*time.Second, "the booking", func() bool {
 		buyer.do("GET", "/api/v1/payments/"+p.ID.String(), nil).want(t, 200).json(t, &got)
 		return got.BookingID != uuid.Nil
 	})
@@ -629,8 +630,8 @@ func TestRefundMail(t *testing.T) {
 		"ticket_ids": []uuid.UUID{b.Tickets[0].ID}}).want(t, 200)
 
 	subject := "Refund of 25.00 EUR"
-	refundMails := func() []testenv.MailSummary {
-		var out []testenv.MailSummary
+	refundMails := func() []testsvc.MailSummary {
+		var out []testsvc.MailSummary
 		for _, m := range mp.To(tn.Buyers[0].Email) {
 			if strings.HasPrefix(m.Subject, subject) {
 				out = append(out, m)
@@ -638,7 +639,7 @@ func TestRefundMail(t *testing.T) {
 		}
 		return out
 	}
-	testenv.Eventually(t, 30*time.Second, "the refund mail", func() bool { return len(refundMails()) > 0 })
+	testsvc.Eventually(t, 30*time.Second, "the refund mail", func() bool { return len(refundMails()) > 0 })
 	msg := mp.Message(refundMails()[0].ID)
 	for _, part := range []struct{ name, body string }{{"text", msg.Text}, {"html", msg.HTML}} {
 		for _, want := range []string{"25.00 EUR", "refunded", "1 of your tickets are still valid"} {
@@ -668,7 +669,7 @@ func TestRefundMail(t *testing.T) {
 		hook.do("POST", "/webhooks/stripe", raw{"application/json", body}, payment.SignatureHeader, sig).want(t, 200)
 	}
 	// Every notice rendered and every mail sent: then count.
-	testenv.Eventually(t, 30*time.Second, "the mail queues drained", func() bool {
+	testsvc.Eventually(t, 30*time.Second, "the mail queues drained", func() bool {
 		var n int
 		if err := s.app.Pool.QueryRow(t.Context(), `SELECT (SELECT count(*) FROM booking_mail WHERE org_id = $1)
 			+ (SELECT count(*) FROM mail_outbox WHERE org_id = $1 AND status = 'queued')`, tn.Org.ID).Scan(&n); err != nil {
@@ -688,7 +689,7 @@ func TestRefundMail(t *testing.T) {
 // success again.
 func TestSeatsTakenRefundMail(t *testing.T) {
 	s := payServerWith(t, ownQueues(t), true)
-	mp := testenv.MailpitFromEnv(t)
+	mp := testsvc.MailpitFromEnv(t)
 	tn := testenv.NewTenant(t, s.app, 2)
 	event, seats := paidEvent(t, s.app, tn)
 	buyer := s.as(tn.Org, tn.Buyers[0])
@@ -708,7 +709,7 @@ func TestSeatsTakenRefundMail(t *testing.T) {
 	payCard(t, buyer, p.ID, "4242424242424242").want(t, http.StatusSeeOther)
 
 	var pay store.Payment
-	testenv.Eventually(t, 10*time.Second, "the refund", func() bool {
+	testsvc.Eventually(t, 10*time.Second, "the refund", func() bool {
 		var err error
 		pay, err = s.app.Payments.Get(t.Context(), actor(tn.BoxOffice), p.ID)
 		return err == nil && pay.Status == store.PaymentRefunded
@@ -727,8 +728,8 @@ func TestSeatsTakenRefundMail(t *testing.T) {
 	s.client().do("POST", "/webhooks/stripe", raw{"application/json", body}, payment.SignatureHeader, sig).want(t, 200)
 
 	subject := "Refund of 50.00 EUR"
-	refundMails := func() []testenv.MailSummary {
-		var out []testenv.MailSummary
+	refundMails := func() []testsvc.MailSummary {
+		var out []testsvc.MailSummary
 		for _, m := range mp.To(tn.Buyers[0].Email) {
 			if strings.HasPrefix(m.Subject, subject) {
 				out = append(out, m)
@@ -736,8 +737,8 @@ func TestSeatsTakenRefundMail(t *testing.T) {
 		}
 		return out
 	}
-	testenv.Eventually(t, 30*time.Second, "the refund mail", func() bool { return len(refundMails()) > 0 })
-	testenv.Eventually(t, 30*time.Second, "the mail queue drained", func() bool {
+	testsvc.Eventually(t, 30*time.Second, "the refund mail", func() bool { return len(refundMails()) > 0 })
+	testsvc.Eventually(t, 30*time.Second, "the mail queue drained", func() bool {
 		var n int
 		if err := s.app.Pool.QueryRow(t.Context(), `SELECT count(*) FROM mail_outbox WHERE org_id = $1 AND status = 'queued'`,
 			tn.Org.ID).Scan(&n); err != nil {
@@ -775,7 +776,7 @@ func TestFailedRefundRetryPages(t *testing.T) {
 	r.want(t, http.StatusCreated)
 	payCard(t, buyer, p.ID, "4242424242424242").want(t, http.StatusSeeOther)
 	var got paymentOf
-	testenv.Eventually(t, 10*time.Second, "the booking", func() bool {
+	testsvc.Eventually(t, 10*time.Second, "the booking", func() bool {
 		buyer.do("GET", "/api/v1/payments/"+p.ID.String(), nil).want(t, 200).json(t, &got)
 		return got.BookingID != uuid.Nil
 	})
@@ -845,7 +846,7 @@ func TestBuyerCancelsPaidBooking(t *testing.T) {
 	r.want(t, http.StatusCreated)
 	payCard(t, buyer, p.ID, "4242424242424242").want(t, http.StatusSeeOther)
 	var got paymentOf
-	testenv.Eventually(t, 10*time.Second, "the booking", func() bool {
+	testsvc.Eventually(t, 10*time.Second, "the booking", func() bool {
 		buyer.do("GET", "/api/v1/payments/"+p.ID.String(), nil).want(t, 200).json(t, &got)
 		return got.BookingID != uuid.Nil
 	})
@@ -879,7 +880,7 @@ func TestBuyerCancelsPaidBooking(t *testing.T) {
 	}
 	buyer.do("POST", action, raw{"application/x-www-form-urlencoded", nil}).want(t, http.StatusSeeOther)
 	var b bookingPaid
-	testenv.Eventually(t, 10*time.Second, "the refund", func() bool {
+	testsvc.Eventually(t, 10*time.Second, "the refund", func() bool {
 		buyer.do("GET", "/api/v1/bookings/"+got.BookingID.String(), nil).want(t, 200).json(t, &b)
 		return b.Refund != nil && b.Refund.Status == "succeeded"
 	})

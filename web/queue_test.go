@@ -12,6 +12,7 @@ import (
 
 	"seatd/internal/config"
 	"seatd/internal/testenv"
+	"seatd/internal/testsvc"
 	"seatd/web/api"
 )
 
@@ -27,7 +28,7 @@ func roomOn(t *testing.T, organizer *client, event uuid.UUID, rate any) {
 // admitAll ticks the app's admitter until c's place is admitted.
 func admitAll(t *testing.T, s *testServer, c *client, event uuid.UUID) {
 	t.Helper()
-	testenv.Eventually(t, 10*time.Second, "admitted", func() bool {
+	testsvc.Eventually(t, 10*time.Second, "admitted", func() bool {
 		if _, err := s.app.Admitter.Tick(context.Background()); err != nil {
 			t.Fatal(err)
 		}
@@ -178,7 +179,7 @@ func TestQueueAdmissionExpires(t *testing.T) {
 	buyer.do("POST", "/api/v1/events/"+ev.ID.String()+"/queue", nil).want(t, http.StatusOK)
 	issued := time.Now()
 	buyer.do("GET", "/e/"+ev.ID.String(), nil).want(t, http.StatusOK)
-	testenv.Eventually(t, 5*time.Second, "the admission's lifetime passed", func() bool { return time.Since(issued) > 3*time.Second })
+	testsvc.Eventually(t, 5*time.Second, "the admission's lifetime passed", func() bool { return time.Since(issued) > 3*time.Second })
 	buyer.do("GET", "/e/"+ev.ID.String(), nil).want(t, http.StatusSeeOther)
 }
 
@@ -242,7 +243,7 @@ func TestQueueSettings(t *testing.T) {
 	// The room's state reaches the gate through the event's cache, which
 	// follows the change feed.
 	buyer := s.as(tn.Org, tn.Buyers[0])
-	testenv.Eventually(t, 15*time.Second, "the map open again", func() bool {
+	testsvc.Eventually(t, 15*time.Second, "the map open again", func() bool {
 		return buyer.do("GET", "/e/"+ev.ID.String(), nil).status == http.StatusOK
 	})
 
@@ -322,7 +323,7 @@ func TestQueueOffWhenSoldOut(t *testing.T) {
 // the admitter lets nobody in; an admitted visitor keeps choosing.
 func TestQueueRedisDownClosed(t *testing.T) {
 	t.Parallel()
-	rdb := testenv.StartRedis(t)
+	rdb := testsvc.StartRedis(t)
 	s := newTestServer(t, func(c *config.Config) { c.RedisURL = rdb.URL() })
 	a := s.app
 	tn := testenv.NewTenant(t, a, 2)

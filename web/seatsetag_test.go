@@ -9,6 +9,7 @@ import (
 	"github.com/google/uuid"
 
 	"seatd/internal/testenv"
+	"seatd/internal/testsvc"
 	"seatd/web/api"
 )
 
@@ -57,7 +58,7 @@ func TestSeatListETagFollowsChanges(t *testing.T) {
 		t.Helper()
 		var etag string
 		var st map[uuid.UUID]string
-		testenv.Eventually(t, 10*time.Second, what+": seat "+status+" under a new ETag", func() bool {
+		testsvc.Eventually(t, 10*time.Second, what+": seat "+status+" under a new ETag", func() bool {
 			etag, st = read()
 			return etag != before && st[seat] == status
 		})

@@ -9,6 +9,7 @@ import (
 
 	"seatd/internal/config"
 	"seatd/internal/testenv"
+	"seatd/internal/testsvc"
 )
 
 // TestSocketCapsPerAccountAndNetwork: sockets are capped per account
@@ -60,6 +61,6 @@ func TestSocketCapsPerAccountAndNetwork(t *testing.T) {
 
 	// A socket that leaves frees its place for the account.
 	_ = first.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(websocket.CloseNormalClosure, ""), time.Now().Add(time.Second))
-	testenv.Eventually(t, 5*time.Second, "the closed socket uncounted", func() bool { return s.srv.hub.Stats().Clients <= 4 })
+	testsvc.Eventually(t, 5*time.Second, "the closed socket uncounted", func() bool { return s.srv.hub.Stats().Clients <= 4 })
 	open(dial(tab2, ip))
 }

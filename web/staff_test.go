@@ -27,6 +27,7 @@ import (
 	"seatd/internal/hold"
 	"seatd/internal/store"
 	"seatd/internal/testenv"
+	"seatd/internal/testsvc"
 	"seatd/web/httpx"
 	"seatd/web/staff"
 )
@@ -426,7 +427,7 @@ func TestRegistryInconsistentThenReconcile(t *testing.T) {
 		}
 	}
 	// A check is answered from the last one for a second (api.RegistryFlights).
-	testenv.Poll(3*time.Second, func() bool {
+	testsvc.Poll(3*time.Second, func() bool {
 		got, _ := org.do("GET", path, nil).want(t, 200).doc(t).Find("#registry").Attr("data-consistent")
 		return got == "false"
 	})
@@ -969,7 +970,7 @@ func TestOccupancyMatchesSQL(t *testing.T) {
 
 	// Let every short hold expire and be reaped, and the deltas settle.
 	ctx := context.Background()
-	testenv.Eventually(t, 20*time.Second, "every short hold reaped", func() bool {
+	testsvc.Eventually(t, 20*time.Second, "every short hold reaped", func() bool {
 		var due int
 		if err := short.Pool.QueryRow(ctx, `SELECT count(*) FROM seat_holds WHERE org_id = $1 AND event_id = $2
 			AND status = 'active' AND held_until < now() + interval '2 seconds'`, tn.Org.ID, ev.ID).Scan(&due); err != nil {

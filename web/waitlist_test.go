@@ -13,6 +13,7 @@ import (
 
 	"seatd/internal/config"
 	"seatd/internal/testenv"
+	"seatd/internal/testsvc"
 )
 
 type waitlistOf struct {
@@ -199,7 +200,7 @@ func TestWaitlistPushedPlace(t *testing.T) {
 	}{{"redis", false}, {"postgres only", true}} {
 		for _, change := range []string{"leave", "offer"} {
 			t.Run(bus.name+"/"+change, func(t *testing.T) {
-				r := testenv.StartRedis(t)
+				r := testsvc.StartRedis(t)
 				mod := func(c *config.Config) {
 					c.RedisURL = r.URL()
 					c.BreakerOpenFor = 200 * time.Millisecond

@@ -12,6 +12,7 @@ import (
 
 	"seatd/internal/config"
 	"seatd/internal/testenv"
+	"seatd/internal/testsvc"
 )
 
 // TestWebhooksAPI: an organizer registers an endpoint (secret shown once),
@@ -62,7 +63,7 @@ func TestWebhooksAPI(t *testing.T) {
 		} `json:"deliveries"`
 	}
 	path := "/api/v1/webhooks/" + created.ID.String() + "/deliveries"
-	testenv.Eventually(t, 5*time.Second, "the delivery delivered", func() bool {
+	testsvc.Eventually(t, 5*time.Second, "the delivery delivered", func() bool {
 		org.do("GET", path, nil).want(t, http.StatusOK).json(t, &ds)
 		return len(ds.Deliveries) == 1 && ds.Deliveries[0].State == "delivered"
 	})
@@ -70,7 +71,7 @@ func TestWebhooksAPI(t *testing.T) {
 		t.Fatalf("delivery %+v", ds.Deliveries[0])
 	}
 	org.do("POST", path+"/"+ds.Deliveries[0].ID.String()+"/redeliver", nil).want(t, http.StatusAccepted)
-	testenv.Eventually(t, 5*time.Second, "sent again", func() bool { return hits.Load() == 2 })
+	testsvc.Eventually(t, 5*time.Second, "sent again", func() bool { return hits.Load() == 2 })
 
 	var before int
 	_ = s.app.Pool.QueryRow(t.Context(), `SELECT count(*) FROM webhook_endpoints WHERE org_id = $1`, tn.Org.ID).Scan(&before)

@@ -10,13 +10,13 @@ import (
 	"testing"
 	"time"
 
-	"seatd/internal/testenv"
+	"seatd/internal/testsvc"
 )
 
 // getenv serves env, then the test databases' URLs.
 func getenvOf(t *testing.T, env map[string]string) func(string) string {
 	t.Helper()
-	cfg := testenv.Config(t)
+	cfg := testsvc.Config(t)
 	all := map[string]string{"DATABASE_URL": cfg.DatabaseURL, "REDIS_URL": cfg.RedisURL, "SEATD_LOG_LEVEL": "warn"}
 	for k, v := range env {
 		all[k] = v

@@ -8,6 +8,7 @@ import (
 
 	"seatd/internal/apperr"
 	"seatd/internal/testenv"
+	"seatd/internal/testsvc"
 )
 
 // TestUserDisableAndRoleCommands: `seatd user role` and `seatd user
@@ -18,7 +19,7 @@ func TestUserDisableAndRoleCommands(t *testing.T) {
 	a := testenv.App(t, nil)
 	tn := testenv.NewTenant(t, a, 1)
 	u := tn.Buyers[0]
-	cfg := testenv.Config(t)
+	cfg := testsvc.Config(t)
 	env := map[string]string{"DATABASE_URL": cfg.DatabaseURL, "REDIS_URL": cfg.RedisURL, "SEATD_ENV": "test", "SEATD_LOG_LEVEL": "warn"}
 	seatd := func(args ...string) (string, error) {
 		var out, errs bytes.Buffer

@@ -13,6 +13,7 @@ import (
 	"seatd/internal/notify"
 	"seatd/internal/store"
 	"seatd/internal/testenv"
+	"seatd/internal/testsvc"
 	"seatd/internal/webhook"
 )
 
@@ -63,7 +64,7 @@ func TestStatementsAnnounceWork(t *testing.T) {
 	if _, err := a.Waitlist.Join(ctx, buyer, ev.ID, hold.WaitFor{Count: 1}); err != nil {
 		t.Fatal(err)
 	}
-	testenv.Eventually(t, 5*time.Second, "waitlist work announced", func() bool { return waitlist.count() == 1 })
+	testsvc.Eventually(t, 5*time.Second, "waitlist work announced", func() bool { return waitlist.count() == 1 })
 
 	ep, err := webhook.NewEndpoints(a.Store.Webhooks, true).Create(ctx, tn.Org.ID, "http://127.0.0.1:9/hook", webhook.Types)
 	if err != nil {
@@ -72,7 +73,7 @@ func TestStatementsAnnounceWork(t *testing.T) {
 	if _, err := a.Holds.SetBlocked(ctx, organizer, ev.ID, seats[0], true, ""); err != nil {
 		t.Fatal(err)
 	}
-	testenv.Eventually(t, 5*time.Second, "a delivery announced", func() bool { return deliveries.count() == 1 })
+	testsvc.Eventually(t, 5*time.Second, "a delivery announced", func() bool { return deliveries.count() == 1 })
 	ds, err := a.Store.Webhooks.Deliveries(ctx, tn.Org.ID, ep.ID, 0, 10)
 	if err != nil || len(ds) != 1 {
 		t.Fatalf("deliveries: %v %v", ds, err)
@@ -83,7 +84,7 @@ func TestStatementsAnnounceWork(t *testing.T) {
 	if err := a.Store.Webhooks.Redeliver(ctx, tn.Org.ID, ep.ID, ds[0].PublicID); err != nil {
 		t.Fatal(err)
 	}
-	testenv.Eventually(t, 5*time.Second, "a redelivery announced", func() bool { return deliveries.count() == 2 })
+	testsvc.Eventually(t, 5*time.Second, "a redelivery announced", func() bool { return deliveries.count() == 2 })
 
 	hash := make([]byte, 32)
 	_, _ = rand.Read(hash)
@@ -96,7 +97,7 @@ func TestStatementsAnnounceWork(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	testenv.Eventually(t, 5*time.Second, "the revocation announced", func() bool { return revoked.count() == 1 })
+	testsvc.Eventually(t, 5*time.Second, "the revocation announced", func() bool { return revoked.count() == 1 })
 
 	// Two transactions queue work at once: the first announces, the second
 	// leaves it to the first, even when it commits first.
@@ -128,7 +129,7 @@ func TestStatementsAnnounceWork(t *testing.T) {
 	if _, err := a.Pool.Exec(ctx, `SELECT pg_notify($1, 'marker')`, hold.WaitlistChannel); err != nil {
 		t.Fatal(err)
 	}
-	testenv.Eventually(t, 5*time.Second, "the marker", func() bool { return slices.Contains(waitlist.all(), "marker") })
+	testsvc.Eventually(t, 5*time.Second, "the marker", func() bool { return slices.Contains(waitlist.all(), "marker") })
 	if got := waitlist.all(); len(got) != 3 {
 		t.Fatalf("waitlist announcements %q, want the join's, one for the two transactions, the marker", got)
 	}

@@ -15,7 +15,6 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
-	"github.com/redis/go-redis/v9"
 
 	"seatd/internal/auth"
 	"seatd/internal/bookingmail"
@@ -27,6 +26,7 @@ import (
 	"seatd/internal/payment"
 	"seatd/internal/pg"
 	"seatd/internal/realtime"
+	"seatd/internal/redisconn"
 	"seatd/internal/seal"
 	"seatd/internal/seatlock"
 	"seatd/internal/store"
@@ -41,7 +41,7 @@ type App struct {
 	Cfg      config.Config
 	Log      *slog.Logger
 	Pool     *pgxpool.Pool
-	Redis    redis.UniversalClient
+	Redis    redisconn.Client
 	Store    *store.Store
 	Locks    *seatlock.Locks
 	Bus      *realtime.Bus
@@ -107,7 +107,7 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger) (*App, error)
 	if err != nil {
 		return nil, err
 	}
-	rdb, err := NewRedis(cfg)
+	rdb, err := redisconn.Open(cfg)
 	if err != nil {
 		pool.Close()
 		return nil, err

@@ -17,6 +17,7 @@ import (
 	"seatd/internal/hold"
 	"seatd/internal/store"
 	"seatd/internal/testenv"
+	"seatd/internal/testsvc"
 	"seatd/internal/webhook"
 	"seatd/web"
 )
@@ -77,11 +78,11 @@ func TestServeLeavesNoGoroutine(t *testing.T) {
 	if _, err := a.Holds.Release(bg, holder, res.Holds[0].ID, ""); err != nil {
 		t.Fatal(err)
 	}
-	testenv.Eventually(t, 5*time.Second, "the seat offered to the waiting buyer", func() bool {
+	testsvc.Eventually(t, 5*time.Second, "the seat offered to the waiting buyer", func() bool {
 		hs, err := a.Holds.Mine(bg, waiter, ev.ID)
 		return err == nil && len(hs) == 1
 	})
-	testenv.Eventually(t, 5*time.Second, "webhook deliveries", func() bool { return hooks.Load() > 0 })
+	testsvc.Eventually(t, 5*time.Second, "webhook deliveries", func() bool { return hooks.Load() > 0 })
 	hc := &http.Client{Transport: &http.Transport{}}
 	res2, err := hc.Get("http://" + ln.Addr().String() + "/healthz")
 	if err != nil {

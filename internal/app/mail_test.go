@@ -13,6 +13,7 @@ import (
 	"seatd/internal/config"
 	"seatd/internal/mail"
 	"seatd/internal/testenv"
+	"seatd/internal/testsvc"
 )
 
 // metric is the value of a gauge or counter the app exports, with the
@@ -54,8 +55,8 @@ func hasLabel(m *dto.Metric, v string) bool {
 // queue's metrics are exported.
 func TestBackgroundSendsMail(t *testing.T) {
 	t.Parallel()
-	mp := testenv.MailpitFromEnv(t)
-	db := testenv.OwnDatabase(t, "app_mail_sent")
+	mp := testsvc.MailpitFromEnv(t)
+	db := testsvc.OwnDatabase(t, "app_mail_sent")
 	a := testenv.App(t, func(c *config.Config) { c.DatabaseURL, c.MailPoll = db, 500*time.Millisecond })
 	if a.Mail == nil {
 		t.Fatal("no mail worker with SEATD_SMTP_URL set")
@@ -66,8 +67,8 @@ func TestBackgroundSendsMail(t *testing.T) {
 	if err := mail.Enqueue(context.Background(), a.Pool, org, mail.Message{To: to, Subject: "Hello", Text: "hello", Key: "hello"}); err != nil {
 		t.Fatal(err)
 	}
-	testenv.Eventually(t, 20*time.Second, "the message in Mailpit", func() bool { return len(mp.To(to)) == 1 })
-	testenv.Eventually(t, 10*time.Second, "the metrics", func() bool {
+	testsvc.Eventually(t, 20*time.Second, "the message in Mailpit", func() bool { return len(mp.To(to)) == 1 })
+	testsvc.Eventually(t, 10*time.Second, "the metrics", func() bool {
 		sent, _ := metric(t, a, "seatd_mail_attempts_total", "sent")
 		depth, ok := metric(t, a, "seatd_mail_queue_depth", "")
 		return sent == 1 && ok && depth == 0
@@ -79,7 +80,7 @@ func TestBackgroundSendsMail(t *testing.T) {
 // how much and for how long.
 func TestMailStaysQueuedWithoutSMTP(t *testing.T) {
 	t.Parallel()
-	db := testenv.OwnDatabase(t, "app_mail_queued")
+	db := testsvc.OwnDatabase(t, "app_mail_queued")
 	a := testenv.App(t, func(c *config.Config) { c.DatabaseURL, c.SMTPURL = db, "" })
 	if a.Mail != nil {
 		t.Fatal("a mail worker without SEATD_SMTP_URL")
@@ -89,7 +90,7 @@ func TestMailStaysQueuedWithoutSMTP(t *testing.T) {
 	if err := mail.Enqueue(context.Background(), a.Pool, org, mail.Message{To: "q@buyers.example", Subject: "Q", Text: "q", Key: "q"}); err != nil {
 		t.Fatal(err)
 	}
-	testenv.Eventually(t, 10*time.Second, "a message queued for a while", func() bool {
+	testsvc.Eventually(t, 10*time.Second, "a message queued for a while", func() bool {
 		depth, _ := metric(t, a, "seatd_mail_queue_depth", "")
 		age, _ := metric(t, a, "seatd_mail_oldest_queued_age_seconds", "")
 		return depth == 1 && age > 0.2
@@ -100,9 +101,9 @@ func TestMailStaysQueuedWithoutSMTP(t *testing.T) {
 // built, naming the variable and not the password.
 func TestBadSMTPURL(t *testing.T) {
 	t.Parallel()
-	cfg := testenv.Config(t)
+	cfg := testsvc.Config(t)
 	cfg.SMTPURL = "smtp://u:secret-pw@mail.example?tls=yes"
-	_, err := app.New(context.Background(), cfg, testenv.Logger(t))
+	_, err := app.New(context.Background(), cfg, testsvc.Logger(t))
 	if err == nil || !strings.Contains(err.Error(), "SEATD_SMTP_URL") || strings.Contains(err.Error(), "secret-pw") {
 		t.Fatalf("app.New: %v, want an error naming SEATD_SMTP_URL without the password", err)
 	}

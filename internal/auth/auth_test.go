@@ -11,6 +11,7 @@ import (
 	"seatd/internal/auth"
 	"seatd/internal/config"
 	"seatd/internal/testenv"
+	"seatd/internal/testsvc"
 )
 
 // TestHashingCap: with every hashing slot taken, a sign-in waits in line
@@ -30,7 +31,7 @@ func TestHashingCap(t *testing.T) {
 	release := a.Accounts.TakeHashSlots()
 	served := make(chan error, 1)
 	go func() { served <- signIn() }()
-	testenv.Eventually(t, 5*time.Second, "a sign-in waiting in line", func() bool { return a.Accounts.Waiting() == 1 })
+	testsvc.Eventually(t, 5*time.Second, "a sign-in waiting in line", func() bool { return a.Accounts.Waiting() == 1 })
 	release()
 	if err := <-served; err != nil {
 		t.Fatalf("a sign-in waiting when a slot freed: %v", err)
@@ -52,7 +53,7 @@ func TestHashingCap(t *testing.T) {
 	for range 64 {
 		wg.Go(func() { results <- signIn() })
 	}
-	testenv.Eventually(t, 5*time.Second, "64 sign-ins in line", func() bool { return a.Accounts.Waiting() == 64 })
+	testsvc.Eventually(t, 5*time.Second, "64 sign-ins in line", func() bool { return a.Accounts.Waiting() == 64 })
 	start := time.Now()
 	if err := signIn(); !errors.Is(err, auth.ErrBusy) {
 		t.Fatalf("sign-in with the line full: %v, want ErrBusy", err)

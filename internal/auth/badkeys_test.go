@@ -10,6 +10,7 @@ import (
 
 	"seatd/internal/auth"
 	"seatd/internal/testenv"
+	"seatd/internal/testsvc"
 )
 
 // TestBadKeysNeverQueried: a bearer key that is not of our shape is
@@ -18,7 +19,7 @@ import (
 func TestBadKeysNeverQueried(t *testing.T) {
 	t.Parallel()
 	a := testenv.App(t, nil)
-	keys := auth.NewAPIKeys(a.Store.Accounts, nil, testenv.Logger(t))
+	keys := auth.NewAPIKeys(a.Store.Accounts, nil, testsvc.Logger(t))
 	ctx := context.Background()
 	valid := auth.KeyPrefix + base64.RawURLEncoding.EncodeToString(make([]byte, 32))
 	for _, garbage := range []string{"", auth.KeyPrefix, "seatd_x", "Bearer", strings.Repeat("a", 49),

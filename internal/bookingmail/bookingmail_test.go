@@ -16,6 +16,7 @@ import (
 	"seatd/internal/hold"
 	"seatd/internal/store"
 	"seatd/internal/testenv"
+	"seatd/internal/testsvc"
 )
 
 func actor(u store.User) hold.Actor {
@@ -24,9 +25,9 @@ func actor(u store.User) hold.Actor {
 
 // running is an app whose notifier, booking mail worker and mail worker
 // run until the test ends, sending to the Mailpit of make test.
-func running(t *testing.T) (*app.App, *testenv.Mailpit) {
+func running(t *testing.T) (*app.App, *testsvc.Mailpit) {
 	t.Helper()
-	mp := testenv.MailpitFromEnv(t)
+	mp := testsvc.MailpitFromEnv(t)
 	a := testenv.App(t, nil)
 	if a.Mail == nil {
 		t.Fatal("no mail worker: SEATD_SMTP_URL is not set (run the tests with make test)")
@@ -102,7 +103,7 @@ func TestConfirmation(t *testing.T) {
 	b, holds := buy(t, a, tn.Buyers[0], ev.ID, seats, key)
 
 	to := tn.Buyers[0].Email
-	testenv.Eventually(t, 30*time.Second, "the confirmation in Mailpit", func() bool { return len(mp.To(to)) == 1 })
+	testsvc.Eventually(t, 30*time.Second, "the confirmation in Mailpit", func() bool { return len(mp.To(to)) == 1 })
 	msg := mp.Message(mp.To(to)[0].ID)
 	if !strings.Contains(msg.Subject, store.FormatReference(b.Reference)) || !strings.Contains(msg.Subject, ev.Name) {
 		t.Errorf("subject %q names neither the booking %s nor the event %q", msg.Subject, b.Reference, ev.Name)
@@ -177,7 +178,7 @@ func TestCancellation(t *testing.T) {
 	if err != nil {
 		t.Fatalf("sell: %v", err)
 	}
-	testenv.Eventually(t, 30*time.Second, "the customer's confirmation", func() bool { return len(mp.To(customer)) == 1 })
+	testsvc.Eventually(t, 30*time.Second, "the customer's confirmation", func() bool { return len(mp.To(customer)) == 1 })
 	conf := mp.Message(mp.To(customer)[0].ID)
 	if strings.Contains(conf.Text, "/bookings/") || !strings.Contains(conf.Text, "Ada Lovelace") {
 		t.Errorf("a box-office customer's confirmation should name them and link no page:\n%s", conf.Text)
@@ -186,8 +187,8 @@ func TestCancellation(t *testing.T) {
 	if _, err := a.BoxOffice.Cancel(ctx, box, b.ID, []uuid.UUID{b.Tickets[0].ID}, "moved to another date"); err != nil {
 		t.Fatalf("cancel: %v", err)
 	}
-	testenv.Eventually(t, 30*time.Second, "the cancellation notice", func() bool { return len(mp.To(customer)) == 2 })
-	var notice testenv.MailMessage
+	testsvc.Eventually(t, 30*time.Second, "the cancellation notice", func() bool { return len(mp.To(customer)) == 2 })
+	var notice testsvc.MailMessage
 	for _, s := range mp.To(customer) {
 		if s.ID != conf.ID {
 			notice = mp.Message(s.ID)

@@ -12,6 +12,7 @@ import (
 	"github.com/google/uuid"
 
 	"seatd/internal/testenv"
+	"seatd/internal/testsvc"
 )
 
 // Each test here shows one engine bug the chaos run found, on its own and
@@ -162,7 +163,7 @@ func TestBugPartitionedProcessMissesDeltas(t *testing.T) {
 	}
 	// The map and the socket catch up within 2 s.
 	var mapDiff, liveDiff string
-	testenv.Poll(2*time.Second, func() bool {
+	testsvc.Poll(2*time.Second, func() bool {
 		truth, err := c.pgSeats(ctx)
 		if err != nil {
 			t.Fatal(err)
@@ -271,7 +272,7 @@ func TestBugLostDeltaAfterAmbiguousWrite(t *testing.T) {
 		t.Logf("another buyer clicking seat 0 (held in postgres, available on the maps) gets %d", status)
 	}
 	var bad []string
-	if !testenv.Poll(2*time.Second, func() bool {
+	if !testsvc.Poll(2*time.Second, func() bool {
 		truth, err := c.pgSeats(ctx)
 		if err != nil {
 			t.Fatal(err)
@@ -346,7 +347,7 @@ func TestBugReloadRegressesCache(t *testing.T) {
 	// The deltas still in flight land within 2 s; a map the reload took
 	// back in time stays behind.
 	var d string
-	testenv.Poll(2*time.Second, func() bool {
+	testsvc.Poll(2*time.Second, func() bool {
 		truth, err := c.pgSeats(ctx)
 		if err != nil {
 			t.Fatal(err)
@@ -385,12 +386,12 @@ func TestBugCrashLosesDelta(t *testing.T) {
 	}()
 	// Kill p1 as soon as the release committed: its publish is stuck on
 	// the Redis it cannot reach for longer than that (the Redis timeout).
-	if !testenv.Poll(2*time.Second, func() bool { return c.pgSeat(t, c.seats[0]).Status == "available" }) {
+	if !testsvc.Poll(2*time.Second, func() bool { return c.pgSeat(t, c.seats[0]).Status == "available" }) {
 		t.Fatalf("the release did not commit within 2 s (postgres: %v)", c.pgSeat(t, c.seats[0]))
 	}
 	p1.kill()
 	var d string
-	if !testenv.Poll(5*time.Second, func() bool {
+	if !testsvc.Poll(5*time.Second, func() bool {
 		truth, err := c.pgSeats(ctx)
 		if err != nil {
 			t.Fatal(err)

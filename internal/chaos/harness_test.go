@@ -34,6 +34,7 @@ import (
 	"seatd/internal/freeport"
 	"seatd/internal/store"
 	"seatd/internal/testenv"
+	"seatd/internal/testsvc"
 )
 
 var fullRun = flag.Bool("chaos.full", false, "run the full chaos suite (minutes per run) instead of the short one")
@@ -300,7 +301,7 @@ type clusterOptions struct {
 type cluster struct {
 	t      testing.TB
 	opt    clusterOptions
-	redis  *testenv.Redis // nil on a Redis Cluster
+	redis  *testsvc.Redis // nil on a Redis Cluster
 	admin  *app.App
 	nodes  []*node
 	tenant testenv.Tenant
@@ -365,7 +366,7 @@ func newCluster(t testing.TB, opt clusterOptions) *cluster {
 
 	pgDirect := opt.pgURL
 	if pgDirect == "" {
-		pgDirect = privateDatabase(t, testenv.Config(t).DatabaseURL)
+		pgDirect = privateDatabase(t, testsvc.Config(t).DatabaseURL)
 	}
 	u, err := url.Parse(pgDirect)
 	if err != nil {
@@ -374,7 +375,7 @@ func newCluster(t testing.TB, opt clusterOptions) *cluster {
 	tox := newToxiServer()
 	redisDirect := opt.redisCluster
 	if redisDirect == "" {
-		c.redis = testenv.StartRedis(t)
+		c.redis = testsvc.StartRedis(t)
 		redisDirect = c.redis.URL()
 	}
 

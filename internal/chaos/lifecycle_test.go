@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"seatd/internal/testenv"
+	"seatd/internal/testsvc"
 )
 
 // TestRestartRehydrates kills a process that had the event cached, changes
@@ -74,7 +74,7 @@ func TestRestartRehydrates(t *testing.T) {
 	// It hears changes again.
 	c.mustHold(t, cl, p1, c.seats[10])
 	var d string
-	if !testenv.Poll(2*time.Second, func() bool {
+	if !testsvc.Poll(2*time.Second, func() bool {
 		truth, err := c.pgSeats(ctx)
 		if err != nil {
 			t.Fatal(err)
@@ -161,7 +161,7 @@ func TestGracefulShutdown(t *testing.T) {
 		return
 	}
 	// The watchers note the close frames as they read them.
-	testenv.Poll(time.Second, func() bool {
+	testsvc.Poll(time.Second, func() bool {
 		for _, w := range ws {
 			if w.closeCount(1012) < 1 {
 				return false

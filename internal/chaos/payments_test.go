@@ -17,7 +17,7 @@ import (
 	"github.com/stripe/stripe-go/v82/webhook"
 
 	"seatd/internal/payment"
-	"seatd/internal/testenv"
+	"seatd/internal/testsvc"
 )
 
 // chaosWebhookSecret signs the provider's events in TestPaymentWebhookProcessKilled.
@@ -93,7 +93,7 @@ func TestPaymentWebhookProcessKilled(t *testing.T) {
 		ids[i] = p.id
 	}
 	var done int
-	if !testenv.Poll(30*time.Second, func() bool {
+	if !testsvc.Poll(30*time.Second, func() bool {
 		err := c.admin.Pool.QueryRow(ctx, `SELECT count(*) FROM payments WHERE id = ANY($1::uuid[]) AND status = 'succeeded'`, ids).Scan(&done)
 		return err == nil && done > 0
 	}) {

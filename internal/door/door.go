@@ -68,14 +68,14 @@ type Options struct {
 type Door struct {
 	st    Store
 	codes Codes
-	rdb   redis.UniversalClient
+	rdb   redis.Cmdable
 	opts  Options
 	now   func() time.Time
 }
 
 // New returns a door on st, checking codes with codes and caching recent
 // scans in rdb (nil: no cache, every scan goes to Postgres).
-func New(st Store, codes Codes, rdb redis.UniversalClient, o Options) *Door {
+func New(st Store, codes Codes, rdb redis.Cmdable, o Options) *Door {
 	if o.RecentScans <= 0 {
 		o.RecentScans = 10 * time.Minute
 	}

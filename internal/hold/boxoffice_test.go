@@ -15,6 +15,7 @@ import (
 	"seatd/internal/hold"
 	"seatd/internal/store"
 	"seatd/internal/testenv"
+	"seatd/internal/testsvc"
 )
 
 var customer = store.Customer{Name: "Ada Lovelace", Email: "ada@example.com", Note: "pays on Friday"}
@@ -65,7 +66,7 @@ func assertLockFollows(t *testing.T, a *app.App, org, event uuid.UUID, h store.H
 // path and on the Postgres-only path; the reaper leaves it until then and
 // expires it after.
 func TestCustomerHoldLivesItsTime(t *testing.T) {
-	r := testenv.StartRedis(t)
+	r := testsvc.StartRedis(t)
 	a := testenv.App(t, onRedis(r, 200*time.Millisecond))
 	testenv.Background(t, a)
 	tn := testenv.NewTenant(t, a, 1)
@@ -99,13 +100,13 @@ func TestCustomerHoldLivesItsTime(t *testing.T) {
 
 	// The Postgres-only path: Redis down.
 	r.Stop()
-	testenv.Eventually(t, 5*time.Second, "fallback", func() bool { return !a.Engine.FastPath() })
+	testsvc.Eventually(t, 5*time.Second, "fallback", func() bool { return !a.Engine.FastPath() })
 	res2, err := a.Holds.Hold(ctx, box, hold.Request{Event: ev.ID, Seats: seats[5:6], Customer: &other, Until: until})
 	if err != nil {
 		t.Fatalf("hold for a customer without redis: %v", err)
 	}
 	r.Start()
-	testenv.Eventually(t, 10*time.Second, "redis synced again", func() bool { return a.Engine.FastPath() })
+	testsvc.Eventually(t, 10*time.Second, "redis synced again", func() bool { return a.Engine.FastPath() })
 	assertLockFollows(t, a, tn.Org.ID, ev.ID, res2.Holds[0])
 
 	// The reaper leaves them alone before their time...
@@ -124,7 +125,7 @@ func TestCustomerHoldLivesItsTime(t *testing.T) {
 		t.Fatalf("reaped %d (%v), want 3", n, err)
 	}
 	assertSeatInvariants(t, a, ev.ID)
-	testenv.Eventually(t, 5*time.Second, "locks dropped", func() bool {
+	testsvc.Eventually(t, 5*time.Second, "locks dropped", func() bool {
 		n, err := a.Redis.ZCard(ctx, a.Locks.Keys(tn.Org.ID, ev.ID).Holds()).Result()
 		return err == nil && n == 0
 	})
@@ -426,11 +427,11 @@ func TestCancelReachesOtherProcesses(t *testing.T) {
 
 	// Through the core: published at once.
 	b := sell(t, a1, box, ev.ID, seats[0], seats[1])
-	testenv.Eventually(t, 5*time.Second, "sold on the other process", func() bool { return status(a2, seats[0]) == store.Sold })
+	testsvc.Eventually(t, 5*time.Second, "sold on the other process", func() bool { return status(a2, seats[0]) == store.Sold })
 	if _, err := a1.BoxOffice.Cancel(ctx, box, b.ID, []uuid.UUID{b.Tickets[0].ID}, "changed plans"); err != nil {
 		t.Fatal(err)
 	}
-	testenv.Eventually(t, 5*time.Second, "available on the other process", func() bool {
+	testsvc.Eventually(t, 5*time.Second, "available on the other process", func() bool {
 		mu.Lock()
 		defer mu.Unlock()
 		return status(a2, b.Tickets[0].SeatID) == store.Available && kinds[b.Tickets[0].SeatID] == hold.KindCancelled
@@ -441,7 +442,7 @@ func TestCancelReachesOtherProcesses(t *testing.T) {
 		t.Fatal(err)
 	}
 	other := b.Tickets[1].SeatID
-	testenv.Eventually(t, 5*time.Second, "feed change on the other process", func() bool {
+	testsvc.Eventually(t, 5*time.Second, "feed change on the other process", func() bool {
 		mu.Lock()
 		defer mu.Unlock()
 		return status(a2, other) == store.Available && kinds[other] == hold.KindCancelled
@@ -450,7 +451,7 @@ func TestCancelReachesOtherProcesses(t *testing.T) {
 	// agrees.
 	holdFor(t, a2, box, ev.ID, other)
 	for _, a := range []*app.App{a1, a2} {
-		testenv.Eventually(t, 5*time.Second, "registry consistent", func() bool {
+		testsvc.Eventually(t, 5*time.Second, "registry consistent", func() bool {
 			r, err := a.Monitor.RegistryStatus(ctx, org, ev.ID)
 			return err == nil && r.Consistent && r.Postgres == 1
 		})

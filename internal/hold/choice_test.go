@@ -17,6 +17,7 @@ import (
 	"seatd/internal/hold"
 	"seatd/internal/store"
 	"seatd/internal/testenv"
+	"seatd/internal/testsvc"
 )
 
 // bothPaths runs f on the fast path and on the Postgres-only path (Redis
@@ -361,7 +362,7 @@ func TestAccessibleSeats(t *testing.T) {
 	if _, err := a.Events.Update(ctx, organizer(tn), e.ID, hold.EventInput{AccessibleReleaseAt: rfc(time.Now())}); err != nil {
 		t.Fatal(err)
 	}
-	testenv.Eventually(t, 10*time.Second, "the wheelchair space on general sale", func() bool {
+	testsvc.Eventually(t, 10*time.Second, "the wheelchair space on general sale", func() bool {
 		_, err := a.Holds.Hold(ctx, buyer(tn.Buyers[2]), hold.Request{Event: e.ID, Seats: []uuid.UUID{wheel}, Source: hold.SourceAPI})
 		return err == nil
 	})

@@ -10,6 +10,7 @@ import (
 	"seatd/internal/apperr"
 	"seatd/internal/hold"
 	"seatd/internal/testenv"
+	"seatd/internal/testsvc"
 )
 
 // TestDeletedDraftLeavesEveryProcess: a draft deleted on one process is
@@ -69,7 +70,7 @@ func TestDeletedDraftLeavesEveryProcess(t *testing.T) {
 	}
 
 	testenv.Background(t, a2)
-	testenv.Eventually(t, 5*time.Second, "the other process forgets the event", func() bool {
+	testsvc.Eventually(t, 5*time.Second, "the other process forgets the event", func() bool {
 		_, _, err := a2.Events.Seats(ctx, org, ev.ID)
 		return apperr.CodeOf(err) == apperr.NotFound
 	})

@@ -16,6 +16,7 @@ import (
 	"seatd/internal/hold"
 	"seatd/internal/store"
 	"seatd/internal/testenv"
+	"seatd/internal/testsvc"
 )
 
 func ptr[T any](v T) *T { return &v }
@@ -238,7 +239,7 @@ func TestSaleWindow(t *testing.T) {
 			assertSeatInvariants(t, a, e.ID)
 			// Redis let the stale process's lock through; it must not stay.
 			if !postgres {
-				testenv.Eventually(t, 10*time.Second, "the refused seat free again in every tier", func() bool {
+				testsvc.Eventually(t, 10*time.Second, "the refused seat free again in every tier", func() bool {
 					reg, err := a.Monitor.RegistryStatus(ctx, organizer(tn), e.ID)
 					return err == nil && reg.Redis == reg.Postgres
 				})
@@ -500,7 +501,7 @@ func TestCloseDuringHolds(t *testing.T) {
 					}
 				})
 			}
-			testenv.Eventually(t, 10*time.Second, "some holds before the close", func() bool {
+			testsvc.Eventually(t, 10*time.Second, "some holds before the close", func() bool {
 				return count(t, a, `SELECT count(*) FROM seat_holds WHERE event_id = $1`, e.ID) >= len(buyers)/2
 			})
 			if err := setStatus(t, a, tn, e.ID, "closed"); err != nil {
@@ -534,7 +535,7 @@ func TestCloseDuringHolds(t *testing.T) {
 			}
 			assertSeatInvariants(t, a, e.ID)
 			if !postgres {
-				testenv.Eventually(t, 10*time.Second, "Redis agrees with Postgres", func() bool {
+				testsvc.Eventually(t, 10*time.Second, "Redis agrees with Postgres", func() bool {
 					reg, err := a.Monitor.RegistryStatus(ctx, organizer(tn), e.ID)
 					return err == nil && reg.Redis == reg.Postgres && reg.Postgres == len(granted)
 				})

@@ -14,6 +14,7 @@ import (
 	"seatd/internal/hold"
 	"seatd/internal/store"
 	"seatd/internal/testenv"
+	"seatd/internal/testsvc"
 )
 
 // TestReaperExpiresWithinTwoSeconds: holds with 1 s and 2 s lifetimes are
@@ -62,7 +63,7 @@ func TestReaperExpiresWithinTwoSeconds(t *testing.T) {
 			until[h.SeatID] = h.HeldUntil
 		}
 	}
-	testenv.Poll(6*time.Second, func() bool {
+	testsvc.Poll(6*time.Second, func() bool {
 		mu.Lock()
 		defer mu.Unlock()
 		return len(freedAt) == len(until)
@@ -140,7 +141,7 @@ func TestPurchaseRacesExpiry(t *testing.T) {
 	}
 	wg.Wait()
 	// The reapers expire what the purchases did not convert.
-	testenv.Eventually(t, 5*time.Second, "every hold converted or expired", func() bool {
+	testsvc.Eventually(t, 5*time.Second, "every hold converted or expired", func() bool {
 		return count(t, a, `SELECT count(*) FROM seat_holds WHERE event_id = $1 AND status = 'active'`, ev.ID) == 0
 	})
 	cancel()

@@ -24,6 +24,7 @@ import (
 	"seatd/internal/seatlock"
 	"seatd/internal/store"
 	"seatd/internal/testenv"
+	"seatd/internal/testsvc"
 )
 
 // TestRedisKilledDuringHolds kills the Redis server (SIGKILL) while buyers
@@ -31,7 +32,7 @@ import (
 // keep succeeding through Postgres, never two on a seat, and afterwards
 // Redis must agree with Postgres again.
 func TestRedisKilledDuringHolds(t *testing.T) {
-	r := testenv.StartRedis(t)
+	r := testsvc.StartRedis(t)
 	mod := func(c *config.Config) {
 		onRedis(r, 300*time.Millisecond)(c)
 		// Short, so locks of transactions that failed during the outage
@@ -91,17 +92,17 @@ func TestRedisKilledDuringHolds(t *testing.T) {
 	// until both processes left the Redis fast path and went on holding.
 	halt := sync.OnceFunc(func() { close(stop); wg.Wait() })
 	defer halt()
-	testenv.Eventually(t, 10*time.Second, "50 holds granted with Redis up", func() bool { return ok[0].Load() >= 50 })
+	testsvc.Eventually(t, 10*time.Second, "50 holds granted with Redis up", func() bool { return ok[0].Load() >= 50 })
 	r.Stop()
 	phase.Store(1)
-	testenv.Eventually(t, 10*time.Second, "both processes off the Redis fast path", func() bool {
+	testsvc.Eventually(t, 10*time.Second, "both processes off the Redis fast path", func() bool {
 		return !a1.Engine.FastPath() && !a2.Engine.FastPath()
 	})
 	served := ok[1].Load()
-	testenv.Eventually(t, 10*time.Second, "50 more holds granted with Redis dead", func() bool { return ok[1].Load() >= served+50 })
+	testsvc.Eventually(t, 10*time.Second, "50 more holds granted with Redis dead", func() bool { return ok[1].Load() >= served+50 })
 	r.Start()
 	phase.Store(2)
-	testenv.Eventually(t, 10*time.Second, "50 holds granted with Redis back", func() bool { return ok[2].Load() >= 50 })
+	testsvc.Eventually(t, 10*time.Second, "50 holds granted with Redis back", func() bool { return ok[2].Load() >= 50 })
 	halt()
 
 	for p, name := range []string{"redis up", "redis killed", "redis restarted"} {
@@ -116,13 +117,13 @@ func TestRedisKilledDuringHolds(t *testing.T) {
 	assertSeatInvariants(t, a1, ev.ID)
 
 	deadline := time.Now().Add(20 * time.Second)
-	if !testenv.Poll(time.Until(deadline), func() bool { return a1.Engine.FastPath() && a2.Engine.FastPath() }) {
+	if !testsvc.Poll(time.Until(deadline), func() bool { return a1.Engine.FastPath() && a2.Engine.FastPath() }) {
 		t.Fatalf("fast path not back: %s / %s", a1.Engine.BreakerState(), a2.Engine.BreakerState())
 	}
 	// Both processes rebuilt; the registry must now agree in every tier.
 	for i, a := range []*hold.Monitor{a1.Monitor, a2.Monitor} {
 		var reg hold.Registry
-		testenv.Poll(time.Until(deadline), func() bool {
+		testsvc.Poll(time.Until(deadline), func() bool {
 			var err error
 			reg, err = a.RegistryStatus(ctx, org, ev.ID)
 			if err != nil {
@@ -266,7 +267,7 @@ func TestOrphanedLockIsCleared(t *testing.T) {
 		Source: hold.SourceAPI}); !errors.Is(err, apperr.ErrSeatTaken) {
 		t.Fatalf("hold over an orphaned lock: %v, want seat_taken until the follower checked it", err)
 	}
-	testenv.Eventually(t, 5*time.Second, "the orphaned lock is dropped", func() bool {
+	testsvc.Eventually(t, 5*time.Second, "the orphaned lock is dropped", func() bool {
 		_, ok, err := a.Locks.Get(ctx, tn.Org.ID, ev.ID, seats[1])
 		return err == nil && !ok
 	})
@@ -343,7 +344,7 @@ func TestReleaseWhileCutOffFromRedis(t *testing.T) {
 	if err := proxy.Start(); err != nil {
 		t.Fatal(err)
 	}
-	testenv.Eventually(t, 10*time.Second, "fast path back", a.Engine.FastPath)
+	testsvc.Eventually(t, 10*time.Second, "fast path back", a.Engine.FastPath)
 	if locked() {
 		t.Fatal("the released hold's lock is still in redis after the fast path came back")
 	}
@@ -388,7 +389,7 @@ func TestRepeatAfterLostLock(t *testing.T) {
 	if err != nil || again.Created || again.Holds[0].ID != first.Holds[0].ID {
 		t.Fatalf("repeat: %+v %v, want hold %s again (200)", again, err, first.Holds[0].ID)
 	}
-	testenv.Eventually(t, 3*time.Second, "redis names the real hold again", func() bool {
+	testsvc.Eventually(t, 3*time.Second, "redis names the real hold again", func() bool {
 		lk, ok, err := a.Locks.Get(ctx, tn.Org.ID, ev.ID, seat)
 		return err == nil && ok && lk.HoldID == first.Holds[0].ID
 	})
@@ -428,10 +429,10 @@ func TestHoldWhilePostgresRefuses(t *testing.T) {
 	if _, _, err := a.Events.Seats(ctx, buyer(users[0]), ev.ID); err != nil {
 		t.Fatal(err)
 	}
-	testenv.Eventually(t, 5*time.Second, "fast path", a.Engine.FastPath)
+	testsvc.Eventually(t, 5*time.Second, "fast path", a.Engine.FastPath)
 
 	proxy.Stop()
-	testenv.Eventually(t, 5*time.Second, "postgres refuses connections", func() bool {
+	testsvc.Eventually(t, 5*time.Second, "postgres refuses connections", func() bool {
 		var ce *pgconn.ConnectError
 		return errors.As(a.Store.Ping(ctx), &ce)
 	})
@@ -463,7 +464,7 @@ func TestHoldWhilePostgresRefuses(t *testing.T) {
 // when a round made no Redis call), so its next hold goes straight to
 // the Postgres-only path instead of waiting on a dead Redis first.
 func TestIdleProcessNoticesRedisDown(t *testing.T) {
-	r := testenv.StartRedis(t)
+	r := testsvc.StartRedis(t)
 	a := testenv.App(t, onRedis(r, 200*time.Millisecond))
 	testenv.Background(t, a)
 	tn := testenv.NewTenant(t, a, 1)
@@ -473,7 +474,7 @@ func TestIdleProcessNoticesRedisDown(t *testing.T) {
 		Source: hold.SourceAPI}); err != nil {
 		t.Fatal(err)
 	}
-	testenv.Eventually(t, 5*time.Second, "fast path", func() bool { return a.Engine.FastPath() })
+	testsvc.Eventually(t, 5*time.Second, "fast path", func() bool { return a.Engine.FastPath() })
 	r.Stop()
-	testenv.Eventually(t, 5*time.Second, "the idle process off the fast path", func() bool { return !a.Engine.FastPath() })
+	testsvc.Eventually(t, 5*time.Second, "the idle process off the fast path", func() bool { return !a.Engine.FastPath() })
 }

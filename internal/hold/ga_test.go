@@ -20,6 +20,7 @@ import (
 	"seatd/internal/hold"
 	"seatd/internal/store"
 	"seatd/internal/testenv"
+	"seatd/internal/testsvc"
 )
 
 // gaEvent is a chart event on sale (its GA section G has 100 places).
@@ -155,8 +156,8 @@ func TestGAHoldsFollowTheRules(t *testing.T) {
 	}
 
 	// The TTL is one second: the reaper gives the places back.
-	testenv.Eventually(t, 10*time.Second, "the places expired", func() bool { return gaHeld(t, a, ev.ID) == 0 })
-	testenv.Eventually(t, 5*time.Second, "100 places left", func() bool {
+	testsvc.Eventually(t, 10*time.Second, "the places expired", func() bool { return gaHeld(t, a, ev.ID) == 0 })
+	testsvc.Eventually(t, 5*time.Second, "100 places left", func() bool {
 		secs, err := a.Events.GASections(ctx, u, ev.ID)
 		return err == nil && len(secs) == 1 && secs[0].Left == 100 && secs[0].Capacity == 100
 	})
@@ -187,7 +188,7 @@ func TestGAHoldsFollowTheRules(t *testing.T) {
 // exactly that hold, no place was told to two buyers, and Postgres holds
 // nothing else: no place was granted twice, whichever path granted it.
 func TestGARedisKilledDuringSale(t *testing.T) {
-	r := testenv.StartRedis(t)
+	r := testsvc.StartRedis(t)
 	mod := func(c *config.Config) {
 		onRedis(r, 300*time.Millisecond)(c)
 		c.PGStatementTimeout = 2 * time.Second
@@ -263,17 +264,17 @@ func TestGARedisKilledDuringSale(t *testing.T) {
 	// until both processes left the Redis fast path and went on granting.
 	halt := sync.OnceFunc(func() { close(stop); wg.Wait() })
 	defer halt()
-	testenv.Eventually(t, 10*time.Second, "30 places granted with Redis up", func() bool { return granted[0].Load() >= 30 })
+	testsvc.Eventually(t, 10*time.Second, "30 places granted with Redis up", func() bool { return granted[0].Load() >= 30 })
 	r.Stop()
 	phase.Store(1)
-	testenv.Eventually(t, 10*time.Second, "both processes off the Redis fast path", func() bool {
+	testsvc.Eventually(t, 10*time.Second, "both processes off the Redis fast path", func() bool {
 		return !a1.Engine.FastPath() && !a2.Engine.FastPath()
 	})
 	served := granted[1].Load()
-	testenv.Eventually(t, 10*time.Second, "30 more places granted with Redis dead", func() bool { return granted[1].Load() >= served+30 })
+	testsvc.Eventually(t, 10*time.Second, "30 more places granted with Redis dead", func() bool { return granted[1].Load() >= served+30 })
 	r.Start()
 	phase.Store(2)
-	testenv.Eventually(t, 10*time.Second, "30 places granted with Redis back", func() bool { return granted[2].Load() >= 30 })
+	testsvc.Eventually(t, 10*time.Second, "30 places granted with Redis back", func() bool { return granted[2].Load() >= 30 })
 	halt()
 
 	for p, name := range []string{"redis up", "redis killed", "redis restarted"} {
@@ -364,7 +365,7 @@ func TestGAHoldIdempotent(t *testing.T) {
 	// every tier.
 	for _, mon := range []*hold.Monitor{a.Monitor, b.Monitor} {
 		var reg hold.Registry
-		testenv.Eventually(t, 10*time.Second, "the GA count in every tier", func() bool {
+		testsvc.Eventually(t, 10*time.Second, "the GA count in every tier", func() bool {
 			var err error
 			reg, err = mon.RegistryStatus(ctx, organizer(tn), ev.ID)
 			return err == nil && reg.Consistent
@@ -383,7 +384,7 @@ func TestGAHoldIdempotent(t *testing.T) {
 // eight refused rounds with 503 unavailable and Retry-After, instead of
 // sending a hold for every place of the section.
 func TestGALaggingCache(t *testing.T) {
-	apart := testenv.StartRedis(t)
+	apart := testsvc.StartRedis(t)
 	quiet := func(c *config.Config) {
 		c.RedisURL = apart.URL()
 		c.FeedInterval = time.Hour // a round only when asked
@@ -408,7 +409,7 @@ func TestGALaggingCache(t *testing.T) {
 	if left(stale) != 100 || left(caught) != 100 {
 		t.Fatal("the section does not start with 100 places free")
 	}
-	testenv.Eventually(t, 5*time.Second, "the follower's first round", func() bool {
+	testsvc.Eventually(t, 5*time.Second, "the follower's first round", func() bool {
 		return testutil.ToFloat64(caught.Metrics.FeedRounds) >= 1
 	})
 	if _, err := caught.Monitor.Reconcile(ctx, organizer(tn), ev.ID); err != nil {

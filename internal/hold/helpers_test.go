@@ -12,13 +12,13 @@ import (
 	"seatd/internal/config"
 	"seatd/internal/hold"
 	"seatd/internal/store"
-	"seatd/internal/testenv"
+	"seatd/internal/testsvc"
 )
 
 // onRedis points an app at a test's own Redis r (which the test may stop)
 // with short Redis timeouts, so a dead Redis is noticed within a few
 // hundred milliseconds; the breaker then stays open for openFor.
-func onRedis(r *testenv.Redis, openFor time.Duration) func(*config.Config) {
+func onRedis(r *testsvc.Redis, openFor time.Duration) func(*config.Config) {
 	return func(c *config.Config) {
 		c.RedisURL = r.URL()
 		c.BreakerOpenFor = openFor

@@ -14,6 +14,7 @@ import (
 	"seatd/internal/hold"
 	"seatd/internal/store"
 	"seatd/internal/testenv"
+	"seatd/internal/testsvc"
 )
 
 // TestFeedLeavesOutOwnFastHolds: the follower does not read back, nor sync
@@ -65,7 +66,7 @@ func TestFeedLeavesOutOwnFastHolds(t *testing.T) {
 		}
 		return v // 0: never synced one by one
 	}
-	testenv.Eventually(t, 5*time.Second, "the other process's hold read and synced", func() bool {
+	testsvc.Eventually(t, 5*time.Second, "the other process's hold read and synced", func() bool {
 		return synced(seats[6]) == out.Created[0].SeatVersion
 	})
 	for _, h := range res.Holds {

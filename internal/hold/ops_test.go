@@ -14,6 +14,7 @@ import (
 	"seatd/internal/hold"
 	"seatd/internal/store"
 	"seatd/internal/testenv"
+	"seatd/internal/testsvc"
 )
 
 func TestCheckoutExtendsOnce(t *testing.T) {
@@ -37,7 +38,7 @@ func TestCheckoutExtendsOnce(t *testing.T) {
 			t.Fatalf("extended by %v, want 5m", got)
 		}
 		// The follower moves the Redis lock's expiry with the feed.
-		testenv.Eventually(t, 2*time.Second, "redis lock expiry follows the extension", func() bool {
+		testsvc.Eventually(t, 2*time.Second, "redis lock expiry follows the extension", func() bool {
 			lk, ok, err := a.Locks.Get(ctx, tn.Org.ID, ev.ID, h.SeatID)
 			return err == nil && ok && lk.Expires.Equal(h.HeldUntil.Truncate(time.Millisecond))
 		})
@@ -175,7 +176,7 @@ func TestBlockUnblock(t *testing.T) {
 // TestTenancy: an org-B caller cannot hold, release, extend, buy or see
 // org-A seats even with correct ids, and every Redis key names its org.
 func TestTenancy(t *testing.T) {
-	r := testenv.StartRedis(t)
+	r := testsvc.StartRedis(t)
 	a := testenv.App(t, func(c *config.Config) { c.RedisURL = r.URL() })
 	ta := testenv.NewTenant(t, a, 1)
 	tb := testenv.NewTenant(t, a, 1)

@@ -26,6 +26,7 @@ import (
 	"seatd/internal/store"
 	"seatd/internal/telemetry"
 	"seatd/internal/testenv"
+	"seatd/internal/testsvc"
 )
 
 // payEnv is a payment flow on a real app: an on-sale event priced front
@@ -90,7 +91,7 @@ func newPayEnv(t *testing.T, o payOpts) *payEnv {
 		prov, name = payment.NewStripe(payment.StripeConfig{SecretKey: "sk_test_seatd", APIBase: base, Timeout: 5 * time.Second}), store.ProviderStripe
 	default:
 		tp, err := payment.NewTestProvider(payment.TestProviderConfig{WebhookURL: e.url, WebhookSecret: e.secret,
-			Ledger: a.Store.PaymentLedger, SettleAfter: o.settle, Logger: testenv.Logger(t)})
+			Ledger: a.Store.PaymentLedger, SettleAfter: o.settle, Logger: testsvc.Logger(t)})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -13,6 +13,7 @@ import (
 	"seatd/internal/payment"
 	"seatd/internal/store"
 	"seatd/internal/testenv"
+	"seatd/internal/testsvc"
 )
 
 // TestPaymentEventsDuplicateAndReordered: Stripe's events delivered again
@@ -127,7 +128,7 @@ func TestPaymentTwentyParallelSuccesses(t *testing.T) {
 // once included.
 func TestPaymentConfirmedWhileRedisIsDown(t *testing.T) {
 	t.Parallel()
-	r := testenv.StartRedis(t)
+	r := testsvc.StartRedis(t)
 	e := newPayEnv(t, payOpts{stripe: true, app: func(t *testing.T) *app.App {
 		return testenv.App(t, onRedis(r, 200*time.Millisecond))
 	}})

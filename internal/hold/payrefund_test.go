@@ -11,7 +11,7 @@ import (
 	"seatd/internal/apperr"
 	"seatd/internal/payment"
 	"seatd/internal/store"
-	"seatd/internal/testenv"
+	"seatd/internal/testsvc"
 )
 
 // paidBooking holds seats for buyer i, pays with the test provider and
@@ -232,7 +232,7 @@ func TestReconcilerAppliesLostSuccess(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	testenv.Eventually(t, 10*time.Second, "the reconciler to book both and cancel the unpaid", func() bool {
+	testsvc.Eventually(t, 10*time.Second, "the reconciler to book both and cancel the unpaid", func() bool {
 		if _, err := e.pays.Reconcile(ctx); err != nil {
 			t.Fatal(err)
 		}

@@ -15,6 +15,7 @@ import (
 	"seatd/internal/payment"
 	"seatd/internal/store"
 	"seatd/internal/testenv"
+	"seatd/internal/testsvc"
 )
 
 // TestPaymentSummaryCSVAndWebhooks: the organizer's figures per category
@@ -131,7 +132,7 @@ func TestPaymentHoldsFollowedByRedis(t *testing.T) {
 	p := e.start(0, "k").Payment
 	h := hs[0]
 	h.HeldUntil = p.Deadline
-	testenv.Eventually(t, 10*time.Second, "the lock to follow the payment's deadline", func() bool {
+	testsvc.Eventually(t, 10*time.Second, "the lock to follow the payment's deadline", func() bool {
 		ttl, err := e.a.Redis.PTTL(ctx, e.a.Locks.Keys(e.tn.Org.ID, e.ev.ID).Seat(h.SeatID)).Result()
 		return err == nil && ttl > time.Until(p.Deadline)
 	})

@@ -13,6 +13,7 @@ import (
 	"seatd/internal/hold"
 	"seatd/internal/realtime"
 	"seatd/internal/testenv"
+	"seatd/internal/testsvc"
 )
 
 // TestLargeCommitPublished: a commit of more deltas than one message can
@@ -57,7 +58,7 @@ func TestLargeCommitPublished(t *testing.T) {
 	if _, err := a.Holds.Hold(ctx, buyer(u), hold.Request{Event: ev.ID, Seats: seats, Source: "web"}); err != nil {
 		t.Fatal(err)
 	}
-	testenv.Eventually(t, 5*time.Second, "a delta for every seat held", func() bool {
+	testsvc.Eventually(t, 5*time.Second, "a delta for every seat held", func() bool {
 		mu.Lock()
 		defer mu.Unlock()
 		return len(seen) == len(seats)

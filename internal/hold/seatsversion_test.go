@@ -7,6 +7,7 @@ import (
 
 	"seatd/internal/app"
 	"seatd/internal/testenv"
+	"seatd/internal/testsvc"
 )
 
 // TestSeatsVersionFollowsTheCache: an event's seats version is, on every
@@ -54,7 +55,7 @@ func TestSeatsVersionFollowsTheCache(t *testing.T) {
 	moved := func(what string) {
 		t.Helper()
 		for i, a := range apps {
-			testenv.Eventually(t, 5*time.Second, what+" on process "+string(rune('1'+i)), func() bool {
+			testsvc.Eventually(t, 5*time.Second, what+" on process "+string(rune('1'+i)), func() bool {
 				v := version(a)
 				return v != last[i] && v == sum(a)
 			})

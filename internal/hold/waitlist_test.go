@@ -17,6 +17,7 @@ import (
 	"seatd/internal/hold"
 	"seatd/internal/store"
 	"seatd/internal/testenv"
+	"seatd/internal/testsvc"
 )
 
 func join(t testing.TB, a *app.App, who hold.Actor, event uuid.UUID, n int, category, section string) store.WaitlistEntry {
@@ -143,10 +144,10 @@ func TestWaitlistExpiryAndLapse(t *testing.T) {
 	}
 	e1 := join(t, a, first, ev.ID, 1, "", "")
 	e2 := join(t, a, second, ev.ID, 1, "", "")
-	testenv.Eventually(t, 5*time.Second, "first in line offered after the expiry", func() bool {
+	testsvc.Eventually(t, 5*time.Second, "first in line offered after the expiry", func() bool {
 		return entry(t, a, tn.Org.ID, e1.ID).Status == store.WaitlistOffered
 	})
-	testenv.Eventually(t, 5*time.Second, "offer lapsed to the second in line", func() bool {
+	testsvc.Eventually(t, 5*time.Second, "offer lapsed to the second in line", func() bool {
 		return entry(t, a, tn.Org.ID, e2.ID).Status == store.WaitlistOffered
 	})
 	// The first offer stays offered; its seat went back, so it is over.
@@ -517,12 +518,12 @@ func TestWaitlistOfferThroughFeed(t *testing.T) {
 		t.Fatalf("%d offers, want 1", n)
 	}
 	assertOffered(t, a1, buyer(tn.Buyers[1]), ev.ID, e, 1)
-	testenv.Eventually(t, 5*time.Second, "the other process's last change of the seat is an offer", func() bool {
+	testsvc.Eventually(t, 5*time.Second, "the other process's last change of the seat is an offer", func() bool {
 		mu.Lock()
 		defer mu.Unlock()
 		return len(kinds) > 0 && kinds[len(kinds)-1] == hold.KindOffered
 	})
-	testenv.Eventually(t, 5*time.Second, "the other process's line watchers told of the offer", func() bool {
+	testsvc.Eventually(t, 5*time.Second, "the other process's line watchers told of the offer", func() bool {
 		mu.Lock()
 		defer mu.Unlock()
 		return slices.ContainsFunc(lines, func(c hold.WaitlistChange) bool {
@@ -556,7 +557,7 @@ func TestWaitlistLineThroughFeed(t *testing.T) {
 	told := func(what string, from int, ok func(hold.WaitlistChange) bool) int {
 		t.Helper()
 		n := 0
-		testenv.Eventually(t, 5*time.Second, what, func() bool {
+		testsvc.Eventually(t, 5*time.Second, what, func() bool {
 			mu.Lock()
 			defer mu.Unlock()
 			n = len(lines)
@@ -630,7 +631,7 @@ func TestWaitlistChangesAreTold(t *testing.T) {
 	expect := func(what string, want hold.WaitlistChange) {
 		t.Helper()
 		for name, s := range map[string]*seen{"own process": own, "other process": other} {
-			testenv.Eventually(t, 5*time.Second, what+" told to the "+name, func() bool {
+			testsvc.Eventually(t, 5*time.Second, what+" told to the "+name, func() bool {
 				s.mu.Lock()
 				defer s.mu.Unlock()
 				for _, c := range s.changes {

@@ -14,6 +14,7 @@ import (
 	"seatd/internal/hold"
 	"seatd/internal/store"
 	"seatd/internal/testenv"
+	"seatd/internal/testsvc"
 )
 
 // TestWarm: warming an on-sale event loads it before any buyer asks and
@@ -55,10 +56,10 @@ func TestWarm(t *testing.T) {
 	}
 	testenv.Background(t, a)
 	// The follower evicts the event a request loaded (idle 1 ms)...
-	testenv.Eventually(t, 10*time.Second, "the requested event evicted", func() bool { return a.Engine.CachedEvents() == 1 })
+	testsvc.Eventually(t, 10*time.Second, "the requested event evicted", func() bool { return a.Engine.CachedEvents() == 1 })
 	// ...and keeps the warmed one through more rounds.
 	rounds := feedRounds(a)
-	testenv.Eventually(t, 10*time.Second, "two more follower rounds", func() bool { return feedRounds(a) >= rounds+2 })
+	testsvc.Eventually(t, 10*time.Second, "two more follower rounds", func() bool { return feedRounds(a) >= rounds+2 })
 	if n := a.Engine.CachedEvents(); n != 1 {
 		t.Fatalf("%d events cached, want the warmed one", n)
 	}
@@ -80,7 +81,7 @@ func TestWarm(t *testing.T) {
 // database of their own, whose on-sale events are only this test's.
 func TestWarmPublishedElsewhere(t *testing.T) {
 	t.Parallel()
-	own := testenv.OwnDatabase(t, "warmelsewhere")
+	own := testsvc.OwnDatabase(t, "warmelsewhere")
 	mod := func(c *config.Config) {
 		c.DatabaseURL = own
 		c.WarmInterval, c.WarmEvents, c.WarmSeats = 50*time.Millisecond, 10, 1_000_000
@@ -98,7 +99,7 @@ func TestWarmPublishedElsewhere(t *testing.T) {
 		if _, err := a1.Events.Update(ctx, staff(tn.Organizer), ev.ID, hold.EventInput{Status: &onSale}); err != nil {
 			t.Fatal(err)
 		}
-		testenv.Eventually(t, 5*time.Second, "the other process warmed the event", func() bool {
+		testsvc.Eventually(t, 5*time.Second, "the other process warmed the event", func() bool {
 			return a2.Engine.CachedEvents() == i && warms() == float64(i)
 		})
 	}
@@ -114,7 +115,7 @@ func TestWarmPublishedElsewhere(t *testing.T) {
 // above.
 func TestWarmAnnounced(t *testing.T) {
 	t.Parallel()
-	own := testenv.OwnDatabase(t, "warmannounced")
+	own := testsvc.OwnDatabase(t, "warmannounced")
 	mod := func(c *config.Config) {
 		c.DatabaseURL = own
 		c.WarmInterval, c.WarmEvents, c.WarmSeats = time.Hour, 10, 1_000_000
@@ -134,13 +135,13 @@ func TestWarmAnnounced(t *testing.T) {
 	done := make(chan struct{})
 	go func() { a2.Warmer.Run(wctx); close(done) }()
 	t.Cleanup(func() { cancel(); <-done })
-	testenv.Eventually(t, 5*time.Second, "the warmer listens", func() bool { return a2.Bus.Subscribed(a2.Locks.Published()) })
+	testsvc.Eventually(t, 5*time.Second, "the warmer listens", func() bool { return a2.Bus.Subscribed(a2.Locks.Published()) })
 	for i, id := range drafts {
 		onSale := string(store.EventOnSale)
 		if _, err := a1.Events.Update(ctx, staff(tn.Organizer), id, hold.EventInput{Status: &onSale}); err != nil {
 			t.Fatal(err)
 		}
-		testenv.Eventually(t, 5*time.Second, "the other process warmed the published event", func() bool {
+		testsvc.Eventually(t, 5*time.Second, "the other process warmed the published event", func() bool {
 			return a2.Engine.CachedEvents() == i+1
 		})
 	}
@@ -167,7 +168,7 @@ func TestOwnDeltasSkipped(t *testing.T) {
 	if _, err := a.Holds.Hold(ctx, buyer(tn.Buyers[0]), hold.Request{Event: ev.ID, Seats: []uuid.UUID{seats[3]}, Source: "api"}); err != nil {
 		t.Fatal(err)
 	}
-	testenv.Eventually(t, 10*time.Second, "the other process applies the hold", func() bool {
+	testsvc.Eventually(t, 10*time.Second, "the other process applies the hold", func() bool {
 		_, got, err := b.Events.Seats(ctx, buyer(tn.Buyers[0]), ev.ID)
 		return err == nil && got[3].Status == store.Held
 	})
@@ -181,7 +182,7 @@ func TestOwnDeltasSkipped(t *testing.T) {
 	if _, err := b.Holds.Hold(ctx, buyer(tn.Buyers[0]), hold.Request{Event: ev.ID, Seats: []uuid.UUID{seats[4]}, Source: "api"}); err != nil {
 		t.Fatal(err)
 	}
-	testenv.Eventually(t, 10*time.Second, "the first process applies the other's hold", func() bool {
+	testsvc.Eventually(t, 10*time.Second, "the first process applies the other's hold", func() bool {
 		_, got, err := a.Events.Seats(ctx, buyer(tn.Buyers[0]), ev.ID)
 		return err == nil && got[4].Status == store.Held
 	})

@@ -27,6 +27,7 @@ import (
 	"seatd/internal/mail"
 	"seatd/internal/telemetry"
 	"seatd/internal/testenv"
+	"seatd/internal/testsvc"
 	"seatd/views/email"
 )
 
@@ -40,7 +41,7 @@ type outbox struct {
 
 func newOutbox(t *testing.T) *outbox {
 	t.Helper()
-	dbURL := testenv.OwnDatabase(t, "mail_"+strings.ToLower(t.Name()))
+	dbURL := testsvc.OwnDatabase(t, "mail_"+strings.ToLower(t.Name()))
 	a := testenv.App(t, func(c *config.Config) {
 		c.DatabaseURL = dbURL
 		c.SMTPURL = "" // the tests run their own workers
@@ -68,7 +69,7 @@ func (o *outbox) workerOn(pool *pgxpool.Pool, smtpURL string, mod func(*mail.Opt
 		mod(&opts)
 	}
 	m := telemetry.NewMail(prometheus.NewRegistry(), func() (telemetry.MailQueue, bool) { return telemetry.MailQueue{}, false })
-	return mail.NewWorker(pool, srv, testenv.Notifier(o.t, o.a), opts, testenv.Logger(o.t), m), m
+	return mail.NewWorker(pool, srv, testenv.Notifier(o.t, o.a), opts, testsvc.Logger(o.t), m), m
 }
 
 // run runs w until the test ends.
@@ -141,7 +142,7 @@ var (
 func TestCommittedMailDeliveredOnce(t *testing.T) {
 	t.Parallel()
 	o := newOutbox(t)
-	mp := testenv.MailpitFromEnv(t)
+	mp := testsvc.MailpitFromEnv(t)
 	to := recipient("committed")
 	text, html, err := email.Render(context.Background(), email.Layout{Org: "Test hall", Title: "Your tickets",
 		Footer: "You bought tickets."}, templ.ComponentFunc(func(_ context.Context, w io.Writer) error {
@@ -162,9 +163,9 @@ func TestCommittedMailDeliveredOnce(t *testing.T) {
 	w, m := o.worker(mp.SMTPURL(), nil)
 	run(t, w)
 
-	var got []testenv.MailSummary
-	testenv.Eventually(t, 20*time.Second, "the message in Mailpit", func() bool { got = mp.To(to); return len(got) > 0 })
-	testenv.Eventually(t, 10*time.Second, "the message marked sent", func() bool {
+	var got []testsvc.MailSummary
+	testsvc.Eventually(t, 20*time.Second, "the message in Mailpit", func() bool { got = mp.To(to); return len(got) > 0 })
+	testsvc.Eventually(t, 10*time.Second, "the message marked sent", func() bool {
 		r := o.rows(to)
 		return len(r) == 1 && r[0].Status == "sent"
 	})
@@ -215,7 +216,7 @@ func TestCommittedMailDeliveredOnce(t *testing.T) {
 func TestRolledBackMailNeverSent(t *testing.T) {
 	t.Parallel()
 	o := newOutbox(t)
-	mp := testenv.MailpitFromEnv(t)
+	mp := testsvc.MailpitFromEnv(t)
 	gone, marker := recipient("rolledback"), recipient("marker")
 	ctx := context.Background()
 	tx, err := o.a.Pool.Begin(ctx)
@@ -231,7 +232,7 @@ func TestRolledBackMailNeverSent(t *testing.T) {
 	w, _ := o.worker(mp.SMTPURL(), nil)
 	run(t, w)
 	o.enqueue(mail.Message{To: marker, Subject: "After", Text: "after", Key: "k2"})
-	testenv.Eventually(t, 20*time.Second, "the committed message in Mailpit", func() bool { return len(mp.To(marker)) == 1 })
+	testsvc.Eventually(t, 20*time.Second, "the committed message in Mailpit", func() bool { return len(mp.To(marker)) == 1 })
 	if n := len(mp.To(gone)); n != 0 {
 		t.Errorf("%d messages of the rolled-back transaction sent", n)
 	}
@@ -247,7 +248,7 @@ func TestRolledBackMailNeverSent(t *testing.T) {
 func TestSameKeyOnce(t *testing.T) {
 	t.Parallel()
 	o := newOutbox(t)
-	mp := testenv.MailpitFromEnv(t)
+	mp := testsvc.MailpitFromEnv(t)
 	ctx := context.Background()
 	to, other := recipient("dedupe"), recipient("dedupe-other-org")
 	msg := mail.Message{To: to, Subject: "Your tickets", Text: "Seat A-1", Key: "booking:42:confirmation"}
@@ -294,7 +295,7 @@ func TestSameKeyOnce(t *testing.T) {
 
 	w, _ := o.worker(mp.SMTPURL(), nil)
 	run(t, w)
-	testenv.Eventually(t, 20*time.Second, "every message sent", func() bool {
+	testsvc.Eventually(t, 20*time.Second, "every message sent", func() bool {
 		r, r2 := o.rows(to), o.rows(other)
 		return len(r) == 2 && r[0].Status == "sent" && r[1].Status == "sent" && len(r2) == 1 && r2[0].Status == "sent"
 	})
@@ -312,7 +313,7 @@ func TestSameKeyOnce(t *testing.T) {
 func TestMailpitDownThenUp(t *testing.T) {
 	t.Parallel()
 	o := newOutbox(t)
-	mp := testenv.StartMailpit(t)
+	mp := testsvc.StartMailpit(t)
 	w, m := o.worker(mp.SMTPURL(), func(opts *mail.Options) { opts.Batch = 3 })
 	mp.Stop()
 	var tos []string
@@ -322,7 +323,7 @@ func TestMailpitDownThenUp(t *testing.T) {
 		o.enqueue(mail.Message{To: to, Subject: "Queued", Text: "while the server is down", Key: to})
 	}
 	run(t, w)
-	testenv.Eventually(t, 20*time.Second, "every message tried at least twice, and queued", func() bool {
+	testsvc.Eventually(t, 20*time.Second, "every message tried at least twice, and queued", func() bool {
 		for _, to := range tos {
 			r := o.rows(to)
 			if len(r) != 1 || r[0].Status != "queued" || r[0].Attempts < 2 || !strings.Contains(r[0].LastError, "connect") {
@@ -337,13 +338,13 @@ func TestMailpitDownThenUp(t *testing.T) {
 	}
 	// Backoff: the retries are not due at once after a failure.
 	var backedOff bool
-	testenv.Eventually(t, 10*time.Second, "a message waiting for its next attempt", func() bool {
+	testsvc.Eventually(t, 10*time.Second, "a message waiting for its next attempt", func() bool {
 		backedOff = !o.rows(tos[0])[0].Due
 		return backedOff
 	})
 
 	mp.Start()
-	testenv.Eventually(t, 30*time.Second, "every message sent", func() bool {
+	testsvc.Eventually(t, 30*time.Second, "every message sent", func() bool {
 		for _, to := range tos {
 			if r := o.rows(to); r[0].Status != "sent" {
 				return false
@@ -364,7 +365,7 @@ func TestMailpitDownThenUp(t *testing.T) {
 func TestTwoWorkersEachMessageOnce(t *testing.T) {
 	t.Parallel()
 	o := newOutbox(t)
-	mp := testenv.MailpitFromEnv(t)
+	mp := testsvc.MailpitFromEnv(t)
 	const n = 40
 	tag := recipient("two")
 	var tos []string
@@ -383,7 +384,7 @@ func TestTwoWorkersEachMessageOnce(t *testing.T) {
 	w2, m2 := o.workerOn(second, mp.SMTPURL(), func(opts *mail.Options) { opts.Batch = 3 })
 	run(t, w1)
 	run(t, w2)
-	testenv.Eventually(t, 60*time.Second, "every message sent", func() bool {
+	testsvc.Eventually(t, 60*time.Second, "every message sent", func() bool {
 		var left int
 		if err := o.a.Pool.QueryRow(context.Background(), `SELECT count(*) FROM mail_outbox WHERE status <> 'sent'`).Scan(&left); err != nil {
 			t.Fatal(err)
@@ -411,7 +412,7 @@ func TestTwoWorkersEachMessageOnce(t *testing.T) {
 func TestRefusedRecipientGivenUp(t *testing.T) {
 	t.Parallel()
 	o := newOutbox(t)
-	mp := testenv.StartMailpit(t, "--smtp-allowed-recipients", "^ok-")
+	mp := testsvc.StartMailpit(t, "--smtp-allowed-recipients", "^ok-")
 	refused, ok := recipient("refused"), recipient("ok")
 	o.enqueue(mail.Message{To: refused, Subject: "No", Text: "no such mailbox", Key: "a"})
 	o.enqueue(mail.Message{To: ok, Subject: "Yes", Text: "delivered", Key: "b"})
@@ -441,7 +442,7 @@ func TestRefusedRecipientGivenUp(t *testing.T) {
 func TestGivenUpAfterRetryFor(t *testing.T) {
 	t.Parallel()
 	o := newOutbox(t)
-	mp := testenv.StartMailpit(t)
+	mp := testsvc.StartMailpit(t)
 	mp.Stop()
 	to := recipient("late")
 	o.enqueue(mail.Message{To: to, Subject: "Late", Text: "late", Key: "late"})
@@ -450,7 +451,7 @@ func TestGivenUpAfterRetryFor(t *testing.T) {
 	// where the first attempt may come late.
 	w, m := o.worker(mp.SMTPURL(), func(opts *mail.Options) { opts.RetryFor = 2 * time.Second })
 	run(t, w)
-	testenv.Eventually(t, 20*time.Second, "the message given up", func() bool { r := o.rows(to); return r[0].Status == "failed" })
+	testsvc.Eventually(t, 20*time.Second, "the message given up", func() bool { r := o.rows(to); return r[0].Status == "failed" })
 	if r := o.rows(to); r[0].Attempts < 2 {
 		t.Errorf("given up after %d attempts; want retries first", r[0].Attempts)
 	}
@@ -466,7 +467,7 @@ func TestGivenUpAfterRetryFor(t *testing.T) {
 func TestAuthFromURL(t *testing.T) {
 	t.Parallel()
 	o := newOutbox(t)
-	mp := testenv.StartMailpit(t, "--smtp-auth-accept-any", "--smtp-auth-allow-insecure")
+	mp := testsvc.StartMailpit(t, "--smtp-auth-accept-any", "--smtp-auth-allow-insecure")
 	host := strings.TrimPrefix(mp.SMTPURL(), "smtp://")
 	clear, plain := recipient("clear"), recipient("plain")
 	o.enqueue(mail.Message{To: clear, Subject: "Auth", Text: "x", Key: "clear"})
@@ -477,7 +478,7 @@ func TestAuthFromURL(t *testing.T) {
 	o.enqueue(mail.Message{To: plain, Subject: "Auth", Text: "x", Key: "plain"})
 	w, _ = o.worker("smtp://user:p%40ss@"+host+"?auth=plain", func(opts *mail.Options) { opts.Backoff = time.Millisecond })
 	run(t, w)
-	testenv.Eventually(t, 20*time.Second, "both messages sent with AUTH PLAIN", func() bool {
+	testsvc.Eventually(t, 20*time.Second, "both messages sent with AUTH PLAIN", func() bool {
 		return len(mp.To(plain)) == 1 && len(mp.To(clear)) == 1
 	})
 }
@@ -519,7 +520,7 @@ func TestEnqueueRefusesBadMessages(t *testing.T) {
 func TestSenderDefaults(t *testing.T) {
 	t.Parallel()
 	o := newOutbox(t)
-	mp := testenv.MailpitFromEnv(t)
+	mp := testsvc.MailpitFromEnv(t)
 	if err := mail.SetSender(context.Background(), o.a.Pool, o.org, mail.Sender{Address: "not an address"}); !errors.Is(err, apperr.ErrInvalid) {
 		t.Errorf("bad sender: %v", err)
 	}
@@ -546,13 +547,13 @@ func TestSenderDefaults(t *testing.T) {
 func TestWokenByEnqueue(t *testing.T) {
 	t.Parallel()
 	o := newOutbox(t)
-	mp := testenv.MailpitFromEnv(t)
+	mp := testsvc.MailpitFromEnv(t)
 	w, _ := o.worker(mp.SMTPURL(), func(opts *mail.Options) { opts.Poll = time.Hour })
 	run(t, w)
 	for i := range 2 {
 		to := recipient(fmt.Sprintf("woken%d", i))
 		o.enqueue(mail.Message{To: to, Subject: "Woken", Text: "Sent on the announcement.", Key: "woken:" + to})
-		testenv.Eventually(t, 10*time.Second, "the message in Mailpit", func() bool { return len(mp.To(to)) == 1 })
+		testsvc.Eventually(t, 10*time.Second, "the message in Mailpit", func() bool { return len(mp.To(to)) == 1 })
 	}
 }
 
@@ -589,17 +590,17 @@ func (s *syncBuffer) String() string { s.mu.Lock(); defer s.mu.Unlock(); return 
 func TestTemporaryRefusalRetried(t *testing.T) {
 	t.Parallel()
 	o := newOutbox(t)
-	mp := testenv.StartMailpit(t, "--enable-chaos", "--chaos-triggers", "Recipient:451:100")
+	mp := testsvc.StartMailpit(t, "--enable-chaos", "--chaos-triggers", "Recipient:451:100")
 	to := recipient("later")
 	o.enqueue(mail.Message{To: to, Subject: "Later", Text: "later", Key: "later"})
 	w, _ := o.worker(mp.SMTPURL(), nil)
 	run(t, w)
-	testenv.Eventually(t, 20*time.Second, "two refused attempts", func() bool {
+	testsvc.Eventually(t, 20*time.Second, "two refused attempts", func() bool {
 		r := o.rows(to)
 		return r[0].Status == "queued" && r[0].Attempts >= 2 && strings.Contains(r[0].LastError, "451")
 	})
 	mp.Chaos("Recipient", 451, 0)
-	testenv.Eventually(t, 20*time.Second, "the message sent", func() bool { return o.rows(to)[0].Status == "sent" })
+	testsvc.Eventually(t, 20*time.Second, "the message sent", func() bool { return o.rows(to)[0].Status == "sent" })
 	if n := len(mp.To(to)); n != 1 {
 		t.Errorf("%d messages, want 1", n)
 	}
@@ -680,7 +681,7 @@ func TestShutdownReleasesMessageInFlight(t *testing.T) {
 	if r := o.rows(to); len(r) != 1 || r[0].Status != "queued" || r[0].Attempts != 0 || r[0].LastError != "" || !r[0].Due {
 		t.Fatalf("after the shutdown: %+v; want it queued, due, with no attempt counted", r)
 	}
-	mp := testenv.MailpitFromEnv(t)
+	mp := testsvc.MailpitFromEnv(t)
 	next, _ := o.worker(mp.SMTPURL(), nil)
 	if n, err := next.Once(context.Background()); err != nil || n != 1 {
 		t.Fatalf("the next worker's round: %d claimed, %v", n, err)

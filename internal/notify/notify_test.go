@@ -16,7 +16,7 @@ import (
 	"go.uber.org/goleak"
 
 	"seatd/internal/notify"
-	"seatd/internal/testenv"
+	"seatd/internal/testsvc"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -25,7 +25,7 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 // pool to send notifications through (closed when the test ends).
 func database(t *testing.T) (*pgx.ConnConfig, *pgxpool.Pool) {
 	t.Helper()
-	url := testenv.Config(t).DatabaseURL
+	url := testsvc.Config(t).DatabaseURL
 	cfg, err := pgx.ParseConfig(url)
 	if err != nil {
 		t.Fatal(err)
@@ -43,7 +43,7 @@ func database(t *testing.T) (*pgx.ConnConfig, *pgxpool.Pool) {
 func setup(t *testing.T) (*notify.Notifier, *pgxpool.Pool) {
 	t.Helper()
 	cfg, pool := database(t)
-	n := notify.New(cfg, testenv.Logger(t))
+	n := notify.New(cfg, testsvc.Logger(t))
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { n.Run(ctx); close(done) }()
@@ -132,7 +132,7 @@ func TestDelivery(t *testing.T) {
 	}
 	for _, ch := range chans {
 		for i, r := range recs[ch] {
-			testenv.Eventually(t, 5*time.Second, fmt.Sprintf("%s handler %d has every notification", ch, i), func() bool {
+			testsvc.Eventually(t, 5*time.Second, fmt.Sprintf("%s handler %d has every notification", ch, i), func() bool {
 				return len(r.payloads()) >= each
 			})
 			if got := r.payloads(); !slices.Equal(got, want[ch]) {
@@ -154,13 +154,13 @@ func TestUnlisten(t *testing.T) {
 	unlisten := n.Listen(ch, leave.add)
 	listening(t, n)
 	send(t, pool, ch, "1")
-	testenv.Eventually(t, 5*time.Second, "both heard the first", func() bool {
+	testsvc.Eventually(t, 5*time.Second, "both heard the first", func() bool {
 		return len(stay.payloads()) == 1 && len(leave.payloads()) == 1
 	})
 	unlisten()
 	unlisten() // twice is harmless
 	send(t, pool, ch, "2")
-	testenv.Eventually(t, 5*time.Second, "the staying handler heard the second", func() bool { return len(stay.payloads()) == 2 })
+	testsvc.Eventually(t, 5*time.Second, "the staying handler heard the second", func() bool { return len(stay.payloads()) == 2 })
 	if got := leave.payloads(); len(got) != 1 {
 		t.Fatalf("a removed handler heard %v", got)
 	}
@@ -176,7 +176,7 @@ func TestUnlisten(t *testing.T) {
 	n.Listen(other, back.add)
 	listening(t, n)
 	send(t, pool, other, "heard")
-	testenv.Eventually(t, 5*time.Second, "the channel heard again", func() bool { return len(back.payloads()) == 1 })
+	testsvc.Eventually(t, 5*time.Second, "the channel heard again", func() bool { return len(back.payloads()) == 1 })
 	if got := append(again.payloads(), back.payloads()...); !slices.Equal(got, []string{"heard"}) {
 		t.Fatalf("heard %v, want only the notification sent while listening again", got)
 	}
@@ -192,9 +192,9 @@ func TestReconnect(t *testing.T) {
 	n.Listen(ch, r.add)
 	ready := readyCount(n)
 	listening(t, n)
-	testenv.Eventually(t, 5*time.Second, "the first ready", func() bool { return ready.Load() >= 1 })
+	testsvc.Eventually(t, 5*time.Second, "the first ready", func() bool { return ready.Load() >= 1 })
 	send(t, pool, ch, "before")
-	testenv.Eventually(t, 5*time.Second, "the first notification", func() bool { return len(r.payloads()) == 1 })
+	testsvc.Eventually(t, 5*time.Second, "the first notification", func() bool { return len(r.payloads()) == 1 })
 
 	for round := range 2 {
 		pid, was := n.PID(), ready.Load()
@@ -202,10 +202,10 @@ func TestReconnect(t *testing.T) {
 		if err := pool.QueryRow(context.Background(), `SELECT pg_terminate_backend($1)`, int32(pid)).Scan(&killed); err != nil || !killed { // #nosec G115 -- a backend pid
 			t.Fatalf("kill the listening backend %d: %v %v", pid, killed, err)
 		}
-		testenv.Eventually(t, 10*time.Second, "ready again", func() bool { return ready.Load() > was && n.PID() != pid })
+		testsvc.Eventually(t, 10*time.Second, "ready again", func() bool { return ready.Load() > was && n.PID() != pid })
 		p := "after " + strconv.Itoa(round)
 		send(t, pool, ch, p)
-		testenv.Eventually(t, 5*time.Second, "a notification after the reconnect", func() bool {
+		testsvc.Eventually(t, 5*time.Second, "a notification after the reconnect", func() bool {
 			return slices.Contains(r.payloads(), p)
 		})
 	}
@@ -226,12 +226,12 @@ func TestSlowHandler(t *testing.T) {
 	n.Listen(ch, fast.add)
 	listening(t, n)
 	send(t, pool, ch, "a", "b", "c")
-	testenv.Eventually(t, 5*time.Second, "the fast handler heard everything", func() bool { return len(fast.payloads()) == 3 })
+	testsvc.Eventually(t, 5*time.Second, "the fast handler heard everything", func() bool { return len(fast.payloads()) == 3 })
 	if len(slow.payloads()) != 0 {
 		t.Fatal("the blocked handler ran")
 	}
 	close(release)
-	testenv.Eventually(t, 5*time.Second, "the slow handler caught up", func() bool { return len(slow.payloads()) == 3 })
+	testsvc.Eventually(t, 5*time.Second, "the slow handler caught up", func() bool { return len(slow.payloads()) == 3 })
 	if got := slow.payloads(); !slices.Equal(got, []string{"a", "b", "c"}) {
 		t.Fatalf("slow handler got %v", got)
 	}
@@ -242,7 +242,7 @@ func TestSlowHandler(t *testing.T) {
 func TestListenBeforeRun(t *testing.T) {
 	t.Parallel()
 	cfg, pool := database(t)
-	n := notify.New(cfg, testenv.Logger(t))
+	n := notify.New(cfg, testsvc.Logger(t))
 	ch := channel()
 	r := &recorder{}
 	n.Listen(ch, r.add)
@@ -259,7 +259,7 @@ func TestListenBeforeRun(t *testing.T) {
 		t.Fatal("not ready")
 	}
 	send(t, pool, ch, "x")
-	testenv.Eventually(t, 5*time.Second, "delivery", func() bool { return len(r.payloads()) == 1 })
+	testsvc.Eventually(t, 5*time.Second, "delivery", func() bool { return len(r.payloads()) == 1 })
 }
 
 // TestHandlerFallsBehind: a handler so far behind that its notifications
@@ -283,10 +283,10 @@ func TestHandlerFallsBehind(t *testing.T) {
 		payloads[i] = strconv.Itoa(i)
 	}
 	send(t, pool, ch, payloads...)
-	testenv.Eventually(t, 10*time.Second, "ready again after the overflow", func() bool { return ready.Load() > was })
+	testsvc.Eventually(t, 10*time.Second, "ready again after the overflow", func() bool { return ready.Load() > was })
 	close(release)
 	send(t, pool, ch, "after")
-	testenv.Eventually(t, 10*time.Second, "deliveries resumed", func() bool { return handled.Load() > 10_000 })
+	testsvc.Eventually(t, 10*time.Second, "deliveries resumed", func() bool { return handled.Load() > 10_000 })
 }
 
 // TestWork: a worker's rounds run at once, on a notification (and once
@@ -322,9 +322,9 @@ func TestWork(t *testing.T) {
 		})
 	}()
 	defer func() { cancel(); <-done }()
-	testenv.Eventually(t, 5*time.Second, "the first round", func() bool { return len(rounds()) >= 1 })
+	testsvc.Eventually(t, 5*time.Second, "the first round", func() bool { return len(rounds()) >= 1 })
 	// The ready callback may wake one more round: wait for it to settle.
-	testenv.Eventually(t, 5*time.Second, "quiet", func() bool {
+	testsvc.Eventually(t, 5*time.Second, "quiet", func() bool {
 		before := len(rounds())
 		time.Sleep(2 * s.Settle)
 		return len(rounds()) == before
@@ -332,7 +332,7 @@ func TestWork(t *testing.T) {
 	base := len(rounds())
 
 	send(t, pool, ch, "1")
-	testenv.Eventually(t, 5*time.Second, "a round on the notification and one Settle after", func() bool {
+	testsvc.Eventually(t, 5*time.Second, "a round on the notification and one Settle after", func() bool {
 		return len(rounds()) >= base+2
 	})
 	rs := rounds()
@@ -346,7 +346,7 @@ func TestWork(t *testing.T) {
 		send(t, pool, ch, strconv.Itoa(i))
 		time.Sleep(10 * time.Millisecond)
 	}
-	testenv.Eventually(t, 5*time.Second, "the stream's rounds", func() bool { return len(rounds()) > base+1 })
+	testsvc.Eventually(t, 5*time.Second, "the stream's rounds", func() bool { return len(rounds()) > base+1 })
 	rs = rounds()
 	for i := base + 1; i < len(rs); i++ {
 		if gap := rs[i].Sub(rs[i-1]); gap < s.Cooldown {
@@ -358,7 +358,7 @@ func TestWork(t *testing.T) {
 	}
 
 	// A round that asks for another gets it at once, cooldown or not.
-	testenv.Eventually(t, 5*time.Second, "quiet", func() bool {
+	testsvc.Eventually(t, 5*time.Second, "quiet", func() bool {
 		before := len(rounds())
 		time.Sleep(2 * s.Settle)
 		return len(rounds()) == before
@@ -366,7 +366,7 @@ func TestWork(t *testing.T) {
 	base = len(rounds())
 	asks.Store(2)
 	send(t, pool, ch, "ask")
-	testenv.Eventually(t, 5*time.Second, "the rounds asked for", func() bool { return len(rounds()) >= base+3 })
+	testsvc.Eventually(t, 5*time.Second, "the rounds asked for", func() bool { return len(rounds()) >= base+3 })
 	rs = rounds()
 	if gap := rs[base+2].Sub(rs[base]); gap >= s.Cooldown {
 		t.Fatalf("three rounds asked for took %s", gap)

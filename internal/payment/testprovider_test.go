@@ -11,7 +11,7 @@ import (
 
 	"seatd/internal/apperr"
 	"seatd/internal/payment"
-	"seatd/internal/testenv"
+	"seatd/internal/testsvc"
 )
 
 // The test provider's events go over HTTP to an endpoint that verifies
@@ -125,7 +125,7 @@ func TestTestProviderDelayedCard(t *testing.T) {
 		t.Fatalf("confirm: %+v %v", got, err)
 	}
 	wantTypes(t, e, payment.EventIntentProcessing)
-	testenv.Eventually(t, 5*time.Second, "the delayed payment's success delivered", func() bool { return len(e.got()) == 2 })
+	testsvc.Eventually(t, 5*time.Second, "the delayed payment's success delivered", func() bool { return len(e.got()) == 2 })
 	wantTypes(t, e, payment.EventIntentProcessing, payment.EventIntentSucceeded)
 	if ev := e.got()[1]; ev.IntentID != in.ID || ev.Status != payment.Succeeded || ev.PaymentID != in.PaymentID {
 		t.Errorf("success event %+v", ev)
@@ -158,7 +158,7 @@ func TestTestProviderDelayedCardAfterRestart(t *testing.T) {
 	if r, err := second.Retrieve(t.Context(), in.ID); err != nil || r.Status != payment.Processing {
 		t.Fatalf("retrieve at once: %+v %v", r, err)
 	}
-	testenv.Eventually(t, 5*time.Second, "the delayed payment read as succeeded", func() bool {
+	testsvc.Eventually(t, 5*time.Second, "the delayed payment read as succeeded", func() bool {
 		r, err := second.Retrieve(t.Context(), in.ID)
 		return err == nil && r.Status == payment.Succeeded
 	})
@@ -315,7 +315,7 @@ func TestTestProviderRetriesDelivery(t *testing.T) {
 	if _, err := p.Confirm(t.Context(), in.ID, in.ClientSecret, card(payment.CardSucceeds)); err != nil {
 		t.Fatal(err)
 	}
-	testenv.Eventually(t, 10*time.Second, "the event delivered again", func() bool { return len(e.got()) == 1 })
+	testsvc.Eventually(t, 10*time.Second, "the event delivered again", func() bool { return len(e.got()) == 1 })
 	wantTypes(t, e, payment.EventIntentSucceeded)
 
 	other := newEndpoint(t, "whsec_anotherSecret")

@@ -10,7 +10,7 @@ import (
 	"github.com/jackc/pgx/v5/pgtype"
 
 	"seatd/internal/pg"
-	"seatd/internal/testenv"
+	"seatd/internal/testsvc"
 )
 
 // TestUUIDBinary: uuid.UUID goes to and from Postgres as its 16 bytes, not
@@ -20,7 +20,7 @@ import (
 // NullUUID, and NULL into a value refused.
 func TestUUIDBinary(t *testing.T) {
 	ctx := context.Background()
-	pool, err := pg.Open(ctx, testenv.Config(t).DatabaseURL, pg.Options{MaxConns: 2})
+	pool, err := pg.Open(ctx, testsvc.Config(t).DatabaseURL, pg.Options{MaxConns: 2})
 	if err != nil {
 		t.Fatal(err)
 	}

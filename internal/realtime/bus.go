@@ -8,6 +8,7 @@ package realtime
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"strings"
 	"sync"
@@ -36,9 +37,19 @@ type Notifier interface {
 	OnReady(fn func()) (remove func())
 }
 
+// Subscriber is what the bus needs of a Redis client besides its
+// commands. go-redis's clients (one server or a cluster) are both; New
+// takes its client as redis.Cmdable and asks it for this, so that the
+// packages passing the client along never name go-redis's client types
+// (see internal/redisconn).
+type Subscriber interface {
+	SSubscribe(ctx context.Context, channels ...string) *redis.PubSub
+}
+
 // Bus publishes and subscribes to per-event channels.
 type Bus struct {
-	rdb          redis.UniversalClient
+	rdb          redis.Cmdable
+	sub          Subscriber
 	pool         *pgxpool.Pool
 	log          *slog.Logger
 	redisHealthy func() bool
@@ -79,11 +90,16 @@ type channel struct {
 // the resync callbacks run then).
 const subscribeWait = time.Second
 
-// New returns a bus that hears the Postgres fallback through n. redisHealthy
+// New returns a bus that hears the Postgres fallback through n. rdb must
+// be a Subscriber too (it panics otherwise, a wiring mistake). redisHealthy
 // reports whether Redis should be used to publish (the breaker is closed);
 // when false, Publish goes through Postgres.
-func New(rdb redis.UniversalClient, pool *pgxpool.Pool, n Notifier, log *slog.Logger, redisHealthy func() bool) *Bus {
-	b := &Bus{rdb: rdb, pool: pool, log: log, redisHealthy: redisHealthy, subs: map[string]*channel{}}
+func New(rdb redis.Cmdable, pool *pgxpool.Pool, n Notifier, log *slog.Logger, redisHealthy func() bool) *Bus {
+	sub, ok := rdb.(Subscriber)
+	if !ok {
+		panic(fmt.Sprintf("realtime.New: the Redis client %T cannot subscribe", rdb))
+	}
+	b := &Bus{rdb: rdb, sub: sub, pool: pool, log: log, redisHealthy: redisHealthy, subs: map[string]*channel{}}
 	b.publishes = coalesce.New(1, maxPipeline, b.sendPipeline)
 	b.notifies = coalesce.New(1, maxPipeline, b.sendNotifies)
 	unlisten := n.Listen(notifyChannel, b.heard)
@@ -184,7 +200,7 @@ func (b *Bus) subscribe(name string, h func(payload []byte), resync func()) (uns
 		c = &channel{handlers: map[int]Handler{}, resync: map[int]func(){}, done: make(chan struct{}), ready: make(chan struct{})}
 		// The subscription runs in the background on its own connection;
 		// go-redis reconnects and resubscribes on its own.
-		c.ps = b.rdb.SSubscribe(context.Background(), name)
+		c.ps = b.sub.SSubscribe(context.Background(), name)
 		b.subs[name] = c
 		b.receivers.Go(func() { b.receive(name, c) })
 	}

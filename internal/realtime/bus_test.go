@@ -14,6 +14,7 @@ import (
 
 	"seatd/internal/realtime"
 	"seatd/internal/testenv"
+	"seatd/internal/testsvc"
 )
 
 // TestConcurrentPublishes sends many messages at once from many goroutines
@@ -30,7 +31,7 @@ func TestConcurrentPublishes(t *testing.T) {
 	}{{"redis", true}, {"postgres notify", false}} {
 		t.Run(tc.name, func(t *testing.T) {
 			a := testenv.App(t, nil)
-			bus := realtime.New(a.Redis, a.Pool, testenv.Notifier(t, a), testenv.Logger(t), func() bool { return tc.redis })
+			bus := realtime.New(a.Redis, a.Pool, testenv.Notifier(t, a), testsvc.Logger(t), func() bool { return tc.redis })
 			t.Cleanup(bus.Close)
 			ctx, cancel := context.WithCancel(context.Background())
 			t.Cleanup(cancel)
@@ -88,7 +89,7 @@ func TestConcurrentPublishes(t *testing.T) {
 			}
 			wg.Wait()
 			want := int64(publishers * each)
-			testenv.Poll(10*time.Second, func() bool { return total.Load() >= want })
+			testsvc.Poll(10*time.Second, func() bool { return total.Load() >= want })
 			time.Sleep(100 * time.Millisecond) // not a condition: a duplicate would arrive now
 			if n := total.Load(); n != want {
 				t.Errorf("received %d messages, want %d", n, want)

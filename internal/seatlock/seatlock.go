@@ -110,7 +110,7 @@ func ParseLock(v string) (Lock, error) {
 
 // Locks runs the lock scripts against a Redis (single or cluster).
 type Locks struct {
-	rdb    redis.UniversalClient
+	rdb    redis.Cmdable
 	prefix string
 	margin time.Duration
 	// acquires, when set, sends concurrent acquire scripts in one
@@ -172,7 +172,7 @@ func (l *Locks) runAcquires(ctx context.Context, batch []*coalesce.Call[scriptCa
 // New returns Locks on rdb. margin is how long a lock outlives its hold's
 // held_until: Redis expiry is a safety net for a dead reaper, not the
 // mechanism, so it must never fire before Postgres expires the hold.
-func New(rdb redis.UniversalClient, prefix string, margin time.Duration) *Locks {
+func New(rdb redis.Cmdable, prefix string, margin time.Duration) *Locks {
 	return &Locks{rdb: rdb, prefix: prefix, margin: margin}
 }
 

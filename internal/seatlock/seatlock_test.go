@@ -8,8 +8,9 @@ import (
 
 	"github.com/google/uuid"
 
+	"seatd/internal/redisconn"
 	"seatd/internal/seatlock"
-	"seatd/internal/testenv"
+	"seatd/internal/testsvc"
 )
 
 // TestCoalescedAcquires: 400 buyers at once on 50 seats, their acquire
@@ -18,8 +19,7 @@ import (
 // forgets its scripts (SCRIPT FLUSH, as after a restart) and a crowd's
 // pipelined acquires still run (the script is loaded again).
 func TestCoalescedAcquires(t *testing.T) {
-	a := testenv.App(t, nil)
-	l := a.Locks
+	l, rdb := newLocks(t)
 	ctx := context.Background()
 	org := uuid.New()
 	now := time.Now().Truncate(time.Millisecond)
@@ -63,14 +63,14 @@ func TestCoalescedAcquires(t *testing.T) {
 	// The flushed script meets a pipeline: all 100 acquires queue behind
 	// paused slots, so they go in pipelines of 64 and 36 whose EVALSHA
 	// Redis answers NOSCRIPT.
-	if err := a.Redis.ScriptFlush(ctx).Err(); err != nil {
+	if err := rdb.ScriptFlush(ctx).Err(); err != nil {
 		t.Fatal(err)
 	}
 	event, seats = newEvent(100)
 	queued, resume := l.PauseAcquires()
 	result := make(chan map[uuid.UUID]int)
 	go func() { result <- crowd(event, seats, 100) }()
-	testenv.Eventually(t, 5*time.Second, "100 acquires queued", func() bool { return queued() == 100 })
+	testsvc.Eventually(t, 5*time.Second, "100 acquires queued", func() bool { return queued() == 100 })
 	resume()
 	if granted := <-result; len(granted) != 100 {
 		t.Fatalf("after SCRIPT FLUSH %d of 100 seats granted", len(granted))
@@ -82,8 +82,7 @@ func TestCoalescedAcquires(t *testing.T) {
 // the buyer already has keeps its own. An acquire of more seats than one
 // ZADD of the script takes still lists every seat for expiry.
 func TestAcquireFences(t *testing.T) {
-	a := testenv.App(t, nil)
-	l := a.Locks
+	l, _ := newLocks(t)
 	ctx := context.Background()
 	org, user := uuid.New(), uuid.New()
 	now := time.Now().Truncate(time.Millisecond)
@@ -146,4 +145,19 @@ func syncedEvent(t *testing.T, l *seatlock.Locks, org uuid.UUID, n int, now time
 		t.Fatal(err)
 	}
 	return event, seats
+}
+
+// newLocks is the locks of a process on the test Redis, as app builds
+// them, and the Redis client under them.
+func newLocks(t *testing.T) (*seatlock.Locks, redisconn.Client) {
+	t.Helper()
+	cfg := testsvc.Config(t)
+	rdb, err := redisconn.Open(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = rdb.Close() })
+	l := seatlock.New(rdb, cfg.KeyPrefix, cfg.LockMargin)
+	l.Coalesce(cfg.HoldBatchSlots, cfg.HoldBatchMax)
+	return l, rdb
 }

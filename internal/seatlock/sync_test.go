@@ -9,7 +9,6 @@ import (
 	"github.com/google/uuid"
 
 	"seatd/internal/seatlock"
-	"seatd/internal/testenv"
 )
 
 // lockOf returns the hold id of a seat's lock, or uuid.Nil.
@@ -27,8 +26,7 @@ func lockOf(t *testing.T, l *seatlock.Locks, org, event, seat uuid.UUID) uuid.UU
 
 // TestSyncRules: Redis follows Postgres seat by seat, by version and fence.
 func TestSyncRules(t *testing.T) {
-	a := testenv.App(t, nil)
-	l := a.Locks
+	l, rdb := newLocks(t)
 	ctx := context.Background()
 	org, event := uuid.New(), uuid.New()
 	seat := uuid.New()
@@ -122,7 +120,7 @@ func TestSyncRules(t *testing.T) {
 		t.Fatalf("a sync older than the release brought back lock %s", got)
 	}
 	// A flushed Redis forgets the event: the fast path stops trusting it.
-	if err := a.Redis.Del(ctx, l.Keys(org, event).Synced()).Err(); err != nil {
+	if err := rdb.Del(ctx, l.Keys(org, event).Synced()).Err(); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := acquire(time.Now(), time.Minute); !errors.Is(err, seatlock.ErrNotSynced) {

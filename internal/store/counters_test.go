@@ -12,6 +12,7 @@ import (
 	"seatd/internal/config"
 	"seatd/internal/store"
 	"seatd/internal/testenv"
+	"seatd/internal/testsvc"
 )
 
 // TestEndedHoldsLockCountersInOrder: a statement ending holds of several
@@ -26,7 +27,7 @@ import (
 // its own.
 func TestEndedHoldsLockCountersInOrder(t *testing.T) {
 	t.Parallel()
-	own := testenv.OwnDatabase(t, "counters")
+	own := testsvc.OwnDatabase(t, "counters")
 	a := testenv.App(t, func(c *config.Config) {
 		c.DatabaseURL = own
 		// Long enough that the statement outwaits this test's lock on a

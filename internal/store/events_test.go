@@ -9,6 +9,7 @@ import (
 	"seatd/internal/config"
 	"seatd/internal/store"
 	"seatd/internal/testenv"
+	"seatd/internal/testsvc"
 )
 
 // TestNewEventPlannedForItsSize: right after an event is created, the
@@ -57,7 +58,7 @@ func TestNewEventPlannedForItsSize(t *testing.T) {
 // a database of its own, so the held lock delays no other test.
 func TestNewEventWaitsForAnotherAnalyze(t *testing.T) {
 	t.Parallel()
-	own := testenv.OwnDatabase(t, "analyzewait")
+	own := testsvc.OwnDatabase(t, "analyzewait")
 	a := testenv.App(t, func(c *config.Config) { c.DatabaseURL = own })
 	ctx := context.Background()
 	tn := testenv.NewTenant(t, a, 0)

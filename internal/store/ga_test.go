@@ -14,6 +14,7 @@ import (
 	"seatd/internal/config"
 	"seatd/internal/store"
 	"seatd/internal/testenv"
+	"seatd/internal/testsvc"
 )
 
 // TestGAPlaceHeldAlreadyIsTaken: a GA request names places it picked as
@@ -66,7 +67,7 @@ func TestGAPlaceHeldAlreadyIsTaken(t *testing.T) {
 // heap; what is allocated while it runs, slower under -race, comes on
 // top). Not parallel: the heap is the whole process's.
 func TestStandingChartStreamed(t *testing.T) {
-	a := testenv.App(t, func(c *config.Config) { c.DatabaseURL = testenv.OwnDatabase(t, "standing_chart") })
+	a := testenv.App(t, func(c *config.Config) { c.DatabaseURL = testsvc.OwnDatabase(t, "standing_chart") })
 	tn := testenv.NewTenant(t, a, 0)
 	ctx := context.Background()
 	c := chart.Chart{Name: "Field", Categories: []chart.Category{{Key: "ga", Name: "Standing", Color: "#123456"}},

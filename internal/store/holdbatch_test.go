@@ -15,6 +15,7 @@ import (
 	"seatd/internal/pg"
 	"seatd/internal/store"
 	"seatd/internal/testenv"
+	"seatd/internal/testsvc"
 )
 
 // TestHoldBatchRowsStayApart queues holds of two tenants in one coalesced
@@ -259,7 +260,7 @@ func TestHoldBatchPostgresUnreachable(t *testing.T) {
 			Locked: true, Seats: []store.HoldRequest{{SeatID: uuid.New(), HoldID: uuid.New(), Fence: 1}}}
 		wg.Go(func() { _, errs[i] = st.Holds.Create(ctx, p) })
 	}
-	testenv.Eventually(t, 10*time.Second, "every hold queued", func() bool { return queued() == len(errs) })
+	testsvc.Eventually(t, 10*time.Second, "every hold queued", func() bool { return queued() == len(errs) })
 	unblock()
 	wg.Wait()
 	for i, err := range errs {
@@ -318,7 +319,7 @@ func TestPingHoldPools(t *testing.T) {
 	if _, err := a.Pool.Exec(ctx, "SELECT pg_terminate_backend($1)", pid); err != nil {
 		t.Fatal(err)
 	}
-	testenv.Eventually(t, 5*time.Second, "the backend gone", func() bool {
+	testsvc.Eventually(t, 5*time.Second, "the backend gone", func() bool {
 		var n int
 		err := a.Pool.QueryRow(ctx, "SELECT count(*) FROM pg_stat_activity WHERE pid = $1", pid).Scan(&n)
 		return err == nil && n == 0
@@ -327,7 +328,7 @@ func TestPingHoldPools(t *testing.T) {
 		t.Fatalf("ping after a shared transactions' idle connection broke: %v", err)
 	}
 	// The pool destroys a released broken connection in the background.
-	testenv.Eventually(t, 5*time.Second, "the broken idle connection out of its pool", func() bool {
+	testsvc.Eventually(t, 5*time.Second, "the broken idle connection out of its pool", func() bool {
 		return pools[1].Stat().TotalConns() == 0
 	})
 	c, err = pools[1].Acquire(ctx)

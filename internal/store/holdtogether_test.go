@@ -13,6 +13,7 @@ import (
 	"seatd/internal/pg"
 	"seatd/internal/store"
 	"seatd/internal/testenv"
+	"seatd/internal/testsvc"
 )
 
 // TestHoldsTogetherDecideInOrder queues holds of several seats on a
@@ -87,7 +88,7 @@ func TestHoldsTogetherDecideInOrder(t *testing.T) {
 	for i, c := range calls {
 		// In order: the batch keeps the order requests queued in.
 		wg.Go(func() { c.out, c.err = st.Holds.Create(ctx, c.p) })
-		testenv.Eventually(t, 10*time.Second, "hold queued", func() bool { return queued() == i+1 })
+		testsvc.Eventually(t, 10*time.Second, "hold queued", func() bool { return queued() == i+1 })
 	}
 	stmts, _ := st.Holds.BatchStats()
 	unblock()
@@ -200,7 +201,7 @@ func TestSharedHoldsOnOwnConnections(t *testing.T) {
 	ev := testenv.NewEvent(t, a, tn.Org.ID, 1, 1, 6)
 	seats := testenv.SeatIDs(t, a, tn.Org.ID, ev.ID)
 	open := func() *pgxpool.Pool {
-		p, err := pg.Open(ctx, testenv.Config(t).DatabaseURL, pg.Options{MaxConns: 1})
+		p, err := pg.Open(ctx, testsvc.Config(t).DatabaseURL, pg.Options{MaxConns: 1})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -13,6 +13,7 @@ import (
 	"seatd/internal/config"
 	"seatd/internal/store"
 	"seatd/internal/testenv"
+	"seatd/internal/testsvc"
 )
 
 // TestChangeFeedReadByIndex: with a long audit history, the change feed's
@@ -136,7 +137,7 @@ func TestEventSeatsReadByHoldKey(t *testing.T) {
 // hold up the package's other tests.
 func planApp(t *testing.T, name string) *app.App {
 	t.Helper()
-	own := testenv.OwnDatabase(t, name)
+	own := testsvc.OwnDatabase(t, name)
 	return testenv.App(t, func(c *config.Config) {
 		c.DatabaseURL = own
 		c.PGStatementTimeout = time.Minute

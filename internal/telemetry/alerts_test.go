@@ -21,6 +21,7 @@ import (
 	"seatd/internal/config"
 	"seatd/internal/freeport"
 	"seatd/internal/testenv"
+	"seatd/internal/testsvc"
 )
 
 // prometheusBinary finds Prometheus: SEATD_PROMETHEUS (make test sets it
@@ -103,7 +104,7 @@ func startPrometheus(t *testing.T, target string, forDur string) *promServer {
 		}
 	})
 	p := &promServer{t: t, base: "http://" + addr}
-	testenv.Eventually(t, 20*time.Second, "prometheus ready", func() bool {
+	testsvc.Eventually(t, 20*time.Second, "prometheus ready", func() bool {
 		r, err := http.Get(p.base + "/-/ready")
 		if err != nil {
 			return false
@@ -195,7 +196,7 @@ func TestReaperStallFiresThroughPrometheus(t *testing.T) {
 	p := startPrometheus(t, strings.TrimPrefix(ops.URL, "http://"), "2s")
 
 	start := time.Now()
-	testenv.Eventually(t, 20*time.Second, "Prometheus sees a healthy reaper", func() bool {
+	testsvc.Eventually(t, 20*time.Second, "Prometheus sees a healthy reaper", func() bool {
 		return p.query(`seatd_reaper_last_success_timestamp_seconds > 0`)
 	})
 	if s := p.alertState("SeatdReaperStalled"); s != "" {
@@ -213,13 +214,13 @@ func TestReaperStallFiresThroughPrometheus(t *testing.T) {
 		t.Fatal(err)
 	}
 	stalled := time.Now()
-	testenv.Eventually(t, 40*time.Second, "SeatdReaperStalled firing", func() bool {
+	testsvc.Eventually(t, 40*time.Second, "SeatdReaperStalled firing", func() bool {
 		return p.alertState("SeatdReaperStalled") == "firing"
 	})
 	fired := time.Since(stalled)
 
 	unlock()
-	testenv.Eventually(t, 20*time.Second, "SeatdReaperStalled resolved", func() bool {
+	testsvc.Eventually(t, 20*time.Second, "SeatdReaperStalled resolved", func() bool {
 		return p.alertState("SeatdReaperStalled") == ""
 	})
 	t.Logf("reaper stalled by a lock on seat_holds: alert firing after %v, resolved after the lock went; whole test %v",

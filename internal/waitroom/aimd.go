@@ -60,7 +60,7 @@ type AIMDOptions struct {
 	Decrease float64       // multiplicative decrease factor (0.5)
 	// Redis, when set, is where the processes pool their hold latency,
 	// under KeyPrefix (SEATD_KEY_PREFIX).
-	Redis     redis.UniversalClient
+	Redis     redis.Cmdable
 	KeyPrefix string
 }
 
@@ -243,7 +243,7 @@ func sorted(sum map[float64]uint64) []bucket {
 // rewritten within sharedFor (its process stopped) is ignored and
 // removed by the next reader. One key, so one slot in a cluster.
 type shared struct {
-	rdb redis.UniversalClient
+	rdb redis.Cmdable
 	key string
 }
 

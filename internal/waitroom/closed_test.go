@@ -12,7 +12,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"seatd/internal/telemetry"
-	"seatd/internal/testenv"
+	"seatd/internal/testsvc"
 	"seatd/internal/waitroom"
 )
 
@@ -22,7 +22,7 @@ import (
 // Redis answers again every visitor is at the place they had and the
 // admitter goes on from the head of the line.
 func TestQueueRedisDownFailsClosed(t *testing.T) {
-	srv := testenv.StartRedis(t)
+	srv := testsvc.StartRedis(t)
 	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr(), ReadTimeout: 200 * time.Millisecond,
 		WriteTimeout: 200 * time.Millisecond, MaxRetries: -1})
 	defer rdb.Close()
@@ -61,7 +61,7 @@ func TestQueueRedisDownFailsClosed(t *testing.T) {
 		t.Fatal("a valid pass was refused with Redis paused")
 	}
 
-	testenv.Eventually(t, 5*time.Second, "Redis answering again", func() bool { return rdb.Ping(ctx).Err() == nil })
+	testsvc.Eventually(t, 5*time.Second, "Redis answering again", func() bool { return rdb.Ping(ctx).Err() == nil })
 	for v, pos := range before {
 		if p := place(t, l, room, v); p.Position != pos || p.State != waitroom.Waiting {
 			t.Fatalf("%s after the outage: %+v, had place %d", v, p, pos)
@@ -106,7 +106,7 @@ func TestQueuePasses(t *testing.T) {
 			t.Errorf("%s: accepted", name)
 		}
 	}
-	testenv.Eventually(t, 5*time.Second, "the pass expired", func() bool {
+	testsvc.Eventually(t, 5*time.Second, "the pass expired", func() bool {
 		_, ok := p.Check(pass, org, event, "s1")
 		return !ok
 	})
@@ -170,7 +170,7 @@ func TestQueueAIMD(t *testing.T) {
 // fast, and they count once, in the period they happened in.
 func TestQueueAIMDAcrossProcesses(t *testing.T) {
 	t.Parallel()
-	srv := testenv.StartRedis(t)
+	srv := testsvc.StartRedis(t)
 	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr()})
 	t.Cleanup(func() { _ = rdb.Close() })
 	ctx := t.Context()

@@ -66,7 +66,7 @@ type Place struct {
 
 // Line is the waiting lines of every event, in Redis.
 type Line struct {
-	rdb    redis.UniversalClient
+	rdb    redis.Cmdable
 	prefix string
 	// admitTTL is how long an admission counts in Redis: a visitor
 	// admitted within it who joins again is told "admitted" (ten tabs,
@@ -80,7 +80,7 @@ type Line struct {
 // admitTTL is how long an admission is valid before it must be renewed
 // (Passes' ttl); at least a minute, since the measured rate counts the
 // admissions of the last minute.
-func NewLine(rdb redis.UniversalClient, prefix string, admitTTL time.Duration) *Line {
+func NewLine(rdb redis.Cmdable, prefix string, admitTTL time.Duration) *Line {
 	return &Line{rdb: rdb, prefix: prefix, admitTTL: max(admitTTL, time.Minute), draw: lotteryDraw}
 }
 

@@ -10,6 +10,7 @@ import (
 	"seatd/internal/apperr"
 	"seatd/internal/config"
 	"seatd/internal/testenv"
+	"seatd/internal/testsvc"
 	"seatd/internal/webhook"
 )
 
@@ -61,7 +62,7 @@ func TestFairClaims(t *testing.T) {
 	t.Parallel()
 	a := testenv.App(t, func(c *config.Config) {
 		fastRetries(c)
-		c.DatabaseURL = testenv.OwnDatabase(t, "webhook_fair_claims") // only this test's worker claims
+		c.DatabaseURL = testsvc.OwnDatabase(t, "webhook_fair_claims") // only this test's worker claims
 		c.WebhookTimeout = 3 * time.Second
 		c.WebhookConcurrency = 8 // batches of 32, and 2 probes
 	})
@@ -82,7 +83,7 @@ func TestFairClaims(t *testing.T) {
 	if _, err := a.Holds.SetBlocked(ctx, actor(down.Organizer), evDown.ID, testenv.SeatIDs(t, a, down.Org.ID, evDown.ID)[0], true, ""); err != nil {
 		t.Fatal(err)
 	}
-	testenv.Eventually(t, 10*time.Second, "the dead endpoint's first attempt failed", func() bool {
+	testsvc.Eventually(t, 10*time.Second, "the dead endpoint's first attempt failed", func() bool {
 		ds, err := a.Store.Webhooks.Deliveries(ctx, down.Org.ID, dead.ID, 0, 1)
 		return err == nil && len(ds) == 1 && ds[0].LastError != nil
 	})
@@ -100,7 +101,7 @@ func TestFairClaims(t *testing.T) {
 		if _, err := a.Holds.SetBlocked(ctx, actor(up.Organizer), evUp.ID, seat, true, ""); err != nil {
 			t.Fatal(err)
 		}
-		testenv.Eventually(t, 2*time.Second, "the other organization's change delivered", func() bool { return len(r.received()) == i+1 })
+		testsvc.Eventually(t, 2*time.Second, "the other organization's change delivered", func() bool { return len(r.received()) == i+1 })
 		t.Logf("change %d delivered after %s", i+1, time.Since(start).Round(time.Millisecond))
 	}
 	var pending int

@@ -12,6 +12,7 @@ import (
 
 	"seatd/internal/apperr"
 	"seatd/internal/testenv"
+	"seatd/internal/testsvc"
 	"seatd/internal/webhook"
 )
 
@@ -52,9 +53,9 @@ func TestSecretSealed(t *testing.T) {
 	if _, err := a.Holds.SetBlocked(ctx, actor(tn.Organizer), ev.ID, seats[0], true, ""); err != nil {
 		t.Fatal(err)
 	}
-	testenv.Eventually(t, 5*time.Second, "the delivery", func() bool { return len(r.received()) == 1 })
+	testsvc.Eventually(t, 5*time.Second, "the delivery", func() bool { return len(r.received()) == 1 })
 	var lastError string
-	testenv.Eventually(t, 5*time.Second, "the other endpoint's attempt", func() bool {
+	testsvc.Eventually(t, 5*time.Second, "the other endpoint's attempt", func() bool {
 		ds, err := a.Store.Webhooks.Deliveries(ctx, tn.Org.ID, other.ID, 0, 1)
 		if err == nil && len(ds) == 1 && ds[0].LastError != nil {
 			lastError = *ds[0].LastError
@@ -104,7 +105,7 @@ func TestSecretRotation(t *testing.T) {
 		if _, err := a.Holds.SetBlocked(ctx, actor(tn.Organizer), ev.ID, seats[i], true, ""); err != nil {
 			t.Fatal(err)
 		}
-		testenv.Eventually(t, 5*time.Second, "the delivery", func() bool { return len(r.received()) == i+1 })
+		testsvc.Eventually(t, 5*time.Second, "the delivery", func() bool { return len(r.received()) == i+1 })
 	}
 	block(0)
 	r.mu.Lock()
@@ -133,7 +134,7 @@ func TestSecretRotation(t *testing.T) {
 	if _, err := a.Holds.SetBlocked(ctx, actor(tn.Organizer), ev.ID, seats[2], true, ""); err != nil {
 		t.Fatal(err)
 	}
-	testenv.Eventually(t, 5*time.Second, "a delivery refused by a receiver checking the old secret", func() bool {
+	testsvc.Eventually(t, 5*time.Second, "a delivery refused by a receiver checking the old secret", func() bool {
 		r.mu.Lock()
 		defer r.mu.Unlock()
 		return len(r.bad) > 0
@@ -168,7 +169,7 @@ func TestClearSecretsSealed(t *testing.T) {
 	r.secret.Store(legacy)
 	var id uuid.UUID
 	if err := a.Pool.QueryRow(ctx, `INSERT INTO webhook_endpoints (org_id, url, events, secret) VALUES ($1, $2, $3, $4) RETURNING id`,
-		tn.Org.ID, r.srv.URL+"/hook", webhook.Types, legacy).Scan(&id); err != nil {
+		tn.Org.ID, r.url(), webhook.Types, legacy).Scan(&id); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = a.Store.Webhooks.DeleteEndpoint(ctx, tn.Org.ID, id) })
@@ -187,7 +188,7 @@ func TestClearSecretsSealed(t *testing.T) {
 	if _, err := a.Holds.SetBlocked(ctx, actor(tn.Organizer), ev.ID, testenv.SeatIDs(t, a, tn.Org.ID, ev.ID)[0], true, ""); err != nil {
 		t.Fatal(err)
 	}
-	testenv.Eventually(t, 5*time.Second, "the delivery signed with the old secret", func() bool { return len(r.received()) == 1 })
+	testsvc.Eventually(t, 5*time.Second, "the delivery signed with the old secret", func() bool { return len(r.received()) == 1 })
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.bad != nil {

@@ -15,6 +15,7 @@ import (
 	"seatd/internal/config"
 	"seatd/internal/store"
 	"seatd/internal/testenv"
+	"seatd/internal/testsvc"
 	"seatd/internal/webhook"
 )
 
@@ -127,7 +128,7 @@ func TestDialRefusesPrivate(t *testing.T) {
 	ctx := context.Background()
 	// As registration would store it had the name resolved to a public
 	// address then.
-	ep, err := a.Store.Webhooks.CreateEndpoint(ctx, tn.Org.ID, nil, r.srv.URL+"/hook", webhook.Types, "whsec_test")
+	ep, err := a.Store.Webhooks.CreateEndpoint(ctx, tn.Org.ID, nil, r.url(), webhook.Types, "whsec_test")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -141,7 +142,7 @@ func TestDialRefusesPrivate(t *testing.T) {
 		t.Fatal(err)
 	}
 	var ds []store.Delivery
-	testenv.Eventually(t, 5*time.Second, "the delivery attempted", func() bool {
+	testsvc.Eventually(t, 5*time.Second, "the delivery attempted", func() bool {
 		if _, err := a.Webhooks.Once(ctx); err != nil {
 			t.Fatal(err)
 		}
@@ -151,7 +152,7 @@ func TestDialRefusesPrivate(t *testing.T) {
 	if ds[0].State != store.DeliveryPending || ds[0].LastError == nil || !strings.Contains(*ds[0].LastError, "private") {
 		t.Fatalf("delivery after a refused dial: %+v", ds[0])
 	}
-	testenv.Eventually(t, 5*time.Second, "the delivery to port 22 attempted", func() bool {
+	testsvc.Eventually(t, 5*time.Second, "the delivery to port 22 attempted", func() bool {
 		if _, err := a.Webhooks.Once(ctx); err != nil {
 			t.Fatal(err)
 		}
@@ -202,7 +203,7 @@ func TestAttemptHidesDialError(t *testing.T) {
 		t.Fatal(err)
 	}
 	var got string
-	testenv.Eventually(t, 5*time.Second, "the delivery attempted", func() bool {
+	testsvc.Eventually(t, 5*time.Second, "the delivery attempted", func() bool {
 		ds, err := a.Store.Webhooks.Deliveries(ctx, tn.Org.ID, ep.ID, 0, 10)
 		if err == nil && len(ds) == 1 && ds[0].LastError != nil {
 			got = *ds[0].LastError

@@ -23,6 +23,7 @@ import (
 	"seatd/internal/hold"
 	"seatd/internal/store"
 	"seatd/internal/testenv"
+	"seatd/internal/testsvc"
 	"seatd/internal/webhook"
 )
 
@@ -30,8 +31,14 @@ import (
 // delivery's signature with its own HMAC code (not webhook.Sign) and
 // records what it got, in arrival order.
 type receiver struct {
-	t      testing.TB
-	srv    *httptest.Server
+	t   testing.TB
+	srv *httptest.Server
+	// path is the receiver's own: the test database outlives its tests,
+	// and a delivery still retried for an endpoint of an ended test (of
+	// this run or an earlier one) may reach a new receiver that the OS
+	// gave the same port. Requests to other paths are answered 410 and
+	// not counted.
+	path   string
 	secret atomic.Value // string
 	// fail answers with this behaviour while set: "drop" closes the
 	// connection without an answer (a receiver killed mid-request),
@@ -47,7 +54,7 @@ type receiver struct {
 }
 
 func newReceiver(t testing.TB) *receiver {
-	r := &receiver{t: t}
+	r := &receiver{t: t, path: "/hook/" + uuid.NewString()}
 	r.fail.Store("")
 	r.secret.Store("")
 	r.srv = httptest.NewServer(http.HandlerFunc(r.serve))
@@ -57,6 +64,10 @@ func newReceiver(t testing.TB) *receiver {
 
 func (r *receiver) serve(w http.ResponseWriter, req *http.Request) {
 	body, _ := io.ReadAll(req.Body)
+	if req.URL.Path != r.path {
+		w.WriteHeader(http.StatusGone)
+		return
+	}
 	r.mu.Lock()
 	r.hits++
 	r.mu.Unlock()
@@ -129,9 +140,12 @@ func (r *receiver) received() []webhook.Body {
 }
 
 // register makes an endpoint of org for every type, pointing at r.
+// url is where the receiver takes deliveries.
+func (r *receiver) url() string { return r.srv.URL + r.path }
+
 func (r *receiver) register(t testing.TB, a *app.App, org uuid.UUID) store.WebhookEndpoint {
 	t.Helper()
-	e, err := webhook.NewEndpoints(a.Store.Webhooks, true).Create(context.Background(), org, r.srv.URL+"/hook", webhook.Types)
+	e, err := webhook.NewEndpoints(a.Store.Webhooks, true).Create(context.Background(), org, r.url(), webhook.Types)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -186,7 +200,7 @@ func TestDeliverySigned(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	testenv.Eventually(t, 5*time.Second, "six deliveries", func() bool { return len(r.received()) >= 6 })
+	testsvc.Eventually(t, 5*time.Second, "six deliveries", func() bool { return len(r.received()) >= 6 })
 	got := r.received()
 	want := []struct {
 		typ  string
@@ -215,7 +229,7 @@ func TestDeliverySigned(t *testing.T) {
 	if r.bad != nil {
 		t.Fatalf("signature failures: %v", r.bad)
 	}
-	testenv.Eventually(t, 2*time.Second, "all six recorded delivered", func() bool {
+	testsvc.Eventually(t, 2*time.Second, "all six recorded delivered", func() bool {
 		ds, err := a.Store.Webhooks.Deliveries(ctx, tn.Org.ID, ep.ID, 0, 10)
 		if err != nil || len(ds) != 6 {
 			return false
@@ -319,7 +333,7 @@ func TestReceiverKilledMidStream(t *testing.T) {
 	if len(auditOf) != total {
 		t.Fatalf("%d outbox rows for %d changes", len(auditOf), total)
 	}
-	testenv.Eventually(t, 30*time.Second, "every change delivered", func() bool {
+	testsvc.Eventually(t, 30*time.Second, "every change delivered", func() bool {
 		seen := map[uuid.UUID]bool{}
 		for _, b := range r.received() {
 			seen[b.ID] = true
@@ -381,19 +395,19 @@ func TestRetryBackoff(t *testing.T) {
 	if _, err := a.Holds.SetBlocked(ctx, actor(tn.Organizer), ev.ID, seats[0], true, ""); err != nil {
 		t.Fatal(err)
 	}
-	testenv.Eventually(t, 5*time.Second, "four failed attempts", func() bool {
+	testsvc.Eventually(t, 5*time.Second, "four failed attempts", func() bool {
 		r.mu.Lock()
 		defer r.mu.Unlock()
 		return r.hits >= 4
 	})
 	r.fail.Store("")
-	testenv.Eventually(t, 5*time.Second, "the delivery", func() bool { return len(r.received()) == 1 })
+	testsvc.Eventually(t, 5*time.Second, "the delivery", func() bool { return len(r.received()) == 1 })
 	var id int64
 	if err := a.Pool.QueryRow(ctx, `SELECT id FROM webhook_deliveries WHERE endpoint_id = $1`, ep.ID).Scan(&id); err != nil {
 		t.Fatal(err)
 	}
 	var as []store.Attempt
-	testenv.Eventually(t, 2*time.Second, "the last attempt recorded", func() bool {
+	testsvc.Eventually(t, 2*time.Second, "the last attempt recorded", func() bool {
 		as, _ = a.Store.Webhooks.DeliveryAttempts(ctx, tn.Org.ID, id)
 		return len(as) >= 5 && as[len(as)-1].Status == 204
 	})
@@ -504,7 +518,7 @@ func TestWaitlistOfferDelivered(t *testing.T) {
 	}
 	var offered webhook.Body
 	var created int
-	testenv.Eventually(t, 5*time.Second, "the offer's deliveries", func() bool {
+	testsvc.Eventually(t, 5*time.Second, "the offer's deliveries", func() bool {
 		created = 0
 		for _, g := range r.received() {
 			switch g.Type {
@@ -539,7 +553,7 @@ func TestWaitlistOfferDelivered(t *testing.T) {
 	if r.bad != nil {
 		t.Fatalf("signature failures: %v", r.bad)
 	}
-	testenv.Eventually(t, 2*time.Second, "the offer recorded delivered", func() bool {
+	testsvc.Eventually(t, 2*time.Second, "the offer recorded delivered", func() bool {
 		ds, err := a.Store.Webhooks.Deliveries(ctx, tn.Org.ID, ep.ID, 0, 10)
 		if err != nil {
 			return false
@@ -573,7 +587,7 @@ func TestWaitlistLineDelivered(t *testing.T) {
 	r := newReceiver(t)
 	r.register(t, a, tn.Org.ID)
 	holdsOnly := newReceiver(t)
-	e, err := webhook.NewEndpoints(a.Store.Webhooks, true).Create(ctx, tn.Org.ID, holdsOnly.srv.URL+"/hook", []string{"hold.created"})
+	e, err := webhook.NewEndpoints(a.Store.Webhooks, true).Create(ctx, tn.Org.ID, holdsOnly.url(), []string{"hold.created"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -604,7 +618,7 @@ func TestWaitlistLineDelivered(t *testing.T) {
 		Seat       *uuid.UUID `json:"seat_id"`
 	}
 	got := map[string]lineData{} // by type and entry
-	testenv.Eventually(t, 5*time.Second, "four waitlist deliveries", func() bool {
+	testsvc.Eventually(t, 5*time.Second, "four waitlist deliveries", func() bool {
 		clear(got)
 		for _, g := range r.received() {
 			if g.Type != "waitlist.joined" && g.Type != "waitlist.left" {
@@ -662,7 +676,7 @@ func TestWaitlistLineDelivered(t *testing.T) {
 func TestShutdownReleasesAttemptsInFlight(t *testing.T) {
 	t.Parallel()
 	// A database of its own: no other test's worker may take the delivery.
-	db := testenv.OwnDatabase(t, "webhook_shutdown")
+	db := testsvc.OwnDatabase(t, "webhook_shutdown")
 	a := testenv.App(t, func(c *config.Config) { fastRetries(c); c.DatabaseURL = db })
 	tn := testenv.NewTenant(t, a, 1)
 	ev := testenv.NewEvent(t, a, tn.Org.ID, 1, 1, 1)

@@ -10,7 +10,7 @@ import (
 	"github.com/google/uuid"
 
 	"seatd/internal/hold"
-	"seatd/internal/testenv"
+	"seatd/internal/testsvc"
 )
 
 // countingRegistry is a registry core that counts calls and can be made
@@ -54,7 +54,7 @@ func TestRegistryFlights(t *testing.T) {
 			}
 		})
 	}
-	testenv.Eventually(t, 10*time.Second, "a registry check started", func() bool { return core.checks.Load() > 0 })
+	testsvc.Eventually(t, 10*time.Second, "a registry check started", func() bool { return core.checks.Load() > 0 })
 	close(core.gate) // let the flight finish
 	wg.Wait()
 	if n := core.checks.Load(); n != 1 {

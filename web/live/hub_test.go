@@ -13,7 +13,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/gorilla/websocket"
 
-	"seatd/internal/testenv"
+	"seatd/internal/testsvc"
 	"seatd/web/live"
 )
 
@@ -239,7 +239,7 @@ func TestSlowClientIsDroppedWithoutDelayingOthers(t *testing.T) {
 		t.Errorf("fast clients took %v for %d frames, want < 8s", total, frames)
 	}
 
-	testenv.Eventually(t, 5*time.Second, "the slow client to be dropped", func() bool {
+	testsvc.Eventually(t, 5*time.Second, "the slow client to be dropped", func() bool {
 		s := e.hub.Stats()
 		return s.Dropped == 1 && s.Clients == fast
 	})
@@ -265,7 +265,7 @@ func TestWatchOnceAndCancelAfterLastClient(t *testing.T) {
 	for _, c := range conns[1:] {
 		_ = c.Close()
 	}
-	testenv.Eventually(t, 5*time.Second, "one client left", func() bool { return e.hub.Stats().Clients == 1 })
+	testsvc.Eventually(t, 5*time.Second, "one client left", func() bool { return e.hub.Stats().Clients == 1 })
 	if _, c, _ := e.src.counts(); c != 0 {
 		t.Fatalf("watch cancelled with a client still connected")
 	}
@@ -279,7 +279,7 @@ func TestWatchOnceAndCancelAfterLastClient(t *testing.T) {
 	// A clean close by the last client cancels the watch.
 	_ = conns[0].WriteControl(websocket.CloseMessage,
 		websocket.FormatCloseMessage(websocket.CloseGoingAway, ""), time.Now().Add(time.Second))
-	testenv.Eventually(t, 5*time.Second, "the watch to be cancelled", func() bool {
+	testsvc.Eventually(t, 5*time.Second, "the watch to be cancelled", func() bool {
 		_, c, open := e.src.counts()
 		return c == 1 && open == 0
 	})
@@ -329,7 +329,7 @@ func TestCloseSessionClosesOnlyThatSession(t *testing.T) {
 			t.Fatalf("s1 socket %d: close code %d, err %v; want %d", i, code, err, live.CodeSessionEnded)
 		}
 	}
-	testenv.Eventually(t, 5*time.Second, "s1's sockets to leave", func() bool { return e.hub.Stats().Clients == 2 })
+	testsvc.Eventually(t, 5*time.Second, "s1's sockets to leave", func() bool { return e.hub.Stats().Clients == 2 })
 
 	seat := uuid.New()
 	e.src.push(ev1, e.delta(ev1, seat, "sold", 1, uuid.Nil))
@@ -339,7 +339,7 @@ func TestCloseSessionClosesOnlyThatSession(t *testing.T) {
 		}
 	}
 	// ev2 lost its only client, so its watch is gone.
-	testenv.Eventually(t, 5*time.Second, "ev2's watch to be cancelled", func() bool {
+	testsvc.Eventually(t, 5*time.Second, "ev2's watch to be cancelled", func() bool {
 		_, c, open := e.src.counts()
 		return c == 1 && open == 1
 	})
@@ -406,7 +406,7 @@ func TestShutdownDuringWatch(t *testing.T) {
 		}
 		status <- code
 	}()
-	testenv.Eventually(t, 5*time.Second, "the client to be waiting on its watch", func() bool { return e.hub.Stats().Clients == 1 })
+	testsvc.Eventually(t, 5*time.Second, "the client to be waiting on its watch", func() bool { return e.hub.Stats().Clients == 1 })
 	start := time.Now()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
@@ -467,7 +467,7 @@ func TestPingsKeepLiveClientsAndDropDeadOnes(t *testing.T) {
 			}
 		}
 	}()
-	testenv.Eventually(t, 5*time.Second, "the silent client to be closed", func() bool { return e.hub.Stats().Clients == 1 })
+	testsvc.Eventually(t, 5*time.Second, "the silent client to be closed", func() bool { return e.hub.Stats().Clients == 1 })
 	time.Sleep(time.Second) // not a condition: the reading client must stay over three pong timeouts
 	if s := e.hub.Stats(); s.Clients != 1 {
 		t.Fatalf("the reading client was closed: %+v", s)
@@ -510,7 +510,7 @@ func TestOnMessageAndReadLimit(t *testing.T) {
 	if code, err := closeCode(c, 5*time.Second); err != nil || code != websocket.CloseMessageTooBig {
 		t.Fatalf("oversized message: close code %d, err %v; want 1009", code, err)
 	}
-	testenv.Eventually(t, 5*time.Second, "the client to leave", func() bool { return e.hub.Stats().Clients == 0 })
+	testsvc.Eventually(t, 5*time.Second, "the client to leave", func() bool { return e.hub.Stats().Clients == 0 })
 }
 
 func TestSameOrigin(t *testing.T) {

@@ -18,7 +18,7 @@ import (
 
 	"seatd/internal/hold"
 	"seatd/internal/store"
-	"seatd/internal/testenv"
+	"seatd/internal/testsvc"
 	"seatd/web/live"
 )
 
@@ -268,7 +268,7 @@ func TestStaffBatchKeepsEveryChange(t *testing.T) {
 	// pile up behind it.
 	renders := staff.started.Load()
 	e.src.push(ev, e.delta(ev, uuid.New(), "blocked", "blocked", 2, uuid.Nil, u))
-	testenv.Eventually(t, 5*time.Second, "the render of the first change started", func() bool { return staff.started.Load() > renders })
+	testsvc.Eventually(t, 5*time.Second, "the render of the first change started", func() bool { return staff.started.Load() > renders })
 	for v := int64(2); v < 122; v++ {
 		st, kind := store.Held, "held"
 		if v%2 == 1 {

@@ -14,7 +14,7 @@ import (
 	"github.com/gorilla/websocket"
 
 	"seatd/internal/hold"
-	"seatd/internal/testenv"
+	"seatd/internal/testsvc"
 	"seatd/web/live"
 )
 
@@ -244,7 +244,7 @@ func TestWaitlistRendersCoalesce(t *testing.T) {
 	conn := e.dial(event, a, "")
 
 	lines.push(hold.WaitlistChange{Line: true})
-	testenv.Eventually(t, 5*time.Second, "a render started", func() bool { return lines.startedRenders() > 0 })
+	testsvc.Eventually(t, 5*time.Second, "a render started", func() bool { return lines.startedRenders() > 0 })
 	for range 100 {
 		lines.push(hold.WaitlistChange{Users: []uuid.UUID{uuid.New()}, Line: true})
 	}

@@ -36,7 +36,7 @@ import (
 // holds per process, which is weaker but never lets a Redis outage
 // disable it.
 type Limiter struct {
-	rdb     redis.UniversalClient
+	rdb     redis.Cmdable
 	prefix  string
 	redisUp func() bool
 	log     *slog.Logger
@@ -68,7 +68,7 @@ const flushEvery = 100 * time.Millisecond
 // trusted proxies. It counts in rdb under cfg's key prefix while redisUp
 // says Redis is up (the hold core's breaker), and counts its refusals in
 // seatd_http_rate_limited_total on reg.
-func New(rdb redis.UniversalClient, cfg config.Config, redisUp func() bool, log *slog.Logger, reg prometheus.Registerer) *Limiter {
+func New(rdb redis.Cmdable, cfg config.Config, redisUp func() bool, log *slog.Logger, reg prometheus.Registerer) *Limiter {
 	refused := telemetry.Register(reg, prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "seatd_http_rate_limited_total", Help: "Requests refused by a rate limit, by limit."},
 		[]string{"limit"}))
@@ -81,7 +81,7 @@ func New(rdb redis.UniversalClient, cfg config.Config, redisUp func() bool, log 
 	return l
 }
 
-func newLimiter(rdb redis.UniversalClient, prefix string, redisUp func() bool, log *slog.Logger, refused *prometheus.CounterVec) *Limiter {
+func newLimiter(rdb redis.Cmdable, prefix string, redisUp func() bool, log *slog.Logger, refused *prometheus.CounterVec) *Limiter {
 	return &Limiter{rdb: rdb, prefix: prefix, redisUp: redisUp, log: log, now: time.Now, refused: refused,
 		pending: map[string]int64{}, known: map[string]int64{}, warnedFrom: -1}
 }

@@ -15,6 +15,7 @@ import (
 	"seatd/internal/app"
 	"seatd/internal/hold"
 	"seatd/internal/testenv"
+	"seatd/internal/testsvc"
 	"seatd/web/httpx"
 )
 
@@ -149,7 +150,7 @@ func TestSessionLogoutElsewhere(t *testing.T) {
 		e := st.entries[storedToken(token)]
 		return e != nil && st.told(e, st.now())
 	}
-	testenv.Eventually(t, 3*time.Second, "y trusts its copy on announcements", func() bool {
+	testsvc.Eventually(t, 3*time.Second, "y trusts its copy on announcements", func() bool {
 		if st, _, _ := y.do("GET", "/me", token); st != http.StatusOK {
 			t.Fatalf("me on y: %d", st)
 		}
@@ -174,7 +175,7 @@ func TestSessionLogoutElsewhere(t *testing.T) {
 	if st, _, _ := x.do("GET", "/me", token); st != http.StatusUnauthorized {
 		t.Fatalf("me on x after logout: %d, want 401", st)
 	}
-	testenv.Eventually(t, 2*time.Second, "the token refused by the other process", func() bool {
+	testsvc.Eventually(t, 2*time.Second, "the token refused by the other process", func() bool {
 		st, _, _ := y.do("GET", "/me", token)
 		return st == http.StatusUnauthorized
 	})
@@ -196,7 +197,7 @@ func TestSessionDataChangedElsewhere(t *testing.T) {
 	stored := storedToken(token)
 	// The change is announced once; y hears it only if its listener is
 	// up, which a copy it trusts on announcements shows.
-	testenv.Eventually(t, 3*time.Second, "y listens for announcements", func() bool {
+	testsvc.Eventually(t, 3*time.Second, "y listens for announcements", func() bool {
 		if st, _, _ := y.do("GET", "/me", token); st != http.StatusOK {
 			t.Fatalf("me on y: %d", st)
 		}
@@ -207,7 +208,7 @@ func TestSessionDataChangedElsewhere(t *testing.T) {
 		return e != nil && st.told(e, st.now())
 	})
 	x.do("GET", "/put", token)
-	testenv.Eventually(t, 2*time.Second, "y drops its cached copy", func() bool {
+	testsvc.Eventually(t, 2*time.Second, "y drops its cached copy", func() bool {
 		st := y.sessions.store
 		st.mu.Lock()
 		defer st.mu.Unlock()

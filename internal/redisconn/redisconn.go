@@ -1,6 +1,13 @@
-package app
-
-// The Redis client, built from the configuration.
+// Package redisconn opens seatd's Redis client from the configuration.
+//
+// The rest of seatd names the client as redis.Cmdable (or Client here),
+// never as go-redis's own client types: a package that names those
+// (*redis.Client, redis.UniversalClient, or an interface with a method
+// on *redis.PubSub) compiles about a second longer, once for each test
+// binary it is rebuilt for, and app is rebuilt for ten of them. The one
+// part that needs more than the commands, the live bus's subscriptions,
+// asks the client for it itself (internal/realtime).
+package redisconn
 
 import (
 	"crypto/tls"
@@ -15,14 +22,22 @@ import (
 	"seatd/internal/config"
 )
 
-// NewRedis builds a Redis client from REDIS_URL: one redis:// URL (or
+// Client is the Redis client the parts of seatd share: the commands, and
+// Close for the one that opened it. Open's clients are go-redis's (one
+// server or a cluster), which subscribe too.
+type Client interface {
+	redis.Cmdable
+	Close() error
+}
+
+// Open builds a Redis client from REDIS_URL: one redis:// URL (or
 // rediss:// for TLS) for a single server, or a comma-separated list of
 // host:port for a cluster (each may start with redis:// or, all alike,
 // rediss:// for TLS). Credentials come from the URL or, for a cluster
 // and for a URL without them, from SEATD_REDIS_USERNAME and
 // SEATD_REDIS_PASSWORD. Timeouts are short and retries few: a slow Redis
 // must trip the breaker quickly, not stall every hold.
-func NewRedis(cfg config.Config) (redis.UniversalClient, error) {
+func Open(cfg config.Config) (Client, error) {
 	o, err := redisOptions(cfg)
 	if err != nil {
 		return nil, err
@@ -30,7 +45,7 @@ func NewRedis(cfg config.Config) (redis.UniversalClient, error) {
 	return redis.NewUniversalClient(o), nil
 }
 
-// redisOptions is NewRedis without the connection, for tests to read.
+// redisOptions is Open without the connection, for tests to read.
 func redisOptions(cfg config.Config) (*redis.UniversalOptions, error) {
 	o := &redis.UniversalOptions{
 		DialTimeout:  cfg.RedisDialTimeout,

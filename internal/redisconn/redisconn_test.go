@@ -1,4 +1,4 @@
-package app
+package redisconn
 
 import (
 	"crypto/tls"
