@@ -107,6 +107,14 @@ func TestCustomerHoldLivesItsTime(t *testing.T) {
 	}
 	r.Start()
 	testsvc.Eventually(t, 10*time.Second, "redis synced again", func() bool { return a.Engine.FastPath() })
+	// A full sync writes Postgres's held seats as of its read, which may
+	// come before this hold when Redis answers again within the round:
+	// the follower's next round brings the hold's change from the feed.
+	k := a.Locks.Keys(tn.Org.ID, ev.ID)
+	testsvc.Eventually(t, 5*time.Second, "the lock of the hold made without redis", func() bool {
+		n, err := a.Redis.Exists(ctx, k.Seat(res2.Holds[0].SeatID)).Result()
+		return err == nil && n == 1
+	})
 	assertLockFollows(t, a, tn.Org.ID, ev.ID, res2.Holds[0])
 
 	// The reaper leaves them alone before their time...

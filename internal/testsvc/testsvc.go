@@ -26,9 +26,9 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
-	"github.com/redis/go-redis/v9"
 
 	"seatd/internal/config"
+	"seatd/internal/redisconn"
 )
 
 // Config returns a test configuration on the environment's databases.
@@ -201,12 +201,10 @@ func (r *Redis) Start() {
 	if err := r.cmd.Start(); err != nil {
 		r.t.Fatalf("start redis: %v", err)
 	}
-	// go-redis's own client with its default dial retries: a quicker
-	// first answer (redisconn's client dials once) lets
-	// internal/hold's TestCustomerHoldLivesItsTime find the engine on the
-	// fast path before the lock of a hold made without Redis is back in
-	// it (8 runs in 10).
-	c := redis.NewClient(&redis.Options{Addr: r.Addr()})
+	c, err := redisconn.Open(config.Config{RedisURL: r.URL()})
+	if err != nil {
+		r.t.Fatal(err)
+	}
 	defer c.Close()
 	for i := 0; ; i++ {
 		if c.Ping(context.Background()).Err() == nil {
