@@ -74,15 +74,12 @@ func (s *Events) Create(ctx context.Context, org uuid.UUID, name, venue string, 
 // created commits, and autovacuum gives way to a waiter after
 // deadlock_timeout (1 s). The pool's lock timeout (500 ms, made for the
 // hold paths, which must fail fast) turned either into a failed event;
-// this wait has its own. So does the statement: ANALYZE reads a sample
-// of up to 30 000 of the table's pages, which on a large seats table and a
-// busy disk can pass the pool's statement timeout (5 s, made for requests),
-// and failed an event whose rows were all written.
+// this wait has its own. So does the statement, which counts that wait
+// and the read of up to 30 000 of the table's pages: under the pool's
+// statement timeout (5 s, made for requests) a wait or a large seats
+// table on a busy disk failed an event whose rows were all written.
 func analyzeSeats(ctx context.Context, tx pgx.Tx) error {
-	if _, err := tx.Exec(ctx, `SET LOCAL lock_timeout = '10s'`); err != nil {
-		return err
-	}
-	if _, err := tx.Exec(ctx, `SET LOCAL statement_timeout = '60s'`); err != nil {
+	if _, err := tx.Exec(ctx, `SELECT set_config('lock_timeout', '10s', true), set_config('statement_timeout', '60s', true)`); err != nil {
 		return err
 	}
 	_, err := tx.Exec(ctx, `ANALYZE seats`)

@@ -88,3 +88,38 @@ func TestNewEventWaitsForAnotherAnalyze(t *testing.T) {
 		t.Fatalf("create event after the other ANALYZE: %v", err)
 	}
 }
+
+// TestGridEventWaitsForAnalyze: a new event's statistics step waits for
+// another ANALYZE of seats (here one held open in a transaction) past the
+// pool's statement timeout, and the event is made once it can go on.
+// Under the pool's timeout it failed the event.
+func TestGridEventWaitsForAnalyze(t *testing.T) {
+	a := testenv.App(t, func(c *config.Config) { c.PGStatementTimeout = 1500 * time.Millisecond })
+	tn := testenv.NewTenant(t, a, 0)
+	ctx := context.Background()
+	other, err := a.Pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = other.Rollback(ctx) }()
+	if _, err := other.Exec(ctx, `ANALYZE seats`); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() {
+		_, err := a.Store.Events.Create(ctx, tn.Org.ID, "Waits", "Hall", time.Now().Add(24*time.Hour),
+			[]store.NewSection{store.GridSection("A", "A", 2, 5, 0, 0)})
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		t.Fatalf("created while another ANALYZE held seats: %v", err)
+	case <-time.After(3 * time.Second): // twice the pool's statement timeout
+	}
+	if err := other.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-done; err != nil {
+		t.Fatalf("create after the other ANALYZE ended: %v", err)
+	}
+}

@@ -2,10 +2,10 @@
 // Postgres, Redis and Mailpit named by DATABASE_URL, REDIS_URL and
 // SEATD_SMTP_URL (make test starts private instances), throwaway
 // redis-server and Mailpit processes for tests that stop them, and waits
-// on conditions. It depends on nothing of seatd above its configuration,
-// so the tests of the packages app is built from use it without
-// rebuilding app for their test binaries; internal/testenv builds apps
-// and their fixtures on top of it.
+// on conditions. Of seatd it needs only the configuration and the Redis
+// client (internal/redisconn), so the tests of the packages app is built
+// from use it without rebuilding app for their test binaries;
+// internal/testenv builds apps and their fixtures on top of it.
 package testsvc
 
 import (
