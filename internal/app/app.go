@@ -229,7 +229,15 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger) (*App, error)
 		a.Close()
 		return nil, err
 	}
-	a.Door = door.New(store.NewCheckins(a.Pool), a.TicketKeys, a.Redis, door.Options{KeyPrefix: cfg.KeyPrefix, Live: a.Bus})
+	checkins := store.NewCheckins(a.Pool)
+	a.Door = door.New(checkins, a.TicketKeys, a.Redis, door.Options{KeyPrefix: cfg.KeyPrefix, Live: a.Bus})
+	reg.MustRegister(
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "seatd_checkin_statements_total",
+			Help: "Admission statements the door's scans went to Postgres in."},
+			func() float64 { n, _ := checkins.BatchStats(); return float64(n) }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "seatd_checkin_scans_total",
+			Help: "Scans carried by admission statements (not those the recent-scan cache answered)."},
+			func() float64 { _, n := checkins.BatchStats(); return float64(n) }))
 	a.BookingDetails = store.NewBookingMail(a.Pool)
 	a.BookingMail = bookingmail.New(a.BookingDetails, a.TicketKeys, a.Notifier,
 		bookingmail.Options{PublicURL: cfg.PublicURL, Poll: cfg.MailPoll}, log.With("component", "bookingmail"))

@@ -13,6 +13,7 @@ import (
 	"seatd/internal/apperr"
 	"seatd/internal/door"
 	"seatd/internal/hold"
+	"seatd/internal/store"
 	"seatd/internal/testenv"
 	"seatd/internal/ticket"
 )
@@ -229,5 +230,98 @@ func TestCancelled(t *testing.T) {
 	}
 	if _, err := f.door.Key(ctx, actor(f.tn.Buyers[0]), f.ev.ID); !errors.Is(err, apperr.ErrForbidden) {
 		t.Fatalf("a buyer's key download: %v", err)
+	}
+}
+
+// TestAdmitTogether: scans that arrive at once share admission statements
+// (fewer statements than scans), and each keeps its own outcome: every
+// live ticket admitted exactly once however often it is scanned in the
+// same instant, the repeats naming that admission, the cancelled ticket
+// refused, the unknown one not found, and one audit row per admission.
+// The door has no recent-scan cache, so every scan goes to Postgres.
+func TestAdmitTogether(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	ctx := context.Background()
+	checkins := store.NewCheckins(f.a.Pool)
+	d := door.New(checkins, f.keys, nil, door.Options{KeyPrefix: f.a.Cfg.KeyPrefix})
+	var tickets []store.Ticket
+	for range 4 {
+		tickets = append(tickets, f.buy(t, 8).Tickets...)
+	}
+	b := f.buy(t, 1)
+	gone := b.Tickets[0]
+	f.cancel(t, b, gone)
+	unknown, err := f.keys.Code(ctx, ticket.Claims{Org: f.tn.Org.ID, Event: f.ev.ID, Ticket: uuid.New(), Seat: tickets[0].SeatID})
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	const each = 4 // scans of every ticket, all at once
+	codes := []string{unknown, f.code(t, gone)}
+	for _, tk := range tickets {
+		codes = append(codes, f.code(t, tk))
+	}
+	type scan struct {
+		r   door.Result
+		err error
+	}
+	scans := make([]scan, each*len(codes))
+	start := make(chan struct{})
+	var wg sync.WaitGroup
+	for i := range scans {
+		wg.Go(func() {
+			<-start
+			r, err := d.Admit(ctx, f.staff, f.ev.ID, codes[i%len(codes)], "gate "+string(rune('A'+i/len(codes))), time.Time{})
+			scans[i] = scan{r, err}
+		})
+	}
+	close(start)
+	wg.Wait()
+
+	admitted := map[uuid.UUID]door.Result{}
+	for i, s := range scans {
+		switch c := i % len(codes); {
+		case c == 0:
+			if !errors.Is(s.err, apperr.ErrNotFound) {
+				t.Fatalf("scan %d of an unknown ticket: %+v, %v", i, s.r, s.err)
+			}
+		case c == 1:
+			if s.err != nil || s.r.Outcome != door.Cancelled || s.r.Ticket != gone.ID {
+				t.Fatalf("scan %d of the cancelled ticket: %+v, %v", i, s.r, s.err)
+			}
+		case s.err != nil:
+			t.Fatalf("scan %d: %v", i, s.err)
+		case s.r.Ticket != tickets[c-2].ID:
+			t.Fatalf("scan %d of ticket %s answered for %s", i, tickets[c-2].ID, s.r.Ticket)
+		case s.r.Outcome == door.Admitted:
+			if _, twice := admitted[s.r.Ticket]; twice {
+				t.Fatalf("ticket %s admitted twice", s.r.Ticket)
+			}
+			admitted[s.r.Ticket] = s.r
+		case s.r.Outcome != door.AlreadyAdmitted:
+			t.Fatalf("scan %d: %+v", i, s.r)
+		}
+	}
+	if len(admitted) != len(tickets) {
+		t.Fatalf("%d of %d tickets admitted", len(admitted), len(tickets))
+	}
+	for i, s := range scans {
+		if i%len(codes) < 2 || s.r.Outcome != door.AlreadyAdmitted {
+			continue
+		}
+		if win := admitted[s.r.Ticket]; s.r.Entrance != win.Entrance || !s.r.At.Equal(win.At) {
+			t.Fatalf("scan %d: %+v names another admission than %+v", i, s.r, win)
+		}
+	}
+	statements, carried := checkins.BatchStats()
+	if carried != int64(len(scans)) || statements >= carried {
+		t.Fatalf("%d scans went in %d statements, want all %d in fewer", carried, statements, len(scans))
+	}
+	if n := f.count(t, `SELECT count(*) FROM checkins WHERE org_id = $1 AND event_id = $2`); n != len(tickets) {
+		t.Fatalf("%d check-ins, want %d", n, len(tickets))
+	}
+	if n := f.count(t, `SELECT count(*) FROM audit_log WHERE org_id = $1 AND event_id = $2 AND action = 'ticket.checked_in'`); n != len(tickets) {
+		t.Fatalf("%d audit rows, want %d", n, len(tickets))
 	}
 }

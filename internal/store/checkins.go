@@ -3,22 +3,33 @@ package store
 import (
 	"context"
 	"strconv"
+	"sync/atomic"
 	"time"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"seatd/internal/coalesce"
 	"seatd/internal/pg"
 )
 
 // Checkins stores admissions at the door and the scans flagged as
 // conflicts (migration 031). Postgres decides: at most one admission per
 // ticket, whatever the scanners and processes.
-type Checkins struct{ db *pgxpool.Pool }
+type Checkins struct {
+	db     *pgxpool.Pool
+	admits *coalesce.Batcher[Admission, admitResult] // see admitbatch.go
+
+	statements, admissions atomic.Int64 // sent by the batcher, for metrics
+}
 
 // NewCheckins returns the check-ins stored in db.
-func NewCheckins(db *pgxpool.Pool) *Checkins { return &Checkins{db: db} }
+func NewCheckins(db *pgxpool.Pool) *Checkins {
+	s := &Checkins{db: db}
+	s.admits = coalesce.New(admitSlots, admitMax, s.runAdmits)
+	return s
+}
 
 // Admission is a scan that lets someone in, to record.
 type Admission struct {
@@ -127,8 +138,12 @@ LEFT JOIN event_categories cat ON cat.org_id = s.org_id AND cat.event_id = s.eve
 // admitted before, and returns what it found. A ticket that is not a's
 // event's (or not of a's seat) is NotFound.
 func (s *Checkins) Admit(ctx context.Context, a Admission) (AdmitOutcome, error) {
-	out, err := admit(ctx, s.db, a)
-	if err != nil || out.Admitted || out.Ticket.Cancelled {
+	r, err := s.admits.Do(ctx, a)
+	if err != nil {
+		return AdmitOutcome{}, err
+	}
+	out := r.out
+	if err = r.err; err != nil || out.Admitted || out.Ticket.Cancelled {
 		return out, err
 	}
 	// The admission that stands was committed before ours found it.
@@ -137,23 +152,28 @@ func (s *Checkins) Admit(ctx context.Context, a Admission) (AdmitOutcome, error)
 }
 
 func admit(ctx context.Context, db pg.DBTX, a Admission) (AdmitOutcome, error) {
-	out := AdmitOutcome{Ticket: DoorTicket{ID: a.Ticket, SeatID: a.Seat}}
 	var admittedAt *time.Time
-	var section, row string
-	var ga bool
+	var section, row, category, holder string
+	var ga, cancelled bool
 	var number int
 	err := db.QueryRow(ctx, admitSQL, a.Org, a.Event, a.Ticket, a.Seat, a.Entrance, a.ScannedAt, a.By, a.Offline).Scan(
-		&out.Ticket.Cancelled, &admittedAt, &section, &ga, &row, &number, &out.Ticket.Category, &out.Ticket.Holder)
+		&cancelled, &admittedAt, &section, &ga, &row, &number, &category, &holder)
 	if err != nil {
 		return AdmitOutcome{}, notFoundIfNoRows(err, "ticket")
 	}
-	out.Ticket.Seat = doorSeatLabel(section, ga, row, number)
+	return newAdmitOutcome(a, cancelled, admittedAt, doorSeatLabel(section, ga, row, number), category, holder), nil
+}
+
+// newAdmitOutcome is what an admission statement found for a: the
+// ticket, and its admission when the statement recorded one.
+func newAdmitOutcome(a Admission, cancelled bool, admittedAt *time.Time, seat, category, holder string) AdmitOutcome {
+	out := AdmitOutcome{Ticket: DoorTicket{ID: a.Ticket, SeatID: a.Seat, Seat: seat, Category: category, Holder: holder, Cancelled: cancelled}}
 	if admittedAt != nil {
 		out.Admitted = true
 		out.Checkin = Checkin{Ticket: a.Ticket, Entrance: a.Entrance, ScannedAt: a.ScannedAt.UTC(),
 			AdmittedAt: admittedAt.UTC(), By: a.By, Offline: a.Offline}
 	}
-	return out, nil
+	return out
 }
 
 // doorSeatLabel is a seat's label, or a standing place's.
