@@ -54,21 +54,22 @@ func (s *Events) Create(ctx context.Context, org uuid.UUID, name, venue string, 
 			pgx.CopyFromRows(rows)); err != nil {
 			return err
 		}
-		return analyzeSeats(ctx, tx)
+		return seatsMade(ctx, tx, org, e.ID, idx)
 	})
 	return e, err
 }
 
-// analyzeSeats brings the planner's statistics of seats up to date after
-// an event's seats are written in bulk, in the same transaction (its own
-// rows count). Without it a new event is unknown to them — while the
-// table holds few events every one is a most common value, so a new one
-// is estimated at a row or two — and Postgres plans the event's queries
-// for a handful of rows: under a crowd the strict rule's row read became
-// a nested loop over the whole event, 1 to 2 s a statement instead of
-// about a millisecond, until autovacuum analyzed the table (it waits for
-// a tenth of the table to change, which one event on a large table
-// never is).
+// seatsMade records how many seats event has (events.seat_count: they are
+// never added or removed after) and brings the planner's statistics of
+// seats up to date after an event's seats are written in bulk, in the same
+// transaction (its own rows count). Without it a new event is unknown to
+// them — while the table holds few events every one is a most common value,
+// so a new one is estimated at a row or two — and Postgres plans the
+// event's queries for a handful of rows: under a crowd the strict rule's
+// row read became a nested loop over the whole event, 1 to 2 s a statement
+// instead of about a millisecond, until autovacuum analyzed the table (it
+// waits for a tenth of the table to change, which one event on a large
+// table never is).
 //
 // ANALYZE waits for another ANALYZE of seats to end: another event being
 // created commits, and autovacuum gives way to a waiter after
@@ -78,8 +79,10 @@ func (s *Events) Create(ctx context.Context, org uuid.UUID, name, venue string, 
 // and the read of up to 30 000 of the table's pages: under the pool's
 // statement timeout (5 s, made for requests) a wait or a large seats
 // table on a busy disk failed an event whose rows were all written.
-func analyzeSeats(ctx context.Context, tx pgx.Tx) error {
-	if _, err := tx.Exec(ctx, `SELECT set_config('lock_timeout', '10s', true), set_config('statement_timeout', '60s', true)`); err != nil {
+func seatsMade(ctx context.Context, tx pgx.Tx, org, event uuid.UUID, n int) error {
+	if _, err := tx.Exec(ctx, `
+		WITH n AS (UPDATE events SET seat_count = $3 WHERE org_id = $1 AND id = $2)
+		SELECT set_config('lock_timeout', '10s', true), set_config('statement_timeout', '60s', true)`, org, event, n); err != nil {
 		return err
 	}
 	_, err := tx.Exec(ctx, `ANALYZE seats`)

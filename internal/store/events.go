@@ -102,7 +102,7 @@ type Section struct {
 const eventColumns = `
 		SELECT e.id, e.name, e.venue, e.starts_at, e.time_zone, e.on_sale_at, e.sales_end_at, e.hold_ttl_seconds,
 		       e.max_holds_per_buyer, e.orphan_rule, e.accessible_release_at, e.hold_extension_seconds, e.buyer_cancel_hours, e.status,
-		       e.chart_version_id, e.waiting_room, (SELECT count(*) FROM seats s WHERE s.org_id = e.org_id AND s.event_id = e.id)
+		       e.chart_version_id, e.waiting_room, e.seat_count
 		FROM events e`
 
 func scanEvent(r pgx.Row, org uuid.UUID) (Event, error) {
@@ -180,11 +180,8 @@ type SaleEvent struct {
 // sale has not ended at now, soonest end first, at most limit. A sale ends
 // at sales_end_at, or when the event starts if it has none.
 func (s *Events) OnSale(ctx context.Context, now time.Time, limit int) ([]SaleEvent, error) {
-	// Seats are numbered 0..n-1: the top of the (org_id, event_id, idx)
-	// index counts them without scanning.
 	rows, err := s.db.Query(ctx, `
-		SELECT e.org_id, e.id, coalesce(e.sales_end_at, e.starts_at),
-		       coalesce((SELECT max(s.idx) + 1 FROM seats s WHERE s.org_id = e.org_id AND s.event_id = e.id), 0)
+		SELECT e.org_id, e.id, coalesce(e.sales_end_at, e.starts_at), e.seat_count
 		FROM events e WHERE e.status = 'on_sale' AND coalesce(e.sales_end_at, e.starts_at) > $1
 		ORDER BY coalesce(e.sales_end_at, e.starts_at), e.id LIMIT $2`, now, limit)
 	if err != nil {

@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/uuid"
+
 	"seatd/internal/config"
 	"seatd/internal/store"
 	"seatd/internal/testenv"
@@ -121,5 +123,37 @@ func TestGridEventWaitsForAnalyze(t *testing.T) {
 	}
 	if err := <-done; err != nil {
 		t.Fatalf("create after the other ANALYZE ended: %v", err)
+	}
+}
+
+// TestEventSeatCount: an event read back has as many seats as were made
+// for it, on the grid path and on the chart path (standing places
+// included); the count is kept on the event (events.seat_count), not
+// counted on each read.
+func TestEventSeatCount(t *testing.T) {
+	t.Parallel()
+	a := testenv.App(t, nil)
+	ctx := context.Background()
+	tn := testenv.NewTenant(t, a, 0)
+	grid := testenv.NewEvent(t, a, tn.Org.ID, 2, 3, 4)
+	v := testenv.NewChart(t, a, tn.Org.ID, 2, 10)
+	fromChart, err := a.Store.Events.CreateFromChart(ctx, tn.Org.ID, tn.Organizer.ID, v,
+		store.EventSpec{Name: "From a chart", Venue: "Hall", StartsAt: time.Now().Add(48 * time.Hour), TimeZone: "UTC"},
+		[]store.Price{{Category: "front", PriceMinor: 4000, Currency: "EUR"}, {Category: "back", PriceMinor: 1500, Currency: "EUR"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range []uuid.UUID{grid.ID, fromChart.ID} {
+		e, err := a.Store.Events.Event(ctx, tn.Org.ID, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var n int
+		if err := a.Pool.QueryRow(ctx, `SELECT count(*) FROM seats WHERE org_id = $1 AND event_id = $2`, tn.Org.ID, id).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		if n == 0 || e.Seats != n {
+			t.Fatalf("event %s read back with %d seats, has %d", e.Name, e.Seats, n)
+		}
 	}
 }

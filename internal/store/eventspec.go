@@ -102,7 +102,7 @@ func (s *Events) createFromLayout(ctx context.Context, org, actor, versionID uui
 			return err
 		}
 		e.Seats = int(n)
-		if err := analyzeSeats(ctx, tx); err != nil {
+		if err := seatsMade(ctx, tx, org, e.ID, e.Seats); err != nil {
 			return err
 		}
 		// Last, so the quota's lock is held for the commit only.
