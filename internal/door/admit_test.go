@@ -325,3 +325,50 @@ func TestAdmitTogether(t *testing.T) {
 		t.Fatalf("%d audit rows, want %d", n, len(tickets))
 	}
 }
+
+// TestAdmitWhileCancelled: scans of a booking's tickets admitted together
+// while the box office cancels the booking neither deadlock nor fail: the
+// cancellation locks the tickets in the order the admission statement
+// does. Each scan is admitted or refused as cancelled, and a ticket is
+// admitted only if its admission committed before the cancellation.
+func TestAdmitWhileCancelled(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	ctx := context.Background()
+	d := door.New(store.NewCheckins(f.a.Pool), f.keys, nil, door.Options{KeyPrefix: f.a.Cfg.KeyPrefix})
+	for round := range 5 {
+		b := f.sell(t, 6, "Round "+string(rune('A'+round)))
+		codes := make([]string, len(b.Tickets))
+		for i, tk := range b.Tickets {
+			codes[i] = f.code(t, tk)
+		}
+		results := make([]door.Result, len(codes))
+		errs := make([]error, len(codes))
+		var cancelErr error
+		start := make(chan struct{})
+		var wg sync.WaitGroup
+		for i := range codes {
+			wg.Go(func() {
+				<-start
+				results[i], errs[i] = d.Admit(ctx, f.staff, f.ev.ID, codes[i], "", time.Time{})
+			})
+		}
+		wg.Go(func() {
+			<-start
+			_, cancelErr = f.a.BoxOffice.Cancel(ctx, actor(f.tn.BoxOffice), b.ID, nil, "refund")
+		})
+		close(start)
+		wg.Wait()
+		if cancelErr != nil {
+			t.Fatalf("round %d: cancel: %v", round, cancelErr)
+		}
+		for i, r := range results {
+			if errs[i] != nil {
+				t.Fatalf("round %d, scan %d: %v", round, i, errs[i])
+			}
+			if r.Outcome != door.Admitted && r.Outcome != door.Cancelled {
+				t.Fatalf("round %d, scan %d: %+v", round, i, r)
+			}
+		}
+	}
+}

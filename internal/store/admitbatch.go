@@ -32,9 +32,10 @@ type admitCall = coalesce.Call[Admission, admitResult]
 
 // admitBatchSQL is admitSQL for many admissions: row n of the arrays is
 // one admission. Tickets are locked and their check-ins inserted in
-// ticket order, so two statements that meet on tickets wait rather than
-// deadlock. A ticket must appear once in a statement (runAdmits sends a
-// repeat apart).
+// ticket order, so two such statements that meet on tickets, or one and a
+// cancellation (which locks a booking's tickets in the same order), wait
+// rather than deadlock. A ticket must appear once in a statement
+// (runAdmits sends a repeat apart).
 const admitBatchSQL = `
 WITH r AS (
     SELECT * FROM unnest($1::uuid[], $2::uuid[], $3::uuid[], $4::uuid[], $5::text[], $6::timestamptz[], $7::uuid[], $8::boolean[])

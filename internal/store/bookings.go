@@ -285,10 +285,17 @@ func (s *Bookings) cancelTickets(ctx context.Context, tx pgx.Tx, org, booking, a
 		}
 	}
 	rows, err := tx.Query(ctx, `
-		WITH t AS (
-		    UPDATE tickets SET cancelled_at = now(), cancel_reason = $4
+		WITH l AS (
+		    -- The tickets are locked in id order, as the door's admission
+		    -- statement locks those it admits together (admitBatchSQL), so
+		    -- the two wait for each other rather than deadlock.
+		    SELECT id FROM tickets
 		    WHERE org_id = $1 AND booking_id = $2 AND id = ANY($3::uuid[]) AND cancelled_at IS NULL
-		    RETURNING id, seat_id, hold_id
+		    ORDER BY id FOR UPDATE
+		), t AS (
+		    UPDATE tickets SET cancelled_at = now(), cancel_reason = $4
+		    FROM l WHERE tickets.org_id = $1 AND tickets.id = l.id
+		    RETURNING tickets.id, tickets.seat_id, tickets.hold_id
 		), st AS (
 		    UPDATE seats SET status = 'available', version = version + 1, updated_at = now()
 		    FROM t WHERE seats.org_id = $1 AND seats.id = t.seat_id AND seats.status = 'sold'
