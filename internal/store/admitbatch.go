@@ -1,9 +1,7 @@
 package store
 
 import (
-	"bytes"
 	"context"
-	"slices"
 	"time"
 
 	"github.com/google/uuid"
@@ -85,23 +83,12 @@ func (s *Checkins) runAdmits(ctx context.Context, batch []*admitCall) {
 	}
 	// A ticket scanned twice at once goes in once; the repeat follows in
 	// a statement of its own, which finds the first's admission.
-	var repeats []*admitCall
-	seen := make(map[uuid.UUID]bool, len(batch))
-	uniq := batch[:0:0]
-	for _, c := range batch {
-		if seen[c.Req.Ticket] {
-			repeats = append(repeats, c)
-			continue
-		}
-		seen[c.Req.Ticket] = true
-		uniq = append(uniq, c)
-	}
+	uniq, repeats := byKey(batch, func(c *admitCall) uuid.UUID { return c.Req.Ticket })
 	defer func() {
 		for _, c := range repeats {
 			s.admitAlone(ctx, c)
 		}
 	}()
-	slices.SortFunc(uniq, func(x, y *admitCall) int { return bytes.Compare(x.Req.Ticket[:], y.Req.Ticket[:]) })
 	s.statements.Add(1)
 	outs, err := admitMany(ctx, s.db, uniq)
 	if err != nil && pg.Refused(err) {

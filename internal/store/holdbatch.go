@@ -234,28 +234,12 @@ func (b *holdBatcher) runStatement(ctx context.Context, batch []*batchedHold) {
 	// A seat asked twice (the same buyer repeating a click) goes in once;
 	// the repeat is answered "not created", so its caller finds the hold
 	// already the buyer's, as it would after a statement of its own.
-	var dup []*batchedHold
-	seen := make(map[uuid.UUID]bool, len(batch))
-	uniq := batch[:0:0]
-	for _, r := range batch {
-		if id := r.Req.Seats[0].SeatID; seen[id] {
-			dup = append(dup, r)
-		} else {
-			seen[id] = true
-			uniq = append(uniq, r)
-		}
-	}
+	uniq, dup := byKey(batch, func(r *batchedHold) uuid.UUID { return r.Req.Seats[0].SeatID })
 	defer func() {
 		for _, r := range dup {
 			r.Answer(batchResult{})
 		}
 	}()
-	// Seats in one order in every statement, so two statements that meet
-	// on a seat (a repeat racing its first request) wait rather than
-	// deadlock.
-	slices.SortFunc(uniq, func(x, y *batchedHold) int {
-		return bytes.Compare(x.Req.Seats[0].SeatID[:], y.Req.Seats[0].SeatID[:])
-	})
 	batch = uniq
 	rows := make([]holdRow, len(batch))
 	for i, r := range batch {
@@ -291,6 +275,27 @@ func (b *holdBatcher) runStatement(ctx context.Context, batch []*batchedHold) {
 		}
 		r.Answer(batchResult{out: HoldOutcome{Created: []Hold{p.hold(st, x.version)}}})
 	}
+}
+
+// byKey splits a batch into the first call of each key, sorted by key,
+// and the repeats. Sorted, every statement locks its rows in one order,
+// so two statements that meet on a row (a repeat racing its first
+// request) wait rather than deadlock.
+func byKey[C any](batch []C, key func(C) uuid.UUID) (uniq, repeats []C) {
+	seen := make(map[uuid.UUID]bool, len(batch))
+	for _, c := range batch {
+		if k := key(c); seen[k] {
+			repeats = append(repeats, c)
+		} else {
+			seen[k] = true
+			uniq = append(uniq, c)
+		}
+	}
+	slices.SortFunc(uniq, func(x, y C) int {
+		kx, ky := key(x), key(y)
+		return bytes.Compare(kx[:], ky[:])
+	})
+	return uniq, repeats
 }
 
 // runAlone sends one hold in the single-seat statement of its own.
