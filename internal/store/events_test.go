@@ -127,9 +127,8 @@ func TestGridEventWaitsForAnalyze(t *testing.T) {
 }
 
 // TestEventSeatCount: an event read back has as many seats as were made
-// for it, on the grid path and on the chart path (standing places
-// included); the count is kept on the event (events.seat_count), not
-// counted on each read.
+// for it, on the grid path and on the chart path; the count is kept on
+// the event (events.seat_count), not counted on each read.
 func TestEventSeatCount(t *testing.T) {
 	t.Parallel()
 	a := testenv.App(t, nil)
