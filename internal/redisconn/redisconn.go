@@ -2,11 +2,11 @@
 //
 // The rest of seatd names the client as redis.Cmdable (or Client here),
 // never as go-redis's own client types: a package that names those
-// (*redis.Client, redis.UniversalClient, or an interface with a method
-// on *redis.PubSub) compiles about a second longer, once for each test
-// binary it is rebuilt for. The one
-// part that needs more than the commands, the live bus's subscriptions,
-// asks the client for it itself (internal/realtime).
+// (*redis.Client, redis.UniversalClient, or an interface with a method on
+// *redis.PubSub) compiles about a second longer, once for each test
+// binary it is rebuilt for. The one part that needs more than the
+// commands, the live bus's subscriptions, asks the client for it itself
+// (internal/realtime).
 package redisconn
 
 import (

@@ -13,9 +13,9 @@ import (
 
 // Admissions at the door are durable writes, and one alone waits mostly
 // on its commit's WAL flush, not on its statement. While scanners queue,
-// one statement records many admissions (admitBatchSQL): one commit and
-// one flush for all of them. Each admission's outcome is its own, exactly
-// as from admitSQL.
+// one statement records many admissions (admitSQL): one commit and one
+// flush for all of them. Each admission's outcome is its own, exactly as
+// from a statement of its own.
 const (
 	admitSlots = 1  // statements in flight at once
 	admitMax   = 64 // admissions in one statement
@@ -28,13 +28,20 @@ type admitResult struct {
 
 type admitCall = coalesce.Call[Admission, admitResult]
 
-// admitBatchSQL is admitSQL for many admissions: row n of the arrays is
-// one admission. Tickets are locked and their check-ins inserted in
-// ticket order, so two such statements that meet on tickets, or one and a
-// cancellation (which locks a booking's tickets in the same order), wait
-// rather than deadlock. A ticket must appear once in a statement
-// (runAdmits sends a repeat apart).
-const admitBatchSQL = `
+// admitSQL records admissions of live tickets that have none, with their
+// audit rows (ticket.checked_in: no seat_id, so the seat change feed
+// leaves them alone; the outbox trigger makes them webhooks), in one
+// statement, and reads what the door shows of each ticket. Row n of the
+// arrays is one admission. FOR SHARE orders an admission against a
+// cancellation of its ticket: whichever commits second sees the first (an
+// admission is never recorded for a ticket whose cancellation committed
+// before it). ON CONFLICT waits for a concurrent admission of the ticket
+// and then records nothing. Tickets are locked and their check-ins
+// inserted in ticket order, so two such statements that meet on tickets,
+// or one and a cancellation (which locks a booking's tickets in the same
+// order), wait rather than deadlock. A ticket must appear once in a
+// statement (runAdmits sends a repeat apart).
+const admitSQL = `
 WITH r AS (
     SELECT * FROM unnest($1::uuid[], $2::uuid[], $3::uuid[], $4::uuid[], $5::text[], $6::timestamptz[], $7::uuid[], $8::boolean[])
         WITH ORDINALITY AS r(org_id, event_id, ticket_id, seat_id, entrance, scanned_at, scanned_by, offline, n)
@@ -89,8 +96,12 @@ func (s *Checkins) runAdmits(ctx context.Context, batch []*admitCall) {
 			s.admitAlone(ctx, c)
 		}
 	}()
+	as := make([]Admission, len(uniq))
+	for i, c := range uniq {
+		as[i] = c.Req
+	}
 	s.statements.Add(1)
-	outs, err := admitMany(ctx, s.db, uniq)
+	outs, err := admitMany(ctx, s.db, as)
 	if err != nil && pg.Refused(err) {
 		// Postgres refused the statement, which rolled it back whole:
 		// decide each admission on its own.
@@ -119,18 +130,17 @@ func (s *Checkins) admitAlone(ctx context.Context, c *admitCall) {
 	c.Answer(admitResult{out, err})
 }
 
-// admitMany sends admitBatchSQL for calls; outs[i] is calls[i]'s outcome,
-// nil for a ticket that is not there.
-func admitMany(ctx context.Context, db pg.DBTX, calls []*admitCall) ([]*AdmitOutcome, error) {
-	n := len(calls)
+// admitMany sends admitSQL for as; outs[i] is as[i]'s outcome, nil for a
+// ticket that is not there.
+func admitMany(ctx context.Context, db pg.DBTX, as []Admission) ([]*AdmitOutcome, error) {
+	n := len(as)
 	orgs, events, tickets, seats, bys := make([]uuid.UUID, n), make([]uuid.UUID, n), make([]uuid.UUID, n), make([]uuid.UUID, n), make([]uuid.UUID, n)
 	entrances, at, offline := make([]string, n), make([]time.Time, n), make([]bool, n)
-	for i, c := range calls {
-		a := c.Req
+	for i, a := range as {
 		orgs[i], events[i], tickets[i], seats[i], bys[i] = a.Org, a.Event, a.Ticket, a.Seat, a.By
 		entrances[i], at[i], offline[i] = a.Entrance, a.ScannedAt, a.Offline
 	}
-	rows, err := db.Query(ctx, admitBatchSQL, orgs, events, tickets, seats, entrances, at, bys, offline)
+	rows, err := db.Query(ctx, admitSQL, orgs, events, tickets, seats, entrances, at, bys, offline)
 	if err != nil {
 		return nil, err
 	}
@@ -148,7 +158,14 @@ func admitMany(ctx context.Context, db pg.DBTX, calls []*admitCall) ([]*AdmitOut
 		if i < 1 || i > n {
 			continue
 		}
-		out := newAdmitOutcome(calls[i-1].Req, cancelled, admittedAt, doorSeatLabel(section, ga, row, number), category, holder)
+		a := as[i-1]
+		out := AdmitOutcome{Ticket: DoorTicket{ID: a.Ticket, SeatID: a.Seat, Seat: doorSeatLabel(section, ga, row, number),
+			Category: category, Holder: holder, Cancelled: cancelled}}
+		if admittedAt != nil {
+			out.Admitted = true
+			out.Checkin = Checkin{Ticket: a.Ticket, Entrance: a.Entrance, ScannedAt: a.ScannedAt.UTC(),
+				AdmittedAt: admittedAt.UTC(), By: a.By, Offline: a.Offline}
+		}
 		outs[i-1] = &out
 	}
 	return outs, rows.Err()

@@ -287,7 +287,7 @@ func (s *Bookings) cancelTickets(ctx context.Context, tx pgx.Tx, org, booking, a
 	rows, err := tx.Query(ctx, `
 		WITH l AS (
 		    -- The tickets are locked in id order, as the door's admission
-		    -- statement locks those it admits together (admitBatchSQL), so
+		    -- statement locks those it admits together (admitSQL), so
 		    -- the two wait for each other rather than deadlock.
 		    SELECT id FROM tickets
 		    WHERE org_id = $1 AND booking_id = $2 AND id = ANY($3::uuid[]) AND cancelled_at IS NULL

@@ -10,6 +10,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"seatd/internal/apperr"
 	"seatd/internal/coalesce"
 	"seatd/internal/pg"
 )
@@ -99,41 +100,6 @@ type AdmitOutcome struct {
 	Conflict *CheckinConflict
 }
 
-// admitSQL records an admission of a live ticket unless it has one, with
-// its audit row (ticket.checked_in: no seat_id, so the seat change feed
-// leaves it alone; the outbox trigger makes it a webhook), in one
-// statement, and reads what the door shows of the ticket. FOR SHARE
-// orders it against a cancellation of the ticket: whichever commits
-// second sees the first (an admission is never recorded for a ticket
-// whose cancellation committed before it). ON CONFLICT waits for a
-// concurrent admission of the ticket and then records nothing.
-const admitSQL = `
-WITH t AS (
-    SELECT id, seat_id, booking_id, cancelled_at IS NOT NULL AS cancelled
-    FROM tickets
-    WHERE id = $3 AND org_id = $1 AND event_id = $2 AND seat_id = $4
-    FOR SHARE
-), c AS (
-    INSERT INTO checkins (org_id, ticket_id, event_id, seat_id, entrance, scanned_at, scanned_by, offline)
-    SELECT $1, t.id, $2, t.seat_id, $5, $6, $7, $8 FROM t WHERE NOT t.cancelled
-    ON CONFLICT (ticket_id, org_id) DO NOTHING
-    RETURNING admitted_at
-), a AS (
-    INSERT INTO audit_log (org_id, event_id, actor_id, action, entity, entity_id, data)
-    SELECT $1, $2, $7, 'ticket.checked_in', 'ticket', t.id,
-           jsonb_build_object('seat_id', t.seat_id, 'booking_id', t.booking_id, 'entrance', $5::text,
-                              'scanned_at', $6::timestamptz, 'offline', $8::boolean)
-    FROM t, c
-)
-SELECT t.cancelled, c.admitted_at, sec.label, sec.kind = 'ga', s.row_label, s.number,
-       coalesce(cat.name, ''), coalesce(b.customer_name, '')
-FROM t
-LEFT JOIN c ON true
-JOIN seats s ON s.org_id = $1 AND s.id = t.seat_id
-JOIN sections sec ON sec.org_id = s.org_id AND sec.id = s.section_id
-JOIN bookings b ON b.org_id = $1 AND b.id = t.booking_id
-LEFT JOIN event_categories cat ON cat.org_id = s.org_id AND cat.event_id = s.event_id AND cat.key = s.category`
-
 // Admit records a's ticket as admitted unless it is cancelled or was
 // admitted before, and returns what it found. A ticket that is not a's
 // event's (or not of a's seat) is NotFound.
@@ -151,29 +117,17 @@ func (s *Checkins) Admit(ctx context.Context, a Admission) (AdmitOutcome, error)
 	return out, err
 }
 
+// admit records one admission in its own statement (admitSQL), on db:
+// the pool, or Sync's transaction.
 func admit(ctx context.Context, db pg.DBTX, a Admission) (AdmitOutcome, error) {
-	var admittedAt *time.Time
-	var section, row, category, holder string
-	var ga, cancelled bool
-	var number int
-	err := db.QueryRow(ctx, admitSQL, a.Org, a.Event, a.Ticket, a.Seat, a.Entrance, a.ScannedAt, a.By, a.Offline).Scan(
-		&cancelled, &admittedAt, &section, &ga, &row, &number, &category, &holder)
+	outs, err := admitMany(ctx, db, []Admission{a})
 	if err != nil {
-		return AdmitOutcome{}, notFoundIfNoRows(err, "ticket")
+		return AdmitOutcome{}, err
 	}
-	return newAdmitOutcome(a, cancelled, admittedAt, doorSeatLabel(section, ga, row, number), category, holder), nil
-}
-
-// newAdmitOutcome is what an admission statement found for a: the
-// ticket, and its admission when the statement recorded one.
-func newAdmitOutcome(a Admission, cancelled bool, admittedAt *time.Time, seat, category, holder string) AdmitOutcome {
-	out := AdmitOutcome{Ticket: DoorTicket{ID: a.Ticket, SeatID: a.Seat, Seat: seat, Category: category, Holder: holder, Cancelled: cancelled}}
-	if admittedAt != nil {
-		out.Admitted = true
-		out.Checkin = Checkin{Ticket: a.Ticket, Entrance: a.Entrance, ScannedAt: a.ScannedAt.UTC(),
-			AdmittedAt: admittedAt.UTC(), By: a.By, Offline: a.Offline}
+	if outs[0] == nil {
+		return AdmitOutcome{}, apperr.E(apperr.NotFound, "ticket not found")
 	}
-	return out
+	return *outs[0], nil
 }
 
 // doorSeatLabel is a seat's label, or a standing place's.
