@@ -2,7 +2,8 @@
 # make run-cluster: haproxy in front of three `seatd serve` processes on the
 # private dev Postgres and Redis (scripts/services.sh up dev). Holds, pages
 # and WebSockets go through haproxy; any process serves any request
-# (sessions live in Postgres, live changes travel over Redis).
+# (sessions live in Postgres, live changes travel over Redis), and writes
+# to one event go to one process (scripts/haproxy-config.sh).
 #
 #   haproxy           SEATD_ADDR (default 127.0.0.1:8080)
 #   seatd 1..3        127.0.0.1:18081..18083, ops listeners 127.0.0.1:19091..19093
@@ -50,55 +51,19 @@ trap stop EXIT
 trap 'exit 130' INT
 trap 'exit 143' TERM
 
-servers=""
+addrs=()
 for i in $(seq 1 "$PROCS"); do
 	port=$((BASE + i - 1))
 	SEATD_ADDR=127.0.0.1:$port SEATD_OPS_ADDR=127.0.0.1:$((port + 1010)) \
 		"$ROOT/bin/seatd" serve >"$DIR/seatd-$i.log" 2>&1 &
 	pids+=($!)
 	log "seatd $i pid $! on 127.0.0.1:$port (log: .data/cluster-run/seatd-$i.log)"
-	servers+="    server seatd$i 127.0.0.1:$port check
-"
+	addrs+=("127.0.0.1:$port")
 done
 
-# Round robin: no affinity is needed. /readyz takes a process whose
-# Postgres is gone out of rotation (Redis down only degrades it). A
-# WebSocket is a tunnel once upgraded: it may stay open for an hour; the
-# browser reconnects (to any process) when it closes.
-cat >"$DIR/haproxy.cfg" <<CFG
-global
-    # Each connection takes two descriptors (client and server side).
-    maxconn 9000
-    log stderr format short local0 warning
-
-defaults
-    mode http
-    log global
-    option httplog
-    option http-keep-alive
-    timeout connect 2s
-    timeout client 60s
-    timeout server 60s
-    timeout http-request 10s
-    timeout tunnel 1h
-    timeout client-fin 5s
-
-frontend seatd
-    bind $ADDR
-    default_backend seatd
-    option forwardfor
-
-backend seatd
-    balance roundrobin
-    option httpchk GET /readyz
-    http-check expect status 200
-    default-server inter 1s fall 2 rise 2
-$servers
-listen stats
-    bind 127.0.0.1:$STATS
-    stats enable
-    stats uri /stats
-CFG
+# Writes to one event go to one process, everything else round robin:
+# scripts/haproxy-config.sh says why.
+"$SCRIPT_DIR/haproxy-config.sh" "$ADDR" "127.0.0.1:$STATS" "${addrs[@]}" >"$DIR/haproxy.cfg"
 "$HAPROXY" -c -q -f "$DIR/haproxy.cfg"
 "$HAPROXY" -db -f "$DIR/haproxy.cfg" 2>"$DIR/haproxy.log" &
 pids+=($!)

@@ -70,6 +70,8 @@ scripts/services.sh install test
 # Separate assignments so a failing script stops the run (export would mask it).
 SEATD_CHROMIUM=${SEATD_CHROMIUM:-$(scripts/chromium.sh)}
 SEATD_PROMETHEUS=${SEATD_PROMETHEUS:-$(scripts/prometheus.sh install)}
+# haproxy for the balancer configuration's test (cmd/seatbench).
+scripts/haproxy.sh >/dev/null
 export SEATD_CHROMIUM SEATD_PROMETHEUS
 "$MAKE" --no-print-directory node_modules/.package-lock.json
 if ! wait "$builds"; then

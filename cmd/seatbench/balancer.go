@@ -14,8 +14,9 @@ import (
 	"seatd/internal/freeport"
 )
 
-// balancer is a haproxy in front of bench servers, as make run-cluster
-// runs it (scripts/run-cluster.sh): round robin, /readyz checks.
+// balancer is a haproxy in front of bench servers with the configuration
+// make run-cluster runs (scripts/haproxy-config.sh): writes to one event
+// go to one process, the rest round robin, /readyz checks.
 type balancer struct {
 	addr string
 	pid  int
@@ -36,30 +37,17 @@ func (p *procs) startBalancer(ctx context.Context, servers []*server) (*balancer
 	if err != nil {
 		return nil, err
 	}
-	var backends strings.Builder
-	for i, s := range servers {
-		fmt.Fprintf(&backends, "    server s%d %s check\n", i, s.addr)
-	}
 	lb := &balancer{addr: fmt.Sprintf("127.0.0.1:%d", port), done: make(chan struct{})}
-	cfg := fmt.Sprintf(`global
-    maxconn 9000
-defaults
-    mode http
-    option http-keep-alive
-    timeout connect 2s
-    timeout client 60s
-    timeout server 60s
-    timeout tunnel 1h
-frontend seatd
-    bind %s
-    default_backend seatd
-backend seatd
-    balance roundrobin
-    option httpchk GET /readyz
-    default-server inter 1s fall 2 rise 1
-%s`, lb.addr, backends.String())
+	args := []string{lb.addr, "-"}
+	for _, s := range servers {
+		args = append(args, s.addr)
+	}
+	cfg, err := exec.CommandContext(ctx, p.root+"/scripts/haproxy-config.sh", args...).Output()
+	if err != nil {
+		return nil, fmt.Errorf("scripts/haproxy-config.sh: %w", err)
+	}
 	path := filepath.Join(p.tmp, "haproxy.cfg")
-	if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
+	if err := os.WriteFile(path, cfg, 0o600); err != nil {
 		return nil, err
 	}
 	logf, err := os.Create(filepath.Join(p.tmp, "haproxy.log"))
