@@ -88,11 +88,33 @@ func (s *Devices) EndOthers(ctx context.Context, org, user uuid.UUID, keep strin
 		org, user, keep)
 }
 
-// Seen moves the last-seen time and address of the session stored
-// under token to now, unless it moved less than a minute ago.
-func (s *Devices) Seen(ctx context.Context, token, ip string) error {
-	_, err := s.db.Exec(ctx, `UPDATE user_sessions SET last_seen_at = now(), ip = $2
-		WHERE token = $1 AND last_seen_at < now() - interval '1 minute'`, token, ip)
+// SessionTouch is one session's housekeeping write, stored under Token
+// (hashed, as scs stores it): a later Expiry for data that did not change
+// (zero: none), and, when Seen, its last-seen time (now) and address IP.
+type SessionTouch struct {
+	Token  string
+	Expiry time.Time
+	Seen   bool
+	IP     string
+}
+
+// Touch writes the touches of many sessions in one statement. Both are
+// updates only: a session deleted meanwhile (a logout, an end elsewhere)
+// stays deleted, and an expiry never moves back. A last-seen time that
+// moved less than a minute ago is left alone. Sessions are not tenant
+// data: the token alone names one.
+func (s *Devices) Touch(ctx context.Context, ts []SessionTouch) error {
+	tokens, expiries, seen, ips := make([]string, len(ts)), make([]time.Time, len(ts)), make([]bool, len(ts)), make([]string, len(ts))
+	for i, t := range ts {
+		tokens[i], expiries[i], seen[i], ips[i] = t.Token, t.Expiry, t.Seen, t.IP
+	}
+	// A zero Expiry (year 1) is below every stored expiry: no update.
+	_, err := s.db.Exec(ctx, `
+		WITH v AS (SELECT * FROM unnest($1::text[], $2::timestamptz[], $3::bool[], $4::text[]) AS v(token, expiry, seen, ip)),
+		e AS (UPDATE sessions s SET expiry = v.expiry FROM v WHERE s.token = v.token AND s.expiry < v.expiry)
+		UPDATE user_sessions u SET last_seen_at = now(), ip = v.ip FROM v
+		 WHERE v.seen AND u.token = v.token AND u.last_seen_at < now() - interval '1 minute'`,
+		tokens, expiries, seen, ips)
 	return err
 }
 

@@ -11,6 +11,7 @@ import (
 	"github.com/google/uuid"
 
 	"seatd/internal/apperr"
+	"seatd/internal/coalesce"
 	"seatd/internal/hold"
 	"seatd/internal/store"
 )
@@ -28,15 +29,18 @@ type DeviceStore interface {
 	List(ctx context.Context, org, user uuid.UUID) ([]store.Device, error)
 	End(ctx context.Context, org, user, id uuid.UUID) (string, error)
 	EndOthers(ctx context.Context, org, user uuid.UUID, keep string) ([]string, error)
-	Seen(ctx context.Context, token, ip string) error
+	Touch(ctx context.Context, ts []store.SessionTouch) error
 }
 
 // seenEvery is how often a session's last-seen time is written at most.
 const seenEvery = time.Minute
 
-// seenMax bounds the sessions whose last write is remembered; past it
-// they are forgotten at once (which costs one write each).
-const seenMax = 100_000
+// seenMax bounds the sessions whose last write is remembered, as
+// sessionCacheMax bounds the cached sessions (a waiting room of 100 000
+// visitors, twice). When it is reached, the entries older than seenEvery
+// go first: they are due anyway. Only if every entry is recent are all
+// forgotten, which costs one write each.
+const seenMax = sessionCacheMax
 
 // seen remembers when this process last wrote each session's last-seen
 // time, so a busy session costs one write a minute, not one a request.
@@ -54,7 +58,14 @@ func (s *seen) due(token string, now time.Time) bool {
 		return false
 	}
 	if len(s.last) >= seenMax {
-		clear(s.last)
+		for t, at := range s.last {
+			if now.Sub(at) >= seenEvery {
+				delete(s.last, t)
+			}
+		}
+		if len(s.last) >= seenMax {
+			clear(s.last)
+		}
 	}
 	s.last[token] = now
 	return true
@@ -79,9 +90,60 @@ func (s *Sessions) touch(r *http.Request, token string) {
 	if !s.seen.due(token, time.Now()) {
 		return
 	}
-	if err := s.devices.Seen(r.Context(), token, s.clientPrefix(r)); err != nil && r.Context().Err() == nil {
+	if err := s.touches.write(r.Context(), store.SessionTouch{Token: token, Seen: true, IP: s.clientPrefix(r)}); err != nil && r.Context().Err() == nil {
 		s.log.WarnContext(r.Context(), "session last seen", "err", err)
 	}
+}
+
+// touches writes the sessions' housekeeping (a later expiry of data that
+// did not change, the last-seen time) for many requests in one statement
+// (store.Devices.Touch), one statement in flight: each is written before
+// its request goes on, as alone, but a crowd whose sessions all come due
+// at once (a waiting room a minute after it filled) costs one statement
+// per batch instead of one per request.
+type touches struct {
+	b *coalesce.Batcher[store.SessionTouch, error]
+}
+
+// touchBatch bounds the sessions of one statement.
+const touchBatch = 500
+
+func newTouches(st DeviceStore) *touches {
+	return &touches{b: coalesce.New(1, touchBatch, func(ctx context.Context, batch []*coalesce.Call[store.SessionTouch, error]) {
+		// One touch per session: the latest expiry, seen if any asked.
+		at := make(map[string]int, len(batch))
+		ts := make([]store.SessionTouch, 0, len(batch))
+		for _, c := range batch {
+			i, ok := at[c.Req.Token]
+			if !ok {
+				at[c.Req.Token] = len(ts)
+				ts = append(ts, c.Req)
+				continue
+			}
+			if c.Req.Expiry.After(ts[i].Expiry) {
+				ts[i].Expiry = c.Req.Expiry
+			}
+			if c.Req.Seen {
+				ts[i].Seen, ts[i].IP = true, c.Req.IP
+			}
+		}
+		// The batch is everyone's: not cut short by the sending request.
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancel()
+		err := st.Touch(ctx, ts)
+		for _, c := range batch {
+			c.Answer(err)
+		}
+	})}
+}
+
+// write sends t with whatever else is waiting and returns its outcome.
+func (t *touches) write(ctx context.Context, st store.SessionTouch) error {
+	err, derr := t.b.Do(ctx, st)
+	if derr != nil {
+		return derr
+	}
+	return err
 }
 
 // clientPrefix is the request's client address as devices show it:

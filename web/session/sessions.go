@@ -135,6 +135,7 @@ type Sessions struct {
 	accounts   Store
 	devices    DeviceStore
 	seen       seen
+	touches    *touches
 	clientIP   func(r *http.Request) netip.Addr
 	maxPerUser int
 	// rememberFor is a remembered session's lifetime (Options.RememberFor).
@@ -154,9 +155,13 @@ func New(o Options) *Sessions {
 		now:     time.Now,
 		entries: map[string]*sessionEntry{},
 	}
+	touches := newTouches(o.Devices)
 	if !o.NoCache {
 		st.fresh = sessionFresh
 		st.touch = min(o.IdleTimeout/10, sessionTouchMax)
+		st.refresh = func(token string, expiry time.Time) error {
+			return touches.write(context.Background(), store.SessionTouch{Token: token, Expiry: expiry})
+		}
 	}
 	sm := scs.New()
 	sm.Store = st
@@ -191,7 +196,7 @@ func New(o Options) *Sessions {
 	}
 	return &Sessions{sm: sm, store: st, hub: o.Hub, keys: o.Keys, keyLimit: o.KeyLimit, errs: o.Errors, log: o.Log,
 		ends:     newSessionEnds(o.Pool, o.Notifier, st, o.Hub, o.Log.With("component", "session_ends")),
-		accounts: o.Store, devices: o.Devices, seen: seen{last: map[string]time.Time{}}, clientIP: o.ClientIP, maxPerUser: maxPerUser,
+		accounts: o.Store, devices: o.Devices, seen: seen{last: map[string]time.Time{}}, touches: touches, clientIP: o.ClientIP, maxPerUser: maxPerUser,
 		rememberFor: rememberFor, newAge: o.NewAccountAge, newCap: o.NewAccountHoldCap}
 }
 

@@ -48,7 +48,8 @@ const (
 //   - Commit skips the write when the data is unchanged and the new expiry
 //     is less than touch past the stored one: the idle timeout is then
 //     enforced to within touch (a session idle for IdleTimeout-touch may
-//     already be gone), never beyond it.
+//     already be gone), never beyond it. Past touch, unchanged data costs
+//     only an update of its expiry, batched with other sessions' (refresh).
 //   - Delete removes the entry here before Postgres, so the process that
 //     handles a logout refuses the token at once; others within fresh.
 type sessionStore struct {
@@ -60,6 +61,10 @@ type sessionStore struct {
 	now     func() time.Time
 	fresh   time.Duration // 0: no cache
 	touch   time.Duration
+	// refresh writes a later expiry of a session whose data did not
+	// change (an update, batched with other sessions': Sessions.touches);
+	// nil without the cache, where every write is scs's upsert.
+	refresh func(token string, expiry time.Time) error
 
 	mu          sync.Mutex
 	entries     map[string]*sessionEntry
@@ -194,6 +199,21 @@ func (s *sessionStore) Commit(token string, b []byte, expiry time.Time) error {
 		if e != nil && bytes.Equal(e.data, b) {
 			ahead := expiry.Sub(e.expiry)
 			if ahead >= 0 && ahead < s.touch {
+				s.mu.Unlock()
+				return nil
+			}
+			if ahead > 0 && s.refresh != nil {
+				// Only the expiry moves. An update, not scs's upsert: a
+				// session ended elsewhere meanwhile is not brought back.
+				s.mu.Unlock()
+				s.dbCommits.Add(1)
+				if err := s.refresh(token, expiry); err != nil {
+					return err
+				}
+				s.mu.Lock()
+				if s.entries[token] == e {
+					e.expiry = expiry
+				}
 				s.mu.Unlock()
 				return nil
 			}

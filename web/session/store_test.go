@@ -55,6 +55,19 @@ func (m *memStore) Commit(token string, b []byte, expiry time.Time) error {
 	return nil
 }
 
+// refresh is store.Devices.Touch's expiry update: only a stored row
+// moves, and only forward.
+func (m *memStore) refresh(token string, expiry time.Time) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.commits++
+	if r, ok := m.data[token]; ok && r.expiry.Before(expiry) {
+		r.expiry = expiry
+		m.data[token] = r
+	}
+	return nil
+}
+
 func (m *memStore) Delete(token string) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -67,7 +80,7 @@ func newMemSessions() (*sessionStore, *memStore, *time.Time) {
 	now := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
 	clock := func() time.Time { return now }
 	db := &memStore{data: map[string]memRow{}, now: clock}
-	s := &sessionStore{db: db, find: db.findSession, fresh: time.Second, touch: time.Minute, now: clock,
+	s := &sessionStore{db: db, find: db.findSession, refresh: db.refresh, fresh: time.Second, touch: time.Minute, now: clock,
 		entries: map[string]*sessionEntry{}, lastCleanup: now}
 	return s, db, &now
 }
@@ -126,6 +139,15 @@ func TestSessionStoreRules(t *testing.T) {
 	step(time.Second)
 	if _, ok, _ := s.Find("u"); ok {
 		t.Fatal("session deleted elsewhere still accepted after fresh")
+	}
+	// Deleted elsewhere, then refreshed here before the end was heard:
+	// the refresh updates, it does not bring the session back.
+	_ = s.Commit("r", []byte("v"), now().Add(idle))
+	_ = db.Delete("r")
+	step(2 * time.Minute)
+	_ = s.Commit("r", []byte("v"), now().Add(idle))
+	if _, ok := db.data["r"]; ok {
+		t.Fatal("an expiry refresh brought back a session deleted elsewhere")
 	}
 	// A session past its stored expiry is not served from the cache.
 	_ = s.Commit("x", []byte("y"), now().Add(100*time.Millisecond))
@@ -244,5 +266,34 @@ func TestSessionStoreHoldsABigLine(t *testing.T) {
 	}
 	if db.finds != 0 {
 		t.Fatalf("%d of %d polls read Postgres", db.finds, n)
+	}
+}
+
+// TestSeenKeepsRecentWritesWhenFull: with seenMax sessions remembered, a
+// new one makes room by forgetting the entries whose write is due anyway,
+// not every entry: a session written a moment ago is not written again
+// (when all were forgotten, every session of a full waiting room cost a
+// write a request).
+func TestSeenKeepsRecentWritesWhenFull(t *testing.T) {
+	now := time.Unix(1_000_000, 0)
+	s := seen{last: map[string]time.Time{}}
+	for i := range seenMax {
+		at := now.Add(-2 * seenEvery) // due again
+		if i%2 == 0 {
+			at = now.Add(-time.Second) // written a second ago
+		}
+		s.last[strconv.Itoa(i)] = at
+	}
+	if !s.due("new", now) {
+		t.Fatal("a session never written is not due")
+	}
+	if s.due("0", now) {
+		t.Fatal("a session written a second ago is due again once the map was full")
+	}
+	if !s.due("1", now) {
+		t.Fatal("a session written two minutes ago is not due")
+	}
+	if got, want := len(s.last), seenMax/2+2; got != want {
+		t.Fatalf("%d remembered, want %d (the recent half, the new one and the one due)", got, want)
 	}
 }
