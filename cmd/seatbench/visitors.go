@@ -7,6 +7,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	mrand "math/rand/v2"
 	"strings"
 	"time"
 
@@ -58,7 +59,15 @@ func (fx *fixture) seedVisitors(ctx context.Context, n int, tag string) ([]*sess
 	if err := rows.Err(); err != nil {
 		return nil, err
 	}
+	// As sign-ins over the last ten minutes leave them: the deadline the
+	// lifetime allows, the stored expiry the idle timeout's (seatd's
+	// default, 2 h) from each one's sign-in, so their first request
+	// refreshes those older than a minute, and the next refreshes come
+	// due a minute after each one's request, not all at one instant.
 	deadline := time.Now().Add(12 * time.Hour).UTC()
+	signedIn := func() time.Time {
+		return time.Now().Add(-time.Duration(mrand.Int64N(int64(10 * time.Minute)))) // #nosec G404 -- a spread, not a secret
+	}
 	sessions := make([][]any, len(out))
 	devices := make([][]any, len(out))
 	org := uuid.MustParse(fx.orgID)
@@ -75,7 +84,7 @@ func (fx *fixture) seedVisitors(ctx context.Context, n int, tag string) ([]*sess
 			return nil, err
 		}
 		s.cookie = cookieName + "=" + token
-		sessions[i] = []any{stored, data, deadline}
+		sessions[i] = []any{stored, data, signedIn().Add(2 * time.Hour).UTC()}
 		devices[i] = []any{stored, org, uuid.MustParse(s.userID), "seatbench", "127.0.0.0/24"}
 	}
 	if _, err := fx.db.CopyFrom(ctx, pgx.Identifier{"sessions"}, []string{"token", "data", "expiry"}, pgx.CopyFromRows(sessions)); err != nil {
