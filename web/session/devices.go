@@ -108,6 +108,8 @@ type touches struct {
 // touchBatch bounds the sessions of one statement.
 const touchBatch = 500
 
+// newTouches sends the touches of one batch through st.Touch, merged
+// per session.
 func newTouches(st DeviceStore) *touches {
 	return &touches{b: coalesce.New(1, touchBatch, func(ctx context.Context, batch []*coalesce.Call[store.SessionTouch, error]) {
 		// One touch per session: the latest expiry, seen if any asked.
@@ -137,9 +139,10 @@ func newTouches(st DeviceStore) *touches {
 	})}
 }
 
-// write sends t with whatever else is waiting and returns its outcome.
-func (t *touches) write(ctx context.Context, st store.SessionTouch) error {
-	err, derr := t.b.Do(ctx, st)
+// write sends one touch with whatever else is waiting and returns its
+// outcome.
+func (t *touches) write(ctx context.Context, one store.SessionTouch) error {
+	err, derr := t.b.Do(ctx, one)
 	if derr != nil {
 		return derr
 	}
