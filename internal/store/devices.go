@@ -101,8 +101,9 @@ type SessionTouch struct {
 // Touch writes the touches of many sessions in one statement. Both are
 // updates only: a session deleted meanwhile (a logout, an end elsewhere)
 // stays deleted, and an expiry never moves back. A last-seen time that
-// moved less than a minute ago is left alone. Sessions are not tenant
-// data: the token alone names one.
+// moved less than a minute ago is left alone. A session touched twice is
+// written once: the later expiry, seen if either says so. Sessions are
+// not tenant data: the token alone names one.
 func (s *Devices) Touch(ctx context.Context, ts []SessionTouch) error {
 	tokens, expiries, seen, ips := make([]string, len(ts)), make([]time.Time, len(ts)), make([]bool, len(ts)), make([]string, len(ts))
 	for i, t := range ts {
@@ -110,7 +111,10 @@ func (s *Devices) Touch(ctx context.Context, ts []SessionTouch) error {
 	}
 	// A zero Expiry (year 1) is below every stored expiry: no update.
 	_, err := s.db.Exec(ctx, `
-		WITH v AS (SELECT * FROM unnest($1::text[], $2::timestamptz[], $3::bool[], $4::text[]) AS v(token, expiry, seen, ip)),
+		WITH v AS (
+		    SELECT token, max(expiry) AS expiry, bool_or(seen) AS seen, max(ip) FILTER (WHERE seen) AS ip
+		    FROM unnest($1::text[], $2::timestamptz[], $3::bool[], $4::text[]) AS v(token, expiry, seen, ip)
+		    GROUP BY token),
 		e AS (UPDATE sessions s SET expiry = v.expiry FROM v WHERE s.token = v.token AND s.expiry < v.expiry)
 		UPDATE user_sessions u SET last_seen_at = now(), ip = v.ip FROM v
 		 WHERE v.seen AND u.token = v.token AND u.last_seen_at < now() - interval '1 minute'`,

@@ -14,8 +14,8 @@ import (
 // TestSessionTouch writes many sessions' housekeeping in one statement
 // against a real Postgres: a later expiry moves, an earlier one does not;
 // a last-seen time older than a minute moves with its address, a recent
-// one stays; a session deleted before its touch stays deleted; a token
-// twice in one batch is no error.
+// one stays; a session deleted before its touch stays deleted; a session
+// touched several times in one batch gets the latest expiry.
 func TestSessionTouch(t *testing.T) {
 	t.Parallel()
 	a := testenv.App(t, nil)
@@ -41,6 +41,7 @@ func TestSessionTouch(t *testing.T) {
 	err := a.Store.Devices.Touch(ctx, []store.SessionTouch{
 		{Token: p + "later", Expiry: now.Add(2 * time.Hour), Seen: true, IP: "198.51.100.0/24"},
 		{Token: p + "later", Seen: true, IP: "198.51.100.0/24"},
+		{Token: p + "later", Expiry: now.Add(90 * time.Minute)},
 		{Token: p + "earlier", Expiry: now.Add(time.Minute), Seen: true, IP: "198.51.100.0/24"},
 		{Token: p + "gone", Expiry: now.Add(2 * time.Hour), Seen: true, IP: "198.51.100.0/24"},
 	})

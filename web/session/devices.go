@@ -108,26 +108,13 @@ type touches struct {
 // touchBatch bounds the sessions of one statement.
 const touchBatch = 500
 
-// newTouches sends the touches of one batch through st.Touch, merged
-// per session.
+// newTouches sends each batch through st.Touch, which writes a session
+// touched twice in it once.
 func newTouches(st DeviceStore) *touches {
 	return &touches{b: coalesce.New(1, touchBatch, func(ctx context.Context, batch []*coalesce.Call[store.SessionTouch, error]) {
-		// One touch per session: the latest expiry, seen if any asked.
-		at := make(map[string]int, len(batch))
-		ts := make([]store.SessionTouch, 0, len(batch))
-		for _, c := range batch {
-			i, ok := at[c.Req.Token]
-			if !ok {
-				at[c.Req.Token] = len(ts)
-				ts = append(ts, c.Req)
-				continue
-			}
-			if c.Req.Expiry.After(ts[i].Expiry) {
-				ts[i].Expiry = c.Req.Expiry
-			}
-			if c.Req.Seen {
-				ts[i].Seen, ts[i].IP = true, c.Req.IP
-			}
+		ts := make([]store.SessionTouch, len(batch))
+		for i, c := range batch {
+			ts[i] = c.Req
 		}
 		// The batch is everyone's: not cut short by the sending request.
 		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
