@@ -11,10 +11,12 @@ import (
 	"github.com/google/uuid"
 
 	"seatd/internal/apperr"
+	"seatd/internal/config"
 	"seatd/internal/door"
 	"seatd/internal/hold"
 	"seatd/internal/store"
 	"seatd/internal/testenv"
+	"seatd/internal/testsvc"
 	"seatd/internal/ticket"
 )
 
@@ -127,8 +129,12 @@ func TestAdmit(t *testing.T) {
 // names that one admission.
 func TestAdmitOnce(t *testing.T) {
 	t.Parallel()
-	f := newFixture(t)
-	d2, _ := newDoor(t, testenv.App(t, nil))
+	// The scans wait on the ticket's row below for as long as the other
+	// door takes to reach it, on a loaded machine longer than a process's
+	// lock timeout.
+	patient := func(c *config.Config) { c.PGLockTimeout = time.Minute }
+	f := newFixtureWith(t, patient)
+	d2, _ := newDoor(t, testenv.App(t, patient))
 	doors := []*door.Door{f.door, d2}
 	tk := f.buy(t, 1).Tickets[0]
 	code := f.code(t, tk)
@@ -144,7 +150,30 @@ func TestAdmitOnce(t *testing.T) {
 			results[i], errs[i] = doors[i%2].Admit(context.Background(), f.staff, f.ev.ID, code, "gate "+string(rune('A'+i%4)), time.Time{})
 		})
 	}
+	// The ticket's row is locked until both doors' first statements wait
+	// on it, so the scans race in Postgres however the goroutines are
+	// scheduled: none can be answered by the recent-scan cache before
+	// the others have passed it.
+	ctx := context.Background()
+	lock, err := f.a.Pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = lock.Rollback(ctx) }()
+	var locker int
+	if err := lock.QueryRow(ctx, `SELECT pg_backend_pid() FROM tickets WHERE org_id = $1 AND id = $2 FOR UPDATE`,
+		f.tn.Org.ID, tk.ID).Scan(&locker); err != nil {
+		t.Fatal(err)
+	}
 	close(start)
+	testsvc.Eventually(t, 30*time.Second, "both doors' first scans waiting on the ticket's row", func() bool {
+		var n int
+		err := f.a.Pool.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity WHERE $1 = ANY(pg_blocking_pids(pid))`, locker).Scan(&n)
+		return err == nil && n >= 2
+	})
+	if err := lock.Rollback(ctx); err != nil {
+		t.Fatal(err)
+	}
 	wg.Wait()
 	var admitted []door.Result
 	postgres := 0 // scans the recent-scan cache did not answer

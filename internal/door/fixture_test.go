@@ -9,6 +9,7 @@ import (
 	"github.com/google/uuid"
 
 	"seatd/internal/app"
+	"seatd/internal/config"
 	"seatd/internal/door"
 	"seatd/internal/hold"
 	"seatd/internal/store"
@@ -35,9 +36,13 @@ func actor(u store.User) hold.Actor {
 	return hold.Actor{Org: u.OrgID, User: u.ID, Role: hold.Role(u.Role)}
 }
 
-func newFixture(t *testing.T) *fixture {
+func newFixture(t *testing.T) *fixture { return newFixtureWith(t, nil) }
+
+// newFixtureWith is newFixture on a process whose configuration mod
+// changes.
+func newFixtureWith(t *testing.T, mod func(*config.Config)) *fixture {
 	t.Helper()
-	a := testenv.App(t, nil)
+	a := testenv.App(t, mod)
 	tn := testenv.NewTenant(t, a, 1)
 	ev := testenv.NewEvent(t, a, tn.Org.ID, 1, 2, 20)
 	f := &fixture{a: a, tn: tn, ev: ev, seats: testenv.SeatIDs(t, a, tn.Org.ID, ev.ID)}

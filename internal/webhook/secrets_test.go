@@ -11,6 +11,7 @@ import (
 	"github.com/google/uuid"
 
 	"seatd/internal/apperr"
+	"seatd/internal/config"
 	"seatd/internal/testenv"
 	"seatd/internal/testsvc"
 	"seatd/internal/webhook"
@@ -76,7 +77,13 @@ func TestSecretSealed(t *testing.T) {
 // organization's endpoint is not found.
 func TestSecretRotation(t *testing.T) {
 	t.Parallel()
-	a := testenv.App(t, fastRetries)
+	a := testenv.App(t, func(c *config.Config) {
+		fastRetries(c)
+		// Only this test's worker claims its deliveries: another test's
+		// worker stopping mid-send gives one back unannounced, and this
+		// worker would find it only at its backstop poll.
+		c.DatabaseURL = testsvc.OwnDatabase(t, "webhook_secret_rotation")
+	})
 	testenv.Background(t, a)
 	tn, stranger := testenv.NewTenant(t, a, 0), testenv.NewTenant(t, a, 0)
 	ev := testenv.NewEvent(t, a, tn.Org.ID, 1, 1, 3)
