@@ -158,6 +158,7 @@ func (w *Worker) confirmation(ctx context.Context, b store.BookingDetail) (mail.
 		if err != nil {
 			return mail.Message{}, err
 		}
+		tickets.Tickets[i].QR = qr // drawn once, inline and in the PDF
 		png, err := qr.PNG(5)
 		if err != nil {
 			return mail.Message{}, err

@@ -2,9 +2,15 @@ package ticket_test
 
 import (
 	"bytes"
+	"compress/zlib"
 	"encoding/base64"
+	"image"
+	"image/color"
 	"image/png"
+	"io"
+	"math"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -81,8 +87,9 @@ func TestQR(t *testing.T) {
 	}
 }
 
-// TestPDF: a booking's PDF is a PDF with one page and one QR image per
-// ticket; times are in the venue's zone.
+// TestPDF: a booking's PDF is a PDF with one page per ticket, each with
+// the ticket's QR code drawn as vectors that decode back to its code;
+// times are in the venue's zone.
 func TestPDF(t *testing.T) {
 	t.Parallel()
 	b := ticket.Booking{
@@ -96,6 +103,12 @@ func TestPDF(t *testing.T) {
 			{Code: sampleCode(t), Place: "G place 94", Category: "Standing"},
 		},
 	}
+	// The second ticket's code is drawn already, as a mail does.
+	qr, err := ticket.NewQR(b.Tickets[1].Code)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.Tickets[1].QR = qr
 	pdf, err := ticket.PDF(b)
 	if err != nil {
 		t.Fatal(err)
@@ -104,9 +117,17 @@ func TestPDF(t *testing.T) {
 		t.Fatalf("not a PDF: %.20q", pdf)
 	}
 	pages := regexp.MustCompile(`/Type /Page\b[^s]`).FindAll(pdf, -1)
-	images := regexp.MustCompile(`/Subtype /Image`).FindAll(pdf, -1)
-	if len(pages) != 3 || len(images) != 3 {
-		t.Fatalf("%d pages and %d images, want 3 of each", len(pages), len(images))
+	if len(pages) != 3 {
+		t.Fatalf("%d pages, want 3", len(pages))
+	}
+	codes := pdfQRCodes(t, pdf)
+	if len(codes) != len(b.Tickets) {
+		t.Fatalf("%d QR codes drawn, want %d", len(codes), len(b.Tickets))
+	}
+	for i, tk := range b.Tickets {
+		if codes[i] != tk.Code {
+			t.Errorf("page %d's QR code decodes to %.30q…, want ticket %d's code", i+1, codes[i], i+1)
+		}
 	}
 	if !bytes.Contains(pdf, []byte("/Count 3")) {
 		t.Error("the page tree does not count 3 pages")
@@ -127,4 +148,80 @@ func TestPDF(t *testing.T) {
 	if got := b.Tickets[2].Where(); got != "G place 94" {
 		t.Errorf("Where of a standing place %q", got)
 	}
+}
+
+// pdfQRCodes reads back the QR codes a PDF's pages draw as filled paths
+// (drawQR's rectangles, one subpath of four corners a run), rasterized
+// and decoded, in page order.
+func pdfQRCodes(t *testing.T, pdf []byte) []string {
+	t.Helper()
+	var out []string
+	for _, m := range regexp.MustCompile(`(?s)stream\r?\n(.*?)\r?\nendstream`).FindAllSubmatch(pdf, -1) {
+		zr, err := zlib.NewReader(bytes.NewReader(m[1]))
+		if err != nil {
+			continue
+		}
+		content, err := io.ReadAll(zr)
+		if err != nil || !bytes.Contains(content, []byte("BT")) {
+			continue // a font, not a page
+		}
+		type rect struct{ x0, y0, x1, y1 float64 }
+		var rects []rect
+		var pts [][2]float64
+		for _, line := range strings.Split(string(content), "\n") {
+			f := strings.Fields(line)
+			switch {
+			case len(f) == 3 && (f[2] == "m" || f[2] == "l"):
+				x, err1 := strconv.ParseFloat(f[0], 64)
+				y, err2 := strconv.ParseFloat(f[1], 64)
+				if err1 != nil || err2 != nil {
+					t.Fatalf("path point %q", line)
+				}
+				if f[2] == "m" {
+					pts = pts[:0]
+				}
+				pts = append(pts, [2]float64{x, y})
+			case len(f) == 1 && f[0] == "h":
+				if len(pts) != 4 {
+					t.Fatalf("a subpath of %d points, want a rectangle's 4", len(pts))
+				}
+				r := rect{pts[0][0], pts[0][1], pts[0][0], pts[0][1]}
+				for _, p := range pts[1:] {
+					r.x0, r.x1 = min(r.x0, p[0]), max(r.x1, p[0])
+					r.y0, r.y1 = min(r.y0, p[1]), max(r.y1, p[1])
+				}
+				rects = append(rects, r)
+			}
+		}
+		if len(rects) == 0 {
+			continue
+		}
+		// The finder pattern's corner is the top-left dark module, four
+		// modules in from the code's corner (the quiet zone); PDF's y
+		// grows upwards.
+		left, top, module := rects[0].x0, rects[0].y1, rects[0].y1-rects[0].y0
+		for _, r := range rects {
+			left, top, module = min(left, r.x0), max(top, r.y1), min(module, r.y1-r.y0)
+		}
+		const scale, n = 4, 57
+		img := image.NewGray(image.Rect(0, 0, n*scale, n*scale))
+		for i := range img.Pix {
+			img.Pix[i] = 0xff
+		}
+		for _, r := range rects {
+			c0, c1 := 4+int(math.Round((r.x0-left)/module)), 4+int(math.Round((r.x1-left)/module))
+			row := 4 + int(math.Round((top-r.y1)/module))
+			for y := row * scale; y < (row+1)*scale; y++ {
+				for x := c0 * scale; x < c1*scale; x++ {
+					img.SetGray(x, y, color.Gray{})
+				}
+			}
+		}
+		var raster bytes.Buffer
+		if err := png.Encode(&raster, img); err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, decodeQR(t, raster.Bytes()))
+	}
+	return out
 }

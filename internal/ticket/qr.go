@@ -102,6 +102,31 @@ func (q *QR) DataURL(scale int) (string, error) {
 	return "data:image/png;base64," + base64.StdEncoding.EncodeToString(b), nil
 }
 
+// Run is a run of dark modules in one row: row Y, columns X to X+W-1,
+// counted with the quiet zone.
+type Run struct{ X, Y, W int }
+
+// Runs lists the code's dark modules as runs, row by row: what the SVG
+// and the PDF draw, one rectangle a run.
+func (q *QR) Runs() []Run {
+	var out []Run
+	for y, row := range q.dark {
+		for x := 0; x < len(row); {
+			if !row[x] {
+				x++
+				continue
+			}
+			w := 1
+			for x+w < len(row) && row[x+w] {
+				w++
+			}
+			out = append(out, Run{X: x, Y: y, W: w})
+			x += w
+		}
+	}
+	return out
+}
+
 // SVG draws the code as a standalone SVG that scales to its box: one
 // path, a rectangle per run of dark modules in a row. It has no script or
 // style (presentation attributes only), so a page may inline it under the
@@ -111,19 +136,8 @@ func (q *QR) SVG() string {
 	n := strconv.Itoa(q.size)
 	b.WriteString(`<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 ` + n + ` ` + n + `" shape-rendering="crispEdges" role="img" aria-label="QR code">`)
 	b.WriteString(`<rect width="` + n + `" height="` + n + `" fill="#fff"/><path fill="#000" d="`)
-	for y, row := range q.dark {
-		for x := 0; x < len(row); {
-			if !row[x] {
-				x++
-				continue
-			}
-			run := 1
-			for x+run < len(row) && row[x+run] {
-				run++
-			}
-			b.WriteString("M" + strconv.Itoa(x) + " " + strconv.Itoa(y) + "h" + strconv.Itoa(run) + "v1h-" + strconv.Itoa(run) + "z")
-			x += run
-		}
+	for _, r := range q.Runs() {
+		b.WriteString("M" + strconv.Itoa(r.X) + " " + strconv.Itoa(r.Y) + "h" + strconv.Itoa(r.W) + "v1h-" + strconv.Itoa(r.W) + "z")
 	}
 	b.WriteString(`"/></svg>`)
 	return b.String()
