@@ -150,9 +150,9 @@ func TestPDF(t *testing.T) {
 	}
 }
 
-// pdfQRCodes reads back the QR codes a PDF's pages draw as filled paths
-// (drawQR's rectangles, one subpath of four corners a run), rasterized
-// and decoded, in page order.
+// pdfQRCodes reads back the QR codes a PDF's pages draw (drawQR's
+// rectangles in module units, under a transform that must make the code
+// 70 mm a side), rasterized and decoded, in page order.
 func pdfQRCodes(t *testing.T, pdf []byte) []string {
 	t.Helper()
 	var out []string
@@ -165,57 +165,44 @@ func pdfQRCodes(t *testing.T, pdf []byte) []string {
 		if err != nil || !bytes.Contains(content, []byte("BT")) {
 			continue // a font, not a page
 		}
-		type rect struct{ x0, y0, x1, y1 float64 }
-		var rects []rect
-		var pts [][2]float64
-		for _, line := range strings.Split(string(content), "\n") {
-			f := strings.Fields(line)
-			switch {
-			case len(f) == 3 && (f[2] == "m" || f[2] == "l"):
-				x, err1 := strconv.ParseFloat(f[0], 64)
-				y, err2 := strconv.ParseFloat(f[1], 64)
-				if err1 != nil || err2 != nil {
-					t.Fatalf("path point %q", line)
-				}
-				if f[2] == "m" {
-					pts = pts[:0]
-				}
-				pts = append(pts, [2]float64{x, y})
-			case len(f) == 1 && f[0] == "h":
-				if len(pts) != 4 {
-					t.Fatalf("a subpath of %d points, want a rectangle's 4", len(pts))
-				}
-				r := rect{pts[0][0], pts[0][1], pts[0][0], pts[0][1]}
-				for _, p := range pts[1:] {
-					r.x0, r.x1 = min(r.x0, p[0]), max(r.x1, p[0])
-					r.y0, r.y1 = min(r.y0, p[1]), max(r.y1, p[1])
-				}
-				rects = append(rects, r)
-			}
-		}
-		if len(rects) == 0 {
-			continue
-		}
-		// The finder pattern's corner is the top-left dark module, four
-		// modules in from the code's corner (the quiet zone); PDF's y
-		// grows upwards.
-		left, top, module := rects[0].x0, rects[0].y1, rects[0].y1-rects[0].y0
-		for _, r := range rects {
-			left, top, module = min(left, r.x0), max(top, r.y1), min(module, r.y1-r.y0)
-		}
 		const scale, n = 4, 57
 		img := image.NewGray(image.Rect(0, 0, n*scale, n*scale))
 		for i := range img.Pix {
 			img.Pix[i] = 0xff
 		}
-		for _, r := range rects {
-			c0, c1 := 4+int(math.Round((r.x0-left)/module)), 4+int(math.Round((r.x1-left)/module))
-			row := 4 + int(math.Round((top-r.y1)/module))
-			for y := row * scale; y < (row+1)*scale; y++ {
-				for x := c0 * scale; x < c1*scale; x++ {
-					img.SetGray(x, y, color.Gray{})
+		runs, size := 0, 0.0
+		for _, line := range strings.Split(string(content), "\n") {
+			f := strings.Fields(line)
+			switch {
+			case len(f) == 10 && f[9] == "cm":
+				module, err := strconv.ParseFloat(f[3], 64)
+				if err != nil {
+					t.Fatalf("transform %q", line)
+				}
+				size = module * n * 25.4 / 72 // in mm
+			case len(f) == 5 && f[4] == "re":
+				var v [4]int
+				for i := range v {
+					if v[i], err = strconv.Atoi(f[i]); err != nil {
+						t.Fatalf("rectangle %q", line)
+					}
+				}
+				if v[3] != 1 || v[0] < 0 || v[0]+v[2] > n || v[1] < 0 || v[1] >= n {
+					t.Fatalf("rectangle %q is not a run of one row of the code", line)
+				}
+				runs++
+				for y := v[1] * scale; y < (v[1]+1)*scale; y++ {
+					for x := v[0] * scale; x < (v[0]+v[2])*scale; x++ {
+						img.SetGray(x, y, color.Gray{})
+					}
 				}
 			}
+		}
+		if runs == 0 {
+			continue
+		}
+		if math.Abs(size-70) > 0.1 {
+			t.Errorf("the QR code is drawn %.1f mm a side, want 70", size)
 		}
 		var raster bytes.Buffer
 		if err := png.Encode(&raster, img); err != nil {
