@@ -411,6 +411,7 @@ func cancelledCap(status string) string {
 // shown this once).
 type APIKeys struct {
 	Keys    []APIKey
+	Scopes  []string // the scopes a key may be limited to, in order
 	NewKey  string
 	NewName string
 }

@@ -2,6 +2,7 @@ package web
 
 import (
 	"net/http"
+	"net/url"
 	"regexp"
 	"strings"
 	"testing"
@@ -259,4 +260,37 @@ func TestAPIKeysPage(t *testing.T) {
 	}
 	s.as(tn.Org, tn.BoxOffice).do("GET", "/admin/api-keys", nil).want(t, http.StatusForbidden)
 	org.do("POST", "/admin/api-keys", form("name=&role=buyer")).want(t, http.StatusUnprocessableEntity)
+
+	// Scopes ticked and an expiry in UTC limit the key as the API's
+	// fields do; what the API refuses, the page refuses, making nothing.
+	if !strings.Contains(string(page.body), `name="scopes" value="box_office"`) || !strings.Contains(string(page.body), `name="expires_at"`) {
+		t.Fatal("the form offers no scopes or expiry")
+	}
+	expires := time.Now().UTC().Add(48 * time.Hour).Truncate(time.Minute)
+	org.do("POST", "/admin/api-keys", form("name=reader&role=organizer&scopes=read&scopes=holds&expires_at="+
+		url.QueryEscape(expires.Format("2006-01-02T15:04")))).want(t, http.StatusCreated)
+	var scopes []string
+	var got time.Time
+	if err := s.app.Pool.QueryRow(t.Context(), `SELECT scopes, expires_at FROM api_keys WHERE org_id = $1 AND name = 'reader'`,
+		tn.Org.ID).Scan(&scopes, &got); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Join(scopes, ",") != "read,holds" || !got.Equal(expires) {
+		t.Fatalf("key made with scopes %v expiring %v, want read,holds expiring %v", scopes, got, expires)
+	}
+	for _, bad := range []string{
+		"name=x&role=buyer&scopes=admin",
+		"name=x&role=buyer&scopes=everything",
+		"name=x&role=buyer&expires_at=tomorrow",
+		"name=x&role=buyer&expires_at=" + url.QueryEscape(time.Now().UTC().Add(-time.Hour).Format("2006-01-02T15:04")),
+	} {
+		r := org.do("POST", "/admin/api-keys", form(bad)).want(t, http.StatusUnprocessableEntity)
+		if !strings.Contains(string(r.body), "<html") {
+			t.Errorf("%s: answered %.80q, want a page", bad, r.body)
+		}
+	}
+	var n int
+	if err := s.app.Pool.QueryRow(t.Context(), `SELECT count(*) FROM api_keys WHERE org_id = $1 AND name = 'x'`, tn.Org.ID).Scan(&n); err != nil || n != 0 {
+		t.Fatalf("refused forms made %d keys (%v)", n, err)
+	}
 }

@@ -2,7 +2,10 @@ package staff
 
 import (
 	"net/http"
+	"time"
 
+	"seatd/internal/apperr"
+	"seatd/internal/auth"
 	"seatd/internal/hold"
 	"seatd/views"
 	"seatd/web/api"
@@ -27,6 +30,7 @@ func (p *Keys) show(w http.ResponseWriter, r *http.Request, a hold.Actor, status
 	if err != nil {
 		return err
 	}
+	v.Scopes = auth.RoleScopes("organizer")
 	for _, k := range keys {
 		v.Keys = append(v.Keys, views.APIKey{ID: k.ID.String(), Name: k.Name, Role: k.Role, Hint: k.Hint,
 			CreatedAt: k.CreatedAt, LastUsedAt: k.LastUsedAt, RevokedAt: k.RevokedAt,
@@ -38,13 +42,22 @@ func (p *Keys) show(w http.ResponseWriter, r *http.Request, a hold.Actor, status
 
 // Create makes a key and shows its secret in this answer only (never in
 // a redirect, a flash or a log). The form is checked as the API's body
-// is.
+// is: scopes ticked limit the key (none: all its role allows), and the
+// expiry, a date and time in UTC as the page shows times, ends it.
 func (p *Keys) Create(w http.ResponseWriter, r *http.Request, a hold.Actor) error {
 	f, err := httpx.Form(w, r)
 	if err != nil {
 		return err
 	}
-	in := api.KeyInput{Name: f.Get("name"), Role: f.Get("role")}
+	in := api.KeyInput{Name: f.Get("name"), Role: f.Get("role"), Scopes: f["scopes"]}
+	if v := f.Get("expires_at"); v != "" {
+		t, err := time.ParseInLocation(expiryLayout, v, time.UTC)
+		if err != nil {
+			return &apperr.Error{Code: apperr.Invalid, Message: "the expiry is not a date and time (" + expiryLayout + ", UTC)",
+				Fields: map[string]string{"expires_at": "must be a date and time"}}
+		}
+		in.ExpiresAt = &t
+	}
 	if err := p.dec.Validate(&in); err != nil {
 		return err
 	}
@@ -54,6 +67,9 @@ func (p *Keys) Create(w http.ResponseWriter, r *http.Request, a hold.Actor) erro
 	}
 	return p.show(w, r, a, http.StatusCreated, views.APIKeys{NewKey: secret, NewName: k.Name})
 }
+
+// expiryLayout is a datetime-local field's value.
+const expiryLayout = "2006-01-02T15:04"
 
 // Revoke revokes a key everywhere at once.
 func (p *Keys) Revoke(w http.ResponseWriter, r *http.Request, a hold.Actor) error {
