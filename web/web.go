@@ -88,6 +88,7 @@ func newServer(d Deps, o options) *Server {
 		MaxPerSession: d.Cfg.MaxSocketsPerSession,
 		MaxPerUser:    d.Cfg.MaxSocketsPerUser,
 		MaxPerNetwork: d.Cfg.MaxSocketsPerNetwork,
+		Tick:          d.Cfg.LiveTick,
 		SessionExpiry: d.Store.Accounts.SessionExpiry,
 	})
 	s.limits = ratelimit.New(d.Redis, d.Cfg, d.Engine.FastPath, d.Log, d.Registry)

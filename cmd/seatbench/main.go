@@ -90,7 +90,9 @@ type config struct {
 	gaKeyed       bool // the GA flash sale again with an Idempotency-Key on every request
 	wsClients     int
 	wsHolds       int
-	wsSessions    int // distinct sessions the WebSocket clients share
+	wsSessions    int           // distinct sessions the WebSocket clients share
+	wsFlash       time.Duration // the flash run on the live sockets
+	wsFlashRate   int           // its holds a second
 	expiryHolds   int
 	waitlistFrees int // seats freed one at a time to waiting buyers
 	doorTickets   int // tickets sold, ten a booking, then scanned at the door
@@ -150,7 +152,7 @@ func parseConfig(args []string, stderr io.Writer) (config, error) {
 		levels: []int{50, 200, 500}, duration: 15 * time.Second, warmup: 3 * time.Second,
 		eventSeats: 200_000, refSeats: 200_000, refMaxConns: 200,
 		fallback: []int{50, 200, 500}, hotBuyers: 1000, gaBuyers: 200, gaKeyed: true, bestBursts: 15, bestKeyed: 5,
-		wsClients: 5000, wsHolds: 30, wsSessions: 100, expiryHolds: 40, waitlistFrees: 40,
+		wsClients: 5000, wsHolds: 30, wsSessions: 100, wsFlash: 5 * time.Second, wsFlashRate: 300, expiryHolds: 40, waitlistFrees: 40,
 		doorTickets: 2000, doorScanners: 16, doorMailSales: 30,
 		occSeats: 100_000, occRequests: 1000, chartSeats: 100_000,
 		multiProcs: []int{2, 3}, multiBuyers: 200, pacedBuyers: 200,
@@ -205,6 +207,8 @@ func parseConfig(args []string, stderr io.Writer) (config, error) {
 	fs.IntVar(&c.wsClients, "ws-clients", c.wsClients, "WebSocket clients watching one event")
 	fs.IntVar(&c.wsHolds, "ws-holds", c.wsHolds, "holds whose fan-out is timed")
 	fs.IntVar(&c.wsSessions, "ws-sessions", c.wsSessions, "buyer sessions the WebSocket clients share")
+	fs.DurationVar(&c.wsFlash, "ws-flash", c.wsFlash, "the live sockets' flash run: holds at a sale's pace for this long")
+	fs.IntVar(&c.wsFlashRate, "ws-flash-rate", c.wsFlashRate, "holds a second of the live sockets' flash run")
 	fs.IntVar(&c.expiryHolds, "expiry-holds", c.expiryHolds, "2-second holds whose expiry is timed")
 	fs.IntVar(&c.waitlistFrees, "waitlist-frees", c.waitlistFrees, "seats freed one at a time to waiting buyers")
 	fs.IntVar(&c.doorTickets, "door-tickets", c.doorTickets, "tickets sold (ten a booking) and scanned at the door")

@@ -296,6 +296,18 @@ func perfRows(r *Report) []perfRow {
 		}
 		add(fmt.Sprintf("live update to %s sockets of one process", num(float64(l.Connected))), "p99 < 150 ms; frames per second per core beside it",
 			fmt.Sprintf("p99 %.1f ms", l.Latency.P99), perCore, "", verdict(l.Latency.P99 < 150 && l.Missed == 0))
+		if f := l.Flash; f != nil && f.Holds > 0 {
+			tick, err := time.ParseDuration(f.Tick)
+			perTick := err == nil && tick > 0 && f.FramesPerSocket <= float64(time.Second)/float64(tick)
+			add(fmt.Sprintf("live at a sale's pace: %d holds/s to %s sockets of one process", f.Rate, num(float64(l.Connected))),
+				"every socket keeps up (none dropped, none missed); at most one frame a socket a tick ("+f.Tick+")",
+				fmt.Sprintf("%.1f frames a socket a second, %.1f changes a frame; %d dropped, %d missed", f.FramesPerSocket, f.ChangesPerFrame, f.Dropped, f.Missed),
+				fmt.Sprintf("hold → frame p50 %.0f, p99 %.0f ms (sampled); seatd %.2f µs a change delivered", f.Latency.P50, f.Latency.P99, f.ServerCPUPerChangeUS),
+				"", verdict(perTick && f.Dropped == 0 && f.Missed == 0 && f.Failed == 0))
+		} else {
+			missing("live at a sale's pace", "every socket keeps up; at most one frame a socket a tick",
+				"the flash run needs 1 000 holds or more (-ws-flash × -ws-flash-rate)")
+		}
 	}
 	if la := r.LiveAcross; la != nil && la.Latency.N > 0 {
 		add(fmt.Sprintf("live update through haproxy, %s sockets over %d processes", num(float64(la.Sockets)), la.Procs), "p99 < 100 ms",

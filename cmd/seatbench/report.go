@@ -356,6 +356,15 @@ func (r *Report) printTable(w io.Writer) {
 		row(name+": memory per client", fmt.Sprintf("%.1f KiB RSS", l.RSSPerClientKiB),
 			fmt.Sprintf("heap %.1f + stacks %.1f KiB; %.1f goroutines", l.HeapPerClientKiB, l.StackPerClientKiB, l.GoroutinesPerClient),
 			"", "< 32 KiB")
+		if f := l.Flash; f != nil {
+			name := fmt.Sprintf("live at a sale's pace, %d holds/s for %.1f s to the same sockets", f.Rate, f.Seconds)
+			row(name+": frames a socket a second", fmt.Sprintf("%.1f", f.FramesPerSocket),
+				fmt.Sprintf("%.1f changes a frame; tick %s", f.ChangesPerFrame, f.Tick), "", "≤ 1 a tick")
+			row(name+": hold → frame p50/p95/p99 (sampled)", lat(f.Latency), "", "", "")
+			row(name+": sockets dropped, samples missed, holds failed", fmt.Sprintf("%d, %d, %d", f.Dropped, f.Missed, f.Failed), "", "", "0")
+			row(name+": CPU µs per change delivered to a socket", fmt.Sprintf("server %.2f", f.ServerCPUPerChangeUS),
+				fmt.Sprintf("clients %.2f (same cores)%s", f.ClientCPUPerChangeUS, others(f.CPU.otherShare())), "", "")
+		}
 	}
 	if e := r.Expiry; e != nil {
 		name := fmt.Sprintf("expiry, %d holds of %s", e.Holds, e.TTL)

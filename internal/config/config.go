@@ -87,6 +87,9 @@ type Config struct {
 	// IPv6 /64).
 	MaxSocketsPerUser    int // SEATD_MAX_SOCKETS_PER_USER
 	MaxSocketsPerNetwork int // SEATD_MAX_SOCKETS_PER_NETWORK
+	// LiveTick is the least time between two seat-map frames of one
+	// event to a socket: faster changes go together, one frame a tick.
+	LiveTick time.Duration // SEATD_LIVE_TICK
 
 	// Accounts made and sessions begun per client network (IPv4 /24, IPv6
 	// /64) per minute: sign-ups have a limit of their own, apart from
@@ -234,6 +237,7 @@ func Defaults() Config {
 
 		MaxSocketsPerUser:    16,
 		MaxSocketsPerNetwork: 1000,
+		LiveTick:             100 * time.Millisecond,
 
 		SignupRatePerMinute:     10,
 		NewSessionRatePerMinute: 60,
@@ -369,6 +373,7 @@ func Load(getenv func(string) string) (Config, error) {
 	num("SEATD_READ_PREFIX_RATE_PER_MINUTE", &c.ReadPrefixRatePerMinute)
 	num("SEATD_MAX_SOCKETS_PER_USER", &c.MaxSocketsPerUser)
 	num("SEATD_MAX_SOCKETS_PER_NETWORK", &c.MaxSocketsPerNetwork)
+	dur("SEATD_LIVE_TICK", &c.LiveTick)
 	num("SEATD_SIGNUP_RATE_PER_MINUTE", &c.SignupRatePerMinute)
 	num("SEATD_NEW_SESSION_RATE_PER_MINUTE", &c.NewSessionRatePerMinute)
 	dur("SEATD_SESSION_REMEMBER_FOR", &c.SessionRememberFor)

@@ -91,6 +91,7 @@ func (c Config) validate() []error {
 	atLeast("SEATD_READ_PREFIX_RATE_PER_MINUTE", c.ReadPrefixRatePerMinute, 1)
 	atLeast("SEATD_MAX_SOCKETS_PER_USER", c.MaxSocketsPerUser, 1)
 	atLeast("SEATD_MAX_SOCKETS_PER_NETWORK", c.MaxSocketsPerNetwork, 1)
+	positive("SEATD_LIVE_TICK", c.LiveTick)
 	atLeast("SEATD_SIGNUP_RATE_PER_MINUTE", c.SignupRatePerMinute, 1)
 	atLeast("SEATD_NEW_SESSION_RATE_PER_MINUTE", c.NewSessionRatePerMinute, 1)
 	positive("SEATD_SESSION_REMEMBER_FOR", c.SessionRememberFor)

@@ -100,6 +100,45 @@ func TestFanOutRendersOncePerDelta(t *testing.T) {
 	}
 }
 
+// TestFramesCoalescePerTick: the first change after a quiet tick goes out
+// at once; the changes pushed one by one while the tick runs reach the
+// client together, in one frame, at the tick's end.
+func TestFramesCoalescePerTick(t *testing.T) {
+	const tick = 600 * time.Millisecond
+	e := newEnv(t, envOptions{opts: live.Options{Tick: tick}})
+	ev := uuid.New()
+	c := e.dial(ev, uuid.New(), "")
+	seats := []uuid.UUID{uuid.New(), uuid.New(), uuid.New(), uuid.New(), uuid.New()}
+
+	prompt := func(seat uuid.UUID) time.Time {
+		t.Helper()
+		sent := time.Now()
+		e.src.push(ev, e.delta(ev, seat, "sold", 1, uuid.Nil))
+		fs := readFrame(t, c, 5*time.Second)
+		if took := time.Since(sent); len(fs) != 1 || fs[0].Seat != seat || took > tick/2 {
+			t.Fatalf("after a quiet tick: %+v in %v, want seat %v alone and at once", fs, took, seat)
+		}
+		return sent
+	}
+	first := prompt(seats[0])
+	for _, s := range seats[1:4] {
+		e.src.push(ev, e.delta(ev, s, "held", 1, uuid.Nil))
+	}
+	fs := readFrame(t, c, 5*time.Second)
+	var got []uuid.UUID
+	for _, f := range fs {
+		got = append(got, f.Seat)
+	}
+	if !slices.Equal(got, seats[1:4]) {
+		t.Fatalf("changes within a tick came as %v, want %v in one frame", got, seats[1:4])
+	}
+	if waited := time.Since(first); waited < tick*3/4 {
+		t.Fatalf("the tick's changes came %v after its first frame, want about %v", waited, tick)
+	}
+	time.Sleep(tick + tick/4) // a quiet tick
+	prompt(seats[4])
+}
+
 func TestMineVariantOnlyForHolder(t *testing.T) {
 	e := newEnv(t, envOptions{})
 	ev := uuid.New()
@@ -165,7 +204,9 @@ func TestSlowClientIsDroppedWithoutDelayingOthers(t *testing.T) {
 		frames = 60
 	)
 	e := newEnv(t, envOptions{
-		opts:     live.Options{SendQueue: 4},
+		// A tick of a millisecond: the frames must come one by one to
+		// fill the slow client's queue.
+		opts:     live.Options{SendQueue: 4, Tick: time.Millisecond},
 		pad:      32 << 10,
 		listener: func(l net.Listener) net.Listener { return &firstSmall{Listener: l} },
 	})

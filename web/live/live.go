@@ -276,6 +276,12 @@ type Options struct {
 	// MaxPerNetwork caps the sockets from one address prefix
 	// (Viewer.Network) in this process, the same way. Zero means no cap.
 	MaxPerNetwork int
+	// Tick is the least time between two seat-map frames of one event
+	// (100 ms): a change after a quiet tick goes out at once, and the
+	// changes that follow it within the tick go together, one frame per
+	// client per tick. An event changing a thousand times a second then
+	// costs each watcher ten frames a second, not a thousand.
+	Tick time.Duration
 	// SessionExpiry, if set, answers when a session (by Viewer.SessionToken)
 	// expires now, and false if it has ended. The hub asks at a socket's
 	// SessionDeadline and after RecheckSessions; without it a socket
@@ -301,6 +307,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.MaxMessage <= 0 {
 		o.MaxMessage = 4 << 10
+	}
+	if o.Tick <= 0 {
+		o.Tick = 100 * time.Millisecond
 	}
 	return o
 }

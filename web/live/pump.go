@@ -15,9 +15,12 @@ import (
 // per variant and fans the frames out to the topic's clients, buyers'
 // (pump) and staff's (staffPump) apart.
 
-// pump renders and fans out the topic's changes until the topic stops or
-// the hub shuts down.
+// pump renders and fans out the topic's changes, at most one batch per
+// Options.Tick, until the topic stops or the hub shuts down: the first
+// change after a quiet tick at once, those that come while a tick runs
+// together at its end.
 func (h *Hub) pump(t *topic) {
+	var last time.Time
 	for {
 		select {
 		case <-t.quit:
@@ -25,8 +28,34 @@ func (h *Hub) pump(t *topic) {
 		case <-h.ctx.Done():
 			return
 		case <-t.wake:
-			h.flush(t)
 		}
+		if !t.hasPending() {
+			continue // the flush since this wake took its changes
+		}
+		if !h.waitTick(t, last, h.opt.Tick) {
+			return
+		}
+		last = time.Now()
+		h.flush(t)
+	}
+}
+
+// waitTick waits until tick has passed since last; false when the topic
+// stops or the hub shuts down meanwhile.
+func (h *Hub) waitTick(t *topic, last time.Time, tick time.Duration) bool {
+	wait := tick - time.Since(last)
+	if wait <= 0 {
+		return true
+	}
+	timer := time.NewTimer(wait)
+	defer timer.Stop()
+	select {
+	case <-t.quit:
+		return false
+	case <-h.ctx.Done():
+		return false
+	case <-timer.C:
+		return true
 	}
 }
 
@@ -198,17 +227,8 @@ func (h *Hub) staffPump(t *topic) {
 			return
 		case <-t.swake:
 		}
-		if wait := t.staff.Interval - time.Since(last); wait > 0 {
-			timer := time.NewTimer(wait)
-			select {
-			case <-t.quit:
-				timer.Stop()
-				return
-			case <-h.ctx.Done():
-				timer.Stop()
-				return
-			case <-timer.C:
-			}
+		if !h.waitTick(t, last, t.staff.Interval) {
+			return
 		}
 		last = time.Now()
 		h.flushStaff(t)

@@ -241,6 +241,14 @@ func (t *topic) takeStaff() StaffBatch {
 	return b
 }
 
+// hasPending says whether pending holds a delta: a wake may be stale (its
+// push was taken by the flush that ran since).
+func (t *topic) hasPending() bool {
+	t.pmu.Lock()
+	defer t.pmu.Unlock()
+	return len(t.pending.order) > 0
+}
+
 // take empties pending, in arrival order.
 func (t *topic) take() []hold.Delta {
 	t.pmu.Lock()
