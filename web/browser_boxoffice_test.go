@@ -73,8 +73,24 @@ func TestBrowserBoxOfficeSale(t *testing.T) {
 	t.Logf("hold row countdown: %q", left)
 	screenshot(t, ctx, "box-office-customer-hold.png")
 
+	// A tick survives the live frame that redraws its row: the clerk
+	// ticks the first hold, then the holds are extended (as a checkout
+	// does), which redraws both rows.
+	pick := `#hold-` + seats[0].String() + ` input[name=hold_id]`
+	if err := chromedp.Do(ctx, chromedp.Click(css(pick))); err != nil {
+		t.Fatalf("tick the hold: %v", err)
+	}
+	if _, err := a.Holds.Checkout(context.Background(), actor(tn.BoxOffice), ev.ID); err != nil {
+		t.Fatalf("extend the ticked hold: %v", err)
+	}
+	if err := chromedp.Do(ctx, chromedp.WaitVisible(css(`#hold-`+seats[0].String()+` [data-testid=hold-extended]`))); err != nil {
+		t.Fatalf("the extended hold's row: %v", err)
+	}
+	if ticked, err := chromedp.Run(ctx, chromedp.Evaluate[bool](`document.querySelector(`+strconv.Quote(pick)+`).checked`)); err != nil || !ticked {
+		t.Fatalf("the tick did not survive the row's redraw (checked %v, %v)", ticked, err)
+	}
+
 	if err := chromedp.Do(ctx,
-		chromedp.Click(css(`#hold-`+seats[0].String()+` input[name=hold_id]`)),
 		chromedp.Click(css(`#hold-`+seats[1].String()+` input[name=hold_id]`)),
 		chromedp.SetValue(css(`select[name=payment_method]`), "cash"),
 		chromedp.Click(css(`[data-testid=sell]`)),

@@ -2,7 +2,6 @@ package main
 
 import (
 	"bytes"
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -47,35 +46,6 @@ type Live struct {
 	OthersCPU           float64 `json:"others_cpu_share"` // share of the machine other processes used meanwhile
 	// Flash is the same sockets while holds come at a sale's pace.
 	Flash *LiveFlash `json:"flash,omitempty"`
-}
-
-// LiveFlash is the fan-out while holds come at a sale's pace (Rate a
-// second, from many buyers, for Seconds) to every socket of Live: frames
-// a socket received a second, seat changes a frame, and the time from a
-// hold request to the frame showing it at each socket, sampled (every
-// tenth hold), from each request's own start (no correction for
-// coordinated omission; the rate is offered whatever the answers).
-type LiveFlash struct {
-	Rate int `json:"holds_per_second"`
-	// Tick is seatd's SEATD_LIVE_TICK in the run: at most one frame a
-	// socket a tick.
-	Tick    string  `json:"tick"`
-	Seconds float64 `json:"seconds"`
-	Holds   int     `json:"holds"`
-	Failed  int     `json:"failed"`
-	// FramesPerSocket counts from the first hold to a second after the
-	// last (the frames still in flight).
-	FramesPerSocket float64 `json:"frames_per_socket_per_second"`
-	ChangesPerFrame float64 `json:"changes_per_frame"`
-	Latency         Latency `json:"hold_to_frame"`
-	// Missed: sampled holds a socket never showed; Dropped: sockets the
-	// server closed meanwhile (too slow to keep up).
-	Missed  int `json:"missed"`
-	Dropped int `json:"sockets_dropped"`
-	// CPU per change delivered to one socket (holds × sockets), in µs.
-	ServerCPUPerChangeUS float64 `json:"server_cpu_us_per_change"`
-	ClientCPUPerChangeUS float64 `json:"client_cpu_us_per_change"`
-	CPU                  CPU     `json:"cpu"`
 }
 
 // Expiry is the time from held_until to the "available" frame on an open
@@ -178,19 +148,6 @@ func readFrames(conn *websocket.Conn, f func(at time.Time, frame []byte)) {
 }
 
 // probe is the hold whose frame the clients are waiting for.
-// defaultLiveTick is seatd's SEATD_LIVE_TICK unless -seatd-env sets it.
-const defaultLiveTick = "100ms"
-
-// flashSamples is how many holds of the flash run are timed to every
-// socket.
-const flashSamples = 100
-
-// liveSamples is the flash run's sampled holds: seat → sample, and when each
-// sample's request was sent (unix ns).
-type liveSamples struct {
-	sample map[string]int
-	t0     []atomic.Int64
-}
 
 type probe struct {
 	k         int
@@ -240,18 +197,9 @@ func (b *bench) phaseLive(ctx context.Context) error {
 		return err
 	}
 
-	type client struct {
-		conn *websocket.Conn
-		lat  []float32
-		// During the flash run: frames and seat changes received, the
-		// arrival of each sampled hold, and whether the socket ended.
-		frames, changes atomic.Int64
-		flashLat        []atomic.Int64 // unix ns; 0: not seen
-		ended           atomic.Bool
-	}
 	var cur atomic.Pointer[probe]
 	var flash atomic.Pointer[liveSamples]
-	clients := make([]*client, n)
+	clients := make([]*liveClient, n)
 	var readers sync.WaitGroup
 	var next, failed atomic.Int64
 	var errMu sync.Mutex
@@ -275,7 +223,7 @@ func (b *bench) phaseLive(ctx context.Context) error {
 					errMu.Unlock()
 					continue
 				}
-				c := &client{conn: conn, lat: make([]float32, l.Holds), flashLat: make([]atomic.Int64, flashSamples)}
+				c := &liveClient{conn: conn, lat: make([]float32, l.Holds), flashLat: make([]atomic.Int64, flashSamples)}
 				for k := range c.lat {
 					c.lat[k] = -1
 				}
@@ -368,79 +316,8 @@ func (b *bench) phaseLive(ctx context.Context) error {
 	cur.Store(nil)
 
 	// The same sockets while holds come at a sale's pace.
-	if n := min(b.cfg.wsFlashRate*int(b.cfg.wsFlash.Seconds()), len(seats)-l.Holds); n >= flashSamples*10 {
-		f := &liveSamples{sample: map[string]int{}, t0: make([]atomic.Int64, flashSamples)}
-		flashSeats := seats[l.Holds : l.Holds+n]
-		for k := range flashSamples {
-			f.sample[flashSeats[k*n/flashSamples]] = k
-		}
-		var ended0 int
-		for _, c := range clients {
-			if c != nil && c.ended.Load() {
-				ended0++
-			}
-		}
-		flash.Store(f)
-		fl := &LiveFlash{Rate: b.cfg.wsFlashRate, Tick: cmp.Or(b.cfg.seatdEnv["SEATD_LIVE_TICK"], defaultLiveTick)}
-		var failed atomic.Int64
-		fcpu0 := b.procs.sampleCPU([]*server{s})
-		start := time.Now()
-		_, err := loop(ctx, 64, n, time.Time{}, func(w, i int) error {
-			time.Sleep(time.Until(start.Add(time.Duration(i) * time.Second / time.Duration(fl.Rate))))
-			seat := flashSeats[i]
-			if k, ok := f.sample[seat]; ok {
-				f.t0[k].Store(time.Now().UnixNano())
-			}
-			if code, _, err := s.hold(ctx, b.fx.buyers[1+i%(len(b.fx.buyers)-1)], ev, seat); err != nil || code != http.StatusCreated {
-				failed.Add(1)
-			}
-			return nil
-		})
-		fl.Seconds = round3(time.Since(start).Seconds())
-		time.Sleep(time.Second) // the last frames in flight
-		counted := time.Since(start).Seconds()
-		fl.CPU = fcpu0.to(b.procs.sampleCPU([]*server{s}))
-		flash.Store(nil)
-		if err != nil {
-			return fmt.Errorf("live flash: %w", err)
-		}
-		fl.Failed = int(failed.Load())
-		fl.Holds = n - fl.Failed
-		var frames, changes int64
-		var lat []float64
-		live := 0
-		for _, c := range clients {
-			if c == nil {
-				continue
-			}
-			if c.ended.Load() {
-				fl.Dropped++
-				continue
-			}
-			live++
-			frames += c.frames.Load()
-			changes += c.changes.Load()
-			for k := range flashSamples {
-				if at := c.flashLat[k].Load(); at > 0 {
-					lat = append(lat, ms(time.Duration(at-f.t0[k].Load())))
-				} else {
-					fl.Missed++
-				}
-			}
-		}
-		fl.Dropped -= ended0
-		if live > 0 && frames > 0 {
-			fl.FramesPerSocket = round3(float64(frames) / float64(live) / counted)
-			fl.ChangesPerFrame = round3(float64(changes) / float64(frames))
-		}
-		if d := float64(fl.Holds) * float64(live); d > 0 {
-			fl.ServerCPUPerChangeUS = round3(fl.CPU.Seatd * 1e6 / d)
-			fl.ClientCPUPerChangeUS = round3(fl.CPU.Client * 1e6 / d)
-		}
-		fl.Latency = latencyOf(lat)
-		l.Flash = fl
-		b.log.printf("live: %d holds/s for %.1fs to %d sockets: %.1f frames a socket a second, %.1f changes a frame; hold → frame p50 %.0f p99 %.0f ms (sampled), %d missed, %d sockets dropped, %d holds failed",
-			fl.Rate, fl.Seconds, live, fl.FramesPerSocket, fl.ChangesPerFrame, fl.Latency.P50, fl.Latency.P99, fl.Missed, fl.Dropped, fl.Failed)
+	if l.Flash, err = b.liveFlash(ctx, s, ev, seats[l.Holds:], clients, &flash); err != nil {
+		return err
 	}
 
 	for _, c := range clients {

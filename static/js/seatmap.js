@@ -357,6 +357,20 @@
     });
   });
 
+  // A live frame redraws a hold's row by deleting it and adding it again:
+  // the clerk's tick is carried over, by hold, to the row added.
+  var ticked = new Set();
+  document.addEventListener("htmx:oobBeforeSwap", function (evt) {
+    var row = evt.detail.target;
+    if (!row || !row.id || row.id.indexOf("hold-") !== 0) return;
+    row.querySelectorAll("input[name=hold_id]:checked").forEach(function (c) { ticked.add(c.value); });
+  });
+  document.addEventListener("htmx:wsAfterMessage", function () {
+    if (!ticked.size) return;
+    document.querySelectorAll("#holds input[name=hold_id]").forEach(function (c) { if (ticked.has(c.value)) c.checked = true; });
+    ticked.clear();
+  });
+
   document.addEventListener("change", function (evt) {
     var box = evt.target;
     if (!box.matches || !box.matches("[data-select-all]") || !box.form) return;
