@@ -51,9 +51,9 @@ func (p *Keys) Create(w http.ResponseWriter, r *http.Request, a hold.Actor) erro
 	}
 	in := api.KeyInput{Name: f.Get("name"), Role: f.Get("role"), Scopes: f["scopes"]}
 	if v := f.Get("expires_at"); v != "" {
-		t, err := time.ParseInLocation(expiryLayout, v, time.UTC)
+		t, err := parseExpiry(v)
 		if err != nil {
-			return &apperr.Error{Code: apperr.Invalid, Message: "the expiry is not a date and time (" + expiryLayout + ", UTC)",
+			return &apperr.Error{Code: apperr.Invalid, Message: "the expiry is not a date and time (YYYY-MM-DDThh:mm, UTC)",
 				Fields: map[string]string{"expires_at": "must be a date and time"}}
 		}
 		in.ExpiresAt = &t
@@ -68,8 +68,15 @@ func (p *Keys) Create(w http.ResponseWriter, r *http.Request, a hold.Actor) erro
 	return p.show(w, r, a, http.StatusCreated, views.APIKeys{NewKey: secret, NewName: k.Name})
 }
 
-// expiryLayout is a datetime-local field's value.
-const expiryLayout = "2006-01-02T15:04"
+// parseExpiry reads a datetime-local field's value, in UTC: minutes, or
+// seconds where the browser sends them.
+func parseExpiry(v string) (time.Time, error) {
+	t, err := time.ParseInLocation("2006-01-02T15:04", v, time.UTC)
+	if err != nil {
+		return time.ParseInLocation("2006-01-02T15:04:05", v, time.UTC)
+	}
+	return t, nil
+}
 
 // Revoke revokes a key everywhere at once.
 func (p *Keys) Revoke(w http.ResponseWriter, r *http.Request, a hold.Actor) error {
