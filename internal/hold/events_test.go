@@ -642,3 +642,90 @@ func TestPaidRevenueUnderConcurrency(t *testing.T) {
 	}
 	t.Logf("10 of 20 bookings live, price changed mid-sale: revenue by category and currency %v", got)
 }
+
+// TestConcurrentSalesDoNotWaitOnRevenue: seventeen sales of one category,
+// each a transaction of its own on its own backend and all still open,
+// write their tickets without waiting for one another. A sale adds its
+// revenue to its backend's slot, so none queues on another's uncommitted
+// slot; with sixteen slots by transaction, two of seventeen always shared
+// one, and the later waited for the earlier's commit.
+func TestConcurrentSalesDoNotWaitOnRevenue(t *testing.T) {
+	t.Parallel()
+	const sales = 17
+	a := testenv.App(t, nil)
+	tn := testenv.NewTenant(t, a, sales)
+	e := testenv.NewEvent(t, a, tn.Org.ID, 1, 2, 10)
+	if err := setStatus(t, a, tn, e.ID, "on_sale"); err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	if _, err := a.Pool.Exec(ctx, `INSERT INTO event_categories (org_id, event_id, key, name, price_minor, currency)
+		VALUES ($1, $2, 'std', 'Standard', 4500, 'EUR')`, tn.Org.ID, e.ID); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.Pool.Exec(ctx, `UPDATE seats SET category = 'std' WHERE org_id = $1 AND event_id = $2`, tn.Org.ID, e.ID); err != nil {
+		t.Fatal(err)
+	}
+	seats := testenv.SeatIDs(t, a, tn.Org.ID, e.ID)
+	holds := make([]uuid.UUID, sales)
+	for i, u := range tn.Buyers {
+		res, err := a.Holds.Hold(ctx, buyer(u), hold.Request{Event: e.ID, Seats: []uuid.UUID{seats[i]}, Source: hold.SourceAPI})
+		if err != nil {
+			t.Fatal(err)
+		}
+		holds[i] = res.Holds[0].ID
+	}
+
+	// One connection a sale, on backends whose slots differ.
+	slots := map[int]bool{}
+	var txs []pgx.Tx
+	for len(txs) < sales {
+		conn, err := pgx.Connect(ctx, a.Cfg.DatabaseURL)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = conn.Close(context.Background()) })
+		var pid int
+		if err := conn.QueryRow(ctx, `SELECT pg_backend_pid()`).Scan(&pid); err != nil {
+			t.Fatal(err)
+		}
+		if slots[pid%256] {
+			continue
+		}
+		slots[pid%256] = true
+		tx, err := conn.Begin(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = tx.Rollback(context.Background()) })
+		txs = append(txs, tx)
+	}
+	for i, tx := range txs {
+		u := tn.Buyers[i]
+		var booking uuid.UUID
+		if _, err := tx.Exec(ctx, `SET LOCAL lock_timeout = '2s'`); err != nil {
+			t.Fatal(err)
+		}
+		if err := tx.QueryRow(ctx, `INSERT INTO bookings (org_id, event_id, user_id, idempotency_key, request_hash)
+			VALUES ($1, $2, $3, $4, 'test') RETURNING id`, tn.Org.ID, e.ID, u.ID, "sale-"+u.ID.String()).Scan(&booking); err != nil {
+			t.Fatal(err)
+		}
+		// Every earlier sale is still open: a shared slot waits here
+		// until the lock timeout.
+		if _, err := tx.Exec(ctx, `INSERT INTO tickets (org_id, event_id, booking_id, seat_id, seat_idx, hold_id, price_minor, currency)
+			SELECT $1, $2, $3, s.id, s.idx, $5, 4500, 'EUR' FROM seats s WHERE s.org_id = $1 AND s.id = $4`,
+			tn.Org.ID, e.ID, booking, seats[i], holds[i]); err != nil {
+			t.Fatalf("sale %d of %d waited for another sale's revenue: %v", i+1, sales, err)
+		}
+	}
+	for _, tx := range txs {
+		if err := tx.Commit(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var paid int64
+	if err := a.Pool.QueryRow(ctx, `SELECT sum(paid_minor) FROM event_revenue WHERE org_id = $1 AND event_id = $2`,
+		tn.Org.ID, e.ID).Scan(&paid); err != nil || paid != sales*4500 {
+		t.Fatalf("revenue %d (%v), want %d", paid, err, sales*4500)
+	}
+}
