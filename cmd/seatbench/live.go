@@ -148,7 +148,6 @@ func readFrames(conn *websocket.Conn, f func(at time.Time, frame []byte)) {
 }
 
 // probe is the hold whose frame the clients are waiting for.
-
 type probe struct {
 	k         int
 	seat      string
@@ -234,13 +233,7 @@ func (b *bench) phaseLive(ctx context.Context) error {
 					readFrames(conn, func(at time.Time, frame []byte) {
 						if f := flash.Load(); f != nil {
 							states = parseFrame(frame, states)
-							c.frames.Add(1)
-							c.changes.Add(int64(len(states)))
-							for _, st := range states {
-								if k, ok := f.sample[st.id]; ok && st.status == "held" && c.flashLat[k].Load() == 0 {
-									c.flashLat[k].Store(at.UnixNano())
-								}
-							}
+							c.flashFrame(f, at, states)
 							return
 						}
 						p := cur.Load()

@@ -65,6 +65,18 @@ type liveClient struct {
 	ended           atomic.Bool
 }
 
+// flashFrame counts a frame received during the flash run, with its seat
+// changes, and notes when each sampled hold first showed held.
+func (c *liveClient) flashFrame(f *liveSamples, at time.Time, states []seatState) {
+	c.frames.Add(1)
+	c.changes.Add(int64(len(states)))
+	for _, st := range states {
+		if k, ok := f.sample[st.id]; ok && st.status == "held" && c.flashLat[k].Load() == 0 {
+			c.flashLat[k].Store(at.UnixNano())
+		}
+	}
+}
+
 // liveFlash offers holds of seats at -ws-flash-rate for -ws-flash to the
 // live phase's sockets (clients), whose readers record what they receive
 // while flash points to the run's samples; nil when too few seats or too
