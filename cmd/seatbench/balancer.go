@@ -10,8 +10,6 @@ import (
 	"strings"
 	"syscall"
 	"time"
-
-	"seatd/internal/freeport"
 )
 
 // balancer is a haproxy in front of bench servers with the configuration
@@ -33,7 +31,7 @@ func (p *procs) startBalancer(ctx context.Context, servers []*server) (*balancer
 		return nil, fmt.Errorf("scripts/haproxy.sh: %w", err)
 	}
 	bin := strings.TrimSpace(string(out))
-	port, err := freeport.Loopback()
+	port, err := p.ports.Loopback()
 	if err != nil {
 		return nil, err
 	}

@@ -50,6 +50,8 @@ type procs struct {
 	// seatdEnv and pgMaxConns are -seatd-env and -pg-max-conns.
 	seatdEnv   map[string]string
 	pgMaxConns int
+	// ports gives every process started its own port.
+	ports freeport.Ports
 
 	mu      sync.Mutex
 	servers []*server // started and not yet stopped
@@ -136,11 +138,11 @@ func (p *procs) env(addr string, extra map[string]string) []string {
 // start starts `seatd serve` on a free loopback port and waits until it
 // answers /healthz (it migrates first).
 func (p *procs) start(ctx context.Context, name string, extra map[string]string) (*server, error) {
-	port, err := freeport.Loopback()
+	port, err := p.ports.Loopback()
 	if err != nil {
 		return nil, err
 	}
-	opsPort, err := freeport.Loopback()
+	opsPort, err := p.ports.Loopback()
 	if err != nil {
 		return nil, err
 	}

@@ -11,8 +11,6 @@ import (
 	"time"
 
 	"github.com/gorilla/websocket"
-
-	"seatd/internal/freeport"
 )
 
 // phaseMulti spreads -multi-buyers buyers round-robin over 2 and 3 seatd
@@ -98,7 +96,7 @@ func (b *bench) behindBalancer(ctx context.Context, servers []*server, base, ref
 func (b *bench) phaseFallback(ctx context.Context) error {
 	// Nothing else runs meanwhile.
 	b.procs.stopNamed("main")
-	port, err := freeport.Loopback()
+	port, err := b.procs.ports.Loopback()
 	if err != nil {
 		return err
 	}

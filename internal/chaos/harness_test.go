@@ -88,10 +88,15 @@ func seatdBinary(t testing.TB) string {
 	return seatdBuild.path
 }
 
-// freePort returns a loopback port nobody listens on right now.
+// ports hands out the loopback ports of every process the package's
+// tests start, each port once.
+var ports freeport.Ports
+
+// freePort returns a loopback port nobody listens on right now, and no
+// other process of these tests was given.
 func freePort(t testing.TB) int {
 	t.Helper()
-	port, err := freeport.Loopback()
+	port, err := ports.Loopback()
 	if err != nil {
 		t.Fatal(err)
 	}

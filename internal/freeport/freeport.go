@@ -9,12 +9,14 @@
 package freeport
 
 import (
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"net"
 	"os"
 	"strconv"
 	"strings"
+	"sync"
 )
 
 // floor is the lowest port handed out: above the fixed ports of the
@@ -40,6 +42,36 @@ func Loopback() (int, error) {
 	}
 	defer ln.Close()
 	return ln.Addr().(*net.TCPAddr).Port, nil
+}
+
+// Ports hands out ports as Loopback does, never the same one twice: the
+// processes one test binary starts side by side, each on the port it was
+// given and restarted on it after a kill, cannot draw one another's (a
+// port is free while its process is down, or before it has bound it).
+type Ports struct {
+	mu    sync.Mutex
+	given map[int]bool
+}
+
+// Loopback returns a port nobody listens on right now that p never
+// handed out before.
+func (p *Ports) Loopback() (int, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for range 64 {
+		port, err := Loopback()
+		if err != nil {
+			return 0, err
+		}
+		if !p.given[port] {
+			if p.given == nil {
+				p.given = map[int]bool{}
+			}
+			p.given[port] = true
+			return port, nil
+		}
+	}
+	return 0, errors.New("freeport: every port found was handed out already")
 }
 
 // ephemeralLow is the first port of the kernel's ephemeral range, or 0 when

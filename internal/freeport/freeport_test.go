@@ -23,3 +23,18 @@ func TestLoopbackIsBindableAndBelowEphemeral(t *testing.T) {
 		_ = ln.Close()
 	}
 }
+
+func TestPortsNeverHandsOutAPortTwice(t *testing.T) {
+	var p Ports
+	seen := map[int]bool{}
+	for range 200 {
+		port, err := p.Loopback()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if seen[port] {
+			t.Fatalf("port %d handed out twice", port)
+		}
+		seen[port] = true
+	}
+}

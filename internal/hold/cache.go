@@ -69,9 +69,10 @@ type eventState struct {
 	ready   bool
 	pending []Delta // deltas that arrived while loading
 	// doubtful are Redis locks whose hold may never have been committed
-	// (a write that failed, or whose reply was lost); the follower drops
-	// those Postgres does not have once their time comes.
-	doubtful []doubtfulLock
+	// (a write that failed, whose reply was lost, or whose writer died),
+	// each with the time from which to check it; the follower drops those
+	// Postgres does not have once their time comes.
+	doubtful map[doubtKey]time.Time
 	// recheck are seats whose Redis state was found to disagree with
 	// Postgres (Redis let a hold through that Postgres then refused); the
 	// follower syncs them from Postgres. Past maxDoubtful, the full sync
@@ -115,6 +116,10 @@ type doubtfulLock struct {
 	seat, hold uuid.UUID
 	notBefore  time.Time
 }
+
+// doubtKey names a doubtful lock: one seat's lock of one hold, which
+// syncs of the seat's later states may report again and again.
+type doubtKey struct{ seat, hold uuid.UUID }
 
 func newEventState(org, id uuid.UUID) *eventState {
 	return &eventState{org: org, id: id, watchers: map[int]func([]Delta){}, lineWatchers: map[int]func(WaitlistChange){},
@@ -327,10 +332,19 @@ const maxDoubtful = 10_000
 
 func (e *eventState) doubt(ls ...doubtfulLock) {
 	e.mu.Lock()
-	if len(e.doubtful)+len(ls) <= maxDoubtful {
-		e.doubtful = append(e.doubtful, ls...)
+	defer e.mu.Unlock()
+	if e.doubtful == nil {
+		e.doubtful = map[doubtKey]time.Time{}
 	}
-	e.mu.Unlock()
+	for _, l := range ls {
+		k := doubtKey{l.seat, l.hold}
+		if at, ok := e.doubtful[k]; ok {
+			// The earlier check stands: whatever it finds decides.
+			e.doubtful[k] = minTime(at, l.notBefore)
+		} else if len(e.doubtful) < maxDoubtful {
+			e.doubtful[k] = l.notBefore
+		}
+	}
 }
 
 // maxKnown bounds the holds recorded between two rounds of the follower
@@ -342,16 +356,21 @@ const maxKnown = 12_500
 func (e *eventState) due(now time.Time) []doubtfulLock {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	var out, keep []doubtfulLock
-	for _, d := range e.doubtful {
-		if now.Before(d.notBefore) {
-			keep = append(keep, d)
-		} else {
-			out = append(out, d)
+	var out []doubtfulLock
+	for k, at := range e.doubtful {
+		if !now.Before(at) {
+			out = append(out, doubtfulLock{seat: k.seat, hold: k.hold, notBefore: at})
+			delete(e.doubtful, k)
 		}
 	}
-	e.doubtful = keep
 	return out
+}
+
+func minTime(a, b time.Time) time.Time {
+	if b.Before(a) {
+		return b
+	}
+	return a
 }
 
 func (e *eventState) watched() bool {

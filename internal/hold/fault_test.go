@@ -288,6 +288,75 @@ func TestOrphanedLockIsCleared(t *testing.T) {
 	}
 }
 
+// TestDeadWritersLockUnderLaterChangesIsCleared: a writer that took
+// seats' Redis locks and died before its Postgres write leaves locks that
+// no state of those seats will ever name. When the seats change in
+// Postgres meanwhile (a hold made and ended through Postgres alone by a
+// process cut off from Redis; a hold made and released before the
+// follower's round), the follower's sync of those changes keeps each lock
+// while it may still be in flight, and must check it once it cannot be:
+// otherwise the lock refuses the free seat until its TTL, and the registry
+// disagrees with Postgres.
+func TestDeadWritersLockUnderLaterChangesIsCleared(t *testing.T) {
+	// Locks stay in flight for 2 s (twice the statement timeout, plus one).
+	a := testenv.App(t, func(c *config.Config) { c.PGStatementTimeout = 500 * time.Millisecond })
+	tn := testenv.NewTenant(t, a, 2)
+	ev := testenv.NewEvent(t, a, tn.Org.ID, 1, 1, 4)
+	seats := testenv.SeatIDs(t, a, tn.Org.ID, ev.ID)
+	ctx := context.Background()
+	b0, b1 := tn.Buyers[0], tn.Buyers[1]
+	if _, _, err := a.Events.Seats(ctx, buyer(b0), ev.ID); err != nil {
+		t.Fatal(err)
+	}
+	// Seat 0 is held and released through the core.
+	res, err := a.Holds.Hold(ctx, buyer(b0), hold.Request{Event: ev.ID, Seats: seats[:1], Source: hold.SourceAPI})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.Holds.Release(ctx, buyer(b0), res.Holds[0].ID, ""); err != nil {
+		t.Fatal(err)
+	}
+	// The writer that dies locks seats 0 and 1.
+	now := time.Now()
+	dead := []uuid.UUID{uuid.New(), uuid.New()}
+	acq, err := a.Locks.Acquire(ctx, tn.Org.ID, ev.ID, seatlock.AcquireRequest{User: b1.ID, Seats: seats[:2],
+		HoldIDs: dead, Now: now, HeldUntil: now.Add(time.Hour), MaxDelay: time.Minute})
+	if err != nil || !acq.OK {
+		t.Fatalf("acquire: %+v %v", acq, err)
+	}
+	// Seat 1 is held through Postgres alone, with a fence below the dead
+	// writer's (the process knew no higher one), and released.
+	out, err := a.Store.Holds.Create(ctx, store.HoldParams{Org: tn.Org.ID, Event: ev.ID, User: b0.ID,
+		Seats: []store.HoldRequest{{SeatID: seats[1], HoldID: uuid.New(), Fence: 1}},
+		Now:   time.Now(), HeldUntil: time.Now().Add(time.Minute), Source: "api", NoWait: true})
+	if err != nil || len(out.Created) != 1 || acq.Locks[1].Fence <= 1 {
+		t.Fatalf("hold through postgres: %+v %v (dead writer's fence %d)", out, err, acq.Locks[1].Fence)
+	}
+	if _, err := a.Store.Holds.Release(ctx, tn.Org.ID, out.Created[0].ID, b0.ID, false, ""); err != nil {
+		t.Fatal(err)
+	}
+	// The follower's rounds sync both seats' changes.
+	testenv.Background(t, a)
+	testsvc.Eventually(t, 10*time.Second, "the dead writer's locks are dropped", func() bool {
+		for _, s := range seats[:2] {
+			if _, ok, err := a.Locks.Get(ctx, tn.Org.ID, ev.ID, s); err != nil || ok {
+				return false
+			}
+		}
+		return true
+	})
+	if age := time.Since(now); age < 2*time.Second {
+		t.Fatalf("locks dropped %s after they were taken, while they could still be in flight", age)
+	}
+	reg, err := a.Monitor.RegistryStatus(ctx, organizer(tn), ev.ID)
+	if err != nil || !reg.Consistent {
+		t.Fatalf("registry: %+v %v", reg, err)
+	}
+	if _, err := a.Holds.Hold(ctx, buyer(b1), hold.Request{Event: ev.ID, Seats: seats[:2], Source: hold.SourceAPI}); err != nil {
+		t.Fatalf("hold of the freed seats: %v", err)
+	}
+}
+
 // TestReleaseWhileCutOffFromRedis: a process that releases a hold while it
 // cannot reach Redis (Redis itself is fine, and keeps the lock) must drop
 // that lock as soon as it reaches Redis again, before the fast path is

@@ -139,22 +139,27 @@ func (e *Engine) fullSyncFrom(ctx context.Context, ev *eventState, held []store.
 			states = append(states, lockState(&seats[i]))
 		}
 	}
-	if _, err := call(e.redis, func() (int, error) {
+	kept, err := call(e.redis, func() ([]seatlock.Kept, error) {
 		return e.locks.Sync(ctx, ev.org, ev.id, states, maxFence, e.now(), e.opt.StaleLockAge, true)
-	}); err != nil {
+	})
+	if err != nil {
 		return err
 	}
 	e.m.RedisSyncs.WithLabelValues("full").Inc()
 	e.setSynced(ev, true)
-	// What Sync left alone for being newer than Postgres may be a lock
-	// whose writer died: look again once no transaction can still commit it.
-	for _, id := range extra {
-		lk, ok, err := e.locks.Get(ctx, ev.org, ev.id, id)
-		if err == nil && ok {
-			ev.doubt(doubtfulLock{seat: id, hold: lk.HoldID, notBefore: lk.AcquiredAt.Add(e.opt.StaleLockAge)})
-		}
-	}
+	e.doubtKept(ev, kept)
 	return nil
+}
+
+// doubtKept hands the locks a sync left in place without Postgres naming
+// them to the follower, due once no transaction can still commit them:
+// each is in flight, or its writer died, and only the second kind is
+// still unknown to Postgres then. Nothing else would look at a dead
+// writer's lock again, since no later state of its seat names it.
+func (e *Engine) doubtKept(ev *eventState, kept []seatlock.Kept) {
+	for _, k := range kept {
+		ev.doubt(doubtfulLock{seat: k.Seat, hold: k.Lock.HoldID, notBefore: k.Lock.AcquiredAt.Add(e.opt.StaleLockAge)})
+	}
 }
 
 // lockState is what Redis should hold for a seat Postgres has as st.

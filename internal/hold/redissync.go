@@ -80,7 +80,7 @@ func (f *Follower) syncSeats(ctx context.Context, ev *eventState, seats []store.
 		states[i] = lockState(&seats[i])
 		maxFence = max(maxFence, seats[i].Fence)
 	}
-	_, err := call(f.e.redis, func() (int, error) {
+	kept, err := call(f.e.redis, func() ([]seatlock.Kept, error) {
 		return f.e.locks.Sync(ctx, ev.org, ev.id, states, maxFence, f.e.now(), f.e.opt.StaleLockAge, false)
 	})
 	f.e.m.RedisSyncs.WithLabelValues("incremental").Inc()
@@ -91,6 +91,7 @@ func (f *Follower) syncSeats(ctx context.Context, ev *eventState, seats []store.
 		}
 		return false
 	}
+	f.e.doubtKept(ev, kept)
 	return true
 }
 

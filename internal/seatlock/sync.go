@@ -2,6 +2,8 @@ package seatlock
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"time"
 
 	"github.com/google/uuid"
@@ -31,11 +33,15 @@ type SeatState struct {
 //
 // ARGV[1] is 'inc' for an incremental sync, 'full' for a batch of a full
 // sync and 'mark' for its last batch, which marks the event as synced. An
-// incremental sync returns -1 when the mark is gone (Redis flushed or restarted) and
+// incremental sync returns {-1} when the mark is gone (Redis flushed or restarted) and
 // changes nothing, because a replica missing its history cannot be
-// brought current by the latest changes alone.
+// brought current by the latest changes alone. Otherwise it returns 0,
+// then the index and value of each lock it left in place that the state
+// does not name (in flight, or under a
+// newer state): the caller checks those once they are too old to commit,
+// since a lock whose writer died is named by no state to come.
 var syncScript = redis.NewScript(`
-if ARGV[1] == 'inc' and redis.call('EXISTS', KEYS[4]) == 0 then return -1 end
+if ARGV[1] == 'inc' and redis.call('EXISTS', KEYS[4]) == 0 then return {-1} end
 local floor = tonumber(ARGV[2])
 if tonumber(redis.call('GET', KEYS[3]) or '0') < floor then redis.call('SET', KEYS[3], floor) end
 local cutoff = tonumber(ARGV[3])
@@ -44,17 +50,23 @@ local function acquired(v) return tonumber(string.match(v, '|([^|]*)$')) or 0 en
 local function owner(v) return string.match(v, '^[^|]*|([^|]*)|') end
 local function hold(v) return string.match(v, '^([^|]*|[^|]*|[^|]*|[^|]*)|') end
 local n = #KEYS - 5
-local changed = 0
+local out = {0}
 for i = 1, n do
   local b = 3 + (i - 1) * 5
   local sid, ver, f, lock, px = ARGV[b + 1], tonumber(ARGV[b + 2]), tonumber(ARGV[b + 3]), ARGV[b + 4], ARGV[b + 5]
   local v = redis.call('GET', KEYS[5 + i])
   if tonumber(redis.call('HGET', KEYS[5], sid) or '0') >= ver then
     -- a newer state of this seat was applied already
+    if v and (lock == '' or hold(v) ~= hold(lock)) then
+      out[#out + 1] = i
+      out[#out + 1] = v
+    end
   elseif v and fence(v) > f and acquired(v) >= cutoff then
     -- taken after this state: its owner or a later change decides (the
     -- state is not recorded as applied: if the lock's write fails, the
     -- same state must still be able to come back)
+    out[#out + 1] = i
+    out[#out + 1] = v
   elseif lock ~= '' then
     if not v or hold(v) ~= hold(lock) or ARGV[1] ~= 'inc' then
       -- (a lock already right was listed by whoever wrote it; a full sync
@@ -62,7 +74,6 @@ for i = 1, n do
       if v and hold(v) ~= hold(lock) then redis.call('ZREM', KEYS[2], owner(v) .. '|' .. sid) end
       if not v or hold(v) ~= hold(lock) then
         redis.call('SET', KEYS[5 + i], lock, 'PX', px)
-        changed = changed + 1
       end
       redis.call('ZADD', KEYS[1], string.match(lock, '^[^|]*|[^|]*|[^|]*|([^|]*)|'), sid)
       redis.call('ZADD', KEYS[2], 0, owner(lock) .. '|' .. sid)
@@ -72,30 +83,36 @@ for i = 1, n do
     if v then
       redis.call('DEL', KEYS[5 + i])
       redis.call('ZREM', KEYS[2], owner(v) .. '|' .. sid)
-      changed = changed + 1
     end
     redis.call('ZREM', KEYS[1], sid)
     redis.call('HSET', KEYS[5], sid, ver)
   end
 end
 if ARGV[1] == 'mark' then redis.call('SET', KEYS[4], '1') end
-return changed
+return out
 `)
 
 // syncBatch bounds the seats of one script call, so a large sync never
 // blocks Redis for long.
 const syncBatch = 500
 
+// Kept is a lock Sync left in place that Postgres's state of its seat does
+// not name.
+type Kept struct {
+	Seat uuid.UUID
+	Lock Lock
+}
+
 // Sync makes the seats' locks agree with Postgres (see syncScript) and
 // lifts the fence counter to at least maxFence. A lock newer than
-// Postgres's state is kept while younger than inFlight. It returns how many locks
-// it wrote or dropped. full marks the event synced; without it, Sync
-// returns ErrNotSynced when Redis lost the event (the caller then runs a
-// full sync).
+// Postgres's state is kept while younger than inFlight. It returns the
+// locks it kept that the states do not name. full marks the event synced; without it, Sync returns
+// ErrNotSynced when Redis lost the event (the caller then runs a full
+// sync).
 func (l *Locks) Sync(ctx context.Context, org, event uuid.UUID, seats []SeatState, maxFence int64, now time.Time,
-	inFlight time.Duration, full bool) (int, error) {
+	inFlight time.Duration, full bool) ([]Kept, error) {
 	k := l.Keys(org, event)
-	total := 0
+	var kept []Kept
 	for start := 0; start == 0 || start < len(seats); start += syncBatch {
 		part := seats[start:min(start+syncBatch, len(seats))]
 		keys := make([]string, 0, len(part)+5)
@@ -119,14 +136,25 @@ func (l *Locks) Sync(ctx context.Context, org, event uuid.UUID, seats []SeatStat
 			}
 			args = append(args, s.ID.String(), s.Version, s.Fence, lock, px)
 		}
-		n, err := syncScript.Run(ctx, l.rdb, keys, args...).Int()
+		res, err := syncScript.Run(ctx, l.rdb, keys, args...).Slice()
 		if err != nil {
-			return total, err
+			return kept, err
 		}
-		if n < 0 {
-			return total, ErrNotSynced
+		if len(res) == 0 {
+			return kept, errors.New("seatlock: unexpected sync reply")
 		}
-		total += n
+		if n, _ := res[0].(int64); n < 0 {
+			return kept, ErrNotSynced
+		}
+		for j := 1; j+1 < len(res); j += 2 {
+			i, _ := res[j].(int64)
+			v, _ := res[j+1].(string)
+			lk, err := ParseLock(v)
+			if err != nil || i < 1 || int(i) > len(part) {
+				return kept, fmt.Errorf("seatlock: sync reply: lock %q of seat %d: %v", v, i, err)
+			}
+			kept = append(kept, Kept{Seat: part[i-1].ID, Lock: lk})
+		}
 	}
-	return total, nil
+	return kept, nil
 }

@@ -38,9 +38,21 @@ func TestSyncRules(t *testing.T) {
 	free := func(version, fence int64) seatlock.SeatState {
 		return seatlock.SeatState{ID: seat, Version: version, Fence: fence}
 	}
+	// syncKept syncs one state and returns the locks it kept unnamed.
+	syncKept := func(full bool, st seatlock.SeatState) ([]seatlock.Kept, error) {
+		kept, err := l.Sync(ctx, org, event, []seatlock.SeatState{st}, st.Fence, now, 10*time.Second, full)
+		return kept, err
+	}
 	sync := func(full bool, st seatlock.SeatState) error {
-		_, err := l.Sync(ctx, org, event, []seatlock.SeatState{st}, st.Fence, now, 10*time.Second, full)
+		_, err := syncKept(full, st)
 		return err
+	}
+	// keptOnly checks that a sync kept exactly the lock of hold.
+	keptOnly := func(what string, kept []seatlock.Kept, hold uuid.UUID) {
+		t.Helper()
+		if len(kept) != 1 || kept[0].Seat != seat || kept[0].Lock.HoldID != hold || kept[0].Lock.AcquiredAt.IsZero() {
+			t.Fatalf("%s: kept %+v, want the lock of hold %s", what, kept, hold)
+		}
 	}
 	acquire := func(at time.Time, maxDelay time.Duration) (uuid.UUID, error) {
 		id := uuid.New()
@@ -60,8 +72,8 @@ func TestSyncRules(t *testing.T) {
 		t.Fatalf("incremental sync before a full one: %v, want ErrNotSynced", err)
 	}
 	h1 := uuid.New()
-	if err := sync(true, held(2, 1, h1)); err != nil {
-		t.Fatal(err)
+	if kept, err := syncKept(true, held(2, 1, h1)); err != nil || len(kept) != 0 {
+		t.Fatalf("full sync of a held seat: kept %+v, %v; want none (the state names its lock)", kept, err)
 	}
 	if got := lockOf(t, l, org, event, seat); got != h1 {
 		t.Fatalf("after a full sync of a held seat: lock %s, want %s", got, h1)
@@ -83,15 +95,25 @@ func TestSyncRules(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := sync(false, free(4, 1)); err != nil {
+	// Either way the sync tells which lock it kept, for the caller to
+	// check once it can no longer be in flight: nothing else would.
+	kept, err := syncKept(false, free(4, 1))
+	if err != nil {
 		t.Fatal(err)
 	}
+	keptOnly("a sync of an older state", kept, inFlight)
 	if got := lockOf(t, l, org, event, seat); got != inFlight {
 		t.Fatalf("a lock in flight was dropped (lock %s)", got)
 	}
-	// Once it is older than a transaction can run, it goes.
-	if _, err := l.Sync(ctx, org, event, []seatlock.SeatState{free(5, 1)}, 1, now.Add(time.Minute), 10*time.Second, false); err != nil {
+	// A state already applied (version 3) leaves it too, and says so.
+	kept, err = syncKept(false, free(3, 1))
+	if err != nil {
 		t.Fatal(err)
+	}
+	keptOnly("a sync of a state already applied", kept, inFlight)
+	// Once it is older than a transaction can run, it goes.
+	if kept, err := l.Sync(ctx, org, event, []seatlock.SeatState{free(5, 1)}, 1, now.Add(time.Minute), 10*time.Second, false); err != nil || len(kept) != 0 {
+		t.Fatalf("sync after the lock aged: kept %+v, %v; want it dropped", kept, err)
 	}
 	if got := lockOf(t, l, org, event, seat); got != uuid.Nil {
 		t.Fatalf("an orphaned lock survived (lock %s)", got)
