@@ -33,13 +33,13 @@ type SeatState struct {
 //
 // ARGV[1] is 'inc' for an incremental sync, 'full' for a batch of a full
 // sync and 'mark' for its last batch, which marks the event as synced. An
-// incremental sync returns {-1} when the mark is gone (Redis flushed or restarted) and
-// changes nothing, because a replica missing its history cannot be
-// brought current by the latest changes alone. Otherwise it returns 0,
-// then the index and value of each lock it left in place that the state
-// does not name (in flight, or under a
-// newer state): the caller checks those once they are too old to commit,
-// since a lock whose writer died is named by no state to come.
+// incremental sync returns {-1} when the mark is gone (Redis flushed or
+// restarted) and changes nothing, because a replica missing its history
+// cannot be brought current by the latest changes alone. Otherwise it
+// returns 0, then the index and value of each lock it left in place that
+// the state does not name (in flight, or under a newer state): the caller
+// checks those once they are too old to commit, since a lock whose writer
+// died is named by no state to come.
 var syncScript = redis.NewScript(`
 if ARGV[1] == 'inc' and redis.call('EXISTS', KEYS[4]) == 0 then return {-1} end
 local floor = tonumber(ARGV[2])
@@ -62,9 +62,10 @@ for i = 1, n do
       out[#out + 1] = v
     end
   elseif v and fence(v) > f and acquired(v) >= cutoff then
-    -- taken after this state: its owner or a later change decides (the
-    -- state is not recorded as applied: if the lock's write fails, the
-    -- same state must still be able to come back)
+    -- taken after this state: its owner or a later change decides, or
+    -- the caller's check once it is too old (the state is not recorded as
+    -- applied: if the lock's write fails, the same state must still be
+    -- able to come back)
     out[#out + 1] = i
     out[#out + 1] = v
   elseif lock ~= '' then
