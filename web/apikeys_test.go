@@ -269,8 +269,15 @@ func TestAPIKeysPage(t *testing.T) {
 	expires := time.Now().UTC().Add(48 * time.Hour).Truncate(time.Minute)
 	org.do("POST", "/admin/api-keys", form("name=reader&role=organizer&scopes=read&scopes=holds&expires_at="+
 		url.QueryEscape(expires.Format("2006-01-02T15:04")))).want(t, http.StatusCreated)
+	// A browser may send seconds too.
+	expiresSec := expires.Add(17 * time.Second)
 	org.do("POST", "/admin/api-keys", form("name=seconds&role=buyer&expires_at="+
-		url.QueryEscape(expires.Format("2006-01-02T15:04:05")))).want(t, http.StatusCreated)
+		url.QueryEscape(expiresSec.Format("2006-01-02T15:04:05")))).want(t, http.StatusCreated)
+	var gotSec time.Time
+	if err := s.app.Pool.QueryRow(t.Context(), `SELECT expires_at FROM api_keys WHERE org_id = $1 AND name = 'seconds'`,
+		tn.Org.ID).Scan(&gotSec); err != nil || !gotSec.Equal(expiresSec) {
+		t.Fatalf("key made with an expiry in seconds expiring %v (%v), want %v", gotSec, err, expiresSec)
+	}
 	var scopes []string
 	var got time.Time
 	if err := s.app.Pool.QueryRow(t.Context(), `SELECT scopes, expires_at FROM api_keys WHERE org_id = $1 AND name = 'reader'`,
