@@ -151,9 +151,8 @@ func (p *Payments) Start(ctx context.Context, a Actor, event uuid.UUID, key stri
 		// sells what it still can and refunds otherwise.
 		_ = p.cancel(context.WithoutCancel(ctx), old.OrgID, old.ID, old.IntentID)
 	}
-	if pay, err = p.e.store.Payments.Get(ctx, a.Org, a.User, pay.ID); err != nil {
-		return Started{}, err
-	}
+	// Mark changed nothing else of the payment (its holds are the same).
+	pay.IntentID, pay.UpdatedAt = in.ID, marked.UpdatedAt
 	return Started{Payment: pay, ClientSecret: in.ClientSecret}, nil
 }
 

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net"
 	"os"
+	"reflect"
 	"testing"
 	"time"
 
@@ -39,6 +40,7 @@ func TestPaymentBuysWithTheTestProvider(t *testing.T) {
 	if d := time.Until(p.Deadline); d < 19*time.Minute || d > 21*time.Minute {
 		t.Errorf("deadline in %v, want the 20m TTL", d)
 	}
+	samePaymentAsStored(t, e, p)
 	mine, err := e.a.Holds.Mine(ctx, e.buyer(0), e.ev.ID)
 	if err != nil {
 		t.Fatal(err)
@@ -183,6 +185,22 @@ func TestPaymentProviderErrorLeavesHolds(t *testing.T) {
 	}
 	if st.Payment.IntentID == "" || st.ClientSecret == "" || len(st.Payment.Holds) != len(hs) {
 		t.Fatalf("started %+v", st)
+	}
+	samePaymentAsStored(t, e, st.Payment)
+}
+
+// samePaymentAsStored: Start answers the payment as it writes it, without
+// reading it back; the buyer's read of it afterwards must be the same
+// (the account's email aside, which Start does not answer).
+func samePaymentAsStored(t *testing.T, e *payEnv, p store.Payment) {
+	t.Helper()
+	got, err := e.pays.Get(context.Background(), e.buyer(0), p.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got.UserEmail = ""
+	if !reflect.DeepEqual(p, got) {
+		t.Errorf("Start answered\n%+v\nread back\n%+v", p, got)
 	}
 }
 

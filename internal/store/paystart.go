@@ -26,36 +26,40 @@ type NewPayment struct {
 // from the event's categories now, or answers the payment the key made
 // before (Replayed). It changes no hold: Mark does, once the provider has
 // made the payment's intent, so a provider that fails leaves the holds as
-// they were (Drop removes the payment then).
+// they were (Drop removes the payment then). A new payment is answered as
+// written, without reading it back (Get would read the same: its holds in
+// the map's order, no refunds); it carries no UserEmail.
 func (s *Payments) Begin(ctx context.Context, n NewPayment) (Payment, error) {
 	var id uuid.UUID
-	replayed := false
+	var made Payment
 	err := inTx(ctx, s.db, func(tx pgx.Tx) error {
 		var err error
 		if id, err = s.byKey(ctx, tx, n); err != nil || id != uuid.Nil {
-			replayed = id != uuid.Nil
 			return err
 		}
 		rows, err := tx.Query(ctx, `
-			SELECT h.id, h.seat_id, s.category, coalesce(c.price_minor, 0), coalesce(c.currency, ''), coalesce(p.status, '')
+			SELECT h.id, h.seat_id, sec.label || '-' || s.row_label || '-' || s.number, s.category,
+			       coalesce(c.price_minor, 0), coalesce(c.currency, ''), coalesce(p.status, '')
 			FROM seat_holds h
 			JOIN seats s ON s.org_id = h.org_id AND s.id = h.seat_id
+			JOIN sections sec ON sec.org_id = s.org_id AND sec.id = s.section_id
 			LEFT JOIN event_categories c ON c.org_id = s.org_id AND c.event_id = s.event_id AND c.key = s.category
 			LEFT JOIN payments p ON p.org_id = h.org_id AND p.id = h.payment_id
 			WHERE h.org_id = $1 AND h.event_id = $2 AND h.user_id = $3 AND h.status = 'active' AND h.held_until > now()
-			ORDER BY h.seat_id`, n.Org, n.Event, n.User)
+			ORDER BY sec.position, s.idx`, n.Org, n.Event, n.User)
 		if err != nil {
 			return err
 		}
 		type held struct {
 			hold, seat       uuid.UUID
+			label            string
 			category         *string
 			price            int64
 			currency, paying string
 		}
 		hs, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (held, error) {
 			var h held
-			err := r.Scan(&h.hold, &h.seat, &h.category, &h.price, &h.currency, &h.paying)
+			err := r.Scan(&h.hold, &h.seat, &h.label, &h.category, &h.price, &h.currency, &h.paying)
 			return h, err
 		})
 		if err != nil {
@@ -81,41 +85,52 @@ func (s *Payments) Begin(ctx context.Context, n NewPayment) (Payment, error) {
 		if amount == 0 {
 			return apperr.E(apperr.Invalid, "these seats cost nothing: there is nothing to pay")
 		}
-		id = NewID()
-		tag, err := tx.Exec(ctx, `
+		made = Payment{ID: NewID(), OrgID: n.Org, EventID: n.Event, UserID: n.User, IdempotencyKey: n.Key, AmountMinor: amount,
+			Currency: currency, Status: PaymentRequiresPayment, Provider: n.Provider, Holds: make([]PaymentHold, len(hs)), Refunds: []Refund{}}
+		err = tx.QueryRow(ctx, `
 			INSERT INTO payments (org_id, id, event_id, user_id, idempotency_key, amount_minor, currency, provider, deadline, next_check_at)
 			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)
-			ON CONFLICT (org_id, user_id, idempotency_key) DO NOTHING`,
-			n.Org, id, n.Event, n.User, n.Key, amount, currency, n.Provider, n.Deadline, n.CheckAt)
-		if err != nil {
-			return err
-		}
-		if tag.RowsAffected() == 0 {
+			ON CONFLICT (org_id, user_id, idempotency_key) DO NOTHING
+			RETURNING deadline, created_at, updated_at`,
+			n.Org, made.ID, n.Event, n.User, n.Key, amount, currency, n.Provider, n.Deadline, n.CheckAt).
+			Scan(&made.Deadline, &made.CreatedAt, &made.UpdatedAt)
+		if errors.Is(err, pgx.ErrNoRows) {
 			// A call with the same key committed meanwhile: answer its
 			// payment (this statement waited for it).
+			made = Payment{}
 			id, err = s.byKey(ctx, tx, n)
-			replayed = true
 			if err == nil && id == uuid.Nil {
 				err = errors.New("payment: key taken but no payment found")
 			}
 			return err
 		}
+		if err != nil {
+			return err
+		}
+		made.Deadline, made.CreatedAt, made.UpdatedAt = made.Deadline.UTC(), made.CreatedAt.UTC(), made.UpdatedAt.UTC()
 		holdIDs, seatIDs, cats, prices := make([]uuid.UUID, len(hs)), make([]uuid.UUID, len(hs)), make([]*string, len(hs)), make([]int64, len(hs))
 		for i, h := range hs {
 			holdIDs[i], seatIDs[i], cats[i], prices[i] = h.hold, h.seat, h.category, h.price
+			made.Holds[i] = PaymentHold{HoldID: h.hold, SeatID: h.seat, Seat: h.label, PriceMinor: h.price}
+			if h.category != nil {
+				made.Holds[i].Category = *h.category
+			}
 		}
 		_, err = tx.Exec(ctx, `
 			INSERT INTO payment_holds (org_id, payment_id, hold_id, seat_id, category, price_minor)
 			SELECT $1, $2, x.hold_id, x.seat_id, x.category, x.price_minor
 			FROM unnest($3::uuid[], $4::uuid[], $5::text[], $6::bigint[]) AS x(hold_id, seat_id, category, price_minor)`,
-			n.Org, id, holdIDs, seatIDs, cats, prices)
+			n.Org, made.ID, holdIDs, seatIDs, cats, prices)
 		return err
 	})
 	if err != nil {
 		return Payment{}, err
 	}
+	if made.ID != uuid.Nil {
+		return made, nil
+	}
 	p, err := s.Get(ctx, n.Org, n.User, id)
-	p.Replayed = replayed
+	p.Replayed = true
 	return p, err
 }
 
@@ -155,6 +170,8 @@ type Marked struct {
 	// Superseded are the buyer's earlier payments whose holds this one
 	// took over (not paid yet): their intents are to be canceled.
 	Superseded []Payment
+	// UpdatedAt is the payment's updated_at after Mark.
+	UpdatedAt time.Time
 }
 
 // Mark records the payment's intent and marks its holds as paid for by it,
@@ -172,8 +189,8 @@ func (s *Payments) Mark(ctx context.Context, org, id uuid.UUID, intentID string)
 		var deadline time.Time
 		var stored string
 		err := tx.QueryRow(ctx, `
-			SELECT user_id, status, deadline, coalesce(intent_id, '') FROM payments WHERE org_id = $1 AND id = $2 FOR NO KEY UPDATE`,
-			org, id).Scan(&user, &status, &deadline, &stored)
+			SELECT user_id, status, deadline, coalesce(intent_id, ''), updated_at FROM payments WHERE org_id = $1 AND id = $2 FOR NO KEY UPDATE`,
+			org, id).Scan(&user, &status, &deadline, &stored, &out.UpdatedAt)
 		if err != nil {
 			return notFoundIfNoRows(err, "payment")
 		}
@@ -225,10 +242,15 @@ func (s *Payments) Mark(ctx context.Context, org, id uuid.UUID, intentID string)
 		if problem != nil {
 			return problem
 		}
-		if _, err := tx.Exec(ctx, `UPDATE payments SET intent_id = $3, updated_at = now() WHERE org_id = $1 AND id = $2`,
-			org, id, intentID); err != nil {
-			return err
+		if stored == "" {
+			// (A provider that keeps its intents here, the test provider,
+			// wrote it already.)
+			if err := tx.QueryRow(ctx, `UPDATE payments SET intent_id = $3, updated_at = now() WHERE org_id = $1 AND id = $2 RETURNING updated_at`,
+				org, id, intentID).Scan(&out.UpdatedAt); err != nil {
+				return err
+			}
 		}
+		out.UpdatedAt = out.UpdatedAt.UTC()
 		if len(others) > 0 {
 			if out.Superseded, err = s.supersede(ctx, tx, org, others); err != nil {
 				return err
