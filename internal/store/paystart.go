@@ -243,8 +243,8 @@ func (s *Payments) Mark(ctx context.Context, org, id uuid.UUID, intentID string)
 			return problem
 		}
 		if stored == "" {
-			// (A provider that keeps its intents here, the test provider,
-			// wrote it already.)
+			// The test provider stores its intent on the payment itself
+			// (store.PaymentLedger); another provider's is written here.
 			if err := tx.QueryRow(ctx, `UPDATE payments SET intent_id = $3, updated_at = now() WHERE org_id = $1 AND id = $2 RETURNING updated_at`,
 				org, id, intentID).Scan(&out.UpdatedAt); err != nil {
 				return err
