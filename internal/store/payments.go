@@ -72,7 +72,6 @@ type Payment struct {
 	RefundedMinor int64
 	CreatedAt     time.Time
 	UpdatedAt     time.Time
-	UserEmail     string
 	// Holds are the holds it covers, with the price of each seat; Refunds
 	// its refunds, oldest first (both read by Get only).
 	Holds   []PaymentHold
@@ -141,16 +140,15 @@ const paymentColumns = `
 	SELECT p.id, p.org_id, p.event_id, p.user_id, p.idempotency_key, p.amount_minor, p.currency, p.status, p.provider,
 	       coalesce(p.intent_id, ''), p.deadline, coalesce(p.booking_id, '00000000-0000-0000-0000-000000000000'),
 	       coalesce(b.reference, ''), coalesce(p.failure_message, ''), coalesce(p.refund_reason, ''), p.refunded_minor,
-	       p.created_at, p.updated_at, u.email
+	       p.created_at, p.updated_at
 	FROM payments p
-	JOIN users u ON u.org_id = p.org_id AND u.id = p.user_id
 	LEFT JOIN bookings b ON b.org_id = p.org_id AND b.id = p.booking_id`
 
 func scanPayment(r pgx.CollectableRow) (Payment, error) {
 	var p Payment
 	err := r.Scan(&p.ID, &p.OrgID, &p.EventID, &p.UserID, &p.IdempotencyKey, &p.AmountMinor, &p.Currency, &p.Status,
 		&p.Provider, &p.IntentID, &p.Deadline, &p.BookingID, &p.BookingReference, &p.FailureMessage, &p.RefundReason,
-		&p.RefundedMinor, &p.CreatedAt, &p.UpdatedAt, &p.UserEmail)
+		&p.RefundedMinor, &p.CreatedAt, &p.UpdatedAt)
 	p.Deadline, p.CreatedAt, p.UpdatedAt = p.Deadline.UTC(), p.CreatedAt.UTC(), p.UpdatedAt.UTC()
 	return p, err
 }
