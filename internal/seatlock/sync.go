@@ -107,9 +107,9 @@ type Kept struct {
 // Sync makes the seats' locks agree with Postgres (see syncScript) and
 // lifts the fence counter to at least maxFence. A lock newer than
 // Postgres's state is kept while younger than inFlight. It returns the
-// locks it kept that the states do not name. full marks the event synced; without it, Sync returns
-// ErrNotSynced when Redis lost the event (the caller then runs a full
-// sync).
+// locks it kept that the states do not name. full marks the event
+// synced; without it, Sync returns ErrNotSynced when Redis lost the event
+// (the caller then runs a full sync).
 func (l *Locks) Sync(ctx context.Context, org, event uuid.UUID, seats []SeatState, maxFence int64, now time.Time,
 	inFlight time.Duration, full bool) ([]Kept, error) {
 	k := l.Keys(org, event)

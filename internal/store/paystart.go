@@ -28,7 +28,7 @@ type NewPayment struct {
 // made the payment's intent, so a provider that fails leaves the holds as
 // they were (Drop removes the payment then). A new payment is answered as
 // written, without reading it back (Get would read the same: its holds in
-// the map's order, no refunds).
+// section and seat order, no refunds).
 func (s *Payments) Begin(ctx context.Context, n NewPayment) (Payment, error) {
 	var id uuid.UUID
 	var made Payment
