@@ -133,6 +133,7 @@ type config struct {
 	profileLevel int           // grab a CPU profile at this buyer count (from its ops listener)
 	profileFor   time.Duration // length of that profile
 	profilePay   bool          // grab a CPU profile of each sale run of the payments phase
+	profileRoom  bool          // grab a CPU profile of the waiting room's holds window, while the line polls
 }
 
 // phases, in the order they run.
@@ -244,6 +245,7 @@ func parseConfig(args []string, stderr io.Writer) (config, error) {
 	fs.IntVar(&c.profileLevel, "profile-level", 0, "fetch a CPU profile from the ops listener during the fast-path run at this buyer count")
 	fs.DurationVar(&c.profileFor, "profile-for", c.profileFor, "length of that CPU profile")
 	fs.BoolVar(&c.profilePay, "profile-pay", false, "fetch a CPU profile (-profile-for long) from the ops listener of each sale run of the payments phase")
+	fs.BoolVar(&c.profileRoom, "profile-room", false, "fetch a CPU profile (-profile-for long) from the ops listener during the waiting room's holds window, while the line polls")
 	if err := fs.Parse(args); err != nil {
 		return c, err
 	}

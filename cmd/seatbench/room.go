@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/base64"
@@ -208,13 +209,22 @@ func (b *bench) phaseRoom(ctx context.Context) error {
 	for _, d := range first {
 		waited[d.client] = d.at.Sub(opens) // the page waited since before the opening
 	}
-	holders, err := admitted(b.fx.orgID, ev, b.fx.buyers[:min(32, len(b.fx.buyers))])
-	if err != nil {
-		return err
-	}
 	var holds sync.WaitGroup
+	var holders []*session
+	var holdsErr error
 	holds.Go(func() {
 		sleepUntil(ctx, holdsAt)
+		// Admitted as they arrive, so a long polling window does not
+		// outlast their admissions.
+		holders, holdsErr = admitted(b.fx.orgID, ev, b.fx.buyers[:min(32, len(b.fx.buyers))])
+		if holdsErr != nil {
+			return
+		}
+		if b.cfg.profileRoom {
+			var wg sync.WaitGroup
+			defer wg.Wait()
+			wg.Go(func() { b.profileNamed(s, "room", b.cfg.profileFor)(ctx) })
+		}
 		rm.Holds = b.load.closedLoop(ctx, []*server{s}, holders, ev, seats[:len(seats)/2], b.cfg.warmup, b.cfg.roomHolds, nil)
 	})
 	// Each visitor's answers are its own (one request in flight at a
@@ -238,7 +248,7 @@ func (b *bench) phaseRoom(ctx context.Context) error {
 			return done.Add(wait), true
 		})
 	holds.Wait()
-	if err := ctx.Err(); err != nil {
+	if err := cmp.Or(holdsErr, ctx.Err()); err != nil {
 		return err
 	}
 	rm.PollNotSent = notSent
