@@ -110,7 +110,7 @@ func newServer(d Deps, o options) *Server {
 	deliveries := query.NewDeliveries(d.Store.Webhooks)
 	registry := api.NewRegistryFlights(d.Monitor, d.Cfg.RegistryCheckCooldown)
 	line := waitroom.NewLine(d.Redis, d.Cfg.KeyPrefix, d.Cfg.QueueAdmission)
-	s.gate = queue.New(d.Events, line, waitroom.NewPasses(d.Cfg.QueueSecret, d.Cfg.QueueAdmission), s.sessions, d.Cfg.CookieSecure)
+	s.gate = queue.New(d.Events, waitroom.NewPlaces(line), waitroom.NewPasses(d.Cfg.QueueSecret, d.Cfg.QueueAdmission), s.sessions, d.Cfg.CookieSecure)
 
 	// A chart upload may hold 32 MiB while it is read and decoded: a few at
 	// once, a few more waiting up to chartUploadWait, the rest told when to

@@ -62,6 +62,12 @@ type Place struct {
 	// opening it is the time to the opening.
 	ETA     time.Duration
 	OpensAt time.Time
+
+	// number is a waiting visitor's place counted from the line's first
+	// admission (its rank plus the admissions so far), under the line's
+	// epoch: what Places answers later places from.
+	number int64
+	epoch  uint64
 }
 
 // Line is the waiting lines of every event, in Redis.
@@ -93,11 +99,20 @@ func lotteryDraw() float64 {
 	return float64(binary.BigEndian.Uint64(b[:])>>11) / (1 << 53)
 }
 
+// newEpoch names a new line: random, so a line cleared and started again
+// is not taken for the one before it.
+func newEpoch() uint64 {
+	var b [8]byte
+	_, _ = crand.Read(b[:]) // never fails (crypto/rand panics rather than return an error)
+	// Never 0, which is "no epoch".
+	return binary.BigEndian.Uint64(b[:]) | 1
+}
+
 // keys are the Redis keys of one event's line.
 type keys struct {
 	line     string // ZSET: visitors waiting, by score (the draw, or 1 + arrival after the opening)
 	admitted string // ZSET: visitors admitted, score = admitted at (ms)
-	state    string // HASH: the admitter's bucket (last, credit), its rate, the admitted count
+	state    string // HASH: the admitter's bucket (last, credit), its rate, the admitted count, the line's epoch
 	seq      string // STRING: arrivals after the opening
 	lease    string // STRING: the admitter holding the event (owner), PX
 }
@@ -114,31 +129,37 @@ func (l *Line) keys(org, event uuid.UUID) keys {
 // at the opening the line's order is the order of the draws, a lottery.
 // After the opening a newcomer's score is 1 + its arrival number, behind
 // every drawn place. Redis's clock decides before or after, so every
-// process agrees. Reply: state (0 before opening, 1 waiting, 2 admitted,
-// 3 not in line), rank, waiting, admitted in the last minute, the
-// admitter's current rate, now (ms). A join keeps the line ARGV[6] ms
-// more (a line before its opening has no admitter ticking yet).
+// process agrees. The first join of a line names it with ARGV[7] (its
+// epoch), so a line cleared or lost and started again is told from the
+// old one. Reply: state (0 before opening, 1 waiting, 2 admitted, 3 not
+// in line), rank, waiting, admitted in the last minute, the admitter's
+// current rate, now (ms), admitted since the line began, the epoch. A
+// join keeps the line ARGV[6] ms more (a line before its opening has no
+// admitter ticking yet).
 var placeScript = redis.NewScript(`
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local opens = tonumber(ARGV[3])
 local perMin = redis.call('ZCOUNT', KEYS[2], now - 60000, '+inf')
-local rate = redis.call('HGET', KEYS[3], 'rate') or '0'
+local st = redis.call('HMGET', KEYS[3], 'rate', 'admitted', 'epoch')
+local rate, total, epoch = st[1] or '0', st[2] or '0', st[3] or '0'
 local at = redis.call('ZSCORE', KEYS[2], ARGV[1])
 if at and tonumber(at) > now - tonumber(ARGV[5]) then
-  return {2, 0, redis.call('ZCARD', KEYS[1]), perMin, rate, now}
+  return {2, 0, redis.call('ZCARD', KEYS[1]), perMin, rate, now, total, epoch}
 end
 local s = redis.call('ZSCORE', KEYS[1], ARGV[1])
 if not s then
-  if ARGV[2] ~= '1' then return {3, 0, redis.call('ZCARD', KEYS[1]), perMin, rate, now} end
+  if ARGV[2] ~= '1' then return {3, 0, redis.call('ZCARD', KEYS[1]), perMin, rate, now, total, epoch} end
   if now < opens then s = ARGV[4] else s = 1 + redis.call('INCR', KEYS[4]) end
   redis.call('ZADD', KEYS[1], s, ARGV[1])
+  if redis.call('HSETNX', KEYS[3], 'epoch', ARGV[7]) == 1 then epoch = ARGV[7] end
   redis.call('PEXPIRE', KEYS[1], ARGV[6])
   redis.call('PEXPIRE', KEYS[4], ARGV[6])
+  if redis.call('PTTL', KEYS[3]) < tonumber(ARGV[6]) then redis.call('PEXPIRE', KEYS[3], ARGV[6]) end
 end
 local state = 1
 if now < opens then state = 0 end
-return {state, redis.call('ZRANK', KEYS[1], ARGV[1]), redis.call('ZCARD', KEYS[1]), perMin, rate, now}
+return {state, redis.call('ZRANK', KEYS[1], ARGV[1]), redis.call('ZCARD', KEYS[1]), perMin, rate, now, total, epoch}
 `)
 
 // Join puts visitor in room's line (or finds the place it has) and says
@@ -161,16 +182,18 @@ func (l *Line) place(ctx context.Context, room Room, visitor string, join bool) 
 	}
 	res, err := placeScript.Run(ctx, l.rdb, []string{k.line, k.admitted, k.state, k.seq}, visitor, joinArg,
 		room.OpensAt.UnixMilli(), strconv.FormatFloat(l.draw(), 'g', -1, 64), l.admitTTL.Milliseconds(),
-		max(keep, time.Until(room.OpensAt)+keep).Milliseconds()).Slice()
+		max(keep, time.Until(room.OpensAt)+keep).Milliseconds(), strconv.FormatUint(newEpoch(), 10)).Slice()
 	if err != nil {
 		return Place{}, fmt.Errorf("waitroom: place: %w", err)
 	}
-	if len(res) != 6 {
+	if len(res) != 8 {
 		return Place{}, fmt.Errorf("waitroom: place: unexpected reply %v", res)
 	}
 	state, rank, inLine, perMin := res[0].(int64), res[1].(int64), res[2].(int64), res[3].(int64)
 	rate, _ := strconv.ParseFloat(fmt.Sprint(res[4]), 64)
 	now := time.UnixMilli(res[5].(int64))
+	total, _ := strconv.ParseInt(fmt.Sprint(res[6]), 10, 64)
+	epoch, _ := strconv.ParseUint(fmt.Sprint(res[7]), 10, 64)
 	p := Place{InLine: inLine, AdmittedPerMinute: perMin, ETA: -1, OpensAt: room.OpensAt}
 	switch state {
 	case 0:
@@ -180,6 +203,9 @@ func (l *Line) place(ctx context.Context, room Room, visitor string, join bool) 
 	case 1:
 		p.State, p.Position, p.Ahead = Waiting, rank+1, rank
 		p.ETA = eta(rank+1, perMin, rateOf(room, rate))
+		// Only the head of the line leaves it after the opening, so the
+		// visitor's place is this number less the admissions since.
+		p.number, p.epoch = rank+total, epoch
 	case 2:
 		p.State, p.ETA = Admitted, 0
 	default:

@@ -11,7 +11,6 @@ import (
 	"github.com/google/uuid"
 
 	"seatd/internal/apperr"
-	"seatd/internal/coalesce"
 	"seatd/internal/hold"
 	"seatd/internal/store"
 )
@@ -32,8 +31,11 @@ type DeviceStore interface {
 	Touch(ctx context.Context, ts []store.SessionTouch) error
 }
 
-// seenEvery is how often a session's last-seen time is written at most.
-const seenEvery = time.Minute
+// seenEvery is how often a session's last-seen time is written at most
+// (spread: each session's between once and one and a half times it):
+// the device list shows when a device was last seen to within that, and
+// a crowd of sessions costs a row update each per period.
+const seenEvery = 5 * time.Minute
 
 // seenMax bounds the sessions whose last write is remembered, as
 // sessionCacheMax bounds the cached sessions (a waiting room of 100 000
@@ -54,12 +56,12 @@ type seen struct {
 func (s *seen) due(token string, now time.Time) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if t, ok := s.last[token]; ok && now.Sub(t) < seenEvery {
+	if t, ok := s.last[token]; ok && now.Sub(t) < spread(token, seenEvery) {
 		return false
 	}
 	if len(s.last) >= seenMax {
 		for t, at := range s.last {
-			if now.Sub(at) >= seenEvery {
+			if now.Sub(at) >= spread(t, seenEvery) {
 				delete(s.last, t)
 			}
 		}
@@ -90,50 +92,7 @@ func (s *Sessions) touch(r *http.Request, token string) {
 	if !s.seen.due(token, time.Now()) {
 		return
 	}
-	if err := s.touches.write(r.Context(), store.SessionTouch{Token: token, Seen: true, IP: s.clientPrefix(r)}); err != nil && r.Context().Err() == nil {
-		s.log.WarnContext(r.Context(), "session last seen", "err", err)
-	}
-}
-
-// touches writes the sessions' housekeeping (a later expiry of data that
-// did not change, the last-seen time) for many requests in one statement
-// (store.Devices.Touch), one statement in flight: each is written before
-// its request goes on, as alone, but a crowd whose sessions all come due
-// at once (a waiting room a minute after it filled) costs one statement
-// per batch instead of one per request.
-type touches struct {
-	b *coalesce.Batcher[store.SessionTouch, error]
-}
-
-// touchBatch bounds the sessions of one statement.
-const touchBatch = 500
-
-// newTouches sends each batch through st.Touch, which writes a session
-// touched twice in it once.
-func newTouches(st DeviceStore) *touches {
-	return &touches{b: coalesce.New(1, touchBatch, func(ctx context.Context, batch []*coalesce.Call[store.SessionTouch, error]) {
-		ts := make([]store.SessionTouch, len(batch))
-		for i, c := range batch {
-			ts[i] = c.Req
-		}
-		// The batch is everyone's: not cut short by the sending request.
-		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-		defer cancel()
-		err := st.Touch(ctx, ts)
-		for _, c := range batch {
-			c.Answer(err)
-		}
-	})}
-}
-
-// write sends one touch with whatever else is waiting and returns its
-// outcome.
-func (t *touches) write(ctx context.Context, one store.SessionTouch) error {
-	err, derr := t.b.Do(ctx, one)
-	if derr != nil {
-		return derr
-	}
-	return err
+	s.touches.add(store.SessionTouch{Token: token, Seen: true, IP: s.clientPrefix(r)})
 }
 
 // clientPrefix is the request's client address as devices show it:

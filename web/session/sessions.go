@@ -14,6 +14,7 @@ import (
 	"net/http"
 	"net/netip"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/alexedwards/scs/pgxstore"
@@ -155,12 +156,12 @@ func New(o Options) *Sessions {
 		now:     time.Now,
 		entries: map[string]*sessionEntry{},
 	}
-	touches := newTouches(o.Devices)
+	touches := newTouches(o.Devices, o.Log.With("component", "session_touches"))
 	if !o.NoCache {
 		st.fresh = sessionFresh
 		st.touch = min(o.IdleTimeout/10, sessionTouchMax)
-		st.refresh = func(token string, expiry time.Time) error {
-			return touches.write(context.Background(), store.SessionTouch{Token: token, Expiry: expiry})
+		st.refresh = func(token string, expiry time.Time) {
+			touches.add(store.SessionTouch{Token: token, Expiry: expiry})
 		}
 	}
 	sm := scs.New()
@@ -201,8 +202,14 @@ func New(o Options) *Sessions {
 }
 
 // Run hears session ends through the notifier, and proves it does (see
-// sessionEnds), until ctx ends.
-func (s *Sessions) Run(ctx context.Context) { s.ends.run(ctx) }
+// sessionEnds), and writes the sessions' housekeeping (touches), until
+// ctx ends.
+func (s *Sessions) Run(ctx context.Context) {
+	var wg sync.WaitGroup
+	wg.Go(func() { s.touches.run(ctx) })
+	s.ends.run(ctx)
+	wg.Wait()
+}
 
 // CookieName is the session cookie's name.
 func (s *Sessions) CookieName() string { return s.sm.Cookie.Name }

@@ -148,7 +148,7 @@ func TestSessionLogoutElsewhere(t *testing.T) {
 		st.mu.Lock()
 		defer st.mu.Unlock()
 		e := st.entries[storedToken(token)]
-		return e != nil && st.told(e, st.now())
+		return e != nil && st.told(storedToken(token), e, st.now())
 	}
 	testsvc.Eventually(t, 3*time.Second, "y trusts its copy on announcements", func() bool {
 		if st, _, _ := y.do("GET", "/me", token); st != http.StatusOK {
@@ -205,7 +205,7 @@ func TestSessionDataChangedElsewhere(t *testing.T) {
 		st.mu.Lock()
 		defer st.mu.Unlock()
 		e := st.entries[stored]
-		return e != nil && st.told(e, st.now())
+		return e != nil && st.told(stored, e, st.now())
 	})
 	x.do("GET", "/put", token)
 	testsvc.Eventually(t, 2*time.Second, "y drops its cached copy", func() bool {

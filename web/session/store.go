@@ -20,20 +20,30 @@ const (
 	// it has heard every announced end (sessionEnds) within sessionFresh.
 	sessionFresh = time.Second
 	// sessionTrusted caps how long a copy is kept on announcements alone
-	// before Postgres is asked again.
-	sessionTrusted = time.Minute
+	// before Postgres is asked again. Every change of a session's data
+	// and every end is announced, so the cap only bounds the harm of a
+	// fault nobody foresaw; a crowd polling every half minute (a waiting
+	// room) costs a read per session every sessionTrusted.
+	sessionTrusted = 5 * time.Minute
 	// sessionTouchMax caps how far a session's stored expiry may lag behind
-	// its idle deadline before the refresh is written to Postgres.
-	sessionTouchMax = time.Minute
+	// its idle deadline before the refresh is written to Postgres (each
+	// session's, spread by up to a half): the idle timeout (two hours by
+	// default) is enforced to within that, and a crowd of sessions costs
+	// a row update each per period.
+	sessionTouchMax = 5 * time.Minute
 	// sessionCacheMax bounds the cache; beyond it, idle entries are dropped.
 	// It is twice a waiting room of 100 000 visitors polling one process
 	// (about 1 KiB each, docs/waiting-room.md): at the bound, the cache
 	// keeps only what was used within sessionFresh, so each poll would
 	// read Postgres again.
 	sessionCacheMax = 200_000
-	// sessionCacheIdle is how long an entry nobody used stays cached. Losing
-	// it only costs a read and a write the next time the session is used.
-	sessionCacheIdle = 5 * time.Minute
+	// sessionCacheIdle is how long an entry stays cached after it was
+	// last read or written in Postgres. Losing it only costs a read and a
+	// write the next time the session is used. It outlasts the longest
+	// trusted period (spread sessionTrusted), so a copy in use is read
+	// again on its own period, not dropped by a sweep with every copy
+	// read at the same time.
+	sessionCacheIdle = 10 * time.Minute
 	// sessionCleanupEvery is how often expired rows are deleted.
 	sessionCleanupEvery = 10 * time.Minute
 )
@@ -46,10 +56,12 @@ const (
 //     or while it is told of every end (told), otherwise asks Postgres;
 //     never past the entry's stored expiry.
 //   - Commit skips the write when the data is unchanged and the new expiry
-//     is less than touch past the stored one: the idle timeout is then
-//     enforced to within touch (a session idle for IdleTimeout-touch may
-//     already be gone), never beyond it. Past touch, unchanged data costs
-//     only an update of its expiry, batched with other sessions' (refresh).
+//     is less than the session's touch period (touch, spread by up to a
+//     half) past the stored one: the idle timeout is then enforced to
+//     within that period and a second (a session idle for IdleTimeout less
+//     the period may already be gone), never beyond it. Past it, unchanged
+//     data costs only an update of its expiry, queued and written with
+//     other sessions' within a second (refresh, touches).
 //   - Delete removes the entry here before Postgres, so the process that
 //     handles a logout refuses the token at once; others within fresh.
 type sessionStore struct {
@@ -61,10 +73,10 @@ type sessionStore struct {
 	now     func() time.Time
 	fresh   time.Duration // 0: no cache
 	touch   time.Duration
-	// refresh writes a later expiry of a session whose data did not
-	// change (an update, batched with other sessions': Sessions.touches);
-	// nil without the cache, where every write is scs's upsert.
-	refresh func(token string, expiry time.Time) error
+	// refresh queues a later expiry of a session whose data did not
+	// change (an update, written within a second with other sessions':
+	// touches); nil without the cache, where every write is scs's upsert.
+	refresh func(token string, expiry time.Time)
 
 	mu          sync.Mutex
 	entries     map[string]*sessionEntry
@@ -109,7 +121,7 @@ func (s *sessionStore) Find(token string) ([]byte, bool, error) {
 	if s.fresh > 0 {
 		s.mu.Lock()
 		e := s.entries[token]
-		if e != nil && now.Before(e.expiry) && (now.Sub(e.checked) < s.fresh || s.told(e, now)) {
+		if e != nil && now.Before(e.expiry) && (now.Sub(e.checked) < s.fresh || s.told(token, e, now)) {
 			b := bytes.Clone(e.data)
 			s.mu.Unlock()
 			return b, true, nil
@@ -139,9 +151,9 @@ func (s *sessionStore) Find(token string) ([]byte, bool, error) {
 // it, and every end committed up to sessionFresh ago heard. A logout
 // elsewhere is then refused here within sessionFresh, as after a read.
 // Called with mu held.
-func (s *sessionStore) told(e *sessionEntry, now time.Time) bool {
+func (s *sessionStore) told(token string, e *sessionEntry, now time.Time) bool {
 	return s.listening && e.announced && !e.checked.Before(s.since) && now.Sub(s.heard) < s.fresh &&
-		now.Sub(e.checked) < sessionTrusted
+		now.Sub(e.checked) < spread(token, sessionTrusted)
 }
 
 // announced reports whether a read or write that began at start, when
@@ -198,23 +210,19 @@ func (s *sessionStore) Commit(token string, b []byte, expiry time.Time) error {
 		e := s.entries[token]
 		if e != nil && bytes.Equal(e.data, b) {
 			ahead := expiry.Sub(e.expiry)
-			if ahead >= 0 && ahead < s.touch {
+			if ahead >= 0 && ahead < spread(token, s.touch) {
 				s.mu.Unlock()
 				return nil
 			}
 			if ahead > 0 && s.refresh != nil {
 				// Only the expiry moves. An update, not scs's upsert: a
 				// session ended elsewhere meanwhile is not brought back.
+				// Queued: the copy here counts it written at once, so the
+				// stored expiry trails this one by at most touchEvery.
+				e.expiry = expiry
 				s.mu.Unlock()
 				s.dbCommits.Add(1)
-				if err := s.refresh(token, expiry); err != nil {
-					return err
-				}
-				s.mu.Lock()
-				if s.entries[token] == e {
-					e.expiry = expiry
-				}
-				s.mu.Unlock()
+				s.refresh(token, expiry)
 				return nil
 			}
 		}
@@ -251,7 +259,7 @@ func (s *sessionStore) current(token string, expiry time.Time) bool {
 		return false
 	}
 	ahead := expiry.Sub(e.expiry)
-	return ahead >= 0 && ahead < s.touch
+	return ahead >= 0 && ahead < spread(token, s.touch)
 }
 
 // Delete removes a session: from this process first, then from Postgres.
