@@ -225,12 +225,15 @@ func kindOf(action string) string {
 // window, hold TTL and cap) once a round, in one statement: an event
 // changed by another process reaches this one's holds within a round, or
 // at once when its message arrives (it wakes the follower), and a lost
-// message costs nothing but that round. An event the read no longer finds
-// was deleted: it is evicted. It returns the events still cached.
+// message costs nothing but that round. A change made on this process
+// while the read ran is newer than the read and is kept. An event the
+// read no longer finds was deleted: it is evicted. It returns the events
+// still cached.
 func (f *Follower) reloadSettings(ctx context.Context, evs []*eventState) []*eventState {
 	orgs, ids := make([]uuid.UUID, len(evs)), make([]uuid.UUID, len(evs))
+	gens := make([]uint64, len(evs))
 	for i, ev := range evs {
-		orgs[i], ids[i] = ev.org, ev.id
+		orgs[i], ids[i], gens[i] = ev.org, ev.id, ev.settingsVersion()
 	}
 	rctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
@@ -247,13 +250,14 @@ func (f *Follower) reloadSettings(ctx context.Context, evs []*eventState) []*eve
 		found[[2]uuid.UUID{e.OrgID, e.ID}] = e
 	}
 	kept := evs[:0]
-	for _, ev := range evs {
+	for i, ev := range evs {
 		e, ok := found[[2]uuid.UUID{ev.org, ev.id}]
 		if !ok {
 			f.e.evict(ev)
 			continue
 		}
-		ev.setSettings(e)
+		// A change made here while the read ran is newer than it: kept.
+		ev.setSettingsSince(e, gens[i])
 		kept = append(kept, ev)
 	}
 	return kept

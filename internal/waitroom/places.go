@@ -50,10 +50,16 @@ type Places struct {
 
 // roomPlaces is what a process knows of one line.
 type roomPlaces struct {
-	fetch   sync.Mutex // one read of the head at a time
-	head    head       // guarded by fetch
-	numbers map[string]number
-	swept   time.Time
+	fetch sync.Mutex // one read of the head at a time
+	// Guarded by fetch: the last head read, and the last failed read
+	// (failedAt, failure), which the polls that waited for it share
+	// rather than each waiting for a read of its own in turn.
+	head     head
+	failedAt time.Time
+	failure  error
+
+	numbers map[string]number // guarded by Places.mu
+	swept   time.Time         // read under fetch, written under fetch and Places.mu
 }
 
 // head is a line's head as read from Redis at `at`.
@@ -155,7 +161,8 @@ func (c *Places) remember(room Room, visitor string, p Place) {
 }
 
 // headOf is room's head, read again when older than headEvery. A failed
-// read is the caller's error: no answer comes from an older head.
+// read is the caller's error, and that of every caller within headEvery
+// after it: no answer comes from an older head.
 func (c *Places) headOf(ctx context.Context, room Room, r *roomPlaces) (head, error) {
 	r.fetch.Lock()
 	defer r.fetch.Unlock()
@@ -163,8 +170,12 @@ func (c *Places) headOf(ctx context.Context, room Room, r *roomPlaces) (head, er
 	if now.Sub(r.head.at) < headEvery {
 		return r.head, nil
 	}
+	if now.Sub(r.failedAt) < headEvery {
+		return head{}, r.failure
+	}
 	h, err := c.line.head(ctx, room)
 	if err != nil {
+		r.failedAt, r.failure = c.now(), err
 		return head{}, err
 	}
 	h.at = now

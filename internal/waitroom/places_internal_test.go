@@ -59,7 +59,7 @@ func (r fixedRooms) OpenRooms(context.Context) ([]OpenRoom, error) { return r, n
 // another process (which asks the script) sees them. A visitor whose
 // number has come, a line cleared and started again, a moved opening and
 // a Redis that stopped answering all go to the script, which decides (and
-// fails closed).
+// fails closed); polls waiting on a failed read of the head share it.
 func TestPlacesAnswerAsTheLine(t *testing.T) {
 	srv := testsvc.StartRedis(t)
 	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr(), ReadTimeout: 200 * time.Millisecond,
@@ -161,7 +161,19 @@ func TestPlacesAnswerAsTheLine(t *testing.T) {
 		t.Fatal(err)
 	}
 	later()
-	if p, err := places.Place(ctx, room, "late"); err == nil {
-		t.Fatalf("Redis paused: answered %+v", p)
+	_, h0 := count.counts()
+	var wg sync.WaitGroup
+	for range 10 {
+		wg.Go(func() {
+			if p, err := places.Place(ctx, room, "late"); err == nil {
+				t.Errorf("Redis paused: answered %+v", p)
+			}
+		})
+	}
+	wg.Wait()
+	// The polls that waited for the failed read share its failure: one
+	// read, not one each in turn.
+	if _, h1 := count.counts(); h1-h0 != 1 {
+		t.Fatalf("%d reads of the head by 10 polls while Redis was paused, want 1", h1-h0)
 	}
 }

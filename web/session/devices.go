@@ -85,9 +85,9 @@ func (s *Sessions) recordDevice(r *http.Request, acct Account, token string) err
 	return nil
 }
 
-// touch writes the last-seen time and address of the request's session,
-// at most every seenEvery per session and process. A failure is logged:
-// the request goes on.
+// touch queues the last-seen time and address of the request's session
+// (touches), at most every seenEvery per session and process; the
+// request does not wait for the write.
 func (s *Sessions) touch(r *http.Request, token string) {
 	if !s.seen.due(token, time.Now()) {
 		return
