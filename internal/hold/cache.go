@@ -35,12 +35,6 @@ type eventState struct {
 	// TTL and cap, prices. Holds read it for the cheap early refusal and
 	// their TTL and cap; Postgres checks the window and cap itself.
 	settings atomic.Pointer[store.Event]
-	// settingsMu orders the writes of settings, and settingsGen counts
-	// them, so a read that began before a newer write (an organizer's
-	// change on this process) does not overwrite it
-	// (Follower.reloadSettings).
-	settingsMu  sync.Mutex
-	settingsGen uint64
 	// bestInFlight counts best-available requests under way (see Holds.best).
 	bestInFlight atomic.Int64
 	// claimMu makes a best-available pick and its claim one step; claimed
@@ -300,32 +294,14 @@ func (e *eventState) categoryCounts() map[string]store.Counts {
 	return out
 }
 
-func (e *eventState) setSettings(x store.Event) {
-	e.settingsMu.Lock()
-	defer e.settingsMu.Unlock()
-	e.settingsGen++
-	e.settings.Store(&x)
-}
+func (e *eventState) setSettings(x store.Event) { e.settings.Store(&x) }
 
-// settingsVersion counts the writes of e's settings so far.
-func (e *eventState) settingsVersion() uint64 {
-	e.settingsMu.Lock()
-	defer e.settingsMu.Unlock()
-	return e.settingsGen
-}
-
-// setSettingsSince stores x, read after the gen'th write of e's settings,
-// unless another write came since (it is newer than the read); it
-// reports whether x was stored.
-func (e *eventState) setSettingsSince(x store.Event, gen uint64) bool {
-	e.settingsMu.Lock()
-	defer e.settingsMu.Unlock()
-	if e.settingsGen != gen {
-		return false
-	}
-	e.settingsGen++
-	e.settings.Store(&x)
-	return true
+// setSettingsSince stores x, read when prev was e's settings, unless they
+// were written since (the write is newer than the read): each write
+// stores a new pointer, so the swap fails then. It reports whether x was
+// stored.
+func (e *eventState) setSettingsSince(x store.Event, prev *store.Event) bool {
+	return e.settings.CompareAndSwap(prev, &x)
 }
 
 // seat returns a copy of a seat's cached state.

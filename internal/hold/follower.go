@@ -231,9 +231,9 @@ func kindOf(action string) string {
 // still cached.
 func (f *Follower) reloadSettings(ctx context.Context, evs []*eventState) []*eventState {
 	orgs, ids := make([]uuid.UUID, len(evs)), make([]uuid.UUID, len(evs))
-	gens := make([]uint64, len(evs))
+	prev := make([]*store.Event, len(evs))
 	for i, ev := range evs {
-		orgs[i], ids[i], gens[i] = ev.org, ev.id, ev.settingsVersion()
+		orgs[i], ids[i], prev[i] = ev.org, ev.id, ev.settings.Load()
 	}
 	rctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
@@ -257,7 +257,7 @@ func (f *Follower) reloadSettings(ctx context.Context, evs []*eventState) []*eve
 			continue
 		}
 		// A change made here while the read ran is newer than it: kept.
-		ev.setSettingsSince(e, gens[i])
+		ev.setSettingsSince(e, prev[i])
 		kept = append(kept, ev)
 	}
 	return kept

@@ -15,7 +15,7 @@ import (
 func TestSettingsReadBeforeAChangeDoesNotOverwriteIt(t *testing.T) {
 	ev := newEventState(uuid.New(), uuid.New())
 	ev.setSettings(store.Event{Status: store.EventDraft})
-	read := ev.settingsVersion()                           // the follower's read begins
+	read := ev.settings.Load()                             // the follower's read begins
 	ev.setSettings(store.Event{Status: store.EventOnSale}) // the change, here
 	if ev.setSettingsSince(store.Event{Status: store.EventDraft}, read) {
 		t.Fatal("a read from before the change was stored")
@@ -23,7 +23,7 @@ func TestSettingsReadBeforeAChangeDoesNotOverwriteIt(t *testing.T) {
 	if got := ev.settings.Load().Status; got != store.EventOnSale {
 		t.Fatalf("settings %s after the older read, want the change (on_sale)", got)
 	}
-	read = ev.settingsVersion()
+	read = ev.settings.Load()
 	if !ev.setSettingsSince(store.Event{Status: store.EventClosed}, read) || ev.settings.Load().Status != store.EventClosed {
 		t.Fatal("a read from after the change was not stored")
 	}

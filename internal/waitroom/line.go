@@ -253,30 +253,13 @@ type Stats struct {
 	ClearIn time.Duration
 }
 
-// Stats reads room's figures.
+// Stats reads room's figures: the line's head, as Places reads it.
 func (l *Line) Stats(ctx context.Context, room Room) (Stats, error) {
-	k := l.keys(room.Org, room.Event)
-	now := time.Now().UnixMilli()
-	var waiting, perMin *redis.IntCmd
-	var state *redis.SliceCmd
-	_, err := l.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-		waiting = p.ZCard(ctx, k.line)
-		perMin = p.ZCount(ctx, k.admitted, strconv.FormatInt(now-60000, 10), "+inf")
-		state = p.HMGet(ctx, k.state, "rate", "admitted")
-		return nil
-	})
+	h, err := l.head(ctx, room)
 	if err != nil {
-		return Stats{}, fmt.Errorf("waitroom: stats: %w", err)
+		return Stats{}, err
 	}
-	st := Stats{Waiting: waiting.Val(), AdmittedPerMinute: perMin.Val()}
-	vals := state.Val()
-	if s, ok := vals[0].(string); ok {
-		st.Rate, _ = strconv.ParseFloat(s, 64)
-	}
-	if s, ok := vals[1].(string); ok {
-		st.Admitted, _ = strconv.ParseInt(s, 10, 64)
-	}
-	st.Rate = rateOf(room, st.Rate)
+	st := Stats{Waiting: h.waiting, AdmittedPerMinute: h.perMin, Admitted: h.admitted, Rate: rateOf(room, h.rate)}
 	st.ClearIn = eta(st.Waiting, st.AdmittedPerMinute, st.Rate)
 	if st.Waiting == 0 {
 		st.ClearIn = 0

@@ -205,7 +205,7 @@ func (c *Places) sweep(event uuid.UUID, r *roomPlaces, h head, now time.Time) {
 
 // headScript reads a line's head: admitted since the line began, its
 // epoch, waiting, admitted in the last minute (on Redis's clock) and the
-// admitter's rate.
+// admitter's rate. Places answers from it, and Line.Stats is made of it.
 var headScript = redis.NewScript(`
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
