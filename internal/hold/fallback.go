@@ -12,8 +12,12 @@ import (
 	"seatd/internal/store"
 )
 
-// holdFallback is the Postgres-only path: NOWAIT row locks in seat order,
-// so a crowd on one seat is refused at once instead of queueing.
+// holdFallback is the Postgres-only path. A single seat goes in the shared
+// hold statement, as on the fast path: the statement takes the seat only
+// if it is free and its fence is below ours. Several seats, or a row under
+// the orphan rule, get a transaction of their own with NOWAIT row locks in
+// seat order, so a crowd on one seat is refused at once instead of
+// queueing (store.HoldParams.NoWait).
 func (h *Holds) holdFallback(ctx context.Context, ev *eventState, seats []store.Seat, p store.HoldParams,
 	label func(uuid.UUID) string) (Result, error) {
 	p.NoWait = true
@@ -33,6 +37,16 @@ func (h *Holds) holdFallback(ctx context.Context, ev *eventState, seats []store.
 				ev.bumpFence(st.Fence)
 			}
 			continue
+		}
+		if len(seats) == 1 && !out.NotOnSale && len(out.Orphans) == 0 && len(unanswered(p.Seats, out)) == 1 {
+			// The shared statement did not take the seat, and the read
+			// after it found the seat free: a hold on it ended in between.
+			// Try again; a seat that keeps slipping away is answered taken.
+			if attempt < 3 {
+				continue
+			}
+			h.e.m.HoldConflict.WithLabelValues("postgres").Inc()
+			return Result{}, seatTaken([]uuid.UUID{seats[0].ID}, label)
 		}
 		return h.finish(ctx, ev, seats, out, p.User, label, nil)
 	}

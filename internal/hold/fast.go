@@ -76,7 +76,6 @@ func (h *Holds) holdFast(ctx context.Context, ev *eventState, seats []store.Seat
 				ours = append(ours, seatlock.Released{Seat: ids[i], HoldID: lk.HoldID})
 			}
 		}
-		p.Locked = true
 		h.e.m.PGHoldWrites.Inc()
 		// The caller going away must not cut the write short: a commit
 		// whose reply is lost looks like a failure.

@@ -195,7 +195,7 @@ func TestStaleLockHolderCannotWrite(t *testing.T) {
 	late := func() store.HoldOutcome {
 		out, err := a.Store.Holds.Create(ctx, store.HoldParams{Org: tn.Org.ID, Event: ev.ID, User: slow.ID,
 			Seats: []store.HoldRequest{{SeatID: seats[0], HoldID: uuid.New(), Fence: slowFence}},
-			Now:   time.Now(), HeldUntil: time.Now().Add(time.Minute), Source: "api", Locked: true})
+			Now:   time.Now(), HeldUntil: time.Now().Add(time.Minute), Source: "api"})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -51,7 +51,7 @@ func TestFeedLeavesOutOwnFastHolds(t *testing.T) {
 	now := time.Now().UTC().Truncate(time.Millisecond)
 	other := uuid.New()
 	out, err := a.Store.Holds.Create(ctx, store.HoldParams{Org: tn.Org.ID, Event: ev.ID, User: u.ID, Now: now,
-		HeldUntil: now.Add(time.Minute), Source: "api", Locked: true,
+		HeldUntil: now.Add(time.Minute), Source: "api",
 		Seats: []store.HoldRequest{{SeatID: seats[6], HoldID: other, Fence: 1 << 40}}})
 	if err != nil || len(out.Created) != 1 {
 		t.Fatalf("the other process's hold: %+v, %v", out, err)

@@ -38,7 +38,7 @@ func TestChangesLeaveOutKnownHolds(t *testing.T) {
 		t.Helper()
 		id := uuid.New()
 		out, err := st.Holds.Create(ctx, store.HoldParams{Org: org, Event: event, User: u, Now: now,
-			HeldUntil: now.Add(time.Minute), Source: "api", Locked: true,
+			HeldUntil: now.Add(time.Minute), Source: "api",
 			Seats: []store.HoldRequest{{SeatID: seat, HoldID: id, Fence: 1}}})
 		if err != nil || len(out.Created) != 1 {
 			t.Fatalf("hold: %+v, %v", out, err)

@@ -43,7 +43,7 @@ func TestHoldBatchRowsStayApart(t *testing.T) {
 	now := time.Now().UTC().Truncate(time.Millisecond)
 	params := func(x tenant, seat, holdID uuid.UUID, fence int64) store.HoldParams {
 		return store.HoldParams{Org: x.org, Event: x.ev, User: x.user, Now: now, HeldUntil: now.Add(time.Minute),
-			Source: "api", Locked: true, Seats: []store.HoldRequest{{SeatID: seat, HoldID: holdID, Fence: fence}}}
+			Source: "api", Seats: []store.HoldRequest{{SeatID: seat, HoldID: holdID, Fence: fence}}}
 	}
 	// An ended hold on seat 0 of tenant 0 (its id is then reused), and seat 1
 	// of tenant 0 left with fence 500.
@@ -173,7 +173,7 @@ func TestHoldBatchCap(t *testing.T) {
 			u, cap = tn.Buyers[1].ID, 0
 		}
 		calls = append(calls, &call{p: store.HoldParams{Org: tn.Org.ID, Event: ev.ID, User: u, Now: now,
-			HeldUntil: now.Add(time.Minute), Source: "api", Locked: true, Cap: cap,
+			HeldUntil: now.Add(time.Minute), Source: "api", Cap: cap,
 			Seats: []store.HoldRequest{{SeatID: seat, HoldID: uuid.New(), Fence: 1}}}})
 	}
 	var wg sync.WaitGroup
@@ -257,7 +257,7 @@ func TestHoldBatchPostgresUnreachable(t *testing.T) {
 	var wg sync.WaitGroup
 	for i := range errs {
 		p := store.HoldParams{Org: org, Event: ev, User: user, Now: now, HeldUntil: now.Add(time.Minute), Source: "api",
-			Locked: true, Seats: []store.HoldRequest{{SeatID: uuid.New(), HoldID: uuid.New(), Fence: 1}}}
+			Seats: []store.HoldRequest{{SeatID: uuid.New(), HoldID: uuid.New(), Fence: 1}}}
 		wg.Go(func() { _, errs[i] = st.Holds.Create(ctx, p) })
 	}
 	testsvc.Eventually(t, 10*time.Second, "every hold queued", func() bool { return queued() == len(errs) })

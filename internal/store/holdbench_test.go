@@ -14,7 +14,7 @@ import (
 // benchHolds times Holds.Create of n seats at a time, each call on seats
 // nobody holds (a fresh event whenever one runs out), one caller at once:
 // the latency of the hold statement, not its throughput.
-func benchHolds(b *testing.B, n int, locked bool) {
+func benchHolds(b *testing.B, n int, shared bool) {
 	a := testenv.App(b, nil)
 	tn := testenv.NewTenant(b, a, 1)
 	ctx := context.Background()
@@ -30,7 +30,7 @@ func benchHolds(b *testing.B, n int, locked bool) {
 		}
 		now := time.Now().UTC().Truncate(time.Millisecond)
 		p := store.HoldParams{Org: tn.Org.ID, Event: ev.ID, User: tn.Buyers[0].ID, Now: now, HeldUntil: now.Add(time.Hour),
-			Source: "api", Locked: locked, NoWait: !locked}
+			Source: "api", NoWait: !shared}
 		for _, id := range seats[:n] {
 			p.Seats = append(p.Seats, store.HoldRequest{SeatID: id, HoldID: uuid.New(), Fence: 1})
 		}
@@ -42,7 +42,7 @@ func benchHolds(b *testing.B, n int, locked bool) {
 	}
 }
 
-// BenchmarkHoldOne is the single-seat fast path (locked in Redis first).
+// BenchmarkHoldOne is a single-seat hold in the shared statement.
 func BenchmarkHoldOne(b *testing.B) { benchHolds(b, 1, true) }
 
 // BenchmarkHoldTwo is a two-seat hold in its own transaction.

@@ -21,9 +21,16 @@ func (s *Holds) Create(ctx context.Context, p HoldParams) (HoldOutcome, error) {
 	p.orphansChecked = p.GA
 	p.Strict = p.Strict && !p.GA
 	p.Fresh = p.Fresh || p.GA
-	// Seats locked in Redis are ours unless Redis lost them, so these
-	// holds may share a statement, or a transaction, with other buyers'.
-	shared := p.Locked && p.Customer == nil && !p.NoWait
+	// A buyer's holds may share a statement, or a transaction, with other
+	// buyers'; a customer's are written with the customer in a transaction
+	// of their own. A single seat goes in the shared statement whether or
+	// not Redis locked it: the statement takes it only if it is free, and
+	// it waits for a row lock at most behind the few statements in flight
+	// (the batcher sends a seat once a statement, so a crowd on one seat
+	// never queues there). The shared transaction's row locks wait too, so
+	// requests that must not wait (NoWait, the Postgres-only path) leave
+	// it for a transaction of their own.
+	shared := p.Customer == nil
 	if shared && len(p.Seats) == 1 && !p.Strict {
 		out, err := s.createOneHold(ctx, p)
 		if err != nil || !out.strictUnchecked {
@@ -32,7 +39,7 @@ func (s *Holds) Create(ctx context.Context, p HoldParams) (HoldOutcome, error) {
 		// Postgres has the event strict, the caller's cache did not.
 		p.Strict = true
 	}
-	if shared && !p.GA && s.together != nil {
+	if shared && !p.NoWait && !p.GA && s.together != nil {
 		r, err := s.together.Do(ctx, p)
 		if err == nil {
 			err = r.err

@@ -78,10 +78,9 @@ type HoldParams struct {
 	Source           string
 	// NoWait makes row locks fail at once (55P03) instead of waiting: the
 	// Postgres-only path's defence against a queue of buyers on one seat.
+	// It keeps a request of several seats, or under the orphan rule, out of
+	// the shared transaction, whose row locks wait (see Create).
 	NoWait bool
-	// Locked says every seat is already exclusively ours in Redis, so a
-	// single seat can skip the explicit lock-and-check round trip.
-	Locked bool
 	// Cap is the most active holds the user may have for the event once
 	// these are taken (0: no cap). It is checked in the statement that
 	// takes the holds (see buyer_holds), where the event's own cap, if it

@@ -51,7 +51,7 @@ func TestHoldsTogetherDecideInOrder(t *testing.T) {
 	now := time.Now().UTC().Truncate(time.Millisecond)
 	params := func(user uuid.UUID, staff bool, seats ...uuid.UUID) store.HoldParams {
 		p := store.HoldParams{Org: tn.Org.ID, Event: ev.ID, User: user, Now: now, HeldUntil: now.Add(time.Minute),
-			Source: "api", Locked: true, Strict: !staff, Staff: staff}
+			Source: "api", Strict: !staff, Staff: staff}
 		for _, s := range seats {
 			p.Seats = append(p.Seats, store.HoldRequest{SeatID: s, HoldID: uuid.New(), Fence: 1})
 			// The rows' lock keys, as a process names them from its cache.
@@ -164,9 +164,9 @@ func TestFreshHoldRefusesOwnSeat(t *testing.T) {
 	ev := testenv.NewEvent(t, a, tn.Org.ID, 1, 1, 6)
 	seats := testenv.SeatIDs(t, a, tn.Org.ID, ev.ID)
 	now := time.Now().UTC().Truncate(time.Millisecond)
-	params := func(locked bool, ids ...uuid.UUID) store.HoldParams {
+	params := func(shared bool, ids ...uuid.UUID) store.HoldParams {
 		p := store.HoldParams{Org: tn.Org.ID, Event: ev.ID, User: tn.Buyers[0].ID, Now: now, HeldUntil: now.Add(time.Minute),
-			Source: "api", Locked: locked, Fresh: true}
+			Source: "api", NoWait: !shared, Fresh: true}
 		for _, id := range ids {
 			p.Seats = append(p.Seats, store.HoldRequest{SeatID: id, HoldID: uuid.New(), Fence: 1})
 		}
@@ -175,10 +175,10 @@ func TestFreshHoldRefusesOwnSeat(t *testing.T) {
 	if out, err := a.Store.Holds.Create(ctx, params(true, seats[0])); err != nil || len(out.Created) != 1 {
 		t.Fatalf("setup: %+v %v", out, err)
 	}
-	for _, locked := range []bool{true, false} {
-		out, err := a.Store.Holds.Create(ctx, params(locked, seats[0], seats[1]))
+	for _, shared := range []bool{true, false} {
+		out, err := a.Store.Holds.Create(ctx, params(shared, seats[0], seats[1]))
 		if err != nil || len(out.Created)+len(out.Existing) != 0 || !slices.Equal(out.Taken, []uuid.UUID{seats[0]}) {
-			t.Fatalf("locked %v: %+v %v; want seat 0 taken, nothing held", locked, out, err)
+			t.Fatalf("shared %v: %+v %v; want seat 0 taken, nothing held", shared, out, err)
 		}
 	}
 	var active int
@@ -215,7 +215,7 @@ func TestSharedHoldsOnOwnConnections(t *testing.T) {
 	now := time.Now().UTC().Truncate(time.Millisecond)
 	for _, ids := range [][]uuid.UUID{{seats[0]}, {seats[2], seats[3]}} { // one statement, one transaction
 		p := store.HoldParams{Org: tn.Org.ID, Event: ev.ID, User: tn.Buyers[0].ID, Now: now, HeldUntil: now.Add(time.Minute),
-			Source: "api", Locked: true}
+			Source: "api"}
 		for _, id := range ids {
 			p.Seats = append(p.Seats, store.HoldRequest{SeatID: id, HoldID: uuid.New(), Fence: 1})
 		}
@@ -247,7 +247,7 @@ func TestHoldsTogetherAllOrNone(t *testing.T) {
 	now := time.Now().UTC().Truncate(time.Millisecond)
 	params := func(ev uuid.UUID, user uuid.UUID) store.HoldParams {
 		p := store.HoldParams{Org: tn.Org.ID, Event: ev, User: user, Now: now, HeldUntil: now.Add(time.Minute),
-			Source: "api", Locked: true}
+			Source: "api"}
 		for _, id := range testenv.SeatIDs(t, a, tn.Org.ID, ev)[:2] {
 			p.Seats = append(p.Seats, store.HoldRequest{SeatID: id, HoldID: uuid.New(), Fence: 1})
 		}

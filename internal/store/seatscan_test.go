@@ -28,7 +28,7 @@ func TestLoadEventDecodesLikeScan(t *testing.T) {
 	now := time.Now().UTC().Truncate(time.Microsecond)
 	holdID := uuid.New()
 	out, err := a.Store.Holds.Create(ctx, store.HoldParams{Org: tn.Org.ID, Event: ev.ID, User: tn.Buyers[0].ID, Now: now,
-		HeldUntil: now.Add(7 * time.Minute), Source: "api", Locked: true,
+		HeldUntil: now.Add(7 * time.Minute), Source: "api",
 		Seats: []store.HoldRequest{{SeatID: seats[17], HoldID: holdID, Fence: 42}}})
 	if err != nil || len(out.Created) != 1 {
 		t.Fatalf("hold: %+v, %v", out, err)
