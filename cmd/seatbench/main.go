@@ -134,6 +134,7 @@ type config struct {
 	profileFor   time.Duration // length of that profile
 	profilePay   bool          // grab a CPU profile of each sale run of the payments phase
 	profileRoom  bool          // grab a CPU profile of the waiting room's holds window, while the line polls
+	profileMulti bool          // grab a CPU profile of one process of the run behind haproxy
 }
 
 // phases, in the order they run.
@@ -246,6 +247,7 @@ func parseConfig(args []string, stderr io.Writer) (config, error) {
 	fs.DurationVar(&c.profileFor, "profile-for", c.profileFor, "length of that CPU profile")
 	fs.BoolVar(&c.profilePay, "profile-pay", false, "fetch a CPU profile (-profile-for long) from the ops listener of each sale run of the payments phase")
 	fs.BoolVar(&c.profileRoom, "profile-room", false, "fetch a CPU profile (-profile-for long) from the ops listener during the waiting room's holds window, while the line polls")
+	fs.BoolVar(&c.profileMulti, "profile-multi", false, "fetch a CPU profile (-profile-for long) from the ops listener of one process during the run behind haproxy")
 	if err := fs.Parse(args); err != nil {
 		return c, err
 	}

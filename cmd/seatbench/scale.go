@@ -68,9 +68,13 @@ func (b *bench) behindBalancer(ctx context.Context, servers []*server, base, ref
 	if err := b.load.warm(ctx, servers, ev); err != nil {
 		return err
 	}
+	var during func(context.Context)
+	if b.cfg.profileMulti {
+		during = b.profileNamed(servers[0], "haproxy", min(b.cfg.profileFor, b.cfg.duration))
+	}
 	lb0, _, _ := procCPU(lb.pid, false)
 	lvl := &HoldLevel{Buyers: c, Base: base, Ref: ref, Balanced: true}
-	lvl.HTTP = b.load.closedLoop(ctx, lb.through(servers), b.fx.buyers[:c], ev, seats, b.cfg.warmup, b.cfg.duration, nil)
+	lvl.HTTP = b.load.closedLoop(ctx, lb.through(servers), b.fx.buyers[:c], ev, seats, b.cfg.warmup, b.cfg.duration, during)
 	lb1, _, _ := procCPU(lb.pid, false)
 	// The balancer ran over warmup and window; its share of the window.
 	lvl.HTTP.CPU.Balancer = round3((lb1 - lb0) * b.cfg.duration.Seconds() / (b.cfg.warmup + b.cfg.duration).Seconds())
@@ -92,7 +96,8 @@ func (b *bench) behindBalancer(ctx context.Context, servers []*server, base, ref
 
 // phaseFallback runs the distinct-seat load against a seatd whose Redis
 // is a closed loopback port: the breaker opens and every hold takes the
-// Postgres-only path (NOWAIT row lock, transaction, NOTIFY).
+// Postgres-only path (single seats: the shared hold statement; live
+// messages through NOTIFY).
 func (b *bench) phaseFallback(ctx context.Context) error {
 	// Nothing else runs meanwhile.
 	b.procs.stopNamed("main")
