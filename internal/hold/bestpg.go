@@ -103,5 +103,5 @@ func (h *Holds) bestPostgres(ctx context.Context, ev *eventState, a Actor, r Req
 	for _, h := range out.Created {
 		ev.bumpFence(h.Fence)
 	}
-	return h.finish(ctx, ev, seats, out.HoldOutcome, a.User, func(id uuid.UUID) string { return seatLabel(ev, id) }, unclaim)
+	return h.finish(ctx, ev, seats, out.HoldOutcome, a.User, func(id uuid.UUID) string { return seatLabel(ev, id) }, nil, unclaim)
 }

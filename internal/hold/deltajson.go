@@ -106,6 +106,9 @@ func appendDelta(b []byte, d *Delta) ([]byte, bool) {
 	if b, ok = appendTimeField(b, "at", d.At); !ok {
 		return b, false
 	}
+	if d.Locked {
+		b = append(b, `,"locked":true`...)
+	}
 	return append(b, '}'), true
 }
 

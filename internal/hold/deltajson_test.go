@@ -14,7 +14,8 @@ import (
 
 // TestEncodeMessageAsJSON: encodeMessage writes exactly what json.Marshal
 // writes, for messages of random deltas (randomDeltas), fails where it
-// fails, and the result decodes back.
+// fails, and the result decodes (decodeMessage) to the message
+// encoding/json decodes: both encode to the same bytes.
 func TestEncodeMessageAsJSON(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	id, delta := randomDeltas(rng)
@@ -47,8 +48,19 @@ func TestEncodeMessageAsJSON(t *testing.T) {
 		if !bytes.Equal(got, want) {
 			t.Fatalf("message %d:\n got %s\nwant %s", i, got, want)
 		}
-		if _, err := decodeMessage(got); err != nil {
+		back, err := decodeMessage(got)
+		if err != nil {
 			t.Fatalf("message %d does not decode: %v", i, err)
+		}
+		// Decoded as encoding/json decodes it: the same message again.
+		var v1 message
+		if err := json.Unmarshal(got, &v1); err != nil {
+			t.Fatalf("message %d: encoding/json: %v", i, err)
+		}
+		again, err1 := encodeMessage(back)
+		want1, err2 := encodeMessage(v1)
+		if err1 != nil || err2 != nil || !bytes.Equal(again, want1) {
+			t.Fatalf("message %d decodes to another message than encoding/json's (%v, %v):\n got %s\nwant %s", i, err1, err2, again, want1)
 		}
 		if len(m.Deltas) > 0 {
 			fast++
@@ -146,7 +158,7 @@ func randomDeltas(rng *rand.Rand) (func() uuid.UUID, func() Delta) {
 		return Delta{Org: id(), Event: id(), Seat: id(), Kind: str(),
 			Status: store.SeatStatus(str()), Prev: store.SeatStatus(str()), Version: rng.Int64N(1e6) - 1000,
 			HoldID: id(), UserID: id(), HeldUntil: tm(), Fence: rng.Int64N(3) * rng.Int64N(1e12), Actor: id(),
-			PrevUser: id(), At: tm()}
+			PrevUser: id(), At: tm(), Locked: rng.IntN(2) == 0}
 	}
 	return id, delta
 }

@@ -48,6 +48,6 @@ func (h *Holds) holdFallback(ctx context.Context, ev *eventState, seats []store.
 			h.e.m.HoldConflict.WithLabelValues("postgres").Inc()
 			return Result{}, seatTaken([]uuid.UUID{seats[0].ID}, label)
 		}
-		return h.finish(ctx, ev, seats, out, p.User, label, nil)
+		return h.finish(ctx, ev, seats, out, p.User, label, nil, nil)
 	}
 }

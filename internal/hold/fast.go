@@ -143,21 +143,16 @@ func (h *Holds) holdFast(ctx context.Context, ev *eventState, seats []store.Seat
 			}
 			return Result{}, seatTaken(taken, label)
 		}
-		res, err := h.finish(ctx, ev, seats, out, p.User, label, nil)
-		if err == nil {
-			// Holds under locks this call took: Redis has them as
-			// Postgres does, and finish put them in the cache. (A lock
-			// reused from an earlier request may name another held_until:
-			// the feed brings that one in line.)
-			known := make([]uuid.UUID, 0, len(out.Created))
-			for _, hd := range out.Created {
-				if slices.ContainsFunc(ours, func(r seatlock.Released) bool { return r.HoldID == hd.ID }) {
-					known = append(known, hd.ID)
-				}
+		// Holds under locks this call took: Redis has them as Postgres
+		// does. (A lock reused from an earlier request may name another
+		// held_until: the feed brings that one in line.)
+		known := make([]uuid.UUID, 0, len(out.Created))
+		for _, hd := range out.Created {
+			if slices.ContainsFunc(ours, func(r seatlock.Released) bool { return r.HoldID == hd.ID }) {
+				known = append(known, hd.ID)
 			}
-			ev.known.add(known...)
 		}
-		return res, err
+		return h.finish(ctx, ev, seats, out, p.User, label, known, nil)
 	}
 }
 

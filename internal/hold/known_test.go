@@ -10,6 +10,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/redis/go-redis/v9"
 
+	"seatd/internal/app"
 	"seatd/internal/config"
 	"seatd/internal/hold"
 	"seatd/internal/store"
@@ -87,6 +88,83 @@ func TestFeedLeavesOutOwnFastHolds(t *testing.T) {
 		want := s.ID == seats[6] || s.Idx < 4
 		if (s.Status == store.Held) != want {
 			t.Errorf("seat %s (idx %d) is %s in the cache", s.ID, s.Idx, s.Status)
+		}
+	}
+}
+
+// TestFeedLeavesOutOtherProcessesFastHolds: a process that heard another
+// process's fast-path holds on the live bus (their deltas say Redis took
+// their locks) does not read them back from the feed nor sync them into
+// Redis again, as their maker does not; a hold made without Redis's lock
+// is read and synced by the same round.
+func TestFeedLeavesOutOtherProcessesFastHolds(t *testing.T) {
+	mod := func(c *config.Config) { c.FeedInterval = time.Hour }
+	a, b := testenv.App(t, mod), testenv.App(t, mod)
+	testenv.Background(t, a)
+	testenv.Background(t, b)
+	ctx := context.Background()
+	tn := testenv.NewTenant(t, a, 0)
+	u := testenv.AddBuyers(t, a, tn.Org.ID, 1)[0]
+	ev := testenv.NewEvent(t, a, tn.Org.ID, 1, 1, 10)
+	seats := testenv.SeatIDs(t, a, tn.Org.ID, ev.ID)
+	for _, x := range []*app.App{a, b} {
+		if _, _, err := x.Events.Seats(ctx, buyer(u), ev.ID); err != nil {
+			t.Fatal(err)
+		}
+	}
+	testsvc.Eventually(t, 5*time.Second, "both processes on the fast path", func() bool {
+		return a.Engine.FastPath() && b.Engine.FastPath()
+	})
+	res, err := b.Holds.Hold(ctx, buyer(u), hold.Request{Event: ev.ID, Seats: seats[:4], Source: "web"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A hold written without Redis, which no message tells of.
+	now := time.Now().UTC().Truncate(time.Millisecond)
+	out, err := a.Store.Holds.Create(ctx, store.HoldParams{Org: tn.Org.ID, Event: ev.ID, User: u.ID, Now: now,
+		HeldUntil: now.Add(time.Minute), Source: "api",
+		Seats: []store.HoldRequest{{SeatID: seats[6], HoldID: uuid.New(), Fence: 1 << 40}}})
+	if err != nil || len(out.Created) != 1 {
+		t.Fatalf("the hold without Redis: %+v, %v", out, err)
+	}
+	held := func(x *app.App, idx func(int) bool) bool {
+		_, view, err := x.Events.Seats(ctx, buyer(u), ev.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, s := range view {
+			if (s.Status == store.Held) != idx(s.Idx) {
+				return false
+			}
+		}
+		return true
+	}
+	testsvc.Eventually(t, 5*time.Second, "b's holds in a's cache, from b's message", func() bool {
+		return held(a, func(i int) bool { return i < 4 })
+	})
+	// A round on a: loading another event kicks one.
+	other := testenv.NewEvent(t, a, tn.Org.ID, 1, 1, 2)
+	if _, _, err := a.Events.Seats(ctx, buyer(u), other.ID); err != nil {
+		t.Fatal(err)
+	}
+	versions := a.Locks.Keys(tn.Org.ID, ev.ID).Versions()
+	synced := func(seat uuid.UUID) int64 {
+		v, err := a.Redis.HGet(ctx, versions, seat.String()).Int64()
+		if err != nil && !errors.Is(err, redis.Nil) {
+			t.Fatal(err)
+		}
+		return v // 0: never synced one by one
+	}
+	testsvc.Eventually(t, 5*time.Second, "the hold without Redis read and synced", func() bool {
+		return synced(seats[6]) == out.Created[0].SeatVersion && held(a, func(i int) bool { return i < 4 || i == 6 })
+	})
+	for _, h := range res.Holds {
+		if v := synced(h.SeatID); v >= h.SeatVersion {
+			t.Errorf("seat %s synced again to version %d (the hold's is %d): a round read it back", h.SeatID, v, h.SeatVersion)
+		}
+		lk, ok, err := a.Locks.Get(ctx, tn.Org.ID, ev.ID, h.SeatID)
+		if err != nil || !ok || lk.HoldID != h.ID {
+			t.Errorf("seat %s: Redis lock %+v (found %v, %v), want hold %s", h.SeatID, lk, ok, err, h.ID)
 		}
 	}
 }

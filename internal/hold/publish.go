@@ -37,6 +37,14 @@ func (e *Engine) receive(ev *eventState, b []byte) {
 	// Never let a message touch another tenant's or event's cache.
 	ds := slices.DeleteFunc(msg.Deltas, func(d Delta) bool { return d.Org != ev.org || d.Event != ev.id })
 	e.m.DeltasIn.Add(float64(len(ds)))
+	// Holds Redis has as Postgres does, and the cache has from here on:
+	// the follower leaves the seats whose last change they are out of its
+	// feed, as their maker's does.
+	for _, d := range ds {
+		if d.Locked && d.Kind == KindHeld {
+			ev.known.add(d.HoldID)
+		}
+	}
 	ev.notify(ev.apply(ds))
 }
 

@@ -164,9 +164,11 @@ func (h *Holds) refusal(ev *eventState, err error, cap int, now time.Time) error
 
 // finish turns a Postgres outcome into the answer and, for new holds,
 // publishes the change, calling applied (if set) once the cache has the
-// new holds, before they are published (see Engine.commitThen).
+// new holds, before they are published (see Engine.commitThen). known
+// are new holds made under Redis locks taken for them (Delta.Locked):
+// once the cache has them, the follower leaves them out of its feed.
 func (h *Holds) finish(ctx context.Context, ev *eventState, seats []store.Seat, out store.HoldOutcome,
-	user uuid.UUID, label func(uuid.UUID) string, applied func()) (Result, error) {
+	user uuid.UUID, label func(uuid.UUID) string, known []uuid.UUID, applied func()) (Result, error) {
 	switch {
 	case out.NotOnSale:
 		return Result{}, errNotOnSale
@@ -192,12 +194,15 @@ func (h *Holds) finish(ctx context.Context, ev *eventState, seats []store.Seat, 
 	now := h.e.now()
 	for _, hd := range out.Created {
 		byID[hd.SeatID] = hd
-		ds = append(ds, holdDelta(hd, KindHeld, store.Held, store.Available, user, now))
+		d := holdDelta(hd, KindHeld, store.Held, store.Available, user, now)
+		d.Locked = slices.Contains(known, hd.ID)
+		ds = append(ds, d)
 	}
 	for _, hd := range out.Existing {
 		byID[hd.SeatID] = hd
 	}
 	h.e.commitThen(ctx, ev.org, ev.id, ds, applied)
+	ev.known.add(known...)
 	res := Result{Created: len(out.Created) > 0, Holds: make([]store.Hold, len(seats))}
 	for i, st := range seats {
 		res.Holds[i] = byID[st.ID]
