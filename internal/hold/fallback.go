@@ -14,10 +14,10 @@ import (
 
 // holdFallback is the Postgres-only path. A single seat goes in the shared
 // hold statement, as on the fast path: the statement takes the seat only
-// if it is free and its fence is below ours. Several seats, or a row under
-// the orphan rule, get a transaction of their own with NOWAIT row locks in
-// seat order, so a crowd on one seat is refused at once instead of
-// queueing (store.HoldParams.NoWait).
+// if it is free and its fence is below ours. Several seats, or a hold
+// under the strict orphan rule, get a transaction of their own with NOWAIT
+// row locks in seat order, so a crowd on one seat is refused at once
+// instead of queueing (store.HoldParams.NoWait).
 func (h *Holds) holdFallback(ctx context.Context, ev *eventState, seats []store.Seat, p store.HoldParams,
 	label func(uuid.UUID) string) (Result, error) {
 	p.NoWait = true
