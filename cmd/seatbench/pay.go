@@ -13,6 +13,8 @@ import (
 	"strconv"
 	"sync"
 	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
 )
 
 // Payments is a flash sale paid through the built-in test provider
@@ -139,7 +141,7 @@ func (b *bench) saleRun(ctx context.Context, name string, buyers []*session, per
 	// by whichever process's mail worker gets to it. Mail of earlier
 	// sales is written before the window, so a run is not charged for
 	// another's (the run before it, or an earlier phase).
-	if err := b.mailWritten(ctx, s, name, "before"); err != nil {
+	if err := mailWritten(ctx, b.db, b.log, s, name, "before"); err != nil {
 		return nil, err
 	}
 	cpu0 := b.procs.sampleCPU([]*server{s})
@@ -218,7 +220,7 @@ func (b *bench) saleRun(ctx context.Context, name string, buyers []*session, per
 		return nil, err
 	}
 	// This run's own mail, written by its process after the window.
-	if err := b.mailWritten(ctx, s, name, "after"); err != nil {
+	if err := mailWritten(ctx, b.db, b.log, s, name, "after"); err != nil {
 		return nil, err
 	}
 	perSale := func(secs float64) float64 { return round3(secs * 1000 / float64(n)) }
@@ -308,10 +310,10 @@ func (fx *fixture) price(ctx context.Context, event string) error {
 }
 
 // mailWritten waits (at most two minutes) until the booking mail queue
-// is empty, s's mail worker writing it, and logs how much there was.
-func (b *bench) mailWritten(ctx context.Context, s *server, run, when string) error {
+// in db is empty, s's mail worker writing it, and logs how much there was.
+func mailWritten(ctx context.Context, db *pgxpool.Pool, log *progress, s *server, run, when string) error {
 	var queued int
-	if err := b.db.QueryRow(ctx, `SELECT count(*) FROM booking_mail`).Scan(&queued); err != nil || queued == 0 {
+	if err := db.QueryRow(ctx, `SELECT count(*) FROM booking_mail`).Scan(&queued); err != nil || queued == 0 {
 		return err
 	}
 	t0 := time.Now()
@@ -324,10 +326,10 @@ func (b *bench) mailWritten(ctx context.Context, s *server, run, when string) er
 			return context.Cause(ctx)
 		case <-time.After(200 * time.Millisecond):
 		}
-		if err := b.db.QueryRow(ctx, `SELECT count(*) FROM booking_mail`).Scan(&left); err != nil {
+		if err := db.QueryRow(ctx, `SELECT count(*) FROM booking_mail`).Scan(&left); err != nil {
 			return err
 		}
 	}
-	b.log.printf("%s: %d queued booking mails written by %s %s the window, in %.1fs", run, queued, s.name, when, time.Since(t0).Seconds())
+	log.printf("%s: %d queued booking mails written by %s %s the window, in %.1fs", run, queued, s.name, when, time.Since(t0).Seconds())
 	return nil
 }

@@ -183,3 +183,37 @@ func BenchmarkEncodeMessage(b *testing.B) {
 		}
 	})
 }
+
+// BenchmarkDecodeMessage decodes a message of 20 hold deltas, as every
+// process decodes every other's, with decodeMessage and with
+// encoding/json for comparison.
+func BenchmarkDecodeMessage(b *testing.B) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	id, _ := randomDeltas(rng)
+	m := message{From: id()}
+	at := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
+	for range 20 {
+		m.Deltas = append(m.Deltas, Delta{Org: id(), Event: id(), Seat: id(), Kind: KindHeld, Status: store.Held,
+			Prev: store.Available, Version: 5, HoldID: id(), UserID: id(), HeldUntil: at.Add(10 * time.Minute),
+			Fence: 1234, Actor: id(), At: at, Locked: true})
+	}
+	msg, err := encodeMessage(m)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Run("decodeMessage", func(b *testing.B) {
+		for b.Loop() {
+			if _, err := decodeMessage(msg); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("encoding/json", func(b *testing.B) {
+		for b.Loop() {
+			var m message
+			if err := json.Unmarshal(msg, &m); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}

@@ -63,15 +63,7 @@ func TestFeedLeavesOutOwnFastHolds(t *testing.T) {
 	testsvc.Eventually(t, 5*time.Second, "the other process's hold read and synced", func() bool {
 		return synced(seats[6]) == out.Created[0].SeatVersion
 	})
-	for _, h := range res.Holds {
-		if v := synced(h.SeatID); v >= h.SeatVersion {
-			t.Errorf("seat %s synced again to version %d (the hold's is %d): the round read it back", h.SeatID, v, h.SeatVersion)
-		}
-		lk, ok, err := a.Locks.Get(ctx, tn.Org.ID, ev.ID, h.SeatID)
-		if err != nil || !ok || lk.HoldID != h.ID {
-			t.Errorf("seat %s: Redis lock %+v (found %v, %v), want hold %s", h.SeatID, lk, ok, err, h.ID)
-		}
-	}
+	assertNotSyncedAgain(t, a, synced, res.Holds)
 	// The cache has both, from the commit and from the feed.
 	_, view, err := a.Events.Seats(ctx, buyer(u), ev.ID)
 	if err != nil {
@@ -148,15 +140,7 @@ func TestFeedLeavesOutOtherProcessesFastHolds(t *testing.T) {
 	testsvc.Eventually(t, 5*time.Second, "the hold without Redis read and synced", func() bool {
 		return synced(seats[6]) == out.Created[0].SeatVersion && held(a, func(i int) bool { return i < 4 || i == 6 })
 	})
-	for _, h := range res.Holds {
-		if v := synced(h.SeatID); v >= h.SeatVersion {
-			t.Errorf("seat %s synced again to version %d (the hold's is %d): a round read it back", h.SeatID, v, h.SeatVersion)
-		}
-		lk, ok, err := a.Locks.Get(ctx, tn.Org.ID, ev.ID, h.SeatID)
-		if err != nil || !ok || lk.HoldID != h.ID {
-			t.Errorf("seat %s: Redis lock %+v (found %v, %v), want hold %s", h.SeatID, lk, ok, err, h.ID)
-		}
-	}
+	assertNotSyncedAgain(t, a, synced, res.Holds)
 }
 
 // syncedVersions reads, from Redis's record of the seat versions the
@@ -170,5 +154,21 @@ func syncedVersions(t *testing.T, a *app.App, org, event uuid.UUID) func(uuid.UU
 			t.Fatal(err)
 		}
 		return v
+	}
+}
+
+// assertNotSyncedAgain checks that no follower round synced the fast-path
+// holds into Redis again (synced: syncedVersions), and that Redis still
+// has each one's lock.
+func assertNotSyncedAgain(t *testing.T, a *app.App, synced func(uuid.UUID) int64, holds []store.Hold) {
+	t.Helper()
+	for _, h := range holds {
+		if v := synced(h.SeatID); v >= h.SeatVersion {
+			t.Errorf("seat %s synced again to version %d (the hold's is %d): a round read it back", h.SeatID, v, h.SeatVersion)
+		}
+		lk, ok, err := a.Locks.Get(context.Background(), h.OrgID, h.EventID, h.SeatID)
+		if err != nil || !ok || lk.HoldID != h.ID {
+			t.Errorf("seat %s: Redis lock %+v (found %v, %v), want hold %s", h.SeatID, lk, ok, err, h.ID)
+		}
 	}
 }
