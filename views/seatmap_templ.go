@@ -1348,7 +1348,7 @@ func CartPanel(c Cart) templ.Component {
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
-			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 109, "\" hx-target=\"#cart\" hx-swap=\"outerHTML\" class=\"w-full rounded bg-indigo-600 px-3 py-2 text-white font-medium hover:bg-indigo-700\">Checkout</button> ")
+			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 109, "\" hx-target=\"#cart\" hx-swap=\"outerHTML\" hx-sync=\"#cart:replace\" class=\"w-full rounded bg-indigo-600 px-3 py-2 text-white font-medium hover:bg-indigo-700\">Checkout</button> ")
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
@@ -1637,14 +1637,14 @@ func CartItem(eventID string, h CartHold) templ.Component {
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
-			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 138, "\" hx-target=\"#cart\" hx-swap=\"outerHTML\" class=\"text-xs text-red-700 underline\" aria-label=\"")
+			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 138, "\" hx-target=\"#cart\" hx-swap=\"outerHTML\" hx-sync=\"#cart:replace\" class=\"text-xs text-red-700 underline\" aria-label=\"")
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
 			var templ_7745c5c3_Var94 string
 			templ_7745c5c3_Var94, templ_7745c5c3_Err = templ.JoinStringErrs("Release " + h.Label)
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `seatmap.templ`, Line: 241, Col: 188}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `seatmap.templ`, Line: 241, Col: 212}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var94))
 			if templ_7745c5c3_Err != nil {

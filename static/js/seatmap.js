@@ -269,9 +269,12 @@
     }
   }
   document.addEventListener("htmx:wsAfterMessage", syncCart);
-  // Answers for the cart (a click, checkout, a re-fetch) may come back in
-  // any order; the cart shows the one sent last, so an answer read before
-  // a checkout never puts Checkout back over the checkout's Pay.
+  // Whatever changes the cart (a seat's click, checkout, release) syncs
+  // on #cart (hx-sync): a re-fetch asked for meanwhile waits for its
+  // answer, so it reads what the change made. Answers may still come back
+  // in any order (a re-fetch sent first); the cart shows the one sent
+  // last, so an answer read before a checkout never puts Checkout back
+  // over the checkout's Pay.
   var cartSent = 0, cartShown = 0;
   document.addEventListener("htmx:beforeRequest", function (evt) {
     var t = evt.detail.target;
