@@ -39,14 +39,24 @@ func (s *Sessions) actor(ctx context.Context) (hold.Actor, bool) {
 		return hold.Actor{}, false
 	}
 	a := hold.Actor{Org: org, User: user, Role: role}
-	// A new account's holds are capped lower until it is old enough; the
-	// time was decided at sign-in from the account's creation.
-	if role == hold.RoleBuyer {
-		if until, err := strconv.ParseInt(s.sm.GetString(ctx, sessNewUntil), 10, 64); err == nil && time.Now().Unix() < until {
-			a.HoldCap = s.newCap
-		}
+	// A new account's holds are capped lower until it is old enough.
+	if role == hold.RoleBuyer && s.newAccount(ctx, time.Now()) {
+		a.HoldCap = s.newCap
 	}
 	return a, true
+}
+
+// newAccount tells whether the session's account is younger than
+// Options.NewAccountAge at now.
+func (s *Sessions) newAccount(ctx context.Context, now time.Time) bool {
+	if s.newAge <= 0 || s.newCap <= 0 {
+		return false
+	}
+	if created, err := strconv.ParseInt(s.sm.GetString(ctx, sessCreated), 10, 64); err == nil {
+		return now.Before(time.Unix(created, 0).Add(s.newAge))
+	}
+	until, err := strconv.ParseInt(s.sm.GetString(ctx, sessNewUntil), 10, 64)
+	return err == nil && now.Unix() < until
 }
 
 // Load loads the request's session (scs), puts the actor it names in the

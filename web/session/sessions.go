@@ -42,9 +42,14 @@ const (
 	// sessRemember is "1" for a session signed in with "keep me signed
 	// in": it lasts RememberFor, idle or not, under a persistent cookie.
 	sessRemember = "remember"
-	// sessNewUntil is, for an account that was new at sign-in (younger
-	// than Options.NewAccountAge), when it stops being new (Unix
-	// seconds): until then its actor carries the new accounts' hold cap.
+	// sessCreated is when a buyer's account was made (Unix seconds):
+	// while it is younger than Options.NewAccountAge its actor carries
+	// the new accounts' hold cap. The age is worked out on each request,
+	// so the setting in force applies to sessions signed in before it.
+	sessCreated = "account_created"
+	// sessNewUntil is what sessions signed in before sessCreated was kept
+	// carry instead: when the account stopped being new under the setting
+	// of their sign-in.
 	sessNewUntil = "new_until"
 )
 
@@ -249,8 +254,8 @@ func (s *Sessions) SignIn(w http.ResponseWriter, r *http.Request, acct Account) 
 	if acct.Verified {
 		s.sm.Put(ctx, sessVerified, "1")
 	}
-	if until := acct.CreatedAt.Add(s.newAge); s.newAge > 0 && s.newCap > 0 && !acct.CreatedAt.IsZero() && until.After(time.Now()) {
-		s.sm.Put(ctx, sessNewUntil, strconv.FormatInt(until.Unix(), 10))
+	if acct.Role == hold.RoleBuyer && !acct.CreatedAt.IsZero() {
+		s.sm.Put(ctx, sessCreated, strconv.FormatInt(acct.CreatedAt.Unix(), 10))
 	}
 	if acct.Remember {
 		s.sm.Put(ctx, sessRemember, "1")

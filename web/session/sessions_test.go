@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"slices"
+	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -58,17 +59,36 @@ type process struct {
 
 func newProcess(t testing.TB, a *app.App, noCache bool) *process {
 	t.Helper()
+	return newProcessWith(t, a, noCache, nil)
+}
+
+// newProcessWith is newProcess with its options changed by opt first.
+// Its POST /login?created=<Unix seconds> signs in an account made then,
+// and GET /cap answers the actor's hold cap.
+func newProcessWith(t testing.TB, a *app.App, noCache bool, opt func(*Options)) *process {
+	t.Helper()
 	hub := &recordingHub{}
 	errs := httpx.NewErrors(a.Log)
 	// A notifier of the process's own, as each seatd process has.
-	s := New(Options{Pool: a.Pool, Store: a.Store.Accounts, Devices: a.Store.Devices, Notifier: testenv.Notifier(t, a), Hub: hub, Errors: errs,
-		Log: a.Log, Lifetime: a.Cfg.SessionLifetime, IdleTimeout: a.Cfg.SessionIdleTimeout, NoCache: noCache})
+	o := Options{Pool: a.Pool, Store: a.Store.Accounts, Devices: a.Store.Devices, Notifier: testenv.Notifier(t, a), Hub: hub, Errors: errs,
+		Log: a.Log, Lifetime: a.Cfg.SessionLifetime, IdleTimeout: a.Cfg.SessionIdleTimeout, NoCache: noCache}
+	if opt != nil {
+		opt(&o)
+	}
+	s := New(o)
 	testenv.Run(t, s) // stopped before its notifier and the app
 	g := Guards{Errors: errs}
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /login", g.Public(func(w http.ResponseWriter, r *http.Request) error {
-		return s.SignIn(w, r, Account{Org: uuid.New(), OrgSlug: "org", OrgName: "Org", User: uuid.New(),
-			Email: "buyer@x.example", Role: hold.RoleBuyer})
+		acct := Account{Org: uuid.New(), OrgSlug: "org", OrgName: "Org", User: uuid.New(), Email: "buyer@x.example", Role: hold.RoleBuyer}
+		if c, err := strconv.ParseInt(r.URL.Query().Get("created"), 10, 64); err == nil {
+			acct.CreatedAt = time.Unix(c, 0)
+		}
+		return s.SignIn(w, r, acct)
+	}))
+	mux.HandleFunc("GET /cap", g.Authed(AnyRole, func(w http.ResponseWriter, _ *http.Request, a hold.Actor) error {
+		_, err := io.WriteString(w, strconv.Itoa(a.HoldCap))
+		return err
 	}))
 	mux.HandleFunc("POST /logout", g.Public(func(w http.ResponseWriter, r *http.Request) error {
 		return s.SignOut(w, r)
@@ -116,7 +136,14 @@ func (p *process) do(method, path, token string) (status int, setCookie bool, bo
 // login signs in and returns the session token.
 func (p *process) login() string {
 	p.t.Helper()
-	req, _ := http.NewRequestWithContext(context.Background(), "POST", p.ts.URL+"/login", nil)
+	return p.loginAs("")
+}
+
+// loginAs signs in with the query given (created=…) and returns the
+// session token.
+func (p *process) loginAs(query string) string {
+	p.t.Helper()
+	req, _ := http.NewRequestWithContext(context.Background(), "POST", p.ts.URL+"/login?"+query, nil)
 	res, err := http.DefaultClient.Do(req)
 	if err != nil {
 		p.t.Fatal(err)
@@ -255,5 +282,66 @@ func TestSessionSavedOnlyWhenChanged(t *testing.T) {
 	other.do("GET", "/put", token)
 	if _, _, body := other.do("GET", "/pop", token); body != "hello" {
 		t.Fatalf("pop through Postgres: %q, want hello", body)
+	}
+}
+
+// TestNewAccountAgeOnEachRequest: whether a session's account is new
+// (its holds capped at NewAccountHoldCap) follows the age setting in
+// force, not the one of its sign-in: a process started with another
+// SEATD_NEW_ACCOUNT_AGE applies it to the sessions signed in before, both
+// ways. A session signed in before the account's creation was kept
+// carries the end of its newness, and keeps its cap until then.
+func TestNewAccountAgeOnEachRequest(t *testing.T) {
+	a := testenv.App(t, nil)
+	withAge := func(age time.Duration) *process {
+		return newProcessWith(t, a, true, func(o *Options) { o.NewAccountAge, o.NewAccountHoldCap = age, 2 })
+	}
+	hourAge, dayAge := withAge(time.Hour), withAge(24*time.Hour)
+	capOf := func(p *process, token string) string {
+		t.Helper()
+		status, _, body := p.do("GET", "/cap", token)
+		if status != http.StatusOK {
+			t.Fatalf("GET /cap: %d", status)
+		}
+		return body
+	}
+	now := time.Now()
+	twoHours := hourAge.loginAs("created=" + strconv.FormatInt(now.Add(-2*time.Hour).Unix(), 10))
+	halfHour := dayAge.loginAs("created=" + strconv.FormatInt(now.Add(-30*time.Minute).Unix(), 10))
+	for _, c := range []struct {
+		name  string
+		p     *process
+		token string
+		want  string
+	}{
+		{"2 h old, signed in under 1 h, read under 1 h", hourAge, twoHours, "0"},
+		{"2 h old, signed in under 1 h, read under 24 h", dayAge, twoHours, "2"},
+		{"30 min old, signed in under 24 h, read under 24 h", dayAge, halfHour, "2"},
+		{"30 min old, signed in under 24 h, read under 1 h", hourAge, halfHour, "2"},
+		{"30 min old, signed in under 24 h, read under 10 min", withAge(10 * time.Minute), halfHour, "0"},
+	} {
+		if got := capOf(c.p, c.token); got != c.want {
+			t.Errorf("%s: hold cap %s, want %s", c.name, got, c.want)
+		}
+	}
+
+	// A session from before: only new_until, as sign-in wrote it then.
+	legacy := func(until time.Time) string {
+		token := hourAge.login() // an account without a creation time
+		ctx, err := hourAge.sessions.sm.Load(context.Background(), token)
+		if err != nil {
+			t.Fatal(err)
+		}
+		hourAge.sessions.sm.Put(ctx, sessNewUntil, strconv.FormatInt(until.Unix(), 10))
+		if _, _, err := hourAge.sessions.sm.Commit(ctx); err != nil {
+			t.Fatal(err)
+		}
+		return token
+	}
+	if got := capOf(dayAge, legacy(now.Add(time.Hour))); got != "2" {
+		t.Errorf("a session from before, new for another hour: hold cap %s, want 2", got)
+	}
+	if got := capOf(dayAge, legacy(now.Add(-time.Minute))); got != "0" {
+		t.Errorf("a session from before, new until a minute ago: hold cap %s, want 0", got)
 	}
 }
