@@ -15,12 +15,12 @@ import (
 // holdFallback is the Postgres-only path. A single seat goes in the shared
 // hold statement, as on the fast path: the statement takes the seat only
 // if it is free and its fence is below ours. Several seats, or a hold
-// under the strict orphan rule, get a transaction of their own with NOWAIT
-// row locks in seat order, so a crowd on one seat is refused at once
-// instead of queueing (store.HoldParams.NoWait).
+// under the strict orphan rule, get a transaction of their own with row
+// locks in seat order that wait at most briefly, so a crowd on one seat is
+// refused quickly instead of queueing (store.HoldParams.ShortWait).
 func (h *Holds) holdFallback(ctx context.Context, ev *eventState, seats []store.Seat, p store.HoldParams,
 	label func(uuid.UUID) string) (Result, error) {
-	p.NoWait = true
+	p.ShortWait = true
 	for attempt := 0; ; attempt++ {
 		fence := ev.fence() + 1
 		p.Seats = make([]store.HoldRequest, len(seats))

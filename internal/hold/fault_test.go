@@ -328,7 +328,7 @@ func TestDeadWritersLockUnderLaterChangesIsCleared(t *testing.T) {
 	// writer's (the process knew no higher one), and released.
 	out, err := a.Store.Holds.Create(ctx, store.HoldParams{Org: tn.Org.ID, Event: ev.ID, User: b0.ID,
 		Seats: []store.HoldRequest{{SeatID: seats[1], HoldID: uuid.New(), Fence: 1}},
-		Now:   time.Now(), HeldUntil: time.Now().Add(time.Minute), Source: "api", NoWait: true})
+		Now:   time.Now(), HeldUntil: time.Now().Add(time.Minute), Source: "api", ShortWait: true})
 	if err != nil || len(out.Created) != 1 || acq.Locks[1].Fence <= 1 {
 		t.Fatalf("hold through postgres: %+v %v (dead writer's fence %d)", out, err, acq.Locks[1].Fence)
 	}

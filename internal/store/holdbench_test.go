@@ -30,7 +30,7 @@ func benchHolds(b *testing.B, n int, shared bool) {
 		}
 		now := time.Now().UTC().Truncate(time.Millisecond)
 		p := store.HoldParams{Org: tn.Org.ID, Event: ev.ID, User: tn.Buyers[0].ID, Now: now, HeldUntil: now.Add(time.Hour),
-			Source: "api", NoWait: !shared}
+			Source: "api", ShortWait: !shared}
 		for _, id := range seats[:n] {
 			p.Seats = append(p.Seats, store.HoldRequest{SeatID: id, HoldID: uuid.New(), Fence: 1})
 		}

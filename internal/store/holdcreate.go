@@ -28,8 +28,8 @@ func (s *Holds) Create(ctx context.Context, p HoldParams) (HoldOutcome, error) {
 	// it waits for a row lock at most behind the few statements in flight
 	// (the batcher sends a seat once a statement, so a crowd on one seat
 	// never queues there). The shared transaction's row locks wait too, so
-	// requests that must not wait (NoWait, the Postgres-only path) leave
-	// it for a transaction of their own.
+	// requests that must not wait long (ShortWait, the Postgres-only path)
+	// leave it for a transaction of their own.
 	shared := p.Customer == nil
 	if shared && len(p.Seats) == 1 && !p.Strict {
 		out, err := s.createOneHold(ctx, p)
@@ -39,7 +39,7 @@ func (s *Holds) Create(ctx context.Context, p HoldParams) (HoldOutcome, error) {
 		// Postgres has the event strict, the caller's cache did not.
 		p.Strict = true
 	}
-	if shared && !p.NoWait && !p.GA && s.together != nil {
+	if shared && !p.ShortWait && !p.GA && s.together != nil {
 		r, err := s.together.Do(ctx, p)
 		if err == nil {
 			err = r.err
@@ -69,6 +69,11 @@ func (s *Holds) createHoldsTx(ctx context.Context, p HoldParams) (HoldOutcome, e
 	var out HoldOutcome
 	err := inTx(ctx, s.db, func(tx pgx.Tx) error {
 		p := p
+		if p.ShortWait {
+			if _, err := tx.Exec(ctx, `SET LOCAL lock_timeout = '`+shortLockWait+`'`); err != nil {
+				return err
+			}
+		}
 		var orphans []uuid.UUID
 		check := false // this transaction applies the orphan rule
 		var err error
@@ -248,12 +253,13 @@ func sameCustomer(ctx context.Context, db pg.DBTX, p HoldParams, out *HoldOutcom
 }
 
 func lockAndCheck(ctx context.Context, tx pgx.Tx, p HoldParams) (HoldOutcome, error) {
-	lock := "FOR UPDATE OF s"
-	if p.NoWait {
-		lock += " NOWAIT"
-	}
-	return checkSeats(ctx, tx, p, lock)
+	return checkSeats(ctx, tx, p, "FOR UPDATE OF s")
 }
+
+// shortLockWait is HoldParams.ShortWait's bound: several shared hold
+// statements' time in flight, and well under deadlock_timeout (1 s), so a
+// wait on a statement that locks rows in another order ends here first.
+const shortLockWait = "100ms"
 
 // checkSeats reads (and with lock, locks in id order) the requested seats
 // and sorts them into the outcome's buckets.

@@ -76,11 +76,16 @@ type HoldParams struct {
 	Seats            []HoldRequest
 	Now, HeldUntil   time.Time
 	Source           string
-	// NoWait makes row locks fail at once (55P03) instead of waiting: the
-	// Postgres-only path's defence against a queue of buyers on one seat.
-	// It keeps a request of several seats, or under the orphan rule, out of
-	// the shared transaction, whose row locks wait (see Create).
-	NoWait bool
+	// ShortWait bounds the transaction's row-lock waits at shortLockWait
+	// instead of the pool's lock timeout: the Postgres-only path's defence
+	// against a queue of buyers on one seat. A lock held longer (55P03)
+	// answers the seats taken. The wait lets a request of several seats
+	// through a row that a shared hold statement has locked for its few
+	// milliseconds, instead of answering it taken while the seat may stay
+	// free. It keeps a request of several seats, or under the orphan rule,
+	// out of the shared transaction, whose row locks wait longer (see
+	// Create).
+	ShortWait bool
 	// Cap is the most active holds the user may have for the event once
 	// these are taken (0: no cap). It is checked in the statement that
 	// takes the holds (see buyer_holds), where the event's own cap, if it

@@ -166,7 +166,7 @@ func TestFreshHoldRefusesOwnSeat(t *testing.T) {
 	now := time.Now().UTC().Truncate(time.Millisecond)
 	params := func(shared bool, ids ...uuid.UUID) store.HoldParams {
 		p := store.HoldParams{Org: tn.Org.ID, Event: ev.ID, User: tn.Buyers[0].ID, Now: now, HeldUntil: now.Add(time.Minute),
-			Source: "api", NoWait: !shared, Fresh: true}
+			Source: "api", ShortWait: !shared, Fresh: true}
 		for _, id := range ids {
 			p.Seats = append(p.Seats, store.HoldRequest{SeatID: id, HoldID: uuid.New(), Fence: 1})
 		}

@@ -101,9 +101,6 @@ func countRows(rows pgx.Rows) (int, error) {
 // moot and the caller ignores them.
 func strictCheck(ctx context.Context, tx pgx.Tx, p HoldParams) (out HoldOutcome, orphans []uuid.UUID, checked bool, err error) {
 	lock := "FOR UPDATE OF s"
-	if p.NoWait {
-		lock += " NOWAIT"
-	}
 	// The seats are read as checked: if the rule binds the request, this
 	// transaction checks it below; if not, the event does not ask for it.
 	q := p
