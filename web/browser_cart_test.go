@@ -75,15 +75,19 @@ func TestBrowserCartFetchDuringCheckout(t *testing.T) {
 			return fetch.EventRequestPaused{}
 		}
 	}
-	pass := func(e fetch.EventRequestPaused) {
-		t.Helper()
+	// resume lets a held request (or its answer) go on.
+	resume := func(e fetch.EventRequestPaused) error {
 		var err error
 		if e.ResponseStatusCode != 0 {
 			_, err = cdp.Call(tab, target, fetch.ContinueResponse, fetch.ContinueResponseParams{RequestID: e.RequestID})
 		} else {
 			_, err = cdp.Call(tab, target, fetch.ContinueRequest, fetch.ContinueRequestParams{RequestID: e.RequestID})
 		}
-		if err != nil {
+		return err
+	}
+	pass := func(e fetch.EventRequestPaused) {
+		t.Helper()
+		if err := resume(e); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -138,11 +142,7 @@ func TestBrowserCartFetchDuringCheckout(t *testing.T) {
 	// Everything held from now on goes through.
 	go func() {
 		for e := range paused {
-			if e.ResponseStatusCode != 0 {
-				_, _ = cdp.Call(tab, target, fetch.ContinueResponse, fetch.ContinueResponseParams{RequestID: e.RequestID})
-			} else {
-				_, _ = cdp.Call(tab, target, fetch.ContinueRequest, fetch.ContinueRequestParams{RequestID: e.RequestID})
-			}
+			_ = resume(e) // the page's wait below fails if one is lost
 		}
 	}()
 	if err := chromedp.Do(tab, chromedp.WaitVisible(css(pay)), settled(), chromedp.WaitVisible(css(pay))); err != nil {

@@ -67,13 +67,12 @@ func (s *Holds) holdsInTx(ctx context.Context, p HoldParams) (HoldOutcome, error
 // createHoldsTx is Create in a transaction of its own.
 func (s *Holds) createHoldsTx(ctx context.Context, p HoldParams) (HoldOutcome, error) {
 	var out HoldOutcome
-	err := inTx(ctx, s.db, func(tx pgx.Tx) error {
+	var opts pgx.TxOptions
+	if p.ShortWait {
+		opts.BeginQuery = "BEGIN; SET LOCAL lock_timeout = '" + shortLockWait + "'"
+	}
+	err := inTxWith(ctx, s.db, opts, func(tx pgx.Tx) error {
 		p := p
-		if p.ShortWait {
-			if _, err := tx.Exec(ctx, `SET LOCAL lock_timeout = '`+shortLockWait+`'`); err != nil {
-				return err
-			}
-		}
 		var orphans []uuid.UUID
 		check := false // this transaction applies the orphan rule
 		var err error

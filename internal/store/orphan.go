@@ -100,14 +100,13 @@ func countRows(rows pgx.Rows) (int, error) {
 // request (the row locks were taken); when not, the orphans read are
 // moot and the caller ignores them.
 func strictCheck(ctx context.Context, tx pgx.Tx, p HoldParams) (out HoldOutcome, orphans []uuid.UUID, checked bool, err error) {
-	lock := "FOR UPDATE OF s"
 	// The seats are read as checked: if the rule binds the request, this
 	// transaction checks it below; if not, the event does not ask for it.
 	q := p
 	q.orphansChecked = true
 	var b pgx.Batch
 	b.Queue(lockRowsSQL, rowKeysArgs(p)...)
-	b.Queue(checkSeatsSQL+lock, checkSeatsArgs(q)...)
+	b.Queue(checkSeatsSQL+"FOR UPDATE OF s", checkSeatsArgs(q)...)
 	b.Queue(orphansSQL, p.Org, p.Event, seatIDs(p.Seats))
 	br := tx.SendBatch(ctx, &b)
 	defer func() { _ = br.Close() }()

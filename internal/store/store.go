@@ -121,7 +121,13 @@ func (s *Store) InTx(ctx context.Context, fn func(tx pgx.Tx) error) error {
 
 // inTx runs fn in a transaction on db, committing when fn returns nil.
 func inTx(ctx context.Context, db *pgxpool.Pool, fn func(tx pgx.Tx) error) error {
-	tx, err := db.Begin(ctx)
+	return inTxWith(ctx, db, pgx.TxOptions{}, fn)
+}
+
+// inTxWith is inTx begun with opts: a BeginQuery sends the transaction's
+// settings in BEGIN's own round trip.
+func inTxWith(ctx context.Context, db *pgxpool.Pool, opts pgx.TxOptions, fn func(tx pgx.Tx) error) error {
+	tx, err := db.BeginTx(ctx, opts)
 	if err != nil {
 		return fmt.Errorf("begin: %w", err)
 	}
